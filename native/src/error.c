@@ -1,0 +1,34 @@
+/* Filling pk_error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int vfail(pk_error *err, pk_status st, int has_off, uint64_t off, const char *fmt,
+                 va_list ap) {
+    if (err) {
+        err->status = st;
+        err->has_offset = has_off;
+        err->offset = off;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+    }
+    return (int)st;
+}
+
+int pk_fail(pk_error *err, pk_status st, const char *fmt, ...) {
+    va_list ap;
+    int rc;
+    va_start(ap, fmt);
+    rc = vfail(err, st, 0, 0, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int pk_fail_at(pk_error *err, uint64_t offset, const char *fmt, ...) {
+    va_list ap;
+    int rc;
+    va_start(ap, fmt);
+    rc = vfail(err, PK_ERR_ARTIFACT, 1, offset, fmt, ap);
+    va_end(ap);
+    return rc;
+}

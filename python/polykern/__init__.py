@@ -1,0 +1,49 @@
+"""polykern: compile Python compute kernels for every major backend, ship one .kbin artifact.
+
+    import polykern as pk
+    from polykern import f32, i32, Buffer
+
+    @pk.kernel
+    def saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32]):
+        i = pk.global_id(0)
+        if i < n:
+            y[i] = a * x[i] + y[i]
+
+    mod = pk.build([saxpy], targets=["llvm", "vulkan"])
+    mod.export("k.bin")
+    pk.load("k.bin")["saxpy"](n, 2.0, x, y, grid=(n + 255) // 256, block=256)
+"""
+from . import errors  # noqa: F401
+from .ir.types import (Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32,  # noqa: F401
+                       u64)
+from .lang.builtins import (atomic_add, atomic_cas, atomic_max, atomic_min, atomic_xchg,  # noqa: F401
+                            barrier, ceil, cos, exp, exp2, floor, fma, global_id, group_id, local,
+                            local_id, local_size, log, log2, num_groups, pow, rsqrt, select, shared,
+                            sin, sqrt, tanh)
+from .lang.builtins import abs, max, min  # noqa: F401,A004
+from .lang.kernel import Kernel, kernel  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def build(kernels, targets=("llvm",)):
+    """Compile kernels for targets; see :func:`polykern.pipeline.build`."""
+    from .pipeline import build as _build
+
+    return _build(kernels, targets)
+
+
+def load(path_or_bytes, strict: bool = False):
+    """Load a .kbin artifact (a path or its bytes); see :func:`polykern.artifact.load`."""
+    from .artifact import load as _load
+
+    return _load(path_or_bytes, strict=strict)
+
+
+def __getattr__(name):
+    # Submodules that need registry/backends are imported on first use to keep `import polykern` light.
+    if name in ("backends", "registry", "target", "module", "wire", "artifact", "pipeline"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'polykern' has no attribute {name!r}")

@@ -1,0 +1,358 @@
+"""IR nodes: a small, structured, fully typed kernel IR.
+
+The IR keeps structured control flow (if/for/while) because every source-level
+backend (CUDA C, OpenCL C, MSL, WGSL) and the SPIR-V emitter want it, and the
+LLVM emitter lowers it easily. Every expression carries its result ``type``.
+Every node may carry ``loc`` (a :class:`polykern.errors.SourceLoc`) so that a
+backend refusing a feature can point at the user's source.
+
+Variables are named; a function declares every scalar local in ``Function.locals``
+and every shared/local array in ``Function.arrays`` (names are unique per
+function: the frontend renames shadowed names).
+
+Semantics worth knowing when writing a backend:
+- ``BinOp`` operands always have the same type as each other (the frontend
+  inserts casts); comparisons return ``bool``.
+- Integer ``floordiv``/``mod`` use C semantics (truncate toward zero); float
+  ``mod`` is C ``fmod``. Division by zero of integers is undefined behaviour.
+- ``shl``/``shr``: shift amount is taken modulo the bit width (the frontend masks
+  it), ``shr`` is arithmetic for signed and logical for unsigned types.
+- ``land``/``lor`` short-circuit: the right operand is evaluated only if needed.
+- ``For`` runs ``var = start; while var < stop (step > 0) or var > stop
+  (step < 0): body; var += step``; ``step`` is a nonzero compile-time constant.
+- Special registers (``global_id`` ...) have type ``i32``.
+- Atomics return the old value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Union
+
+from ..errors import SourceLoc
+from .types import ArrayType, BufferType, ScalarType, Type, bool_
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(eq=False)
+class Expr:
+    type: Any = field(init=False, default=None)
+    loc: Optional[SourceLoc] = field(init=False, default=None, repr=False)
+
+    def children(self) -> List["Expr"]:
+        return []
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: Union[int, float, bool]
+    ctype: ScalarType
+
+    def __post_init__(self):
+        self.type = self.ctype
+
+
+@dataclass(eq=False)
+class Var(Expr):
+    """A reference to a scalar local, a scalar parameter, or (as the base of
+    Load/Store/Atomic) a buffer parameter or array."""
+
+    name: str
+    vtype: Type
+
+    def __post_init__(self):
+        self.type = self.vtype
+
+
+BINOPS_ARITH = ("add", "sub", "mul", "div", "floordiv", "mod")
+BINOPS_BIT = ("and", "or", "xor", "shl", "shr")
+BINOPS_CMP = ("lt", "le", "gt", "ge", "eq", "ne")
+BINOPS_LOGIC = ("land", "lor")
+
+
+@dataclass(eq=False)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    def __post_init__(self):
+        self.type = bool_ if self.op in BINOPS_CMP or self.op in BINOPS_LOGIC else self.a.type
+
+    def children(self):
+        return [self.a, self.b]
+
+
+@dataclass(eq=False)
+class UnaryOp(Expr):
+    op: str  # "neg" | "not" (logical, bool) | "invert" (bitwise, ints)
+    a: Expr
+
+    def __post_init__(self):
+        self.type = self.a.type
+
+    def children(self):
+        return [self.a]
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    to: ScalarType
+    a: Expr
+
+    def __post_init__(self):
+        self.type = self.to
+
+    def children(self):
+        return [self.a]
+
+
+@dataclass(eq=False)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+
+    def __post_init__(self):
+        self.type = self.a.type
+
+    def children(self):
+        return [self.cond, self.a, self.b]
+
+
+@dataclass(eq=False)
+class Load(Expr):
+    base: Var  # BufferType or ArrayType
+    index: Expr  # integer typed
+
+    def __post_init__(self):
+        self.type = self.base.type.elem
+
+    def children(self):
+        return [self.index]
+
+
+MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "abs", "floor", "ceil")
+MATH_BINARY = ("pow", "min", "max")
+MATH_TERNARY = ("fma",)
+MATH_FUNCS = MATH_UNARY + MATH_BINARY + MATH_TERNARY
+# Functions that accept integer operands too; the rest are float-only.
+MATH_INT_OK = ("abs", "min", "max")
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """A math builtin; all args share the result type."""
+
+    func: str
+    args: List[Expr]
+
+    def __post_init__(self):
+        self.type = self.args[0].type
+
+    def children(self):
+        return list(self.args)
+
+
+SPECIAL_REGS = ("global_id", "local_id", "group_id", "local_size", "num_groups")
+
+
+@dataclass(eq=False)
+class SpecialReg(Expr):
+    kind: str  # one of SPECIAL_REGS
+    dim: int  # 0, 1, 2
+
+    def __post_init__(self):
+        from .types import i32
+
+        self.type = i32
+
+
+ATOMIC_OPS = ("add", "min", "max", "xchg", "cas")
+
+
+@dataclass(eq=False)
+class Atomic(Expr):
+    """Atomic read-modify-write on ``base[index]``; returns the old value.
+    For ``cas``: if old == ``compare`` store ``value``."""
+
+    op: str
+    base: Var
+    index: Expr
+    value: Expr
+    compare: Optional[Expr] = None
+
+    def __post_init__(self):
+        self.type = self.base.type.elem
+
+    def children(self):
+        out = [self.index, self.value]
+        if self.compare is not None:
+            out.insert(1, self.compare)
+        return out
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(eq=False)
+class Stmt:
+    loc: Optional[SourceLoc] = field(init=False, default=None, repr=False)
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    name: str
+    value: Expr
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    base: Var
+    index: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then: List[Stmt]
+    orelse: List[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    var: str  # a scalar local of integer type
+    start: Expr
+    stop: Expr
+    step: int
+    body: List[Stmt]
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: List[Stmt]
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Barrier(Stmt):
+    """Workgroup execution + shared-memory barrier (CUDA __syncthreads)."""
+
+
+# ---------------------------------------------------------------- functions
+
+
+@dataclass(eq=False)
+class Param:
+    name: str
+    type: Union[ScalarType, BufferType]
+
+    @property
+    def is_buffer(self) -> bool:
+        return isinstance(self.type, BufferType)
+
+
+@dataclass(eq=False)
+class Function:
+    name: str
+    params: List[Param]
+    body: List[Stmt]
+    locals: Dict[str, ScalarType] = field(default_factory=dict)
+    arrays: Dict[str, ArrayType] = field(default_factory=dict)
+    loc: Optional[SourceLoc] = field(default=None, repr=False)
+    source: str = field(default="", repr=False)
+
+    @property
+    def shared_arrays(self) -> Dict[str, ArrayType]:
+        return {k: v for k, v in self.arrays.items() if v.scope == "shared"}
+
+    @property
+    def local_arrays(self) -> Dict[str, ArrayType]:
+        return {k: v for k, v in self.arrays.items() if v.scope == "local"}
+
+    def param(self, name: str) -> Optional[Param]:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+# ---------------------------------------------------------------- traversal helpers
+
+
+def walk_stmts(stmts: List[Stmt]):
+    """Yield every statement, depth first, in source order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.then)
+            yield from walk_stmts(s.orelse)
+        elif isinstance(s, (For, While)):
+            yield from walk_stmts(s.body)
+
+
+def stmt_exprs(s: Stmt) -> List[Expr]:
+    """The expressions directly held by a statement (not by nested statements)."""
+    if isinstance(s, Assign):
+        return [s.value]
+    if isinstance(s, Store):
+        return [s.index, s.value]
+    if isinstance(s, ExprStmt):
+        return [s.expr]
+    if isinstance(s, If):
+        return [s.cond]
+    if isinstance(s, For):
+        return [s.start, s.stop]
+    if isinstance(s, While):
+        return [s.cond]
+    return []
+
+
+def walk_expr(e: Expr):
+    yield e
+    for c in e.children():
+        yield from walk_expr(c)
+
+
+def walk_all_exprs(stmts: List[Stmt]):
+    for s in walk_stmts(stmts):
+        for e in stmt_exprs(s):
+            yield from walk_expr(e)
+
+
+def uses_barrier(fn: Function) -> bool:
+    return any(isinstance(s, Barrier) for s in walk_stmts(fn.body))
+
+
+def used_types(fn: Function) -> set:
+    """Every scalar type that appears in the function (params, locals, arrays, exprs)."""
+    out = set()
+    for p in fn.params:
+        out.add(p.type.elem if isinstance(p.type, BufferType) else p.type)
+    out.update(fn.locals.values())
+    out.update(a.elem for a in fn.arrays.values())
+    for e in walk_all_exprs(fn.body):
+        if isinstance(e.type, ScalarType):
+            out.add(e.type)
+    return out

@@ -1,0 +1,160 @@
+"""Types of the kernel language and IR.
+
+Scalar types carry a DLPack-style (code, bits, lanes) triple, which is also what
+``FunctionInfo`` records for launch-time checking and what the byte format stores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import numpy as np
+
+# DLPack type codes.
+CODE_INT = 0
+CODE_UINT = 1
+CODE_FLOAT = 2
+CODE_BOOL = 6
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str
+    code: int
+    bits: int
+
+    lanes = 1
+
+    @property
+    def is_float(self) -> bool:
+        return self.code == CODE_FLOAT
+
+    @property
+    def is_int(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.code in (CODE_INT, CODE_UINT)
+
+    @property
+    def is_signed(self) -> bool:
+        return self.code == CODE_INT or self.code == CODE_FLOAT
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code == CODE_BOOL
+
+    @property
+    def nbytes(self) -> int:
+        return 1 if self.is_bool else self.bits // 8
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(_NUMPY_NAMES[self.name])
+
+    def min_value(self):
+        if self.is_float:
+            return -float(np.finfo(self.numpy).max)
+        if self.is_bool:
+            return 0
+        return int(np.iinfo(self.numpy).min)
+
+    def max_value(self):
+        if self.is_float:
+            return float(np.finfo(self.numpy).max)
+        if self.is_bool:
+            return 1
+        return int(np.iinfo(self.numpy).max)
+
+    # Calling a type inside a kernel is a cast (``f32(x)``); outside a kernel it
+    # makes a NumPy scalar, which is handy for launch arguments.
+    def __call__(self, value):
+        return self.numpy.type(value)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = ScalarType("bool", CODE_BOOL, 8)
+i8 = ScalarType("i8", CODE_INT, 8)
+i16 = ScalarType("i16", CODE_INT, 16)
+i32 = ScalarType("i32", CODE_INT, 32)
+i64 = ScalarType("i64", CODE_INT, 64)
+u8 = ScalarType("u8", CODE_UINT, 8)
+u16 = ScalarType("u16", CODE_UINT, 16)
+u32 = ScalarType("u32", CODE_UINT, 32)
+u64 = ScalarType("u64", CODE_UINT, 64)
+f16 = ScalarType("f16", CODE_FLOAT, 16)
+f32 = ScalarType("f32", CODE_FLOAT, 32)
+f64 = ScalarType("f64", CODE_FLOAT, 64)
+
+SCALAR_TYPES = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)}
+_NUMPY_NAMES = {
+    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64",
+}
+_BY_CODE = {(t.code, t.bits): t for t in SCALAR_TYPES.values()}
+
+
+def scalar_from_code(code: int, bits: int) -> ScalarType:
+    try:
+        return _BY_CODE[(code, bits)]
+    except KeyError:
+        raise ValueError(f"no scalar type with type code {code} and {bits} bits") from None
+
+
+def scalar_from_numpy(dtype) -> Optional[ScalarType]:
+    dt = np.dtype(dtype)
+    for t in SCALAR_TYPES.values():
+        if np.dtype(_NUMPY_NAMES[t.name]) == dt:
+            return t
+    return None
+
+
+@dataclass(frozen=True)
+class BufferType:
+    """Global memory: a 1-D array of ``elem`` passed as a kernel argument."""
+
+    elem: ScalarType
+    readonly: bool = False
+
+    def __str__(self) -> str:
+        return f"Buffer[{self.elem}{', readonly' if self.readonly else ''}]"
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """A fixed-size array in workgroup ("shared") or private ("local") memory."""
+
+    elem: ScalarType
+    size: int
+    scope: str  # "shared" | "local"
+
+    def __str__(self) -> str:
+        return f"{self.scope}[{self.elem} x {self.size}]"
+
+
+Type = Union[ScalarType, BufferType, ArrayType]
+
+
+class _BufferFactory:
+    """``Buffer[f32]`` and ``Buffer[f32, "readonly"]`` in kernel annotations."""
+
+    def __getitem__(self, item) -> BufferType:
+        if isinstance(item, tuple):
+            if len(item) != 2 or item[1] != "readonly":
+                raise TypeError('Buffer takes Buffer[T] or Buffer[T, "readonly"]')
+            elem, ro = item[0], True
+        else:
+            elem, ro = item, False
+        if not isinstance(elem, ScalarType):
+            raise TypeError(f"Buffer element must be a scalar type, got {elem!r}")
+        return BufferType(elem, ro)
+
+    def __repr__(self) -> str:
+        return "Buffer"
+
+
+Buffer = _BufferFactory()

@@ -1,0 +1,144 @@
+"""IR verifier: structural and type invariants every pass and backend may rely on.
+
+A failure here is a compiler bug (the frontend reports user mistakes itself), so it raises
+``CompileError`` naming the function, the node and, when known, the user's source line.
+"""
+from __future__ import annotations
+
+from ..errors import CompileError
+from . import nodes as ir
+from .types import ArrayType, BufferType, ScalarType, bool_
+
+
+class _Verifier:
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.scope = {p.name: p.type for p in fn.params}
+        for name, t in fn.locals.items():
+            self._declare(name, t)
+        for name, t in fn.arrays.items():
+            self._declare(name, t)
+
+    def _declare(self, name, t):
+        if name in self.scope:
+            self.fail(f"name '{name}' declared twice", None)
+        self.scope[name] = t
+
+    def fail(self, msg, node):
+        where = f" at {node.loc}" if node is not None and getattr(node, "loc", None) else ""
+        raise CompileError(f"internal error: invalid IR in kernel '{self.fn.name}'{where}: {msg}")
+
+    def run(self):
+        self.block(self.fn.body, 0)
+
+    def block(self, stmts, depth):
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s, depth):
+        if isinstance(s, ir.Assign):
+            t = self.fn.locals.get(s.name)
+            if t is None:
+                self.fail(f"assignment to undeclared local '{s.name}'", s)
+            self.expect(s.value, t, s)
+        elif isinstance(s, ir.Store):
+            self.memory(s.base, s.index, s)
+            if isinstance(s.base.type, BufferType) and s.base.type.readonly:
+                self.fail(f"store to readonly buffer '{s.base.name}'", s)
+            self.expect(s.value, s.base.type.elem, s)
+        elif isinstance(s, ir.ExprStmt):
+            self.expr(s.expr)
+        elif isinstance(s, ir.If):
+            self.expect(s.cond, bool_, s)
+            self.block(s.then, depth)
+            self.block(s.orelse, depth)
+        elif isinstance(s, ir.For):
+            t = self.fn.locals.get(s.var)
+            if t is None or not t.is_int:
+                self.fail(f"loop variable '{s.var}' must be an integer local", s)
+            self.expect(s.start, t, s)
+            self.expect(s.stop, t, s)
+            if not isinstance(s.step, int) or s.step == 0:
+                self.fail("for-loop step must be a nonzero int", s)
+            self.block(s.body, depth + 1)
+        elif isinstance(s, ir.While):
+            self.expect(s.cond, bool_, s)
+            self.block(s.body, depth + 1)
+        elif isinstance(s, (ir.Break, ir.Continue)):
+            if depth == 0:
+                self.fail(f"{type(s).__name__.lower()} outside a loop", s)
+        elif isinstance(s, (ir.Return, ir.Barrier)):
+            pass
+        else:
+            self.fail(f"unknown statement {type(s).__name__}", s)
+
+    def memory(self, base, index, node):
+        if not isinstance(base, ir.Var) or not isinstance(base.type, (BufferType, ArrayType)):
+            self.fail("memory access base must be a buffer or array variable", node)
+        if self.scope.get(base.name) != base.type:
+            self.fail(f"'{base.name}' is not a declared buffer/array of type {base.type}", node)
+        self.expr(index)
+        if not isinstance(index.type, ScalarType) or not index.type.is_int:
+            self.fail(f"index must be an integer, got {index.type}", node)
+
+    def expect(self, e, t, node):
+        self.expr(e)
+        if e.type != t:
+            self.fail(f"expected {t}, got {e.type}", node)
+
+    def expr(self, e):
+        if isinstance(e, ir.Const):
+            if not isinstance(e.type, ScalarType):
+                self.fail("constant without scalar type", e)
+        elif isinstance(e, ir.Var):
+            if self.scope.get(e.name) != e.type:
+                self.fail(f"variable '{e.name}' used with type {e.type}, declared {self.scope.get(e.name)}", e)
+        elif isinstance(e, ir.BinOp):
+            self.expr(e.a)
+            self.expr(e.b)
+            if e.a.type != e.b.type:
+                self.fail(f"operands of '{e.op}' differ: {e.a.type} vs {e.b.type}", e)
+            if e.op in ir.BINOPS_LOGIC and e.a.type != bool_:
+                self.fail(f"'{e.op}' needs bool operands", e)
+            if e.op not in ir.BINOPS_ARITH + ir.BINOPS_BIT + ir.BINOPS_CMP + ir.BINOPS_LOGIC:
+                self.fail(f"unknown binary op '{e.op}'", e)
+        elif isinstance(e, ir.UnaryOp):
+            self.expr(e.a)
+            if e.op == "not" and e.a.type != bool_:
+                self.fail("'not' needs a bool operand", e)
+            if e.op not in ("neg", "not", "invert"):
+                self.fail(f"unknown unary op '{e.op}'", e)
+        elif isinstance(e, ir.Cast):
+            self.expr(e.a)
+        elif isinstance(e, ir.Select):
+            self.expect(e.cond, bool_, e)
+            self.expr(e.a)
+            self.expr(e.b)
+            if e.a.type != e.b.type:
+                self.fail("select arms differ in type", e)
+        elif isinstance(e, ir.Load):
+            self.memory(e.base, e.index, e)
+        elif isinstance(e, ir.Call):
+            if e.func not in ir.MATH_FUNCS:
+                self.fail(f"unknown function '{e.func}'", e)
+            for a in e.args:
+                self.expect(a, e.type, e)
+        elif isinstance(e, ir.SpecialReg):
+            if e.kind not in ir.SPECIAL_REGS or e.dim not in (0, 1, 2):
+                self.fail(f"bad special register {e.kind}({e.dim})", e)
+        elif isinstance(e, ir.Atomic):
+            if e.op not in ir.ATOMIC_OPS:
+                self.fail(f"unknown atomic '{e.op}'", e)
+            self.memory(e.base, e.index, e)
+            self.expect(e.value, e.type, e)
+            if (e.compare is not None) != (e.op == "cas"):
+                self.fail("compare operand is required exactly for cas", e)
+            if e.compare is not None:
+                self.expect(e.compare, e.type, e)
+        else:
+            self.fail(f"unknown expression {type(e).__name__}", e)
+
+
+def verify(fn: ir.Function) -> ir.Function:
+    _Verifier(fn).run()
+    return fn

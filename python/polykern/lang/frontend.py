@@ -1,0 +1,410 @@
+"""Kernel frontend: a Python function's AST -> a typed, verified ``ir.Function``.
+
+Scoping follows Python: a variable is function-wide, its type is fixed by its first assignment (or by an
+annotation ``k: i32 = 0``), and it must be assigned (in source order) before it is read. Kernel-local
+variables start at zero on every backend, so a variable assigned on only one branch reads as zero on the
+other. Parameters cannot be reassigned.
+"""
+from __future__ import annotations
+
+import ast
+import typing
+
+from ..ir import nodes as ir
+from ..ir.types import ArrayType, BufferType, ScalarType, i32
+from ..ir.verifier import verify
+from . import builtins as B
+from .exprs import ExprTranslator
+from .source import get_kernel_source
+from .typing_rules import coerce, default_type, is_weak
+
+_UNSUPPORTED_STMT = {
+    ast.With: "'with' statements", ast.AsyncWith: "'with' statements", ast.Try: "'try' statements",
+    ast.Raise: "'raise'", ast.FunctionDef: "nested functions", ast.AsyncFunctionDef: "nested functions",
+    ast.ClassDef: "class definitions", ast.Global: "'global'", ast.Nonlocal: "'nonlocal'",
+    ast.Delete: "'del'", ast.Import: "imports", ast.ImportFrom: "imports", ast.AsyncFor: "'async for'",
+    ast.Assert: "'assert' statements", ast.Match: "'match' statements",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED_STMT[ast.TryStar] = "'try' statements"
+
+# Names that are keywords or builtins in at least one target language: kernel variables with these
+# names are renamed so every backend can print them verbatim.
+_RESERVED = frozenset("""
+auto break case char const constant continue default device do double else enum extern float for goto
+half if inline int kernel local long private register restrict return short signed sizeof static struct
+switch typedef union unsigned void volatile while global shared thread threadgroup uniform buffer
+bool true false var let fn loop override array atomic vec2 vec3 vec4 mat2 mat3 mat4 f16 f32 f64 i32 u32
+u64 i64 sampler texture discard workgroup storage function ptr bitcast alias enable requires
+min max abs sqrt exp log pow sin cos tanh floor ceil fma select uint ushort uchar ulong size_t main
+new delete this template typename namespace using class public private protected virtual
+""".split())
+
+
+def _ir_name(name: str) -> str:
+    return name + "_" if name in _RESERVED or name.startswith("__") else name
+
+
+class FunctionTranslator(ExprTranslator):
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.src = get_kernel_source(pyfunc)
+        self.env = dict(pyfunc.__globals__)
+        if pyfunc.__closure__:
+            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+                try:
+                    self.env[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        self.vars: dict = {}  # source name -> type
+        self.params: set = set()
+        self.loop_depth = 0
+        self._taken = None  # every name the kernel's source uses (temporaries avoid them)
+        self.pending: list = []  # statements the expression being translated needs to run first
+
+    # ------------------------------------------------------------------ function
+    def translate(self) -> ir.Function:
+        fdef = self.src.tree
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.syntax_error("kernel parameters must be plain positional parameters with types "
+                                    "(no defaults, *args, **kwargs or keyword-only parameters)", fdef)
+        try:
+            hints = typing.get_type_hints(self.pyfunc)
+        except Exception:  # noqa: BLE001 - fall back to raw annotations; errors reported per parameter
+            hints = dict(getattr(self.pyfunc, "__annotations__", {}))
+        params = []
+        for arg in a.args:
+            t = hints.get(arg.arg)
+            if isinstance(t, str):
+                t = self._eval_annotation(arg.annotation)
+            if t is None:
+                raise self.type_error(
+                    f"parameter '{arg.arg}' needs a type annotation, e.g. {arg.arg}: f32 or "
+                    f"{arg.arg}: Buffer[f32]", arg)
+            if not isinstance(t, (ScalarType, BufferType)):
+                raise self.type_error(
+                    f"parameter '{arg.arg}' has annotation {t!r}; use a scalar type (i32, f32, ...) or "
+                    "Buffer[T]", arg)
+            self.vars[arg.arg] = t
+            self.params.add(arg.arg)
+            params.append(ir.Param(arg.arg, t))
+        if "return" in hints and hints["return"] is not None and hints["return"] is not type(None):
+            raise self.type_error("kernels return nothing; write results to a Buffer", fdef)
+        self.fn = ir.Function(fdef.name, params, [], loc=self.loc(fdef), source=self.src.text)
+        body = fdef.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # docstring
+        self.fn.body = self.block(body)
+        self._rename()
+        verify(self.fn)
+        return self.fn
+
+    def _eval_annotation(self, node):
+        try:
+            # The user's own annotation, evaluated in the kernel's module scope as Python would.
+            return eval(compile(ast.Expression(node), self.src.filename, "eval"), self.env)  # noqa: S307
+        except Exception as exc:  # noqa: BLE001
+            raise self.type_error(f"cannot evaluate annotation '{ast.unparse(node)}': {exc}", node) from None
+
+    def _rename(self):
+        """Rename variables whose names collide with a target language's keywords."""
+        mapping = {n: _ir_name(n) for n in self.vars if _ir_name(n) != n}
+        if not mapping:
+            return
+        for p in self.fn.params:
+            p.name = mapping.get(p.name, p.name)
+        self.fn.locals = {mapping.get(k, k): v for k, v in self.fn.locals.items()}
+        self.fn.arrays = {mapping.get(k, k): v for k, v in self.fn.arrays.items()}
+        for s in ir.walk_stmts(self.fn.body):
+            if isinstance(s, ir.Assign):
+                s.name = mapping.get(s.name, s.name)
+            elif isinstance(s, ir.For):
+                s.var = mapping.get(s.var, s.var)
+            for e in ir.stmt_exprs(s):
+                for sub in ir.walk_expr(e):
+                    if isinstance(sub, ir.Var):
+                        sub.name = mapping.get(sub.name, sub.name)
+            if isinstance(s, ir.Store):
+                s.base.name = mapping.get(s.base.name, s.base.name)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts) -> list:
+        out = []
+        for s in stmts:
+            saved, self.pending = self.pending, []
+            try:
+                res = self.stmt(s)
+                res = self.pending + res  # statements an expression of `s` needs to run first
+            finally:
+                self.pending = saved
+            for r in res:
+                if r.loc is None:
+                    r.loc = self.loc(s)
+            out.extend(res)
+        return out
+
+    def new_temp(self, t, node) -> str:
+        name = self._fresh("_t")
+        self._declare_scalar(name, t, node)
+        return name
+
+    def stmt(self, node) -> list:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            what = _UNSUPPORTED_STMT.get(type(node), f"'{type(node).__name__}' statements")
+            raise self.syntax_error(f"{what} are not supported in kernels", node)
+        return method(node)
+
+    def stmt_Pass(self, node):
+        return []
+
+    def stmt_Expr(self, node):
+        v = node.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return []  # a stray string literal (comment)
+        if isinstance(v, ast.Call):
+            try:
+                fn = self.static_value(v.func)
+            except KeyError:
+                fn = None
+            if fn is B.BUILTINS["barrier"]:
+                if v.args or v.keywords:
+                    raise self.type_error("barrier() takes no arguments", v)
+                return [ir.Barrier()]
+            e = self.expr(v)
+            if not isinstance(e, ir.Atomic):
+                raise self.syntax_error(f"the result of '{ast.unparse(v)}' is unused", node)
+            return [ir.ExprStmt(e)]
+        raise self.syntax_error(f"expression '{ast.unparse(v)}' has no effect", node)
+
+    def stmt_Assign(self, node):
+        if len(node.targets) != 1:
+            raise self.syntax_error("chained assignment (a = b = c) is not supported in kernels", node)
+        target = node.targets[0]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.syntax_error("tuple assignment is not supported in kernels; assign one name at a time",
+                                    node)
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+            alloc = self._alloc_call(node.value)
+            if alloc is not None:
+                return self._declare_array(target, alloc, node.value)
+        if isinstance(target, ast.Subscript):
+            return [self._store(target, self.expr(node.value), node)]
+        if isinstance(target, ast.Name):
+            return [self._assign_name(target, self.expr(node.value), None, node)]
+        raise self.syntax_error(f"cannot assign to '{ast.unparse(target)}' in a kernel", node)
+
+    def stmt_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.syntax_error("annotated assignment needs a plain name", node)
+        t = self._eval_annotation(node.annotation)
+        if not isinstance(t, ScalarType):
+            raise self.type_error(f"local variables must have a scalar type, got {t!r}", node.annotation)
+        name = node.target.id
+        if node.value is None:
+            if name in self.vars and self.vars[name] != t:
+                raise self.type_error(f"'{name}' is already a {self.vars[name]}, cannot redeclare it as {t}",
+                                      node)
+            self._declare_scalar(name, t, node)
+            return []
+        value = self.expr(node.value)
+        return [self._assign_name(node.target, value, t, node)]
+
+    def stmt_AugAssign(self, node):
+        binop = ast.BinOp(left=self._load_form(node.target), op=node.op, right=node.value)
+        ast.copy_location(binop, node)
+        if isinstance(node.target, ast.Name):
+            if node.target.id not in self.vars:
+                raise self.syntax_error(f"name '{node.target.id}' is not defined", node.target)
+            return [self._assign_name(node.target, self.expr(binop), None, node)]
+        if isinstance(node.target, ast.Subscript):
+            pre = []
+            idx_node = node.target.slice
+            if not isinstance(idx_node, (ast.Name, ast.Constant)):
+                # Evaluate the index once: y[f(i)] += v reads and writes the same element.
+                tmp = self._fresh("_idx")
+                idx = self.index_expr(idx_node)
+                self._declare_scalar(tmp, idx.type, node)
+                pre.append(ir.Assign(tmp, idx))
+                idx_node = ast.copy_location(ast.Name(id=tmp, ctx=ast.Load()), idx_node)
+                sub = ast.copy_location(ast.Subscript(value=node.target.value, slice=idx_node, ctx=ast.Load()),
+                                        node.target)
+                binop.left = sub
+                target = ast.copy_location(ast.Subscript(value=node.target.value, slice=idx_node,
+                                                         ctx=ast.Store()), node.target)
+            else:
+                target = node.target
+            return pre + [self._store(target, self.expr(binop), node)]
+        raise self.syntax_error(f"cannot assign to '{ast.unparse(node.target)}' in a kernel", node)
+
+    @staticmethod
+    def _load_form(target):
+        t = ast.parse(ast.unparse(target), mode="eval").body
+        ast.copy_location(t, target)
+        for n in ast.walk(t):
+            ast.copy_location(n, target)
+        return t
+
+    def _fresh(self, base):
+        if self._taken is None:
+            self._taken = {n.id for n in ast.walk(self.src.tree) if isinstance(n, ast.Name)}
+            self._taken.update(a.arg for a in ast.walk(self.src.tree) if isinstance(a, ast.arg))
+        i = 0
+        while f"{base}{i}" in self.vars or f"{base}{i}" in self._taken:
+            i += 1
+        return f"{base}{i}"
+
+    def _declare_scalar(self, name, t, node):
+        if name in self.params:
+            raise self.type_error(f"cannot assign to kernel parameter '{name}'; copy it to a local first", node)
+        self.vars[name] = t
+        self.fn.locals[name] = t
+
+    def _assign_name(self, target, value, annotated, node):
+        name = target.id
+        if name in self.params:
+            raise self.type_error(f"cannot assign to kernel parameter '{name}'; copy it to a local first", target)
+        if not isinstance(value.type, ScalarType):
+            raise self.type_error(f"cannot assign {value.type} to '{name}': Buffers and arrays cannot be "
+                                  "aliased", node)
+        if name in self.vars:
+            t = self.vars[name]
+            if not isinstance(t, ScalarType):
+                raise self.type_error(f"cannot assign to '{name}', it is a {t}", target)
+            if annotated is not None and annotated != t:
+                raise self.type_error(f"'{name}' is already a {t}, cannot redeclare it as {annotated}", node)
+        else:
+            t = annotated if annotated is not None else default_type(value).type
+            self._declare_scalar(name, t, node)
+        if value.type != t and not is_weak(value):
+            raise self.type_error(f"cannot assign {value.type} to {t} variable '{name}'", node)
+        return ir.Assign(name, coerce(value, t, f"assignment to '{name}'"))
+
+    def _store(self, target, value, node):
+        base = self.array_ref(target.value)
+        if isinstance(base.type, BufferType) and base.type.readonly:
+            raise self.type_error(f"cannot write to readonly Buffer '{base.name}'", target)
+        idx = self.index_expr(target.slice)
+        elem = base.type.elem
+        if not isinstance(value.type, ScalarType):
+            raise self.type_error(f"cannot store {value.type} into '{base.name}'", node)
+        if value.type != elem and not is_weak(value):
+            raise self.type_error(f"cannot store {value.type} into {base.type} '{base.name}'", node)
+        return ir.Store(base, idx, coerce(value, elem, f"store to '{base.name}'"))
+
+    def _alloc_call(self, call):
+        try:
+            fn = self.static_value(call.func)
+        except KeyError:
+            return None
+        if fn is B.BUILTINS["shared"] or fn is B.BUILTINS["local"]:
+            return fn.name
+        return None
+
+    def _declare_array(self, target, scope, call):
+        if len(call.args) != 2 or call.keywords:
+            raise self.type_error(f"pk.{scope}() takes (type, size), e.g. pk.{scope}(f32, 256)", call)
+        try:
+            elem = self.static_value(call.args[0])
+        except KeyError:
+            elem = None
+        if not isinstance(elem, ScalarType):
+            raise self.type_error(f"the first argument of pk.{scope}() must be a scalar type", call.args[0])
+        size = self.const_int(call.args[1], f"the size of pk.{scope}()")
+        if size <= 0:
+            raise self.type_error(f"pk.{scope}() size must be positive, got {size}", call.args[1])
+        name = target.id
+        if name in self.vars:
+            raise self.type_error(f"'{name}' is already defined; arrays must have a name of their own", target)
+        t = ArrayType(elem, size, scope)
+        self.vars[name] = t
+        self.fn.arrays[name] = t
+        return []
+
+    def stmt_If(self, node):
+        cond = self.cond_expr(node.test)
+        return [ir.If(cond, self.block(node.body), self.block(node.orelse))]
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.syntax_error("'while ... else' is not supported in kernels", node)
+        saved, self.pending = self.pending, []
+        try:
+            cond = self.cond_expr(node.test)
+            pre = self.pending
+        finally:
+            self.pending = saved
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        if pre:
+            # The condition needs statements each iteration: while True: pre; if not cond: break; body
+            exit_ = ir.If(ir.UnaryOp("not", cond), [ir.Break()], [])
+            true = ir.Const(True, cond.type)
+            return [ir.While(true, pre + [exit_] + body)]
+        return [ir.While(cond, body)]
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.syntax_error("'for ... else' is not supported in kernels", node)
+        it = node.iter
+        is_range = False
+        if isinstance(it, ast.Call):
+            try:
+                is_range = self.static_value(it.func) is range
+            except KeyError:
+                is_range = False
+        if not is_range:
+            raise self.syntax_error("kernels support only 'for NAME in range(...)' loops", node)
+        if not isinstance(node.target, ast.Name):
+            raise self.syntax_error("the loop variable must be a plain name", node.target)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.type_error("range() takes 1 to 3 positional arguments", it)
+        args = list(it.args)
+        start = self.scalar_expr(args[0]) if len(args) >= 2 else None
+        stop = self.scalar_expr(args[1] if len(args) >= 2 else args[0])
+        step = self.const_int(args[2], "the step of range()") if len(args) == 3 else 1
+        if step == 0:
+            raise self.type_error("range() step must not be zero", args[2])
+        if start is None:
+            start = ir.Const(0, stop.type if not is_weak(stop) else i32)
+            start.weak = is_weak(stop)
+        name = node.target.id
+        if name in self.vars and isinstance(self.vars[name], ScalarType):
+            t = self.vars[name]
+            start, stop = coerce(start, t, "range() start"), coerce(stop, t, "range() stop")
+        else:
+            from .typing_rules import unify
+
+            start, stop = unify(start, stop, "range()", self.loc(it))
+            start, stop = default_type(start), default_type(stop)
+            t = start.type
+            if not t.is_int:
+                raise self.type_error(f"range() needs integer bounds, got {t}", it)
+            self._declare_scalar(name, t, node.target)
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        return [ir.For(name, start, stop, step, body)]
+
+    def stmt_Break(self, node):
+        if self.loop_depth == 0:
+            raise self.syntax_error("'break' outside a loop", node)
+        return [ir.Break()]
+
+    def stmt_Continue(self, node):
+        if self.loop_depth == 0:
+            raise self.syntax_error("'continue' outside a loop", node)
+        return [ir.Continue()]
+
+    def stmt_Return(self, node):
+        if node.value is not None:
+            raise self.type_error("kernels cannot return a value; write results to a Buffer", node)
+        return [ir.Return()]
+
+
+def translate(pyfunc) -> ir.Function:
+    return FunctionTranslator(pyfunc).translate()
+

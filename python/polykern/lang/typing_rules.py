@@ -1,0 +1,98 @@
+"""Typing rules of the kernel language.
+
+The language is strictly typed, like WGSL or Rust: two operands of an operator must have the same type
+and a value assigned to a variable must have the variable's type. The one convenience is *literal
+adaptation*: an untyped literal (``2``, ``0.5``, or a Python constant from the enclosing scope) takes the
+type of the other operand or of the destination, if it fits (an int literal fits any numeric type whose
+range holds it; a float literal fits any float type). Alone, an int literal is ``i32`` and a float
+literal is ``f32``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..errors import KernelTypeError, SourceLoc
+from ..ir import nodes as ir
+from ..ir.types import ScalarType, bool_, f32, i32
+
+
+def literal(value, loc: Optional[SourceLoc]) -> ir.Const:
+    """An untyped ("weak") literal from a Python value."""
+    if isinstance(value, bool):
+        c = ir.Const(value, bool_)
+        c.weak = False
+    elif isinstance(value, int):
+        c = ir.Const(value, i32)
+        c.weak = True
+    elif isinstance(value, float):
+        c = ir.Const(value, f32)
+        c.weak = True
+    else:
+        raise KernelTypeError(f"unsupported constant {value!r} of type {type(value).__name__}", loc)
+    c.loc = loc
+    return c
+
+
+def is_weak(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) and getattr(e, "weak", False)
+
+
+def fits(value, t: ScalarType) -> bool:
+    if t.is_bool:
+        return False
+    if isinstance(value, float) and not t.is_float:
+        return False
+    if t.is_float:
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return True
+        return abs(float(value)) <= t.max_value()
+    return t.min_value() <= value <= t.max_value()
+
+
+def retype_literal(e: ir.Const, t: ScalarType, what: str) -> ir.Const:
+    if not fits(e.value, t):
+        kind = "float" if isinstance(e.value, float) else "integer"
+        raise KernelTypeError(f"{kind} literal {e.value!r} does not fit {t} in {what}", e.loc)
+    value = float(e.value) if t.is_float else int(e.value)
+    c = ir.Const(value, t)
+    c.loc = e.loc
+    return c
+
+
+def coerce(e: ir.Expr, t: ScalarType, what: str) -> ir.Expr:
+    """Make ``e`` have type ``t``: literals adapt, anything else must already match."""
+    if e.type == t:
+        return e
+    if is_weak(e):
+        return retype_literal(e, t, what)
+    raise KernelTypeError(f"{what}: expected {t}, got {e.type}; cast explicitly, e.g. {t}(...)", e.loc)
+
+
+def unify(a: ir.Expr, b: ir.Expr, what: str, loc: Optional[SourceLoc]):
+    """Bring two operands to one type (literal adaptation), or raise a KernelTypeError."""
+    if not isinstance(a.type, ScalarType) or not isinstance(b.type, ScalarType):
+        bad = a if not isinstance(a.type, ScalarType) else b
+        raise KernelTypeError(f"{what} needs scalar operands, got {bad.type}", bad.loc or loc)
+    if a.type == b.type:
+        return a, b
+    wa, wb = is_weak(a), is_weak(b)
+    if wa and not wb:
+        return retype_literal(a, b.type, what), b
+    if wb and not wa:
+        return a, retype_literal(b, a.type, what)
+    if wa and wb:  # int literal with float literal
+        t = f32
+        return retype_literal(a, t, what), retype_literal(b, t, what)
+    raise KernelTypeError(
+        f"mismatched operand types {a.type} and {b.type} in {what}; cast one side explicitly, "
+        f"e.g. {b.type}(...)", loc)
+
+
+def default_type(e: ir.Expr) -> ir.Expr:
+    """A literal that is not adapted by context keeps its default type (i32 / f32)."""
+    if is_weak(e):
+        c = ir.Const(e.value, e.type)
+        c.loc = e.loc
+        return c
+    return e

@@ -1,0 +1,70 @@
+"""The compile pipeline: kernels -> IR -> verify -> passes -> per-target codegen -> root module.
+
+Each target's code generator is reached only through the registry key ``target.build.<target kind>``;
+it returns a device Module (real or fallback, via ``create_with_fallback``), which the root imports in
+the order the targets were given.
+"""
+from __future__ import annotations
+
+import copy
+import types as _pytypes
+from typing import Iterable, List, Sequence, Union
+
+from . import registry
+from .errors import PolykernError, TargetError
+from .ir.verifier import verify
+from .lang.kernel import Kernel
+from .passes import run_default_passes
+
+KernelsLike = Union[Kernel, Sequence[Kernel], _pytypes.ModuleType, dict]
+
+
+def collect_kernels(kernels: KernelsLike) -> List[Kernel]:
+    """Kernels from a Kernel, a list of them, a Python module, or a namespace dict (sorted by name)."""
+    if isinstance(kernels, Kernel):
+        out = [kernels]
+    elif isinstance(kernels, _pytypes.ModuleType):
+        out = sorted((v for v in vars(kernels).values() if isinstance(v, Kernel)), key=lambda k: k.name)
+    elif isinstance(kernels, dict):
+        out = sorted((v for v in kernels.values() if isinstance(v, Kernel)), key=lambda k: k.name)
+    else:
+        out = list(kernels)
+        bad = [k for k in out if not isinstance(k, Kernel)]
+        if bad:
+            raise PolykernError(f"build() takes @pk.kernel functions, got {bad[0]!r}")
+    if not out:
+        raise PolykernError("build() got no kernels")
+    names = [k.name for k in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise PolykernError(f"two kernels are named {dup[0]!r}; kernel names must be unique in one build")
+    return out
+
+
+def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",)):
+    """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``)."""
+    from .backends import load_all
+    from .module import FunctionInfo, RootModule
+    from .target import Target
+
+    load_all()
+    if isinstance(targets, str):
+        targets = [targets]
+    parsed = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
+    if not parsed:
+        raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
+    funcs = [run_default_passes(verify(k.ir)) for k in collect_kernels(kernels)]
+    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, [str(t) for t in parsed])
+    for t in parsed:
+        builder = registry.get(f"target.build.{t.kind}")
+        if builder is None:
+            raise TargetError(f"no code generator is registered for target kind '{t.kind}' "
+                              f"(registered: {', '.join(_target_kinds()) or 'none'})")
+        # Each backend gets its own copy: lowering passes of one target must not leak into another.
+        root.import_module(builder(copy.deepcopy(funcs), t))
+    return root
+
+
+def _target_kinds():
+    prefix = "target.build."
+    return [n[len(prefix):] for n in registry.names(prefix)]

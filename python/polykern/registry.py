@@ -1,0 +1,96 @@
+"""The global registry: string keys -> callables (and schema objects).
+
+Like TVM's FFI registry, every extension point of polykern is a string key
+(docs/internals.md lists them):
+
+- ``target.build.<target kind>``    codegen entry, registered by every backend's codegen;
+- ``target.kind.<target kind>``     a :class:`polykern.target.TargetKind` (attribute schema);
+- ``module.create.<kind>``          real runtime module factory (runtime plugins only);
+- ``module.load_from_bytes.<kind>`` real loader (runtime plugins only).
+
+The registry is process-global and thread-safe. Registering a name twice is an
+error unless ``override=True`` — two backends silently fighting over one key
+is exactly the kind of bug this catches.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Optional
+
+from .errors import BackendUnavailableError
+
+__all__ = ["register", "get", "require", "names", "remove", "snapshot", "restore_absent"]
+
+_lock = threading.RLock()
+_entries: Dict[str, Any] = {}
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ValueError(f"registry names are non-empty strings without surrounding blanks, got {name!r}")
+
+
+def register(name: str, func: Any = None, override: bool = False):
+    """Register ``func`` under ``name``.
+
+    Usable directly (``register("target.build.x", build)``) or as a decorator
+    (``@register("target.build.x")``). Raises ``ValueError`` if ``name`` is taken
+    and ``override`` is false.
+    """
+    _check_name(name)
+    if func is None:
+        def decorator(f):
+            register(name, f, override=override)
+            return f
+        return decorator
+    with _lock:
+        if name in _entries and not override:
+            raise ValueError(f"registry name {name!r} is already registered (pass override=True to replace it)")
+        _entries[name] = func
+    return func
+
+
+def get(name: str) -> Optional[Any]:
+    """The entry registered under ``name``, or ``None``."""
+    with _lock:
+        return _entries.get(name)
+
+
+def require(name: str) -> Any:
+    """The entry registered under ``name``; raises :class:`BackendUnavailableError` if absent."""
+    with _lock:
+        entry = _entries.get(name)
+        if entry is not None:
+            return entry
+        prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
+        siblings = sorted(n for n in _entries if prefix and n.startswith(prefix))
+    hint = f"; registered under {prefix!r}: {', '.join(siblings)}" if siblings else ""
+    raise BackendUnavailableError(f"nothing is registered under {name!r}{hint}")
+
+
+def names(prefix: str = "") -> List[str]:
+    """Every registered name starting with ``prefix``, sorted."""
+    with _lock:
+        return sorted(n for n in _entries if n.startswith(prefix))
+
+
+def remove(name: str) -> bool:
+    """Remove ``name``; returns whether it was registered."""
+    with _lock:
+        return _entries.pop(name, None) is not None
+
+
+def snapshot() -> Dict[str, Any]:
+    """A copy of the whole registry (used to undo a half-finished plugin registration)."""
+    with _lock:
+        return dict(_entries)
+
+
+def restore_absent(before: Dict[str, Any]) -> List[str]:
+    """Remove every name that was not in ``before`` (a :func:`snapshot`). Returns the removed names."""
+    with _lock:
+        added = sorted(n for n in _entries if n not in before)
+        for n in added:
+            del _entries[n]
+        return added
+

@@ -1,0 +1,563 @@
+"""THE byte format of polykern — the only definition (docs/internals.md, "Byte format").
+
+Primitives are little-endian; ``str``/``bytes`` are a u64 length + data (str is
+UTF-8); a ``map`` is a u64 count + entries sorted by the UTF-8 bytes of the key;
+a ``list`` is a u64 count + items.
+
+The :class:`Reader` trusts nothing: every length and count is checked against
+the bytes that remain *before* anything is sliced or looped over, so no
+allocation or loop is ever sized by an unchecked field. Every failure is an
+:class:`ArtifactError` carrying the absolute byte offset. Decoding is also
+canonical: map keys must be strictly increasing and flags must be 0/1, so a
+decoded value re-encodes to exactly the bytes it came from.
+"""
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import ArtifactError
+from .ir.types import scalar_from_code
+from .module import ArgInfo, FunctionInfo
+
+__all__ = [
+    "MAGIC", "VERSION", "PAYLOAD_LAYOUT", "Reader", "Writer", "Container", "ContainerModule",
+    "encode_function_info", "decode_function_info", "encode_device_payload", "decode_device_payload",
+    "encode_root_payload", "decode_root_payload", "encode_container", "decode_container",
+    "register_payload_layout", "known_kinds",
+]
+
+MAGIC = b"PKBIN\x00\r\n"
+VERSION = 1
+
+# Module kind -> payload layout. The native C reader mirrors this table.
+PAYLOAD_LAYOUT: Dict[str, str] = {
+    "root": "root",
+    "llvm": "bytes",
+    "cuda": "bytes",
+    "rocm": "bytes",
+    "opencl": "bytes",
+    "hexagon": "bytes",
+    "vulkan": "smap",
+    "metal": "smap",
+    "webgpu": "webgpu",
+}
+_LAYOUTS = ("bytes", "smap", "webgpu", "root")
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_ARG_KINDS = ("scalar", "buffer")
+
+
+def register_payload_layout(kind: str, layout: str) -> None:
+    """Declare the payload layout of a module kind a new backend introduces (one of the
+    existing layouts; the format itself never changes per backend)."""
+    if not _KIND_RE.match(kind) or layout not in _LAYOUTS or layout == "root":
+        raise ValueError(f"bad payload layout registration {kind!r} -> {layout!r}")
+    if PAYLOAD_LAYOUT.get(kind, layout) != layout:
+        raise ValueError(f"module kind {kind!r} already has layout {PAYLOAD_LAYOUT[kind]!r}")
+    PAYLOAD_LAYOUT[kind] = layout
+
+
+def known_kinds() -> List[str]:
+    return sorted(PAYLOAD_LAYOUT)
+
+
+def _sorted_items(mapping: Mapping[str, object]):
+    return sorted(mapping.items(), key=lambda kv: kv[0].encode("utf-8"))
+
+
+# ------------------------------------------------------------------ writer
+
+
+class Writer:
+    """Appends primitives to a growing buffer; ``getvalue()`` returns the bytes."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self):
+        self._buf = bytearray()
+
+    def __len__(self) -> int:
+        return len(self._buf)
+
+    def getvalue(self) -> bytes:
+        return bytes(self._buf)
+
+    def _int(self, fmt: str, value: int, bits: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < (1 << bits):
+            raise ValueError(f"u{bits} value out of range: {value!r}")
+        self._buf += struct.pack(fmt, value)
+
+    def u8(self, v: int) -> None:
+        self._int("<B", v, 8)
+
+    def u16(self, v: int) -> None:
+        self._int("<H", v, 16)
+
+    def u32(self, v: int) -> None:
+        self._int("<I", v, 32)
+
+    def u64(self, v: int) -> None:
+        self._int("<Q", v, 64)
+
+    def raw(self, data: bytes) -> None:
+        self._buf += data
+
+    def bytes_(self, data: Union[bytes, bytearray, memoryview]) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"expected bytes, got {type(data).__name__}")
+        data = bytes(data)
+        self.u64(len(data))
+        self._buf += data
+
+    def str_(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"expected str, got {type(text).__name__}")
+        self.bytes_(text.encode("utf-8"))
+
+    def list_str(self, items: Sequence[str]) -> None:
+        self.u64(len(items))
+        for s in items:
+            self.str_(s)
+
+    def map_str_str(self, mapping: Mapping[str, str]) -> None:
+        self.u64(len(mapping))
+        for k, v in _sorted_items(mapping):
+            self.str_(k)
+            self.str_(v)
+
+    def map_str_bytes(self, mapping: Mapping[str, bytes]) -> None:
+        self.u64(len(mapping))
+        for k, v in _sorted_items(mapping):
+            self.str_(k)
+            self.bytes_(v)
+
+    def function_info(self, info: FunctionInfo) -> None:
+        self.str_(info.name)
+        self.u64(len(info.args))
+        for a in info.args:
+            self.str_(a.name)
+            self.u8(_ARG_KINDS.index(a.kind))
+            self.u8(a.code)
+            self.u8(a.bits)
+            self.u16(a.lanes)
+            self.u8(1 if a.readonly else 0)
+        self.list_str(info.launch_tags)
+        self.u64(info.shared_bytes)
+        self.map_str_str(info.attrs)
+
+    def fmap(self, fmap: Mapping[str, FunctionInfo]) -> None:
+        self.u64(len(fmap))
+        for name, info in _sorted_items(fmap):
+            if not isinstance(info, FunctionInfo) or info.name != name:
+                raise ValueError(f"function map entry {name!r} must be a FunctionInfo of that name")
+            self.str_(name)
+            self.function_info(info)
+
+
+# ------------------------------------------------------------------ reader
+
+
+class Reader:
+    """Bounds-checked cursor over ``data[start:end]``; offsets reported are absolute."""
+
+    __slots__ = ("_data", "_pos", "_end")
+
+    def __init__(self, data: Union[bytes, memoryview], start: int = 0, end: Optional[int] = None):
+        self._data = data
+        self._pos = start
+        self._end = len(data) if end is None else end
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    @property
+    def remaining(self) -> int:
+        return self._end - self._pos
+
+    def _need(self, n: int, what: str) -> int:
+        if n > self._end - self._pos:
+            raise ArtifactError(f"truncated {what}: needs {n} bytes but only {self._end - self._pos} remain",
+                                self._pos)
+        start = self._pos
+        self._pos += n
+        return start
+
+    def _unpack(self, fmt: str, size: int, what: str) -> int:
+        start = self._need(size, what)
+        return struct.unpack_from(fmt, self._data, start)[0]
+
+    def u8(self, what: str = "u8") -> int:
+        return self._unpack("<B", 1, what)
+
+    def u16(self, what: str = "u16") -> int:
+        return self._unpack("<H", 2, what)
+
+    def u32(self, what: str = "u32") -> int:
+        return self._unpack("<I", 4, what)
+
+    def u64(self, what: str = "u64") -> int:
+        return self._unpack("<Q", 8, what)
+
+    def flag(self, what: str) -> bool:
+        at = self._pos
+        v = self.u8(what)
+        if v > 1:
+            raise ArtifactError(f"{what} must be 0 or 1, got {v}", at)
+        return v == 1
+
+    def raw(self, n: int, what: str) -> bytes:
+        start = self._need(n, what)
+        return bytes(self._data[start:start + n])
+
+    def length(self, what: str, item_size: int = 1) -> int:
+        """A u64 length/count whose items take at least ``item_size`` bytes each; checked
+        against the bytes that remain before the caller allocates or loops."""
+        at = self._pos
+        n = self.u64(f"length of {what}")
+        if n * item_size > self.remaining:
+            raise ArtifactError(f"{what} claims {n} {'bytes' if item_size == 1 else 'entries'}, more than the "
+                                f"{self.remaining} bytes that remain", at)
+        return n
+
+    def bytes_(self, what: str = "bytes") -> bytes:
+        return self.raw(self.length(what), what)
+
+    def sub(self, what: str) -> "Reader":
+        """A reader over the next length-prefixed byte string (no copy)."""
+        n = self.length(what)
+        start = self._need(n, what)
+        return Reader(self._data, start, start + n)
+
+    def str_(self, what: str = "string") -> str:
+        at = self._pos + 8
+        data = self.bytes_(what)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ArtifactError(f"{what} is not valid UTF-8 ({e.reason})", at + e.start) from None
+
+    def name(self, what: str) -> str:
+        at = self._pos
+        s = self.str_(what)
+        if not s:
+            raise ArtifactError(f"{what} is empty", at)
+        return s
+
+    def list_str(self, what: str) -> List[str]:
+        return [self.str_(f"{what}[{i}]") for i in range(self.length(what, 8))]
+
+    def _map(self, what: str, read_value, item_size: int) -> dict:
+        out = {}
+        prev = None
+        for _ in range(self.length(what, item_size)):
+            at = self._pos
+            key = self.str_(f"key of {what}")
+            enc = key.encode("utf-8")
+            if prev is not None and enc <= prev:
+                raise ArtifactError(f"{what} keys are not strictly sorted ({key!r} after {prev.decode()!r})", at)
+            prev = enc
+            out[key] = read_value(f"{what}[{key!r}]")
+        return out
+
+    def map_str_str(self, what: str) -> Dict[str, str]:
+        return self._map(what, self.str_, 16)
+
+    def map_str_bytes(self, what: str) -> Dict[str, bytes]:
+        return self._map(what, self.bytes_, 16)
+
+    def function_info(self, what: str = "function") -> FunctionInfo:
+        name = self.name(f"{what} name")
+        args = []
+        for i in range(self.length(f"{what} args", 8 + 6)):
+            a_what = f"{what} arg {i}"
+            aname = self.name(f"{a_what} name")
+            at = self._pos
+            kind = self.u8(f"{a_what} kind")
+            code = self.u8(f"{a_what} type code")
+            bits = self.u8(f"{a_what} bits")
+            lanes = self.u16(f"{a_what} lanes")
+            readonly = self.flag(f"{a_what} readonly flag")
+            if kind > 1:
+                raise ArtifactError(f"{a_what} ({aname!r}) has unknown kind {kind}", at)
+            try:
+                scalar_from_code(code, bits)
+            except ValueError:
+                raise ArtifactError(f"{a_what} ({aname!r}) has unknown type code {code} bits {bits}", at + 1) from None
+            if lanes != 1:
+                raise ArtifactError(f"{a_what} ({aname!r}) has {lanes} lanes; only 1 is supported", at + 3)
+            if readonly and kind == 0:
+                raise ArtifactError(f"{a_what} ({aname!r}) is a scalar marked readonly", at + 5)
+            args.append(ArgInfo(aname, _ARG_KINDS[kind], code, bits, lanes, readonly))
+        at = self._pos
+        tags = self.list_str(f"{what} launch tags")
+        if tags != sorted(set(tags)):
+            raise ArtifactError(f"{what} launch tags are not sorted and unique: {tags}", at)
+        shared = self.u64(f"{what} shared bytes")
+        attrs = self.map_str_str(f"{what} attrs")
+        try:
+            return FunctionInfo(name, args, tags, shared, attrs)
+        except ValueError as e:
+            raise ArtifactError(f"invalid {what} {name!r}: {e}", self._pos) from None
+
+    def fmap(self, what: str = "function map") -> Dict[str, FunctionInfo]:
+        out = {}
+        prev = None
+        for _ in range(self.length(what, 8 + 8 + 8 + 8 + 8 + 8)):
+            at = self._pos
+            key = self.name(f"key of {what}")
+            enc = key.encode("utf-8")
+            if prev is not None and enc <= prev:
+                raise ArtifactError(f"{what} keys are not strictly sorted ({key!r})", at)
+            prev = enc
+            info = self.function_info(f"function {key!r}")
+            if info.name != key:
+                raise ArtifactError(f"{what} entry {key!r} describes a function named {info.name!r}", at)
+            out[key] = info
+        return out
+
+    def expect_end(self, what: str) -> None:
+        if self._pos != self._end:
+            raise ArtifactError(f"{self._end - self._pos} unexpected trailing bytes after {what}", self._pos)
+
+
+# ------------------------------------------------------------------ FunctionInfo
+
+
+def encode_function_info(info: FunctionInfo) -> bytes:
+    w = Writer()
+    w.function_info(info)
+    return w.getvalue()
+
+
+def decode_function_info(data: bytes) -> FunctionInfo:
+    r = Reader(data)
+    info = r.function_info()
+    r.expect_end("function info")
+    return info
+
+
+# ------------------------------------------------------------------ module payloads
+
+Payload = Union[bytes, Dict[str, bytes]]
+
+
+def layout_of(kind: str) -> str:
+    try:
+        return PAYLOAD_LAYOUT[kind]
+    except KeyError:
+        raise ValueError(f"unknown module kind {kind!r}; known kinds: {', '.join(known_kinds())}") from None
+
+
+def encode_device_payload(kind: str, fmt: str, fmap: Mapping[str, FunctionInfo], payload: Payload) -> bytes:
+    """The one serializer of device modules: real and fallback modules both call this."""
+    layout = layout_of(kind)
+    w = Writer()
+    if layout == "bytes":
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a {kind!r} payload is bytes, got {type(payload).__name__}")
+        w.str_(fmt)
+        w.fmap(fmap)
+        w.bytes_(payload)
+    elif layout == "smap":
+        _check_smap(kind, payload)
+        w.str_(fmt)
+        w.fmap(fmap)
+        w.map_str_bytes(payload)
+    elif layout == "webgpu":
+        _check_smap(kind, payload)
+        if fmt != "wgsl":
+            raise ValueError(f"webgpu modules always have fmt 'wgsl', got {fmt!r}")
+        w.fmap(fmap)
+        w.map_str_bytes(payload)
+    else:
+        raise ValueError(f"{kind!r} is not a device module kind")
+    return w.getvalue()
+
+
+def _check_smap(kind: str, payload: object) -> None:
+    if not isinstance(payload, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, (bytes, bytearray)) for k, v in payload.items()):
+        raise TypeError(f"a {kind!r} payload is a dict[str, bytes] of per-kernel shaders")
+
+
+def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int = 0,
+                          end: Optional[int] = None) -> Tuple[str, Dict[str, FunctionInfo], Payload]:
+    """(fmt, fmap, payload) of a device module; offsets in errors are relative to ``data``."""
+    layout = PAYLOAD_LAYOUT.get(kind)
+    if layout is None or layout == "root":
+        raise ArtifactError(f"{kind!r} is not a known device module kind; known: "
+                            f"{', '.join(k for k in known_kinds() if k != 'root')}", start)
+    r = Reader(data, start, end)
+    what = f"{kind} module"
+    if layout == "webgpu":
+        fmt = "wgsl"
+    else:
+        fmt = r.str_(f"{what} fmt")
+    fmap = r.fmap(f"{what} function map")
+    if layout == "bytes":
+        payload: Payload = r.bytes_(f"{what} payload")
+    else:
+        payload = r.map_str_bytes(f"{what} shader map")
+    r.expect_end(f"{what} payload")
+    return fmt, fmap, payload
+
+
+def encode_root_payload(fmap: Mapping[str, FunctionInfo], targets: Sequence[str]) -> bytes:
+    w = Writer()
+    w.fmap(fmap)
+    w.list_str(list(targets))
+    return w.getvalue()
+
+
+def decode_root_payload(data: Union[bytes, memoryview], start: int = 0,
+                        end: Optional[int] = None) -> Tuple[Dict[str, FunctionInfo], List[str]]:
+    r = Reader(data, start, end)
+    fmap = r.fmap("root function map")
+    targets = r.list_str("root targets")
+    r.expect_end("root payload")
+    return fmap, targets
+
+
+# ------------------------------------------------------------------ container
+
+
+@dataclass(frozen=True)
+class ContainerModule:
+    kind: str
+    payload: bytes
+    offset: int  # absolute offset of the payload's first byte (after its length)
+
+
+@dataclass(frozen=True)
+class Container:
+    version: int
+    modules: List[ContainerModule]
+    children: List[List[int]]
+    sources: Optional[List[Dict[str, str]]]
+    meta: Dict[str, str]
+    crc32: int
+    size: int
+
+
+def encode_container(modules: Sequence[Tuple[str, bytes]], children: Sequence[Sequence[int]],
+                     sources: Optional[Sequence[Mapping[str, str]]], meta: Mapping[str, str]) -> bytes:
+    n = len(modules)
+    if n < 1 or len(children) != n:
+        raise ValueError("a container needs at least the root module and one child list per module")
+    if sources is not None and len(sources) != n:
+        raise ValueError("sources must have one map per module")
+    for kind, _ in modules:
+        layout_of(kind)
+    w = Writer()
+    w.raw(MAGIC)
+    w.u32(VERSION)
+    w.u64(n)
+    flat: List[int] = []
+    w.u64(0)
+    for kids in children:
+        flat.extend(kids)
+        w.u64(len(flat))
+    for c in flat:
+        w.u64(c)
+    for kind, payload in modules:
+        w.str_(kind)
+        w.bytes_(payload)
+    if sources is None:
+        w.u8(0)
+    else:
+        w.u8(1)
+        for s in sources:
+            w.map_str_str(s)
+    w.map_str_str(meta)
+    w.u32(zlib.crc32(w.getvalue()))
+    data = w.getvalue()
+    decode_container(data)  # never write what we would refuse to read
+    return data
+
+
+def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
+    """Validate and split a .kbin container. Raises :class:`ArtifactError` with the offset."""
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    elif not isinstance(data, bytes):
+        data = bytes(data)
+    r = Reader(data)
+    magic = r.raw(len(MAGIC), "magic")
+    if magic != MAGIC:
+        hint = " (empty file)" if not data else ""
+        raise ArtifactError(f"not a polykern artifact: bad magic {magic!r}, expected {MAGIC!r}{hint}", 0)
+    version = r.u32("format version")
+    if version != VERSION:
+        raise ArtifactError(f"unsupported artifact format version {version}; this polykern reads version {VERSION}",
+                            len(MAGIC))
+    at = r.pos
+    n = r.u64("module count")
+    if n < 1:
+        raise ArtifactError("artifact has no modules (the root module is required)", at)
+    if (n + 1) * 8 > r.remaining:
+        raise ArtifactError(f"module count {n} needs an import index larger than the {r.remaining} bytes that "
+                            "remain", at)
+    indptr_at = r.pos
+    indptr = [r.u64("import index") for _ in range(n + 1)]
+    if indptr[0] != 0:
+        raise ArtifactError(f"import index must start at 0, got {indptr[0]}", indptr_at)
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ArtifactError(f"import index decreases at module {i}", indptr_at + 8 * (i + 1))
+    n_edges = indptr[n]
+    if n_edges > n - 1:
+        raise ArtifactError(f"import tree has {n_edges} edges for {n} modules (at most {n - 1})", indptr_at + 8 * n)
+    child_at = r.pos
+    flat = [r.u64("import child index") for _ in range(n_edges)]
+    children = [flat[indptr[i]:indptr[i + 1]] for i in range(n)]
+    _check_tree(children, flat, n, child_at)
+    modules: List[ContainerModule] = []
+    for i in range(n):
+        k_at = r.pos
+        kind = r.str_(f"module {i} kind")
+        if not _KIND_RE.match(kind) or kind not in PAYLOAD_LAYOUT:
+            raise ArtifactError(f"module {i} has unknown kind {kind!r}; known kinds: {', '.join(known_kinds())}",
+                                k_at)
+        if (kind == "root") != (i == 0):
+            raise ArtifactError("module 0 must be the root module and no other module may be a root"
+                                if i == 0 else f"module {i} is a second root module", k_at)
+        payload = r.bytes_(f"module {i} ({kind}) payload")
+        modules.append(ContainerModule(kind, payload, r.pos - len(payload)))
+    sources = None
+    if r.flag("sources flag"):
+        sources = [r.map_str_str(f"module {i} sources") for i in range(n)]
+    meta = r.map_str_str("metadata")
+    crc_at = r.pos
+    crc = r.u32("checksum")
+    if r.remaining:
+        raise ArtifactError(f"{r.remaining} trailing bytes after the checksum", r.pos)
+    actual = zlib.crc32(memoryview(data)[:crc_at])
+    if actual != crc:
+        raise ArtifactError(f"checksum mismatch: stored CRC-32 0x{crc:08x}, computed 0x{actual:08x} "
+                            "(the artifact is corrupted)", crc_at)
+    return Container(version, modules, children, sources, meta, crc, len(data))
+
+
+def _check_tree(children: List[List[int]], flat: List[int], n: int, child_at: int) -> None:
+    seen = [False] * n
+    seen[0] = True
+    for j, c in enumerate(flat):
+        if not 1 <= c < n:
+            raise ArtifactError(f"import child index {c} out of range (modules 1..{n - 1})", child_at + 8 * j)
+        if seen[c]:
+            raise ArtifactError(f"module {c} is imported twice (the import tree must be a tree)", child_at + 8 * j)
+        seen[c] = True
+    # Every non-root module has exactly one parent; it is a tree iff all are reachable from 0.
+    reached, stack = {0}, [0]
+    while stack:
+        for c in children[stack.pop()]:
+            if c not in reached:
+                reached.add(c)
+                stack.append(c)
+    if len(reached) != n:
+        missing = min(set(range(n)) - reached)
+        raise ArtifactError(f"module {missing} is not reachable from the root (import cycle or orphan)", child_at)
