@@ -22,6 +22,14 @@ Semantics worth knowing when writing a backend:
   (step < 0): body; var += step``; ``step`` is a nonzero compile-time constant.
 - Special registers (``global_id`` ...) have type ``i32``.
 - Atomics return the old value.
+- Every scalar local in ``Function.locals`` starts at zero (backends zero-initialize them); local
+  arrays (scope "local") start zeroed too; shared arrays are uninitialized.
+- Names of params/locals/arrays are valid identifiers in C, MSL, WGSL and SPIR-V debug names: the
+  frontend renames names that are keywords in any target language and never emits names starting
+  with "__".
+- The frontend may introduce temporaries (``_t0``, ``_idx0``) for short-circuit/conditional
+  expressions; the IR ``Select`` is eager (both arms evaluated) and only used for side-effect-free,
+  non-faulting arms.
 """
 from __future__ import annotations
 
