@@ -54,7 +54,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",)):
     if not parsed:
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
     funcs = [run_default_passes(verify(k.ir)) for k in collect_kernels(kernels)]
-    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, [str(t) for t in parsed])
+    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
         if builder is None:

@@ -92,23 +92,19 @@ class _Namer:
         for op, ops in insts:
             if op == Op.Name and ops[0] not in wanted:
                 wanted[ops[0]] = _decode_string(ops, 1)[0]
-        order: List[int] = []
+        taken = set()
         for op, ops in insts:
             if op in (Op.Name, Op.MemberName):
                 continue
             rid = self._result_id(op, ops)
             if rid is None:
                 continue
-            order.append(rid)
             if op == Op.TypeInt:
                 self.scalars[rid] = ("int", ops[1], bool(ops[2]))
             elif op == Op.TypeFloat:
                 self.scalars[rid] = ("float", ops[1], True)
-            if rid not in wanted:
-                wanted[rid] = self._suggest(op, ops)
-        taken = set()
-        for rid in sorted(order):
-            base = re.sub(r"[^A-Za-z0-9_]", "_", wanted.get(rid) or "") or str(rid)
+            want = wanted.get(rid) or self._suggest(op, ops)
+            base = re.sub(r"[^A-Za-z0-9_]", "_", want) or str(rid)
             name, n = base, 0
             while name in taken:
                 name = f"{base}_{n}"
@@ -154,7 +150,6 @@ class _Namer:
         if op in (Op.ConstantTrue, Op.ConstantFalse):
             return "true" if op == Op.ConstantTrue else "false"
         if op == Op.Constant and ops[0] in self.scalars:
-            kind, bits, signed = self.scalars[ops[0]]
             text = _format_literal(self.scalars[ops[0]], ops[2:])
             text = text.replace("-", "n").replace(".", "_").replace("+", "")
             return f"{self.type_name(ops[0])}_{text}"

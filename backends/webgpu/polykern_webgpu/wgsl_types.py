@@ -98,7 +98,7 @@ _F32_SPECIAL = {"inf": "0x7f800000u", "-inf": "0xff800000u", "nan": "0x7fc00000u
 
 
 def _float_text(x) -> str:
-    if x == 0 or 1e-4 <= abs(x) < 1e16:
+    if x == 0 or 1e-4 <= abs(float(x)) < 1e16:
         return np.format_float_positional(x, unique=True, trim="0")
     return np.format_float_scientific(x, unique=True, trim="0")
 

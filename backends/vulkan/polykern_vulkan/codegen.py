@@ -1,0 +1,46 @@
+"""``target.build.vulkan``: verified IR functions -> a vulkan module, one SPIR-V shader per kernel.
+
+Payload (wire layout "smap"): fmt "spirv"; ``map<str,bytes>`` kernel name -> SPIR-V binary (one
+GLCompute entry point named like the kernel). Sources: "spirv-asm", our own disassembly of every
+shader (see spirv_text.py: deterministic, never depends on tools installed on the build host).
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from polykern import registry
+from polykern.ir import nodes as ir
+from polykern.module import FunctionInfo, Module, create_with_fallback
+from polykern.target import Target
+
+from .fallback import VulkanFallbackModule
+from .features import parse_features, parse_version, target_kind
+from .lower import lower_kernel
+from .spirv_text import disassemble
+
+TARGET_KIND = target_kind()
+
+
+def compile_function(fn: ir.Function, target: Target):
+    """(FunctionInfo, SPIR-V binary) of one kernel."""
+    version = parse_version(str(target.attrs.get("spirv", "1.3")))
+    features = parse_features(target.attrs.get("features", "default"))
+    binary, attrs = lower_kernel(fn, version, features)
+    base = FunctionInfo.from_ir(fn)
+    info = FunctionInfo(base.name, base.args, base.launch_tags, base.shared_bytes, {**base.attrs, **attrs})
+    return info, binary
+
+
+def build(funcs: List[ir.Function], target: Target) -> Module:
+    fmap: Dict[str, FunctionInfo] = {}
+    shaders: Dict[str, bytes] = {}
+    for fn in sorted(funcs, key=lambda f: f.name):
+        fmap[fn.name], shaders[fn.name] = compile_function(fn, target)
+    source = "\n".join(f"; ---- kernel {name} ----\n{disassemble(shaders[name])}" for name in shaders)
+    return create_with_fallback("vulkan", shaders, "spirv", fmap, {"spirv-asm": source},
+                                fallback_cls=VulkanFallbackModule)
+
+
+def register() -> None:
+    TARGET_KIND.register()
+    registry.register("target.build.vulkan", build)

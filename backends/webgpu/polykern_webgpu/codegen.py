@@ -1,0 +1,49 @@
+"""``target.build.webgpu``: verified IR functions -> a webgpu module (one WGSL shader per kernel).
+
+Payload (wire layout "webgpu"): ``map<str,FunctionInfo> fmap; map<str,bytes> shaders`` where
+each shader is the UTF-8 WGSL text of one kernel; fmt is always "wgsl". The launch ABI
+each shader implements is recorded in its FunctionInfo attrs (see abi.py).
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from polykern import registry
+from polykern.ir import nodes as ir
+from polykern.module import FunctionInfo, Module, create_with_fallback
+from polykern.target import Attr, Target, TargetKind
+
+from .fallback import WebGPUFallbackModule
+from .wgsl_emit import emit_wgsl
+
+TARGET_KIND = TargetKind(
+    "webgpu", "webgpu",
+    {"shader_f16": Attr("bool", False, None,
+                        "allow f16 (emits 'enable f16;'; the device needs the 'shader-f16' feature)")},
+    doc="WGSL compute shaders for WebGPU (wgpu-native, Dawn, browsers)")
+
+
+def compile_function(fn: ir.Function, target: Target):
+    """(FunctionInfo, WGSL text) of one kernel."""
+    text, attrs = emit_wgsl(fn, f16_ok=bool(target.attrs.get("shader_f16", False)))
+    base = FunctionInfo.from_ir(fn)
+    info = FunctionInfo(base.name, base.args, base.launch_tags, base.shared_bytes,
+                        {**base.attrs, **attrs})
+    return info, text
+
+
+def build(funcs: List[ir.Function], target: Target) -> Module:
+    fmap: Dict[str, FunctionInfo] = {}
+    shaders: Dict[str, bytes] = {}
+    for fn in sorted(funcs, key=lambda f: f.name):
+        info, text = compile_function(fn, target)
+        fmap[fn.name] = info
+        shaders[fn.name] = text.encode("utf-8")
+    source = "\n".join(f"// ---- {name} ----\n{shaders[name].decode('utf-8')}" for name in shaders)
+    return create_with_fallback("webgpu", shaders, "wgsl", fmap, {"wgsl": source},
+                                fallback_cls=WebGPUFallbackModule)
+
+
+def register() -> None:
+    TARGET_KIND.register()
+    registry.register("target.build.webgpu", build)

@@ -1,0 +1,527 @@
+"""IR -> WGSL: one compute shader per kernel.
+
+Shape of the output (see abi.py for the launch ABI it implements)::
+
+    override pk_block_x: u32 = 1u;   // workgroup size, set per launch
+    ...
+    @group(0) @binding(0) var<storage, read> x: array<f32>;
+    struct PkArgs { n: i32, a: f32, }
+    @group(0) @binding(2) var<uniform> pk_args: PkArgs;
+    var<workgroup> tile: array<f32, 256>;
+    @compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
+    fn saxpy(@builtin(global_invocation_id) pk_global_id: vec3<u32>) { ... }
+
+Expressions are emitted inline and fully parenthesised (WGSL refuses mixing
+some operators without parentheses). A few constructs need statements in the
+middle of an expression (strong compare-exchange, f32 atomics emulated with a
+compare-exchange loop on the bits, read-modify-write on private arrays): those
+write "prelude" lines just before the statement that uses them. A prelude in a
+place that is evaluated conditionally or repeatedly is moved where it belongs:
+the right operand of ``&&``/``||`` becomes an ``if``, a loop condition turns the
+loop into ``loop { prelude; if !(cond) { break; } ... continuing { step } }``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from polykern.ir import nodes as ir
+from polykern.ir.types import ArrayType, BufferType, ScalarType
+
+from . import abi
+from .wgsl_names import Namer
+from .wgsl_types import WGSL_TYPE, check_function, literal
+
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_INT_BIT = {"and": "&", "or": "|", "xor": "^"}
+_BOOL_BIT = {"and": "&", "or": "|", "xor": "!="}
+_MATH = {"rsqrt": "inverseSqrt"}
+_ATOMIC_FN = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "xchg": "atomicExchange"}
+_REG_BUILTIN = {
+    "global_id": ("global_invocation_id", "pk_global_id"),
+    "local_id": ("local_invocation_id", "pk_local_id"),
+    "group_id": ("workgroup_id", "pk_group_id"),
+    "num_groups": ("num_workgroups", "pk_num_groups"),
+}
+_REG_ORDER = ("global_id", "local_id", "group_id", "num_groups")
+_XYZ = "xyz"
+INDENT = "    "
+
+
+def wty(t: ScalarType) -> str:
+    return WGSL_TYPE[t.name]
+
+
+class WGSLEmitter:
+    """Emits the WGSL shader of one verified ``ir.Function``."""
+
+    def __init__(self, fn: ir.Function, f16_ok: bool = False):
+        check_function(fn, f16_ok)
+        self.fn = fn
+        self.names = Namer([fn.name] + [p.name for p in fn.params] + list(fn.locals) + list(fn.arrays))
+        self.atomic_bases: Set[str] = set()
+        self.regs: Set[str] = set()
+        self.uses_f16 = False
+        for e in ir.walk_all_exprs(fn.body):
+            if isinstance(e, ir.Atomic) and not _is_private(e.base):
+                self.atomic_bases.add(e.base.name)
+            elif isinstance(e, ir.SpecialReg) and e.kind in _REG_BUILTIN:
+                self.regs.add(e.kind)
+            if isinstance(e.type, ScalarType) and e.type.name == "f16":
+                self.uses_f16 = True
+        self.uses_f16 = self.uses_f16 or any(t.name == "f16" for t in ir.used_types(fn))
+        self.assigned = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
+        self.assigned |= {s.var for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)}
+        self.writes_storage = any(p.is_buffer and not p.type.readonly for p in fn.params)
+        self.out: List[str] = []
+        self.ind = 0
+        self._tmp = 0
+        module_names = {self.names[p.name] for p in fn.params if p.is_buffer}
+        module_names |= {self.names[n] for n, a in fn.arrays.items() if a.scope == "shared"}
+        self.entry = self.names[fn.name]
+        if self.entry in module_names:
+            self.entry = "pk_main"
+
+    # ------------------------------------------------------------ plumbing
+
+    def line(self, text: str) -> None:
+        self.out.append(INDENT * self.ind + text)
+
+    def tmp(self) -> str:
+        self._tmp += 1
+        return f"pk_t{self._tmp}"
+
+    def capture(self, extra: int, thunk: Callable[[], str]) -> Tuple[str, List[str]]:
+        """Run ``thunk`` with output redirected; returns (its result, the lines it wrote)."""
+        saved, saved_ind = self.out, self.ind
+        self.out, self.ind = [], saved_ind + extra
+        try:
+            result = thunk()
+            lines = self.out
+        finally:
+            self.out, self.ind = saved, saved_ind
+        return result, lines
+
+    # ------------------------------------------------------------ module
+
+    def emit(self) -> Tuple[str, Dict[str, str]]:
+        fn = self.fn
+        body, body_lines = self.capture(1, lambda: self._body())
+        head: List[str] = [f"// polykern webgpu kernel '{fn.name}'"]
+        if self.uses_f16:
+            head.append("enable f16;")
+        head.append("")
+        for o in abi.BLOCK_OVERRIDES:
+            head.append(f"override {o}: u32 = 1u;")
+        head.append("")
+        nbuf = 0
+        scalars = []
+        for p in fn.params:
+            if p.is_buffer:
+                access = "read" if p.type.readonly else "read_write"
+                head.append(f"@group(0) @binding({nbuf}) var<storage, {access}> "
+                            f"{self.names[p.name]}: array<{self._elem_decl(p.name, p.type.elem)}>;")
+                nbuf += 1
+            else:
+                scalars.append(p)
+        if scalars:
+            head.append("")
+            head.append(f"struct {abi.PARAMS_STRUCT} {{")
+            for p in scalars:
+                head.append(f"{INDENT}{self.names[p.name]}: {abi.HOST_SLOT[p.type.name]},")
+            head.append("}")
+            head.append(f"@group(0) @binding({nbuf}) var<uniform> {abi.PARAMS_VAR}: {abi.PARAMS_STRUCT};")
+        shared = fn.shared_arrays
+        if shared:
+            head.append("")
+            for name, a in shared.items():
+                head.append(f"var<workgroup> {self.names[name]}: "
+                            f"array<{self._elem_decl(name, a.elem)}, {a.size}>;")
+        head.append("")
+        head.append("@compute @workgroup_size(" + ", ".join(abi.BLOCK_OVERRIDES) + ")")
+        builtins = [f"@builtin({_REG_BUILTIN[k][0]}) {_REG_BUILTIN[k][1]}: vec3<u32>"
+                    for k in _REG_ORDER if k in self.regs]
+        head.append(f"fn {self.entry}(" + ", ".join(builtins) + ") {")
+        decls = self._decls(scalars)
+        text = "\n".join(head + decls + body_lines + ["}", ""])
+        attrs = abi.layout_attrs(
+            [p.name for p in fn.params], [p.is_buffer for p in fn.params],
+            ["" if p.is_buffer else p.type.name for p in fn.params])
+        attrs["entry"] = self.entry
+        attrs["workgroup_size"] = "override:" + ",".join(abi.BLOCK_OVERRIDES)
+        if self.atomic_bases:
+            attrs["atomic_buffers"] = ",".join(
+                p.name for p in fn.params if p.name in self.atomic_bases)
+        if self.uses_f16:
+            attrs["features"] = "shader-f16"
+        return text, attrs
+
+    def _elem_decl(self, name: str, elem: ScalarType) -> str:
+        if name in self.atomic_bases:
+            return "atomic<u32>" if elem.is_float else f"atomic<{wty(elem)}>"
+        return wty(elem)
+
+    def _decls(self, scalars: List[ir.Param]) -> List[str]:
+        out = []
+        for p in scalars:
+            member = f"{abi.PARAMS_VAR}.{self.names[p.name]}"
+            if p.type.is_bool:
+                value = f"({member} != 0u)"
+            elif p.type.name == "f16":
+                value = f"f16({member})"
+            else:
+                value = member
+            if p.name in self.assigned:
+                out.append(f"{INDENT}var {self.names[p.name]}: {wty(p.type)} = {value};")
+            else:
+                out.append(f"{INDENT}let {self.names[p.name]} = {value};")
+        for name, t in self.fn.locals.items():
+            out.append(f"{INDENT}var {self.names[name]}: {wty(t)};")
+        for name, a in self.fn.local_arrays.items():
+            out.append(f"{INDENT}var {self.names[name]}: array<{wty(a.elem)}, {a.size}>;")
+        return out
+
+    # ------------------------------------------------------------ statements
+
+    def _body(self) -> str:
+        self.stmts(self.fn.body)
+        return ""
+
+    def stmts(self, body: List[ir.Stmt]) -> None:
+        for s in body:
+            self.stmt(s)
+
+    def block(self, body: List[ir.Stmt]) -> None:
+        self.ind += 1
+        self.stmts(body)
+        self.ind -= 1
+
+    def stmt(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.Assign):
+            self.line(f"{self.names[s.name]} = {self.top(s.value)};")
+        elif isinstance(s, ir.Store):
+            self._store(s)
+        elif isinstance(s, ir.ExprStmt):
+            self._expr_stmt(s.expr)
+        elif isinstance(s, ir.If):
+            self._if(s)
+        elif isinstance(s, ir.For):
+            self._for(s)
+        elif isinstance(s, ir.While):
+            self._while(s)
+        elif isinstance(s, ir.Break):
+            self.line("break;")
+        elif isinstance(s, ir.Continue):
+            self.line("continue;")
+        elif isinstance(s, ir.Return):
+            self.line("return;")
+        elif isinstance(s, ir.Barrier):
+            # CUDA __syncthreads orders global memory too; workgroupBarrier only
+            # covers var<workgroup>, so add storageBarrier when buffers are written.
+            if self.writes_storage:
+                self.line("storageBarrier();")
+            self.line("workgroupBarrier();")
+        else:
+            raise TypeError(f"webgpu codegen: unknown statement {type(s).__name__}")
+
+    def _store(self, s: ir.Store) -> None:
+        name = self.names[s.base.name]
+        idx = self.top(s.index)
+        val = self.top(s.value)
+        if s.base.name in self.atomic_bases:
+            if s.base.type.elem.is_float:
+                val = f"bitcast<u32>({val})"
+            self.line(f"atomicStore(&{name}[{idx}], {val});")
+        else:
+            self.line(f"{name}[{idx}] = {val};")
+
+    def _expr_stmt(self, e: ir.Expr) -> None:
+        if (isinstance(e, ir.Atomic) and e.op in _ATOMIC_FN and not _is_private(e.base)
+                and not e.base.type.elem.is_float):
+            self.line(self._int_atomic_call(e) + ";")
+            return
+        text = self.top(e)
+        if isinstance(e, ir.Atomic) and "atomic" not in text:
+            return  # the prelude performed it; what is left is the (unused) old value
+        if not text.startswith("pk_t") and not isinstance(e, (ir.Var, ir.Const)):
+            self.line(f"_ = {text};")
+
+    def _if(self, s: ir.If) -> None:
+        self.line(f"if {self.top(s.cond)} {{")
+        self.block(s.then)
+        orelse = s.orelse
+        while len(orelse) == 1 and isinstance(orelse[0], ir.If):
+            nested = orelse[0]
+            cond, pre = self.capture(1, lambda: self.top(nested.cond))
+            if pre:
+                break
+            self.line(f"}} else if {cond} {{")
+            self.block(nested.then)
+            orelse = nested.orelse
+        if orelse:
+            self.line("} else {")
+            self.block(orelse)
+        self.line("}")
+
+    def _for(self, s: ir.For) -> None:
+        var = self.names[s.var]
+        vt: ScalarType = self.fn.locals.get(s.var) or self.fn.param(s.var).type
+        start = self.top(s.start)
+        cmp = "<" if s.step > 0 else ">"
+        stop, pre = self.capture(1, lambda: self.ex(s.stop))
+        mag = literal(abs(s.step), vt)
+        update = f"{var} = {var} {'+' if s.step > 0 else '-'} {mag}"
+        if not pre:
+            self.line(f"for ({var} = {start}; {var} {cmp} {stop}; {update}) {{")
+            self.block(s.body)
+            self.line("}")
+            return
+        self.line(f"{var} = {start};")
+        self.line("loop {")
+        self.out.extend(pre)
+        self.line(f"{INDENT}if !({var} {cmp} {stop}) {{ break; }}")
+        self.block(s.body)
+        self.line(f"{INDENT}continuing {{ {update}; }}")
+        self.line("}")
+
+    def _while(self, s: ir.While) -> None:
+        cond, pre = self.capture(1, lambda: self.top(s.cond))
+        if not pre:
+            self.line(f"while {cond} {{")
+        else:
+            self.line("loop {")
+            self.out.extend(pre)
+            self.line(f"{INDENT}if !({cond}) {{ break; }}")
+        self.block(s.body)
+        self.line("}")
+
+    # ------------------------------------------------------------ expressions
+
+    def top(self, e: ir.Expr) -> str:
+        """An expression in a position that needs no parentheses around it."""
+        text = self.ex(e)
+        if isinstance(e, (ir.BinOp, ir.UnaryOp)) and text.startswith("(") and text.endswith(")") \
+                and _balanced(text[1:-1]):
+            return text[1:-1]
+        return text
+
+    def ex(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Const):
+            if isinstance(e.type, ScalarType) and e.type.name == "f16":
+                self.uses_f16 = True
+            return literal(e.value, e.type)
+        if isinstance(e, ir.Var):
+            return self.names[e.name]
+        if isinstance(e, ir.BinOp):
+            return self._binop(e)
+        if isinstance(e, ir.UnaryOp):
+            return self._unary(e)
+        if isinstance(e, ir.Cast):
+            return self._cast(e)
+        if isinstance(e, ir.Select):
+            return self._select(e)
+        if isinstance(e, ir.Load):
+            return self._load(e)
+        if isinstance(e, ir.Call):
+            fn = _MATH.get(e.func, e.func)
+            return f"{fn}(" + ", ".join(self.top(a) for a in e.args) + ")"
+        if isinstance(e, ir.SpecialReg):
+            return self._reg(e)
+        if isinstance(e, ir.Atomic):
+            return self._atomic(e)
+        raise TypeError(f"webgpu codegen: unknown expression {type(e).__name__}")
+
+    def once(self, e: ir.Expr) -> str:
+        """Evaluate ``e`` exactly once, binding it to a ``let`` unless trivial."""
+        text = self.top(e)
+        if isinstance(e, (ir.Const, ir.Var)) or text.startswith("pk_t"):
+            return text
+        name = self.tmp()
+        self.line(f"let {name} = {text};")
+        return name
+
+    def _binop(self, e: ir.BinOp) -> str:
+        op, t = e.op, e.a.type
+        if op in ("land", "lor"):
+            return self._short_circuit(e)
+        a, b = self.ex(e.a), self.ex(e.b)
+        if op in _CMP:
+            return f"({a} {_CMP[op]} {b})"
+        if op == "floordiv":
+            return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
+        if op in _ARITH:
+            return f"({a} {_ARITH[op]} {b})"
+        if op in _INT_BIT:
+            return f"({a} {(_BOOL_BIT if t.is_bool else _INT_BIT)[op]} {b})"
+        if op in ("shl", "shr"):
+            bits = t.bits
+            if isinstance(e.b, ir.Const):
+                amount = f"{int(e.b.value) % bits}u"
+            elif e.b.type.name == "u32":
+                amount = f"({b} & {bits - 1}u)"
+            else:
+                amount = f"(u32({self.top(e.b)}) & {bits - 1}u)"
+            return f"({a} {'<<' if op == 'shl' else '>>'} {amount})"
+        raise TypeError(f"webgpu codegen: unknown binary operator {op!r}")
+
+    def _short_circuit(self, e: ir.BinOp) -> str:
+        a = self.ex(e.a)
+        b, pre = self.capture(1, lambda: self.ex(e.b))
+        sym = "&&" if e.op == "land" else "||"
+        if not pre:
+            return f"({a} {sym} {b})"
+        name = self.tmp()
+        self.line(f"var {name}: bool = {_strip(a)};")
+        self.line(f"if {'' if e.op == 'land' else '!'}{name} {{")
+        self.out.extend(pre)
+        self.line(f"{INDENT}{name} = {_strip(b)};")
+        self.line("}")
+        return name
+
+    def _unary(self, e: ir.UnaryOp) -> str:
+        a = self.ex(e.a)
+        if e.op == "not":
+            return f"(!{_wrap(a)})"
+        if e.op == "invert":
+            return f"(~{_wrap(a)})"
+        if e.op == "neg":
+            if e.type.name == "u32":
+                return f"(0u - {a})"
+            return f"(-{_wrap(a)})"
+        raise TypeError(f"webgpu codegen: unknown unary operator {e.op!r}")
+
+    def _cast(self, e: ir.Cast) -> str:
+        if e.a.type == e.to:
+            return self.ex(e.a)
+        return f"{wty(e.to)}({self.top(e.a)})"
+
+    def _select(self, e: ir.Select) -> str:
+        cond = self.top(e.cond)
+        a, pre_a = self.capture(1, lambda: self.top(e.a))
+        b, pre_b = self.capture(1, lambda: self.top(e.b))
+        if not pre_a and not pre_b:
+            return f"select({b}, {a}, {cond})"
+        # An arm with side effects: evaluate only the chosen one, like C's ?:.
+        name = self.tmp()
+        self.line(f"var {name}: {wty(e.type)};")
+        self.line(f"if {cond} {{")
+        self.out.extend(pre_a)
+        self.line(f"{INDENT}{name} = {a};")
+        self.line("} else {")
+        self.out.extend(pre_b)
+        self.line(f"{INDENT}{name} = {b};")
+        self.line("}")
+        return name
+
+    def _load(self, e: ir.Load) -> str:
+        name = self.names[e.base.name]
+        idx = self.top(e.index)
+        if e.base.name in self.atomic_bases:
+            text = f"atomicLoad(&{name}[{idx}])"
+            return f"bitcast<f32>({text})" if e.type.is_float else text
+        return f"{name}[{idx}]"
+
+    def _reg(self, e: ir.SpecialReg) -> str:
+        if e.kind == "local_size":
+            return f"i32({abi.BLOCK_OVERRIDES[e.dim]})"
+        return f"i32({_REG_BUILTIN[e.kind][1]}.{_XYZ[e.dim]})"
+
+    # ------------------------------------------------------------ atomics
+
+    def _int_atomic_call(self, e: ir.Atomic) -> str:
+        ptr = f"&{self.names[e.base.name]}[{self.top(e.index)}]"
+        return f"{_ATOMIC_FN[e.op]}({ptr}, {self.top(e.value)})"
+
+    def _atomic(self, e: ir.Atomic) -> str:
+        if _is_private(e.base):
+            return self._private_rmw(e)
+        elem = e.base.type.elem
+        if not elem.is_float and e.op in _ATOMIC_FN:
+            return self._int_atomic_call(e)
+        idx = self.once(e.index)
+        ptr = f"&{self.names[e.base.name]}[{idx}]"
+        if not elem.is_float:  # strong compare-exchange from the weak one
+            cmp = self.once(e.compare)
+            val = self.once(e.value)
+            return self._cas_loop(ptr, cmp, val, wty(elem))
+        if e.op == "cas":
+            cmp = self.once(e.compare)
+            val = self.once(e.value)
+            bits_cmp = self.tmp()
+            self.line(f"let {bits_cmp} = bitcast<u32>({cmp});")
+            old = self._cas_loop(ptr, bits_cmp, f"bitcast<u32>({val})", "u32")
+            return f"bitcast<f32>({old})"
+        val = self.once(e.value)
+        if e.op == "xchg":
+            return f"bitcast<f32>(atomicExchange({ptr}, bitcast<u32>({val})))"
+        old, res = self.tmp(), self.tmp()
+        cur = f"bitcast<f32>({old})"
+        new = {"add": f"{cur} + {val}", "min": f"min({cur}, {val})", "max": f"max({cur}, {val})"}[e.op]
+        self.line(f"var {old}: u32 = atomicLoad({ptr});")
+        self.line("loop {")
+        self.line(f"{INDENT}let {res} = atomicCompareExchangeWeak({ptr}, {old}, bitcast<u32>({new}));")
+        self.line(f"{INDENT}if {res}.exchanged {{ break; }}")
+        self.line(f"{INDENT}{old} = {res}.old_value;")
+        self.line("}")
+        return cur
+
+    def _cas_loop(self, ptr: str, cmp: str, val: str, ty: str) -> str:
+        old, res = self.tmp(), self.tmp()
+        self.line(f"var {old}: {ty};")
+        self.line("loop {")
+        self.line(f"{INDENT}let {res} = atomicCompareExchangeWeak({ptr}, {cmp}, {val});")
+        self.line(f"{INDENT}if ({res}.exchanged || ({res}.old_value != {cmp})) {{")
+        self.line(f"{INDENT}{INDENT}{old} = {res}.old_value;")
+        self.line(f"{INDENT}{INDENT}break;")
+        self.line(f"{INDENT}}}")
+        self.line("}")
+        return old
+
+    def _private_rmw(self, e: ir.Atomic) -> str:
+        """Atomics on a private (per-invocation) array are plain read-modify-writes."""
+        name = self.names[e.base.name]
+        idx = self.once(e.index)
+        cmp = self.once(e.compare) if e.op == "cas" else None
+        val = self.once(e.value)
+        old = self.tmp()
+        ref = f"{name}[{idx}]"
+        self.line(f"let {old} = {ref};")
+        if e.op == "cas":
+            self.line(f"if {old} == {cmp} {{ {ref} = {val}; }}")
+        else:
+            new = {"add": f"{old} + {val}", "min": f"min({old}, {val})",
+                   "max": f"max({old}, {val})", "xchg": val}[e.op]
+            self.line(f"{ref} = {new};")
+        return old
+
+
+def _is_private(base: ir.Var) -> bool:
+    return isinstance(base.type, ArrayType) and base.type.scope == "local"
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _strip(text: str) -> str:
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1]
+    return text
+
+
+def _wrap(text: str) -> str:
+    """Parenthesise an operand of a prefix operator unless it is atomic text."""
+    if text.startswith("-") or text.startswith("!") or text.startswith("~"):
+        return f"({text})"
+    return text
+
+
+def emit_wgsl(fn: ir.Function, f16_ok: bool = False) -> Tuple[str, Dict[str, str]]:
+    """WGSL text and the FunctionInfo attrs (abi.py) of one kernel."""
+    return WGSLEmitter(fn, f16_ok).emit()

@@ -1,0 +1,297 @@
+/* Programs (a device module loaded for execution), kernels, buffers and launches.
+ * CPU: "llvm" modules with fmt "o" (ELF object, elf_loader.c) run on the thread pool
+ * (thread_pool.c). CUDA: "cuda" modules run through cuda_exec.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PK_BUFFER_MAGIC 0x50424B42u  /* "BKBP" */
+
+typedef enum { DEV_CPU, DEV_CUDA } device_kind;
+
+struct pk_kernel {
+    pk_program *prog;
+    const pk_function_info *fi;
+    pk_range_fn range;      /* CPU */
+    void *cufn;             /* CUDA */
+    pk_kernel *next;
+};
+
+struct pk_program {
+    const pk_module *mod;
+    device_kind dev;
+    pk_elf_image *img;
+    pk_pool *pool;
+    pk_cuda_ctx *cu;
+    pk_kernel *kernels;
+    char device[320];
+};
+
+struct pk_buffer {
+    uint32_t magic;
+    pk_program *prog;
+    size_t size;
+    void *host;             /* CPU */
+    uint64_t dptr;          /* CUDA */
+};
+
+static int g_threads;
+
+void pk_set_num_threads(int n) { g_threads = n; }
+
+static pk_program *load_cpu(const pk_module *m, pk_program *p, pk_error *err) {
+    if (strcmp(m->fmt.ptr, "o") != 0) {
+        pk_fail(err, PK_ERR_LOAD, "llvm module has fmt '%s'; the native runtime runs fmt 'o' "
+                "(relocatable ELF object)", m->fmt.ptr);
+        return NULL;
+    }
+    p->img = pk_elf_load(m->payload, m->payload_size, err);
+    if (!p->img) return NULL;
+    p->pool = pk_pool_create(g_threads > 0 ? g_threads : pk_default_threads(), err);
+    if (!p->pool) return NULL;
+    p->dev = DEV_CPU;
+    snprintf(p->device, sizeof p->device, "cpu: %s, %d thread%s", pk_host_machine_name(),
+             pk_pool_threads(p->pool), pk_pool_threads(p->pool) == 1 ? "" : "s");
+    return p;
+}
+
+pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err) {
+    const pk_module *m;
+    pk_program *p, *ok = NULL;
+    if (err) memset(err, 0, sizeof *err);
+    if (!art || index >= art->num_modules) {
+        pk_fail(err, PK_ERR_NOT_FOUND, "no module %zu in this artifact", index);
+        return NULL;
+    }
+    m = &art->modules[index];
+    p = (pk_program *)calloc(1, sizeof *p);
+    if (!p) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    p->mod = m;
+    if (strcmp(m->kind.ptr, "llvm") == 0) {
+        ok = load_cpu(m, p, err);
+    } else if (strcmp(m->kind.ptr, "cuda") == 0) {
+        p->cu = pk_cuda_open(m, err);
+        if (p->cu) {
+            p->dev = DEV_CUDA;
+            snprintf(p->device, sizeof p->device, "cuda: %s", pk_cuda_device_name(p->cu));
+            ok = p;
+        }
+    } else if (strcmp(m->kind.ptr, "root") == 0) {
+        pk_fail(err, PK_ERR_LOAD, "module %zu is the root module; load one of its device "
+                "modules (its imports)", index);
+    } else {
+        pk_fail(err, PK_ERR_UNAVAILABLE, "the native runtime has no '%s' runtime (it runs "
+                "'llvm' modules on the CPU and 'cuda' modules through the driver API); "
+                "`kbin-inspect` can still read it", m->kind.ptr);
+    }
+    if (!ok) pk_program_free(p);
+    return ok;
+}
+
+pk_program *pk_program_load_first(const pk_artifact *art, const char *kind, const char *function,
+                                  pk_error *err) {
+    char why[sizeof err->message];
+    size_t stack[64], top = 0, len = 0, tried = 0, j;
+    pk_error e;
+    if (err) memset(err, 0, sizeof *err);
+    why[0] = 0;
+    if (!art) { pk_fail(err, PK_ERR_NOT_FOUND, "no artifact"); return NULL; }
+    /* preorder walk of the import tree, children in order */
+    for (j = art->modules[0].num_imports; j > 0 && top < 64; j--)
+        stack[top++] = (size_t)art->modules[0].imports[j - 1];
+    while (top) {
+        size_t i = stack[--top];
+        const pk_module *m = &art->modules[i];
+        pk_program *p;
+        for (j = m->num_imports; j > 0 && top < 64; j--) stack[top++] = (size_t)m->imports[j - 1];
+        if (kind && strcmp(kind, m->kind.ptr) != 0) continue;
+        if (function && !pk_module_find_function(m, function)) continue;
+        tried++;
+        p = pk_program_load(art, i, &e);
+        if (p) return p;
+        if (len < sizeof why - 1) {
+            int n = snprintf(why + len, sizeof why - len, "%smodule %zu (%s): %s",
+                             len ? "; " : "", i, m->kind.ptr, e.message);
+            if (n > 0) len += (size_t)n;
+            if (len > sizeof why - 1) len = sizeof why - 1;
+        }
+    }
+    if (!tried)
+        pk_fail(err, PK_ERR_NOT_FOUND, "no %s%smodule%s%s in this artifact", kind ? kind : "",
+                kind ? " " : "device ", function ? " has function " : "",
+                function ? function : "");
+    else
+        pk_fail(err, PK_ERR_UNAVAILABLE, "no module can run here: %s", why);
+    return NULL;
+}
+
+void pk_program_free(pk_program *p) {
+    pk_kernel *k;
+    if (!p) return;
+    while ((k = p->kernels) != NULL) {
+        p->kernels = k->next;
+        free(k);
+    }
+    pk_pool_destroy(p->pool);
+    pk_elf_free(p->img);
+    pk_cuda_close(p->cu);
+    free(p);
+}
+
+const pk_module *pk_program_module(const pk_program *p) { return p->mod; }
+const char *pk_program_device(const pk_program *p) { return p->device; }
+
+pk_kernel *pk_program_kernel(pk_program *p, const char *name, pk_error *err) {
+    const pk_function_info *fi = pk_module_find_function(p->mod, name);
+    pk_kernel *k;
+    if (err) memset(err, 0, sizeof *err);
+    for (k = p->kernels; k; k = k->next)
+        if (k->fi == fi) return k;
+    if (!fi) {
+        pk_fail(err, PK_ERR_NOT_FOUND, "the %s module has no function '%s'", p->mod->kind.ptr,
+                name);
+        return NULL;
+    }
+    k = (pk_kernel *)calloc(1, sizeof *k);
+    if (!k) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    k->prog = p;
+    k->fi = fi;
+    if (p->dev == DEV_CPU) {
+        char sym[300];
+        void *addr;
+        snprintf(sym, sizeof sym, "%s__range", fi->name.ptr);
+        addr = pk_elf_symbol(p->img, sym);
+        if (!addr) {
+            free(k);
+            pk_fail(err, PK_ERR_NOT_FOUND, "the CPU object does not define '%s' for function "
+                    "'%s'", sym, name);
+            return NULL;
+        }
+        memcpy(&k->range, &addr, sizeof addr);   /* object pointer -> function pointer */
+    } else {
+        k->cufn = pk_cuda_function(p->cu, fi, err);
+        if (!k->cufn) { free(k); return NULL; }
+    }
+    k->next = p->kernels;
+    p->kernels = k;
+    return k;
+}
+
+const pk_function_info *pk_kernel_info(const pk_kernel *k) { return k->fi; }
+
+pk_buffer *pk_buffer_alloc(pk_program *p, size_t bytes, pk_error *err) {
+    pk_buffer *b = (pk_buffer *)calloc(1, sizeof *b);
+    if (!b) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    b->magic = PK_BUFFER_MAGIC;
+    b->prog = p;
+    b->size = bytes;
+    if (p->dev == DEV_CPU) {
+        b->host = calloc(bytes ? bytes : 1, 1);
+        if (!b->host) {
+            free(b);
+            pk_fail(err, PK_ERR_NOMEM, "out of memory allocating a %zu-byte buffer", bytes);
+            return NULL;
+        }
+    } else if (pk_cuda_alloc(p->cu, bytes, &b->dptr, err)) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int range_check(const pk_buffer *b, size_t off, size_t n, pk_error *err) {
+    if (!b || b->magic != PK_BUFFER_MAGIC)
+        return pk_fail(err, PK_ERR_LAUNCH, "not a pk_buffer");
+    if (off > b->size || n > b->size - off)
+        return pk_fail(err, PK_ERR_LAUNCH, "range [%zu, %zu+%zu) is outside the %zu-byte buffer",
+                       off, off, n, b->size);
+    return 0;
+}
+
+int pk_buffer_write(pk_buffer *b, size_t off, const void *src, size_t n, pk_error *err) {
+    if (range_check(b, off, n, err)) return PK_ERR_LAUNCH;
+    if (!n) return 0;
+    if (b->prog->dev == DEV_CPU) {
+        memcpy((char *)b->host + off, src, n);
+        return 0;
+    }
+    return pk_cuda_copy_htod(b->prog->cu, b->dptr + off, src, n, err);
+}
+
+int pk_buffer_read(const pk_buffer *b, size_t off, void *dst, size_t n, pk_error *err) {
+    if (range_check(b, off, n, err)) return PK_ERR_LAUNCH;
+    if (!n) return 0;
+    if (b->prog->dev == DEV_CPU) {
+        memcpy(dst, (const char *)b->host + off, n);
+        return 0;
+    }
+    return pk_cuda_copy_dtoh(b->prog->cu, dst, b->dptr + off, n, err);
+}
+
+size_t pk_buffer_size(const pk_buffer *b) { return b->size; }
+
+void pk_buffer_free(pk_buffer *b) {
+    if (!b) return;
+    if (b->prog->dev == DEV_CPU) free(b->host);
+    else pk_cuda_free(b->prog->cu, b->dptr);
+    b->magic = 0;
+    free(b);
+}
+
+int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32_t grid[3],
+                     const uint32_t block[3], pk_error *err) {
+    const pk_function_info *fi = k->fi;
+    void *argv_small[16], **argv = argv_small;
+    size_t i;
+    int rc = 0, d;
+    int64_t groups = 1;
+    if (err) memset(err, 0, sizeof *err);
+    if (nargs != fi->num_args)
+        return pk_fail(err, PK_ERR_LAUNCH, "%s takes %zu arguments, %zu given", fi->name.ptr,
+                       fi->num_args, nargs);
+    for (d = 0; d < 3; d++) {
+        if (grid[d] == 0 || block[d] == 0 || grid[d] > INT32_MAX || block[d] > INT32_MAX)
+            return pk_fail(err, PK_ERR_LAUNCH, "%s: grid and block sizes must be in [1, 2^31) "
+                           "(dimension %d: grid %u, block %u)", fi->name.ptr, d, grid[d],
+                           block[d]);
+        groups *= (int64_t)grid[d];
+    }
+    if ((uint64_t)block[0] * block[1] * block[2] > INT32_MAX)
+        return pk_fail(err, PK_ERR_LAUNCH, "%s: block has more than 2^31 threads", fi->name.ptr);
+    if (nargs > 16 && !(argv = (void **)calloc(nargs, sizeof *argv)))
+        return pk_fail(err, PK_ERR_NOMEM, "out of memory");
+    for (i = 0; i < nargs && !rc; i++) {
+        const pk_arg_info *a = &fi->args[i];
+        if (!args[i]) {
+            rc = pk_fail(err, PK_ERR_LAUNCH, "%s: argument %zu ('%s') is NULL", fi->name.ptr, i,
+                         a->name.ptr);
+        } else if (a->kind == PK_ARG_BUFFER) {
+            pk_buffer *b = (pk_buffer *)args[i];
+            if (b->magic != PK_BUFFER_MAGIC || b->prog != k->prog)
+                rc = pk_fail(err, PK_ERR_LAUNCH, "%s: argument %zu ('%s') must be a pk_buffer "
+                             "allocated on this program's device", fi->name.ptr, i, a->name.ptr);
+            /* the kernel ABI (and cuLaunchKernel) take a pointer to the data pointer */
+            else argv[i] = k->prog->dev == DEV_CPU ? (void *)&b->host : (void *)&b->dptr;
+        } else {
+            argv[i] = args[i];
+        }
+    }
+    if (!rc) {
+        if (k->prog->dev == DEV_CPU) {
+            int32_t launch[6];
+            for (d = 0; d < 3; d++) {
+                launch[d] = (int32_t)grid[d];
+                launch[3 + d] = (int32_t)block[d];
+            }
+            rc = pk_pool_run(k->prog->pool, k->range, argv, launch, groups, err);
+        } else {
+            const pk_str *dyn = pk_kv_find(fi->attrs, fi->num_attrs, "dynamic_shared_bytes");
+            unsigned shared = dyn ? (unsigned)strtoul(dyn->ptr, NULL, 10) : 0;
+            rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, shared, argv, err);
+        }
+    }
+    if (argv != argv_small) free(argv);
+    return rc;
+}

@@ -1,0 +1,236 @@
+"""The .kbin container: export a module tree, load it back, describe it without a runtime.
+
+- :func:`export` flattens a :class:`RootModule` and its import tree (preorder, root first)
+  into ``wire.encode_container`` bytes; deterministic: no timestamps, no paths, sorted maps.
+- :func:`load` validates the whole container first, then turns each module into a real
+  module through ``module.load_from_bytes.<kind>``, or into an :class:`UnavailableModule`
+  when no loader is registered here (``strict=True`` raises instead).
+- :func:`read_artifact` returns a plain description (dicts/lists/str/int) for
+  ``polykern inspect``; it never imports or needs a runtime.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
+
+from . import backends, registry, wire
+from .errors import (ArtifactError, BackendUnavailableError, CompileError, DeviceError, PolykernError,
+                     RuntimeNotLinkedError)
+from .module import Module, RootModule, UnavailableModule, payload_text
+
+__all__ = ["export", "load", "read_artifact", "describe_binary", "compiler_version"]
+
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+
+
+def compiler_version() -> str:
+    try:
+        from polykern import __version__  # set by the package once it defines one
+        return str(__version__)
+    except ImportError:
+        pass
+    try:
+        import importlib.metadata
+
+        return importlib.metadata.version("polykern")
+    except Exception:  # not installed as a distribution (e.g. Bazel runfiles)
+        return "0+unknown"
+
+
+# ------------------------------------------------------------------ export
+
+
+def export(root: Module, path: Union[str, "os.PathLike[str]", None] = None, *, strip_sources: bool = False,
+           metadata: Optional[Mapping[str, str]] = None) -> bytes:
+    """Serialize ``root`` (a RootModule; a bare device module is wrapped in one) to .kbin bytes,
+    writing them to ``path`` (atomically) when given. ``metadata`` entries override defaults."""
+    if not isinstance(root, Module):
+        raise PolykernError(f"export needs a polykern module, got {type(root).__name__}")
+    if not isinstance(root, RootModule):
+        root = RootModule.collect([root])
+    modules: List[Module] = []
+    index: Dict[int, int] = {}
+    for m in root.walk():
+        if id(m) in index:
+            raise PolykernError(f"the {m.kind} module is imported twice; an artifact holds a tree of modules")
+        index[id(m)] = len(modules)
+        modules.append(m)
+    provided = {name for m in modules[1:] for name in m.functions}
+    missing = sorted(set(root.functions) - provided)
+    if missing:
+        raise PolykernError(f"the root lists kernels no imported module provides: {', '.join(missing)}")
+    children = [[index[id(c)] for c in m.imports] for m in modules]
+    payloads = [(m.kind, m.save_to_bytes()) for m in modules]
+    sources = None if strip_sources else [dict(m.sources) for m in modules]
+    meta = {"compiler": f"polykern {compiler_version()}", "targets": "\n".join(root.targets)}
+    for k, v in dict(metadata or {}).items():
+        if not isinstance(k, str) or not k or not isinstance(v, str):
+            raise PolykernError(f"artifact metadata maps non-empty strings to strings, got {k!r}: {v!r}")
+        meta[k] = v
+    data = wire.encode_container(payloads, children, sources, meta)
+    if path is not None:
+        _write_atomic(os.fspath(path), data)
+    return data
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".kbin-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ------------------------------------------------------------------ load
+
+
+def _read(src: Source) -> Tuple[bytes, str]:
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return bytes(src), "the artifact"
+    path = os.fspath(src)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), os.path.basename(path)
+    except OSError as e:
+        raise ArtifactError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+_DEGRADE = (BackendUnavailableError, RuntimeNotLinkedError, DeviceError, CompileError)
+
+
+def load(src: Source, strict: bool = False) -> RootModule:
+    """Load a .kbin (path or bytes). Modules whose kind has no loader here become
+    :class:`UnavailableModule` (inspectable, re-exportable, not runnable); ``strict=True``
+    raises :class:`ArtifactError` on the first such module instead."""
+    data, origin = _read(src)
+    c = wire.decode_container(data)
+    backends.load_all()
+    root_entry = c.modules[0]
+    functions, targets = wire.decode_root_payload(data, root_entry.offset, root_entry.offset + len(root_entry.payload))
+    mods: List[Module] = []
+    for i, entry in enumerate(c.modules):
+        sources = dict(c.sources[i]) if c.sources is not None else {}
+        if i == 0:
+            mods.append(RootModule(functions, (), targets, sources))
+            continue
+        end = entry.offset + len(entry.payload)
+        decoded = wire.decode_device_payload(entry.kind, data, entry.offset, end)
+        mods.append(_load_device(i, entry, decoded, sources, origin, strict))
+    for i, kids in enumerate(c.children):
+        for k in kids:
+            mods[i].import_module(mods[k])
+    root = cast(RootModule, mods[0])  # decode_container checked that module 0 is the root
+    provided = {name for m in mods[1:] for name in m.functions}
+    missing = sorted(set(functions) - provided)
+    if missing:
+        raise ArtifactError(f"the root lists kernels no module provides: {', '.join(missing)}", root_entry.offset)
+    root.origin = origin  # type: ignore[attr-defined]
+    root.metadata = dict(c.meta)  # type: ignore[attr-defined]
+    return root
+
+
+def _load_device(i: int, entry: wire.ContainerModule, decoded, sources: Dict[str, str], origin: str,
+                 strict: bool) -> Module:
+    kind = entry.kind
+    loader = registry.get(f"module.load_from_bytes.{kind}")
+    reason = ""
+    if loader is None:
+        reason = backends.runtime_reason(kind) or f"no module.load_from_bytes.{kind} is registered"
+    else:
+        try:
+            m = loader(entry.payload, sources)
+        except ArtifactError:
+            raise
+        except _DEGRADE as e:
+            reason = f"the {kind} loader failed: {e}"
+            if strict:
+                raise ArtifactError(f"{origin}: module {i} ({kind}) cannot be loaded here: {e}", entry.offset) from e
+        except Exception as e:
+            raise ArtifactError(f"the {kind} loader failed on module {i}: {type(e).__name__}: {e}",
+                                entry.offset) from e
+        else:
+            if not isinstance(m, Module) or m.kind != kind:
+                raise ArtifactError(f"module.load_from_bytes.{kind} returned {m!r}, not a {kind!r} module",
+                                    entry.offset)
+            return m
+    um = UnavailableModule(kind, entry.payload, sources, reason, origin, decoded)
+    if strict:
+        raise ArtifactError(um.message(), entry.offset)
+    return um
+
+
+# ------------------------------------------------------------------ describe (no runtime)
+
+_ELF_MACHINES = {3: "x86", 40: "ARM", 62: "x86-64", 164: "Hexagon", 183: "AArch64", 190: "NVIDIA CUDA",
+                 224: "AMD GPU", 243: "RISC-V", 247: "BPF"}
+_ELF_TYPES = {1: "relocatable object", 2: "executable", 3: "shared object"}
+
+
+def describe_binary(data: bytes) -> str:
+    """A one-line description of a payload, like file(1) but for the formats polykern ships."""
+    n = len(data)
+    if data[:4] == b"\x7fELF" and n >= 20:
+        bits = {1: "32-bit", 2: "64-bit"}.get(data[4], "?-bit")
+        endian = "<" if data[5] != 2 else ">"
+        e_type, e_machine = struct.unpack_from(endian + "HH", data, 16)
+        machine = _ELF_MACHINES.get(e_machine, f"machine {e_machine}")
+        return f"ELF {bits} {_ELF_TYPES.get(e_type, f'type {e_type}')}, {machine} ({n} bytes)"
+    if n >= 20 and n % 4 == 0 and data[:4] in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03"):
+        endian = "<" if data[:4] == b"\x03\x02\x23\x07" else ">"
+        version = struct.unpack_from(endian + "I", data, 4)[0]
+        return f"SPIR-V module, version {(version >> 16) & 0xFF}.{(version >> 8) & 0xFF} ({n} bytes)"
+    if data[:4] == b"BC\xc0\xde":
+        return f"LLVM bitcode ({n} bytes)"
+    if data[:4] == b"MTLB":
+        return f"Metal library ({n} bytes)"
+    text = payload_text(data)
+    if text is not None:
+        return f"text, {len(text.splitlines())} lines ({n} bytes)"
+    return f"binary data ({n} bytes)"
+
+
+def _payload_dict(data: bytes, with_text: bool) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                           "description": describe_binary(data), "is_text": payload_text(data) is not None}
+    if with_text and out["is_text"]:
+        out["text"] = payload_text(data)
+    return out
+
+
+def read_artifact(src: Source, with_payload_text: bool = True) -> Dict[str, Any]:
+    """Describe an artifact with no runtime: modules, kinds, fmts, functions, sources, metadata."""
+    data, origin = _read(src)
+    c = wire.decode_container(data)
+    modules: List[Dict[str, Any]] = []
+    root_functions: List[Dict[str, Any]] = []
+    targets: List[str] = []
+    for i, entry in enumerate(c.modules):
+        end = entry.offset + len(entry.payload)
+        desc: Dict[str, Any] = {"index": i, "kind": entry.kind, "layout": wire.PAYLOAD_LAYOUT[entry.kind],
+                                "offset": entry.offset, "size": len(entry.payload),
+                                "sha256": hashlib.sha256(entry.payload).hexdigest(), "imports": list(c.children[i])}
+        if i == 0:
+            fmap, targets = wire.decode_root_payload(data, entry.offset, end)
+            root_functions = [f.to_dict() for f in fmap.values()]
+            desc.update(fmt="", functions=list(fmap), targets=list(targets))
+        else:
+            fmt, fmap, payload = wire.decode_device_payload(entry.kind, data, entry.offset, end)
+            desc.update(fmt=fmt, functions=list(fmap), function_info=[f.to_dict() for f in fmap.values()])
+            if isinstance(payload, bytes):
+                desc["payload"] = _payload_dict(payload, with_payload_text)
+            else:
+                desc["shaders"] = {name: _payload_dict(blob, with_payload_text) for name, blob in payload.items()}
+        desc["sources"] = dict(c.sources[i]) if c.sources is not None else {}
+        modules.append(desc)
+    return {"file": origin, "format_version": c.version, "size": c.size, "crc32": f"0x{c.crc32:08x}",
+            "metadata": dict(c.meta), "targets": targets, "sources_embedded": c.sources is not None,
+            "functions": root_functions, "modules": modules}

@@ -1,0 +1,281 @@
+"""Backend discovery and status (DESIGN.md section 4, docs/internals.md "Package layout").
+
+Backends are found through the entry-point group ``polykern.backends`` and, for Bazel
+runfiles where no distribution metadata exists, as top-level importable packages named
+``polykern_*``. ``POLYKERN_BACKEND_AUTOLOAD=0`` turns discovery off.
+
+Each backend's ``register_backend()`` calls :func:`declare`, which registers its codegen
+(always), then tries to import its runtime module and call that module's ``register()``.
+A failure is recorded with its reason — never raised, never silently lost — and shows up
+in :func:`status`, ``polykern backends`` and :func:`runtime_missing_message`.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import pkgutil
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from . import registry
+from .errors import BackendUnavailableError
+
+__all__ = [
+    "BackendRecord", "declare", "load_all", "status", "records", "record_for_kind", "runtime_missing_message",
+    "runtime_reason", "display_name", "autoload_enabled", "AUTOLOAD_ENV", "ENTRY_POINT_GROUP",
+]
+
+AUTOLOAD_ENV = "POLYKERN_BACKEND_AUTOLOAD"
+ENTRY_POINT_GROUP = "polykern.backends"
+_PKG_PREFIX = "polykern_"
+
+
+@dataclass
+class BackendRecord:
+    """What is known about one backend: where it came from, codegen and runtime state."""
+
+    name: str
+    module_kinds: tuple = ()
+    display_name: str = ""
+    extra: str = ""
+    config: str = ""
+    hint: str = ""
+    origin: str = ""
+    codegen_ok: bool = False
+    codegen_error: str = ""
+    runtime_available: bool = False
+    runtime_reason: str = ""
+    devices_fn: Optional[Callable[[], Sequence[Any]]] = field(default=None, repr=False)
+
+    def devices(self) -> Dict[str, Any]:
+        """``{"devices": [...], "error": str}``: asks the runtime only when it is available."""
+        if not self.runtime_available or self.devices_fn is None:
+            return {"devices": [], "error": ""}
+        try:
+            return {"devices": [str(d) for d in self.devices_fn()], "error": ""}
+        except Exception as e:  # a runtime that imports but finds no device: report, do not crash status()
+            return {"devices": [], "error": f"{type(e).__name__}: {e}"}
+
+    def as_dict(self, with_devices: bool = True) -> Dict[str, Any]:
+        out = {"name": self.name, "module_kinds": list(self.module_kinds), "display_name": self.display_name,
+               "origin": self.origin, "codegen_ok": self.codegen_ok, "codegen_error": self.codegen_error,
+               "runtime_available": self.runtime_available, "runtime_reason": self.runtime_reason,
+               "extra": self.extra, "config": self.config}
+        if with_devices:
+            d = self.devices()
+            out["devices"] = d["devices"]
+            out["devices_error"] = d["error"]
+        return out
+
+
+_lock = threading.RLock()
+_records: Dict[str, BackendRecord] = {}
+_kind_owner: Dict[str, str] = {}
+_attempted_modules: set = set()
+_state = {"loaded": False, "loading": False}
+
+
+def autoload_enabled() -> bool:
+    return os.environ.get(AUTOLOAD_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _reason(e: BaseException, modname: str) -> str:
+    if isinstance(e, BackendUnavailableError):
+        return str(e)
+    if isinstance(e, ImportError):
+        missing = e.name or ""
+        if missing and missing != modname and not missing.startswith(modname + "."):
+            return f"{missing.split('.')[0]} could not be imported: {e}"
+        return f"{modname} could not be imported: {e}"
+    return f"{modname} failed to initialize: {type(e).__name__}: {e}"
+
+
+def _run_plugin(target: Union[str, Callable[[], Any], None], entry: str):
+    """Import ``target`` (a module name) and call its ``entry`` if present, or call ``target``.
+    Returns the imported module (or None). Registry entries added by a failed attempt are undone."""
+    before = registry.snapshot()
+    try:
+        if callable(target):
+            target()
+            return None
+        mod = importlib.import_module(target)
+        fn = getattr(mod, entry, None)
+        if callable(fn):
+            fn()
+        return mod
+    except BaseException:
+        registry.restore_absent(before)
+        raise
+
+
+def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name: Optional[str] = None,
+            extra: Optional[str] = None, config: Optional[str] = None, hint: str = "",
+            codegen: Union[str, Callable[[], Any], None] = None, runtime: Union[str, Callable[[], Any], None] = None,
+            devices: Optional[Callable[[], Sequence[Any]]] = None) -> BackendRecord:
+    """Declare a backend (called from its ``register_backend()``).
+
+    ``codegen``: module name (imported; its ``register()`` is called if it has one) or a
+    callable that registers ``target.kind.*`` and ``target.build.*``. ``runtime``: module name
+    (imported; its ``register()`` registers ``module.create.<kind>`` and
+    ``module.load_from_bytes.<kind>``; an optional ``devices()`` in it lists devices) or a
+    callable. ``display_name`` ("CUDA"), ``extra`` (pip extra), ``config`` (Bazel config) and
+    ``hint`` ("on a host with an NVIDIA driver") feed :func:`runtime_missing_message`.
+    Declaring a name again returns the existing record.
+    """
+    kinds = (module_kinds,) if isinstance(module_kinds, str) else tuple(module_kinds)
+    if not name or not kinds:
+        raise ValueError("declare() needs a backend name and at least one module kind")
+    with _lock:
+        if name in _records and _records[name].codegen_ok:
+            return _records[name]
+        rec = BackendRecord(name, kinds, display_name or name, extra or name, config or name, hint,
+                            origin=_records[name].origin if name in _records else "declared")
+        _records[name] = rec
+        for k in kinds:
+            _kind_owner.setdefault(k, name)
+        try:
+            if codegen is not None:
+                _run_plugin(codegen, "register")
+            rec.codegen_ok = True
+        except Exception as e:
+            rec.codegen_error = _reason(e, codegen if isinstance(codegen, str) else f"{name} codegen")
+            rec.runtime_reason = "not attempted: the codegen failed to load"
+            return rec
+        if runtime is None:
+            rec.runtime_reason = "this backend has no runtime (compile-only)"
+            return rec
+        try:
+            mod = _run_plugin(runtime, "register")
+        except Exception as e:
+            rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
+            return rec
+        rec.runtime_available = True
+        rec.devices_fn = devices or (getattr(mod, "devices", None) if mod is not None else None)
+        if rec.devices_fn is not None and not callable(rec.devices_fn):
+            rec.devices_fn = None
+        return rec
+
+
+def _load_package(name: str, modname: str, attr: str, origin: str) -> None:
+    if modname in _attempted_modules:
+        return
+    _attempted_modules.add(modname)
+    declared_before = set(_records)
+    try:
+        mod = importlib.import_module(modname)
+        fn = getattr(mod, attr, None)
+        if not callable(fn):
+            raise BackendUnavailableError(f"{modname} has no callable {attr}()")
+        fn()
+    except Exception as e:
+        rec = _records.get(name) or BackendRecord(name, (), name, name, name)
+        rec.origin = origin
+        rec.codegen_ok = False
+        rec.codegen_error = _reason(e, modname)
+        rec.runtime_reason = "not attempted: the backend package failed to load"
+        _records[name] = rec
+        return
+    new = set(_records) - declared_before
+    for n in new | ({name} & set(_records)):
+        if _records[n].origin in ("", "declared"):
+            _records[n].origin = origin
+    if not new and name not in _records:
+        _records[name] = BackendRecord(name, (), name, name, name, origin=origin, codegen_ok=True,
+                                       runtime_reason=f"{modname}.{attr}() did not call polykern.backends.declare()")
+
+
+def load_all() -> List[BackendRecord]:
+    """Discover and register every backend once (no-op when POLYKERN_BACKEND_AUTOLOAD=0)."""
+    if not autoload_enabled():
+        return records()
+    with _lock:
+        if _state["loaded"] or _state["loading"]:
+            return records()
+        _state["loading"] = True
+        try:
+            try:
+                eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+            except Exception:  # broken dist metadata must not break the compiler; packages are still scanned
+                eps = []
+            for ep in eps:
+                modname, _, attr = ep.value.partition(":")
+                _load_package(ep.name, modname.strip(), attr.strip() or "register_backend",
+                              f"entry point {ep.value}")
+            for info in sorted(pkgutil.iter_modules(), key=lambda i: i.name):
+                if info.ispkg and info.name.startswith(_PKG_PREFIX) and len(info.name) > len(_PKG_PREFIX):
+                    _load_package(info.name[len(_PKG_PREFIX):], info.name, "register_backend",
+                                  f"package {info.name}")
+            _state["loaded"] = True
+        finally:
+            _state["loading"] = False
+    return records()
+
+
+def records() -> List[BackendRecord]:
+    with _lock:
+        return [_records[n] for n in sorted(_records)]
+
+
+def status() -> List[Dict[str, Any]]:
+    """One dict per backend: name, codegen ok/error, runtime available/reason, devices."""
+    return [r.as_dict() for r in load_all()]
+
+
+def record_for_kind(kind: str) -> Optional[BackendRecord]:
+    with _lock:
+        owner = _kind_owner.get(kind)
+        return _records.get(owner) if owner else None
+
+
+def undeclare(name: str) -> None:
+    """Forget a backend record (registry entries stay). For tests and plugin reloads."""
+    with _lock:
+        _records.pop(name, None)
+        for k in [k for k, v in _kind_owner.items() if v == name]:
+            del _kind_owner[k]
+
+
+def display_name(kind: str) -> str:
+    load_all()
+    rec = record_for_kind(kind)
+    return rec.display_name if rec else kind
+
+
+def runtime_reason(kind: str) -> str:
+    """Why the runtime of module kind ``kind`` is not usable here ("" if it is)."""
+    load_all()
+    rec = record_for_kind(kind)
+    if rec is None:
+        if not autoload_enabled():
+            return (f"backend autoload is disabled ({AUTOLOAD_ENV}=0) and no backend providing the '{kind}' "
+                    "module kind was registered")
+        return f"no installed polykern backend provides the '{kind}' module kind"
+    if not rec.codegen_ok:
+        return f"the {rec.name} backend failed to load: {rec.codegen_error}"
+    if not rec.runtime_available:
+        return rec.runtime_reason
+    if registry.get(f"module.load_from_bytes.{kind}") is None and registry.get(f"module.create.{kind}") is None:
+        return f"the {rec.name} runtime registered no loader for '{kind}' modules"
+    return ""
+
+
+def runtime_missing_message(kind: str, func: str) -> str:
+    """DESIGN.md section 4's message for launching ``func`` on a module that cannot run here."""
+    reason = runtime_reason(kind)  # loads backends first
+    rec = record_for_kind(kind)
+    display = rec.display_name if rec else kind
+    if not reason:
+        from .module import FORCE_FALLBACK_ENV
+
+        return (f"this {display} module is a compile-only fallback although the {display} runtime is available "
+                f"here (it was built with {FORCE_FALLBACK_ENV} set, or before the runtime was registered); "
+                f"cannot launch '{func}'. Export it and load the artifact with polykern.load() to run it, or "
+                f"rebuild without {FORCE_FALLBACK_ENV}.")
+    extra = rec.extra if rec else kind
+    config = rec.config if rec else kind
+    hint = f" {rec.hint}" if rec and rec.hint else ""
+    return (f"{display} runtime is not available in this environment ({reason}); cannot launch '{func}'. "
+            f"Install polykern[{extra}]{hint}, build with --config={config}, or load this artifact where the "
+            f"{display} runtime exists.")

@@ -1,0 +1,587 @@
+"""IR -> C-like source (CUDA C, OpenCL C, Metal Shading Language): one emitter, dialect hooks.
+
+:class:`CDialect` holds everything that differs between the languages (type names, qualifiers and
+address spaces, special registers, barrier, atomics, math names, literals, kernel signature, half
+support); :class:`KernelEmitter` walks the IR once for every dialect. :func:`emit_source` turns a list
+of kernels into one translation unit: a header comment, the dialect's prologue (includes, pragmas),
+the helper functions the kernels need (in a deterministic order), then the kernels.
+
+Semantics carried over from ``polykern.ir.nodes`` (and how C is made to honour them):
+
+- integer ``div``/``floordiv``/``mod`` are C's ``/`` and ``%`` (truncating); float ``floordiv`` is
+  ``floor(a / b)`` (the frontend already emits that as a Call), float ``mod`` is ``fmod``;
+- arithmetic on 8/16-bit integers is computed in ``int`` (C promotion) and cast back, so it wraps at
+  the type's width; ``u16 * u16`` goes through ``unsigned int`` (no signed overflow); left shifts of
+  signed values go through the unsigned type (a negative left operand is UB in C);
+- ``land``/``lor`` print as ``&&``/``||``, which short-circuit exactly as the IR requires;
+- ``For`` prints as a C ``for`` whose condition re-evaluates ``stop`` like the IR's ``while``;
+- f16 is either native (MSL ``half``) or *storage-only* (CUDA, OpenCL): values live in ``float``
+  registers, memory holds 16-bit halves, and every f16 arithmetic result is rounded to half
+  (``pk_f16``). f32 has enough precision that this equals correctly rounded half arithmetic.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import KernelTypeError, SourceLoc
+from ..ir import nodes as ir
+from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64
+from .c_names import NameTable, kernel_symbol
+
+__all__ = ["Code", "CDialect", "TranslationUnit", "KernelEmitter", "emit_source", "space_of",
+           "float_literal_digits", "int_literal_digits"]
+
+# C operator precedence, lower binds tighter (0 = primary expression).
+ATOM, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND = 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+
+BIN_TOKEN = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "/", "mod": "%",
+             "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>",
+             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "land": "&&", "lor": "||"}
+BIN_PREC = {"add": ADD, "sub": ADD, "mul": MUL, "div": MUL, "floordiv": MUL, "mod": MUL,
+            "and": BAND, "or": BOR, "xor": BXOR, "shl": SHIFT, "shr": SHIFT,
+            "lt": REL, "le": REL, "gt": REL, "ge": REL, "eq": EQ, "ne": EQ, "land": LAND, "lor": LOR}
+# Operators whose mixing with others is hard to read: always parenthesized as operands.
+_CONFUSING = {SHIFT, BAND, BXOR, BOR}
+# Results of these ops on 8/16-bit integers may not fit the type: cast back after promotion.
+_WIDENING = ("add", "sub", "mul", "div", "floordiv", "shl")
+
+SPACE_GLOBAL, SPACE_SHARED, SPACE_PRIVATE = "global", "shared", "private"
+
+
+@dataclass(frozen=True)
+class Code:
+    """An emitted C expression and its precedence."""
+
+    text: str
+    prec: int = ATOM
+
+    def at(self, prec: int) -> str:
+        """The text, parenthesized unless it binds at least as tightly as ``prec``."""
+        return self.text if self.prec <= prec else f"({self.text})"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def space_of(t) -> str:
+    if isinstance(t, BufferType):
+        return SPACE_GLOBAL
+    return SPACE_SHARED if t.scope == "shared" else SPACE_PRIVATE
+
+
+def float_literal_digits(value: float, t: ScalarType) -> str:
+    """Shortest decimal that reads back as exactly ``value`` rounded to ``t`` (f16 via its f32 value)."""
+    if t.bits == 64:
+        text = repr(float(value))
+    else:
+        v = np.float32(np.float16(value)) if t.bits == 16 else np.float32(value)
+        if v == 0:
+            text = "0.0"
+        elif 1e-4 <= abs(v) < 1e7:
+            text = np.format_float_positional(v, unique=True, trim="0")
+        else:
+            text = np.format_float_scientific(v, unique=True, trim="0")
+    if "e" in text:
+        mant, exp = text.split("e")
+        mant = mant if "." in mant else mant + ".0"
+        if mant.endswith("."):
+            mant += "0"
+        text = f"{mant}e{int(exp)}"
+    elif "." not in text:
+        text += ".0"
+    elif text.endswith("."):
+        text += "0"
+    return text
+
+
+def int_literal_digits(value: int) -> str:
+    return str(int(value))
+
+
+class CDialect:
+    """One C-like language. Subclasses override the hooks; the defaults are plain C99."""
+
+    name = "c"             # backend name, used in error messages ("cuda", "opencl", "metal")
+    language = "C"         # human name of the language ("CUDA C", "OpenCL C", "Metal Shading Language")
+    indent = "    "
+    half_native = False    # True: f16 values are a native type; False: storage-only (see module doc)
+
+    TYPE_NAMES: Dict[str, str] = {
+        "bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
+        "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
+        "f16": "half", "f32": "float", "f64": "double",
+    }
+
+    # ---------------------------------------------------------------- types
+    def unsupported_type(self, t: ScalarType) -> Optional[str]:
+        """Why ``t`` cannot be used at all on this backend, or None."""
+        return None
+
+    def type_name(self, t: ScalarType) -> str:
+        """The C type of a *value* of type ``t`` (a local, an expression)."""
+        if t == f16 and not self.half_native:
+            return self.TYPE_NAMES["f32"]
+        return self.TYPE_NAMES[t.name]
+
+    def storage_type(self, t: ScalarType) -> str:
+        """The C type of ``t`` in memory (buffers, arrays) and in a scalar kernel parameter."""
+        return self.TYPE_NAMES[t.name]
+
+    def unsigned_of(self, t: ScalarType) -> str:
+        return self.TYPE_NAMES["u" + t.name[1:]] if t.name[0] == "i" else self.TYPE_NAMES[t.name]
+
+    # ---------------------------------------------------------------- literals
+    def literal(self, value, t: ScalarType) -> Code:
+        if t == bool_:
+            return Code("true" if value else "false")
+        if t.is_float:
+            return self.float_literal(float(value), t)
+        return self.int_literal(int(value), t)
+
+    def int_suffix(self, t: ScalarType) -> str:
+        return {"u32": "u", "i64": "ll", "u64": "ull"}.get(t.name, "")
+
+    def int_literal(self, value: int, t: ScalarType) -> Code:
+        suffix = self.int_suffix(t)
+        if t.bits < 32:
+            return Code(f"({self.type_name(t)}){value}", UNARY) if value >= 0 else \
+                Code(f"({self.type_name(t)})({value})", UNARY)
+        if value == t.min_value() and t.code == 0:  # INT_MIN has no literal of its own
+            return Code(f"({-value - 1}{suffix} - 1{suffix})", ATOM)
+        return Code(f"{value}{suffix}", ATOM) if value >= 0 else Code(f"-{-value}{suffix}", UNARY)
+
+    def float_literal(self, value: float, t: ScalarType) -> Code:
+        if math.isnan(value) or math.isinf(value):
+            return self.float_special(value, t)
+        digits = float_literal_digits(abs(value), t)
+        text = digits + self.float_suffix(t)
+        if t == f16 and self.half_native:
+            text = self.half_literal(digits)
+        return Code("-" + text, UNARY) if math.copysign(1.0, value) < 0 else Code(text, ATOM)
+
+    def float_suffix(self, t: ScalarType) -> str:
+        return "" if t == f64 else "f"
+
+    def half_literal(self, digits: str) -> str:
+        return f"(half){digits}f"
+
+    def float_special(self, value: float, t: ScalarType) -> Code:
+        name = "NAN" if math.isnan(value) else "INFINITY"
+        text = name if t == f32 or (t == f16 and not self.half_native) else f"({self.type_name(t)}){name}"
+        return Code("-" + text, UNARY) if value < 0 else Code(text, UNARY if text.startswith("(") else ATOM)
+
+    # ---------------------------------------------------------------- operations
+    def cast(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
+        if src == dst:
+            return x
+        if dst == f16 and not self.half_native:
+            if src == f64:
+                return Code(f"{unit.helper('pk_f16_from_f64')}({x})")
+            inner = x.text if src == f32 else f"(float){x.at(UNARY)}"
+            return Code(f"{unit.helper('pk_f16')}({inner})")
+        if src == f16 and not self.half_native and dst == f32:
+            return x  # the value already is a float holding a half
+        return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
+
+    def round_half(self, unit: "TranslationUnit", x: Code) -> Code:
+        """Round a float-held f16 result to half precision (storage-only f16)."""
+        return Code(f"{unit.helper('pk_f16')}({x})")
+
+    def fmod(self, unit: "TranslationUnit", t: ScalarType, a: Code, b: Code) -> Code:
+        return self.math(unit, "fmod", t, [a, b])
+
+    # Float math: ``polykern.ir.MATH_FUNCS`` plus "fmod" -> function name, per float type. A dialect
+    # with overloaded names uses one table for every type.
+    MATH_F32: Dict[str, str] = {}
+    MATH_F64: Dict[str, str] = {}
+    MATH_F16: Dict[str, str] = {}
+    # Results that are exact in any precision need no rounding back to half.
+    EXACT_MATH = ("abs", "min", "max", "floor", "ceil")
+
+    def math(self, unit: "TranslationUnit", func: str, t: ScalarType, args: List[Code]) -> Code:
+        """A math builtin (``polykern.ir.MATH_FUNCS`` plus ``fmod``); all args have type ``t``."""
+        if t.is_float:
+            if t == f16 and not self.half_native:
+                code = Code(f"{self.MATH_F32[func]}({', '.join(a.text for a in args)})")
+                return code if func in self.EXACT_MATH else self.round_half(unit, code)
+            table = {16: self.MATH_F16, 32: self.MATH_F32, 64: self.MATH_F64}[t.bits]
+            return Code(f"{table[func]}({', '.join(a.text for a in args)})")
+        return self.int_math(unit, func, t, args)
+
+    INT_MATH: Dict[str, str] = {"abs": "abs", "min": "min", "max": "max"}
+
+    def int_math(self, unit: "TranslationUnit", func: str, t: ScalarType, args: List[Code]) -> Code:
+        """abs/min/max on integers (and bool). Default: 8/16-bit values are computed in int."""
+        if func not in self.INT_MATH:
+            raise self.refuse(f"{func}() on {t}", "the function is defined for floats only")
+        if func == "abs" and not t.is_signed:
+            return args[0]
+        if t.bits < 32 or t == bool_:
+            inner = ", ".join(f"(int){a.at(UNARY)}" for a in args)
+            return Code(f"({self.type_name(t)}){self.INT_MATH[func]}({inner})", UNARY)
+        name = self.INT_MATH.get(f"{func}{t.bits}", self.INT_MATH[func])
+        return Code(f"{name}({', '.join(a.text for a in args)})")
+
+    def special_reg(self, kind: str, dim: int) -> Code:
+        raise NotImplementedError
+
+    def barrier(self) -> str:
+        raise NotImplementedError
+
+    def atomic(self, unit: "TranslationUnit", op: str, t: ScalarType, space: str, ptr: str,
+               value: Code, compare: Optional[Code]) -> Code:
+        """Atomic ``op`` on ``*ptr`` (``ptr`` is ``&base[index]``); returns the old value.
+        Raise :meth:`refuse` where impossible."""
+        raise NotImplementedError
+
+    def load(self, unit: "TranslationUnit", base: str, index: Code, t: ScalarType, space: str) -> Code:
+        return Code(f"{base}[{index}]")
+
+    def store(self, unit: "TranslationUnit", base: str, index: Code, value: Code, t: ScalarType,
+              space: str) -> str:
+        return f"{base}[{index}] = {value};"
+
+    # ---------------------------------------------------------------- declarations
+    def array_decl(self, name: str, arr: ArrayType) -> str:
+        return f"{self.storage_type(arr.elem)} {name}[{arr.size}];"
+
+    def param_decl(self, name: str, p: ir.Param, index: int) -> str:
+        raise NotImplementedError
+
+    def scalar_param_prologue(self, unit: "TranslationUnit", name: str, raw: str, t: ScalarType) -> Optional[str]:
+        """If a scalar parameter's storage type differs from its value type, the parameter is declared
+        as ``raw`` and this statement defines ``name``; None if the parameter is used directly."""
+        return None
+
+    def kernel_signature(self, symbol: str, params: List[str], regs: Sequence[Tuple[str, int]]) -> str:
+        raise NotImplementedError
+
+    def prologue(self, unit: "TranslationUnit") -> List[str]:
+        """Lines before the helpers: includes, pragmas (may read ``unit.features``)."""
+        return []
+
+    def helper_source(self, name: str) -> Tuple[str, Tuple[str, ...]]:
+        """Source of helper ``name`` and the helpers it calls."""
+        raise KeyError(name)
+
+    # ---------------------------------------------------------------- errors
+    def refuse(self, feature: str, reason: str, loc: Optional[SourceLoc] = None) -> KernelTypeError:
+        return KernelTypeError(f"{self.name} backend: {feature} is not supported: {reason}", loc)
+
+
+class TranslationUnit:
+    """Helpers and features collected while emitting the kernels of one source file."""
+
+    def __init__(self, dialect: CDialect):
+        self.dialect = dialect
+        self.helpers: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
+        self.features: set = set()
+        self.extra: Dict[str, Callable[[str], Tuple[str, Tuple[str, ...]]]] = {}
+
+    def helper(self, name: str, source: Optional[str] = None, deps: Tuple[str, ...] = ()) -> str:
+        """Require helper ``name`` (from the dialect's library, or the given source); returns ``name``."""
+        if name not in self.helpers:
+            if source is None:
+                source, deps = self.dialect.helper_source(name)
+            self.helpers[name] = (source, tuple(deps))
+            for d in deps:
+                self.helper(d)
+        return name
+
+    def helper_lines(self) -> List[str]:
+        """Every required helper, dependencies first, otherwise sorted by name."""
+        out, done = [], set()
+
+        def visit(n):
+            if n in done:
+                return
+            done.add(n)
+            src, deps = self.helpers[n]
+            for d in sorted(deps):
+                visit(d)
+            out.append(src.rstrip("\n"))
+
+        for n in sorted(self.helpers):
+            visit(n)
+        lines: List[str] = []
+        for src in out:
+            lines.extend(src.split("\n"))
+            lines.append("")
+        return lines
+
+
+class KernelEmitter:
+    """Emits one kernel function of a translation unit."""
+
+    def __init__(self, fn: ir.Function, dialect: CDialect, unit: TranslationUnit):
+        self.fn, self.d, self.unit = fn, dialect, unit
+        self.symbol = kernel_symbol(fn.name)
+        self.names = NameTable([p.name for p in fn.params] + list(fn.locals) + list(fn.arrays))
+        self.lines: List[str] = []
+        self.depth = 1
+        self.loc: Optional[SourceLoc] = fn.loc
+        self.checked: set = set()
+
+    # ---------------------------------------------------------------- helpers
+    def fail(self, feature: str, reason: str, node=None) -> KernelTypeError:
+        loc = getattr(node, "loc", None) or self.loc or self.fn.loc
+        return self.d.refuse(feature, reason, loc)
+
+    def check_type(self, t: ScalarType, node=None) -> None:
+        if t in self.checked:
+            return
+        why = self.d.unsupported_type(t)
+        if why is not None:
+            raise self.fail(f"type {t} (in kernel '{self.fn.name}')", why, node)
+        self.checked.add(t)
+        self.unit.features.add(t.name)
+
+    def line(self, text: str) -> None:
+        self.lines.append(self.d.indent * self.depth + text)
+
+    # ---------------------------------------------------------------- kernel
+    def emit(self) -> List[str]:
+        fn, d = self.fn, self.d
+        for p in fn.params:
+            self.check_type(p.type.elem if p.is_buffer else p.type)
+        regs = sorted({(e.kind, e.dim) for e in ir.walk_all_exprs(fn.body) if isinstance(e, ir.SpecialReg)},
+                      key=lambda r: (ir.SPECIAL_REGS.index(r[0]), r[1]))
+        decls, prologue = [], []
+        for i, p in enumerate(fn.params):
+            name = self.names[p.name]
+            if not p.is_buffer:
+                raw = f"pk_arg{i}"
+                stmt = d.scalar_param_prologue(self.unit, name, raw, p.type)
+                if stmt is not None:
+                    decls.append(d.param_decl(raw, p, i))
+                    prologue.append(stmt)
+                    continue
+            decls.append(d.param_decl(name, p, i))
+        head = d.kernel_signature(self.symbol, decls, regs)
+        self.lines = [head + " {"]
+        for s in prologue:
+            self.line(s)
+        for name, t in fn.locals.items():
+            self.check_type(t)
+            self.line(f"{d.type_name(t)} {self.names[name]};")
+        for name, arr in fn.arrays.items():
+            self.check_type(arr.elem)
+            self.line(d.array_decl(self.names[name], arr))
+        if len(self.lines) > 1 and fn.body:
+            self.lines.append("")
+        self.block(fn.body)
+        self.lines.append("}")
+        return self.lines
+
+    # ---------------------------------------------------------------- statements
+    def block(self, stmts: List[ir.Stmt]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        outer = self.loc
+        self.loc = s.loc or outer
+        try:
+            self._stmt(s)
+        finally:
+            self.loc = outer
+
+    def _stmt(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.Assign):
+            self.line(f"{self.names[s.name]} = {self.expr(s.value)};")
+        elif isinstance(s, ir.Store):
+            t = s.base.type.elem
+            self.check_type(t, s)
+            self.line(self.d.store(self.unit, self.names[s.base.name], self.expr(s.index), self.expr(s.value),
+                                   t, space_of(s.base.type)))
+        elif isinstance(s, ir.ExprStmt):
+            self.line(f"{self.expr(s.expr)};")
+        elif isinstance(s, ir.If):
+            self.if_chain(s, "if")
+        elif isinstance(s, ir.For):
+            v = self.names[s.var]
+            t = self.fn.locals[s.var]
+            cmp = "<" if s.step > 0 else ">"
+            step = f"{v} += {self.d.literal(s.step, t)}" if s.step > 0 else f"{v} -= {self.d.literal(-s.step, t)}"
+            if s.step in (1, -1) and t.bits >= 32:
+                step = f"{v}++" if s.step > 0 else f"{v}--"
+            elif t.bits < 32:  # keep the wrap-around of the IR type
+                sign = "+" if s.step > 0 else "-"
+                step = f"{v} = ({self.d.type_name(t)})({v} {sign} {abs(s.step)})"
+            self.line(f"for ({v} = {self.expr(s.start)}; {v} {cmp} {self.expr(s.stop).at(ADD)}; {step}) {{")
+            self.nested(s.body)
+        elif isinstance(s, ir.While):
+            self.line(f"while ({self.expr(s.cond)}) {{")
+            self.nested(s.body)
+        elif isinstance(s, ir.Break):
+            self.line("break;")
+        elif isinstance(s, ir.Continue):
+            self.line("continue;")
+        elif isinstance(s, ir.Return):
+            self.line("return;")
+        elif isinstance(s, ir.Barrier):
+            self.line(self.d.barrier())
+        else:
+            raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
+
+    def if_chain(self, s: ir.If, keyword: str) -> None:
+        self.line(f"{keyword} ({self.expr(s.cond)}) {{")
+        self.depth += 1
+        self.block(s.then)
+        self.depth -= 1
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.If):
+            nested = s.orelse[0]
+            outer = self.loc
+            self.loc = nested.loc or outer
+            try:
+                self.if_chain(nested, "} else if")  # closes this branch and opens the next
+            finally:
+                self.loc = outer
+        elif s.orelse:
+            self.line("} else {")
+            self.nested(s.orelse)
+        else:
+            self.line("}")
+
+    def nested(self, body: List[ir.Stmt]) -> None:
+        self.depth += 1
+        self.block(body)
+        self.depth -= 1
+        self.line("}")
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, e: ir.Expr) -> Code:
+        outer = self.loc
+        self.loc = e.loc or outer
+        try:
+            if isinstance(e.type, ScalarType):
+                self.check_type(e.type, e)
+            return self._expr(e)
+        finally:
+            self.loc = outer
+
+    def _expr(self, e: ir.Expr) -> Code:
+        d, unit = self.d, self.unit
+        if isinstance(e, ir.Const):
+            return d.literal(e.value, e.type)
+        if isinstance(e, ir.Var):
+            return Code(self.names[e.name])
+        if isinstance(e, ir.BinOp):
+            return self.binop(e)
+        if isinstance(e, ir.UnaryOp):
+            return self.unop(e)
+        if isinstance(e, ir.Cast):
+            return d.cast(unit, self.expr(e.a), e.a.type, e.to)
+        if isinstance(e, ir.Select):
+            c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
+            return Code(f"{c.at(LOR)} ? {a.at(LOR)} : {b.at(COND)}", COND)
+        if isinstance(e, ir.Load):
+            return d.load(unit, self.names[e.base.name], self.expr(e.index), e.type, space_of(e.base.type))
+        if isinstance(e, ir.Call):
+            args = [self.expr(a) for a in e.args]
+            return d.math(unit, e.func, e.type, args)
+        if isinstance(e, ir.SpecialReg):
+            return d.special_reg(e.kind, e.dim)
+        if isinstance(e, ir.Atomic):
+            return self.atomic(e)
+        raise self.fail(f"expression {type(e).__name__}", "unknown to the C source emitter", e)
+
+    def binop(self, e: ir.BinOp) -> Code:
+        d, t, op = self.d, e.a.type, e.op
+        a, b = self.expr(e.a), self.expr(e.b)
+        if t.is_float and op == "mod":
+            return d.fmod(self.unit, t, a, b)
+        if t.is_float and op == "floordiv":
+            return d.math(self.unit, "floor", t, [self.binop_code("div", t, a, b)])
+        return self.binop_code(op, t, a, b)
+
+    def binop_code(self, op: str, t: ScalarType, a: Code, b: Code) -> Code:
+        d = self.d
+        prec = BIN_PREC[op]
+        if t.is_int and op == "shl" and (t.is_signed or t.bits < 32):
+            ut = d.TYPE_NAMES["u32"] if t.bits < 32 else d.unsigned_of(t)
+            return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} << {b.at(SHIFT - 1)})", UNARY)
+        if t.is_int and t.bits < 32 and op == "mul" and not t.is_signed and t.bits == 16:
+            ut = d.TYPE_NAMES["u32"]
+            return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} * ({ut}){b.at(UNARY)})", UNARY)
+        text = f"{self.operand(a, prec, False)} {BIN_TOKEN[op]} {self.operand(b, prec, True)}"
+        if t.is_int and t.bits < 32 and op in _WIDENING:
+            return Code(f"({d.type_name(t)})({text})", UNARY)
+        if t == f16 and not d.half_native and op in ir.BINOPS_ARITH:
+            return d.round_half(self.unit, Code(text, prec))
+        return Code(text, prec)
+
+    @staticmethod
+    def operand(c: Code, prec: int, right: bool) -> str:
+        if c.prec == ATOM or c.prec == UNARY:
+            return c.text
+        if c.prec > prec or (right and c.prec == prec):
+            return f"({c.text})"
+        if (c.prec in _CONFUSING or prec in _CONFUSING) and c.prec != prec:
+            return f"({c.text})"
+        if c.prec == LAND and prec == LOR:
+            return f"({c.text})"
+        if c.prec in (REL, EQ) and prec in (REL, EQ):
+            return f"({c.text})"
+        return c.text
+
+    def unop(self, e: ir.UnaryOp) -> Code:
+        d, t = self.d, e.type
+        a = self.expr(e.a)
+        inner = a.text if a.prec <= UNARY else f"({a.text})"
+        if e.op == "not":
+            return Code(f"!{inner}", UNARY)
+        token = "-" if e.op == "neg" else "~"
+        if inner.startswith(token):  # "- -x" / "--x" would not read as intended
+            inner = f"({inner})"
+        code = Code(f"{token}{inner}", UNARY)
+        if t.is_int and t.bits < 32:
+            return Code(f"({d.type_name(t)})({code.text})", UNARY)
+        return code
+
+    def atomic(self, e: ir.Atomic) -> Code:
+        t = e.type
+        space = space_of(e.base.type)
+        if space == SPACE_PRIVATE:
+            raise self.fail(f"atomic_{e.op} on the local array '{e.base.name}'",
+                            "atomics need a Buffer or a shared array", e)
+        if isinstance(e.base.type, BufferType) and e.base.type.readonly:
+            raise self.fail(f"atomic_{e.op} on readonly Buffer '{e.base.name}'", "the buffer is readonly", e)
+        index = self.expr(e.index)
+        compare = self.expr(e.compare) if e.compare is not None else None
+        value = self.expr(e.value)
+        ptr = f"&{self.names[e.base.name]}[{index}]"
+        try:
+            return self.d.atomic(self.unit, e.op, t, space, ptr, value, compare)
+        except KernelTypeError as err:
+            if err.loc is None:  # dialects refuse without a location; point at the user's call
+                raise KernelTypeError(err.message, e.loc or self.loc or self.fn.loc) from None
+            raise
+
+
+def emit_source(funcs: Sequence[ir.Function], dialect: CDialect, header: str = "") -> Tuple[str, Dict[str, str]]:
+    """One translation unit for ``funcs``. Returns (source text, {kernel name: C symbol})."""
+    unit = TranslationUnit(dialect)
+    bodies, symbols = [], {}
+    for fn in funcs:
+        em = KernelEmitter(fn, dialect, unit)
+        bodies.append(em.emit())
+        symbols[fn.name] = em.symbol
+    lines: List[str] = []
+    if header:
+        lines.extend("// " + h if h else "//" for h in header.split("\n"))
+        lines.append("")
+    pro = dialect.prologue(unit)
+    if pro:
+        lines.extend(pro)
+        lines.append("")
+    lines.extend(unit.helper_lines())
+    for i, body in enumerate(bodies):
+        if i:
+            lines.append("")
+        lines.extend(body)
+    return "\n".join(lines) + "\n", symbols

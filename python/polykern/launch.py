@@ -1,0 +1,331 @@
+"""Launch-argument validation shared by every runtime (docs/internals.md "Runtime kernel handles").
+
+``check_args(info, args, grid, block)`` checks a kernel call before anything touches a
+device and returns ``(grid3, block3, prepared)`` where ``prepared[i]`` is a
+:class:`ScalarArg` (a NumPy scalar of exactly the declared type) or a :class:`BufferArg`
+(host NumPy view or device pointer). Every problem is a :class:`LaunchError` naming the
+kernel, the argument and its position.
+
+Buffers accept: NumPy arrays; objects with ``__array_interface__`` (host memory),
+``__cuda_array_interface__`` (CUDA device memory), ``__dlpack__`` (host or device), or a
+runtime's own arrays through ``__polykern_buffer__()`` (a dict with ``ptr``, ``size``
+(elements), ``code``, ``bits``, ``device`` (name, id) and optional ``readonly``).
+A buffer must hold exactly the declared element type and be C-contiguous; an n-D
+contiguous array is passed as its flat memory (kernels index buffers 1-D).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import LaunchError
+from .ir.types import ScalarType, scalar_from_numpy
+from .module import ArgInfo, FunctionInfo
+
+__all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "MAX_DIM"]
+
+MAX_DIM = 2 ** 31 - 1  # the CPU ABI passes grid/block as int32
+_DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
+               11: "rocm_host", 13: "cuda_managed", 14: "oneapi", 15: "webgpu", 16: "hexagon"}
+
+
+@dataclass
+class ScalarArg:
+    index: int
+    info: ArgInfo
+    value: np.generic  # exactly info.dtype
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def tobytes(self) -> bytes:
+        return self.value.tobytes()
+
+
+@dataclass
+class BufferArg:
+    index: int
+    info: ArgInfo
+    obj: Any  # what the caller passed
+    array: Optional[np.ndarray]  # flat 1-D host view (None for device memory)
+    ptr: int
+    size: int  # elements
+    device: Tuple[str, Optional[int]]  # ("cpu", 0), ("cuda", None) for __cuda_array_interface__, ...
+    readonly: bool = False  # the memory itself is read-only
+    keepalive: Any = None  # e.g. the DLPack capsule that owns ``ptr``
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def is_host(self) -> bool:
+        return self.array is not None
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.info.dtype.nbytes
+
+
+def _where(info: FunctionInfo, i: int) -> str:
+    return f"kernel '{info.name}', argument '{info.args[i].name}' (#{i + 1}, {info.args[i].type_str})"
+
+
+def _tname(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"{v.dtype} array"
+    if isinstance(v, np.generic):
+        return f"numpy.{type(v).__name__} {v!r}"
+    if isinstance(v, (bool, int, float)):
+        return f"{type(v).__name__} {v!r}"
+    return type(v).__name__
+
+
+# ------------------------------------------------------------------ scalars
+
+
+def _scalar(info: FunctionInfo, i: int, v: Any) -> ScalarArg:
+    a = info.args[i]
+    t: ScalarType = a.dtype
+    where = _where(info, i)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, (bool, np.bool_)):
+        if not t.is_bool:
+            raise LaunchError(f"{where}: expected a {t} value, got {_tname(v)}")
+        return ScalarArg(i, a, np.bool_(bool(v)))
+    if isinstance(v, (int, np.integer)):
+        iv = int(v)
+        if t.is_bool:
+            if iv not in (0, 1):
+                raise LaunchError(f"{where}: expected a bool, got {_tname(v)}")
+            return ScalarArg(i, a, np.bool_(iv))
+        if t.is_int:
+            lo, hi = t.min_value(), t.max_value()
+            if not lo <= iv <= hi:
+                raise LaunchError(f"{where}: value {iv} is out of range for {t} [{lo}, {hi}]")
+            return ScalarArg(i, a, t.numpy.type(iv))
+        return ScalarArg(i, a, _to_float(where, t, iv, v))
+    if isinstance(v, (float, np.floating)):
+        if not t.is_float:
+            raise LaunchError(f"{where}: expected an integer for {t}, got {_tname(v)} (convert explicitly)")
+        return ScalarArg(i, a, _to_float(where, t, float(v), v))
+    if isinstance(v, np.ndarray):
+        raise LaunchError(f"{where}: expected a scalar {t}, got an array of shape {v.shape}")
+    raise LaunchError(f"{where}: expected a scalar {t}, got {_tname(v)}")
+
+
+def _to_float(where: str, t: ScalarType, x, original: Any) -> np.generic:
+    try:
+        fv = float(x)
+    except OverflowError:
+        raise LaunchError(f"{where}: value {original!r} is too large for {t}") from None
+    if math.isfinite(fv) and abs(fv) > t.max_value():
+        raise LaunchError(f"{where}: value {original!r} is out of range for {t} (max {t.max_value():g})")
+    return t.numpy.type(fv)
+
+
+# ------------------------------------------------------------------ buffers
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_is_valid.restype = ctypes.c_int
+_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def dlpack_describe(capsule: Any) -> dict:
+    """Read an unconsumed legacy ``dltensor`` capsule without taking ownership (the capsule
+    keeps owning the memory; keep it alive while ``ptr`` is used)."""
+    if not _is_valid(capsule, b"dltensor"):
+        raise ValueError("not an unconsumed 'dltensor' capsule")
+    t = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))  # DLManagedTensor starts with DLTensor
+    shape = [t.shape[k] for k in range(t.ndim)]
+    strides = None if not t.strides else [t.strides[k] for k in range(t.ndim)]
+    return {"ptr": (t.data or 0) + t.byte_offset, "device": (t.device.device_type, t.device.device_id),
+            "code": t.dtype.code, "bits": t.dtype.bits, "lanes": t.dtype.lanes, "shape": shape,
+            "strides": strides}
+
+
+def _c_strides(shape: Sequence[int]) -> List[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return list(reversed(out))
+
+
+def _contiguous(shape: Sequence[int], strides_elems: Optional[Sequence[int]]) -> bool:
+    if strides_elems is None:
+        return True
+    return all(n <= 1 or s == c for n, s, c in zip(shape, strides_elems, _c_strides(shape)))
+
+
+def _check_dtype(where: str, want: ScalarType, got_name: str, ok: bool) -> None:
+    if not ok:
+        raise LaunchError(f"{where}: expected {want.numpy} elements ({want}), got {got_name} elements; "
+                          "polykern never converts buffers silently")
+
+
+def _check_writable(where: str, a: ArgInfo, readonly: bool) -> None:
+    if readonly and not a.readonly:
+        raise LaunchError(f"{where}: the array is read-only but the kernel may write it; pass a writable array "
+                          f"or declare the parameter Buffer[{a.dtype}, \"readonly\"]")
+
+
+def _host(info: FunctionInfo, i: int, obj: Any, arr: np.ndarray) -> BufferArg:
+    a, where = info.args[i], _where(info, i)
+    if arr.ndim == 0:
+        raise LaunchError(f"{where}: expected an array, got a 0-d array")
+    _check_dtype(where, a.dtype, str(arr.dtype), scalar_from_numpy(arr.dtype) == a.dtype and arr.dtype.isnative)
+    if not arr.flags.c_contiguous:
+        raise LaunchError(f"{where}: the array is not C-contiguous (shape {arr.shape}, strides {arr.strides}); "
+                          "pass numpy.ascontiguousarray(x)")
+    _check_writable(where, a, not arr.flags.writeable)
+    flat = arr.reshape(-1)
+    return BufferArg(i, a, obj, flat, int(arr.__array_interface__["data"][0]), int(flat.size), ("cpu", 0),
+                     not arr.flags.writeable)
+
+
+def _device(info: FunctionInfo, i: int, obj: Any, d: dict, source: str) -> BufferArg:
+    a, where = info.args[i], _where(info, i)
+    try:
+        code, bits, lanes = int(d["code"]), int(d["bits"]), int(d.get("lanes", 1))
+        ptr, size = int(d["ptr"]), int(d["size"])
+        device = tuple(d["device"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise LaunchError(f"{where}: malformed {source} description ({e})") from None
+    _check_dtype(where, a.dtype, f"type code {code} bits {bits} lanes {lanes}",
+                 (code, bits, lanes) == (a.code, a.bits, 1))
+    readonly = bool(d.get("readonly", False))
+    _check_writable(where, a, readonly)
+    if size < 0:
+        raise LaunchError(f"{where}: {source} reports a negative size")
+    return BufferArg(i, a, obj, None, ptr, size, (str(device[0]), device[1]), readonly, d.get("keepalive"))
+
+
+def _cuda_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
+    where = _where(info, i)
+    cai = obj.__cuda_array_interface__
+    try:
+        shape = tuple(int(n) for n in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+        ptr, readonly = cai["data"]
+        strides = cai.get("strides")
+    except (KeyError, TypeError, ValueError) as e:
+        raise LaunchError(f"{where}: malformed __cuda_array_interface__ ({e})") from None
+    if cai.get("mask") is not None:
+        raise LaunchError(f"{where}: masked __cuda_array_interface__ arrays are not supported")
+    t = scalar_from_numpy(dt) if dt.isnative else None
+    elem = [s // dt.itemsize for s in strides] if strides is not None else None
+    if not _contiguous(shape, elem) or (strides is not None and any(s % dt.itemsize for s in strides)):
+        raise LaunchError(f"{where}: the device array is not C-contiguous (strides {strides})")
+    d = {"ptr": ptr or 0, "size": math.prod(shape), "device": ("cuda", None), "readonly": bool(readonly),
+         "code": t.code if t else -1, "bits": t.bits if t else -1}
+    if t is None:
+        _check_dtype(where, info.args[i].dtype, str(dt), False)
+    return _device(info, i, obj, d, "__cuda_array_interface__")
+
+
+def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
+    where = _where(info, i)
+    try:
+        dev_type, dev_id = obj.__dlpack_device__()
+    except Exception as e:
+        raise LaunchError(f"{where}: __dlpack_device__() failed: {e}") from None
+    if dev_type == 1:  # host memory: let NumPy import it (zero copy)
+        try:
+            arr = np.from_dlpack(obj)
+        except Exception as e:
+            raise LaunchError(f"{where}: cannot import the DLPack host array: {e}") from None
+        return _host(info, i, obj, arr)
+    try:
+        capsule = obj.__dlpack__()
+        d = dlpack_describe(capsule)
+    except Exception as e:
+        raise LaunchError(f"{where}: cannot read the DLPack tensor: {e}") from None
+    if not _contiguous(d["shape"], d["strides"]):
+        raise LaunchError(f"{where}: the DLPack tensor is not C-contiguous (strides {d['strides']})")
+    d.update(size=math.prod(d["shape"]), keepalive=capsule,
+             device=(_DL_DEVICES.get(d["device"][0], f"dlpack:{d['device'][0]}"), d["device"][1]))
+    return _device(info, i, obj, d, "DLPack tensor")
+
+
+def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
+    where = _where(info, i)
+    if isinstance(obj, np.ndarray):
+        return _host(info, i, obj, obj)
+    if isinstance(obj, (bool, int, float, complex, np.generic, str, bytes)):
+        raise LaunchError(f"{where}: expected an array, got {_tname(obj)}")
+    if hasattr(obj, "__polykern_buffer__"):
+        return _device(info, i, obj, dict(obj.__polykern_buffer__()), "__polykern_buffer__")
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _cuda_interface(info, i, obj)
+    if hasattr(obj, "__array_interface__"):
+        return _host(info, i, obj, np.asarray(obj))
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _dlpack(info, i, obj)
+    hint = " (pass numpy.asarray(x, dtype=...))" if isinstance(obj, (list, tuple)) else ""
+    raise LaunchError(f"{where}: expected an array (NumPy, DLPack, __cuda_array_interface__), got "
+                      f"{_tname(obj)}{hint}")
+
+
+# ------------------------------------------------------------------ launch shape
+
+
+def normalize_dims(what: str, value: Any, kernel: str = "") -> Tuple[int, int, int]:
+    """``4`` or ``(4,)``/``(4, 2)``/``(4, 2, 1)`` -> a 3-tuple of positive ints."""
+    ctx = f"kernel '{kernel}': " if kernel else ""
+    if value is None:
+        raise LaunchError(f"{ctx}{what}= is required, e.g. {what}=(n + 63) // 64" if what == "grid"
+                          else f"{ctx}{what}= is required, e.g. {what}=64 or {what}=(8, 8)")
+    dims = (value,) if isinstance(value, (int, np.integer)) else value
+    if not isinstance(dims, (tuple, list)) or not 1 <= len(dims) <= 3:
+        raise LaunchError(f"{ctx}{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise LaunchError(f"{ctx}{what} must contain ints, got {value!r}")
+        if not 1 <= int(d) <= MAX_DIM:
+            raise LaunchError(f"{ctx}{what} dimensions must be in 1..{MAX_DIM}, got {value!r}")
+        out.append(int(d))
+    while len(out) < 3:
+        out.append(1)
+    return (out[0], out[1], out[2])
+
+
+def check_args(info: FunctionInfo, args: Sequence[Any], grid: Any, block: Any
+               ) -> Tuple[Tuple[int, int, int], Tuple[int, int, int], List[Any]]:
+    """Validate a kernel call; returns ``(grid3, block3, prepared_args)``."""
+    if isinstance(grid, (bool, np.bool_)) or isinstance(block, (bool, np.bool_)):
+        raise LaunchError(f"kernel '{info.name}': grid/block must be ints or tuples, not bool")
+    if len(args) != len(info.args):
+        raise LaunchError(f"kernel '{info.name}' takes {len(info.args)} argument{'s' * (len(info.args) != 1)} "
+                          f"({', '.join(f'{a.name}: {a.type_str}' for a in info.args)}), got {len(args)}")
+    grid3 = normalize_dims("grid", grid, info.name)
+    block3 = normalize_dims("block", block, info.name)
+    prepared: List[Any] = []
+    for i, (a, v) in enumerate(zip(info.args, args)):
+        prepared.append(_buffer(info, i, v) if a.is_buffer else _scalar(info, i, v))
+    return grid3, block3, prepared

@@ -1,0 +1,5 @@
+import os
+import sys
+
+# The conformance suite is a package inside tests/; make it importable as `conformance`.
+sys.path.insert(0, os.path.dirname(__file__))

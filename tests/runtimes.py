@@ -1,0 +1,38 @@
+"""Which targets can run here: every registered target kind whose module kind has a runtime loaded.
+
+A backend may ship ``polykern_<x>.conformance`` with ``TARGETS = {target kind: [target strings]}``
+(e.g. with feature attributes switched on) and ``SKIPS = {target kind: {case name or feature: reason}}``;
+without it the target kind itself is tested with no skips.
+"""
+from __future__ import annotations
+
+import importlib
+
+from polykern import backends, registry
+
+
+def runnable_targets():
+    """[(target string, module kind, skips)] for every target kind with a runtime here."""
+    backends.load_all()
+    out = []
+    for key in registry.names("target.kind."):
+        tk = registry.get(key)
+        kind_name = key[len("target.kind."):]
+        rec = backends.record_for_kind(tk.module_kind)
+        if rec is None or not rec.runtime_available:
+            continue
+        try:
+            conf = importlib.import_module(f"polykern_{rec.name}.conformance")
+        except ModuleNotFoundError:
+            conf = None
+        targets = list(getattr(conf, "TARGETS", {}).get(kind_name, [kind_name]))
+        skips = dict(getattr(conf, "SKIPS", {}).get(kind_name, {}))
+        for t in targets:
+            out.append((t, tk.module_kind, skips))
+    return out
+
+
+def all_target_kinds():
+    """Every registered target kind (codegen present), runtime or not."""
+    backends.load_all()
+    return sorted(k[len("target.kind."):] for k in registry.names("target.kind."))

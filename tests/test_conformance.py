@@ -1,0 +1,28 @@
+"""The conformance suite, expanded per runtime present: test ids are ``<case>[<target>]``.
+
+A case fails if a backend gives a wrong result or refuses a feature that its skip list does not name.
+"""
+import numpy as np
+import pytest
+
+import polykern as pk
+from conformance import ALL_CASES
+from runtimes import runnable_targets
+
+PARAMS = []
+for target, kind, skips in runnable_targets():
+    for case in ALL_CASES:
+        reason = skips.get(case.name) or next((skips[f] for f in sorted(case.features) if f in skips), None)
+        marks = [pytest.mark.skip(reason=f"{target}: {reason}")] if reason else []
+        PARAMS.append(pytest.param(case, target, kind, id=f"{case.name}_{target.split()[0]}", marks=marks))
+
+
+@pytest.mark.parametrize("case,target,kind", PARAMS)
+def test_conformance(case, target, kind):
+    mod = pk.build(case.kernels, targets=[target])
+    case.run(mod.on(kind), np.random.default_rng(1234))
+
+
+def test_suite_is_large_enough():
+    assert len(ALL_CASES) >= 20
+    assert any(t[0] == "llvm" for t in runnable_targets()), "the CPU runtime must always be present"
