@@ -132,6 +132,14 @@ int pk_is_known_kind(const char *kind);
 /* "f32", "i64", "bool", "f32x4" ... written into buf (NUL-terminated). */
 const char *pk_type_name(uint8_t code, uint8_t bits, uint16_t lanes, char *buf, size_t bufsize);
 
+/* Human-readable listing (what `polykern inspect` prints) and a JSON dump of everything
+ * parsed (used to compare with the .json files of tests/golden). `name` labels the artifact. */
+#include <stdio.h>
+void pk_artifact_describe(const pk_artifact *art, const char *name, FILE *out);
+void pk_artifact_write_json(const pk_artifact *art, FILE *out);
+/* "saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32, readonly])" into buf */
+const char *pk_function_signature(const pk_function_info *f, char *buf, size_t bufsize);
+
 /* CRC-32 (zlib polynomial), continuing from `crc` (start with 0). */
 uint32_t pk_crc32(uint32_t crc, const void *data, size_t size);
 

@@ -248,9 +248,9 @@ void *pk_cuda_function(pk_cuda_ctx *c, const pk_function_info *fi, pk_error *err
     if (rc != 0) {
         cu_fail(err, rc, "cuModuleGetFunction");
         if (err) {
-            char msg[sizeof err->message];
-            snprintf(msg, sizeof msg, "kernel entry '%s': %s", name, err->message);
-            memcpy(err->message, msg, sizeof msg);
+            char prefix[300];
+            snprintf(prefix, sizeof prefix, "kernel entry '%.200s': ", name);
+            pk_error_prefix(err, prefix);
             err->status = PK_ERR_NOT_FOUND;
         }
         return NULL;

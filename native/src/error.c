@@ -32,3 +32,16 @@ int pk_fail_at(pk_error *err, uint64_t offset, const char *fmt, ...) {
     va_end(ap);
     return rc;
 }
+
+void pk_error_prefix(pk_error *err, const char *prefix) {
+    size_t pl, ml, cap;
+    if (!err) return;
+    cap = sizeof err->message - 1;
+    pl = strlen(prefix);
+    if (pl > cap) pl = cap;
+    ml = strlen(err->message);
+    if (ml > cap - pl) ml = cap - pl;
+    memmove(err->message + pl, err->message, ml);
+    memcpy(err->message, prefix, pl);
+    err->message[pl + ml] = 0;
+}

@@ -20,6 +20,9 @@ int pk_fail_at(pk_error *err, uint64_t offset, const char *fmt, ...)
 #endif
     ;
 
+/* Prepend `prefix` to err->message (truncating the end). */
+void pk_error_prefix(pk_error *err, const char *prefix);
+
 /* ---- arena allocator (arena.c): everything a parsed artifact owns ---- */
 typedef struct pk_arena_block pk_arena_block;
 typedef struct pk_arena {

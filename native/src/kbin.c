@@ -259,9 +259,9 @@ pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
     art = pk_artifact_parse(buf, len, err);
     free(buf);
     if (!art && err && err->status == PK_ERR_ARTIFACT) {
-        char msg[sizeof err->message];
-        snprintf(msg, sizeof msg, "%s: %s", path, err->message);
-        memcpy(err->message, msg, sizeof msg);
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, "%.280s: ", path);
+        pk_error_prefix(err, prefix);
     }
     return art;
 }

@@ -152,9 +152,10 @@ class CUDADialect(CDialect):
         name = f"pk_atomic_{op}_{t.name}"
         deps = ("pk_f2h", "pk_h2f") if t == f16 else ()
         if op == "cas":
+            call = "atomicCAS(({}*)p, {}, {})".format(word, to_bits.format("cmp"), to_bits.format("v"))
             src = (f"// atomic_cas on {t}: compares bit patterns.\n"
                    f"{_FN} {vt} {name}({mt}* p, {vt} cmp, {vt} v) {{\n"
-                   f"    return {from_bits.format(f'atomicCAS(({word}*)p, {to_bits.format('cmp')}, {to_bits.format('v')})')};\n"
+                   f"    return {from_bits.format(call)};\n"
                    f"}}")
             return unit.helper(name, src, deps)
         combine = _COMBINE[op]

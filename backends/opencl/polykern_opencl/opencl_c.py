@@ -169,9 +169,10 @@ class OpenCLDialect(CDialect):
         q = _SPACE[space]
         name = f"pk_atomic_{op}_{t.name}_{space}"
         if op == "cas":
+            call = "{}((volatile {} {}*)p, {}, {})".format(cas, q, word, to_bits.format("cmp"), to_bits.format("v"))
             src = (f"// atomic_cas on {t}: compares bit patterns.\n"
                    f"{_FN} {vt} {name}(volatile {q} {vt}* p, {vt} cmp, {vt} v) {{\n"
-                   f"    return {from_bits.format(f'{cas}((volatile {q} {word}*)p, {to_bits.format('cmp')}, {to_bits.format('v')})')};\n"
+                   f"    return {from_bits.format(call)};\n"
                    f"}}")
             return unit.helper(name, src)
         new = _COMBINE[op].format(a=from_bits.format("assumed"), b="v")

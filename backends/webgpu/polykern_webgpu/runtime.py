@@ -1,0 +1,261 @@
+"""The WebGPU runtime: ``module.create.webgpu`` / ``module.load_from_bytes.webgpu`` via wgpu-py.
+
+Importing this module needs ``wgpu`` (and its bundled wgpu-native library); that is
+what ``polykern backends`` reports as "runtime available". The adapter/device itself
+is realized lazily on first launch (wgpu_context.py), so building and loading
+artifacts never touches a GPU.
+
+Per module, lazily and thread-safely (``polykern.lazy.LazyMap``):
+shader modules per kernel, bind-group/pipeline layouts per kernel, compute pipelines
+per (kernel, block dims) — repeated launches never recompile. Host arrays are
+copied through pooled storage buffers (wgpu_context.Context.acquire/release).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import wgpu
+import wgpu.backends.wgpu_native  # noqa: F401  (loads the native library: fail here, not at launch)
+
+from polykern import registry, wire
+from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
+from polykern.launch import BufferArg, ScalarArg, check_args
+from polykern.lazy import LazyMap
+from polykern.module import DeviceModule, FunctionInfo, payload_text
+
+from . import abi
+from .device_array import DeviceArray, empty, to_device, zeros
+from .wgpu_context import STORAGE_USAGE, UNIFORM_USAGE, context, context_error, devices
+
+__all__ = ["WebGPUModule", "WebGPUKernel", "create", "load_from_bytes", "register", "devices",
+           "DeviceArray", "to_device", "empty", "zeros"]
+
+
+def _gpu_error(what: str, e: Exception) -> Exception:
+    text = str(e)
+    if isinstance(e, wgpu.GPUValidationError) and ("Shader" in text or "parsing" in text or "naga" in text):
+        return CompileError(f"webgpu: {what}", log=text)
+    return DeviceError(f"webgpu: {what}: {text}", name=type(e).__name__)
+
+
+class _KernelABI:
+    """The launch ABI of one kernel, read from its FunctionInfo attrs (abi.py)."""
+
+    def __init__(self, info: FunctionInfo):
+        attrs = info.attrs
+        try:
+            self.entry = attrs["entry"]
+            self.buffers = [i for i, a in enumerate(info.args) if a.is_buffer]
+            scalars = [i for i, a in enumerate(info.args) if not a.is_buffer]
+            self.slots = abi.parse_slots(attrs, scalars)
+            self.params_binding = int(attrs["params_binding"]) if scalars else None
+            self.params_size = int(attrs["params_size"]) if scalars else 0
+        except (KeyError, ValueError) as e:
+            raise ArtifactError(f"webgpu kernel '{info.name}': malformed launch attributes ({e})") from None
+        if self.params_binding is not None and self.params_binding != len(self.buffers):
+            raise ArtifactError(f"webgpu kernel '{info.name}': params_binding {self.params_binding} is not "
+                                f"the buffer count {len(self.buffers)}")
+        self.features = [f for f in attrs.get("features", "").split(",") if f]
+        self.readonly = [info.args[i].readonly for i in self.buffers]
+
+
+class WebGPUModule(DeviceModule):
+    """A runnable webgpu module. Device objects are created on first use."""
+
+    source_preference = ("wgsl",)
+
+    def __init__(self, payload: Dict[str, bytes], fmt: str, fmap: Mapping[str, FunctionInfo],
+                 sources: Optional[Mapping[str, str]] = None):
+        super().__init__("webgpu", payload, fmt, fmap, sources)
+        missing = sorted(set(self.functions) - set(self.payload))
+        if missing:
+            raise ArtifactError(f"webgpu module: no shader for kernel(s) {', '.join(missing)}")
+        self._abis = LazyMap(lambda name: _KernelABI(self.functions[name]))
+        self._shaders = LazyMap(self._make_shader)
+        self._layouts = LazyMap(self._make_layouts)
+        self._pipelines = LazyMap(self._make_pipeline)
+        self._kernels = LazyMap(lambda name: WebGPUKernel(self, self.functions[name]))
+        self.pipelines_built = 0  # observable: repeated launches must not rebuild
+
+    # A module is runnable when a WebGPU device can be realized here.
+    @property
+    def is_runnable(self) -> bool:  # type: ignore[override]
+        return context_error() is None
+
+    def not_runnable_reason(self, name: str) -> str:
+        e = context_error()
+        return f"no WebGPU device: {e}" if e else ""
+
+    def _get_function(self, info: FunctionInfo):
+        return self._kernels.get(info.name)
+
+    # device-array helpers on the module, e.g. ``mod.on("webgpu").to_device(x)``
+    to_device = staticmethod(to_device)
+    empty = staticmethod(empty)
+    zeros = staticmethod(zeros)
+
+    # ------------------------------------------------------------ lazy device objects
+
+    def _make_shader(self, name: str):
+        ctx = context()
+        kabi = self._abis.get(name)
+        lacking = [f for f in kabi.features if f not in ctx.features]
+        if lacking:
+            raise DeviceError(f"webgpu kernel '{name}' needs device feature(s) {', '.join(lacking)}, which "
+                              f"{ctx.name} does not offer")
+        code = payload_text(self.payload[name])
+        if code is None:
+            raise ArtifactError(f"webgpu kernel '{name}': the shader is not UTF-8 WGSL text")
+        with ctx.lock:
+            try:
+                return ctx.device.create_shader_module(label=name, code=code)
+            except Exception as e:
+                raise _gpu_error(f"the WGSL of kernel '{name}' was rejected", e) from e
+
+    def _make_layouts(self, name: str):
+        ctx = context()
+        kabi = self._abis.get(name)
+        entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": "read-only-storage" if ro else "storage"}}
+                   for b, ro in enumerate(kabi.readonly)]
+        if kabi.params_binding is not None:
+            entries.append({"binding": kabi.params_binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                            "buffer": {"type": "uniform"}})
+        with ctx.lock:
+            bgl = ctx.device.create_bind_group_layout(entries=entries)
+            return bgl, ctx.device.create_pipeline_layout(bind_group_layouts=[bgl])
+
+    def _make_pipeline(self, key: Tuple[str, Tuple[int, int, int]]):
+        name, block = key
+        ctx = context()
+        shader = self._shaders.get(name)
+        _, layout = self._layouts.get(name)
+        constants = dict(zip(abi.BLOCK_OVERRIDES, block))
+        with ctx.lock:
+            try:
+                pipeline = ctx.device.create_compute_pipeline(
+                    label=f"{name}{block}", layout=layout,
+                    compute={"module": shader, "entry_point": self._abis.get(name).entry, "constants": constants})
+            except Exception as e:
+                raise _gpu_error(f"cannot create the compute pipeline of '{name}' for block {block}", e) from e
+            self.pipelines_built += 1
+            return pipeline
+
+
+class WebGPUKernel:
+    """``mod["k"](*args, grid=..., block=...)`` on a WebGPU device."""
+
+    def __init__(self, module: WebGPUModule, info: FunctionInfo):
+        self.module = module
+        self.info = info
+        self.abi = module._abis.get(info.name)
+
+    def __repr__(self) -> str:
+        return f"<WebGPUKernel {self.info.signature()}>"
+
+    def _check_shape(self, ctx, grid, block) -> None:
+        lim = ctx.limits
+        name = self.info.name
+        total = block[0] * block[1] * block[2]
+        if total > lim["max-compute-invocations-per-workgroup"]:
+            raise LaunchError(f"kernel '{name}': block {block} has {total} invocations; this WebGPU device "
+                              f"allows {lim['max-compute-invocations-per-workgroup']} per workgroup")
+        for d, axis in enumerate("xyz"):
+            if block[d] > lim[f"max-compute-workgroup-size-{axis}"]:
+                raise LaunchError(f"kernel '{name}': block {axis} = {block[d]} exceeds the device limit "
+                                  f"{lim[f'max-compute-workgroup-size-{axis}']}")
+            if grid[d] > lim["max-compute-workgroups-per-dimension"]:
+                raise LaunchError(f"kernel '{name}': grid {axis} = {grid[d]} exceeds the device limit "
+                                  f"{lim['max-compute-workgroups-per-dimension']} workgroups per dimension")
+        if self.info.shared_bytes > lim["max-compute-workgroup-storage-size"]:
+            raise LaunchError(f"kernel '{name}' uses {self.info.shared_bytes} bytes of shared memory; this WebGPU "
+                              f"device allows {lim['max-compute-workgroup-storage-size']}")
+
+    def __call__(self, *args, grid=None, block=None):
+        grid3, block3, prepared = check_args(self.info, args, grid, block)
+        ctx = context()
+        self._check_shape(ctx, grid3, block3)
+        module = self.module
+        pipeline = module._pipelines.get((self.info.name, block3))
+        bgl, _ = module._layouts.get(self.info.name)
+        buffers = [p for p in prepared if isinstance(p, BufferArg)]
+        scalars = [p for p in prepared if isinstance(p, ScalarArg)]
+        limit = ctx.limits["max-storage-buffer-binding-size"]
+        borrowed: List[Tuple[Any, int]] = []
+        readback: List[Tuple[BufferArg, Any]] = []
+        with ctx.lock:
+            try:
+                entries = []
+                for binding, arg in enumerate(buffers):
+                    buf = self._bind_buffer(ctx, arg, limit, borrowed, readback)
+                    entries.append({"binding": binding, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
+                if self.abi.params_binding is not None:
+                    data = abi.pack_scalars(self.abi.slots, [s.value for s in scalars], self.abi.params_size)
+                    ubuf = ctx.acquire(len(data), UNIFORM_USAGE)
+                    borrowed.append((ubuf, UNIFORM_USAGE))
+                    ctx.device.queue.write_buffer(ubuf, 0, data)
+                    entries.append({"binding": self.abi.params_binding,
+                                    "resource": {"buffer": ubuf, "offset": 0, "size": len(data)}})
+                bind_group = ctx.device.create_bind_group(layout=bgl, entries=entries)
+                encoder = ctx.device.create_command_encoder()
+                cpass = encoder.begin_compute_pass()
+                cpass.set_pipeline(pipeline)
+                cpass.set_bind_group(0, bind_group)
+                cpass.dispatch_workgroups(*grid3)
+                cpass.end()
+                ctx.device.queue.submit([encoder.finish()])
+                for arg, buf in readback:
+                    raw = ctx.device.queue.read_buffer(buf, 0, _padded(arg.nbytes))
+                    arg.array.view(np.uint8)[:] = np.frombuffer(raw, np.uint8, arg.nbytes)
+            except (LaunchError, CompileError, DeviceError, ArtifactError):
+                raise
+            except Exception as e:
+                raise DeviceError(f"webgpu: launching '{self.info.name}' failed: {e}",
+                                  name=type(e).__name__) from e
+            finally:
+                for buf, usage in borrowed:
+                    ctx.release(buf, usage)
+
+    def _bind_buffer(self, ctx, arg: BufferArg, limit: int, borrowed, readback):
+        if isinstance(arg.obj, DeviceArray):
+            if arg.obj.ctx is not ctx or arg.obj.buffer is None:
+                raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': the DeviceArray was released "
+                                  "or belongs to another WebGPU device")
+            return arg.obj.buffer
+        if not arg.is_host:
+            raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': {arg.device[0]} device memory "
+                              "cannot be used by the WebGPU runtime; pass a NumPy array or a "
+                              "polykern_webgpu DeviceArray")
+        if arg.nbytes > limit:
+            raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': {arg.nbytes} bytes exceed this "
+                              f"WebGPU device's storage buffer binding limit ({limit} bytes)")
+        buf = ctx.acquire(_padded(arg.nbytes), STORAGE_USAGE)
+        borrowed.append((buf, STORAGE_USAGE))
+        if arg.nbytes:
+            data = arg.array.view(np.uint8)
+            pad = -arg.nbytes % 4
+            if pad:
+                data = np.concatenate([data, np.zeros(pad, np.uint8)])
+            ctx.device.queue.write_buffer(buf, 0, data)
+            if not arg.info.readonly:
+                readback.append((arg, buf))
+        return buf
+
+
+def _padded(nbytes: int) -> int:
+    return max(4, nbytes + (-nbytes % 4))
+
+
+def create(payload, fmt: str, fmap: Mapping[str, FunctionInfo], sources: Optional[Mapping[str, str]] = None):
+    return WebGPUModule(payload, fmt or "wgsl", fmap, sources)
+
+
+def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None):
+    fmt, fmap, payload = wire.decode_device_payload("webgpu", data)
+    return WebGPUModule(payload, fmt, fmap, sources)
+
+
+def register() -> None:
+    registry.register("module.create.webgpu", create)
+    registry.register("module.load_from_bytes.webgpu", load_from_bytes)

@@ -1,0 +1,655 @@
+"""The shared IR -> LLVM IR (llvmlite.ir) emitter of every LLVM-based backend.
+
+:class:`LLVMKernelEmitter` turns verified ``ir.Function``s into one ``llvmlite.ir.Module``.
+It owns everything that is the same on every LLVM target — scalar types, expressions,
+C-semantics integer arithmetic, casts between every pair of scalar types, short-circuit
+``land``/``lor``, structured control flow with break/continue/early return, loads, stores,
+atomics — and asks its subclass, through small hook methods, for what differs:
+
+=============================  ===============================================================
+hook                           what a backend decides
+=============================  ===============================================================
+``GLOBAL_AS/SHARED_AS/...``    address spaces of buffers, workgroup memory and private memory
+``declare_kernel``             the kernel's symbol, signature and calling convention
+``finish_kernel``              kernel metadata (``nvvm.annotations``, attributes, ...)
+``param_type/param_value``     how a parameter is passed (bool as i8, buffers as pointers)
+``read_special_reg``           local_id / group_id / local_size / num_groups (``global_id`` is
+                               derived from them unless ``special_reg`` is overridden)
+``emit_barrier``               workgroup barrier (``llvm.nvvm.barrier0``, ``s_barrier``, ...)
+``emit_return``                early return (``ret void`` on a GPU)
+``alloc_shared/alloc_local``   where shared and private arrays live
+``math_call``                  math functions: LLVM intrinsics by default, or libdevice/ocml
+``ATOMIC_ORDERING``            ordering of atomicrmw/cmpxchg (relaxed, as on GPUs)
+``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C)
+``SAFE_INT_DIVISION``          make x/0 and INT_MIN/-1 not trap (CPU); GPUs do not trap
+=============================  ===============================================================
+
+Value conventions: ``bool`` is ``i1`` in registers and ``i8`` in memory and in kernel
+parameters; ``f16`` is LLVM ``half``. Scalar locals live in allocas (mem2reg promotes
+them); a subclass may give a variable other storage (``Slot``), which is how the CPU
+work-item loops keep per-work-item values alive across barriers.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+from llvmlite import ir as ll
+
+from ..errors import CompileError
+from ..ir import nodes as N
+from ..ir.types import ArrayType, BufferType, ScalarType, f32
+from .llvm_f16 import f16_libcall_ir
+from .llvm_target import MODULE_NAME
+
+__all__ = ["LLVMKernelEmitter", "Slot", "ArrayStorage", "LoopTarget", "value_type", "mem_type",
+           "I1", "I8", "I16", "I32", "I64"]
+
+I1, I8, I16, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(16), ll.IntType(32), ll.IntType(64)
+VOID = ll.VoidType()
+_FLOAT_TYPES = {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}
+_ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_FLOAT_INTRINSIC = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log",
+                    "log2": "llvm.log2", "sin": "llvm.sin", "cos": "llvm.cos", "tanh": "llvm.tanh",
+                    "floor": "llvm.floor", "ceil": "llvm.ceil", "abs": "llvm.fabs", "pow": "llvm.pow",
+                    "min": "llvm.minnum", "max": "llvm.maxnum", "fma": "llvm.fma"}
+
+
+def value_type(st: ScalarType) -> ll.Type:
+    """The LLVM type of a value of scalar type ``st`` in registers."""
+    if st.is_bool:
+        return I1
+    if st.is_float:
+        return _FLOAT_TYPES[st.bits]
+    return ll.IntType(st.bits)
+
+
+def mem_type(st: ScalarType) -> ll.Type:
+    """The LLVM type of ``st`` in memory (bool is a byte)."""
+    return I8 if st.is_bool else value_type(st)
+
+
+def type_suffix(st: ScalarType) -> str:
+    """Overload suffix of an intrinsic: f16/f32/f64, i1/i8/.../i64."""
+    if st.is_float:
+        return f"f{st.bits}"
+    return "i1" if st.is_bool else f"i{st.bits}"
+
+
+class Slot:
+    """Storage of one scalar variable.
+
+    ``ptr`` is an alloca (one value) or, when ``per_item`` is true, the base of an array with one
+    value per work-item that is indexed by the emitter's current ``item`` index. ``value`` (with
+    ``ptr`` None) is an immutable value: a scalar parameter.
+    """
+
+    __slots__ = ("ptr", "ty", "per_item", "value", "name")
+
+    def __init__(self, name: str, ty: ll.Type, ptr=None, per_item: bool = False, value=None):
+        self.name, self.ty, self.ptr, self.per_item, self.value = name, ty, ptr, per_item, value
+
+    def address(self, em: "LLVMKernelEmitter"):
+        if not self.per_item:
+            return self.ptr
+        return em.builder.gep(self.ptr, [em.item], inbounds=True, source_etype=self.ty)
+
+    def load(self, em: "LLVMKernelEmitter"):
+        if self.ptr is None:
+            return self.value
+        return em.builder.load(self.address(em), typ=self.ty)
+
+    def store(self, em: "LLVMKernelEmitter", value) -> None:
+        if self.ptr is None:
+            raise CompileError(f"cannot assign to kernel parameter {self.name!r}")
+        em.builder.store(value, self.address(em))
+
+
+class ArrayStorage:
+    """A shared or private array: base pointer, element type, and (private arrays of the CPU
+    work-item loops) whether each work-item owns a copy at ``item * size``."""
+
+    __slots__ = ("ptr", "st", "size", "per_item")
+
+    def __init__(self, ptr, st: ScalarType, size: int, per_item: bool = False):
+        self.ptr, self.st, self.size, self.per_item = ptr, st, size, per_item
+
+
+class LoopTarget:
+    """Where ``break`` and ``continue`` go inside a loop."""
+
+    def __init__(self, brk, cont):
+        self.brk, self.cont = brk, cont
+
+    def do_break(self, em: "LLVMKernelEmitter") -> None:
+        em.builder.branch(self.brk)
+
+    def do_continue(self, em: "LLVMKernelEmitter") -> None:
+        em.builder.branch(self.cont)
+
+
+class _AllocaInAS(ll.instructions.Instruction):
+    """``alloca`` in a non-zero address space (AMDGPU private memory is addrspace(5))."""
+
+    def __init__(self, parent, typ, count, name, addrspace, align):
+        super().__init__(parent, ll.PointerType(addrspace=addrspace), "alloca", [count] if count else (), name)
+        self.allocated_type, self.addrspace, self.align = typ, addrspace, align
+
+    def descr(self, buf):
+        buf.append(f"alloca {self.allocated_type}")
+        if self.operands:
+            op, = self.operands
+            buf.append(f", {op.type} {op.get_reference()}")
+        if self.align:
+            buf.append(f", align {self.align}")
+        buf.append(f", addrspace({self.addrspace})\n")
+
+
+class LLVMKernelEmitter:
+    """IR -> llvmlite.ir for one module. The base class emits GPU-style kernels (one work-item
+    per invocation); a backend subclasses it and fills in the hooks listed in the module doc."""
+
+    GLOBAL_AS = 0
+    SHARED_AS = 0
+    PRIVATE_AS = 0
+    ATOMIC_ORDERING = "monotonic"
+    SAFE_INT_DIVISION = True
+    F16_LIBCALLS = False
+    ARRAY_ALIGN = 16
+
+    def __init__(self, triple: str = "", data_layout: str = "", module_name: str = MODULE_NAME):
+        self.module = ll.Module(name=module_name)
+        self.module.triple = triple
+        self.module.data_layout = data_layout
+        self.extra_ir: List[str] = []
+        if self.F16_LIBCALLS:
+            self.extra_ir.append(f16_libcall_ir())
+        self._reset_function_state()
+
+    # ------------------------------------------------------------------ driver
+    def emit(self, funcs: List[N.Function]) -> "LLVMKernelEmitter":
+        for fn in funcs:
+            self.emit_function(fn)
+        return self
+
+    def render(self) -> str:
+        """The module as LLVM IR text (plus any appended support routines)."""
+        return str(self.module) + "".join(self.extra_ir)
+
+    def _reset_function_state(self) -> None:
+        self.fn: Optional[N.Function] = None
+        self.llfn: Optional[ll.Function] = None
+        self.builder: Optional[ll.IRBuilder] = None
+        self.abuilder: Optional[ll.IRBuilder] = None
+        self.slots: Dict[str, Slot] = {}
+        self.arrays: Dict[str, ArrayStorage] = {}
+        self.buffers: Dict[str, tuple] = {}
+        self.loops: List[LoopTarget] = []
+        self.item = None  # i64 index of the current work-item (per-work-item storage)
+        self._sreg_cache: Dict[tuple, ll.Value] = {}
+
+    def emit_function(self, fn: N.Function) -> ll.Function:
+        """GPU-style: one invocation is one work-item."""
+        self._reset_function_state()
+        self.fn = fn
+        llfn = self.declare_kernel(fn)
+        self.open_body(llfn)
+        self.bind_params(fn, llfn.args)
+        for name, at in fn.arrays.items():
+            self.arrays[name] = ArrayStorage(self.alloc_shared(name, at) if at.scope == "shared"
+                                             else self.alloc_local(name, at), at.elem, at.size)
+        for name, st in fn.locals.items():
+            self.slots[name] = Slot(name, value_type(st), self.alloca(value_type(st), name=name))
+        self.emit_block(fn.body)
+        if not self.builder.block.is_terminated:
+            self.builder.ret_void()
+        self.close_body()
+        self.finish_kernel(fn, llfn)
+        return llfn
+
+    # ------------------------------------------------------------------ hooks
+    def kernel_symbol(self, fn: N.Function) -> str:
+        return fn.name
+
+    def param_type(self, p: N.Param) -> ll.Type:
+        if isinstance(p.type, BufferType):
+            return ll.PointerType(addrspace=self.GLOBAL_AS)
+        return mem_type(p.type)
+
+    def param_value(self, p: N.Param, raw: ll.Value) -> ll.Value:
+        """Turn the raw parameter into the value the body uses (bool byte -> i1)."""
+        if isinstance(p.type, ScalarType) and p.type.is_bool:
+            return self.builder.icmp_unsigned("!=", raw, ll.Constant(I8, 0))
+        return raw
+
+    def declare_kernel(self, fn: N.Function) -> ll.Function:
+        fty = ll.FunctionType(VOID, [self.param_type(p) for p in fn.params])
+        llfn = ll.Function(self.module, fty, name=self.kernel_symbol(fn))
+        for arg, p in zip(llfn.args, fn.params):
+            arg.name = p.name
+        return llfn
+
+    def finish_kernel(self, fn: N.Function, llfn: ll.Function) -> None:
+        """Add calling-convention attributes and metadata after the body exists."""
+
+    def read_special_reg(self, kind: str, dim: int) -> ll.Value:
+        """An i32: local_id, group_id, local_size or num_groups of dimension ``dim``."""
+        raise CompileError(f"{type(self).__name__} does not implement special register {kind}.{dim}")
+
+    def special_reg(self, kind: str, dim: int) -> ll.Value:
+        if kind == "global_id":
+            g = self.read_special_reg("group_id", dim)
+            s = self.read_special_reg("local_size", dim)
+            lid = self.read_special_reg("local_id", dim)
+            return self.builder.add(self.builder.mul(g, s), lid, name=f"gid{dim}")
+        return self.read_special_reg(kind, dim)
+
+    def emit_barrier(self) -> None:
+        raise CompileError(f"{type(self).__name__} does not implement barrier()")
+
+    def emit_return(self) -> None:
+        self.builder.ret_void()
+
+    def alloc_shared(self, name: str, at: ArrayType):
+        """Workgroup memory: a module-level variable in the shared address space by default."""
+        ty = ll.ArrayType(mem_type(at.elem), at.size)
+        gv = ll.GlobalVariable(self.module, ty, name=f"{self.fn.name}.{name}", addrspace=self.SHARED_AS)
+        gv.linkage = "internal"
+        gv.initializer = ll.Constant(ty, ll.Undefined)
+        gv.align = self.ARRAY_ALIGN
+        return gv
+
+    def alloc_local(self, name: str, at: ArrayType):
+        return self.alloca(mem_type(at.elem), ll.Constant(I64, at.size), name=name, align=self.ARRAY_ALIGN)
+
+    def math_call(self, func: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
+        """Math builtins. Floats use LLVM intrinsics (the backend lowers them to instructions or
+        libm calls); override to call a device library instead."""
+        b = self.builder
+        if st.is_float:
+            if func == "rsqrt":
+                return b.fdiv(ll.Constant(value_type(st), 1.0), self.math_call("sqrt", st, args))
+            return self.call_intrinsic(f"{_FLOAT_INTRINSIC[func]}.{type_suffix(st)}", value_type(st), args)
+        signed = st.code == 0
+        if func == "abs":
+            if not signed:
+                return args[0]
+            return self.call_intrinsic(f"llvm.abs.{type_suffix(st)}", value_type(st),
+                                       [args[0], ll.Constant(I1, 0)])
+        if func in ("min", "max"):
+            name = ("s" if signed else "u") + func
+            return self.call_intrinsic(f"llvm.{name}.{type_suffix(st)}", value_type(st), args)
+        raise CompileError(f"math function {func}() is not defined for {st}")
+
+    # ------------------------------------------------------------------ function scaffolding
+    def open_body(self, llfn: ll.Function) -> None:
+        """An ``allocas`` block (left open for :meth:`alloca`) and the first body block."""
+        self.llfn = llfn
+        ablock = llfn.append_basic_block("allocas")
+        body = llfn.append_basic_block("body")
+        self.abuilder = ll.IRBuilder(ablock)
+        self.builder = ll.IRBuilder(body)
+        self._body_entry = body
+
+    def close_body(self) -> None:
+        self.abuilder.branch(self._body_entry)
+
+    def bind_params(self, fn: N.Function, args) -> None:
+        saved = self.builder
+        self.builder = self.abuilder
+        try:
+            for p, raw in zip(fn.params, args):
+                if isinstance(p.type, BufferType):
+                    self.buffers[p.name] = (raw, p.type.elem)
+                else:
+                    self.slots[p.name] = Slot(p.name, value_type(p.type), value=self.param_value(p, raw))
+        finally:
+            self.builder = saved
+
+    def alloca(self, ty: ll.Type, count=None, name: str = "", align: Optional[int] = None):
+        """An alloca in the entry block (in ``PRIVATE_AS``)."""
+        if self.PRIVATE_AS:
+            instr = _AllocaInAS(self.abuilder.block, ty, count, name, self.PRIVATE_AS, align)
+            self.abuilder._insert(instr)
+            return instr
+        instr = self.abuilder.alloca(ty, size=count, name=name)
+        if align:
+            instr.align = align
+        return instr
+
+    def new_block(self, name: str) -> ll.Block:
+        return self.llfn.append_basic_block(name)
+
+    def declare(self, name: str, ret: ll.Type, arg_types: List[ll.Type]) -> ll.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ll.Function(self.module, ll.FunctionType(ret, arg_types), name=name)
+        return fn
+
+    def call_intrinsic(self, name: str, ret: ll.Type, args: List[ll.Value]) -> ll.Value:
+        return self.builder.call(self.declare(name, ret, [a.type for a in args]), args)
+
+    # ------------------------------------------------------------------ statements
+    def emit_block(self, stmts: List[N.Stmt]) -> None:
+        for s in stmts:
+            if self.builder.block.is_terminated:
+                return  # code after break/continue/return is dead
+            self.emit_stmt(s)
+
+    def emit_stmt(self, s: N.Stmt) -> None:
+        meth = getattr(self, f"stmt_{type(s).__name__}", None)
+        if meth is None:
+            raise CompileError(f"{type(self).__name__}: unsupported statement {type(s).__name__}")
+        meth(s)
+
+    def stmt_Assign(self, s: N.Assign) -> None:
+        slot = self.slots.get(s.name)
+        if slot is None:
+            raise CompileError(f"assignment to undeclared variable {s.name!r}")
+        slot.store(self, self.expr(s.value))
+
+    def stmt_Store(self, s: N.Store) -> None:
+        ptr, st = self.element_ptr(s.base, s.index)
+        self.builder.store(self.to_mem(self.expr(s.value), st), ptr)
+
+    def stmt_ExprStmt(self, s: N.ExprStmt) -> None:
+        self.expr(s.expr)
+
+    def stmt_If(self, s: N.If) -> None:
+        cond = self.expr(s.cond)
+        then_bb = self.new_block("if.then")
+        else_bb = self.new_block("if.else") if s.orelse else None
+        end_bb = self.new_block("if.end")
+        self.builder.cbranch(cond, then_bb, else_bb or end_bb)
+        self.builder.position_at_end(then_bb)
+        self.emit_block(s.then)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end_bb)
+        if else_bb is not None:
+            self.builder.position_at_end(else_bb)
+            self.emit_block(s.orelse)
+            if not self.builder.block.is_terminated:
+                self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+
+    def stmt_For(self, s: N.For) -> None:
+        b = self.builder
+        slot = self.slots[s.var]
+        st = self.fn.locals[s.var]
+        start = self.expr(s.start)
+        stop = self.expr(s.stop)  # evaluated once, like Python's range()
+        slot.store(self, start)
+        head, body, latch, end = (self.new_block(n) for n in ("for.head", "for.body", "for.latch", "for.end"))
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.for_cond(slot.load(self), stop, st, s.step), body, end)
+        b.position_at_end(body)
+        self.loops.append(LoopTarget(end, latch))
+        self.emit_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(latch)
+        b.position_at_end(latch)
+        slot.store(self, b.add(slot.load(self), ll.Constant(value_type(st), s.step)))
+        b.branch(head)
+        b.position_at_end(end)
+
+    def for_cond(self, v, stop, st: ScalarType, step: int):
+        op = "<" if step > 0 else ">"
+        if st.code == 0:
+            return self.builder.icmp_signed(op, v, stop)
+        return self.builder.icmp_unsigned(op, v, stop)
+
+    def stmt_While(self, s: N.While) -> None:
+        b = self.builder
+        head, body, end = self.new_block("while.head"), self.new_block("while.body"), self.new_block("while.end")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.expr(s.cond), body, end)
+        b.position_at_end(body)
+        self.loops.append(LoopTarget(end, head))
+        self.emit_block(s.body)
+        self.loops.pop()
+        if not b.block.is_terminated:
+            b.branch(head)
+        b.position_at_end(end)
+
+    def stmt_Break(self, s: N.Break) -> None:
+        if not self.loops:
+            raise CompileError("'break' outside a loop")
+        self.loops[-1].do_break(self)
+
+    def stmt_Continue(self, s: N.Continue) -> None:
+        if not self.loops:
+            raise CompileError("'continue' outside a loop")
+        self.loops[-1].do_continue(self)
+
+    def stmt_Return(self, s: N.Return) -> None:
+        self.emit_return()
+
+    def stmt_Barrier(self, s: N.Barrier) -> None:
+        self.emit_barrier()
+
+    # ------------------------------------------------------------------ memory
+    def index64(self, index: N.Expr) -> ll.Value:
+        v = self.expr(index)
+        st = index.type
+        if v.type.width == 64:
+            return v
+        return self.builder.sext(v, I64) if st.code == 0 else self.builder.zext(v, I64)
+
+    def element_ptr(self, base: N.Var, index: N.Expr):
+        """(pointer to ``base[index]``, element scalar type)."""
+        name = base.name
+        idx = self.index64(index)
+        if name in self.buffers:
+            ptr, st = self.buffers[name]
+        elif name in self.arrays:
+            arr = self.arrays[name]
+            ptr, st = arr.ptr, arr.st
+            if arr.per_item:
+                idx = self.builder.add(self.builder.mul(self.item, ll.Constant(I64, arr.size)), idx)
+        else:
+            raise CompileError(f"{name!r} is not a buffer or array")
+        return self.builder.gep(ptr, [idx], inbounds=True, source_etype=mem_type(st)), st
+
+    def to_mem(self, v: ll.Value, st: ScalarType) -> ll.Value:
+        return self.builder.zext(v, I8) if st.is_bool else v
+
+    def from_mem(self, v: ll.Value, st: ScalarType) -> ll.Value:
+        return self.builder.icmp_unsigned("!=", v, ll.Constant(I8, 0)) if st.is_bool else v
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: N.Expr) -> ll.Value:
+        meth = getattr(self, f"expr_{type(e).__name__}", None)
+        if meth is None:
+            raise CompileError(f"{type(self).__name__}: unsupported expression {type(e).__name__}")
+        return meth(e)
+
+    def const(self, value, st: ScalarType) -> ll.Constant:
+        t = value_type(st)
+        if st.is_bool:
+            return ll.Constant(I1, 1 if value else 0)
+        if st.is_float:
+            return ll.Constant(t, float(st.numpy.type(value)))
+        v = int(value) & ((1 << st.bits) - 1)
+        if v >= 1 << (st.bits - 1):
+            v -= 1 << st.bits
+        return ll.Constant(t, v)
+
+    def expr_Const(self, e: N.Const) -> ll.Value:
+        return self.const(e.value, e.ctype)
+
+    def expr_Var(self, e: N.Var) -> ll.Value:
+        slot = self.slots.get(e.name)
+        if slot is None:
+            raise CompileError(f"{e.name!r} is not a scalar variable")
+        return slot.load(self)
+
+    def expr_SpecialReg(self, e: N.SpecialReg) -> ll.Value:
+        return self.special_reg(e.kind, e.dim)
+
+    def expr_Load(self, e: N.Load) -> ll.Value:
+        ptr, st = self.element_ptr(e.base, e.index)
+        return self.from_mem(self.builder.load(ptr, typ=mem_type(st)), st)
+
+    def expr_Select(self, e: N.Select) -> ll.Value:
+        return self.builder.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+
+    def expr_UnaryOp(self, e: N.UnaryOp) -> ll.Value:
+        v = self.expr(e.a)
+        st = e.a.type
+        if e.op == "neg":
+            return self.builder.fneg(v) if st.is_float else self.builder.neg(v)
+        if e.op in ("not", "invert"):
+            if st.is_float:
+                raise CompileError(f"'{e.op}' is not defined for {st}")
+            return self.builder.not_(v)
+        raise CompileError(f"unknown unary operator {e.op!r}")
+
+    def expr_BinOp(self, e: N.BinOp) -> ll.Value:
+        if e.op in ("land", "lor"):
+            return self._short_circuit(e)
+        a, b = self.expr(e.a), self.expr(e.b)
+        st = e.a.type
+        bld = self.builder
+        if e.op in _ICMP:
+            if st.is_float:
+                if e.op == "ne":  # C: NaN != x is true
+                    return bld.fcmp_unordered("!=", a, b)
+                return bld.fcmp_ordered(_ICMP[e.op], a, b)
+            if st.code == 0:
+                return bld.icmp_signed(_ICMP[e.op], a, b)
+            return bld.icmp_unsigned(_ICMP[e.op], a, b)
+        if st.is_float:
+            if e.op == "add":
+                return bld.fadd(a, b)
+            if e.op == "sub":
+                return bld.fsub(a, b)
+            if e.op == "mul":
+                return bld.fmul(a, b)
+            if e.op == "div":
+                return bld.fdiv(a, b)
+            if e.op == "floordiv":
+                return self.math_call("floor", st, [bld.fdiv(a, b)])
+            if e.op == "mod":
+                return bld.frem(a, b)
+            raise CompileError(f"operator {e.op!r} is not defined for {st}")
+        simple = {"add": bld.add, "sub": bld.sub, "mul": bld.mul, "and": bld.and_, "or": bld.or_,
+                  "xor": bld.xor}
+        if e.op in simple:
+            return simple[e.op](a, b)
+        if e.op in ("div", "floordiv", "mod"):
+            return self._int_divide(e.op, a, b, st)
+        if e.op in ("shl", "shr"):
+            amount = bld.and_(b, ll.Constant(b.type, st.bits - 1))  # shift amount modulo the width
+            if e.op == "shl":
+                return bld.shl(a, amount)
+            return bld.ashr(a, amount) if st.code == 0 else bld.lshr(a, amount)
+        raise CompileError(f"unknown binary operator {e.op!r}")
+
+    def _int_divide(self, op: str, a, b, st: ScalarType):
+        bld = self.builder
+        signed = st.code == 0
+        if self.SAFE_INT_DIVISION:
+            # x/0 and INT_MIN/-1 trap on x86: divide by 1 instead (x/0 is undefined anyway;
+            # INT_MIN/-1 then wraps to INT_MIN and INT_MIN%-1 is 0, as on GPUs).
+            t = a.type
+            bad = bld.icmp_unsigned("==", b, ll.Constant(t, 0))
+            if signed:
+                ovf = bld.and_(bld.icmp_signed("==", a, ll.Constant(t, -(1 << (st.bits - 1)))),
+                               bld.icmp_signed("==", b, ll.Constant(t, -1)))
+                bad = bld.or_(bad, ovf)
+            b = bld.select(bad, ll.Constant(t, 1), b)
+        if op == "mod":
+            return bld.srem(a, b) if signed else bld.urem(a, b)
+        return bld.sdiv(a, b) if signed else bld.udiv(a, b)
+
+    def _short_circuit(self, e: N.BinOp) -> ll.Value:
+        bld = self.builder
+        a = self.expr(e.a)
+        start = bld.block
+        rhs_bb, end_bb = self.new_block(f"{e.op}.rhs"), self.new_block(f"{e.op}.end")
+        if e.op == "land":
+            bld.cbranch(a, rhs_bb, end_bb)
+        else:
+            bld.cbranch(a, end_bb, rhs_bb)
+        bld.position_at_end(rhs_bb)
+        b = self.expr(e.b)
+        rhs_end = bld.block
+        bld.branch(end_bb)
+        bld.position_at_end(end_bb)
+        phi = bld.phi(I1)
+        phi.add_incoming(ll.Constant(I1, 0 if e.op == "land" else 1), start)
+        phi.add_incoming(b, rhs_end)
+        return phi
+
+    def expr_Cast(self, e: N.Cast) -> ll.Value:
+        return self.cast(self.expr(e.a), e.a.type, e.to)
+
+    def cast(self, v: ll.Value, src: ScalarType, dst: ScalarType) -> ll.Value:
+        """C conversions between every pair of scalar types; float -> int saturates (NaN -> 0)."""
+        b = self.builder
+        if src == dst:
+            return v
+        dty = value_type(dst)
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", v, ll.Constant(v.type, 0.0))
+            return b.icmp_unsigned("!=", v, ll.Constant(v.type, 0))
+        if src.is_bool:
+            return b.uitofp(v, dty) if dst.is_float else b.zext(v, dty)
+        if src.is_float and dst.is_float:
+            if src.bits < dst.bits:
+                return b.fpext(v, dty)
+            return b.fptrunc(v, dty)
+        if src.is_float:  # -> int
+            if src.bits == 16:  # exact, and avoids half -> int libcalls
+                v, src = b.fpext(v, ll.FloatType()), f32
+            kind = "fptosi" if dst.code == 0 else "fptoui"
+            return self.call_intrinsic(f"llvm.{kind}.sat.{type_suffix(dst)}.{type_suffix(src)}", dty, [v])
+        if dst.is_float:  # int -> float
+            # To f16 through f32: exact, since every |int| >= 65520 is inf in f16 either way.
+            via = ll.FloatType() if dst.bits == 16 else dty
+            r = b.sitofp(v, via) if src.code == 0 else b.uitofp(v, via)
+            return b.fptrunc(r, dty) if dst.bits == 16 else r
+        if src.bits > dst.bits:
+            return b.trunc(v, dty)
+        if src.bits < dst.bits:
+            return b.sext(v, dty) if src.code == 0 else b.zext(v, dty)
+        return v  # same width, signedness only
+
+    def expr_Call(self, e: N.Call) -> ll.Value:
+        if e.func not in N.MATH_FUNCS:
+            raise CompileError(f"unknown math function {e.func!r}")
+        return self.math_call(e.func, e.type, [self.expr(a) for a in e.args])
+
+    def expr_Atomic(self, e: N.Atomic) -> ll.Value:
+        ptr, st = self.element_ptr(e.base, e.index)
+        value = self.expr(e.value)
+        compare = self.expr(e.compare) if e.compare is not None else None
+        return self.atomic(e.op, ptr, st, value, compare)
+
+    def atomic(self, op: str, ptr, st: ScalarType, value, compare=None) -> ll.Value:
+        """Real LLVM atomics on ``ptr``; returns the old value."""
+        b = self.builder
+        order = self.ATOMIC_ORDERING
+        mty = mem_type(st)
+        if op == "cas":
+            if st.is_float:  # cmpxchg needs integers: compare bit patterns
+                ity = ll.IntType(st.bits)
+                cmp_i, val_i = b.bitcast(compare, ity), b.bitcast(value, ity)
+                res = b.cmpxchg(ptr, cmp_i, val_i, order, "monotonic")
+                return b.bitcast(b.extract_value(res, 0), value_type(st))
+            res = b.cmpxchg(ptr, self.to_mem(compare, st), self.to_mem(value, st), order, "monotonic")
+            return self.from_mem(b.extract_value(res, 0), st)
+        if op == "add":
+            name = "fadd" if st.is_float else "add"
+        elif op in ("min", "max"):
+            name = ("f" if st.is_float else "" if st.code == 0 else "u") + op
+        elif op == "xchg":
+            name = "xchg"
+        else:
+            raise CompileError(f"unknown atomic operation {op!r}")
+        old = b.atomic_rmw(name, ptr, self.to_mem(value, st), order)
+        return self.from_mem(old, st) if old.type == mty else old
