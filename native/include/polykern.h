@@ -102,7 +102,9 @@ typedef struct pk_module {
     const uint64_t *imports;
     size_t num_sources;                 /* fmt -> text, 0 when stripped */
     const pk_kv *sources;
-    uint64_t offset;                    /* where this module's entry starts in the file */
+    const uint8_t *encoded;             /* the module's whole payload entry as stored */
+    size_t encoded_size;
+    uint64_t offset;                    /* where `encoded` starts in the file */
 } pk_module;
 
 typedef struct pk_artifact {
@@ -132,13 +134,21 @@ int pk_is_known_kind(const char *kind);
 /* "f32", "i64", "bool", "f32x4" ... written into buf (NUL-terminated). */
 const char *pk_type_name(uint8_t code, uint8_t bits, uint16_t lanes, char *buf, size_t bufsize);
 
-/* Human-readable listing (what `polykern inspect` prints) and a JSON dump of everything
- * parsed (used to compare with the .json files of tests/golden). `name` labels the artifact. */
+/* What `polykern inspect` prints, byte for byte: the text listing, `--json` (json.dumps with
+ * indent=2, sort_keys=True) and `--source FMT`. `file` is the name shown (the basename of
+ * the path, as the Python CLI shows it). pk_artifact_print_source returns 0 when it printed
+ * something, else 1 with the reason written to `err_out`. */
 #include <stdio.h>
-void pk_artifact_describe(const pk_artifact *art, const char *name, FILE *out);
-void pk_artifact_write_json(const pk_artifact *art, FILE *out);
+void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out);
+void pk_artifact_write_json(const pk_artifact *art, const char *file, FILE *out);
+int pk_artifact_print_source(const pk_artifact *art, const char *file, const char *fmt, FILE *out,
+                             FILE *err_out);
 /* "saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32, readonly])" into buf */
 const char *pk_function_signature(const pk_function_info *f, char *buf, size_t bufsize);
+/* One line, like file(1): "ELF 64-bit relocatable object, x86-64 (1234 bytes)" */
+const char *pk_describe_binary(const uint8_t *data, size_t n, char *buf, size_t bufsize);
+/* 1 when data is UTF-8 text without NUL bytes (PTX, C, WGSL ...) */
+int pk_payload_is_text(const uint8_t *data, size_t n);
 
 /* CRC-32 (zlib polynomial), continuing from `crc` (start with 0). */
 uint32_t pk_crc32(uint32_t crc, const void *data, size_t size);
@@ -159,6 +169,9 @@ pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err)
 pk_program *pk_program_load_first(const pk_artifact *art, const char *kind,
                                   const char *function, pk_error *err);
 void pk_program_free(pk_program *prog);
+/* For a program from pk_program_load_first: the modules it skipped and why, "; "-separated
+ * ("" when none), e.g. "module 1 (cuda): CUDA runtime is not available ...". */
+const char *pk_program_skipped(const pk_program *prog);
 const pk_module *pk_program_module(const pk_program *prog);
 /* A line saying what this program runs on, e.g. "cpu: x86_64, 2 threads" or
  * "cuda: NVIDIA H100 80GB HBM3 (sm_90)". */
@@ -181,8 +194,8 @@ void pk_buffer_free(pk_buffer *buf);
 int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args,
                      const uint32_t grid[3], const uint32_t block[3], pk_error *err);
 
-/* CPU thread count used by CPU programs (default: POLYKERN_NUM_THREADS or the
- * number of online CPUs). Call before loading programs. */
+/* CPU worker count of CPU programs loaded afterwards (default: POLYKERN_CPU_THREADS or the
+ * number of online CPUs). Worker stacks: POLYKERN_CPU_STACK_MB (default 64), as in Python. */
 void pk_set_num_threads(int n);
 
 #ifdef __cplusplus

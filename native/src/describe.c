@@ -1,200 +1,540 @@
-/* Text listing and JSON dump of a parsed artifact (kbin-inspect, tests). */
+/* What `polykern inspect` prints (python/polykern/cli.py _describe_lines, _print_source and
+ * artifact.read_artifact as JSON), reproduced byte for byte from a parsed artifact. */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* ------------------------------------------------------------- small helpers */
+
 static void cat(char *buf, size_t size, size_t *len, const char *s) {
     size_t n = strlen(s);
-    if (*len >= size) return;
+    if (*len + 1 >= size) return;
     if (n > size - 1 - *len) n = size - 1 - *len;
     memcpy(buf + *len, s, n);
     *len += n;
     buf[*len] = 0;
 }
 
+static const char *type_str(const pk_arg_info *a, char *buf, size_t size) {
+    char t[48];
+    pk_type_name(a->code, a->bits, a->lanes, t, sizeof t);
+    if (a->kind == PK_ARG_BUFFER)
+        snprintf(buf, size, "Buffer[%s%s]", t, a->readonly ? ", readonly" : "");
+    else
+        snprintf(buf, size, "%s", t);
+    return buf;
+}
+
 const char *pk_function_signature(const pk_function_info *f, char *buf, size_t size) {
     size_t len = 0, i;
-    char t[48], piece[160];
+    char t[64];
     if (!size) return buf;
     buf[0] = 0;
     cat(buf, size, &len, f->name.ptr);
     cat(buf, size, &len, "(");
     for (i = 0; i < f->num_args; i++) {
-        const pk_arg_info *a = &f->args[i];
-        pk_type_name(a->code, a->bits, a->lanes, t, sizeof t);
-        if (a->kind == PK_ARG_BUFFER)
-            snprintf(piece, sizeof piece, "%s%.80s: Buffer[%s%s]", i ? ", " : "", a->name.ptr, t,
-                     a->readonly ? ", readonly" : "");
-        else
-            snprintf(piece, sizeof piece, "%s%.80s: %s", i ? ", " : "", a->name.ptr, t);
-        cat(buf, size, &len, piece);
+        if (i) cat(buf, size, &len, ", ");
+        cat(buf, size, &len, f->args[i].name.ptr);
+        cat(buf, size, &len, ": ");
+        cat(buf, size, &len, type_str(&f->args[i], t, sizeof t));
     }
     cat(buf, size, &len, ")");
     return buf;
 }
 
-static void describe_module(const pk_artifact *art, size_t i, int depth, FILE *out) {
-    const pk_module *m = &art->modules[i];
-    size_t j;
-    char sig[1024];
-    fprintf(out, "%*s[%zu] %s", depth * 2, "", i, m->kind.ptr);
-    if (m->layout == PK_LAYOUT_BYTES)
-        fprintf(out, " (fmt %s, %zu bytes)", m->fmt.ptr, m->payload_size);
-    else if (m->layout != PK_LAYOUT_ROOT)
-        fprintf(out, " (fmt %s, %zu shaders)", m->fmt.ptr, m->num_shaders);
-    fprintf(out, "\n");
-    for (j = 0; j < m->num_functions; j++) {
-        const pk_function_info *f = &m->functions[j];
-        size_t k;
-        fprintf(out, "%*s  %s\n", depth * 2, "", pk_function_signature(f, sig, sizeof sig));
-        if (f->num_launch_tags || f->shared_bytes || f->num_attrs) {
-            fprintf(out, "%*s    launch:", depth * 2, "");
-            for (k = 0; k < f->num_launch_tags; k++) fprintf(out, " %s", f->launch_tags[k].ptr);
-            if (!f->num_launch_tags) fprintf(out, " -");
-            fprintf(out, "  shared: %llu", (unsigned long long)f->shared_bytes);
-            for (k = 0; k < f->num_attrs; k++)
-                fprintf(out, "  %s=%s", f->attrs[k].key.ptr, f->attrs[k].value.ptr);
-            fprintf(out, "\n");
+int pk_payload_is_text(const uint8_t *data, size_t n) {
+    return (n == 0 || memchr(data, 0, n) == NULL) && pk_utf8_error(data, n) == (size_t)-1;
+}
+
+/* decode one code point of valid UTF-8 */
+static uint32_t next_cp(const uint8_t *p, size_t *i) {
+    uint8_t c = p[*i];
+    uint32_t cp;
+    size_t len, k;
+    if (c < 0x80) { (*i)++; return c; }
+    len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    cp = c & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
+    for (k = 1; k < len; k++) cp = (cp << 6) | (p[*i + k] & 0x3Fu);
+    *i += len;
+    return cp;
+}
+
+/* len(text.splitlines()) of valid UTF-8 */
+static size_t count_lines(const uint8_t *p, size_t n) {
+    size_t i = 0, lines = 0;
+    int open = 0;
+    while (i < n) {
+        uint32_t cp = next_cp(p, &i);
+        if (cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
+            cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029) {
+            if (cp == '\r' && i < n && p[i] == '\n') i++;
+            lines++;
+            open = 0;
+        } else {
+            open = 1;
         }
     }
-    for (j = 0; j < m->num_shaders; j++)
-        fprintf(out, "%*s  shader %s: %zu bytes\n", depth * 2, "", m->shaders[j].name.ptr,
-                m->shaders[j].size);
-    if (m->num_sources) {
-        fprintf(out, "%*s  sources:", depth * 2, "");
-        for (j = 0; j < m->num_sources; j++)
-            fprintf(out, " %s (%zu bytes)", m->sources[j].key.ptr, m->sources[j].value.len);
-        fprintf(out, "\n");
-    }
-    for (j = 0; j < m->num_imports; j++)
-        if (depth < 32) describe_module(art, (size_t)m->imports[j], depth + 1, out);
+    return lines + (size_t)open;
 }
 
-void pk_artifact_describe(const pk_artifact *art, const char *name, FILE *out) {
+static uint16_t rd16(const uint8_t *p, int big) {
+    return big ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
+}
+static uint32_t rd32(const uint8_t *p, int big) {
+    return big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+               : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+const char *pk_describe_binary(const uint8_t *d, size_t n, char *buf, size_t size) {
+    static const struct { unsigned m; const char *name; } machines[] = {
+        {3, "x86"}, {40, "ARM"}, {62, "x86-64"}, {164, "Hexagon"}, {183, "AArch64"},
+        {190, "NVIDIA CUDA"}, {224, "AMD GPU"}, {243, "RISC-V"}, {247, "BPF"}};
+    static const char *types[] = {NULL, "relocatable object", "executable", "shared object"};
+    if (n >= 20 && memcmp(d, "\x7f" "ELF", 4) == 0) {
+        const char *bits = d[4] == 1 ? "32-bit" : d[4] == 2 ? "64-bit" : "?-bit";
+        int big = d[5] == 2;
+        unsigned type = rd16(d + 16, big), machine = rd16(d + 18, big), i;
+        char tbuf[32], mbuf[32];
+        const char *tn = type >= 1 && type <= 3 ? types[type] : NULL, *mn = NULL;
+        for (i = 0; i < sizeof machines / sizeof machines[0]; i++)
+            if (machines[i].m == machine) mn = machines[i].name;
+        if (!tn) { snprintf(tbuf, sizeof tbuf, "type %u", type); tn = tbuf; }
+        if (!mn) { snprintf(mbuf, sizeof mbuf, "machine %u", machine); mn = mbuf; }
+        snprintf(buf, size, "ELF %s %s, %s (%zu bytes)", bits, tn, mn, n);
+    } else if (n >= 20 && n % 4 == 0 &&
+               (memcmp(d, "\x03\x02\x23\x07", 4) == 0 || memcmp(d, "\x07\x23\x02\x03", 4) == 0)) {
+        uint32_t v = rd32(d + 4, d[0] == 0x07);
+        snprintf(buf, size, "SPIR-V module, version %u.%u (%zu bytes)", (v >> 16) & 0xFF,
+                 (v >> 8) & 0xFF, n);
+    } else if (n >= 4 && memcmp(d, "BC\xc0\xde", 4) == 0) {
+        snprintf(buf, size, "LLVM bitcode (%zu bytes)", n);
+    } else if (n >= 4 && memcmp(d, "MTLB", 4) == 0) {
+        snprintf(buf, size, "Metal library (%zu bytes)", n);
+    } else if (pk_payload_is_text(d, n)) {
+        snprintf(buf, size, "text, %zu lines (%zu bytes)", count_lines(d, n), n);
+    } else {
+        snprintf(buf, size, "binary data (%zu bytes)", n);
+    }
+    return buf;
+}
+
+/* cli._size */
+static const char *human_size(size_t n, char *buf, size_t size) {
+    if (n < 10240) snprintf(buf, size, "%zu B", n);
+    else snprintf(buf, size, "%.1f KiB", (double)n / 1024.0);
+    return buf;
+}
+
+static void print_list(FILE *out, const uint64_t *v, size_t n) {   /* Python list repr */
+    size_t i;
+    fputc('[', out);
+    for (i = 0; i < n; i++) fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+    fputc(']', out);
+}
+
+/* ------------------------------------------------------------- text listing */
+
+void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out) {
     const pk_module *root = &art->modules[0];
-    size_t i;
-    fprintf(out, "%s: polykern artifact, format version %u, %zu bytes, crc32 %08x\n",
-            name ? name : "<artifact>", art->version, art->size, art->crc32);
+    const pk_str *compiler = pk_kv_find(art->meta, art->num_meta, "compiler");
+    size_t i, j, width = 0;
+    char sig[2048], sz[32], desc[128];
+    fprintf(out, "%s: polykern artifact (format %u), %zu bytes, crc32 0x%08x\n", file, art->version,
+            art->size, art->crc32);
+    fprintf(out, "  compiler: %s\n", compiler ? compiler->ptr : "(unknown)");
+    fprintf(out, "  targets:  ");
+    for (i = 0; i < root->num_targets; i++) fprintf(out, "%s%s", i ? " | " : "", root->targets[i].ptr);
+    /* ' | '.join(targets) or '(none)' */
+    if (root->num_targets == 0 || (root->num_targets == 1 && root->targets[0].len == 0))
+        fprintf(out, "(none)");
+    fprintf(out, "\n  sources:  %s\n", art->has_sources ? "embedded" : "stripped");
     for (i = 0; i < art->num_meta; i++) {
-        const char *k = art->meta[i].key.ptr, *v = art->meta[i].value.ptr;
-        if (strcmp(k, "targets") == 0) continue;
-        fprintf(out, "%s: %s\n", k, v);
+        const char *k = art->meta[i].key.ptr;
+        if (strcmp(k, "compiler") == 0 || strcmp(k, "targets") == 0) continue;
+        fprintf(out, "  %s: %s\n", k, art->meta[i].value.ptr);
     }
-    fprintf(out, "targets:");
-    for (i = 0; i < root->num_targets; i++) fprintf(out, "%s %s", i ? "," : "", root->targets[i].ptr);
-    fprintf(out, "%s\n", root->num_targets ? "" : " (none)");
-    fprintf(out, "sources: %s\n", art->has_sources ? "embedded" : "stripped");
-    fprintf(out, "modules: %zu\n", art->num_modules);
-    describe_module(art, 0, 0, out);
-}
-
-static void json_str(FILE *out, const char *s, size_t n) {
-    size_t i;
-    fputc('"', out);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c == '\n') fputs("\\n", out);
-        else if (c == '\t') fputs("\\t", out);
-        else if (c == '\r') fputs("\\r", out);
-        else if (c < 0x20 || c == 0x7F) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
+    fprintf(out, "kernels:\n");
+    for (i = 0; i < root->num_functions; i++) {
+        const pk_function_info *f = &root->functions[i];
+        int any = 0;
+        fprintf(out, "  %s", pk_function_signature(f, sig, sizeof sig));
+        if (f->num_launch_tags) {
+            fprintf(out, "   [");
+            for (j = 0; j < f->num_launch_tags; j++) fprintf(out, "%s%s", j ? " " : "", f->launch_tags[j].ptr);
+            any = 1;
+        }
+        if (f->shared_bytes) {
+            fprintf(out, "%sshared %llu B", any ? "; " : "   [", (unsigned long long)f->shared_bytes);
+            any = 1;
+        }
+        for (j = 0; j < f->num_attrs; j++) {
+            fprintf(out, "%s%s=%s", any ? "; " : "   [", f->attrs[j].key.ptr, f->attrs[j].value.ptr);
+            any = 1;
+        }
+        fprintf(out, "%s\n", any ? "]" : "");
     }
-    fputc('"', out);
-}
-#define JS(out, s) json_str(out, (s).ptr, (s).len)
-
-static void json_kv(FILE *out, const pk_kv *kv, size_t n) {
-    size_t i;
-    fputc('{', out);
-    for (i = 0; i < n; i++) {
-        if (i) fputs(", ", out);
-        JS(out, kv[i].key);
-        fputs(": ", out);
-        JS(out, kv[i].value);
-    }
-    fputc('}', out);
-}
-
-static void json_hex(FILE *out, const uint8_t *p, size_t n) {
-    size_t i;
-    fputc('"', out);
-    for (i = 0; i < n; i++) fprintf(out, "%02x", p[i]);
-    fputc('"', out);
-}
-
-static void json_function(FILE *out, const pk_function_info *f) {
-    size_t k;
-    fputs("{\"name\": ", out);
-    JS(out, f->name);
-    fputs(", \"args\": [", out);
-    for (k = 0; k < f->num_args; k++) {
-        const pk_arg_info *a = &f->args[k];
-        fprintf(out, "%s{\"name\": ", k ? ", " : "");
-        JS(out, a->name);
-        fprintf(out, ", \"kind\": \"%s\", \"code\": %u, \"bits\": %u, \"lanes\": %u, "
-                "\"readonly\": %s}", a->kind == PK_ARG_BUFFER ? "buffer" : "scalar", a->code,
-                a->bits, a->lanes, a->readonly ? "true" : "false");
-    }
-    fputs("], \"launch_tags\": [", out);
-    for (k = 0; k < f->num_launch_tags; k++) {
-        if (k) fputs(", ", out);
-        JS(out, f->launch_tags[k]);
-    }
-    fprintf(out, "], \"shared_bytes\": %llu, \"attrs\": ", (unsigned long long)f->shared_bytes);
-    json_kv(out, f->attrs, f->num_attrs);
-    fputc('}', out);
-}
-
-void pk_artifact_write_json(const pk_artifact *art, FILE *out) {
-    size_t i, j;
-    fprintf(out, "{\"version\": %u, \"size\": %zu, \"crc32\": %u, \"has_sources\": %s, \"meta\": ",
-            art->version, art->size, art->crc32, art->has_sources ? "true" : "false");
-    json_kv(out, art->meta, art->num_meta);
-    fputs(", \"modules\": [", out);
+    if (!root->num_functions) fprintf(out, "  (none)\n");
+    fprintf(out, "modules:\n");
+    for (i = 0; i < art->num_modules; i++)
+        if (art->modules[i].kind.len > width) width = art->modules[i].kind.len;
     for (i = 0; i < art->num_modules; i++) {
         const pk_module *m = &art->modules[i];
-        fprintf(out, "%s\n  {\"index\": %zu, \"offset\": %llu, \"kind\": ", i ? "," : "", i,
-                (unsigned long long)m->offset);
-        JS(out, m->kind);
-        fputs(", \"fmt\": ", out);
-        JS(out, m->fmt);
-        fputs(", \"imports\": [", out);
-        for (j = 0; j < m->num_imports; j++)
-            fprintf(out, "%s%llu", j ? ", " : "", (unsigned long long)m->imports[j]);
-        fputs("], \"functions\": {", out);
-        for (j = 0; j < m->num_functions; j++) {
-            if (j) fputs(", ", out);
-            JS(out, m->functions[j].name);
-            fputs(": ", out);
-            json_function(out, &m->functions[j]);
-        }
-        fputc('}', out);
-        if (m->layout == PK_LAYOUT_ROOT) {
-            fputs(", \"targets\": [", out);
-            for (j = 0; j < m->num_targets; j++) {
-                if (j) fputs(", ", out);
-                JS(out, m->targets[j]);
-            }
-            fputc(']', out);
-        } else if (m->layout == PK_LAYOUT_BYTES) {
-            fprintf(out, ", \"payload_size\": %zu, \"payload_crc32\": %u, \"payload_hex\": ",
-                    m->payload_size, pk_crc32(0, m->payload, m->payload_size));
-            json_hex(out, m->payload, m->payload_size);
+        fprintf(out, "  [%zu] %-*s", i, (int)width, m->kind.ptr);
+        if (i == 0) {
+            fprintf(out, "  imports ");
+            print_list(out, m->imports, m->num_imports);
+            fputc('\n', out);
         } else {
-            fputs(", \"shaders\": {", out);
-            for (j = 0; j < m->num_shaders; j++) {
-                if (j) fputs(", ", out);
-                JS(out, m->shaders[j].name);
-                fputs(": ", out);
-                json_hex(out, m->shaders[j].data, m->shaders[j].size);
+            fprintf(out, "  fmt=%s  %s  kernels: ", m->fmt.ptr, human_size(m->encoded_size, sz, sizeof sz));
+            for (j = 0; j < m->num_functions; j++) fprintf(out, "%s%s", j ? ", " : "", m->functions[j].name.ptr);
+            if (!m->num_functions) fputc('-', out);
+            if (m->num_imports) {
+                fprintf(out, "  imports ");
+                print_list(out, m->imports, m->num_imports);
             }
-            fputc('}', out);
+            fputc('\n', out);
+            if (m->layout == PK_LAYOUT_BYTES)
+                fprintf(out, "        payload: %s\n",
+                        pk_describe_binary(m->payload, m->payload_size, desc, sizeof desc));
+            for (j = 0; j < m->num_shaders; j++)
+                fprintf(out, "        shader %s: %s\n", m->shaders[j].name.ptr,
+                        pk_describe_binary(m->shaders[j].data, m->shaders[j].size, desc, sizeof desc));
         }
-        fputs(", \"sources\": ", out);
-        json_kv(out, m->sources, m->num_sources);
-        fputc('}', out);
+        if (m->num_sources) {
+            fprintf(out, "        sources: ");
+            for (j = 0; j < m->num_sources; j++)
+                fprintf(out, "%s%s (%s)", j ? ", " : "", m->sources[j].key.ptr,
+                        human_size(m->sources[j].value.len, sz, sizeof sz));
+            fputc('\n', out);
+        } else if (i != 0) {
+            fprintf(out, "        sources: none embedded%s\n", art->has_sources ? "" : " (stripped)");
+        }
     }
-    fputs("\n]}\n", out);
+}
+
+/* ------------------------------------------------------------- JSON (json.dumps indent=2) */
+
+typedef struct jw {
+    FILE *out;
+    int depth;
+    unsigned char first[64];
+} jw;
+
+static void jw_str(jw *j, const char *s, size_t n) {   /* ensure_ascii=True escaping */
+    const uint8_t *p = (const uint8_t *)s;
+    size_t i = 0;
+    fputc('"', j->out);
+    while (i < n) {
+        uint32_t cp = next_cp(p, &i);
+        switch (cp) {
+        case '"': fputs("\\\"", j->out); break;
+        case '\\': fputs("\\\\", j->out); break;
+        case '\n': fputs("\\n", j->out); break;
+        case '\r': fputs("\\r", j->out); break;
+        case '\t': fputs("\\t", j->out); break;
+        case '\b': fputs("\\b", j->out); break;
+        case '\f': fputs("\\f", j->out); break;
+        default:
+            if (cp >= 0x20 && cp < 0x7F) fputc((int)cp, j->out);
+            else if (cp < 0x10000) fprintf(j->out, "\\u%04x", cp);
+            else {
+                cp -= 0x10000;
+                fprintf(j->out, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+            }
+        }
+    }
+    fputc('"', j->out);
+}
+
+static void jw_item(jw *j) {   /* separator + newline + indent before a value or key */
+    if (j->depth == 0) return;
+    if (!j->first[j->depth]) fputc(',', j->out);
+    j->first[j->depth] = 0;
+    fprintf(j->out, "\n%*s", 2 * j->depth, "");
+}
+static void jw_open(jw *j, char c) {
+    fputc(c, j->out);
+    if (j->depth < 63) j->depth++;
+    j->first[j->depth] = 1;
+}
+static void jw_close(jw *j, char c) {
+    int empty = j->first[j->depth];
+    j->depth--;
+    if (!empty) fprintf(j->out, "\n%*s", 2 * j->depth, "");
+    fputc(c, j->out);
+}
+static void jw_key(jw *j, const char *k) {
+    jw_item(j);
+    jw_str(j, k, strlen(k));
+    fputs(": ", j->out);
+}
+static void jw_kstr(jw *j, const char *k, const pk_str *v) {
+    jw_key(j, k);
+    jw_str(j, v->ptr, v->len);
+}
+static void jw_kcstr(jw *j, const char *k, const char *v) {
+    jw_key(j, k);
+    jw_str(j, v, strlen(v));
+}
+static void jw_kint(jw *j, const char *k, unsigned long long v) {
+    jw_key(j, k);
+    fprintf(j->out, "%llu", v);
+}
+static void jw_kbool(jw *j, const char *k, int v) {
+    jw_key(j, k);
+    fputs(v ? "true" : "false", j->out);
+}
+static void jw_kv_map(jw *j, const char *k, const pk_kv *kv, size_t n) {
+    size_t i;
+    jw_key(j, k);
+    jw_open(j, '{');
+    for (i = 0; i < n; i++) {
+        jw_item(j);
+        jw_str(j, kv[i].key.ptr, kv[i].key.len);
+        fputs(": ", j->out);
+        jw_str(j, kv[i].value.ptr, kv[i].value.len);
+    }
+    jw_close(j, '}');
+}
+static void jw_str_list(jw *j, const char *k, const pk_str *v, size_t n) {
+    size_t i;
+    jw_key(j, k);
+    jw_open(j, '[');
+    for (i = 0; i < n; i++) {
+        jw_item(j);
+        jw_str(j, v[i].ptr, v[i].len);
+    }
+    jw_close(j, ']');
+}
+
+static void jw_function(jw *j, const pk_function_info *f) {   /* FunctionInfo.to_dict */
+    size_t i;
+    char buf[2048];
+    jw_item(j);
+    jw_open(j, '{');
+    jw_key(j, "args");
+    jw_open(j, '[');
+    for (i = 0; i < f->num_args; i++) {
+        const pk_arg_info *a = &f->args[i];
+        jw_item(j);
+        jw_open(j, '{');
+        jw_kint(j, "bits", a->bits);
+        jw_kint(j, "code", a->code);
+        jw_kcstr(j, "kind", a->kind == PK_ARG_BUFFER ? "buffer" : "scalar");
+        jw_kint(j, "lanes", a->lanes);
+        jw_kstr(j, "name", &a->name);
+        jw_kbool(j, "readonly", a->readonly);
+        jw_kcstr(j, "type", type_str(a, buf, sizeof buf));
+        jw_close(j, '}');
+    }
+    jw_close(j, ']');
+    jw_kv_map(j, "attrs", f->attrs, f->num_attrs);
+    jw_str_list(j, "launch_tags", f->launch_tags, f->num_launch_tags);
+    jw_kstr(j, "name", &f->name);
+    jw_kint(j, "shared_bytes", f->shared_bytes);
+    jw_kcstr(j, "signature", pk_function_signature(f, buf, sizeof buf));
+    jw_close(j, '}');
+}
+
+static void jw_payload(jw *j, const uint8_t *d, size_t n) {   /* artifact._payload_dict */
+    char buf[128], sha[65];
+    int text = pk_payload_is_text(d, n);
+    jw_open(j, '{');
+    jw_kcstr(j, "description", pk_describe_binary(d, n, buf, sizeof buf));
+    jw_kbool(j, "is_text", text);
+    pk_sha256_hex(d, n, sha);
+    jw_kcstr(j, "sha256", sha);
+    jw_kint(j, "size", n);
+    if (text) {
+        jw_key(j, "text");
+        jw_str(j, (const char *)d, n);
+    }
+    jw_close(j, '}');
+}
+
+static void jw_module(jw *j, const pk_artifact *art, size_t i) {
+    const pk_module *m = &art->modules[i];
+    size_t k;
+    char sha[65];
+    static const char *layouts[] = {"root", "bytes", "smap", "webgpu"};
+    jw_item(j);
+    jw_open(j, '{');
+    jw_kstr(j, "fmt", &m->fmt);
+    if (i) {
+        jw_key(j, "function_info");
+        jw_open(j, '[');
+        for (k = 0; k < m->num_functions; k++) jw_function(j, &m->functions[k]);
+        jw_close(j, ']');
+    }
+    jw_key(j, "functions");
+    jw_open(j, '[');
+    for (k = 0; k < m->num_functions; k++) {
+        jw_item(j);
+        jw_str(j, m->functions[k].name.ptr, m->functions[k].name.len);
+    }
+    jw_close(j, ']');
+    jw_key(j, "imports");
+    jw_open(j, '[');
+    for (k = 0; k < m->num_imports; k++) {
+        jw_item(j);
+        fprintf(j->out, "%llu", (unsigned long long)m->imports[k]);
+    }
+    jw_close(j, ']');
+    jw_kint(j, "index", i);
+    jw_kstr(j, "kind", &m->kind);
+    jw_kcstr(j, "layout", layouts[m->layout]);
+    jw_kint(j, "offset", m->offset);
+    if (m->layout == PK_LAYOUT_BYTES) {
+        jw_key(j, "payload");
+        jw_payload(j, m->payload, m->payload_size);
+    }
+    pk_sha256_hex(m->encoded, m->encoded_size, sha);
+    jw_kcstr(j, "sha256", sha);
+    if (m->layout == PK_LAYOUT_SMAP || m->layout == PK_LAYOUT_WEBGPU) {
+        jw_key(j, "shaders");
+        jw_open(j, '{');
+        for (k = 0; k < m->num_shaders; k++) {
+            jw_item(j);
+            jw_str(j, m->shaders[k].name.ptr, m->shaders[k].name.len);
+            fputs(": ", j->out);
+            jw_payload(j, m->shaders[k].data, m->shaders[k].size);
+        }
+        jw_close(j, '}');
+    }
+    jw_kint(j, "size", m->encoded_size);
+    jw_kv_map(j, "sources", m->sources, m->num_sources);
+    if (m->layout == PK_LAYOUT_ROOT) jw_str_list(j, "targets", m->targets, m->num_targets);
+    jw_close(j, '}');
+}
+
+void pk_artifact_write_json(const pk_artifact *art, const char *file, FILE *out) {
+    jw j;
+    size_t i;
+    char crc[16];
+    const pk_module *root = &art->modules[0];
+    memset(&j, 0, sizeof j);
+    j.out = out;
+    jw_open(&j, '{');
+    snprintf(crc, sizeof crc, "0x%08x", art->crc32);
+    jw_kcstr(&j, "crc32", crc);
+    jw_kcstr(&j, "file", file);
+    jw_kint(&j, "format_version", art->version);
+    jw_key(&j, "functions");
+    jw_open(&j, '[');
+    for (i = 0; i < root->num_functions; i++) jw_function(&j, &root->functions[i]);
+    jw_close(&j, ']');
+    jw_kv_map(&j, "metadata", art->meta, art->num_meta);
+    jw_key(&j, "modules");
+    jw_open(&j, '[');
+    for (i = 0; i < art->num_modules; i++) jw_module(&j, art, i);
+    jw_close(&j, ']');
+    jw_kint(&j, "size", art->size);
+    jw_kbool(&j, "sources_embedded", art->has_sources);
+    jw_str_list(&j, "targets", root->targets, root->num_targets);
+    jw_close(&j, '}');
+    fputc('\n', out);
+}
+
+/* ------------------------------------------------------------- --source FMT (cli._print_source) */
+
+static void rstrip_nl_write(FILE *out, const char *s, size_t n) {
+    while (n && s[n - 1] == '\n') n--;
+    fwrite(s, 1, n, out);
+    fputc('\n', out);
+}
+
+static int all_shaders_text(const pk_module *m) {
+    size_t k;
+    for (k = 0; k < m->num_shaders; k++)
+        if (!pk_payload_is_text(m->shaders[k].data, m->shaders[k].size)) return 0;
+    return 1;
+}
+
+int pk_artifact_print_source(const pk_artifact *art, const char *file, const char *fmt, FILE *out,
+                             FILE *err_out) {
+    size_t i, k, shown = 0, nnotes = 0;
+    char notes[16][300];
+    for (i = 0; i < art->num_modules; i++) {
+        const pk_module *m = &art->modules[i];
+        const pk_str *text = pk_kv_find(m->sources, m->num_sources, fmt);
+        int is_fmt = i && strcmp(m->fmt.ptr, fmt) == 0;
+        if (!text && is_fmt) {
+            if (m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) {
+                fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
+                rstrip_nl_write(out, (const char *)m->payload, m->payload_size);
+                shown++;
+                continue;
+            } else if (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m)) {
+                fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
+                /* "\n".join(f"// ---- {n} ----\n{text}") then rstrip("\n") */
+                for (k = 0; k < m->num_shaders; k++) {
+                    fprintf(out, "%s// ---- %s ----\n", k ? "\n" : "", m->shaders[k].name.ptr);
+                    if (k + 1 < m->num_shaders)
+                        fwrite(m->shaders[k].data, 1, m->shaders[k].size, out);
+                    else
+                        rstrip_nl_write(out, (const char *)m->shaders[k].data, m->shaders[k].size);
+                }
+                shown++;
+                continue;
+            } else {
+                char what[160];
+                if (m->layout == PK_LAYOUT_BYTES)
+                    pk_describe_binary(m->payload, m->payload_size, what, sizeof what);
+                else
+                    snprintf(what, sizeof what, "%zu binary shaders", m->num_shaders);
+                if (nnotes < 16)
+                    snprintf(notes[nnotes], sizeof notes[0], "module [%zu] %s: fmt '%s' is binary "
+                             "(%s); no '%s' source is embedded", i, m->kind.ptr, fmt, what, fmt);
+                else
+                    continue;
+                nnotes++;
+            }
+        }
+        if (text) {
+            fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
+            rstrip_nl_write(out, text->ptr, text->len);
+            shown++;
+        }
+    }
+    if (shown) {
+        for (k = 0; k < nnotes; k++) fprintf(err_out, "kbin-inspect: note: %s\n", notes[k]);
+        return 0;
+    }
+    fprintf(err_out, "kbin-inspect: error: no module of %s has a '%s' source", file, fmt);
+    for (k = 0; k < nnotes; k++) fprintf(err_out, "; %s", notes[k]);
+    {
+        /* available formats: every source key plus text fmts, sorted unique */
+        const char *avail[64];
+        size_t na = 0, a, b;
+        for (i = 0; i < art->num_modules; i++) {
+            const pk_module *m = &art->modules[i];
+            const char *cand[65];
+            size_t nc = 0;
+            for (k = 0; k < m->num_sources && nc < 64; k++) cand[nc++] = m->sources[k].key.ptr;
+            if (i && m->fmt.len &&
+                ((m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) ||
+                 (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m))))
+                cand[nc++] = m->fmt.ptr;
+            for (a = 0; a < nc; a++) {
+                for (b = 0; b < na && strcmp(avail[b], cand[a]) != 0; b++) {}
+                if (b == na && na < 64) avail[na++] = cand[a];
+            }
+        }
+        for (a = 1; a < na; a++)   /* insertion sort */
+            for (b = a; b > 0 && strcmp(avail[b - 1], avail[b]) > 0; b--) {
+                const char *t = avail[b];
+                avail[b] = avail[b - 1];
+                avail[b - 1] = t;
+            }
+        if (na) {
+            fprintf(err_out, "; available: ");
+            for (a = 0; a < na; a++) fprintf(err_out, "%s%s", a ? ", " : "", avail[a]);
+        } else {
+            fprintf(err_out, "%s", art->has_sources ? "; none embedded"
+                                                    : "; the artifact was built with --strip-sources");
+        }
+    }
+    fputc('\n', err_out);
+    return 1;
 }

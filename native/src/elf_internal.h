@@ -31,6 +31,8 @@ typedef struct pk_elf_ctx {
     uint8_t *sym_undef;    /* 1 when resolved from the process (external) */
     size_t *got_slot;      /* image offset of the symbol's GOT slot, or PK_NO_SLOT */
     size_t *stub_slot;     /* image offset of its trampoline, or PK_NO_SLOT */
+    uint8_t *sym_used;     /* referenced by a relocation of a loaded section */
+    uint64_t got_addr;     /* address of the GOT (= _GLOBAL_OFFSET_TABLE_) */
     uint8_t *base;         /* the mapping */
     size_t total;
     pk_error *err;

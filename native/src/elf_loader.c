@@ -156,9 +156,11 @@ static int load_symtab(pk_elf_ctx *c) {
         c->syms = (Elf64_Sym *)calloc(c->nsyms ? c->nsyms : 1, sizeof(Elf64_Sym));
         c->sym_addr = (uint64_t *)calloc(c->nsyms ? c->nsyms : 1, sizeof(uint64_t));
         c->sym_undef = (uint8_t *)calloc(c->nsyms ? c->nsyms : 1, 1);
+        c->sym_used = (uint8_t *)calloc(c->nsyms ? c->nsyms : 1, 1);
         c->got_slot = (size_t *)malloc((c->nsyms ? c->nsyms : 1) * sizeof(size_t));
         c->stub_slot = (size_t *)malloc((c->nsyms ? c->nsyms : 1) * sizeof(size_t));
-        if (!c->syms || !c->sym_addr || !c->sym_undef || !c->got_slot || !c->stub_slot)
+        if (!c->syms || !c->sym_addr || !c->sym_undef || !c->sym_used || !c->got_slot ||
+            !c->stub_slot)
             return pk_fail(c->err, PK_ERR_NOMEM, "out of memory loading the CPU object");
         if (c->nsyms) memcpy(c->syms, c->obj + s->sh_offset, c->nsyms * sizeof(Elf64_Sym));
         for (i = 0; i < c->nsyms; i++) {
@@ -219,6 +221,7 @@ static int scan_one(pk_elf_ctx *c, size_t target, const Elf64_Rela *r, void *u) 
         return pk_fail(c->err, PK_ERR_LOAD, "CPU object: unsupported %s relocation type %u "
                        "(against '%s')", machine_name(c->machine), type, pk_elf_sym_name(c, sym));
     if (f & PK_RF_ABS32) st->any_abs32 = 1;
+    c->sym_used[sym] = 1;
     if ((f & PK_RF_GOT) && c->got_slot[sym] == PK_NO_SLOT) c->got_slot[sym] = st->ngot++;
     if ((f & PK_RF_BRANCH) && c->syms[sym].st_shndx == SHN_UNDEF && sym != 0 &&
         c->stub_slot[sym] == PK_NO_SLOT)
@@ -251,6 +254,7 @@ static void ctx_free(pk_elf_ctx *c) {
     free(c->syms);
     free(c->sym_addr);
     free(c->sym_undef);
+    free(c->sym_used);
     free(c->got_slot);
     free(c->stub_slot);
 }
@@ -405,6 +409,7 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
             return fail_image(&c, NULL);
         }
         c.base = (uint8_t *)m;
+        c.got_addr = (uint64_t)(uintptr_t)(c.base + got_base);
     }
     for (i = 1; i < c.shnum; i++)
         if (c.sec_off[i] != PK_NO_SLOT && c.sh[i].sh_type != SHT_NOBITS && c.sh[i].sh_size)
@@ -421,14 +426,21 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
             return fail_image(&c, NULL);
         }
         if (s->st_shndx == SHN_UNDEF) {
-            void *p = resolve_external(name);
+            void *p;
+            c.sym_undef[i] = 1;
+            if (strcmp(name, "_GLOBAL_OFFSET_TABLE_") == 0) {
+                c.sym_addr[i] = c.got_addr;
+                c.sym_undef[i] = 0;   /* inside the image: no trampoline needed */
+                continue;
+            }
+            if (!c.sym_used[i]) continue;   /* declared but never referenced */
+            p = resolve_external(name);
             if (!p && bind != STB_WEAK) {
                 pk_fail(err, PK_ERR_LOAD, "CPU object: undefined symbol '%s' is not found in this "
                         "process, libm or libgcc_s", name);
                 return fail_image(&c, NULL);
             }
             c.sym_addr[i] = (uint64_t)(uintptr_t)p;
-            c.sym_undef[i] = 1;
         } else if (s->st_shndx == SHN_ABS) {
             c.sym_addr[i] = s->st_value;
         } else if (s->st_shndx == SHN_COMMON) {

@@ -16,6 +16,9 @@ int pk_reloc_flags_x86_64(uint32_t type) {
     case R_X86_64_NONE:
     case R_X86_64_64:
     case R_X86_64_PC64:
+    case R_X86_64_GOTPC32:
+    case R_X86_64_GOTPC64:
+    case R_X86_64_GOTOFF64:
         return 0;
     case R_X86_64_PC32:      /* may be a call to an external function: allow a trampoline */
     case R_X86_64_PLT32:
@@ -46,7 +49,8 @@ int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, 
                           int64_t addend) {
     uint64_t S = c->sym_addr[sym], P = s->addr;
     int64_t v;
-    size_t width = (type == R_X86_64_64 || type == R_X86_64_PC64) ? 8 : 4;
+    size_t width = (type == R_X86_64_64 || type == R_X86_64_PC64 || type == R_X86_64_GOTPC64 ||
+                    type == R_X86_64_GOTOFF64) ? 8 : 4;
     if (type == R_X86_64_NONE) return 0;
     if (s->room < width) return pk_reloc_fail(c, s, type, sym, "patch runs past its section");
     switch (type) {
@@ -66,6 +70,17 @@ int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, 
             v = (int64_t)((uint64_t)(uintptr_t)(c->base + c->stub_slot[sym]) + (uint64_t)addend - P);
             if (!fits_s32(v)) return pk_reloc_fail(c, s, type, sym, "trampoline out of range");
         }
+        pk_put32(s->p, (uint32_t)(int32_t)v);
+        return 0;
+    case R_X86_64_GOTPC64:
+        pk_put64(s->p, c->got_addr + (uint64_t)addend - P);
+        return 0;
+    case R_X86_64_GOTOFF64:
+        pk_put64(s->p, S + (uint64_t)addend - c->got_addr);
+        return 0;
+    case R_X86_64_GOTPC32:
+        v = (int64_t)(c->got_addr + (uint64_t)addend - P);
+        if (!fits_s32(v)) return pk_reloc_fail(c, s, type, sym, "GOT out of range");
         pk_put32(s->p, (uint32_t)(int32_t)v);
         return 0;
     case R_X86_64_32:

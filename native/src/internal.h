@@ -33,42 +33,52 @@ void *pk_arena_alloc(pk_arena *a, size_t size);           /* zeroed, 16-aligned,
 void *pk_arena_array(pk_arena *a, size_t n, size_t size);
 void pk_arena_free(pk_arena *a);
 
-/* ---- bounds-checked little-endian reader (reader.c) ---- */
+/* ---- bounds-checked little-endian reader (reader.c) ----
+ * Mirrors polykern.wire.Reader: same checks in the same order, same offsets in errors
+ * (absolute offsets into the artifact), so C and Python agree on every input. */
 typedef struct pk_reader {
-    const uint8_t *data;
-    size_t size;
-    size_t pos;
+    const uint8_t *data;   /* the whole artifact */
+    size_t pos, end;       /* cursor and end of this reader's window */
     pk_arena *arena;
     pk_error *err;
-    const char *what;      /* context for messages: "module 2 payload" */
-    uint64_t base;         /* offset of data[0] in the whole artifact, for messages */
 } pk_reader;
 
 size_t pk_rd_remaining(const pk_reader *r);
-uint64_t pk_rd_offset(const pk_reader *r);   /* absolute offset of the cursor */
-int pk_rd_u8(pk_reader *r, uint8_t *v, const char *field);
-int pk_rd_u16(pk_reader *r, uint16_t *v, const char *field);
-int pk_rd_u32(pk_reader *r, uint32_t *v, const char *field);
-int pk_rd_u64(pk_reader *r, uint64_t *v, const char *field);
-/* u64 length + data, length checked against the remaining bytes; no copy. */
-int pk_rd_span(pk_reader *r, const uint8_t **p, size_t *n, const char *field);
-/* u64 length + UTF-8 text (validated), copied NUL-terminated into the arena. */
-int pk_rd_str(pk_reader *r, pk_str *s, const char *field);
-/* u64 count of items at least `min_item` bytes each; rejects a count that cannot fit. */
-int pk_rd_count(pk_reader *r, size_t min_item, size_t *n, const char *field);
-/* map<str,str>, keys strictly increasing */
-int pk_rd_str_map(pk_reader *r, pk_kv **out, size_t *n, const char *field);
-int pk_rd_fail(pk_reader *r, const char *fmt, ...)
+int pk_rd_fail_at(pk_reader *r, size_t offset, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
-int pk_utf8_valid(const uint8_t *p, size_t n);
-int pk_str_cmp(const pk_str *a, const pk_str *b);   /* byte order, like sorted() on UTF-8 */
+int pk_rd_u8(pk_reader *r, uint8_t *v, const char *what);
+int pk_rd_u16(pk_reader *r, uint16_t *v, const char *what);
+int pk_rd_u32(pk_reader *r, uint32_t *v, const char *what);
+int pk_rd_u64(pk_reader *r, uint64_t *v, const char *what);
+int pk_rd_flag(pk_reader *r, uint8_t *v, const char *what);
+/* u64 count of items of at least item_size bytes, checked against what remains */
+int pk_rd_length(pk_reader *r, const char *what, size_t item_size, size_t *n);
+/* u64 length + data (no copy) */
+int pk_rd_span(pk_reader *r, const uint8_t **p, size_t *n, const char *what);
+/* u64 length + UTF-8 text, validated, copied NUL-terminated into the arena */
+int pk_rd_str(pk_reader *r, pk_str *s, const char *what);
+/* pk_rd_str that also rejects "" */
+int pk_rd_name(pk_reader *r, pk_str *s, const char *what);
+int pk_rd_list_str(pk_reader *r, pk_str **out, size_t *n, const char *what);
+/* map<str,str> / map<str,bytes>, keys strictly increasing */
+int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what);
+int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what);
+int pk_rd_expect_end(pk_reader *r, const char *what);
+/* Index of the first byte of the first invalid UTF-8 sequence (as Python's decoder reports
+ * it), or (size_t)-1 when all n bytes are valid. */
+size_t pk_utf8_error(const uint8_t *p, size_t n);
+int pk_str_cmp(const pk_str *a, const pk_str *b);   /* UTF-8 byte order = code point order */
 
-/* ---- device payload decoding (payload.c) ---- */
-int pk_decode_payload(pk_reader *r, pk_module *m);   /* reads the whole payload span */
+/* ---- sha256.c ---- */
+void pk_sha256_hex(const void *data, size_t n, char out[65]);
+
+/* ---- module payloads (payload.c) ---- */
 int pk_layout_of_kind(const char *kind, pk_layout *layout);
+int pk_decode_root(pk_reader *r, pk_module *m);
+int pk_decode_device(pk_reader *r, pk_module *m);
 
 /* ---- ELF relocatable object loader (elf_loader.c) ---- */
 typedef struct pk_elf_image pk_elf_image;
@@ -80,7 +90,9 @@ const char *pk_host_machine_name(void);
 /* ---- CPU execution (cpu_exec.c) and CUDA (cuda_exec.c) ---- */
 typedef void (*pk_range_fn)(void **args, const int32_t *launch, int64_t begin, int64_t end);
 typedef struct pk_pool pk_pool;
-pk_pool *pk_pool_create(int nthreads, pk_error *err);
+pk_pool *pk_pool_create(int nthreads, size_t stack_bytes, pk_error *err);
+size_t pk_pool_stack_bytes(const pk_pool *p);
+size_t pk_default_stack_bytes(void);
 int pk_pool_threads(const pk_pool *p);
 /* Run fn over groups [0, total) in chunks on the pool; returns when done. */
 int pk_pool_run(pk_pool *p, pk_range_fn fn, void **args, const int32_t *launch, int64_t total,

@@ -1,5 +1,7 @@
 /* The .kbin container: magic, version, import tree, modules, sources, meta, crc32
- * (docs/internals.md "Container .kbin"). Validates before trusting anything. */
+ * (docs/internals.md "Container .kbin"), then every module payload. Validates before
+ * trusting anything, in the order polykern.wire.decode_container and
+ * polykern.artifact.load do, so both report the same offset for the same defect. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,118 +13,124 @@ static const uint8_t MAGIC[8] = {'P', 'K', 'B', 'I', 'N', 0, '\r', '\n'};
 
 typedef struct artifact_impl {
     pk_arena arena;
-    uint8_t *bytes;        /* our copy of the file */
+    uint8_t *bytes;        /* our copy of the artifact */
 } artifact_impl;
 
+/* wire._KIND_RE: ^[a-z][a-z0-9_]{0,63}$ */
+static int kind_syntax_ok(const pk_str *k) {
+    size_t i;
+    if (k->len < 1 || k->len > 64 || k->ptr[0] < 'a' || k->ptr[0] > 'z') return 0;
+    for (i = 1; i < k->len; i++) {
+        char c = k->ptr[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
+    }
+    return 1;
+}
+
 static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
-    uint64_t *indptr, *child, nchild, i, j;
+    uint64_t *indptr, *child, nedges;
     uint8_t *seen;
-    size_t at = r->pos, *stack, top = 0;
-    /* indptr: N+1 values; the count check already guaranteed 8*(N+1) bytes may fit */
+    size_t i, j, indptr_at = r->pos, child_at, *stack, top = 0, reached = 0;
     indptr = (uint64_t *)pk_arena_array(r->arena, n + 1, sizeof *indptr);
     if (!indptr) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
-    for (i = 0; i <= n; i++) {
-        at = r->pos;
-        if (pk_rd_u64(r, &indptr[i], "import tree indptr")) return PK_ERR_ARTIFACT;
-        if (i == 0 && indptr[0] != 0) {
-            r->pos = at;
-            return pk_rd_fail(r, "import tree indptr[0] is %llu, must be 0",
-                              (unsigned long long)indptr[0]);
-        }
-        if (i && indptr[i] < indptr[i - 1]) {
-            r->pos = at;
-            return pk_rd_fail(r, "import tree indptr decreases at %llu (%llu < %llu)",
-                              (unsigned long long)i, (unsigned long long)indptr[i],
-                              (unsigned long long)indptr[i - 1]);
-        }
-    }
-    nchild = indptr[n];
-    if (nchild > pk_rd_remaining(r) / 8) {
-        r->pos = at;
-        return pk_rd_fail(r, "import tree has %llu children, more than the bytes that remain "
-                             "can hold", (unsigned long long)nchild);
-    }
-    child = (uint64_t *)pk_arena_array(r->arena, (size_t)nchild + 1, sizeof *child);
+    for (i = 0; i <= n; i++)   /* (n+1)*8 bytes remain: checked by the caller */
+        if (pk_rd_u64(r, &indptr[i], "import index")) return PK_ERR_ARTIFACT;
+    if (indptr[0] != 0)
+        return pk_rd_fail_at(r, indptr_at, "import index must start at 0, got %llu",
+                             (unsigned long long)indptr[0]);
+    for (i = 0; i < n; i++)
+        if (indptr[i + 1] < indptr[i])
+            return pk_rd_fail_at(r, indptr_at + 8 * (i + 1), "import index decreases at module %zu", i);
+    nedges = indptr[n];
+    if (nedges > (uint64_t)(n - 1))
+        return pk_rd_fail_at(r, indptr_at + 8 * n, "import tree has %llu edges for %zu modules (at "
+                             "most %zu)", (unsigned long long)nedges, n, n - 1);
+    child_at = r->pos;
+    child = (uint64_t *)pk_arena_array(r->arena, (size_t)nedges, sizeof *child);
     seen = (uint8_t *)pk_arena_array(r->arena, n, 1);
     stack = (size_t *)pk_arena_array(r->arena, n, sizeof *stack);
     if (!child || !seen || !stack) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
-    for (j = 0; j < nchild; j++) {
-        at = r->pos;
-        if (pk_rd_u64(r, &child[j], "import tree child")) return PK_ERR_ARTIFACT;
-        if (child[j] >= n) {
-            r->pos = at;
-            return pk_rd_fail(r, "import tree child %llu is module %llu, but there are %zu modules",
-                              (unsigned long long)j, (unsigned long long)child[j], n);
-        }
-        if (child[j] == 0) {
-            r->pos = at;
-            return pk_rd_fail(r, "import tree: the root (module 0) is imported by another module");
-        }
-        if (seen[child[j]]) {
-            r->pos = at;
-            return pk_rd_fail(r, "import tree: module %llu is imported twice",
-                              (unsigned long long)child[j]);
-        }
+    for (j = 0; j < nedges; j++)
+        if (pk_rd_u64(r, &child[j], "import child index")) return PK_ERR_ARTIFACT;
+    seen[0] = 1;
+    for (j = 0; j < nedges; j++) {
+        if (child[j] < 1 || child[j] >= n)
+            return pk_rd_fail_at(r, child_at + 8 * j, "import child index %llu out of range "
+                                 "(modules 1..%zu)", (unsigned long long)child[j], n - 1);
+        if (seen[child[j]])
+            return pk_rd_fail_at(r, child_at + 8 * j, "module %llu is imported twice (the import "
+                                 "tree must be a tree)", (unsigned long long)child[j]);
         seen[child[j]] = 1;
     }
     for (i = 0; i < n; i++) {
         mods[i].imports = child + indptr[i];
         mods[i].num_imports = (size_t)(indptr[i + 1] - indptr[i]);
     }
-    /* every module must be reachable from the root: with one parent each, that also
-     * rules out cycles */
+    /* each non-root module has exactly one parent: a tree iff all are reachable from 0 */
     memset(seen, 0, n);
     seen[0] = 1;
     stack[top++] = 0;
+    reached = 1;
     while (top) {
         size_t m = stack[--top];
         for (j = 0; j < mods[m].num_imports; j++) {
             size_t c = (size_t)mods[m].imports[j];
-            if (seen[c]) /* unreachable given the checks above; kept as a guard */
-                return pk_rd_fail(r, "import tree has a cycle through module %zu", c);
-            seen[c] = 1;
-            stack[top++] = c;
+            if (!seen[c]) {
+                seen[c] = 1;
+                reached++;
+                stack[top++] = c;   /* each module is pushed once: top < n */
+            }
         }
     }
-    for (i = 0; i < n; i++)
-        if (!seen[i])
-            return pk_rd_fail(r, "import tree: module %llu is not reachable from the root "
-                                 "(cycle or orphan)", (unsigned long long)i);
+    if (reached != n)
+        for (i = 0; i < n; i++)
+            if (!seen[i])
+                return pk_rd_fail_at(r, child_at, "module %zu is not reachable from the root "
+                                     "(import cycle or orphan)", i);
     return 0;
 }
 
-static int read_module(pk_reader *r, pk_module *m, size_t idx) {
+static int read_module_entry(pk_reader *r, pk_module *m, size_t i) {
     char what[64];
-    pk_reader sub;
-    const uint8_t *p;
-    size_t n, at = r->pos;
-    m->offset = pk_rd_offset(r);
-    snprintf(what, sizeof what, "module %zu kind", idx);
+    size_t at = r->pos;
+    snprintf(what, sizeof what, "module %zu kind", i);
     if (pk_rd_str(r, &m->kind, what)) return PK_ERR_ARTIFACT;
-    if (!pk_layout_of_kind(m->kind.ptr, &m->layout) || strlen(m->kind.ptr) != m->kind.len) {
-        r->pos = at;
-        return pk_rd_fail(r, "module %zu has unknown kind '%.64s' (known: root, llvm, cuda, "
-                             "rocm, opencl, vulkan, metal, webgpu, hexagon)", idx, m->kind.ptr);
+    if (!kind_syntax_ok(&m->kind) || !pk_layout_of_kind(m->kind.ptr, &m->layout))
+        return pk_rd_fail_at(r, at, "module %zu has unknown kind '%.64s'; known kinds: cuda, "
+                             "hexagon, llvm, metal, opencl, rocm, root, vulkan, webgpu", i,
+                             m->kind.ptr);
+    if ((m->layout == PK_LAYOUT_ROOT) != (i == 0))
+        return i == 0 ? pk_rd_fail_at(r, at, "module 0 must be the root module and no other "
+                                      "module may be a root")
+                      : pk_rd_fail_at(r, at, "module %zu is a second root module", i);
+    snprintf(what, sizeof what, "module %zu (%s) payload", i, m->kind.ptr);
+    if (pk_rd_span(r, &m->encoded, &m->encoded_size, what)) return PK_ERR_ARTIFACT;
+    m->offset = (uint64_t)(m->encoded - r->data);
+    return 0;
+}
+
+/* Decode module i's payload span (the container is already validated). */
+static int decode_module(pk_reader *whole, pk_module *m, size_t i) {
+    pk_reader sub = *whole;
+    sub.pos = (size_t)m->offset;
+    sub.end = sub.pos + m->encoded_size;
+    if (i == 0) return pk_decode_root(&sub, m);
+    return pk_decode_device(&sub, m);
+}
+
+/* artifact.load: every kernel the root lists must be provided by some device module */
+static int check_root_functions(pk_reader *r, const pk_artifact *art) {
+    const pk_module *root = &art->modules[0];
+    size_t i, j;
+    for (i = 0; i < root->num_functions; i++) {
+        int found = 0;
+        for (j = 1; j < art->num_modules && !found; j++)
+            found = pk_module_find_function(&art->modules[j], root->functions[i].name.ptr) != NULL;
+        if (!found)
+            return pk_rd_fail_at(r, (size_t)root->offset, "the root lists kernels no module "
+                                 "provides: %.200s", root->functions[i].name.ptr);
     }
-    if (idx == 0 && m->layout != PK_LAYOUT_ROOT) {
-        r->pos = at;
-        return pk_rd_fail(r, "module 0 must be the root, found kind '%s'", m->kind.ptr);
-    }
-    if (idx != 0 && m->layout == PK_LAYOUT_ROOT) {
-        r->pos = at;
-        return pk_rd_fail(r, "module %zu has kind 'root'; only module 0 may", idx);
-    }
-    snprintf(what, sizeof what, "module %zu payload", idx);
-    if (pk_rd_span(r, &p, &n, what)) return PK_ERR_ARTIFACT;
-    memset(&sub, 0, sizeof sub);
-    sub.data = p;
-    sub.size = n;
-    sub.arena = r->arena;
-    sub.err = r->err;
-    sub.base = r->base + (uint64_t)(p - r->data);
-    snprintf(what, sizeof what, "module %zu ('%s') payload", idx, m->kind.ptr);
-    sub.what = what;
-    return pk_decode_payload(&sub, m);
+    return 0;
 }
 
 pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
@@ -130,9 +138,10 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     pk_artifact *art;
     pk_module *mods;
     pk_reader r;
-    uint32_t crc, want;
+    uint32_t crc;
+    uint64_t n64;
     uint8_t flag;
-    size_t i, n, at;
+    size_t i, n, at, crc_at;
     pk_kv *meta;
 
     if (err) memset(err, 0, sizeof *err);
@@ -150,69 +159,72 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
 
     memset(&r, 0, sizeof r);
     r.data = impl->bytes;
-    r.size = size;
+    r.end = size;
     r.arena = &impl->arena;
     r.err = err;
 
-    if (size < 8 || memcmp(r.data, MAGIC, 8) != 0) {
-        pk_rd_fail(&r, "not a .kbin artifact (bad magic; expected \"PKBIN\\0\\r\\n\")");
+    if (size < 8) {
+        pk_rd_fail_at(&r, 0, "truncated magic: needs 8 bytes but only %zu remain%s", size,
+                      size ? "" : " (empty file)");
+        goto fail;
+    }
+    if (memcmp(r.data, MAGIC, 8) != 0) {
+        pk_rd_fail_at(&r, 0, "not a polykern artifact: bad magic, expected "
+                             "b'PKBIN\\x00\\r\\n'");
         goto fail;
     }
     r.pos = 8;
-    at = r.pos;
-    if (pk_rd_u32(&r, &art->version, "version")) goto fail;
+    if (pk_rd_u32(&r, &art->version, "format version")) goto fail;
     if (art->version != PK_KBIN_VERSION) {
-        r.pos = at;
-        pk_rd_fail(&r, "unsupported .kbin format version %u (this runtime reads version %u)",
-                   art->version, PK_KBIN_VERSION);
+        pk_rd_fail_at(&r, 8, "unsupported artifact format version %u; this runtime reads version %u",
+                      art->version, PK_KBIN_VERSION);
         goto fail;
     }
     at = r.pos;
-    /* each module costs at least 8 (indptr) + 16 (kind, payload lengths) bytes */
-    if (pk_rd_count(&r, 24, &n, "module count")) goto fail;
-    if (n == 0) {
-        r.pos = at;
-        pk_rd_fail(&r, "module count is 0; an artifact has at least the root module");
+    if (pk_rd_u64(&r, &n64, "module count")) goto fail;
+    if (n64 < 1) {
+        pk_rd_fail_at(&r, at, "artifact has no modules (the root module is required)");
         goto fail;
     }
+    if (n64 >= (uint64_t)(pk_rd_remaining(&r) / 8)) {   /* (n+1)*8 > remaining */
+        pk_rd_fail_at(&r, at, "module count %llu needs an import index larger than the %zu bytes "
+                      "that remain", (unsigned long long)n64, pk_rd_remaining(&r));
+        goto fail;
+    }
+    n = (size_t)n64;
     mods = (pk_module *)pk_arena_array(&impl->arena, n, sizeof *mods);
     if (!mods) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); goto fail; }
     art->modules = mods;
     art->num_modules = n;
     if (read_tree(&r, mods, n)) goto fail;
     for (i = 0; i < n; i++)
-        if (read_module(&r, &mods[i], i)) goto fail;
-    at = r.pos;
-    if (pk_rd_u8(&r, &flag, "sources flag")) goto fail;
-    if (flag > 1) {
-        r.pos = at;
-        pk_rd_fail(&r, "sources flag is %u (0 stripped, 1 present)", flag);
-        goto fail;
-    }
+        if (read_module_entry(&r, &mods[i], i)) goto fail;
+    if (pk_rd_flag(&r, &flag, "sources flag")) goto fail;
     art->has_sources = flag;
     if (flag)
         for (i = 0; i < n; i++) {
-            char field[48];
-            snprintf(field, sizeof field, "module %zu sources", i);
-            if (pk_rd_str_map(&r, (pk_kv **)&mods[i].sources, &mods[i].num_sources, field))
+            char what[48];
+            snprintf(what, sizeof what, "module %zu sources", i);
+            if (pk_rd_map_str(&r, (pk_kv **)&mods[i].sources, &mods[i].num_sources, what))
                 goto fail;
         }
-    if (pk_rd_str_map(&r, &meta, &art->num_meta, "meta")) goto fail;
+    if (pk_rd_map_str(&r, &meta, &art->num_meta, "metadata")) goto fail;
     art->meta = meta;
-    at = r.pos;
-    if (pk_rd_u32(&r, &want, "crc32")) goto fail;
-    crc = pk_crc32(0, r.data, at);
-    art->crc32 = want;
-    if (crc != want) {
-        r.pos = at;
-        pk_rd_fail(&r, "checksum mismatch: stored crc32 0x%08x, computed 0x%08x (corrupted "
-                       "artifact)", want, crc);
-        goto fail;
-    }
+    crc_at = r.pos;
+    if (pk_rd_u32(&r, &art->crc32, "checksum")) goto fail;
     if (pk_rd_remaining(&r)) {
-        pk_rd_fail(&r, "%zu trailing bytes after the checksum", pk_rd_remaining(&r));
+        pk_rd_fail_at(&r, r.pos, "%zu trailing bytes after the checksum", pk_rd_remaining(&r));
         goto fail;
     }
+    crc = pk_crc32(0, r.data, crc_at);
+    if (crc != art->crc32) {
+        pk_rd_fail_at(&r, crc_at, "checksum mismatch: stored CRC-32 0x%08x, computed 0x%08x (the "
+                      "artifact is corrupted)", art->crc32, crc);
+        goto fail;
+    }
+    for (i = 0; i < n; i++)
+        if (decode_module(&r, &mods[i], i)) goto fail;
+    if (check_root_functions(&r, art)) goto fail;
     return art;
 fail:
     free(impl->bytes);
@@ -229,7 +241,7 @@ pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
     if (err) memset(err, 0, sizeof *err);
     f = fopen(path, "rb");
     if (!f) {
-        pk_fail(err, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     for (;;) {
@@ -252,17 +264,12 @@ pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
     if (ferror(f)) {
         free(buf);
         fclose(f);
-        pk_fail(err, PK_ERR_IO, "%s: read error", path);
+        pk_fail(err, PK_ERR_IO, "cannot read %s: read error", path);
         return NULL;
     }
     fclose(f);
     art = pk_artifact_parse(buf, len, err);
     free(buf);
-    if (!art && err && err->status == PK_ERR_ARTIFACT) {
-        char prefix[300];
-        snprintf(prefix, sizeof prefix, "%.280s: ", path);
-        pk_error_prefix(err, prefix);
-    }
     return art;
 }
 
@@ -276,10 +283,9 @@ void pk_artifact_free(pk_artifact *art) {
 }
 
 const pk_function_info *pk_module_find_function(const pk_module *m, const char *name) {
-    size_t i;
+    size_t i, nl = strlen(name);
     for (i = 0; i < m->num_functions; i++)
-        if (strcmp(m->functions[i].name.ptr, name) == 0 &&
-            m->functions[i].name.len == strlen(name))
+        if (m->functions[i].name.len == nl && memcmp(m->functions[i].name.ptr, name, nl) == 0)
             return &m->functions[i];
     return NULL;
 }

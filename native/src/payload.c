@@ -1,17 +1,18 @@
-/* Module payloads: FunctionInfo maps and the per-layout payload of each module kind
- * (docs/internals.md "Device module payload, by layout"). */
+/* Module payloads: FunctionInfo maps and the per-layout payload of every module kind
+ * (docs/internals.md "Device module payload, by layout"), checked like polykern.wire. */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* wire.PAYLOAD_LAYOUT */
 static const struct {
     const char *kind;
     pk_layout layout;
 } kinds[] = {
-    {"root", PK_LAYOUT_ROOT},     {"llvm", PK_LAYOUT_BYTES},   {"cuda", PK_LAYOUT_BYTES},
-    {"rocm", PK_LAYOUT_BYTES},    {"opencl", PK_LAYOUT_BYTES}, {"hexagon", PK_LAYOUT_BYTES},
-    {"vulkan", PK_LAYOUT_SMAP},   {"metal", PK_LAYOUT_SMAP},   {"webgpu", PK_LAYOUT_WEBGPU},
+    {"cuda", PK_LAYOUT_BYTES},    {"hexagon", PK_LAYOUT_BYTES}, {"llvm", PK_LAYOUT_BYTES},
+    {"metal", PK_LAYOUT_SMAP},    {"opencl", PK_LAYOUT_BYTES},  {"rocm", PK_LAYOUT_BYTES},
+    {"root", PK_LAYOUT_ROOT},     {"vulkan", PK_LAYOUT_SMAP},   {"webgpu", PK_LAYOUT_WEBGPU},
 };
 
 int pk_layout_of_kind(const char *kind, pk_layout *layout) {
@@ -26,145 +27,144 @@ int pk_layout_of_kind(const char *kind, pk_layout *layout) {
 
 int pk_is_known_kind(const char *kind) { return pk_layout_of_kind(kind, NULL); }
 
-/* arg = str name; u8 kind; u8 code; u8 bits; u16 lanes; u8 readonly  (>= 14 bytes) */
-static int read_arg(pk_reader *r, pk_arg_info *a, const char *fn, size_t idx) {
-    char field[160];
-    uint64_t at;
-    snprintf(field, sizeof field, "function '%.60s' argument %zu", fn, idx);
-    if (pk_rd_str(r, &a->name, field)) return PK_ERR_ARTIFACT;
+/* polykern.ir.types.scalar_from_code */
+static int known_type(uint8_t code, uint8_t bits) {
+    switch (code) {
+    case PK_CODE_INT: case PK_CODE_UINT: return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    case PK_CODE_FLOAT: return bits == 16 || bits == 32 || bits == 64;
+    case PK_CODE_BOOL: return bits == 8;
+    default: return 0;
+    }
+}
+
+/* arg = str name; u8 kind; u8 code; u8 bits; u16 lanes; u8 readonly */
+static int read_arg(pk_reader *r, pk_arg_info *a, const char *fwhat, size_t i) {
+    char what[200], w[260];
+    size_t at;
+    snprintf(what, sizeof what, "%s arg %zu", fwhat, i);
+    snprintf(w, sizeof w, "%s name", what);
+    if (pk_rd_name(r, &a->name, w)) return PK_ERR_ARTIFACT;
     at = r->pos;
-    if (pk_rd_u8(r, &a->kind, field) || pk_rd_u8(r, &a->code, field) ||
-        pk_rd_u8(r, &a->bits, field) || pk_rd_u16(r, &a->lanes, field) ||
-        pk_rd_u8(r, &a->readonly, field))
-        return PK_ERR_ARTIFACT;
-    if (a->kind > PK_ARG_BUFFER) {
-        r->pos = (size_t)at;
-        return pk_rd_fail(r, "%s ('%s') has unknown kind %u (0 scalar, 1 buffer)", field,
-                          a->name.ptr, a->kind);
-    }
-    if (a->readonly > 1) {
-        r->pos = (size_t)at + 5;
-        return pk_rd_fail(r, "%s ('%s') has readonly flag %u (0 or 1)", field, a->name.ptr,
-                          a->readonly);
-    }
+    snprintf(w, sizeof w, "%s kind", what);
+    if (pk_rd_u8(r, &a->kind, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s type code", what);
+    if (pk_rd_u8(r, &a->code, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s bits", what);
+    if (pk_rd_u8(r, &a->bits, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s lanes", what);
+    if (pk_rd_u16(r, &a->lanes, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s readonly flag", what);
+    if (pk_rd_flag(r, &a->readonly, w)) return PK_ERR_ARTIFACT;
+    if (a->kind > 1)
+        return pk_rd_fail_at(r, at, "%s ('%.60s') has unknown kind %u", what, a->name.ptr, a->kind);
+    if (!known_type(a->code, a->bits))
+        return pk_rd_fail_at(r, at + 1, "%s ('%.60s') has unknown type code %u bits %u", what,
+                             a->name.ptr, a->code, a->bits);
+    if (a->lanes != 1)
+        return pk_rd_fail_at(r, at + 3, "%s ('%.60s') has %u lanes; only 1 is supported", what,
+                             a->name.ptr, a->lanes);
+    if (a->readonly && a->kind == PK_ARG_SCALAR)
+        return pk_rd_fail_at(r, at + 5, "%s ('%.60s') is a scalar marked readonly", what,
+                             a->name.ptr);
     return 0;
 }
 
-static int read_function(pk_reader *r, pk_function_info *f, const pk_str *key) {
-    size_t i;
+static int read_function(pk_reader *r, pk_function_info *f, const char *what) {
+    size_t i, j, at;
     pk_arg_info *args;
     pk_str *tags;
     pk_kv *attrs;
-    char field[128];
-    size_t at = r->pos;
-    if (pk_rd_str(r, &f->name, "function name")) return PK_ERR_ARTIFACT;
-    if (pk_str_cmp(&f->name, key) != 0) {
-        r->pos = at;
-        return pk_rd_fail(r, "function map key '%s' holds a function named '%s'", key->ptr,
-                          f->name.ptr);
-    }
-    snprintf(field, sizeof field, "function '%.60s' arguments", f->name.ptr);
-    if (pk_rd_count(r, 14, &f->num_args, field)) return PK_ERR_ARTIFACT;
+    char w[260];
+    snprintf(w, sizeof w, "%s name", what);
+    if (pk_rd_name(r, &f->name, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s args", what);
+    if (pk_rd_length(r, w, 8 + 6, &f->num_args)) return PK_ERR_ARTIFACT;
     args = (pk_arg_info *)pk_arena_array(r->arena, f->num_args, sizeof *args);
-    if (!args && f->num_args) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
+    if (!args) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
     for (i = 0; i < f->num_args; i++)
-        if (read_arg(r, &args[i], f->name.ptr, i)) return PK_ERR_ARTIFACT;
+        if (read_arg(r, &args[i], what, i)) return PK_ERR_ARTIFACT;
     f->args = args;
-    snprintf(field, sizeof field, "function '%.60s' launch tags", f->name.ptr);
-    if (pk_rd_count(r, 8, &f->num_launch_tags, field)) return PK_ERR_ARTIFACT;
-    tags = (pk_str *)pk_arena_array(r->arena, f->num_launch_tags, sizeof *tags);
-    if (!tags && f->num_launch_tags) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
-    for (i = 0; i < f->num_launch_tags; i++)
-        if (pk_rd_str(r, &tags[i], field)) return PK_ERR_ARTIFACT;
+    at = r->pos;
+    snprintf(w, sizeof w, "%s launch tags", what);
+    if (pk_rd_list_str(r, &tags, &f->num_launch_tags, w)) return PK_ERR_ARTIFACT;
     f->launch_tags = tags;
-    snprintf(field, sizeof field, "function '%.60s' shared_bytes", f->name.ptr);
-    if (pk_rd_u64(r, &f->shared_bytes, field)) return PK_ERR_ARTIFACT;
-    snprintf(field, sizeof field, "function '%.60s' attrs", f->name.ptr);
-    if (pk_rd_str_map(r, &attrs, &f->num_attrs, field)) return PK_ERR_ARTIFACT;
+    for (i = 1; i < f->num_launch_tags; i++)
+        if (pk_str_cmp(&tags[i - 1], &tags[i]) >= 0)
+            return pk_rd_fail_at(r, at, "%s launch tags are not sorted and unique", what);
+    snprintf(w, sizeof w, "%s shared bytes", what);
+    if (pk_rd_u64(r, &f->shared_bytes, w)) return PK_ERR_ARTIFACT;
+    snprintf(w, sizeof w, "%s attrs", what);
+    if (pk_rd_map_str(r, &attrs, &f->num_attrs, w)) return PK_ERR_ARTIFACT;
     f->attrs = attrs;
+    /* FunctionInfo's own invariants */
+    for (i = 0; i < f->num_args; i++)
+        for (j = 0; j < i; j++)
+            if (pk_str_cmp(&args[i].name, &args[j].name) == 0)
+                return pk_rd_fail_at(r, r->pos, "invalid %s '%.60s': duplicate argument name '%.60s'",
+                                     what, f->name.ptr, args[i].name.ptr);
+    for (i = 0; i < f->num_launch_tags; i++)
+        if (!tags[i].len)
+            return pk_rd_fail_at(r, r->pos, "invalid %s '%.60s': launch tags are non-empty strings",
+                                 what, f->name.ptr);
     return 0;
 }
 
-static int read_fmap(pk_reader *r, pk_module *m) {
+static int read_fmap(pk_reader *r, pk_module *m, const char *what) {
     size_t i, n;
     pk_function_info *fs;
-    /* key (8) + name (8) + 3 counts (24) + shared_bytes (8) */
-    if (pk_rd_count(r, 48, &n, "function map")) return PK_ERR_ARTIFACT;
+    char w[260], fw[160];
+    if (pk_rd_length(r, what, 8 + 8 + 8 + 8 + 8 + 8, &n)) return PK_ERR_ARTIFACT;
     fs = (pk_function_info *)pk_arena_array(r->arena, n, sizeof *fs);
-    if (!fs && n) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
+    if (!fs) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
     for (i = 0; i < n; i++) {
         pk_str key;
         size_t at = r->pos;
-        if (pk_rd_str(r, &key, "function map key")) return PK_ERR_ARTIFACT;
-        if (i && pk_str_cmp(&fs[i - 1].name, &key) >= 0) {
-            r->pos = at;
-            return pk_rd_fail(r, "function map keys are not strictly sorted ('%s' after '%s')",
-                              key.ptr, fs[i - 1].name.ptr);
-        }
-        if (read_function(r, &fs[i], &key)) return PK_ERR_ARTIFACT;
+        snprintf(w, sizeof w, "key of %s", what);
+        if (pk_rd_name(r, &key, w)) return PK_ERR_ARTIFACT;
+        if (i && pk_str_cmp(&key, &fs[i - 1].name) <= 0)
+            return pk_rd_fail_at(r, at, "%s keys are not strictly sorted ('%.60s')", what, key.ptr);
+        snprintf(fw, sizeof fw, "function '%.100s'", key.ptr);
+        if (read_function(r, &fs[i], fw)) return PK_ERR_ARTIFACT;
+        if (pk_str_cmp(&key, &fs[i].name) != 0)
+            return pk_rd_fail_at(r, at, "%s entry '%.60s' describes a function named '%.60s'", what,
+                                 key.ptr, fs[i].name.ptr);
     }
     m->functions = fs;
     m->num_functions = n;
     return 0;
 }
 
-static int read_shaders(pk_reader *r, pk_module *m) {
-    size_t i, n;
-    pk_blob *b;
-    if (pk_rd_count(r, 16, &n, "shader map")) return PK_ERR_ARTIFACT;
-    b = (pk_blob *)pk_arena_array(r->arena, n, sizeof *b);
-    if (!b && n) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
-    for (i = 0; i < n; i++) {
-        size_t at = r->pos;
-        if (pk_rd_str(r, &b[i].name, "shader name")) return PK_ERR_ARTIFACT;
-        if (i && pk_str_cmp(&b[i - 1].name, &b[i].name) >= 0) {
-            r->pos = at;
-            return pk_rd_fail(r, "shader map keys are not strictly sorted ('%s' after '%s')",
-                              b[i].name.ptr, b[i - 1].name.ptr);
-        }
-        if (pk_rd_span(r, &b[i].data, &b[i].size, "shader bytes")) return PK_ERR_ARTIFACT;
-    }
-    m->shaders = b;
-    m->num_shaders = n;
-    return 0;
-}
-
-static int read_targets(pk_reader *r, pk_module *m) {
-    size_t i, n;
+int pk_decode_root(pk_reader *r, pk_module *m) {
     pk_str *t;
-    if (pk_rd_count(r, 8, &n, "target list")) return PK_ERR_ARTIFACT;
-    t = (pk_str *)pk_arena_array(r->arena, n, sizeof *t);
-    if (!t && n) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
-    for (i = 0; i < n; i++)
-        if (pk_rd_str(r, &t[i], "target")) return PK_ERR_ARTIFACT;
+    static const pk_str none = {"", 0};
+    m->fmt = none;
+    if (read_fmap(r, m, "root function map")) return PK_ERR_ARTIFACT;
+    if (pk_rd_list_str(r, &t, &m->num_targets, "root targets")) return PK_ERR_ARTIFACT;
     m->targets = t;
-    m->num_targets = n;
-    return 0;
+    return pk_rd_expect_end(r, "root payload");
 }
 
-int pk_decode_payload(pk_reader *r, pk_module *m) {
+int pk_decode_device(pk_reader *r, pk_module *m) {
     static const pk_str wgsl = {"wgsl", 4};
-    static const pk_str none = {"", 0};
-    switch (m->layout) {
-    case PK_LAYOUT_ROOT:
-        m->fmt = none;
-        if (read_fmap(r, m) || read_targets(r, m)) return PK_ERR_ARTIFACT;
-        break;
-    case PK_LAYOUT_BYTES:
-        if (pk_rd_str(r, &m->fmt, "fmt") || read_fmap(r, m) ||
-            pk_rd_span(r, &m->payload, &m->payload_size, "payload"))
-            return PK_ERR_ARTIFACT;
-        break;
-    case PK_LAYOUT_SMAP:
-        if (pk_rd_str(r, &m->fmt, "fmt") || read_fmap(r, m) || read_shaders(r, m))
-            return PK_ERR_ARTIFACT;
-        break;
-    case PK_LAYOUT_WEBGPU:
+    char what[100], w[160];
+    pk_blob *b;
+    snprintf(what, sizeof what, "%s module", m->kind.ptr);
+    if (m->layout == PK_LAYOUT_WEBGPU) {
         m->fmt = wgsl;
-        if (read_fmap(r, m) || read_shaders(r, m)) return PK_ERR_ARTIFACT;
-        break;
+    } else {
+        snprintf(w, sizeof w, "%s fmt", what);
+        if (pk_rd_str(r, &m->fmt, w)) return PK_ERR_ARTIFACT;
     }
-    if (pk_rd_remaining(r))
-        return pk_rd_fail(r, "%zu unexpected trailing bytes in the payload", pk_rd_remaining(r));
-    return 0;
+    snprintf(w, sizeof w, "%s function map", what);
+    if (read_fmap(r, m, w)) return PK_ERR_ARTIFACT;
+    if (m->layout == PK_LAYOUT_BYTES) {
+        snprintf(w, sizeof w, "%s payload", what);
+        if (pk_rd_span(r, &m->payload, &m->payload_size, w)) return PK_ERR_ARTIFACT;
+    } else {
+        snprintf(w, sizeof w, "%s shader map", what);
+        if (pk_rd_map_bytes(r, &b, &m->num_shaders, w)) return PK_ERR_ARTIFACT;
+        m->shaders = b;
+    }
+    snprintf(w, sizeof w, "%s payload", what);
+    return pk_rd_expect_end(r, w);
 }

@@ -27,6 +27,7 @@ struct pk_program {
     pk_cuda_ctx *cu;
     pk_kernel *kernels;
     char device[320];
+    char skipped[1024];
 };
 
 struct pk_buffer {
@@ -49,7 +50,7 @@ static pk_program *load_cpu(const pk_module *m, pk_program *p, pk_error *err) {
     }
     p->img = pk_elf_load(m->payload, m->payload_size, err);
     if (!p->img) return NULL;
-    p->pool = pk_pool_create(g_threads > 0 ? g_threads : pk_default_threads(), err);
+    p->pool = pk_pool_create(g_threads > 0 ? g_threads : pk_default_threads(), 0, err);
     if (!p->pool) return NULL;
     p->dev = DEV_CPU;
     snprintf(p->device, sizeof p->device, "cpu: %s, %d thread%s", pk_host_machine_name(),
@@ -92,7 +93,7 @@ pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err)
 
 pk_program *pk_program_load_first(const pk_artifact *art, const char *kind, const char *function,
                                   pk_error *err) {
-    char why[sizeof err->message];
+    char why[1024];
     size_t stack[64], top = 0, len = 0, tried = 0, j;
     pk_error e;
     if (err) memset(err, 0, sizeof *err);
@@ -110,7 +111,10 @@ pk_program *pk_program_load_first(const pk_artifact *art, const char *kind, cons
         if (function && !pk_module_find_function(m, function)) continue;
         tried++;
         p = pk_program_load(art, i, &e);
-        if (p) return p;
+        if (p) {
+            memcpy(p->skipped, why, sizeof why);
+            return p;
+        }
         if (len < sizeof why - 1) {
             int n = snprintf(why + len, sizeof why - len, "%smodule %zu (%s): %s",
                              len ? "; " : "", i, m->kind.ptr, e.message);
@@ -142,6 +146,7 @@ void pk_program_free(pk_program *p) {
 
 const pk_module *pk_program_module(const pk_program *p) { return p->mod; }
 const char *pk_program_device(const pk_program *p) { return p->device; }
+const char *pk_program_skipped(const pk_program *p) { return p->skipped; }
 
 pk_kernel *pk_program_kernel(pk_program *p, const char *name, pk_error *err) {
     const pk_function_info *fi = pk_module_find_function(p->mod, name);
@@ -161,7 +166,9 @@ pk_kernel *pk_program_kernel(pk_program *p, const char *name, pk_error *err) {
     if (p->dev == DEV_CPU) {
         char sym[300];
         void *addr;
-        snprintf(sym, sizeof sym, "%s__range", fi->name.ptr);
+        const pk_str *entry = pk_kv_find(fi->attrs, fi->num_attrs, "entry");
+        if (entry) snprintf(sym, sizeof sym, "%s", entry->ptr);
+        else snprintf(sym, sizeof sym, "%s__range", fi->name.ptr);
         addr = pk_elf_symbol(p->img, sym);
         if (!addr) {
             free(k);
@@ -281,6 +288,19 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     if (!rc) {
         if (k->prog->dev == DEV_CPU) {
             int32_t launch[6];
+            const pk_str *ib = pk_kv_find(fi->attrs, fi->num_attrs, "item_bytes");
+            unsigned long long items = (unsigned long long)block[0] * block[1] * block[2];
+            unsigned long long need = (ib ? strtoull(ib->ptr, NULL, 10) : 0) * items +
+                                      fi->shared_bytes + (1u << 20);
+            size_t have = pk_pool_stack_bytes(k->prog->pool);
+            if (need > have) {
+                if (argv != argv_small) free(argv);
+                return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': block (%u, %u, %u) needs about "
+                               "%llu MiB of stack per CPU worker for shared and per-work-item "
+                               "storage; the workers have %zu MiB (raise POLYKERN_CPU_STACK_MB "
+                               "before loading, or use smaller blocks)", fi->name.ptr, block[0],
+                               block[1], block[2], need >> 20, have >> 20);
+            }
             for (d = 0; d < 3; d++) {
                 launch[d] = (int32_t)grid[d];
                 launch[3 + d] = (int32_t)block[d];

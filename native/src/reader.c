@@ -1,31 +1,27 @@
-/* Bounds-checked little-endian reader for the .kbin primitives (wire.py's u8..u64, str,
- * bytes, map, list). Every length is checked against the bytes that remain before it is
- * used, and no allocation is sized by a length that was not checked that way. */
+/* Bounds-checked little-endian reader for the .kbin primitives: u8..u64, str, bytes, map,
+ * list (docs/internals.md "Byte format"). Every length is checked against the bytes that
+ * remain before anything is sliced, copied or looped over, so no allocation is sized by an
+ * unchecked field. Checks, their order and the offsets reported follow polykern.wire.Reader. */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
-size_t pk_rd_remaining(const pk_reader *r) { return r->size - r->pos; }
-uint64_t pk_rd_offset(const pk_reader *r) { return r->base + (uint64_t)r->pos; }
+size_t pk_rd_remaining(const pk_reader *r) { return r->end - r->pos; }
 
-int pk_rd_fail(pk_reader *r, const char *fmt, ...) {
-    char msg[400];
+int pk_rd_fail_at(pk_reader *r, size_t offset, const char *fmt, ...) {
+    char msg[440];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (r->what && r->what[0])
-        return pk_fail_at(r->err, pk_rd_offset(r), "%s: %s (at offset %llu)", r->what, msg,
-                          (unsigned long long)pk_rd_offset(r));
-    return pk_fail_at(r->err, pk_rd_offset(r), "%s (at offset %llu)", msg,
-                      (unsigned long long)pk_rd_offset(r));
+    return pk_fail_at(r->err, (uint64_t)offset, "%s (at byte offset %zu)", msg, offset);
 }
 
-static int need(pk_reader *r, size_t n, const char *field) {
-    if (pk_rd_remaining(r) < n)
-        return pk_rd_fail(r, "truncated: %s needs %zu bytes, %zu remain", field, n,
-                          pk_rd_remaining(r));
+static int need(pk_reader *r, size_t n, const char *what) {
+    if (n > pk_rd_remaining(r))
+        return pk_rd_fail_at(r, r->pos, "truncated %s: needs %zu bytes but only %zu remain", what, n,
+                             pk_rd_remaining(r));
     return 0;
 }
 
@@ -36,81 +32,81 @@ static uint64_t le(const uint8_t *p, int n) {
     return v;
 }
 
-int pk_rd_u8(pk_reader *r, uint8_t *v, const char *field) {
-    if (need(r, 1, field)) return PK_ERR_ARTIFACT;
-    *v = r->data[r->pos++];
-    return 0;
-}
-int pk_rd_u16(pk_reader *r, uint16_t *v, const char *field) {
-    if (need(r, 2, field)) return PK_ERR_ARTIFACT;
-    *v = (uint16_t)le(r->data + r->pos, 2);
-    r->pos += 2;
-    return 0;
-}
-int pk_rd_u32(pk_reader *r, uint32_t *v, const char *field) {
-    if (need(r, 4, field)) return PK_ERR_ARTIFACT;
-    *v = (uint32_t)le(r->data + r->pos, 4);
-    r->pos += 4;
-    return 0;
-}
-int pk_rd_u64(pk_reader *r, uint64_t *v, const char *field) {
-    if (need(r, 8, field)) return PK_ERR_ARTIFACT;
-    *v = le(r->data + r->pos, 8);
-    r->pos += 8;
-    return 0;
-}
-
-int pk_rd_span(pk_reader *r, const uint8_t **p, size_t *n, const char *field) {
-    uint64_t len;
-    size_t at = r->pos;
-    if (pk_rd_u64(r, &len, field)) return PK_ERR_ARTIFACT;
-    if (len > (uint64_t)pk_rd_remaining(r)) {
-        r->pos = at;
-        return pk_rd_fail(r, "%s length %llu exceeds the %zu bytes that remain", field,
-                          (unsigned long long)len, pk_rd_remaining(r) - 8);
+#define READ_INT(fn, type, nbytes)                                 \
+    int fn(pk_reader *r, type *v, const char *what) {              \
+        if (need(r, nbytes, what)) return PK_ERR_ARTIFACT;         \
+        *v = (type)le(r->data + r->pos, nbytes);                   \
+        r->pos += nbytes;                                          \
+        return 0;                                                  \
     }
-    *p = r->data + r->pos;
-    *n = (size_t)len;
-    r->pos += (size_t)len;
+READ_INT(pk_rd_u8, uint8_t, 1)
+READ_INT(pk_rd_u16, uint16_t, 2)
+READ_INT(pk_rd_u32, uint32_t, 4)
+READ_INT(pk_rd_u64, uint64_t, 8)
+
+int pk_rd_flag(pk_reader *r, uint8_t *v, const char *what) {
+    size_t at = r->pos;
+    if (pk_rd_u8(r, v, what)) return PK_ERR_ARTIFACT;
+    if (*v > 1) return pk_rd_fail_at(r, at, "%s must be 0 or 1, got %u", what, *v);
     return 0;
 }
 
-/* Strict UTF-8 as Python's decoder accepts it: no overlongs, no surrogates, <= U+10FFFF. */
-int pk_utf8_valid(const uint8_t *p, size_t n) {
+int pk_rd_length(pk_reader *r, const char *what, size_t item_size, size_t *n) {
+    size_t at = r->pos;
+    uint64_t c;
+    char lw[200];
+    snprintf(lw, sizeof lw, "length of %s", what);
+    if (pk_rd_u64(r, &c, lw)) return PK_ERR_ARTIFACT;
+    if (c > (uint64_t)(pk_rd_remaining(r) / item_size))   /* c * item_size > remaining */
+        return pk_rd_fail_at(r, at, "%s claims %llu %s, more than the %zu bytes that remain", what,
+                             (unsigned long long)c, item_size == 1 ? "bytes" : "entries",
+                             pk_rd_remaining(r));
+    *n = (size_t)c;
+    return 0;
+}
+
+int pk_rd_span(pk_reader *r, const uint8_t **p, size_t *n, const char *what) {
+    if (pk_rd_length(r, what, 1, n)) return PK_ERR_ARTIFACT;
+    *p = r->data + r->pos;
+    r->pos += *n;
+    return 0;
+}
+
+size_t pk_utf8_error(const uint8_t *p, size_t n) {
     size_t i = 0;
     while (i < n) {
         uint8_t c = p[i];
-        size_t k, len;
-        uint32_t cp;
+        size_t len, k;
+        uint8_t lo = 0x80, hi = 0xBF;   /* allowed range of the second byte */
         if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1Fu; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0Fu; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07u; }
-        else return 0;
-        if (n - i < len) return 0;
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;          /* no overlongs */
+            if (c == 0xED) hi = 0x9F;          /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;          /* <= U+10FFFF */
+        } else return i;
         for (k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0u) != 0x80u) return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3Fu);
+            if (i + k >= n) return i;
+            if (k == 1 ? (p[i + 1] < lo || p[i + 1] > hi) : (p[i + k] & 0xC0u) != 0x80u) return i;
         }
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
         i += len;
     }
-    return 1;
+    return (size_t)-1;
 }
 
-int pk_rd_str(pk_reader *r, pk_str *s, const char *field) {
+int pk_rd_str(pk_reader *r, pk_str *s, const char *what) {
     const uint8_t *p;
-    size_t n, at = r->pos;
+    size_t n, bad, at = r->pos + 8;
     char *copy;
-    if (pk_rd_span(r, &p, &n, field)) return PK_ERR_ARTIFACT;
-    if (!pk_utf8_valid(p, n)) {
-        r->pos = at;
-        return pk_rd_fail(r, "%s is not valid UTF-8", field);
-    }
+    if (pk_rd_span(r, &p, &n, what)) return PK_ERR_ARTIFACT;
+    bad = pk_utf8_error(p, n);
+    if (bad != (size_t)-1) return pk_rd_fail_at(r, at + bad, "%s is not valid UTF-8", what);
     copy = (char *)pk_arena_alloc(r->arena, n + 1);   /* n <= remaining bytes: checked */
-    if (!copy) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", field);
+    if (!copy) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     if (n) memcpy(copy, p, n);
     copy[n] = 0;
     s->ptr = copy;
@@ -118,17 +114,25 @@ int pk_rd_str(pk_reader *r, pk_str *s, const char *field) {
     return 0;
 }
 
-int pk_rd_count(pk_reader *r, size_t min_item, size_t *n, const char *field) {
-    uint64_t c;
+int pk_rd_name(pk_reader *r, pk_str *s, const char *what) {
     size_t at = r->pos;
-    if (pk_rd_u64(r, &c, field)) return PK_ERR_ARTIFACT;
-    if (min_item == 0) min_item = 1;
-    if (c > (uint64_t)(pk_rd_remaining(r) / min_item)) {
-        r->pos = at;
-        return pk_rd_fail(r, "%s count %llu cannot fit in the %zu bytes that remain", field,
-                          (unsigned long long)c, pk_rd_remaining(r) - 8);
+    if (pk_rd_str(r, s, what)) return PK_ERR_ARTIFACT;
+    if (!s->len) return pk_rd_fail_at(r, at, "%s is empty", what);
+    return 0;
+}
+
+int pk_rd_list_str(pk_reader *r, pk_str **out, size_t *n, const char *what) {
+    size_t i;
+    pk_str *items;
+    char iw[200];
+    if (pk_rd_length(r, what, 8, n)) return PK_ERR_ARTIFACT;
+    items = (pk_str *)pk_arena_array(r->arena, *n, sizeof *items);
+    if (!items) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
+    for (i = 0; i < *n; i++) {
+        snprintf(iw, sizeof iw, "%s[%zu]", what, i);
+        if (pk_rd_str(r, &items[i], iw)) return PK_ERR_ARTIFACT;
     }
-    *n = (size_t)c;
+    *out = items;
     return 0;
 }
 
@@ -139,26 +143,53 @@ int pk_str_cmp(const pk_str *a, const pk_str *b) {
     return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
 }
 
-int pk_rd_str_map(pk_reader *r, pk_kv **out, size_t *n, const char *field) {
-    size_t i, count;
+/* shared by both map readers: key, order check; the value is read by the caller */
+static int map_key(pk_reader *r, pk_str *key, const pk_str *prev, const char *what) {
+    size_t at = r->pos;
+    char kw[200];
+    snprintf(kw, sizeof kw, "key of %s", what);
+    if (pk_rd_str(r, key, kw)) return PK_ERR_ARTIFACT;
+    if (prev && pk_str_cmp(key, prev) <= 0)
+        return pk_rd_fail_at(r, at, "%s keys are not strictly sorted ('%.60s' after '%.60s')", what,
+                             key->ptr, prev->ptr);
+    return 0;
+}
+
+int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
+    size_t i;
     pk_kv *kv;
-    char sub[96];
-    if (pk_rd_count(r, 16, &count, field)) return PK_ERR_ARTIFACT;
-    kv = (pk_kv *)pk_arena_array(r->arena, count, sizeof *kv);
-    if (!kv && count) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", field);
-    for (i = 0; i < count; i++) {
-        size_t at = r->pos;
-        snprintf(sub, sizeof sub, "%s key", field);
-        if (pk_rd_str(r, &kv[i].key, sub)) return PK_ERR_ARTIFACT;
-        if (i && pk_str_cmp(&kv[i - 1].key, &kv[i].key) >= 0) {
-            r->pos = at;
-            return pk_rd_fail(r, "%s keys are not strictly sorted ('%s' after '%s')", field,
-                              kv[i].key.ptr, kv[i - 1].key.ptr);
-        }
-        snprintf(sub, sizeof sub, "%s['%.40s']", field, kv[i].key.ptr);
-        if (pk_rd_str(r, &kv[i].value, sub)) return PK_ERR_ARTIFACT;
+    char vw[200];
+    if (pk_rd_length(r, what, 16, n)) return PK_ERR_ARTIFACT;
+    kv = (pk_kv *)pk_arena_array(r->arena, *n, sizeof *kv);
+    if (!kv) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
+    for (i = 0; i < *n; i++) {
+        if (map_key(r, &kv[i].key, i ? &kv[i - 1].key : NULL, what)) return PK_ERR_ARTIFACT;
+        snprintf(vw, sizeof vw, "%s['%.60s']", what, kv[i].key.ptr);
+        if (pk_rd_str(r, &kv[i].value, vw)) return PK_ERR_ARTIFACT;
     }
     *out = kv;
-    *n = count;
+    return 0;
+}
+
+int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what) {
+    size_t i;
+    pk_blob *b;
+    char vw[200];
+    if (pk_rd_length(r, what, 16, n)) return PK_ERR_ARTIFACT;
+    b = (pk_blob *)pk_arena_array(r->arena, *n, sizeof *b);
+    if (!b) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
+    for (i = 0; i < *n; i++) {
+        if (map_key(r, &b[i].name, i ? &b[i - 1].name : NULL, what)) return PK_ERR_ARTIFACT;
+        snprintf(vw, sizeof vw, "%s['%.60s']", what, b[i].name.ptr);
+        if (pk_rd_span(r, &b[i].data, &b[i].size, vw)) return PK_ERR_ARTIFACT;
+    }
+    *out = b;
+    return 0;
+}
+
+int pk_rd_expect_end(pk_reader *r, const char *what) {
+    if (r->pos != r->end)
+        return pk_rd_fail_at(r, r->pos, "%zu unexpected trailing bytes after %s",
+                             pk_rd_remaining(r), what);
     return 0;
 }

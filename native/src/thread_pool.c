@@ -1,7 +1,10 @@
-/* A pthread pool that runs `K__range(args, launch, begin, end)` over chunks of workgroups.
- * One launch at a time per pool (pk_pool_run holds the pool's run lock); the calling thread
- * works too, so a pool of N threads runs N-1 helpers. Chunks are taken from a shared
- * counter, several per thread, so uneven workgroups balance out. */
+/* The CPU worker pool: workgroups run in parallel on every core, like the Python CPU runtime
+ * (backends/llvm/polykern_llvm/pool.py). A launch splits its workgroups into contiguous
+ * chunks (4 per worker) and the workers call `K__range(args, launch, begin, end)` on them.
+ * Workers have a large stack (barrier kernels keep per-work-item storage on it), sized by
+ * POLYKERN_CPU_STACK_MB (default 64); POLYKERN_CPU_THREADS sets their number (default: online
+ * CPUs). Several threads may launch at once: launches queue and share the workers; each
+ * caller waits for its own chunks only. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,127 +12,123 @@
 
 #include "internal.h"
 
-struct pk_pool {
-    int nthreads;
-    pthread_t *threads;
-    int nstarted;
-    pthread_mutex_t run_lock;   /* serializes launches */
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
-    unsigned long generation;
-    int shutdown;
-    /* the current job */
+#define CHUNKS_PER_WORKER 4
+
+typedef struct pool_job {
     pk_range_fn fn;
     void **args;
     const int32_t *launch;
     int64_t total, chunk, next;
-    int busy;                   /* helpers still working on this generation */
+    int64_t chunks, finished;
+    struct pool_job *nextjob;
+} pool_job;
+
+struct pk_pool {
+    int nthreads;
+    size_t stack_bytes;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pool_job *head, *tail;   /* jobs with chunks not yet handed out */
+    int shutdown;
 };
 
-int pk_default_threads(void) {
-    const char *env = getenv("POLYKERN_NUM_THREADS");
-    long n = 0;
-    if (env && *env) {
-        char *end;
-        n = strtol(env, &end, 10);
-        if (*end || n <= 0) n = 0;
-    }
-    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0) n = 1;
-    if (n > 256) n = 256;
-    return (int)n;
+static long env_long(const char *name, long dflt, long lo, long hi) {
+    const char *s = getenv(name);
+    char *end;
+    long v;
+    if (!s || !*s) return dflt;
+    v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi) return dflt;
+    return v;
 }
 
-static int take(pk_pool *p, int64_t *b, int64_t *e) {
-    int ok = 0;
+int pk_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return (int)env_long("POLYKERN_CPU_THREADS", n > 1024 ? 1024 : n, 1, 1024);
+}
+
+size_t pk_default_stack_bytes(void) {
+    return (size_t)env_long("POLYKERN_CPU_STACK_MB", 64, 1, 4096) << 20;
+}
+
+static void *worker(void *arg) {
+    pk_pool *p = (pk_pool *)arg;
     pthread_mutex_lock(&p->mu);
-    if (p->next < p->total) {
-        *b = p->next;
-        *e = p->total - p->next > p->chunk ? p->next + p->chunk : p->total;
-        p->next = *e;
-        ok = 1;
+    for (;;) {
+        pool_job *j;
+        int64_t b, e;
+        while (!p->shutdown && !p->head) pthread_cond_wait(&p->wake, &p->mu);
+        if (!p->head) break;   /* shutdown with nothing queued */
+        j = p->head;
+        b = j->next;
+        e = j->total - b > j->chunk ? b + j->chunk : j->total;
+        j->next = e;
+        if (e == j->total) {   /* all handed out: dequeue */
+            p->head = j->nextjob;
+            if (!p->head) p->tail = NULL;
+        }
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j->args, j->launch, b, e);
+        pthread_mutex_lock(&p->mu);
+        if (++j->finished == j->chunks) pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
-    return ok;
+    return NULL;
 }
 
-static void work(pk_pool *p) {
-    int64_t b, e;
-    while (take(p, &b, &e)) p->fn(p->args, p->launch, b, e);
-}
-
-static void *helper(void *arg) {
-    pk_pool *p = (pk_pool *)arg;
-    unsigned long seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->shutdown && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->shutdown) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
-        work(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
-    }
-}
-
-pk_pool *pk_pool_create(int nthreads, pk_error *err) {
+pk_pool *pk_pool_create(int nthreads, size_t stack_bytes, pk_error *err) {
     pk_pool *p = (pk_pool *)calloc(1, sizeof *p);
-    int i;
+    pthread_attr_t attr;
+    int i, rc = 0;
     if (!p) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
-    p->nthreads = nthreads > 0 ? nthreads : pk_default_threads();
-    pthread_mutex_init(&p->run_lock, NULL);
+    if (nthreads < 1) nthreads = pk_default_threads();
+    p->stack_bytes = stack_bytes ? stack_bytes : pk_default_stack_bytes();
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
-    if (p->nthreads > 1) {
-        p->threads = (pthread_t *)calloc((size_t)p->nthreads - 1, sizeof(pthread_t));
-        if (!p->threads) { pk_pool_destroy(p); pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
-        for (i = 0; i < p->nthreads - 1; i++) {
-            if (pthread_create(&p->threads[i], NULL, helper, p) != 0) break;
-            p->nstarted++;
-        }
-        if (p->nstarted == 0) p->nthreads = 1;   /* still correct: the caller does the work */
-        else p->nthreads = p->nstarted + 1;
+    p->threads = (pthread_t *)calloc((size_t)nthreads, sizeof(pthread_t));
+    if (!p->threads) { pk_pool_destroy(p); pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    pthread_attr_init(&attr);
+    if (pthread_attr_setstacksize(&attr, p->stack_bytes) != 0) rc = -1;
+    for (i = 0; i < nthreads && rc == 0; i++) {
+        rc = pthread_create(&p->threads[i], &attr, worker, p);
+        if (rc == 0) p->nthreads++;
+    }
+    pthread_attr_destroy(&attr);
+    if (p->nthreads == 0) {
+        pk_pool_destroy(p);
+        pk_fail(err, PK_ERR_LOAD, "cannot start CPU worker threads with %zu MiB stacks "
+                "(POLYKERN_CPU_STACK_MB)", stack_bytes >> 20);
+        return NULL;
     }
     return p;
 }
 
 int pk_pool_threads(const pk_pool *p) { return p->nthreads; }
+size_t pk_pool_stack_bytes(const pk_pool *p) { return p->stack_bytes; }
 
 int pk_pool_run(pk_pool *p, pk_range_fn fn, void **args, const int32_t *launch, int64_t total,
                 pk_error *err) {
-    int64_t pieces;
+    pool_job j;
+    int64_t pieces = (int64_t)p->nthreads * CHUNKS_PER_WORKER;
     (void)err;
     if (total <= 0) return 0;
-    pthread_mutex_lock(&p->run_lock);
-    if (p->nstarted == 0 || total == 1) {
-        fn(args, launch, 0, total);
-        pthread_mutex_unlock(&p->run_lock);
-        return 0;
-    }
-    pieces = (int64_t)p->nthreads * 4;
+    memset(&j, 0, sizeof j);
+    j.fn = fn;
+    j.args = args;
+    j.launch = launch;
+    j.total = total;
+    j.chunk = (total + pieces - 1) / pieces;
+    j.chunks = (total + j.chunk - 1) / j.chunk;
     pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->args = args;
-    p->launch = launch;
-    p->total = total;
-    p->chunk = (total + pieces - 1) / pieces;
-    p->next = 0;
-    p->busy = p->nstarted;
-    p->generation++;
+    if (p->tail) p->tail->nextjob = &j;
+    else p->head = &j;
+    p->tail = &j;
     pthread_cond_broadcast(&p->wake);
+    while (j.finished < j.chunks) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
-    work(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy) pthread_cond_wait(&p->done, &p->mu);
-    p->fn = NULL;
-    pthread_mutex_unlock(&p->mu);
-    pthread_mutex_unlock(&p->run_lock);
     return 0;
 }
 
@@ -140,11 +139,10 @@ void pk_pool_destroy(pk_pool *p) {
     p->shutdown = 1;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    for (i = 0; i < p->nstarted; i++) pthread_join(p->threads[i], NULL);
+    for (i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
     free(p->threads);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
     pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->run_lock);
     free(p);
 }

@@ -194,7 +194,8 @@ def describe_binary(data: bytes) -> str:
         return f"Metal library ({n} bytes)"
     text = payload_text(data)
     if text is not None:
-        return f"text, {len(text.splitlines())} lines ({n} bytes)"
+        lines = len(text.splitlines())
+        return f"text, {lines} line{'s' * (lines != 1)} ({n} bytes)"
     return f"binary data ({n} bytes)"
 
 

@@ -104,14 +104,14 @@ def _import_user_file(path: str):
     try:
         spec.loader.exec_module(mod)
     except PolykernError:
+        sys.modules.pop(name, None)
         raise
     except SystemExit as e:
         raise PolykernError(f"{path} called sys.exit({e.code}) while being imported") from None
     except Exception:
         tb = traceback.format_exc()
         raise PolykernError(f"importing {path} failed:\n{tb.rstrip()}") from None
-    finally:
-        sys.modules.pop(name, None)
+    finally:  # the module stays in sys.modules: the frontend reads kernel source/globals later
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
     return mod
@@ -302,7 +302,7 @@ def _run(args) -> int:
           "(first launch, includes any JIT)")
     for a, v in zip(info.args, values):
         if a.is_buffer:
-            head = np.array2string(v[:8], precision=6, separator=", ")
+            head = np.array2string(v[:8], precision=6, separator=", ", max_line_width=10**6)
             print(f"  {a.name}[:8] = {head}  sum = {v.astype(np.float64).sum():.6g}")
     return 0
 

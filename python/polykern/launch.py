@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import LaunchError
-from .ir.types import ScalarType, scalar_from_numpy
+from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
 from .module import ArgInfo, FunctionInfo
 
 __all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "MAX_DIM"]
@@ -182,6 +182,14 @@ def _contiguous(shape: Sequence[int], strides_elems: Optional[Sequence[int]]) ->
     return all(n <= 1 or s == c for n, s, c in zip(shape, strides_elems, _c_strides(shape)))
 
 
+def _code_name(code: int, bits: int, lanes: int) -> str:
+    try:
+        name = str(scalar_from_code(code, bits).numpy)
+    except ValueError:
+        name = f"type code {code} bits {bits}"
+    return name if lanes == 1 else f"{name} x{lanes}"
+
+
 def _check_dtype(where: str, want: ScalarType, got_name: str, ok: bool) -> None:
     if not ok:
         raise LaunchError(f"{where}: expected {want.numpy} elements ({want}), got {got_name} elements; "
@@ -216,8 +224,7 @@ def _device(info: FunctionInfo, i: int, obj: Any, d: dict, source: str) -> Buffe
         device = tuple(d["device"])
     except (KeyError, TypeError, ValueError) as e:
         raise LaunchError(f"{where}: malformed {source} description ({e})") from None
-    _check_dtype(where, a.dtype, f"type code {code} bits {bits} lanes {lanes}",
-                 (code, bits, lanes) == (a.code, a.bits, 1))
+    _check_dtype(where, a.dtype, _code_name(code, bits, lanes), (code, bits, lanes) == (a.code, a.bits, 1))
     readonly = bool(d.get("readonly", False))
     _check_writable(where, a, readonly)
     if size < 0:

@@ -485,11 +485,12 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
         data = data.tobytes()
     elif not isinstance(data, bytes):
         data = bytes(data)
+    if not data:
+        raise ArtifactError("not a polykern artifact: the data is empty", 0)
+    if data[:len(MAGIC)] != MAGIC[:min(len(data), len(MAGIC))]:
+        raise ArtifactError(f"not a polykern artifact: bad magic {data[:len(MAGIC)]!r}, expected {MAGIC!r}", 0)
     r = Reader(data)
-    magic = r.raw(len(MAGIC), "magic")
-    if magic != MAGIC:
-        hint = " (empty file)" if not data else ""
-        raise ArtifactError(f"not a polykern artifact: bad magic {magic!r}, expected {MAGIC!r}{hint}", 0)
+    r.raw(len(MAGIC), "magic")
     version = r.u32("format version")
     if version != VERSION:
         raise ArtifactError(f"unsupported artifact format version {version}; this polykern reads version {VERSION}",

@@ -104,6 +104,10 @@ class CUDADialect(CDialect):
             return f"{base}[{index}] = {unit.helper('pk_f2h')}({value});"
         return f"{base}[{index}] = {value};"
 
+    def array_decl(self, name, arr):
+        q = "__shared__ " if arr.scope == "shared" else ""
+        return f"{q}{self.storage_type(arr.elem)} {name}[{arr.size}];"
+
     def param_decl(self, name, p, index):
         if p.is_buffer:
             const = "const " if p.type.readonly else ""

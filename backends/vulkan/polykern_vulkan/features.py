@@ -61,16 +61,27 @@ def parse_features(text: str) -> FrozenSet[str]:
     return frozenset(out)
 
 
+def canonical_features(features) -> str:
+    return ",".join(sorted(features)) or "none"
+
+
 def target_kind():
     """The ``TargetKind`` registered under ``target.kind.vulkan``."""
     from polykern.target import Attr, TargetKind
+
+    class FeaturesAttr(Attr):
+        """Validated when the target string is parsed; the value is canonicalized (sorted, 'default'
+        expanded) so equal feature sets give equal target strings and artifact bytes."""
+
+        def convert(self, kind, key, text):
+            return canonical_features(parse_features(super().convert(kind, key, text)))
 
     feature_doc = "; ".join(f"{k}: {v[0]}" for k, v in sorted(FEATURES.items()))
     return TargetKind(
         "vulkan", "vulkan",
         {
             "spirv": Attr("str", DEFAULT_SPIRV, SPIRV_VERSIONS, "SPIR-V version of the shaders"),
-            "features": Attr("str", DEFAULT_FEATURES_TEXT, None,
+            "features": FeaturesAttr("str", DEFAULT_FEATURES_TEXT, None,
                              "comma-separated optional device features the shaders may use "
                              f"('default' = {DEFAULT_FEATURES_TEXT}, 'none'); {feature_doc}"),
         },

@@ -27,11 +27,11 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 from polykern import ir
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as n
-from polykern.ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32
+from polykern.ir.types import ArrayType, ScalarType, bool_, i32, u32
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
 from .spirv_spec import (BUILTIN, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
-                         SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_WORKGROUP_MEMORY, Op)
+                         SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_UNIFORM_MEMORY, SEM_WORKGROUP_MEMORY, Op)
 
 PUSH_CONSTANT_LIMIT = 128  # bytes every Vulkan device guarantees (maxPushConstantsSize)
 _SPECIAL_BUILTIN = {"global_id": "GlobalInvocationId", "local_id": "LocalInvocationId",
@@ -100,6 +100,7 @@ class KernelLowering:
         self.specials: Dict[Tuple[str, int], int] = {}
         self.loops: List[_Loop] = []
         self.attrs: Dict[str, str] = {}
+        self.block_structs: set = set()
 
     # ------------------------------------------------------------------ errors and features
     def refuse(self, msg: str, loc=None):
@@ -107,11 +108,17 @@ class KernelLowering:
 
     def need(self, feature: str, what: str, loc=None):
         if feature not in self.features:
-            have = ",".join(sorted(self.features)) or "none"
+            from .features import DEFAULT_FEATURES, canonical_features
+
+            have = canonical_features(self.features)
+            want = set(self.features) | {feature}
+            if want >= set(DEFAULT_FEATURES):
+                fix = ",".join(["default"] + sorted(want - set(DEFAULT_FEATURES)))
+            else:
+                fix = canonical_features(want)
             self.refuse(
                 f"{what} needs the '{feature}' feature, which this target does not enable "
-                f"(features={have}); compile for 'vulkan -features=default,{feature}' if the device "
-                "supports it", loc)
+                f"(features={have}); compile for 'vulkan -features={fix}' if the device supports it", loc)
         self.required.add(feature)
 
     def _loc_of_type(self, t: ScalarType):
@@ -184,10 +191,9 @@ class KernelLowering:
                     m.extension("SPV_KHR_16bit_storage")
             elem = self.ty(st)
             rt = m.t_runtime_array(elem, st.nbytes)
-            key = ("struct", "block", (rt,))
-            fresh = key not in m._types
             struct_id = m.t_struct([rt], tag="block")
-            if fresh:
+            if struct_id not in self.block_structs:
+                self.block_structs.add(struct_id)
                 m.name(struct_id, f"Buffer_{st}")
                 m.decorate(struct_id, "Block")
                 m.member_decorate(struct_id, 0, "Offset", 0)
@@ -370,7 +376,7 @@ class KernelLowering:
         elif isinstance(s, n.Return):
             f.op(Op.Return)
         elif isinstance(s, n.Barrier):
-            sem = SEM_ACQUIRE_RELEASE | SEM_WORKGROUP_MEMORY
+            sem = SEM_ACQUIRE_RELEASE | SEM_WORKGROUP_MEMORY | SEM_UNIFORM_MEMORY
             f.op(Op.ControlBarrier, self.u32c(SCOPE_WORKGROUP), self.u32c(SCOPE_WORKGROUP), self.u32c(sem))
         else:
             self.refuse(f"statement {type(s).__name__} is not supported by the SPIR-V emitter", s.loc)
@@ -589,6 +595,8 @@ class KernelLowering:
                             "explicitly if that precision is enough", e.loc)
             if e.func not in _GLSL_FLOAT:
                 self.refuse(f"math function {e.func}()", e.loc)
+            if e.func == "fma" and t.bits < 64:
+                return self.fused_multiply_add(t, args)
             return self.glsl(_GLSL_FLOAT[e.func], t, *args)
         if not t.is_int:
             self.refuse(f"{e.func}() on {t}", e.loc)
@@ -604,6 +612,22 @@ class KernelLowering:
             first, second = (args[0], args[1]) if e.func == "min" else (args[1], args[0])
             return f.val(Op.Select, tid, less, first, second)
         self.refuse(f"{e.func}() on integer type {t}", e.loc)
+
+    def fused_multiply_add(self, t: ScalarType, args: List[int]) -> int:
+        """Vulkan gives GLSL.std.450 Fma only the precision of a*b+c (llvmpipe does not fuse), so a
+        narrow fma is computed one size up: the product of two f16 (f32) values is exact in f32
+        (f64), leaving one rounding in the wide add and one back to t (within 1 ulp of fused).
+        f32 needs the float64 feature for this; without it, and for f64, GLSL Fma is used."""
+        from polykern.ir.types import SCALAR_TYPES
+
+        wide = SCALAR_TYPES[f"f{t.bits * 2}"]
+        if wide.bits == 64 and "float64" not in self.features:
+            return self.glsl("Fma", t, *args)
+        if wide.bits == 64:
+            self.required.add("float64")
+        a, b, c = (self.convert(v, t, wide) for v in args)
+        prod = self.f.val(Op.FMul, self.ty(wide), a, b)
+        return self.convert(self.f.val(Op.FAdd, self.ty(wide), prod, c), wide, t)
 
     def convert(self, v: int, src: ScalarType, dst: ScalarType) -> int:
         """C-style conversion of ``v`` from ``src`` to ``dst``."""
@@ -647,14 +671,15 @@ class KernelLowering:
         scope = self.u32c(SCOPE_WORKGROUP if sc == "Workgroup" else SCOPE_DEVICE)
         sem = self.u32c(SEM_RELAXED)
         sty = self.ty(st)
-        value = self.to_storage(self.expr(e.value), elem, st)
+        cmp = self.to_storage(self.expr(e.compare), elem, st) if e.op == "cas" else None
+        raw = self.expr(e.value)
+        value = self.to_storage(raw, elem, st) if e.op in ("cas", "xchg") or not elem.is_float else None
         if e.op == "cas":
-            cmp = self.to_storage(self.expr(e.compare), elem, st)
             old = f.val(Op.AtomicCompareExchange, sty, ptr, scope, sem, sem, value, cmp)
         elif e.op == "xchg":
             old = f.val(Op.AtomicExchange, sty, ptr, scope, sem, value)
         elif elem.is_float:
-            old = self.cas_loop(e, ptr, scope, sem, st, elem)
+            old = self.cas_loop(e, raw, ptr, scope, sem, st, elem)
         else:
             ops = {"add": (Op.AtomicIAdd, Op.AtomicIAdd), "min": (Op.AtomicSMin, Op.AtomicUMin),
                    "max": (Op.AtomicSMax, Op.AtomicUMax)}
@@ -663,12 +688,12 @@ class KernelLowering:
             old = f.val(ops[e.op][0 if elem.is_signed else 1], sty, ptr, scope, sem, value)
         return self.from_storage(old, st, elem)
 
-    def cas_loop(self, e: n.Atomic, ptr: int, scope: int, sem: int, st: ScalarType, elem: ScalarType) -> int:
+    def cas_loop(self, e: n.Atomic, v: int, ptr: int, scope: int, sem: int, st: ScalarType,
+                 elem: ScalarType) -> int:
         """old = atomic load; loop { new = op(old, v); seen = cas(ptr, old -> new); if seen == old
         break; old = seen }. Compares bit patterns, so NaNs cannot spin it forever."""
         f = self.f
         sty, fty = self.ty(st), self.ty(elem)
-        v = self.expr(e.value)
         init = f.val(Op.AtomicLoad, sty, ptr, scope, sem)
         pre = f.cur.label
         header, body, cont, merge = (f.new_label() for _ in range(4))

@@ -93,6 +93,7 @@ class _Namer:
             if op == Op.Name and ops[0] not in wanted:
                 wanted[ops[0]] = _decode_string(ops, 1)[0]
         taken = set()
+        unnamed: List[int] = []
         for op, ops in insts:
             if op in (Op.Name, Op.MemberName):
                 continue
@@ -104,13 +105,57 @@ class _Namer:
             elif op == Op.TypeFloat:
                 self.scalars[rid] = ("float", ops[1], True)
             want = wanted.get(rid) or self._suggest(op, ops)
-            base = re.sub(r"[^A-Za-z0-9_]", "_", want) or str(rid)
-            name, n = base, 0
-            while name in taken:
-                name = f"{base}_{n}"
-                n += 1
-            taken.add(name)
-            self.names[rid] = name
+            if not want:
+                unnamed.append(rid)
+                continue
+            self.names[rid] = self._unique(re.sub(r"[^A-Za-z0-9_]", "_", want), taken)
+        # Ids without a meaningful name are numbered in order of first appearance in the text, which is
+        # also how spirv-as numbers ids: the text survives a trip through spirv-as unchanged.
+        pending = set(unnamed)
+        labels = {ops[0] for op, ops in insts if op == Op.Label}
+        count = 0
+        for rid in self._appearance_order(insts):
+            if rid in pending:
+                pending.discard(rid)
+                count += 1
+                self.names[rid] = self._unique(f"L{count}" if rid in labels else str(count), taken)
+        for rid in sorted(pending):  # defined but never printed (cannot happen for our grammar)
+            self.names[rid] = self._unique(str(rid), taken)
+
+    @staticmethod
+    def _unique(base: str, taken: set) -> str:
+        name, n = base, 0
+        while name in taken:
+            name = f"{base}_{n}"
+            n += 1
+        taken.add(name)
+        return name
+
+    @staticmethod
+    def _appearance_order(insts):
+        for op, ops in insts:
+            kinds = GRAMMAR[op]
+            res = [k for k in kinds if k == "R"]
+            i = 0
+            ids = []
+            for kind in kinds:
+                if i >= len(ops):
+                    break
+                if kind in ("R", "T", "I"):
+                    ids.append((kind, ops[i]))
+                    i += 1
+                elif kind == "I*":
+                    ids.extend(("I", w) for w in ops[i:])
+                    i = len(ops)
+                elif kind == "S":
+                    i = _decode_string(ops, i)[1]
+                elif kind in ("L", "G") or kind.startswith("E:"):
+                    i += 1
+                else:  # literal tails (V, L*, D, X) hold no ids
+                    i = len(ops)
+            if res:
+                yield from (w for k, w in ids if k == "R")
+            yield from (w for k, w in ids if k != "R")
 
     @staticmethod
     def _result_id(op, ops):
@@ -144,19 +189,20 @@ class _Namer:
         if op == Op.TypePointer:
             return f"_ptr_{ENUM_NAMES['STORAGE_CLASS'][ops[1]]}_{self.type_name(ops[2])}"
         if op == Op.TypeStruct:
-            return f"_struct_{ops[0]}"
+            return "_struct"
         if op == Op.TypeFunction:
             return f"fn_{self.type_name(ops[1])}"
         if op in (Op.ConstantTrue, Op.ConstantFalse):
             return "true" if op == Op.ConstantTrue else "false"
         if op == Op.Constant and ops[0] in self.scalars:
             text = _format_literal(self.scalars[ops[0]], ops[2:])
+            if text.lstrip("-").startswith("0x"):  # non-finite
+                text = ("n" if text.startswith("-") else "") + ("inf" if text.lstrip("-") in (
+                    "0x1p+16", "0x1p+128", "0x1p+1024") else "nan")
             text = text.replace("-", "n").replace(".", "_").replace("+", "")
             return f"{self.type_name(ops[0])}_{text}"
         if op == Op.ExtInstImport:
             return "ext"
-        if op == Op.Label:
-            return f"L{ops[0]}"
         return ""
 
     def __getitem__(self, rid: int) -> str:

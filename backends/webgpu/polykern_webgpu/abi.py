@@ -12,13 +12,21 @@ the runtime (which reads it back from the artifact, never from the compiler).
   Host encodings: i32 -> i32, u32 -> u32, f32 -> f32, bool -> u32 (0/1),
   f16 -> f32 (widened on the host; converted back exactly in the shader).
   The block is padded to a multiple of 16 bytes (uniform buffer rule).
+- Kernels that use global_id, group_id or num_groups also read a uniform
+  ``PkLaunch { group_base: vec4<u32>, grid: vec4<u32> }`` (32 bytes) at the
+  binding after the scalar block (``launch_binding``). ``grid`` is the whole
+  launch grid; ``group_base`` is the first workgroup of this dispatch. Grids
+  beyond the device's per-dimension dispatch limit (65535 by default) run as
+  several dispatches, each with its own group_base, so the CUDA grid semantics
+  (up to 2**31-1 groups per dimension) hold: group_id = group_base +
+  workgroup_id, global_id = group_id * block + local_id.
 - Block dimensions are the pipeline-overridable constants
   ``pk_block_x/y/z`` (``@workgroup_size(pk_block_x, pk_block_y, pk_block_z)``);
   the runtime builds one pipeline per (kernel, block).
 
 attrs keys: ``entry``, ``buffer_bindings`` ("name:binding,..."),
 ``params_binding``, ``params_layout`` ("name:hosttype:offset,..."),
-``params_size``, ``workgroup_size`` ("override:pk_block_x,pk_block_y,pk_block_z"),
+``params_size``, ``launch_binding``, ``workgroup_size`` ("override:pk_block_x,pk_block_y,pk_block_z"),
 ``atomic_buffers``, ``features`` (comma list of WebGPU device features).
 """
 from __future__ import annotations
@@ -30,6 +38,9 @@ from typing import Dict, List, Sequence
 BLOCK_OVERRIDES = ("pk_block_x", "pk_block_y", "pk_block_z")
 PARAMS_STRUCT = "PkArgs"
 PARAMS_VAR = "pk_args"
+LAUNCH_STRUCT = "PkLaunch"
+LAUNCH_VAR = "pk_launch"
+LAUNCH_SIZE = 32
 
 # scalar type name -> host slot type in the uniform block
 HOST_SLOT = {"i32": "i32", "u32": "u32", "f32": "f32", "bool": "u32", "f16": "f32"}
@@ -49,7 +60,7 @@ def uniform_size(nslots: int) -> int:
 
 
 def layout_attrs(arg_names: Sequence[str], arg_is_buffer: Sequence[bool],
-                 arg_scalar_type: Sequence[str]) -> Dict[str, str]:
+                 arg_scalar_type: Sequence[str], needs_launch: bool) -> Dict[str, str]:
     """The ABI attrs of a kernel, from its argument list."""
     bindings: List[str] = []
     slots: List[str] = []
@@ -65,7 +76,13 @@ def layout_attrs(arg_names: Sequence[str], arg_is_buffer: Sequence[bool],
         attrs["params_binding"] = str(nbuf)
         attrs["params_layout"] = ",".join(slots)
         attrs["params_size"] = str(uniform_size(len(slots)))
+    if needs_launch:
+        attrs["launch_binding"] = str(nbuf + bool(slots))
     return attrs
+
+
+def pack_launch(group_base: Sequence[int], grid: Sequence[int]) -> bytes:
+    return struct.pack("<8I", *group_base, 0, *grid, 0)
 
 
 def parse_slots(attrs: Dict[str, str], scalar_arg_indices: Sequence[int]) -> List[Slot]:

@@ -108,10 +108,8 @@ def to_device(array) -> DeviceArray:
     return DeviceArray(a.shape, a.dtype).copy_from_host(a)
 
 
-def empty(shape, dtype) -> DeviceArray:
-    """Uninitialized contents (in practice WebGPU zero-fills new buffers)."""
-    return DeviceArray(shape, dtype)
-
-
 def zeros(shape, dtype) -> DeviceArray:
-    return DeviceArray(shape, dtype)  # WebGPU guarantees new buffers are zero-initialized
+    return DeviceArray(shape, dtype)  # WebGPU zero-initializes every new buffer
+
+
+empty = zeros  # there is no cheaper uninitialized allocation in WebGPU

@@ -12,7 +12,7 @@ copied through pooled storage buffers (wgpu_context.Context.acquire/release).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import wgpu
@@ -51,6 +51,7 @@ class _KernelABI:
             self.slots = abi.parse_slots(attrs, scalars)
             self.params_binding = int(attrs["params_binding"]) if scalars else None
             self.params_size = int(attrs["params_size"]) if scalars else 0
+            self.launch_binding = int(attrs["launch_binding"]) if "launch_binding" in attrs else None
         except (KeyError, ValueError) as e:
             raise ArtifactError(f"webgpu kernel '{info.name}': malformed launch attributes ({e})") from None
         if self.params_binding is not None and self.params_binding != len(self.buffers):
@@ -119,9 +120,9 @@ class WebGPUModule(DeviceModule):
         entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": "read-only-storage" if ro else "storage"}}
                    for b, ro in enumerate(kabi.readonly)]
-        if kabi.params_binding is not None:
-            entries.append({"binding": kabi.params_binding, "visibility": wgpu.ShaderStage.COMPUTE,
-                            "buffer": {"type": "uniform"}})
+        for b in (kabi.params_binding, kabi.launch_binding):
+            if b is not None:
+                entries.append({"binding": b, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}})
         with ctx.lock:
             bgl = ctx.device.create_bind_group_layout(entries=entries)
             return bgl, ctx.device.create_pipeline_layout(bind_group_layouts=[bgl])
@@ -165,9 +166,6 @@ class WebGPUKernel:
             if block[d] > lim[f"max-compute-workgroup-size-{axis}"]:
                 raise LaunchError(f"kernel '{name}': block {axis} = {block[d]} exceeds the device limit "
                                   f"{lim[f'max-compute-workgroup-size-{axis}']}")
-            if grid[d] > lim["max-compute-workgroups-per-dimension"]:
-                raise LaunchError(f"kernel '{name}': grid {axis} = {grid[d]} exceeds the device limit "
-                                  f"{lim['max-compute-workgroups-per-dimension']} workgroups per dimension")
         if self.info.shared_bytes > lim["max-compute-workgroup-storage-size"]:
             raise LaunchError(f"kernel '{name}' uses {self.info.shared_bytes} bytes of shared memory; this WebGPU "
                               f"device allows {lim['max-compute-workgroup-storage-size']}")
@@ -197,12 +195,19 @@ class WebGPUKernel:
                     ctx.device.queue.write_buffer(ubuf, 0, data)
                     entries.append({"binding": self.abi.params_binding,
                                     "resource": {"buffer": ubuf, "offset": 0, "size": len(data)}})
-                bind_group = ctx.device.create_bind_group(layout=bgl, entries=entries)
                 encoder = ctx.device.create_command_encoder()
                 cpass = encoder.begin_compute_pass()
                 cpass.set_pipeline(pipeline)
-                cpass.set_bind_group(0, bind_group)
-                cpass.dispatch_workgroups(*grid3)
+                for base, count in _chunks(grid3, ctx.limits["max-compute-workgroups-per-dimension"]):
+                    chunk_entries = list(entries)
+                    if self.abi.launch_binding is not None:
+                        lbuf = ctx.acquire(abi.LAUNCH_SIZE, UNIFORM_USAGE)
+                        borrowed.append((lbuf, UNIFORM_USAGE))
+                        ctx.device.queue.write_buffer(lbuf, 0, abi.pack_launch(base, grid3))
+                        chunk_entries.append({"binding": self.abi.launch_binding,
+                                              "resource": {"buffer": lbuf, "offset": 0, "size": abi.LAUNCH_SIZE}})
+                    cpass.set_bind_group(0, ctx.device.create_bind_group(layout=bgl, entries=chunk_entries))
+                    cpass.dispatch_workgroups(*count)
                 cpass.end()
                 ctx.device.queue.submit([encoder.finish()])
                 for arg, buf in readback:
@@ -241,6 +246,15 @@ class WebGPUKernel:
             if not arg.info.readonly:
                 readback.append((arg, buf))
         return buf
+
+
+def _chunks(grid: Tuple[int, int, int], limit: int):
+    """(group_base, dispatch size) pieces covering ``grid`` with at most ``limit`` groups per
+    dimension (one piece when the grid fits)."""
+    for z in range(0, grid[2], limit):
+        for y in range(0, grid[1], limit):
+            for x in range(0, grid[0], limit):
+                yield (x, y, z), (min(limit, grid[0] - x), min(limit, grid[1] - y), min(limit, grid[2] - z))
 
 
 def _padded(nbytes: int) -> int:

@@ -22,12 +22,13 @@ loop into ``loop { prelude; if !(cond) { break; } ... continuing { step } }``.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Set, Tuple
 
 from polykern.ir import nodes as ir
-from polykern.ir.types import ArrayType, BufferType, ScalarType
+from polykern.ir.types import ArrayType, ScalarType
 
 from . import abi
+from .wgsl_helpers import HELPERS
 from .wgsl_names import Namer
 from .wgsl_types import WGSL_TYPE, check_function, literal
 
@@ -37,13 +38,12 @@ _INT_BIT = {"and": "&", "or": "|", "xor": "^"}
 _BOOL_BIT = {"and": "&", "or": "|", "xor": "!="}
 _MATH = {"rsqrt": "inverseSqrt"}
 _ATOMIC_FN = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "xchg": "atomicExchange"}
-_REG_BUILTIN = {
-    "global_id": ("global_invocation_id", "pk_global_id"),
-    "local_id": ("local_invocation_id", "pk_local_id"),
-    "group_id": ("workgroup_id", "pk_group_id"),
-    "num_groups": ("num_workgroups", "pk_num_groups"),
-}
-_REG_ORDER = ("global_id", "local_id", "group_id", "num_groups")
+# Builtin inputs of the entry point. Group and global ids are computed from
+# workgroup_id plus the launch uniform's group_base (grids larger than the
+# device's per-dimension dispatch limit are launched in chunks; abi.py).
+_BUILTIN_INPUTS = (("local_invocation_id", "pk_local_id"), ("workgroup_id", "pk_group_id"))
+_NEEDS = {"global_id": {"pk_local_id", "pk_group_id"}, "group_id": {"pk_group_id"},
+          "local_id": {"pk_local_id"}, "num_groups": set()}
 _XYZ = "xyz"
 INDENT = "    "
 
@@ -65,17 +65,19 @@ class WGSLEmitter:
         for e in ir.walk_all_exprs(fn.body):
             if isinstance(e, ir.Atomic) and not _is_private(e.base):
                 self.atomic_bases.add(e.base.name)
-            elif isinstance(e, ir.SpecialReg) and e.kind in _REG_BUILTIN:
+            elif isinstance(e, ir.SpecialReg) and e.kind in _NEEDS:
                 self.regs.add(e.kind)
             if isinstance(e.type, ScalarType) and e.type.name == "f16":
                 self.uses_f16 = True
         self.uses_f16 = self.uses_f16 or any(t.name == "f16" for t in ir.used_types(fn))
         self.assigned = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
         self.assigned |= {s.var for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)}
+        self.needs_launch = bool(self.regs & {"global_id", "group_id", "num_groups"})
         self.writes_storage = any(p.is_buffer and not p.type.readonly for p in fn.params)
         self.out: List[str] = []
         self.ind = 0
         self._tmp = 0
+        self.helpers: Set[str] = set()
         module_names = {self.names[p.name] for p in fn.params if p.is_buffer}
         module_names |= {self.names[n] for n, a in fn.arrays.items() if a.scope == "shared"}
         self.entry = self.names[fn.name]
@@ -131,6 +133,14 @@ class WGSLEmitter:
                 head.append(f"{INDENT}{self.names[p.name]}: {abi.HOST_SLOT[p.type.name]},")
             head.append("}")
             head.append(f"@group(0) @binding({nbuf}) var<uniform> {abi.PARAMS_VAR}: {abi.PARAMS_STRUCT};")
+        if self.needs_launch:
+            head.append("")
+            head.append(f"struct {abi.LAUNCH_STRUCT} {{")
+            head.append(f"{INDENT}group_base: vec4<u32>,")
+            head.append(f"{INDENT}grid: vec4<u32>,")
+            head.append("}")
+            head.append(f"@group(0) @binding({nbuf + bool(scalars)}) var<uniform> {abi.LAUNCH_VAR}: "
+                        f"{abi.LAUNCH_STRUCT};")
         shared = fn.shared_arrays
         if shared:
             head.append("")
@@ -138,15 +148,18 @@ class WGSLEmitter:
                 head.append(f"var<workgroup> {self.names[name]}: "
                             f"array<{self._elem_decl(name, a.elem)}, {a.size}>;")
         head.append("")
+        for h in sorted(self.helpers):
+            head.append(HELPERS[h])
         head.append("@compute @workgroup_size(" + ", ".join(abi.BLOCK_OVERRIDES) + ")")
-        builtins = [f"@builtin({_REG_BUILTIN[k][0]}) {_REG_BUILTIN[k][1]}: vec3<u32>"
-                    for k in _REG_ORDER if k in self.regs]
+        used = set().union(*(_NEEDS[k] for k in self.regs)) if self.regs else set()
+        builtins = [f"@builtin({b}) {v}: vec3<u32>" for b, v in _BUILTIN_INPUTS if v in used]
         head.append(f"fn {self.entry}(" + ", ".join(builtins) + ") {")
         decls = self._decls(scalars)
+        head = [ln for k, ln in enumerate(head) if ln or k == 0 or head[k - 1]]  # no double blank lines
         text = "\n".join(head + decls + body_lines + ["}", ""])
         attrs = abi.layout_attrs(
             [p.name for p in fn.params], [p.is_buffer for p in fn.params],
-            ["" if p.is_buffer else p.type.name for p in fn.params])
+            ["" if p.is_buffer else p.type.name for p in fn.params], self.needs_launch)
         attrs["entry"] = self.entry
         attrs["workgroup_size"] = "override:" + ",".join(abi.BLOCK_OVERRIDES)
         if self.atomic_bases:
@@ -323,8 +336,7 @@ class WGSLEmitter:
         if isinstance(e, ir.Load):
             return self._load(e)
         if isinstance(e, ir.Call):
-            fn = _MATH.get(e.func, e.func)
-            return f"{fn}(" + ", ".join(self.top(a) for a in e.args) + ")"
+            return self._call(e)
         if isinstance(e, ir.SpecialReg):
             return self._reg(e)
         if isinstance(e, ir.Atomic):
@@ -357,6 +369,8 @@ class WGSLEmitter:
             bits = t.bits
             if isinstance(e.b, ir.Const):
                 amount = f"{int(e.b.value) % bits}u"
+            elif _is_masked(e.b, bits):  # the frontend already masked it
+                amount = self.ex(e.b) if e.b.type.name == "u32" else f"u32({self.top(e.b)})"
             elif e.b.type.name == "u32":
                 amount = f"({b} & {bits - 1}u)"
             else:
@@ -421,10 +435,27 @@ class WGSLEmitter:
             return f"bitcast<f32>({text})" if e.type.is_float else text
         return f"{name}[{idx}]"
 
+    def _call(self, e: ir.Call) -> str:
+        args = [self.top(a) for a in e.args]
+        if e.func == "fma" and e.type.name == "f32":
+            self.helpers.add("pk_fma")
+            return f"pk_fma({', '.join(args)})"
+        if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
+            return "f16(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
+        return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"
+
     def _reg(self, e: ir.SpecialReg) -> str:
+        axis = _XYZ[e.dim]
         if e.kind == "local_size":
             return f"i32({abi.BLOCK_OVERRIDES[e.dim]})"
-        return f"i32({_REG_BUILTIN[e.kind][1]}.{_XYZ[e.dim]})"
+        if e.kind == "local_id":
+            return f"i32(pk_local_id.{axis})"
+        if e.kind == "num_groups":
+            return f"i32({abi.LAUNCH_VAR}.grid.{axis})"
+        group = f"({abi.LAUNCH_VAR}.group_base.{axis} + pk_group_id.{axis})"
+        if e.kind == "group_id":
+            return f"i32{group}"
+        return f"i32({group} * {abi.BLOCK_OVERRIDES[e.dim]} + pk_local_id.{axis})"
 
     # ------------------------------------------------------------ atomics
 
@@ -497,6 +528,11 @@ class WGSLEmitter:
 
 def _is_private(base: ir.Var) -> bool:
     return isinstance(base.type, ArrayType) and base.type.scope == "local"
+
+
+def _is_masked(e: ir.Expr, bits: int) -> bool:
+    return (isinstance(e, ir.BinOp) and e.op == "and" and isinstance(e.b, ir.Const)
+            and int(e.b.value) == bits - 1)
 
 
 def _balanced(text: str) -> bool:

@@ -39,7 +39,7 @@ bool i32 u32 f32 f16 vec2 vec3 vec4 array atomic ptr mat2x2 mat3x3 mat4x4 sample
 select bitcast min max abs sqrt inverseSqrt exp exp2 log log2 sin cos tanh pow fma floor ceil trunc
 atomicLoad atomicStore atomicAdd atomicMin atomicMax atomicExchange atomicCompareExchangeWeak
 workgroupBarrier storageBarrier arrayLength read read_write uniform storage workgroup private
-function PkArgs
+function PkArgs PkLaunch
 """.split())
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$|^_[A-Za-z0-9_]+$")

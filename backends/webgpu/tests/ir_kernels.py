@@ -180,11 +180,11 @@ def reserved_names():
         ir.Assign("loop", gid()),
         ir.Assign("min", ir.Call("min", [loop, C(5)])),
         ir.Assign("pk_args", B("add", mn, V("select"))),
-        ir.Assign("select", B("add", V("select"), C(1))),
-        ir.Store(arr, loop, pk),
+        ir.Assign("fn", B("add", V("select"), pk)),
+        ir.Store(arr, loop, V("fn")),
     ]
     return ir.Function("loop", [ir.Param("select", i32), ir.Param("array", arr.type)], body,
-                       locals={"loop": i32, "min": i32, "pk_args": i32})
+                       locals={"loop": i32, "min": i32, "pk_args": i32, "fn": i32})
 
 
 def half_precision():

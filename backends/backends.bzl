@@ -1,0 +1,275 @@
+"""THE list of polykern backends, and the Bazel targets generated from it.
+
+Adding a backend = a folder backends/<x>/ (polykern_<x>/ + tests/ + a BUILD.bazel that says
+`polykern_backend()`), one `backend(...)` line in BACKENDS below, and one entry point in
+pyproject.toml. Everything else (flags, config_settings, the compiler's deps, aggregates, the
+per-backend tests) is generated from this list.
+
+Per backend `x`:
+  //backends/x:codegen   py_library: the polykern_x package minus its runtime files; deps = the core
+                         (//:polykern) + pure-Python/wheel deps. Never a device binding.
+  //backends/x:runtime   py_library: the runtime files + the device binding (pip). Compatible only when
+                         the runtime is enabled (see flags), so CPU-only configurations skip it.
+  //backends/x:<test>    one py_test per backends/x/tests/test_*.py (pytest), codegen + (runtime when
+                         enabled); tests of GPU backends whose name says runtime/device/launch carry the
+                         GPU tag and exec_properties {"test.Pool": "gpu"} and need the runtime.
+  //backends/x:codegen_isolation_test
+                         proves :codegen imports and registers with no device package anywhere.
+Generated in //backends (backends/BUILD.bazel):
+  --//backends:runtime_x=true|false   bool flag; default = the host toolchain for x was detected
+                                      (@polykern_host_toolchains, see //toolchains)
+  --//backends:no_runtimes=true       the CPU-only cross-compiler: no runtime at all (--config=cpu)
+  //backends:x_runtime_enabled        config_setting group: runtime_x && !no_runtimes (&& os)
+  //backends:all_codegen              every codegen
+  //backends:enabled_runtimes         the runtimes enabled in this configuration (select)
+"""
+
+load("@bazel_skylib//lib:selects.bzl", "selects")
+load("@bazel_skylib//rules:common_settings.bzl", "bool_flag")
+load("@polykern_host_toolchains//:detected.bzl", "DETECTED_TOOLS", "HOST_OS")
+load("@rules_python//python:defs.bzl", "py_library", "py_test")
+load("//tests/bazel:pytest.bzl", "pytest_file_tests")
+
+def backend(
+        name,
+        needs,
+        runtime_pip = [],
+        runtime_modules = [],
+        codegen_pip = [],
+        runtime_srcs = [],
+        config = None,
+        os = None,
+        gpu_tag = None,
+        doc = ""):
+    """One backend's facts.
+
+    Args:
+      name: the module kind and folder name.
+      needs: host tools (//toolchains TOOLS) any one of which makes the runtime usable; the default
+        configuration enables the runtime when one is detected.
+      runtime_pip: pip requirements (requirements.txt names) of the runtime: the device binding.
+      runtime_modules: top-level Python modules of the binding; codegen must never import them.
+      codegen_pip: extra pip requirements of the codegen (pure Python or tool wheels, never a driver).
+      runtime_srcs: package-relative files that belong to the runtime besides the defaults
+        runtime.py and runtime/**.
+      config: the .bazelrc config that adds this runtime (--config=<config>), if any.
+      os: the @platforms//os constraint the runtime needs, if any.
+      gpu_tag: test tag for tests that need this backend's GPU (e.g. requires-gpu-nvidia).
+      doc: one line for humans.
+    """
+    return struct(
+        name = name,
+        needs = needs,
+        runtime_pip = runtime_pip,
+        runtime_modules = runtime_modules,
+        codegen_pip = codegen_pip,
+        runtime_srcs = runtime_srcs,
+        config = config,
+        os = os,
+        gpu_tag = gpu_tag,
+        doc = doc,
+    )
+
+BACKENDS = [
+    backend("llvm", needs = ["host_cpu"], doc = "CPU via LLVM; runtime = llvmlite MCJIT + ctypes"),
+    backend("cuda", needs = ["cuda_driver"], runtime_pip = ["pycuda"], runtime_modules = ["pycuda"], config = "cuda", gpu_tag = "requires-gpu-nvidia", doc = "CUDA C / NVPTX; runtime = pycuda on the NVIDIA driver"),
+    backend("rocm", needs = ["rocm_hip"], gpu_tag = "requires-gpu-amd", doc = "AMDGPU code objects; runtime = HIP"),
+    backend("opencl", needs = ["opencl_icd"], runtime_pip = ["pyopencl"], runtime_modules = ["pyopencl"], config = "opencl", doc = "OpenCL C; runtime = pyopencl on any ICD (PoCL on CPU)"),
+    backend("vulkan", needs = ["vulkan_icd"], runtime_pip = ["vulkan"], runtime_modules = ["vulkan"], config = "vulkan", doc = "SPIR-V; runtime = vulkan (cffi) on any ICD (lavapipe on CPU)"),
+    backend("metal", needs = ["metal"], runtime_modules = ["Metal", "objc"], os = "macos", doc = "MSL; runtime = pyobjc Metal on macOS"),
+    backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu"], runtime_modules = ["wgpu"], runtime_srcs = ["wgpu_context.py", "device_array.py"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
+    backend("hexagon", needs = ["hexagon_sim"], doc = "Hexagon objects via LLVM; runtime = Hexagon simulator/device"),
+]
+
+BACKEND_NAMES = [b.name for b in BACKENDS]
+BACKENDS_BY_NAME = {b.name: b for b in BACKENDS}
+
+# The binding modules of every backend: no codegen may import any of them.
+ALL_RUNTIME_MODULES = sorted({m: None for b in BACKENDS for m in b.runtime_modules}.keys())
+
+def pip(name):
+    """Label of a locked pip requirement."""
+    return Label("@pypi//" + name.lower().replace("-", "_").replace(".", "_"))
+
+def runtime_detected(b):
+    """Whether the host toolchain detection found what backend b's runtime needs."""
+    if b.os and b.os != HOST_OS:
+        return False
+    for t in b.needs:
+        if DETECTED_TOOLS.get(t, ""):
+            return True
+    return False
+
+def _runtime_files(b):
+    pkg = "polykern_" + b.name + "/"
+    return [pkg + "runtime.py", pkg + "runtime/**"] + [pkg + f for f in b.runtime_srcs]
+
+def enabled_setting(name):
+    return Label("//backends:%s_runtime_enabled" % name)
+
+def runtime_deps_select():
+    """deps expression: every runtime enabled in the current configuration."""
+    expr = []
+    for b in BACKENDS:
+        expr = expr + select({
+            enabled_setting(b.name): [Label("//backends/%s:runtime" % b.name)],
+            "//conditions:default": [],
+        })
+    return expr
+
+def polykern_backend_settings():
+    """Flags, config_settings and aggregates for //backends (backends/BUILD.bazel)."""
+    bool_flag(
+        name = "no_runtimes",
+        build_setting_default = False,
+        visibility = ["//visibility:public"],
+    )
+    native.config_setting(
+        name = "_runtimes_allowed",
+        flag_values = {":no_runtimes": "False"},
+    )
+    for b in BACKENDS:
+        bool_flag(
+            name = "runtime_" + b.name,
+            build_setting_default = runtime_detected(b),
+            visibility = ["//visibility:public"],
+        )
+        native.config_setting(
+            name = "_%s_flag_on" % b.name,
+            flag_values = {":runtime_" + b.name: "True"},
+        )
+        conds = [":_runtimes_allowed", ":_%s_flag_on" % b.name]
+        if b.os:
+            native.config_setting(
+                name = "_%s_os" % b.name,
+                constraint_values = ["@platforms//os:" + b.os],
+            )
+            conds.append(":_%s_os" % b.name)
+        selects.config_setting_group(
+            name = b.name + "_runtime_enabled",
+            match_all = conds,
+            visibility = ["//visibility:public"],
+        )
+    py_library(
+        name = "all_codegen",
+        deps = ["//backends/%s:codegen" % b.name for b in BACKENDS],
+        visibility = ["//visibility:public"],
+    )
+    py_library(
+        name = "enabled_runtimes",
+        deps = runtime_deps_select(),
+        visibility = ["//visibility:public"],
+    )
+    native.filegroup(
+        name = "backends_json",
+        srcs = [":backends.json"],
+        visibility = ["//visibility:public"],
+    )
+    _backends_json(name = "backends.json_gen", out = "backends.json")
+
+def _backends_json_impl(ctx):
+    facts = {}
+    for b in BACKENDS:
+        facts[b.name] = {
+            "codegen_pip": b.codegen_pip,
+            "config": b.config or "",
+            "detected": runtime_detected(b),
+            "gpu_tag": b.gpu_tag or "",
+            "needs": b.needs,
+            "os": b.os or "",
+            "runtime_modules": b.runtime_modules,
+            "runtime_pip": b.runtime_pip,
+            "runtime_files": _runtime_files(b),
+        }
+    ctx.actions.write(ctx.outputs.out, json.encode_indent(facts) + "\n")
+
+_backends_json = rule(
+    implementation = _backends_json_impl,
+    attrs = {"out": attr.output(mandatory = True)},
+    doc = "The backend list as JSON (for tests and tools).",
+)
+
+def polykern_backend(name = None):
+    """Everything for backends/<x>/BUILD.bazel. The backend name is the folder name."""
+    name = name or native.package_name().split("/")[-1]
+    if name not in BACKENDS_BY_NAME:
+        fail("backend '%s' is not in BACKENDS of //backends:backends.bzl; add a backend(...) line there" % name)
+    b = BACKENDS_BY_NAME[name]
+    pkg = "polykern_" + name
+    runtime_files = _runtime_files(b)
+    enabled = enabled_setting(name)
+    incompatible = ["@platforms//:incompatible"]
+
+    py_library(
+        name = "codegen",
+        srcs = native.glob([pkg + "/**/*.py"], exclude = runtime_files, allow_empty = True),
+        data = native.glob(
+            [pkg + "/**"],
+            exclude = runtime_files + [pkg + "/**/*.py", pkg + "/**/__pycache__/**", pkg + "/**/*.pyc"],
+            allow_empty = True,
+        ),
+        imports = ["."],
+        deps = [Label("//:polykern")] + [pip(p) for p in b.codegen_pip],
+        visibility = ["//visibility:public"],
+    )
+
+    py_library(
+        name = "runtime",
+        srcs = native.glob(runtime_files, exclude = [pkg + "/**/__pycache__/**"], allow_empty = True),
+        imports = ["."],
+        deps = [":codegen"] + [pip(p) for p in b.runtime_pip],
+        target_compatible_with = select({
+            enabled: [],
+            "//conditions:default": incompatible,
+        }),
+        visibility = ["//visibility:public"],
+    )
+
+    py_test(
+        name = "codegen_isolation_test",
+        srcs = [Label("//tests/bazel:codegen_isolation.py")],
+        main = Label("//tests/bazel:codegen_isolation.py"),
+        args = [name] + ALL_RUNTIME_MODULES,
+        deps = [":codegen"],
+        legacy_create_init = 0,
+        size = "small",
+    )
+
+    # Tests: every tests/test_*.py, with the helpers and data next to it.
+    helpers = native.glob(["tests/**/*.py"], exclude = ["tests/**/test_*.py"], allow_empty = True)
+    test_data = native.glob(
+        ["tests/**"],
+        exclude = ["tests/**/*.py", "tests/**/__pycache__/**", "tests/**/*.pyc"],
+        allow_empty = True,
+    )
+    if helpers or test_data:
+        py_library(
+            name = "test_support",
+            srcs = helpers,
+            data = test_data,
+            imports = ["tests"],
+            deps = [":codegen"],
+            testonly = True,
+        )
+    support = [":test_support"] if (helpers or test_data) else []
+    files = native.glob(["tests/test_*.py"], allow_empty = True)
+    runtime_when_enabled = select({enabled: [":runtime"], "//conditions:default": []})
+    device_files = []
+    if b.gpu_tag:
+        for f in files:
+            base = f.split("/")[-1]
+            if "runtime" in base or "device" in base or "launch" in base:
+                device_files.append(f)
+    host_files = [f for f in files if f not in device_files]
+    common_deps = support + [":codegen", Label("//tests:support")]
+    pytest_file_tests(
+        files = host_files,
+        deps = common_deps + runtime_when_enabled,
+    )
+    pytest_file_tests(
+        files = device_files,
+        deps = common_deps + [":runtime"],
+        tags = [b.gpu_tag] if b.gpu_tag else [],
+        exec_properties = {"test.Pool": "gpu"},
+        target_compatible_with = select({enabled: [], "//conditions:default": incompatible}),
+    )

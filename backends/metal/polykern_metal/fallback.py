@@ -1,0 +1,11 @@
+"""The metal module a host without the Metal runtime (any non-macOS host) builds: same bytes as the
+real module (one serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable."""
+from __future__ import annotations
+
+from polykern.module import FallbackModule
+
+
+class MetalFallbackModule(FallbackModule):
+    """``inspect_source()`` shows every kernel's MSL."""
+
+    source_preference = ("metal",)

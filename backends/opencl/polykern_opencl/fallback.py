@@ -1,0 +1,11 @@
+"""The opencl module a host without the OpenCL runtime builds: same bytes as the real module (one
+serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable."""
+from __future__ import annotations
+
+from polykern.module import FallbackModule
+
+
+class OpenCLFallbackModule(FallbackModule):
+    """``inspect_source()`` shows the OpenCL C."""
+
+    source_preference = ("cl",)

@@ -1,0 +1,12 @@
+"""Conformance-suite settings for the Vulkan backend (read by tests/runtimes.py).
+
+TARGETS: the target strings the suite runs for the ``vulkan`` target kind.
+SKIPS: case names or features this backend refuses, with the reason shown in the skip.
+"""
+TARGETS = {"vulkan": ["vulkan"]}
+SKIPS = {
+    "vulkan": {
+        "math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow; the Vulkan backend "
+                    "refuses them at compile time (cast to f32 explicitly)",
+    },
+}

@@ -1,0 +1,61 @@
+// polykern webgpu kernel 'math_casts'
+
+override pk_block_x: u32 = 1u;
+override pk_block_y: u32 = 1u;
+override pk_block_z: u32 = 1u;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> bits: array<u32>;
+
+struct PkArgs {
+    n: i32,
+    scale: f32,
+    flag: u32,
+}
+@group(0) @binding(3) var<uniform> pk_args: PkArgs;
+
+struct PkLaunch {
+    group_base: vec4<u32>,
+    grid: vec4<u32>,
+}
+@group(0) @binding(4) var<uniform> pk_launch: PkLaunch;
+
+fn pk_fma(a: f32, b: f32, c: f32) -> f32 {
+    let p = a * b;
+    let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+    let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
+    let al = a - ah;
+    let bl = b - bh;
+    let e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    let s = p + c;
+    let v = s - p;
+    let t = (p - (s - v)) + (c - v);
+    let ok = abs(p) < 1.0e38f && abs(p) > 1.0e-20f && abs(c) < 1.0e38f;
+    return select(fma(a, b, c), s + (t + e), ok);
+}
+
+@compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
+fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(workgroup_id) pk_group_id: vec3<u32>) {
+    let n = pk_args.n;
+    let scale = pk_args.scale;
+    let flag = (pk_args.flag != 0u);
+    var i: i32;
+    var v: f32;
+    var u: u32;
+    i = i32((pk_launch.group_base.x + pk_group_id.x) * pk_block_x + pk_local_id.x);
+    if i >= n {
+        return;
+    }
+    v = abs(x[i]);
+    v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + log(v + 1.0f)) + log2(v + 1.0f);
+    v = pk_fma(v, scale, pow(2.0f, 0.5f));
+    v = max(min(v, 1.0e+30f), -1.0e+30f);
+    v = select(floor(v / 3.0f), v % 7.5f, flag);
+    y[i] = v / 3.0f;
+    u = u32(i);
+    u = (u << 3u) | (u >> (u32(i & 7i) & 31u));
+    u = u ^ u32(i32(f32(u)));
+    bits[i] = u + u32(i << 3u);
+    bits[i] = bits[i] - (0u - u32(bool(i)));
+}

@@ -1,0 +1,1 @@
+"""Test helpers shared by the core and every backend's tests (no pytest dependency)."""

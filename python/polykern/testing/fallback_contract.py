@@ -1,0 +1,112 @@
+"""The fallback contract of DESIGN.md section 4, as one reusable check.
+
+A backend's test calls::
+
+    from polykern.testing.fallback_contract import check_fallback_contract
+    report = check_fallback_contract("cuda", lambda: build_my_module())
+
+where the callable builds a module through ``create_with_fallback`` (for example
+``registry.get("target.build.cuda")(funcs, Target("cuda"))``). The check builds it twice with
+``POLYKERN_COMPILE_FORCE_FALLBACK=1`` and, when ``module.create.<kind>`` is registered, once
+without; it raises ``AssertionError`` (this is test code) describing the first violation:
+
+- the fallback has the expected ``kind`` and ``is_runnable`` is false;
+- ``save_to_bytes`` is identical to the real module's (runtime present) or across two
+  fallback builds (runtime absent), and the exported artifacts are identical too;
+- ``get_function`` raises ``RuntimeNotLinkedError`` naming the kernel, the backend and the fix;
+- ``inspect_source`` works for the default and for every embedded format.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, Dict, Iterator, Optional
+
+from .. import backends, registry
+from ..errors import RuntimeNotLinkedError
+from ..module import FORCE_FALLBACK_ENV, Module, RootModule
+
+__all__ = ["check_fallback_contract", "forced_fallback"]
+
+
+@contextlib.contextmanager
+def forced_fallback(value: Optional[str] = "1") -> Iterator[None]:
+    """Set (or with ``None`` unset) POLYKERN_COMPILE_FORCE_FALLBACK for the duration."""
+    old = os.environ.get(FORCE_FALLBACK_ENV)
+    try:
+        if value is None:
+            os.environ.pop(FORCE_FALLBACK_ENV, None)
+        else:
+            os.environ[FORCE_FALLBACK_ENV] = value
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(FORCE_FALLBACK_ENV, None)
+        else:
+            os.environ[FORCE_FALLBACK_ENV] = old
+
+
+def _fail(kind: str, msg: str) -> None:
+    raise AssertionError(f"fallback contract of '{kind}' violated: {msg}")
+
+
+def _check(cond: bool, kind: str, msg: str) -> None:
+    if not cond:
+        _fail(kind, msg)
+
+
+def _artifact(m: Module) -> bytes:
+    return RootModule.collect([m], targets=[]).export(metadata={"compiler": "polykern contract-check"})
+
+
+def check_fallback_contract(kind: str, build: Callable[[], Module]) -> Dict[str, Any]:
+    """Check the fallback contract for module kind ``kind``; returns a small report dict."""
+    with forced_fallback("1"):
+        fb1 = build()
+        fb2 = build()
+    for fb in (fb1, fb2):
+        _check(isinstance(fb, Module), kind, f"build() returned {fb!r}, not a Module")
+        _check(fb.kind == kind, kind, f"fallback kind is {fb.kind!r}")
+        _check(fb.is_runnable is False, kind, "fallback is_runnable is not False")
+    _check(bool(fb1.functions), kind, "the module describes no functions (build at least one kernel)")
+    data = fb1.save_to_bytes()
+    _check(isinstance(data, bytes) and len(data) > 0, kind, "save_to_bytes() returned no bytes")
+    _check(fb2.save_to_bytes() == data, kind, "two fallback builds serialize differently (non-deterministic)")
+    _check(_artifact(fb1) == _artifact(fb2), kind, "two fallback builds export different artifacts")
+
+    real = None
+    if registry.get(f"module.create.{kind}") is not None:
+        with forced_fallback(None):
+            real = build()
+        _check(real.kind == kind, kind, f"real module kind is {real.kind!r}")
+        _check(real.is_runnable is True, kind, "module.create is registered but the module is not runnable")
+        _check(real.save_to_bytes() == data, kind, "fallback and real modules serialize differently")
+        _check(real.functions == fb1.functions, kind, "fallback and real modules describe different functions")
+        _check(_artifact(real) == _artifact(fb1), kind, "fallback and real modules export different artifacts")
+
+    display = backends.display_name(kind)
+    for name in fb1.functions:
+        try:
+            fb1.get_function(name)
+        except RuntimeNotLinkedError as e:
+            text = str(e)
+            for needle in (f"'{name}'", display):
+                _check(needle in text, kind, f"get_function error does not mention {needle!r}: {text}")
+            # The fix: install/build the runtime, or (runtime present) stop forcing the fallback.
+            fixed = ("--config=" in text and "Install polykern[" in text) or FORCE_FALLBACK_ENV in text
+            _check(fixed, kind, f"get_function error does not say how to fix it: {text}")
+        except Exception as e:  # the contract names the exception type exactly
+            _fail(kind, f"get_function({name!r}) raised {type(e).__name__}, not RuntimeNotLinkedError: {e}")
+        else:
+            _fail(kind, f"get_function({name!r}) on a fallback did not raise")
+
+    default = fb1.inspect_source()
+    _check(isinstance(default, str) and default.strip() != "", kind, "inspect_source() returned no text")
+    for fmt, text in fb1.sources.items():
+        _check(fb1.inspect_source(fmt) == text, kind, f"inspect_source({fmt!r}) differs from sources[{fmt!r}]")
+        if real is not None:
+            _check(real.inspect_source(fmt) == text, kind, f"real inspect_source({fmt!r}) differs from fallback")
+    if real is not None:
+        _check(real.inspect_source() == default, kind, "real and fallback default inspect_source() differ")
+    return {"kind": kind, "compared_with_real": real is not None, "functions": sorted(fb1.functions),
+            "bytes": len(data), "source_formats": sorted(fb1.sources)}

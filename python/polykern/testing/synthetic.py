@@ -1,0 +1,36 @@
+"""Synthetic FunctionInfo / module trees for tests that must not need a compiler or runtime."""
+from __future__ import annotations
+
+from typing import Dict, Sequence, Type
+
+from .. import wire
+from ..ir.types import f32, i32
+from ..module import ArgInfo, DeviceModule, FallbackModule, FunctionInfo, RootModule
+
+
+def saxpy_info(name: str = "saxpy", **attrs: str) -> FunctionInfo:
+    """``name(n: i32, a: f32, x: Buffer[f32, readonly], y: Buffer[f32])`` using global_id.0."""
+    return FunctionInfo(name, (ArgInfo.scalar("n", i32), ArgInfo.scalar("a", f32), ArgInfo.buffer("x", f32, True),
+                               ArgInfo.buffer("y", f32)), ("global_id.0",), 0, dict(attrs))
+
+
+def device_module(kind: str, names: Sequence[str] = ("saxpy",), cls: Type[DeviceModule] = FallbackModule,
+                  fmt: str = "", with_sources: bool = True) -> DeviceModule:
+    """A module of ``kind`` whose payload fits the kind's layout (text for 'bytes' kinds)."""
+    layout = wire.PAYLOAD_LAYOUT[kind]
+    names = sorted(names)
+    fmap = {n: saxpy_info(n) for n in names}
+    fmt = fmt or {"bytes": "src", "smap": "bin", "webgpu": "wgsl"}[layout]
+    if layout == "bytes":
+        payload: object = "".join(f"// {kind} kernel {n}\n" for n in names).encode()
+    else:
+        payload = {n: f"// {kind} shader {n}\n".encode() if layout == "webgpu" else b"\x03\x02\x23\x07" + n.encode()
+                   for n in names}
+    sources: Dict[str, str] = {"listing": f"{kind}: {', '.join(names)}\n"} if with_sources else {}
+    return cls(kind, payload, fmt, fmap, sources)
+
+
+def synthetic_root(kinds: Sequence[str] = ("cuda", "vulkan", "llvm"), names: Sequence[str] = ("saxpy",),
+                   cls: Type[DeviceModule] = FallbackModule) -> RootModule:
+    mods = [device_module(k, names, cls) for k in kinds]
+    return RootModule.collect(mods, targets=list(kinds))

@@ -1,0 +1,30 @@
+"""Runs one pytest file as a Bazel test (see pytest.bzl).
+
+Honours Bazel's test protocol: XML_OUTPUT_FILE (JUnit report), TESTBRIDGE_TEST_ONLY (--test_filter,
+passed to pytest -k), TEST_TMPDIR (pytest's and Hypothesis' scratch space). Skips are listed with
+their reasons (-rs) in the test log.
+"""
+import os
+import sys
+
+
+def main():
+    sys.dont_write_bytecode = True
+    tmp = os.environ.get("TEST_TMPDIR")
+    opts = ["-p", "no:cacheprovider", "-rsxX", "--color=no"]
+    if tmp:
+        os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tmp, "hypothesis"))
+        opts += ["--basetemp", os.path.join(tmp, "pytest")]
+    xml = os.environ.get("XML_OUTPUT_FILE")
+    if xml:
+        opts += ["--junitxml", xml]
+    only = os.environ.get("TESTBRIDGE_TEST_ONLY")
+    if only:
+        opts += ["-k", only]
+    import pytest
+
+    return pytest.main(opts + sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

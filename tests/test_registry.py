@@ -1,0 +1,152 @@
+"""polykern.registry and polykern.backends: registration, discovery, status and messages."""
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from polykern import backends, registry
+from polykern.errors import BackendUnavailableError
+from polykern.testing.isolation import isolated
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch):
+    monkeypatch.delenv("POLYKERN_BACKEND_AUTOLOAD", raising=False)
+    with isolated():
+        yield
+
+
+def test_register_get_require_names_remove():
+    f = lambda: 1  # noqa: E731
+    assert registry.register("test.reg.a", f) is f
+    assert registry.get("test.reg.a") is f and registry.require("test.reg.a") is f
+    assert registry.get("test.reg.missing") is None
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("test.reg.a", lambda: 2)
+    g = lambda: 2  # noqa: E731
+    registry.register("test.reg.a", g, override=True)
+    assert registry.get("test.reg.a") is g
+
+    @registry.register("test.reg.b")
+    def h():
+        return 3
+
+    assert registry.get("test.reg.b") is h
+    assert registry.names("test.reg.") == ["test.reg.a", "test.reg.b"]
+    with pytest.raises(BackendUnavailableError, match="'test.reg.c'.*test.reg.a, test.reg.b") as e:
+        registry.require("test.reg.c")
+    assert isinstance(e.value, ImportError)
+    assert registry.remove("test.reg.a") and not registry.remove("test.reg.a")
+    assert registry.names("test.reg.") == ["test.reg.b"]
+    for bad in ("", " x", 3):
+        with pytest.raises(ValueError):
+            registry.register(bad, f)
+
+
+def test_concurrent_registration():
+    def worker(i):
+        for j in range(50):
+            registry.register(f"test.conc.{i}.{j}", i)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(registry.names("test.conc.")) == 400
+
+
+def test_snapshot_restore():
+    before = registry.snapshot()
+    registry.register("test.snap.x", 1)
+    assert registry.restore_absent(before) == ["test.snap.x"] and registry.get("test.snap.x") is None
+
+
+def test_declare_registers_codegen_and_records_runtime_failure():
+    def codegen():
+        registry.register("target.build.fake", lambda funcs, target: None)
+
+    def runtime():
+        registry.register("module.create.fakek", lambda *a: None)  # half-done, then fails
+        raise ModuleNotFoundError("No module named 'fakedriver'", name="fakedriver")
+
+    rec = backends.declare("fake", ["fakek"], display_name="Fake", extra="fake", config="fake",
+                           hint="on a host with a fake driver", codegen=codegen, runtime=runtime)
+    assert rec.codegen_ok and not rec.runtime_available
+    assert rec.runtime_reason == "fakedriver could not be imported: No module named 'fakedriver'"
+    assert registry.get("target.build.fake") is not None
+    assert registry.get("module.create.fakek") is None  # the failed runtime's registrations are undone
+    assert backends.record_for_kind("fakek") is rec
+    assert backends.declare("fake", "fakek") is rec  # idempotent
+    assert backends.runtime_missing_message("fakek", "k") == (
+        "Fake runtime is not available in this environment (fakedriver could not be imported: No module named "
+        "'fakedriver'); cannot launch 'k'. Install polykern[fake] on a host with a fake driver, build with "
+        "--config=fake, or load this artifact where the Fake runtime exists.")
+
+
+def test_declare_codegen_failure_and_runtime_success_with_devices():
+    rec = backends.declare("broken", "brk", codegen=lambda: 1 / 0, runtime=lambda: None)
+    assert not rec.codegen_ok and "ZeroDivisionError" in rec.codegen_error
+    assert "codegen failed" in rec.runtime_reason
+    assert backends.runtime_reason("brk").startswith("the broken backend failed to load")
+
+    def register_runtime():
+        registry.register("module.load_from_bytes.okk", lambda d, s: None)
+
+    ok = backends.declare("okb", "okk", runtime=register_runtime, devices=lambda: ["Dev 0", "Dev 1"])
+    assert ok.runtime_available and backends.runtime_reason("okk") == ""
+    assert "compile-only fallback" in backends.runtime_missing_message("okk", "k")
+    bad_dev = backends.declare("badev", "bdk", runtime=lambda: None,
+                               devices=lambda: (_ for _ in ()).throw(OSError("no driver")))
+    rows = {r["name"]: r for r in backends.status()}
+    assert rows["okb"]["devices"] == ["Dev 0", "Dev 1"] and rows["okb"]["runtime_available"]
+    assert rows["badev"]["devices"] == [] and "OSError: no driver" in rows["badev"]["devices_error"]
+    assert rows["broken"]["codegen_ok"] is False
+    assert bad_dev.runtime_available
+
+
+def test_unknown_kind_messages(monkeypatch):
+    assert backends.runtime_reason("zzz") == "no installed polykern backend provides the 'zzz' module kind"
+    monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "0")
+    assert "POLYKERN_BACKEND_AUTOLOAD=0" in backends.runtime_reason("zzz")
+    assert backends.display_name("zzz") == "zzz"
+
+
+def _write_fake_backend(root, name, body):
+    pkg = root / f"polykern_{name}"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(body))
+
+
+def test_discovery_of_polykern_packages_and_autoload_switch(tmp_path, monkeypatch):
+    _write_fake_backend(tmp_path, "zzdisc", """
+        def register_backend():
+            from polykern import backends, registry
+            def codegen():
+                registry.register("target.build.zzdisc", lambda funcs, target: None)
+            def runtime():
+                raise ImportError("zzdriver is missing")
+            return backends.declare("zzdisc", "zzdisc", display_name="ZZ", codegen=codegen, runtime=runtime)
+    """)
+    _write_fake_backend(tmp_path, "zzbroken", "raise RuntimeError('boom at import')\n")
+    _write_fake_backend(tmp_path, "zzsilent", "def register_backend():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    backends._state["loaded"] = False
+    try:
+        monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "0")
+        backends.load_all()
+        assert "zzdisc" not in {r.name for r in backends.records()}
+        monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "1")
+        recs = {r.name: r for r in backends.load_all()}
+        assert recs["zzdisc"].codegen_ok and recs["zzdisc"].origin == "package polykern_zzdisc"
+        assert recs["zzdisc"].runtime_reason == "zzdisc runtime could not be imported: zzdriver is missing"
+        assert registry.get("target.build.zzdisc") is not None
+        assert not recs["zzbroken"].codegen_ok and "boom at import" in recs["zzbroken"].codegen_error
+        assert recs["zzsilent"].codegen_ok and "did not call" in recs["zzsilent"].runtime_reason
+        n = len(backends.records())
+        backends.load_all()  # idempotent
+        assert len(backends.records()) == n
+    finally:
+        for m in ("polykern_zzdisc", "polykern_zzbroken", "polykern_zzsilent"):
+            sys.modules.pop(m, None)
