@@ -158,16 +158,24 @@ def test_compile_end_to_end_with_an_installed_backend(capsys, tmp_path, monkeypa
             if i < n:
                 y[i] = 0.0
     """))
+    kind = "llvm" if "llvm" in kinds else kinds[0]
     out_path = tmp_path / "k.bin"
-    code, out, err = run_cli(capsys, "compile", str(src), "-t", kinds[0], "-k", "saxpy", "-o", str(out_path),
+    code, out, err = run_cli(capsys, "compile", str(src), "-t", kind, "-k", "saxpy", "-o", str(out_path),
                              "--strip-sources")
     if code != 0:
-        pytest.skip(f"the {kinds[0]} codegen cannot compile saxpy yet: {err.strip()}")
+        pytest.skip(f"the {kind} codegen cannot compile saxpy yet: {err.strip()}")
     assert f"wrote {out_path}" in out
     desc = artifact.read_artifact(str(out_path))
     assert [f["name"] for f in desc["functions"]] == ["saxpy"] and not desc["sources_embedded"]
-    code, _, err = run_cli(capsys, "compile", str(src), "-t", kinds[0], "-k", "nope", "-o", str(out_path))
+    code, _, err = run_cli(capsys, "compile", str(src), "-t", kind, "-k", "nope", "-o", str(out_path))
     assert code == 1 and "no kernel named 'nope'" in err and "saxpy" in err
+    runnable = artifact.load(str(out_path)).is_runnable
+    code, out, err = run_cli(capsys, "run", str(out_path), "saxpy", "--n", "100", "--block", "32")
+    if runnable:  # y = 1.5 * x + y on random inputs; the smoke run reports where it ran
+        assert code == 0 and out.startswith(f"ran saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32]) on {kind}: "
+                                            "grid (4,) block (32,), n=100")
+    else:
+        assert code == 1 and "cannot launch 'saxpy'" in err
 
 
 def test_python_dash_m_entry_point(tmp_path):

@@ -323,7 +323,7 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
     for (i = 1; i < c.shnum; i++) {
         const Elf64_Shdr *s = &c.sh[i];
         uint64_t al = s->sh_addralign ? s->sh_addralign : 1;
-        if (!(s->sh_flags & SHF_ALLOC)) continue;
+        if (!(s->sh_flags & SHF_ALLOC) || s->sh_type == SHT_NULL) continue;
         if (s->sh_flags & SHF_TLS) {
             pk_fail(err, PK_ERR_LOAD, "CPU object: thread-local section %s is not supported",
                     sec_name(&c, i, shstr, shstr_size));

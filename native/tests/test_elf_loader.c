@@ -7,6 +7,7 @@
 
 #include "testutil.h"
 #include "internal.h"
+#include <elf.h>
 
 typedef float (*f_ff)(float);
 typedef double (*f_dd)(double);
@@ -117,6 +118,26 @@ static void hostile(const char *path) {
     /* not ELF at all */
     img = pk_elf_load((const uint8_t *)"hello", 5, &e);
     CHECK(img == NULL && strstr(e.message, "not an ELF file"));
+    /* fuzz regression: an SHT_NULL section flagged SHF_ALLOC with a size past the end */
+    memcpy(copy, obj, n);
+    {
+        Elf64_Ehdr eh;
+        Elf64_Shdr sh;
+        memcpy(&eh, copy, sizeof eh);
+        memcpy(&sh, copy + eh.e_shoff + sizeof sh, sizeof sh);
+        sh.sh_type = SHT_NULL;
+        sh.sh_flags |= SHF_ALLOC;
+        sh.sh_size = 0x1c0003;
+        memcpy(copy + eh.e_shoff + sizeof sh, &sh, sizeof sh);
+        img = pk_elf_load(copy, n, &e);
+        pk_elf_free(img);
+        /* and a PROGBITS one: must be refused as out of bounds */
+        sh.sh_type = SHT_PROGBITS;
+        memcpy(copy + eh.e_shoff + sizeof sh, &sh, sizeof sh);
+        img = pk_elf_load(copy, n, &e);
+        CHECK(img == NULL && strstr(e.message, "out of bounds"));
+        pk_elf_free(img);
+    }
     /* every truncation */
     for (i = 0; i < n; i += (i < 128 ? 1 : 7)) {
         img = pk_elf_load(obj, i, &e);

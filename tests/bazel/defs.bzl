@@ -56,16 +56,16 @@ kbin = rule(
             executable = True,
             cfg = cpu_transition,
         ),
-        "_allowlist_function_transition": attr.label(
-            default = "@bazel_tools//tools/allowlist_function_transition",
-        ),
     },
     doc = "A .kbin built by the CPU-only compiler (the cross-compile half of //tests:cross_compile).",
 )
 
-def _listing_transition_impl(_settings, attr):
+def _listing_transition_impl(settings, attr):
     if attr.mode == "cpu":
-        return {_NO_RUNTIMES: True}
+        out = {_NO_RUNTIMES: True}
+        for b in BACKEND_NAMES:
+            out[_RUNTIME_FLAGS[b]] = settings[_RUNTIME_FLAGS[b]]
+        return out
     out = {_NO_RUNTIMES: False}
     for b in BACKEND_NAMES:
         out[_RUNTIME_FLAGS[b]] = b in attr.runtimes
@@ -73,7 +73,7 @@ def _listing_transition_impl(_settings, attr):
 
 _listing_transition = transition(
     implementation = _listing_transition_impl,
-    inputs = [],
+    inputs = [_RUNTIME_FLAGS[b] for b in BACKEND_NAMES],
     outputs = [_NO_RUNTIMES] + [_RUNTIME_FLAGS[b] for b in BACKEND_NAMES],
 )
 
@@ -95,9 +95,6 @@ runfiles_listing = rule(
         "target": attr.label(mandatory = True, cfg = _listing_transition),
         "mode": attr.string(values = ["cpu", "runtimes"], mandatory = True),
         "runtimes": attr.string_list(),
-        "_allowlist_function_transition": attr.label(
-            default = "@bazel_tools//tools/allowlist_function_transition",
-        ),
     },
     doc = "Lists the runfiles of `target` built with no runtime (cpu) or with `runtimes` forced on.",
 )
