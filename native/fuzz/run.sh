@@ -27,6 +27,8 @@ for f in ../tests/golden/*.kbin ${FUZZ_SEEDS:+$(find "$FUZZ_SEEDS" -name '*.kbin
     [ -f "$f" ] && cp "$f" "$work/kbin/"
 done
 cp build/kobj/*.o "$work/elf/"
+cp fuzz/regressions/elf-* "$work/elf/" 2>/dev/null || true
+cp fuzz/regressions/kbin-* "$work/kbin/" 2>/dev/null || true
 half=$((secs / 2)); [ "$half" -ge 1 ] || half=1
 status=0
 for t in kbin elf; do

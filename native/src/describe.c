@@ -112,7 +112,8 @@ const char *pk_describe_binary(const uint8_t *d, size_t n, char *buf, size_t siz
     } else if (n >= 4 && memcmp(d, "MTLB", 4) == 0) {
         snprintf(buf, size, "Metal library (%zu bytes)", n);
     } else if (pk_payload_is_text(d, n)) {
-        snprintf(buf, size, "text, %zu lines (%zu bytes)", count_lines(d, n), n);
+        size_t lines = count_lines(d, n);
+        snprintf(buf, size, "text, %zu line%s (%zu bytes)", lines, lines == 1 ? "" : "s", n);
     } else {
         snprintf(buf, size, "binary data (%zu bytes)", n);
     }

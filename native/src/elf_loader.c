@@ -120,7 +120,7 @@ static int check_header(pk_elf_ctx *c, Elf64_Ehdr *eh) {
     if (eh->e_machine != c->machine)
         return pk_fail(c->err, PK_ERR_LOAD,
                        "CPU object is for %s (ELF machine %u) but this host is %s; build the "
-                       "artifact for this host's triple (llvm -mtriple=...) or run it on a %s host",
+                       "artifact for this host (llvm -mtriple=<host triple>) or run it on a %s machine",
                        machine_name(eh->e_machine), eh->e_machine, machine_name(c->machine),
                        machine_name(eh->e_machine));
     if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 ||
@@ -304,7 +304,7 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
     for (i = 0; i < c.shnum; i++) {
         const Elf64_Shdr *s = &c.sh[i];
         c.sec_off[i] = PK_NO_SLOT;
-        if (i && s->sh_type != SHT_NOBITS && s->sh_type != SHT_NULL &&
+        if (s->sh_type != SHT_NOBITS && s->sh_type != SHT_NULL &&
             !range_ok(s->sh_offset, s->sh_size, size)) {
             pk_fail(err, PK_ERR_LOAD, "CPU object: section %zu (offset %llu, %llu bytes) is out "
                     "of bounds of the %zu-byte object", i, (unsigned long long)s->sh_offset,

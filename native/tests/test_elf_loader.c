@@ -1,6 +1,6 @@
 /* ELF loader tests: objects built by the system compilers with several code models load,
  * relocate and run correctly; hostile objects are rejected cleanly.
- *   test_elf_loader [--undefined OBJ] KOBJ.o...   (the Makefile passes every build of kobj.c) */
+ *   test_elf_loader [--undefined OBJ] [--replay CRASH]... KOBJ.o...   (the Makefile passes every build of kobj.c) */
 #include <math.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -176,10 +176,25 @@ static void undefined(const char *path) {
     free(obj);
 }
 
+/* fuzz/regressions: inputs that once crashed the loader; now they must fail cleanly */
+static void replay(const char *path) {
+    size_t n;
+    uint8_t *obj = t_read_file(path, &n);
+    pk_error e;
+    pk_elf_image *img;
+    CHECK_MSG(obj != NULL, "cannot read %s", path);
+    if (!obj) return;
+    img = pk_elf_load(obj, n, &e);
+    CHECK_MSG(img == NULL && e.status == PK_ERR_LOAD, "%s: %s", path, img ? "loaded" : e.message);
+    pk_elf_free(img);
+    free(obj);
+}
+
 int main(int argc, char **argv) {
     int i, nobj = 0;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--undefined") == 0 && i + 1 < argc) undefined(argv[++i]);
+        else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) replay(argv[++i]);
         else { run_kobj(argv[i]); nobj++; }
     }
     CHECK_MSG(nobj > 0, "no objects given");

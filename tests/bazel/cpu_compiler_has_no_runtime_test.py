@@ -29,14 +29,18 @@ def _runtime_file_hits(paths, backend, patterns):
 
 
 def _binding_hits(paths, modules):
+    """Files of a device binding: anything in an external repository (pip wheels live in
+    ../<repo>/site-packages/...) that is, or belongs to, one of `modules`."""
     hits = []
     for p in paths:
+        if not p.startswith("../"):
+            continue
         parts = p.split("/")
         for m in modules:
             ml = m.lower()
-            if any(seg.lower().endswith("pypi_" + ml) for seg in parts) or m in parts[1:-1] or \
-                    any(seg == m + ".py" for seg in parts):
+            if parts[1].lower().endswith("pypi_" + ml) or m in parts[2:-1] or m + ".py" == parts[-1]:
                 hits.append(p)
+                break
     return hits
 
 

@@ -77,6 +77,14 @@ def _ulp_check(name, got, expect):
                              f"first at {i}: got {got[i]!r}, expected {expect[i]!r}")
 
 
+def _exact_fma(a, b, c):
+    """a*b+c rounded once to a's dtype (exact rational arithmetic, so f64 is right too)."""
+    from fractions import Fraction
+
+    out = [float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))) for x, y, z in zip(a, b, c)]
+    return np.array(out, dtype=np.float64).astype(a.dtype)
+
+
 def _make_math(T):
     @pk.kernel
     def math_funcs(n: i32, x: Buffer[T, "readonly"], y: Buffer[T, "readonly"], out: Buffer[T]):
@@ -123,7 +131,7 @@ def _math_case(T, feature):
         ref = {
             "sqrt": np.sqrt(xd), "rsqrt": 1 / np.sqrt(xd), "exp": np.exp(yd), "exp2": np.exp2(yd),
             "log": np.log(xd), "log2": np.log2(xd), "sin": np.sin(yd), "cos": np.cos(yd), "tanh": np.tanh(yd),
-            "pow": np.power(xd, yd), "fma": xd * yd + xd, "abs": np.abs(yd), "min": np.minimum(xd, yd),
+            "pow": np.power(xd, yd), "fma": _exact_fma(x, y, x), "abs": np.abs(yd), "min": np.minimum(xd, yd),
             "max": np.maximum(xd, yd), "floor": np.floor(yd), "ceil": np.ceil(yd),
         }
         for j, name in enumerate(_MATH_NAMES):

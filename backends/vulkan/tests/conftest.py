@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))  # vulkan_kernels, vulkan_dispatch
+sys.path.insert(0, os.path.dirname(__file__))  # vulkan_kernels, vulkan_tools
 
 from polykern import backends  # noqa: E402
 

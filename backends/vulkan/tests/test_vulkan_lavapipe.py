@@ -1,9 +1,7 @@
 """Real dispatches of our SPIR-V on a Vulkan device (Mesa lavapipe on CPU-only hosts) through the
-``vulkan`` binding, following the launch ABI recorded in FunctionInfo.attrs (vulkan_dispatch.py).
-
-This de-risks the runtime issue: saxpy, the emitter's own semantics (short-circuit, atomics with
-CAS loops, bool buffers, narrow push constants, C integer division, casts of every type pair), and
-the whole cross-backend conformance suite run here before the real runtime exists.
+polykern Vulkan runtime (polykern_vulkan.runtime): saxpy, the emitter's own semantics
+(short-circuit, atomics with CAS loops, bool buffers, narrow push constants, C integer division,
+casts of every type pair), and the whole cross-backend conformance suite.
 """
 import os
 import sys
@@ -12,34 +10,19 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import launch
+from polykern import backends
 from polykern.ir.types import bool_, f16, f32, f64
 
 import vulkan_kernels as K
-from vulkan_dispatch import device, unavailable_reason
 
-pytestmark = pytest.mark.skipif(device() is None, reason=f"no Vulkan device/loader here: {unavailable_reason()}")
-
-
-class LavapipeModule:
-    """Enough of a runnable vulkan module for tests: ``mod[name](*args, grid=, block=)``."""
-
-    def __init__(self, vmod):
-        self.vmod = vmod
-        self.functions = vmod.functions
-
-    def __getitem__(self, name):
-        info = self.vmod.function_info(name)
-
-        def launch_kernel(*args, grid=1, block=1):
-            grid3, block3, _ = launch.check_args(info, args, grid, block)
-            device().run(self.vmod.payload[name], info, args, grid3, block3)
-
-        return launch_kernel
+RUNTIME_REASON = backends.runtime_reason("vulkan")
+pytestmark = pytest.mark.skipif(bool(RUNTIME_REASON), reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
 
 
 def build(kernels, target="vulkan"):
-    return LavapipeModule(pk.build(kernels if isinstance(kernels, list) else [kernels], targets=[target]).on("vulkan"))
+    mod = pk.build(kernels if isinstance(kernels, list) else [kernels], targets=[target]).on("vulkan")
+    assert mod.is_runnable, f"expected the real Vulkan runtime module, got {mod!r}"
+    return mod
 
 
 def test_saxpy_dispatch():
@@ -312,5 +295,4 @@ def test_conformance_suite_on_lavapipe(case):
     reason = conformance_skip_reason(case)
     if reason:
         pytest.skip(f"vulkan: {reason}")
-    mod = pk.build(case.kernels, targets=["vulkan"]).on("vulkan")
-    case.run(LavapipeModule(mod), np.random.default_rng(1234))
+    case.run(build(case.kernels), np.random.default_rng(1234))

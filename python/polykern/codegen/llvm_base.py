@@ -257,7 +257,8 @@ class LLVMKernelEmitter:
         gv.linkage = "internal"
         gv.initializer = ll.Constant(ty, ll.Undefined)
         gv.align = self.ARRAY_ALIGN
-        return gv
+        zero = ll.Constant(I32, 0)
+        return gv.gep([zero, zero])  # a pointer to the first element, like every other array base
 
     def alloc_local(self, name: str, at: ArrayType):
         return self.alloca(mem_type(at.elem), ll.Constant(I64, at.size), name=name, align=self.ARRAY_ALIGN)

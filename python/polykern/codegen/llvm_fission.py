@@ -80,6 +80,7 @@ class GLoop:
     id: int
     stmt: Union[N.While, N.For] = None
     stop_var: str = ""  # for: hidden per-work-item copy of the (once evaluated) stop value
+    has_continue: bool = True  # whether a 'continue' in the body targets this loop
 
     @property
     def left(self) -> int:  # broke out of / finished the loop
@@ -144,16 +145,28 @@ class _Builder:
             if isinstance(s, N.If):
                 out.append(GIf(s.cond, self.build(s.then, in_loop), self.build(s.orelse, in_loop), cid))
             elif isinstance(s, N.While):
-                out.append(GLoop("while", s.cond, self.build(s.body, True), cid, s))
+                out.append(GLoop("while", s.cond, self.build(s.body, True), cid, s,
+                                 has_continue=_has_own_continue(s.body)))
             elif isinstance(s, N.For):
                 stop = f"{s.var}.stop.{cid}"
                 self.hidden[stop] = self.fn.locals[s.var]
-                out.append(GLoop("for", None, self.build(s.body, True), cid, s, stop))
+                out.append(GLoop("for", None, self.build(s.body, True), cid, s, stop,
+                                 has_continue=_has_own_continue(s.body)))
             else:  # pragma: no cover - only compound statements contain barriers
                 raise TypeError(f"unexpected barrier-containing statement {type(s).__name__}")
         if run:
             out.append(Region(run, in_loop))
         return out
+
+
+def _has_own_continue(stmts: List[N.Stmt]) -> bool:
+    """Whether ``stmts`` (a loop body) holds a ``continue`` of that loop (not of a nested loop)."""
+    for s in stmts:
+        if isinstance(s, N.Continue):
+            return True
+        if isinstance(s, N.If) and (_has_own_continue(s.then) or _has_own_continue(s.orelse)):
+            return True
+    return False
 
 
 def plan_fission(fn: N.Function) -> FissionPlan:

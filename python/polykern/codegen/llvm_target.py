@@ -150,12 +150,15 @@ def compile_ir(ir_text: str, triple: str, cpu: str = "generic", features: str = 
             pb = llvm.create_pass_builder(tm, pto)
             pb.getModulePassManager().run(mod, pb)
             mod.verify()
+        ll_text = _clean_ll(str(mod))
+        # Code generation rewrites the module in place (e.g. AMDGPU control-flow annotation), so
+        # each emission gets its own copy of the optimized module.
         try:
-            obj = tm.emit_object(mod) if emit_object else b""
-            asm = tm.emit_assembly(mod) if emit_asm else ""
+            obj = tm.emit_object(mod.clone()) if emit_object else b""
+            asm = tm.emit_assembly(mod.clone()) if emit_asm else ""
         except RuntimeError as e:
             raise CompileError(f"LLVM failed to emit code for {triple}", log=str(e)) from None
-        return CompiledObject(bytes(obj), _clean_asm(asm), _clean_ll(str(mod)))
+        return CompiledObject(bytes(obj), _clean_asm(asm), ll_text)
 
 
 def _clean_asm(asm: str) -> str:

@@ -314,15 +314,22 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
 
         def latch(_):
             bb = self.builder
-            s = self.load_state()
-            s = bb.select(bb.icmp_unsigned("==", s, ll.Constant(I32, n.cont)), ll.Constant(I32, 0), s)
-            self.set_state(s)
+            if n.has_continue:
+                s = self.load_state()
+                s = bb.select(bb.icmp_unsigned("==", s, ll.Constant(I32, n.cont)), ll.Constant(I32, 0), s)
+                self.set_state(s)
             if n.kind == "for":
-                running = bb.icmp_unsigned("==", s, ll.Constant(I32, 0))
-                old = var.load(self)
-                var.store(self, bb.select(running, bb.add(old, ll.Constant(value_type(st), n.stmt.step)), old))
+                step = ll.Constant(value_type(st), n.stmt.step)
+                if n.has_continue:  # every work-item: the ones just back from 'continue' step too
+                    running = bb.icmp_unsigned("==", s, ll.Constant(I32, 0))
+                    old = var.load(self)
+                    var.store(self, bb.select(running, bb.add(old, step), old))
+                else:
+                    var.store(self, bb.add(var.load(self), step))
 
-        self.item_loop(latch, running_only=False)
+        if n.has_continue or n.kind == "for":
+            # Without 'continue' only running work-items need the step.
+            self.item_loop(latch, running_only=not n.has_continue)
         b.branch(head)
         b.position_at_end(done)
         self._remap_state({n.left: 0})

@@ -9,11 +9,11 @@ from .. import backends, registry
 
 @contextlib.contextmanager
 def isolated(loaded: bool = True) -> Iterator[None]:
-    """Swap in copies of the registry and backend records; restore the originals afterwards.
+    """Swap in an empty registry and backend table; restore the originals afterwards.
     ``loaded=True`` marks discovery as done so no real backend is imported inside."""
     saved = (registry._entries, backends._records, backends._kind_owner, backends._attempted_modules,
              backends._state)
-    registry._entries = dict(saved[0])
+    registry._entries = {}
     backends._records = {}
     backends._kind_owner = {}
     backends._attempted_modules = set()

@@ -1,0 +1,370 @@
+"""The logical Vulkan device: created once per process on first use, destroyed at exit.
+
+It owns the compute queue (submissions serialized by a lock), a pipeline cache, the buffer pool
+(buffers.py), a free list of :class:`CommandContext` (command pool + command buffer + fence +
+descriptor pool: one per concurrent launch, reused), creation counters (``stats``) and every
+Vulkan object it created, so :func:`shutdown` (run at exit, before the instance goes) can wait
+for the device and destroy whatever is left.
+
+Features: every optional shader feature polykern's codegen may use and the device supports is
+enabled; a shader needing one that is missing is refused with a :class:`DeviceError` naming it.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import threading
+from typing import Callable, Dict, List, Optional, Tuple
+
+import vulkan as vk
+
+from polykern.errors import DeviceError
+from polykern.lazy import Lazy
+
+from .instance import Instance, instance
+from .vkresult import BINDING_ERRORS, device_error, vk_call
+
+__all__ = ["Device", "CommandContext", "get", "shutdown", "STAGING_ENV", "TIMEOUT_ENV"]
+
+STAGING_ENV = "POLYKERN_VULKAN_STAGING"  # 1: always stage through host buffers; 0: never; unset: auto
+TIMEOUT_ENV = "POLYKERN_VULKAN_TIMEOUT_S"
+
+CORE_FEATURES = ("shaderFloat64", "shaderInt64", "shaderInt16")
+V11_FEATURES = ("storageBuffer16BitAccess",)
+V12_FEATURES = ("shaderInt8", "shaderFloat16", "storageBuffer8BitAccess", "shaderBufferInt64Atomics",
+                "shaderSharedInt64Atomics")
+#: SPIR-V capability -> the device features it needs
+CAPABILITY_FEATURES = {
+    "Int8": ("shaderInt8",), "Int16": ("shaderInt16",), "Int64": ("shaderInt64",),
+    "Float16": ("shaderFloat16",), "Float64": ("shaderFloat64",),
+    "StorageBuffer8BitAccess": ("storageBuffer8BitAccess",),
+    "StorageBuffer16BitAccess": ("storageBuffer16BitAccess",),
+    "Int64Atomics": ("shaderBufferInt64Atomics",),
+}
+#: SPIR-V version -> the Vulkan API version that consumes it
+SPIRV_API = {(1, 0): (1, 0), (1, 1): (1, 1), (1, 2): (1, 1), (1, 3): (1, 1), (1, 4): (1, 2), (1, 5): (1, 2),
+             (1, 6): (1, 3)}
+
+HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+ALL_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
+              | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+WRITES = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+WORK_STAGES = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+
+
+def _query_features(handle, api) -> Dict[str, bool]:
+    chain: List[object] = []
+    if api >= (1, 2):
+        f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
+        f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                                  pNext=f12)
+        chain = [(f11, V11_FEATURES), (f12, V12_FEATURES)]
+    else:
+        f11 = vk.VkPhysicalDevice16BitStorageFeatures(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
+        chain = [(f11, V11_FEATURES)]
+    top = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=chain[0][0])
+    vk.vkGetPhysicalDeviceFeatures2(handle, top)
+    out = {name: bool(getattr(top.features, name)) for name in CORE_FEATURES}
+    for struct_, names in chain:
+        out.update({name: bool(getattr(struct_, name)) for name in names})
+    return out
+
+
+def _enable_chain(api, enabled: Dict[str, bool]):
+    """A VkPhysicalDeviceFeatures2 chain with exactly ``enabled`` switched on (structs kept alive)."""
+    on = {k: vk.VK_TRUE for k, v in enabled.items() if v}
+    if api >= (1, 2):
+        f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                                  **{k: v for k, v in on.items() if k in V12_FEATURES})
+        f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                                  pNext=f12, **{k: v for k, v in on.items() if k in V11_FEATURES})
+        keep = [f12, f11]
+    else:
+        f11 = vk.VkPhysicalDevice16BitStorageFeatures(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+            **{k: v for k, v in on.items() if k in V11_FEATURES})
+        keep = [f11]
+    core = vk.VkPhysicalDeviceFeatures(**{k: v for k, v in on.items() if k in CORE_FEATURES})
+    top = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11,
+                                       features=core)
+    return top, keep + [core]
+
+
+class Limits:
+    def __init__(self, lim):
+        self.max_group_count = tuple(int(x) for x in lim.maxComputeWorkGroupCount)
+        self.max_group_size = tuple(int(x) for x in lim.maxComputeWorkGroupSize)
+        self.max_invocations = int(lim.maxComputeWorkGroupInvocations)
+        self.max_shared_bytes = int(lim.maxComputeSharedMemorySize)
+        self.max_storage_range = int(lim.maxStorageBufferRange)
+        self.max_push_constants = int(lim.maxPushConstantsSize)
+        self.max_bound_sets = int(lim.maxBoundDescriptorSets)
+        self.max_storage_buffers = int(lim.maxPerStageDescriptorStorageBuffers)
+
+
+class CommandContext:
+    """What one launch records into: its own command pool (so threads never share one), a command
+    buffer, a fence, and a descriptor pool for one set of ``capacity`` storage buffers."""
+
+    def __init__(self, dev: "Device", capacity: int):
+        self.dev = dev
+        d = dev.handle
+        self.pool = vk.vkCreateCommandPool(d, vk.VkCommandPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=dev.family,
+            flags=vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT), None)
+        self.cmd = vk.vkAllocateCommandBuffers(d, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=self.pool,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        self.fence = vk.vkCreateFence(d, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+        self.capacity = 0
+        self.dpool = None
+        self._grow(capacity)
+        self.token = dev.own(self._destroy)
+
+    def _grow(self, capacity: int) -> None:
+        d = self.dev.handle
+        if self.dpool is not None:
+            vk.vkDestroyDescriptorPool(d, self.dpool, None)
+            self.dpool = None
+        self.dpool = vk.vkCreateDescriptorPool(d, vk.VkDescriptorPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=1, poolSizeCount=1,
+            pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                descriptorCount=capacity)]), None)
+        self.capacity = capacity
+
+    def _destroy(self) -> None:
+        d = self.dev.handle
+        vk.vkDestroyDescriptorPool(d, self.dpool, None)
+        vk.vkDestroyFence(d, self.fence, None)
+        vk.vkDestroyCommandPool(d, self.pool, None)  # frees the command buffer
+
+    # -- recording
+    def begin(self, descriptors: int) -> None:
+        d = self.dev.handle
+        if descriptors > self.capacity:
+            self._grow(max(descriptors, 2 * self.capacity))
+        vk.vkResetCommandPool(d, self.pool, 0)
+        vk.vkResetDescriptorPool(d, self.dpool, 0)
+        vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        # Earlier submissions' device writes (kernels, copies) -> everything this one does.
+        self.barrier(WORK_STAGES, WRITES, WORK_STAGES, ALL_ACCESS)
+
+    def barrier(self, src_stage, src_access, dst_stage, dst_access) -> None:
+        mb = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=src_access,
+                                dstAccessMask=dst_access)
+        vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
+
+    def descriptor_set(self, layout, buffers: List[Tuple[int, object, int]]):
+        """Allocate the set for ``layout`` and point binding b at each (b, VkBuffer, range)."""
+        d = self.dev.handle
+        dset = vk.vkAllocateDescriptorSets(d, vk.VkDescriptorSetAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, descriptorPool=self.dpool,
+            descriptorSetCount=1, pSetLayouts=[layout]))[0]
+        if buffers:
+            writes = [vk.VkWriteDescriptorSet(
+                sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dset, dstBinding=b, descriptorCount=1,
+                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=rng)])
+                for b, buf, rng in buffers]
+            vk.vkUpdateDescriptorSets(d, len(writes), writes, 0, None)
+        return dset
+
+    def copy(self, src, dst, nbytes: int) -> None:
+        vk.vkCmdCopyBuffer(self.cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)])
+
+    def end(self) -> None:
+        # Device writes -> host reads after the fence.
+        self.barrier(WORK_STAGES, WRITES, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkEndCommandBuffer(self.cmd)
+
+
+class Device:
+    def __init__(self, inst: Instance):
+        pd = inst.chosen
+        self.instance = inst
+        self.physical = pd
+        self.index = pd.index
+        self.name = pd.name
+        self.description = pd.describe()
+        self.api = min(inst.api, pd.api)
+        self.family = pd.compute_family
+        props = vk.vkGetPhysicalDeviceProperties(pd.handle)
+        self.limits = Limits(props.limits)
+        self.supported = _query_features(pd.handle, self.api)
+        self.enabled = dict(self.supported)
+        top, keep = _enable_chain(self.api, self.enabled)
+        queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                           queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+        with vk_call(f"vkCreateDevice on {self.name}"):
+            self.handle = vk.vkCreateDevice(pd.handle, vk.VkDeviceCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=top, queueCreateInfoCount=1,
+                pQueueCreateInfos=[queue]), None)
+        del keep
+        self.queue = vk.vkGetDeviceQueue(self.handle, self.family, 0)
+        mp = vk.vkGetPhysicalDeviceMemoryProperties(pd.handle)
+        self.memory_types = [(int(mp.memoryTypes[i].propertyFlags), int(mp.memoryTypes[i].heapIndex))
+                             for i in range(mp.memoryTypeCount)]
+        forced = os.environ.get(STAGING_ENV, "").strip().lower()
+        if forced in ("1", "true", "yes", "on"):
+            self.staging = True
+        elif forced in ("0", "false", "no", "off"):
+            self.staging = False
+        else:  # discrete GPUs: device-local memory + staging copies; UMA/CPU devices: map device memory
+            self.staging = pd.type == vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+        self.timeout_ns = int(float(os.environ.get(TIMEOUT_ENV, "600")) * 1e9)
+        self.closed = False
+        self.stats: collections.Counter = collections.Counter()
+        self._lock = threading.Lock()  # stats, owned objects, context free list
+        self._queue_lock = threading.Lock()
+        self._owned: Dict[int, Callable[[], None]] = {}
+        self._tokens = itertools.count(1)
+        self._contexts: List[CommandContext] = []
+        self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
+        from .buffers import BufferPool
+
+        self.pool = BufferPool(self)
+
+    # -- bookkeeping
+    def count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats[key] += n
+
+    def own(self, destroy: Callable[[], None]) -> int:
+        with self._lock:
+            token = next(self._tokens)
+            self._owned[token] = destroy
+            return token
+
+    def release(self, token: int) -> None:
+        """Destroy an owned object now (no-op once the device is shut down: shutdown destroyed it)."""
+        with self._lock:
+            destroy = self._owned.pop(token, None)
+            if self.closed:
+                return
+        if destroy is not None:
+            destroy()
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise DeviceError("the Vulkan device was shut down (interpreter exit)", name="VK_ERROR_DEVICE_LOST")
+
+    # -- memory types
+    def memory_type(self, type_bits: int, preferences) -> int:
+        for want in preferences:
+            for i, (flags, _) in enumerate(self.memory_types):
+                if type_bits & (1 << i) and flags & want == want:
+                    return i
+        raise DeviceError(f"Vulkan: no memory type with properties {preferences} for bits {type_bits:#x}",
+                          name="no memory type")
+
+    # -- capabilities
+    def missing_for(self, capabilities, shared_bytes: int) -> List[str]:
+        """Device features a shader with these SPIR-V capabilities needs but this device lacks."""
+        need = set()
+        for cap in capabilities:
+            need.update(CAPABILITY_FEATURES.get(cap, ()))
+        if "Int64Atomics" in capabilities and shared_bytes:
+            need.add("shaderSharedInt64Atomics")
+        return sorted(f for f in need if not self.enabled.get(f))
+
+    # -- command execution
+    def _acquire_context(self, descriptors: int) -> CommandContext:
+        with self._lock:
+            if self._contexts:
+                return self._contexts.pop()
+        self.count("command_contexts_created")
+        with vk_call("creating a command context"):
+            return CommandContext(self, max(16, descriptors))
+
+    def execute(self, record: Callable[[CommandContext], None], descriptors: int = 0, what: str = "launch") -> None:
+        """Record with ``record(ctx)``, submit, wait. A failure after submission (timeout, device lost)
+        raises DeviceError with ``submitted = True``: the context (and anything the caller bound) may
+        still be in use by the device and must not be reused."""
+        self.check_open()
+        ctx = self._acquire_context(descriptors)
+        submitted = False
+        try:
+            with vk_call(f"recording the {what}"):
+                ctx.begin(descriptors)
+                record(ctx)
+                ctx.end()
+            info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                   pCommandBuffers=[ctx.cmd])
+            with self._queue_lock:
+                self.check_open()
+                with vk_call(f"vkQueueSubmit ({what})"):
+                    vk.vkQueueSubmit(self.queue, 1, [info], ctx.fence)
+                submitted = True
+            try:
+                vk.vkWaitForFences(self.handle, 1, [ctx.fence], vk.VK_TRUE, self.timeout_ns)
+            except BINDING_ERRORS as e:
+                err = device_error(f"waiting for the {what}", e)
+                if isinstance(e, vk.VkTimeout):
+                    err = DeviceError(f"Vulkan: the {what} did not finish within {self.timeout_ns / 1e9:g} s "
+                                      f"({TIMEOUT_ENV})", code=err.code, name=err.name)
+                raise err from None
+            with vk_call("vkResetFences"):
+                vk.vkResetFences(self.handle, 1, [ctx.fence])
+        except DeviceError as e:
+            e.submitted = submitted  # type: ignore[attr-defined]
+            if not submitted:
+                self._recycle(ctx)
+            raise
+        except BaseException:
+            if not submitted:
+                self._recycle(ctx)
+            raise
+        self._recycle(ctx)
+
+    def _recycle(self, ctx: CommandContext) -> None:
+        with self._lock:
+            self._contexts.append(ctx)
+
+    # -- shutdown
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            owned = sorted(self._owned.items(), reverse=True)
+            self._owned.clear()
+        with self._queue_lock:
+            try:
+                vk.vkDeviceWaitIdle(self.handle)
+            except BINDING_ERRORS:
+                pass  # a lost device is destroyed all the same
+            for _, destroy in owned:
+                try:
+                    destroy()
+                except Exception:  # at exit: destroy the rest regardless
+                    pass
+            vk.vkDestroyPipelineCache(self.handle, self.pipeline_cache, None)
+            vk.vkDestroyDevice(self.handle, None)
+
+
+_DEVICE: Lazy[Device] = Lazy(lambda: Device(instance()))
+
+
+def get() -> Device:
+    """The process-wide device (created on first call, thread-safe; a failed creation is retried)."""
+    try:
+        return _DEVICE.get()
+    except BINDING_ERRORS as e:
+        raise device_error("creating the Vulkan device", e) from None
+
+
+def peek() -> Optional[Device]:
+    """The device if it was created, else None (never creates it)."""
+    return _DEVICE.get() if _DEVICE.done else None
+
+
+def shutdown() -> None:
+    dev = peek()
+    if dev is not None:
+        dev.close()

@@ -1,0 +1,161 @@
+"""``VulkanKernel``: ``mod["k"](*args, grid=, block=)`` on the Vulkan device.
+
+One launch = ``check_args`` (LaunchError before anything touches the device), device-limit
+checks, the cached pipeline for this block shape, pooled buffers for NumPy arguments (copied in;
+copied back only for writable buffer parameters), DeviceArrays bound as they are, scalars packed
+into push constants, one command buffer (staging copies, dispatch, barriers) submitted and waited
+for. Launches from many threads run concurrently, each with its own command context.
+
+The same host array passed for two parameters gets one device buffer (so the kernel sees one
+memory); partially overlapping views of one array are copied separately.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import vulkan as vk
+
+from polykern.errors import DeviceError, LaunchError
+from polykern.launch import BufferArg, check_args
+from polykern.module import FunctionInfo
+
+from .buffers import Buffer
+from .device import CommandContext
+from .device_array import DeviceArray
+from .program import KernelProgram
+
+__all__ = ["VulkanKernel"]
+
+COMPUTE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+SHADER_RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+
+
+class VulkanKernel:
+    def __init__(self, module, info: FunctionInfo, program: KernelProgram):
+        self.module = module
+        self.info = info
+        self.program = program
+        self.abi = program.abi
+        self.dev = program.dev
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def __repr__(self) -> str:
+        return f"<VulkanKernel {self.info.signature()} on {self.dev.name}>"
+
+    def _check_limits(self, grid3, block3) -> None:
+        lim = self.dev.limits
+        where = f"kernel '{self.name}'"
+        for axis, (b, mb) in enumerate(zip(block3, lim.max_group_size)):
+            if b > mb:
+                raise LaunchError(f"{where}: block {block3} exceeds {self.dev.name}'s maximum workgroup size "
+                                  f"{lim.max_group_size} in dimension {'xyz'[axis]}")
+        if block3[0] * block3[1] * block3[2] > lim.max_invocations:
+            raise LaunchError(f"{where}: block {block3} has {block3[0] * block3[1] * block3[2]} threads; "
+                              f"{self.dev.name} allows {lim.max_invocations} per workgroup")
+        for axis, (g, mg) in enumerate(zip(grid3, lim.max_group_count)):
+            if g > mg:
+                raise LaunchError(f"{where}: grid {grid3} exceeds {self.dev.name}'s maximum workgroup count "
+                                  f"{lim.max_group_count} in dimension {'xyz'[axis]}")
+
+    def _device_buffer(self, a: BufferArg) -> Buffer:
+        obj = a.obj
+        if not isinstance(obj, DeviceArray):
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': the Vulkan runtime takes NumPy arrays "
+                              f"or polykern_vulkan.DeviceArray, got memory on device {a.device[0]!r}; copy it to "
+                              "the host first")
+        if obj.device is not self.dev:
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': the DeviceArray belongs to another "
+                              "Vulkan device")
+        return obj.buffer
+
+    def _host_copy(self, a: BufferArg, nbytes: int, temps: List[Buffer], copies_in) -> "_HostCopy":
+        """A pooled device buffer holding a copy of a host array (staged where the device needs it)."""
+        dev = self.dev
+        host = a.array.view(np.uint8)
+        buf = dev.pool.acquire(nbytes)
+        temps.append(buf)
+        if dev.staging:
+            src = dev.pool.acquire(nbytes, "staging")
+            temps.append(src)
+            copies_in.append((src, buf, nbytes))
+        else:
+            src = buf
+        src.mapped[:nbytes] = host
+        return _HostCopy(host, buf, src, nbytes)
+
+    def __call__(self, *args: Any, grid=None, block=None) -> None:
+        grid3, block3, prepared = check_args(self.info, args, grid, block)
+        self._check_limits(grid3, block3)
+        dev, abi = self.dev, self.abi
+        pipeline = self.program.pipeline(block3)
+        max_range = dev.limits.max_storage_range
+        scalars: List[Any] = [None] * len(prepared)
+        bound: List[Tuple[int, Any, int]] = []
+        temps: List[Buffer] = []
+        copies_in: List[Tuple[Buffer, Buffer, int]] = []  # staging -> device, before the dispatch
+        host_copies: Dict[Tuple[int, int], _HostCopy] = {}
+        try:
+            for a in prepared:
+                if not isinstance(a, BufferArg):
+                    scalars[a.index] = a.value
+                    continue
+                nbytes = a.nbytes
+                if nbytes > max_range:
+                    raise LaunchError(f"kernel '{self.name}', argument '{a.name}': {nbytes} bytes exceed "
+                                      f"{dev.name}'s storage buffer range ({max_range} bytes)")
+                if a.is_host:
+                    key = (a.ptr, nbytes)
+                    hc = host_copies.get(key)
+                    if hc is None:
+                        hc = host_copies[key] = self._host_copy(a, nbytes, temps, copies_in)
+                    hc.writable = hc.writable or not a.info.readonly
+                    buf = hc.buf
+                else:
+                    buf = self._device_buffer(a)
+                bound.append((abi.bindings[a.index], buf.handle, max(4, min(nbytes, buf.size))))
+            push = abi.pack_push_constants(scalars) if abi.push_size else b""
+            written = [hc for hc in host_copies.values() if hc.writable]
+            copies_out = [(hc.buf, hc.src, hc.nbytes) for hc in written if hc.src is not hc.buf]
+
+            def record(ctx: CommandContext) -> None:
+                cmd = ctx.cmd
+                for src, dst, n in copies_in:
+                    ctx.copy(src.handle, dst.handle, max(n, 1))
+                if copies_in:
+                    ctx.barrier(TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT, COMPUTE, SHADER_RW)
+                dset = ctx.descriptor_set(self.program.set_layout, bound)
+                vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+                vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.program.layout, 0, 1,
+                                           [dset], 0, None)
+                if push:
+                    vk.vkCmdPushConstants(cmd, self.program.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
+                                          vk.ffi.from_buffer(push))
+                vk.vkCmdDispatch(cmd, *grid3)
+                if copies_out:
+                    ctx.barrier(COMPUTE, vk.VK_ACCESS_SHADER_WRITE_BIT, TRANSFER, vk.VK_ACCESS_TRANSFER_READ_BIT)
+                    for src, dst, n in copies_out:
+                        ctx.copy(src.handle, dst.handle, max(n, 1))
+
+            dev.execute(record, descriptors=len(bound), what=f"launch of kernel '{self.name}'")
+            dev.count("launches")
+            for hc in written:  # only writable parameters are copied back
+                hc.host[:] = hc.src.mapped[:hc.nbytes]
+        except DeviceError as e:
+            if getattr(e, "submitted", False):
+                temps = []  # the device may still be using them: never hand them out again
+            raise
+        finally:
+            for buf in temps:
+                dev.pool.release(buf)
+
+
+class _HostCopy:
+    __slots__ = ("host", "buf", "src", "nbytes", "writable")
+
+    def __init__(self, host: np.ndarray, buf: Buffer, src: Buffer, nbytes: int):
+        self.host, self.buf, self.src, self.nbytes, self.writable = host, buf, src, nbytes, False

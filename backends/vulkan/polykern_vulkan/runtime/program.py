@@ -1,0 +1,121 @@
+"""One kernel realized on the device: shader module, layouts, and its compute pipelines.
+
+A :class:`KernelProgram` is created once per (module, kernel) — lazily and thread-safely, by the
+module's ``LazyMap`` — after checking that the device can run the shader (SPIR-V version, device
+features from the shader's capabilities, workgroup memory, push-constant size, buffer count).
+Pipelines are specialized per block shape (specialization constants 0, 1, 2 = local size x, y, z)
+and cached per block shape in another ``LazyMap``: one ``vkCreateComputePipelines`` per
+(kernel, block) however many threads launch at once; a failed creation is retried next time.
+"""
+from __future__ import annotations
+
+import struct
+from typing import List, Tuple
+
+import vulkan as vk
+
+from polykern.errors import DeviceError
+from polykern.lazy import LazyMap
+
+from .abi import KernelABI
+from .device import SPIRV_API, Device
+from .vkresult import vk_call
+
+__all__ = ["KernelProgram"]
+
+_SPEC_ENTRIES = None
+
+
+def _spec_entries():
+    global _SPEC_ENTRIES
+    if _SPEC_ENTRIES is None:
+        _SPEC_ENTRIES = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(3)]
+    return _SPEC_ENTRIES
+
+
+def check_supported(dev: Device, abi: KernelABI) -> None:
+    """DeviceError if ``dev`` cannot run this shader at all."""
+    k = abi.name
+    need = SPIRV_API.get(abi.spirv_version)
+    if need is None:
+        raise DeviceError(f"kernel '{k}': unknown SPIR-V version {abi.spirv_version}", name="unsupported SPIR-V")
+    if dev.api < need:
+        raise DeviceError(f"kernel '{k}' is SPIR-V {abi.spirv_version[0]}.{abi.spirv_version[1]}, which needs Vulkan "
+                          f"{need[0]}.{need[1]}; {dev.name} runs Vulkan {dev.api[0]}.{dev.api[1]} (rebuild with a "
+                          "lower 'vulkan -spirv=')", name="unsupported SPIR-V")
+    missing = dev.missing_for(abi.capabilities, abi.shared_bytes)
+    if missing:
+        raise DeviceError(f"kernel '{k}' needs device features {', '.join(missing)} that {dev.name} does not "
+                          "support (rebuild with a smaller 'vulkan -features=' and avoid the types/atomics that "
+                          "need them)", name="VK_ERROR_FEATURE_NOT_PRESENT")
+    lim = dev.limits
+    if abi.shared_bytes > lim.max_shared_bytes:
+        raise DeviceError(f"kernel '{k}' uses {abi.shared_bytes} bytes of shared memory; {dev.name} allows "
+                          f"{lim.max_shared_bytes} (maxComputeSharedMemorySize)", name="limit exceeded")
+    if abi.push_size > lim.max_push_constants:
+        raise DeviceError(f"kernel '{k}' needs {abi.push_size} bytes of push constants; {dev.name} allows "
+                          f"{lim.max_push_constants}", name="limit exceeded")
+    if abi.buffer_count > lim.max_storage_buffers:
+        raise DeviceError(f"kernel '{k}' binds {abi.buffer_count} storage buffers; {dev.name} allows "
+                          f"{lim.max_storage_buffers} per stage", name="limit exceeded")
+
+
+class KernelProgram:
+    def __init__(self, dev: Device, abi: KernelABI, binary: bytes):
+        check_supported(dev, abi)
+        self.dev, self.abi = dev, abi
+        self.tokens: List[int] = []
+        d = dev.handle
+        try:
+            with vk_call(f"vkCreateShaderModule (kernel '{abi.name}')"):
+                self.shader = vk.vkCreateShaderModule(d, vk.VkShaderModuleCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(binary), pCode=binary), None)
+            self.tokens.append(dev.own(lambda s=self.shader: vk.vkDestroyShaderModule(d, s, None)))
+            dev.count("shader_modules_created")
+            bindings = [vk.VkDescriptorSetLayoutBinding(
+                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in range(abi.buffer_count)]
+            with vk_call("vkCreateDescriptorSetLayout"):
+                self.set_layout = vk.vkCreateDescriptorSetLayout(d, vk.VkDescriptorSetLayoutCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=len(bindings),
+                    pBindings=bindings or None), None)
+            self.tokens.append(dev.own(lambda s=self.set_layout: vk.vkDestroyDescriptorSetLayout(d, s, None)))
+            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=abi.push_size)]
+            with vk_call("vkCreatePipelineLayout"):
+                self.layout = vk.vkCreatePipelineLayout(d, vk.VkPipelineLayoutCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, setLayoutCount=1,
+                    pSetLayouts=[self.set_layout], pushConstantRangeCount=1 if abi.push_size else 0,
+                    pPushConstantRanges=ranges if abi.push_size else None), None)
+            self.tokens.append(dev.own(lambda s=self.layout: vk.vkDestroyPipelineLayout(d, s, None)))
+        except BaseException:
+            self.close()
+            raise
+        self._pipelines: LazyMap = LazyMap(self._create_pipeline)
+
+    def pipeline(self, block3: Tuple[int, int, int]):
+        """The compute pipeline for this block shape (created on first use, then cached)."""
+        return self._pipelines.get(block3)
+
+    def _create_pipeline(self, block3: Tuple[int, int, int]):
+        dev = self.dev
+        dev.check_open()
+        data = struct.pack("<3I", *block3)
+        spec = vk.VkSpecializationInfo(mapEntryCount=3, pMapEntries=_spec_entries(), dataSize=len(data),
+                                       pData=vk.ffi.from_buffer(data))
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=self.shader, pName=self.abi.entry, pSpecializationInfo=spec)
+        info = vk.VkComputePipelineCreateInfo(sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage,
+                                              layout=self.layout)
+        with vk_call(f"vkCreateComputePipelines (kernel '{self.abi.name}', block {block3})"):
+            pipeline = vk.vkCreateComputePipelines(dev.handle, dev.pipeline_cache, 1, [info], None)[0]
+        d = dev.handle
+        self.tokens.append(dev.own(lambda: vk.vkDestroyPipeline(d, pipeline, None)))
+        dev.count("pipelines_created")
+        return pipeline
+
+    def close(self) -> None:
+        """Destroy the pipelines, layouts and shader module (the module was garbage collected)."""
+        tokens, self.tokens = self.tokens, []
+        for t in reversed(tokens):
+            self.dev.release(t)

@@ -1,0 +1,465 @@
+"""The native C runtime (native/): built with make, its C tests run, and it is checked against
+the Python implementation on the same bytes:
+
+- golden files: `kbin-inspect --json` holds every field of tests/golden/*.json, and both the
+  JSON and the text listing are byte-identical to `polykern inspect`;
+- differential parsing: thousands of corrupted artifacts are accepted/rejected by
+  libpolykern.so (through ctypes) exactly as polykern.wire/artifact do, at the same offset;
+- real kernels: `polykern compile` output runs from C (native/examples/run_saxpy) and every
+  example kernel in examples/ runs through libpolykern.so and passes the example's own check;
+- ASan/UBSan build of the C tests, a short libFuzzer run, an aarch64 cross build under QEMU.
+
+Every test that cannot run here is skipped with the reason (no C compiler, no clang
+libFuzzer runtime, no aarch64 cross toolchain, ...).
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVE = ROOT / "native"
+BUILD = NATIVE / "build"
+GOLDEN = ROOT / "tests" / "golden"
+EXAMPLES = ROOT / "examples"
+
+CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+MAKE = shutil.which("make")
+needs_cc = pytest.mark.skipif(not (CC and MAKE), reason="no C compiler or make on this host")
+IS_ELF_HOST = sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64", "aarch64",
+                                                                                  "arm64")
+needs_cpu_loader = pytest.mark.skipif(not IS_ELF_HOST, reason="the native CPU loader runs on x86-64/aarch64 Linux")
+
+
+@contextmanager
+def _locked():
+    """make runs one at a time across pytest-xdist workers (they share native/build*)."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with open(BUILD / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _make(*args: str, timeout: int = 600, env=None) -> subprocess.CompletedProcess:
+    with _locked():
+        p = subprocess.run([MAKE, "-C", str(NATIVE), *args], capture_output=True, text=True, timeout=timeout,
+                           env=env)
+    if p.returncode != 0:
+        pytest.fail(f"make {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def native_build():
+    if not (CC and MAKE):
+        pytest.skip("no C compiler or make on this host")
+    _make("all", f"CC={CC}")
+    return BUILD
+
+
+def _polykern(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polykern", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+# ------------------------------------------------------------------ libpolykern.so through ctypes
+
+
+class PkError(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("has_offset", ctypes.c_int), ("offset", ctypes.c_uint64),
+                ("message", ctypes.c_char * 512)]
+
+
+class CLib:
+    """A thin ctypes view of native/include/polykern.h."""
+
+    def __init__(self, path: Path):
+        lib = ctypes.CDLL(str(path))
+        vp, sz, cp = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
+        err = ctypes.POINTER(PkError)
+        sig = {
+            "pk_artifact_parse": (vp, [vp, sz, err]),
+            "pk_artifact_free": (None, [vp]),
+            "pk_program_load_first": (vp, [vp, cp, cp, err]),
+            "pk_program_free": (None, [vp]),
+            "pk_program_device": (cp, [vp]),
+            "pk_program_kernel": (vp, [vp, cp, err]),
+            "pk_kernel_info": (vp, [vp]),
+            "pk_buffer_alloc": (vp, [vp, sz, err]),
+            "pk_buffer_write": (ctypes.c_int, [vp, sz, vp, sz, err]),
+            "pk_buffer_read": (ctypes.c_int, [vp, sz, vp, sz, err]),
+            "pk_buffer_free": (None, [vp]),
+            "pk_kernel_launch": (ctypes.c_int, [vp, sz, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_uint32 * 3),
+                                                ctypes.POINTER(ctypes.c_uint32 * 3), err]),
+        }
+        for name, (res, args) in sig.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        self.lib = lib
+
+    def parse(self, data: bytes):
+        """(ok, offset, message) of pk_artifact_parse."""
+        e = PkError()
+        buf = ctypes.create_string_buffer(data, len(data))
+        art = self.lib.pk_artifact_parse(buf, len(data), ctypes.byref(e))
+        if art:
+            self.lib.pk_artifact_free(art)
+            return True, None, ""
+        assert e.status == 1 and e.has_offset, e.message
+        return False, e.offset, e.message.decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="session")
+def clib(native_build):
+    return CLib(native_build / "libpolykern.so")
+
+
+# ------------------------------------------------------------------ the C tests
+
+
+@needs_cc
+def test_c_unit_tests(native_build):
+    """make check: parser, ELF loader (gcc/clang objects in several code models), runtime."""
+    p = _make("check", f"CC={CC}")
+    out = p.stdout
+    for name in ("test_kbin", "test_elf_loader", "test_runtime"):
+        assert re.search(rf"{name}: all \d+ checks passed", out), out[-3000:]
+
+
+# ------------------------------------------------------------------ golden files: C reads what Python wrote
+
+
+def _golden():
+    files = sorted(GOLDEN.glob("*.kbin"))
+    if not files:
+        pytest.skip("tests/golden has no .kbin files yet (tests/golden/make_golden.py writes them)")
+    return files
+
+
+def _subset(expected, actual, path="$"):
+    """Every key/element of `expected` is in `actual` with an equal value."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{path}: expected an object"
+        for k, v in expected.items():
+            assert k in actual, f"{path}.{k}: missing in the C output"
+            _subset(v, actual[k], f"{path}.{k}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: list differs"
+        for i, (a, b) in enumerate(zip(expected, actual)):
+            _subset(a, b, f"{path}[{i}]")
+    else:
+        assert expected == actual, f"{path}: golden {expected!r} != C {actual!r}"
+
+
+@needs_cc
+def test_golden_json_descriptions(native_build):
+    for kbin in _golden():
+        want = json.loads(kbin.with_suffix(".json").read_text())
+        p = subprocess.run([str(native_build / "kbin-inspect"), "--json", str(kbin)], capture_output=True,
+                           text=True, check=True)
+        _subset(want, json.loads(p.stdout))
+
+
+@needs_cc
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_kbin_inspect_matches_polykern_inspect(native_build, mode, tmp_path):
+    files = list(_golden())
+    compiled = tmp_path / "saxpy_cli.kbin"
+    if _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
+        files.append(compiled)
+    flag = ["--json"] if mode == "json" else []
+    for f in files:
+        py = _polykern("inspect", *flag, str(f))
+        c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(f)], capture_output=True, text=True)
+        assert py.returncode == 0, py.stderr
+        assert c.returncode == 0, c.stderr
+        assert c.stdout == py.stdout, f"{f.name}: kbin-inspect and polykern inspect differ"
+
+
+@needs_cc
+def test_kbin_inspect_source_and_errors(native_build, tmp_path):
+    kb = next((f for f in _golden() if f.stem == "multi_target"), None)
+    if kb is None:
+        pytest.skip("golden multi_target.kbin not present")
+    for fmt in ("ptx", "cuda", "nope"):
+        py = _polykern("inspect", "--source", fmt, str(kb))
+        c = subprocess.run([str(native_build / "kbin-inspect"), "--source", fmt, str(kb)], capture_output=True,
+                           text=True)
+        assert (c.returncode == 0) == (py.returncode == 0), (fmt, c.stderr, py.stderr)
+        assert c.stdout == py.stdout
+    bad = tmp_path / "bad.kbin"
+    bad.write_bytes(kb.read_bytes()[:-1])
+    c = subprocess.run([str(native_build / "kbin-inspect"), str(bad)], capture_output=True, text=True)
+    assert c.returncode == 1 and "at byte offset" in c.stderr
+
+
+# ------------------------------------------------------------------ differential parsing: C == Python
+
+
+def _python_verdict(data: bytes):
+    """What polykern.artifact.load decides about the bytes (container, payloads, root coverage),
+    without needing any runtime: (ok, offset)."""
+    from polykern import wire
+    from polykern.errors import ArtifactError
+
+    try:
+        c = wire.decode_container(data)
+        root = c.modules[0]
+        fmap, _ = wire.decode_root_payload(data, root.offset, root.offset + len(root.payload))
+        provided = set()
+        for e in c.modules[1:]:
+            _, f, _ = wire.decode_device_payload(e.kind, data, e.offset, e.offset + len(e.payload))
+            provided |= set(f)
+        if set(fmap) - provided:
+            raise ArtifactError("the root lists kernels no module provides", root.offset)
+        return True, None
+    except ArtifactError as e:
+        return False, e.offset
+
+
+def _mutants(data: bytes, rng: random.Random, count: int):
+    n = len(data)
+    for i in range(count):
+        b = bytearray(data)
+        op = i % 5
+        if op == 0:      # truncate
+            b = b[:rng.randrange(n)]
+        elif op == 1:    # flip a few bits anywhere
+            for _ in range(rng.randint(1, 3)):
+                b[rng.randrange(n)] ^= 1 << rng.randrange(8)
+        elif op == 2:    # overwrite a u64 with an extreme length
+            at = rng.randrange(max(1, n - 8))
+            b[at:at + 8] = rng.choice([2 ** 64 - 1, 2 ** 63, 1 << 32, 0, 1, n, n - at]).to_bytes(8, "little")
+        elif op == 3:    # insert or delete bytes
+            at = rng.randrange(n)
+            if rng.random() < 0.5:
+                del b[at:at + rng.randint(1, 16)]
+            else:
+                b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        else:            # flip one byte
+            b[rng.randrange(n)] = rng.randrange(256)
+        if rng.random() < 0.75 and len(b) >= 4:   # get past the checksum into the structures
+            b[-4:] = zlib.crc32(bytes(b[:-4])).to_bytes(4, "little")
+        yield bytes(b)
+
+
+@needs_cc
+def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
+    seeds = [f.read_bytes() for f in _golden()]
+    compiled = tmp_path / "saxpy.kbin"
+    if _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
+        seeds.append(compiled.read_bytes())
+    rng = random.Random(20261121)
+    checked = accepted = 0
+    for seed in seeds:
+        assert clib.parse(seed)[0], "a valid artifact was rejected by C"
+        for m in _mutants(seed, rng, 600):
+            ok_py, off_py = _python_verdict(m)
+            ok_c, off_c, msg = clib.parse(m)
+            assert ok_c == ok_py, f"C {'accepts' if ok_c else 'rejects'} ({msg}) what Python " \
+                                  f"{'accepts' if ok_py else 'rejects at ' + str(off_py)}"
+            assert off_c == off_py, f"C reports offset {off_c} ({msg}), Python {off_py}"
+            checked += 1
+            accepted += ok_c
+    assert checked >= 600 * len(seeds) and 0 < accepted < checked
+
+
+# ------------------------------------------------------------------ running kernels from C
+
+
+@needs_cc
+@needs_cpu_loader
+def test_run_saxpy_example_on_cpu(native_build, tmp_path):
+    out = tmp_path / "saxpy.kbin"
+    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    r = subprocess.run([str(native_build / "run_saxpy"), str(out), "--n", "100003"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "on cpu: " in r.stdout and "OK: y = a*x + y" in r.stdout
+
+
+@needs_cc
+@needs_cpu_loader
+def test_run_saxpy_prefers_cuda_then_says_why_it_fell_back(native_build, tmp_path):
+    out = tmp_path / "saxpy2.kbin"
+    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "cuda -arch=sm_90", "-t", "llvm", "-o", str(out))
+    if p.returncode != 0:
+        pytest.skip(f"cannot compile a cuda+llvm artifact here: {p.stderr.strip().splitlines()[-1:]}")
+    r = subprocess.run([str(native_build / "run_saxpy"), str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if "on cuda: " in r.stdout:   # a GPU host
+        assert "OK" in r.stdout
+    else:
+        assert "skipped: module 1 (cuda): CUDA runtime is not available" in r.stdout
+        assert "on cpu: " in r.stdout
+        r = subprocess.run([str(native_build / "run_saxpy"), str(out), "--on", "cuda"], capture_output=True,
+                           text=True)
+        assert r.returncode == 1 and "libcuda.so.1" in r.stderr
+
+
+@needs_cc
+@needs_cpu_loader
+def test_foreign_machine_object_is_refused(native_build, tmp_path):
+    other = "aarch64-linux-gnu" if platform.machine().lower() in ("x86_64", "amd64") else "x86_64-linux-gnu"
+    out = tmp_path / "foreign.kbin"
+    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", f"llvm -mtriple={other}", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    r = subprocess.run([str(native_build / "run_saxpy"), str(out)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert f"CPU object is for {other.split('-')[0]}" in r.stderr, r.stderr
+
+
+class _CModule:
+    """Enough of a polykern module for the examples' run(mod, rng): mod["k"](*args, grid=, block=)
+    launches through libpolykern.so; NumPy arrays are copied in and back like a device runtime."""
+
+    _CT = {(0, 8): "b", (0, 16): "h", (0, 32): "i", (0, 64): "q", (1, 8): "B", (1, 16): "H", (1, 32): "I",
+           (1, 64): "Q", (2, 16): "e", (2, 32): "f", (2, 64): "d", (6, 8): "?"}
+
+    def __init__(self, c: CLib, data: bytes):
+        self.c, self.err = c, PkError()
+        self._data = ctypes.create_string_buffer(data, len(data))
+        self.art = c.lib.pk_artifact_parse(self._data, len(data), ctypes.byref(self.err))
+        assert self.art, self.err.message
+        self.prog = c.lib.pk_program_load_first(self.art, b"llvm", None, ctypes.byref(self.err))
+        assert self.prog, self.err.message
+        self.device = c.lib.pk_program_device(self.prog).decode()
+
+    def close(self):
+        self.c.lib.pk_program_free(self.prog)
+        self.c.lib.pk_artifact_free(self.art)
+
+    def __getitem__(self, name: str):
+        from polykern.ir.types import scalar_from_code
+
+        lib, err = self.c.lib, self.err
+        k = lib.pk_program_kernel(self.prog, name.encode(), ctypes.byref(err))
+        assert k, err.message
+        root_fn = self.meta[name]
+
+        def launch(*args, grid, block):
+            dims = lambda v: (list(v) + [1, 1, 1])[:3] if isinstance(v, (tuple, list)) else [v, 1, 1]  # noqa: E731
+            assert len(args) == len(root_fn.args)
+            cells, bufs, back = [], [], []
+            for a, info in zip(args, root_fn.args):
+                if info.kind == "buffer":
+                    arr = np.ascontiguousarray(a)
+                    assert arr.dtype == scalar_from_code(info.code, info.bits).numpy
+                    b = lib.pk_buffer_alloc(self.prog, arr.nbytes, ctypes.byref(err))
+                    assert b and lib.pk_buffer_write(b, 0, arr.ctypes.data, arr.nbytes, ctypes.byref(err)) == 0
+                    bufs.append(b)
+                    back.append((a, arr, b))
+                    cells.append(b)
+                else:
+                    v = np.array(a, dtype=scalar_from_code(info.code, info.bits).numpy)
+                    cell = ctypes.create_string_buffer(v.tobytes(), max(v.nbytes, 1))
+                    bufs.append(None)
+                    cells.append(ctypes.addressof(cell))
+                    back.append((None, cell, None))
+            argv = (ctypes.c_void_p * max(1, len(cells)))(*cells)
+            g, bl = (ctypes.c_uint32 * 3)(*dims(grid)), (ctypes.c_uint32 * 3)(*dims(block))
+            rc = lib.pk_kernel_launch(k, len(cells), argv, ctypes.byref(g), ctypes.byref(bl), ctypes.byref(err))
+            assert rc == 0, err.message
+            for orig, arr, b in back:
+                if b is not None:
+                    assert lib.pk_buffer_read(b, 0, arr.ctypes.data, arr.nbytes, ctypes.byref(err)) == 0
+                    if orig is not arr:
+                        orig[...] = arr
+                    lib.pk_buffer_free(b)
+
+        return launch
+
+
+@needs_cc
+@needs_cpu_loader
+@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.stem.startswith("_")))
+def test_examples_run_through_libpolykern(clib, example):
+    """Each example's kernels, compiled by polykern, run from C and pass the example's own check."""
+    import polykern as pk
+    from polykern.lang.kernel import Kernel
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_native_example_{example}", EXAMPLES / f"{example}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    kernels = [v for v in vars(mod).values() if isinstance(v, Kernel)]
+    assert kernels and hasattr(mod, "run"), f"{example}.py has no kernels / run()"
+    root = pk.build(kernels, targets=["llvm"])
+    cm = _CModule(clib, root.export())
+    cm.meta = root.functions
+    try:
+        summary = mod.run(cm, np.random.default_rng(0))
+    finally:
+        cm.close()
+    assert "OK" in summary and cm.device.startswith("cpu: ")
+
+
+# ------------------------------------------------------------------ sanitizers, fuzzing, aarch64
+
+
+def _probe_cc(flags):
+    if not CC:
+        return False
+    src = BUILD / "probe.c"
+    BUILD.mkdir(parents=True, exist_ok=True)
+    src.write_text("int main(void) { return 0; }\n")
+    return subprocess.run([CC, *flags, str(src), "-o", str(BUILD / "probe")], capture_output=True).returncode == 0
+
+
+@needs_cc
+def test_c_tests_under_asan_and_ubsan(native_build):
+    if not _probe_cc(["-fsanitize=address,undefined"]):
+        pytest.skip(f"{CC} cannot link -fsanitize=address,undefined here")
+    p = _make("sanitize", f"CC={CC}", timeout=900)
+    for name in ("test_kbin", "test_elf_loader", "test_runtime"):
+        assert re.search(rf"{name}: all \d+ checks passed", p.stdout), p.stdout[-3000:]
+
+
+@needs_cc
+def test_fuzz_parser_briefly():
+    secs = os.environ.get("POLYKERN_FUZZ_SECONDS", "20")
+    with _locked():
+        p = subprocess.run([str(NATIVE / "fuzz" / "run.sh"), secs], capture_output=True, text=True, timeout=900)
+    if p.returncode == 77:
+        pytest.skip(p.stderr.strip().splitlines()[-1])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "FOUND A CRASH" not in p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64") and MAKE),
+                    reason="no aarch64 cross compiler (gcc-aarch64-linux-gnu) or qemu-user here")
+def test_aarch64_cross_build_under_qemu(tmp_path):
+    """The aarch64 ELF relocator, tested for real: the C tests and a polykern-compiled aarch64
+    saxpy run under qemu-aarch64."""
+    run = "qemu-aarch64 -L /usr/aarch64-linux-gnu"
+    p = _make("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", f"RUN={run}", "check")
+    for name in ("test_kbin", "test_elf_loader", "test_runtime"):
+        assert re.search(rf"{name}: all \d+ checks passed", p.stdout), p.stdout[-3000:]
+    out = tmp_path / "saxpy_a64.kbin"
+    c = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm -mtriple=aarch64-linux-gnu", "-o", str(out))
+    assert c.returncode == 0, c.stderr
+    r = subprocess.run([*run.split(), str(NATIVE / "build-aarch64" / "run_saxpy"), str(out)], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "on cpu: aarch64" in r.stdout and "OK" in r.stdout, r.stdout + r.stderr
