@@ -335,12 +335,12 @@ class _CModule:
     _CT = {(0, 8): "b", (0, 16): "h", (0, 32): "i", (0, 64): "q", (1, 8): "B", (1, 16): "H", (1, 32): "I",
            (1, 64): "Q", (2, 16): "e", (2, 32): "f", (2, 64): "d", (6, 8): "?"}
 
-    def __init__(self, c: CLib, data: bytes):
+    def __init__(self, c: CLib, data: bytes, kind: str):
         self.c, self.err = c, PkError()
         self._data = ctypes.create_string_buffer(data, len(data))
         self.art = c.lib.pk_artifact_parse(self._data, len(data), ctypes.byref(self.err))
         assert self.art, self.err.message
-        self.prog = c.lib.pk_program_load_first(self.art, b"llvm", None, ctypes.byref(self.err))
+        self.prog = c.lib.pk_program_load_first(self.art, kind.encode(), None, ctypes.byref(self.err))
         assert self.prog, self.err.message
         self.device = c.lib.pk_program_device(self.prog).decode()
 
@@ -389,13 +389,27 @@ class _CModule:
         return launch
 
 
+def _libcuda_reason():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return None
+    except OSError as e:
+        return f"no NVIDIA driver here (libcuda.so.1: {e})"
+
+
 @needs_cc
-@needs_cpu_loader
+@pytest.mark.parametrize("kind", ["llvm", "cuda"])
 @pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.stem.startswith("_")))
-def test_examples_run_through_libpolykern(clib, example):
-    """Each example's kernels, compiled by polykern, run from C and pass the example's own check."""
+def test_examples_run_through_libpolykern(clib, example, kind):
+    """Each example's kernels, compiled by polykern, run from C (CPU: in-process ELF loader and
+    thread pool; CUDA: driver API) and pass the example's own check."""
     import polykern as pk
     from polykern.lang.kernel import Kernel
+
+    if kind == "llvm" and not IS_ELF_HOST:
+        pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
+    if kind == "cuda" and _libcuda_reason():
+        pytest.skip(_libcuda_reason())
 
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -406,14 +420,15 @@ def test_examples_run_through_libpolykern(clib, example):
         sys.path.remove(str(EXAMPLES))
     kernels = [v for v in vars(mod).values() if isinstance(v, Kernel)]
     assert kernels and hasattr(mod, "run"), f"{example}.py has no kernels / run()"
-    root = pk.build(kernels, targets=["llvm"])
-    cm = _CModule(clib, root.export())
+    root = pk.build(kernels, targets=[kind])
+    cm = _CModule(clib, root.export(), kind)
     cm.meta = root.functions
     try:
         summary = mod.run(cm, np.random.default_rng(0))
     finally:
         cm.close()
-    assert "OK" in summary and cm.device.startswith("cpu: ")
+    assert "OK" in summary and cm.device.startswith("cpu: " if kind == "llvm" else "cuda: ")
+    print(f"{example} on {cm.device}: {summary}")
 
 
 # ------------------------------------------------------------------ sanitizers, fuzzing, aarch64
@@ -438,10 +453,16 @@ def test_c_tests_under_asan_and_ubsan(native_build):
 
 
 @needs_cc
-def test_fuzz_parser_briefly():
+def test_fuzz_parser_briefly(tmp_path):
+    """native/fuzz/run.sh for POLYKERN_FUZZ_SECONDS (default 20), seeded with the golden files
+    and artifacts the compiler writes now (real ELF objects, PTX)."""
     secs = os.environ.get("POLYKERN_FUZZ_SECONDS", "20")
+    for ex, target in (("saxpy", "llvm"), ("reduction", "llvm"), ("matmul", "cuda")):
+        _polykern("compile", str(EXAMPLES / f"{ex}.py"), "-t", target, "-o", str(tmp_path / f"{ex}_{target}.kbin"))
+    env = dict(os.environ, FUZZ_SEEDS=str(tmp_path))
     with _locked():
-        p = subprocess.run([str(NATIVE / "fuzz" / "run.sh"), secs], capture_output=True, text=True, timeout=900)
+        p = subprocess.run([str(NATIVE / "fuzz" / "run.sh"), secs], capture_output=True, text=True, timeout=900,
+                           env=env)
     if p.returncode == 77:
         pytest.skip(p.stderr.strip().splitlines()[-1])
     assert p.returncode == 0, p.stdout + p.stderr

@@ -115,7 +115,8 @@ static int cu_fail(pk_error *err, CUresult rc, const char *what) {
 
 /* fmt "cuda": CUDA C source, compiled here by NVRTC to PTX for this device. */
 static char *nvrtc_compile(const pk_module *m, int major, int minor, pk_error *err) {
-    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
+    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                 "/usr/local/cuda/lib64/libnvrtc.so"};
     typedef int (*create_t)(void **, const char *, const char *, int, const char *const *,
                             const char *const *);
     typedef int (*compile_t)(void *, int, const char *const *);
@@ -128,6 +129,12 @@ static char *nvrtc_compile(const pk_module *m, int major, int minor, pk_error *e
     const char *opts[1];
     create_t create; compile_t compile; size_t_fn ptxsize, logsize; get_t getptx, getlog;
     destroy_t destroy;
+    const char *home = getenv("CUDA_HOME");
+    if (home && *home) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/lib64/libnvrtc.so", home);
+        lib = dlopen(path, RTLD_NOW);
+    }
     for (i = 0; !lib && i < sizeof libs / sizeof libs[0]; i++) lib = dlopen(libs[i], RTLD_NOW);
     if (!lib) {
         pk_fail(err, PK_ERR_UNAVAILABLE, "this CUDA module ships CUDA C source (fmt \"cuda\"), "

@@ -201,10 +201,31 @@ def cube_sum(out: Buffer[i32]):
         out[pk.group_id(0)] = total
 
 
+@pk.kernel
+def divergent(y: Buffer[i32]):
+    # Not portable (GPUs need barriers in uniform control flow), but defined on the CPU: a barrier
+    # waits for the work-items still running in the construct; the others wait at its end.
+    s = pk.shared(i32, 32)
+    lid = pk.local_id(0)
+    s[lid] = 0
+    pk.barrier()
+    if lid < 16:
+        s[lid] = lid + 1
+        pk.barrier()
+        y[pk.global_id(0)] = s[15 - lid]
+    else:
+        for k in range(lid - 15):
+            if k == 3:
+                return
+            s[lid] += 1
+            pk.barrier()
+        y[pk.global_id(0)] = -s[lid]
+
+
 @pytest.fixture(scope="module")
 def mod():
     return pk.build([tree_sum, matmul, hillis_steele, return_before_barrier, return_after_barrier, loop_controls,
-                     uniform_if, carried, stencil_steps, cube_sum], targets=["llvm"])
+                     uniform_if, carried, stencil_steps, cube_sum, divergent], targets=["llvm"])
 
 
 @pytest.mark.parametrize("n,block", [(256 * 40, 256), (1000, 128), (5, 64), (4097, 32)])
@@ -303,6 +324,14 @@ def test_three_dimensional_blocks(mod):
     out = np.zeros(6, np.int32)
     mod["cube_sum"](out, grid=6, block=(4, 4, 4))
     assert (out == 64 * 65 // 2).all()
+
+
+def test_divergent_barriers_are_defined_on_the_cpu(mod):
+    y = np.full(64, 99, np.int32)
+    mod["divergent"](y, grid=2, block=32)
+    lid = np.arange(32)
+    want = np.where(lid < 16, 16 - lid, np.where(lid - 15 <= 3, -(lid - 15), 99))
+    np.testing.assert_array_equal(y, np.tile(want, 2))
 
 
 def test_plan_keeps_only_needed_values_per_work_item():

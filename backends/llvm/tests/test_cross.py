@@ -201,3 +201,14 @@ def test_fallback_contract():
     with forced_fallback():
         fb = build(_funcs(), Target("llvm"))
     assert type(fb).__name__ == "LLVMFallbackModule" and "saxpy__range:" in fb.inspect_source()
+
+
+def test_cli_inspect_shows_cross_assembly(cross, tmp_path):
+    path = tmp_path / "cross.kbin"
+    cross.export(str(path))
+    out = subprocess.run([sys.executable, "-m", "polykern", "inspect", "--source", "asm", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "saxpy__range:" in out and "\tret" in out
+    summary = subprocess.run([sys.executable, "-m", "polykern", "inspect", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+    assert "AArch64" in summary and "llvm -mtriple=aarch64-linux-gnu" in summary

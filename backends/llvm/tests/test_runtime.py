@@ -66,9 +66,7 @@ def test_pool_has_one_worker_per_core_and_uses_them(mod):
     kernel = mod.on("llvm")["busy"]
     assert isinstance(kernel, CPUKernel)
     kernel(n, 20000, y, grid=n // 64, block=64)
-    want = np.zeros(n, np.float32)
-    assert y[0] > 900  # ran the loop
-    del want
+    assert y[0] > 900  # the loop ran (v converges to 1000)
     if pool_mod.pool().workers > 1:
         assert len(kernel.last_threads) > 1, "workgroups ran on a single thread"
         assert threading.get_ident() not in kernel.last_threads
@@ -111,7 +109,7 @@ def test_many_threads_load_and_launch_at_once(mod):
             start.wait()
             own = pk.load(data)  # concurrent JIT links of the same artifact
             for m in (own, shared_mod):  # and concurrent launches of one module
-                x = RNG_local(k).integers(-100, 100, 128 * 20, dtype=np.int32)
+                x = np.random.default_rng(100 + k).integers(-100, 100, 128 * 20, dtype=np.int32)
                 out = np.zeros(20, np.int32)
                 m["group_sum"](x, out, grid=20, block=128)
                 np.testing.assert_array_equal(out, x.reshape(20, 128).sum(1))
@@ -125,10 +123,6 @@ def test_many_threads_load_and_launch_at_once(mod):
         t.join()
     assert not errors, errors[0]
     assert shared_mod.on("llvm")._engine.attempts == 1  # linked once, however many threads asked
-
-
-def RNG_local(k):
-    return np.random.default_rng(100 + k)
 
 
 def test_lazy_link_happens_once_per_module(mod):

@@ -1,10 +1,9 @@
 """Real dispatches of our SPIR-V on a Vulkan device (Mesa lavapipe on CPU-only hosts) through the
 polykern Vulkan runtime (polykern_vulkan.runtime): saxpy, the emitter's own semantics
 (short-circuit, atomics with CAS loops, bool buffers, narrow push constants, C integer division,
-casts of every type pair), and the whole cross-backend conformance suite.
+casts of every type pair). The cross-backend conformance suite runs on this runtime from
+tests/test_conformance.py (skip list: polykern_vulkan/conformance.py).
 """
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -267,32 +266,3 @@ def test_math_builtins():
         expect = np.stack([np.exp(xd), np.exp2(xd), np.log(xd), np.log2(xd), np.sin(xd), np.cos(xd), np.tanh(xd),
                            np.power(xd, xd)], 1)
         np.testing.assert_allclose(out.reshape(32, 8).astype(np.float64), expect, rtol=tol, atol=tol)
-
-
-# ---------------------------------------------------------------- the cross-backend conformance suite
-
-def conformance_skip_reason(case):
-    from polykern_vulkan.conformance import SKIPS
-
-    skips = SKIPS["vulkan"]
-    return skips.get(case.name) or next((skips[f] for f in sorted(case.features) if f in skips), None)
-
-
-_TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests")
-sys.path.insert(0, os.path.abspath(_TESTS))
-try:
-    from conformance import ALL_CASES
-except ImportError as e:  # e.g. a Bazel sandbox without //tests
-    ALL_CASES = []
-    _CONF_ERROR = str(e)
-else:
-    _CONF_ERROR = ""
-
-
-@pytest.mark.skipif(not ALL_CASES, reason=f"tests/conformance is not importable here: {_CONF_ERROR}")
-@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
-def test_conformance_suite_on_lavapipe(case):
-    reason = conformance_skip_reason(case)
-    if reason:
-        pytest.skip(f"vulkan: {reason}")
-    case.run(build(case.kernels), np.random.default_rng(1234))

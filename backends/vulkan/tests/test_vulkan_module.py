@@ -71,7 +71,11 @@ def test_fallback_refuses_to_launch_with_the_fix(force_fallback):
     with pytest.raises(RuntimeNotLinkedError) as ei:
         m["saxpy"]
     msg = str(ei.value)
-    assert "Vulkan" in msg and "'saxpy'" in msg and "polykern[vulkan]" in msg and "--config=vulkan" in msg
+    assert "Vulkan" in msg and "'saxpy'" in msg
+    if backends.runtime_reason("vulkan"):  # no runtime here: the message says how to get one
+        assert "polykern[vulkan]" in msg and "--config=vulkan" in msg
+    else:  # the runtime exists: the fallback was forced, and the message says how to run anyway
+        assert "POLYKERN_COMPILE_FORCE_FALLBACK" in msg and "polykern.load()" in msg
 
 
 def test_inspect_source_is_the_disassembly():
@@ -84,11 +88,11 @@ def test_inspect_source_is_the_disassembly():
 
 
 def test_fallback_bytes_equal_any_module_bytes(monkeypatch):
-    fallback = pk.build([K.saxpy], targets=["vulkan"]).on("vulkan")
+    native = pk.build([K.saxpy], targets=["vulkan"]).on("vulkan")  # the real module where the runtime exists
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")
     forced = pk.build([K.saxpy], targets=["vulkan"]).on("vulkan")
     assert isinstance(forced, FallbackModule)
-    assert forced.save_to_bytes() == fallback.save_to_bytes()
+    assert forced.save_to_bytes() == native.save_to_bytes()
 
 
 def test_artifact_round_trip(tmp_path, force_fallback):

@@ -57,9 +57,7 @@ class NameTable:
         self._map: Dict[str, str] = {}
         taken = set()
         for name in names:  # in declaration order: params, locals, arrays
-            c = ascii_ident(name)
-            if is_reserved(c):
-                c += "_"
+            c = _unreserve(ascii_ident(name))
             base, n = c, 2
             while c in taken or is_reserved(c):
                 c, n = f"{base}{n}", n + 1
@@ -73,7 +71,12 @@ class NameTable:
         return self._map.items()
 
 
+def _unreserve(c: str) -> str:
+    if c.startswith("pk_") or c.startswith("_"):
+        c = "v" + c  # a prefix reserved to polykern or the implementation: no suffix can fix it
+    return c + "_" if is_reserved(c) else c
+
+
 def kernel_symbol(name: str) -> str:
     """The C symbol of a kernel (recorded as FunctionInfo.attrs["entry"])."""
-    c = ascii_ident(name)
-    return c + "_" if is_reserved(c) else c
+    return _unreserve(ascii_ident(name))

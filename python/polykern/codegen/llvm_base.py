@@ -31,9 +31,8 @@ work-item loops keep per-work-item values alive across barriers.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
-import numpy as np
 from llvmlite import ir as ll
 
 from ..errors import CompileError

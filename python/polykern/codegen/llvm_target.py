@@ -123,12 +123,14 @@ def _clean_ll(text: str) -> str:
     return _SOURCE_FILENAME_RE.sub(f'source_filename = "{MODULE_NAME}"', text)
 
 
-def compile_ir(ir_text: str, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
+def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
                reloc: str = "pic", codemodel: str = "default", emit_object: bool = True,
                emit_asm: bool = True, tm=None) -> CompiledObject:
-    """Parse, verify, optimize and emit ``ir_text`` for ``triple``/``cpu``/``features``."""
+    """Parse, verify, optimize and emit ``ir_text`` (LLVM IR text, or an ``llvmlite.ir.Module``)
+    for ``triple``/``cpu``/``features``."""
     import llvmlite.binding as llvm
 
+    ir_text = str(ir_text)
     ensure_initialized()
     if tm is None:
         tm = target_machine(triple, cpu, features, opt, reloc, codemodel)

@@ -36,6 +36,8 @@ Shape = Union[int, Sequence[int]]
 def upload(dev: Device, buf: Buffer, data: np.ndarray) -> None:
     """Copy host bytes (a flat uint8 array) into ``buf`` and wait."""
     n = data.size
+    if n == 0:
+        return
     if buf.mapped is not None:
         buf.mapped[:n] = data
         return
@@ -52,8 +54,8 @@ def upload(dev: Device, buf: Buffer, data: np.ndarray) -> None:
 
 def download(dev: Device, buf: Buffer, nbytes: int) -> np.ndarray:
     """A new uint8 host array with the first ``nbytes`` of ``buf``."""
-    if buf.mapped is not None:
-        return buf.mapped[:nbytes].copy()
+    if buf.mapped is not None or nbytes == 0:
+        return buf.mapped[:nbytes].copy() if nbytes else np.zeros(0, np.uint8)
     staging = dev.pool.acquire(nbytes, "staging")
     try:
         dev.execute(lambda ctx: ctx.copy(buf.handle, staging.handle, max(nbytes, 1)), what="device-to-host copy")

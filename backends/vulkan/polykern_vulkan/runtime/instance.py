@@ -83,8 +83,8 @@ def _driver_info(handle) -> str:
         name = vk.ffi.string(drv.driverName).decode("utf-8", "replace")
         info = vk.ffi.string(drv.driverInfo).decode("utf-8", "replace")
         if int(drv.driverID) == getattr(vk, "VK_DRIVER_ID_MESA_LLVMPIPE", -1):
-            name = f"Mesa lavapipe ({name})" if name else "Mesa lavapipe"
-        return " ".join(x for x in (name, info) if x)
+            name = "lavapipe"  # Mesa's Vulkan-on-llvmpipe driver (reports itself as "llvmpipe")
+        return ", ".join(x for x in (name, info) if x)
     except Exception:  # VkPhysicalDeviceDriverProperties is Vulkan 1.2; older drivers just lack the text
         return ""
 
