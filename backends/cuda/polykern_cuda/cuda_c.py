@@ -96,12 +96,14 @@ class CUDADialect(CDialect):
     # ---------------------------------------------------------------- memory and parameters
     def load(self, unit, base, index, t, space):
         if t == f16:
-            return Code(f"{unit.helper('pk_h2f')}({base}[{index}])")
+            return Code(f"{unit.helper('pk_h2f')}({base}[{index}])", bits=f"{base}[{index}]")
         return Code(f"{base}[{index}]")
 
     def store(self, unit, base, index, value, t, space):
-        if t == f16:
-            return f"{base}[{index}] = {unit.helper('pk_f2h')}({value});"
+        if t == f16 and value.bits is not None:  # a copy: move the 16 bits
+            return f"{base}[{index}] = {value.bits};"
+        if t == f16:  # pk_f2h rounds to half itself
+            return f"{base}[{index}] = {unit.helper('pk_f2h')}({value.unrounded or value.text});"
         return f"{base}[{index}] = {value};"
 
     def array_decl(self, name, arr):

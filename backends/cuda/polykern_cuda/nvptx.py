@@ -142,6 +142,7 @@ class PortableMath:
     so the same expansions can be checked on a CPU. f64 is refused (``MATH_BACKEND`` names who)."""
 
     MATH_BACKEND = "nvptx"
+    CONST_AS = 0  # address space of constant tables
     _current_call = None
 
     # ------------------------------------------------------------------ entry
@@ -292,6 +293,9 @@ class PortableMath:
         r = b.select(b.and_(neg, y_odd), b.fneg(r), r)
         r = b.select(b.and_(b.fcmp_ordered("<", a, fp.const(0.0)), b.not_(y_int)), fp.const(float("nan")), r)
         one = b.or_(b.fcmp_ordered("==", y, fp.const(0.0)), b.fcmp_ordered("==", a, fp.const(1.0)))
+        minus_one_inf = b.and_(b.fcmp_ordered("==", a, fp.const(-1.0)),
+                               b.fcmp_ordered("==", self._fcall("fabs", fp, y), fp.const(float("inf"))))
+        one = b.or_(one, minus_one_inf)  # IEEE 754: pow(-1, +-inf) = 1
         return b.select(one, fp.const(1.0), r)
 
     # ------------------------------------------------------------------ sin / cos

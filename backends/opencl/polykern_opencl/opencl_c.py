@@ -102,7 +102,8 @@ class OpenCLDialect(CDialect):
 
     def store(self, unit, base, index, value, t, space):
         if t == f16:
-            return f"vstore_half_rte({value}, {index}, {self._half_ptr(base, space, False)});"
+            # vstore_half_rte rounds to half itself
+            return f"vstore_half_rte({value.unrounded or value.text}, {index}, {self._half_ptr(base, space, False)});"
         return f"{base}[{index}] = {value};"
 
     def array_decl(self, name: str, arr: ArrayType) -> str:

@@ -249,16 +249,26 @@ def _special_values() -> ir.Function:
     """Constants the frontend folds away or cannot spell: inf, nan, -0.0, INT_MIN, UINT64_MAX."""
     xf, xd, xi, xl, xu = (ir.Var(n, BufferType(t)) for n, t in
                           (("xf", f32), ("xd", f64), ("xi", i32), ("xl", i64), ("xu", u64)))
-    zero = _const(0, i32)
+    def at(buf, k):
+        return ir.Load(buf, _const(k, i32))
+
+    def put(buf, k, value):
+        return ir.Store(buf, _const(k, i32), value)
+
     body = [
-        ir.Store(xf, zero, ir.BinOp("add", _const(float("inf"), f32), _const(float("-inf"), f32))),
-        ir.Store(xf, _const(1, i32), ir.BinOp("mul", _const(float("nan"), f32), _const(-0.0, f32))),
-        ir.Store(xf, _const(2, i32), ir.BinOp("sub", _const(1e-30, f32), _const(3.4028234663852886e38, f32))),
-        ir.Store(xd, zero, ir.BinOp("add", _const(float("inf"), f64), _const(float("nan"), f64))),
-        ir.Store(xd, _const(1, i32), ir.BinOp("div", _const(0.1, f64), _const(-2.5e-300, f64))),
-        ir.Store(xi, zero, ir.BinOp("sub", _const(-2147483648, i32), _const(2147483647, i32))),
-        ir.Store(xl, zero, ir.BinOp("add", _const(-9223372036854775808, i64), _const(-1, i64))),
-        ir.Store(xu, zero, ir.BinOp("xor", _const(18446744073709551615, u64), _const(1, u64))),
+        put(xf, 0, _const(float("inf"), f32)),
+        put(xf, 1, _const(float("-inf"), f32)),
+        put(xf, 2, _const(float("nan"), f32)),
+        put(xf, 3, _const(-0.0, f32)),
+        put(xf, 4, ir.BinOp("add", ir.BinOp("mul", at(xf, 4), _const(1e-30, f32)),
+                            _const(3.4028234663852886e38, f32))),
+        put(xd, 0, _const(float("inf"), f64)),
+        put(xd, 1, _const(float("nan"), f64)),
+        put(xd, 2, ir.BinOp("div", at(xd, 2), _const(0.1, f64))),
+        put(xd, 3, _const(-2.5e-300, f64)),
+        put(xi, 0, ir.BinOp("sub", at(xi, 0), _const(-2147483648, i32))),
+        put(xl, 0, ir.BinOp("add", at(xl, 0), _const(-9223372036854775808, i64))),
+        put(xu, 0, ir.BinOp("xor", at(xu, 0), _const(18446744073709551615, u64))),
     ]
     params = [ir.Param(v.name, v.type) for v in (xf, xd, xi, xl, xu)]
     return ir.Function("special_values", params, body)

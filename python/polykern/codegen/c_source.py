@@ -58,6 +58,10 @@ class Code:
 
     text: str
     prec: int = ATOM
+    #: storage-only f16: the expression before its final rounding to half (a store rounds anyway)
+    unrounded: Optional[str] = None
+    #: storage-only f16: the 16-bit storage expression this value was loaded from (copies skip converting)
+    bits: Optional[str] = None
 
     def at(self, prec: int) -> str:
         """The text, parenthesized unless it binds at least as tightly as ``prec``."""
@@ -151,7 +155,7 @@ class CDialect:
             return Code(f"({self.type_name(t)}){value}", UNARY) if value >= 0 else \
                 Code(f"({self.type_name(t)})({value})", UNARY)
         if value == t.min_value() and t.code == 0:  # INT_MIN has no literal of its own
-            return Code(f"({-value - 1}{suffix} - 1{suffix})", ATOM)
+            return Code(f"(-{-value - 1}{suffix} - 1{suffix})", ATOM)
         return Code(f"{value}{suffix}", ATOM) if value >= 0 else Code(f"-{-value}{suffix}", UNARY)
 
     def float_literal(self, value: float, t: ScalarType) -> Code:
@@ -182,14 +186,14 @@ class CDialect:
             if src == f64:
                 return Code(f"{unit.helper('pk_f16_from_f64')}({x})")
             inner = x.text if src == f32 else f"(float){x.at(UNARY)}"
-            return Code(f"{unit.helper('pk_f16')}({inner})")
+            return Code(f"{unit.helper('pk_f16')}({inner})", unrounded=inner)
         if src == f16 and not self.half_native and dst == f32:
             return x  # the value already is a float holding a half
         return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
 
     def round_half(self, unit: "TranslationUnit", x: Code) -> Code:
         """Round a float-held f16 result to half precision (storage-only f16)."""
-        return Code(f"{unit.helper('pk_f16')}({x})")
+        return Code(f"{unit.helper('pk_f16')}({x})", unrounded=x.text)
 
     def fmod(self, unit: "TranslationUnit", t: ScalarType, a: Code, b: Code) -> Code:
         return self.math(unit, "fmod", t, [a, b])
