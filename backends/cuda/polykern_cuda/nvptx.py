@@ -43,6 +43,7 @@ _MIN_PTX = {"sm_88": 90, "sm_90a": 80, "sm_100": 86, "sm_100a": 86, "sm_103": 88
 BASE_PTX = 78
 _SREG = {"local_id": "tid", "group_id": "ctaid", "local_size": "ntid", "num_groups": "nctaid"}
 TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow")
+F64_REFUSED = ("sin", "cos")  # f64 argument reduction for every double is not written yet
 
 
 def ptx_feature(arch: str) -> str:
@@ -117,6 +118,7 @@ class _FP:
         self._np = np.float32 if st.bits == 32 else np.float64
         self.exp_terms = 8 if st.bits == 32 else 14  # Taylor terms of e^r, |r| <= ln2/2
         self.log_terms = 4 if st.bits == 32 else 10  # terms of the atanh series, s^2 <= 0.0295
+        self.tanh_terms = 9 if st.bits == 32 else 18  # Taylor terms of tanh, |x| < 0.5
 
     def round(self, q) -> float:
         """The float of this format nearest to the rational ``q``."""
@@ -157,10 +159,13 @@ class PortableMath:
         if not (st.is_float and func in TRANSCENDENTAL):
             return super().math_call(func, st, args)
         if st.bits == 64:
-            loc = self._current_call.loc if self._current_call is not None else None
-            raise KernelTypeError(
-                f"{self.MATH_BACKEND}: {func}() of f64 is not supported (no libdevice: only f32 and f16 "
-                f"{func}() are expanded in IR); compute in f32, or use the 'cuda' target", loc)
+            if func in F64_REFUSED:
+                loc = self._current_call.loc if self._current_call is not None else None
+                raise KernelTypeError(
+                    f"{self.MATH_BACKEND}: {func}() of f64 is not supported (no libdevice here, and the IR "
+                    f"expansion covers {func}() in f32 and f16 only); compute it in f32, or use the 'cuda' "
+                    "target", loc)
+            return getattr(self, f"pm_{func}")(F64, *args)
         if st.bits == 16:
             b = self.builder
             wide = [b.fpext(a, F32.ty) for a in args]
@@ -233,8 +238,9 @@ class PortableMath:
         return self._exp_reduced(fp, b.fmul(f, fp.const(LN2)), n)
 
     # ------------------------------------------------------------------ log family
-    def _log_parts(self, fp, x) -> Tuple[ll.Value, ll.Value]:
-        """(e, ln m) with x = 2**e * m, m in [sqrt(1/2), sqrt(2)), for finite x > 0."""
+    def _log_parts(self, fp, x) -> Tuple[ll.Value, ll.Value, ll.Value]:
+        """(e, f, c) with ln x = e*ln2 + f - c: x = 2**e * m, m in [sqrt(1/2), sqrt(2)), f = m - 1
+        exactly and c the small correction; for finite x > 0."""
         b = self.builder
         it = fp.ity
         tiny = b.fcmp_ordered("<", x, fp.const(2.0 ** (1 - fp.bias)))  # subnormal: scale up first
@@ -253,8 +259,7 @@ class PortableMath:
         z = b.fmul(s, s)
         coeffs = [Fraction(2, 2 * k + 1) for k in range(1, fp.log_terms + 1)]
         big_r = b.fmul(z, self._horner(fp, z, coeffs))
-        lnm = b.fsub(f, b.fmul(s, b.fsub(f, big_r)))
-        return b.sitofp(e, fp.ty), lnm
+        return b.sitofp(e, fp.ty), f, b.fmul(s, b.fsub(f, big_r))
 
     def _log_specials(self, fp, x, finite_result):
         """Result for x > 0 finite, else -inf (x == 0), +inf (x == inf), NaN (x < 0 or NaN)."""
@@ -265,33 +270,54 @@ class PortableMath:
                            b.select(b.fcmp_ordered("==", x, inf), inf, fp.const(float("nan"))))
         return b.select(ok, finite_result, special)
 
-    def pm_log(self, fp, x):
-        e, lnm = self._log_parts(fp, x)
+    def _ln(self, fp, x):
+        e, f, c = self._log_parts(fp, x)
         ln2_hi, ln2_lo = _split(LN2, 2, fp)
-        r = self._fma(fp, e, fp.const(ln2_hi), self._fma(fp, e, fp.const(ln2_lo), lnm))
-        return self._log_specials(fp, x, r)
+        return self._fma(fp, e, fp.const(ln2_hi), self._fma(fp, e, fp.const(ln2_lo), self.builder.fsub(f, c)))
+
+    def pm_log(self, fp, x):
+        return self._log_specials(fp, x, self._ln(fp, x))
 
     def pm_log2(self, fp, x):
-        e, lnm = self._log_parts(fp, x)
-        return self._log_specials(fp, x, self._fma(fp, lnm, fp.const(1 / LN2), e))
+        e, f, c = self._log_parts(fp, x)
+        return self._log_specials(fp, x, self._fma(fp, self.builder.fsub(f, c), fp.const(1 / LN2), e))
 
-    # ------------------------------------------------------------------ pow (through f64)
+    # ------------------------------------------------------------------ pow
+    def _pow_abs(self, fp, ax, y):
+        """|a|**y for ax = |a|. f32: exp(y * ln|a|) in f64, rounded once. f64: ln|a| as a
+        double-f64 (hi + lo) so that y * ln|a| keeps its low bits, then exp(hi) * (1 + lo)."""
+        b = self.builder
+        if fp.bits == 32:
+            wa, wy = b.fpext(ax, F64.ty), b.fpext(y, F64.ty)
+            ln = self._log_specials(F64, wa, self._ln(F64, wa))
+            return b.fptrunc(self.pm_exp(F64, b.fmul(wy, ln)), fp.ty)
+        e, f, c = self._log_parts(fp, ax)
+        l_hi = float(Fraction(round(LN2 * (1 << 41)), 1 << 41))  # 41 bits: e * l_hi is exact
+        l_lo = fp.round(LN2 - Fraction(l_hi))
+        t1 = b.fmul(e, fp.const(l_hi))
+        hi = b.fadd(t1, f)  # TwoSum(t1, f) -> hi + err exactly
+        bb = b.fsub(hi, t1)
+        err = b.fadd(b.fsub(t1, b.fsub(hi, bb)), b.fsub(f, bb))
+        lo = b.fadd(err, b.fsub(b.fmul(e, fp.const(l_lo)), c))
+        hi = self._log_specials(fp, ax, hi)
+        y_hi = b.fmul(y, hi)
+        finite = b.fcmp_ordered("<", self._fcall("fabs", fp, y_hi), fp.const(float("inf")))  # not NaN either
+        y_lo = b.fadd(self._fma(fp, y, hi, b.fneg(y_hi)), b.fmul(y, lo))
+        r = self.pm_exp(fp, y_hi)
+        fine = b.and_(finite, b.fcmp_ordered("<", r, fp.const(float("inf"))))
+        return b.select(fine, self._fma(fp, r, y_lo, r), r)
+
     def pm_pow(self, fp, a, y):
         b = self.builder
-        wa, wy = b.fpext(a, F64.ty), b.fpext(y, F64.ty)
-        ax = self._fcall("fabs", F64, wa)
-        e, lnm = self._log_parts(F64, ax)
-        ln2_hi, ln2_lo = _split(LN2, 2, F64)
-        ln = self._fma(F64, e, F64.const(ln2_hi), self._fma(F64, e, F64.const(ln2_lo), lnm))
-        ln = self._log_specials(F64, ax, ln)  # |a| = 0 -> -inf, inf -> inf
-        r = b.fptrunc(self.pm_exp(F64, b.fmul(wy, ln)), fp.ty)
+        r = self._pow_abs(fp, self._fcall("fabs", fp, a), y)
         # Signs and IEEE special cases: a < 0 needs an integral y (odd y keeps the sign).
         y_int = b.fcmp_ordered("==", self._fcall("rint", fp, y), y)
         half = b.fmul(y, fp.const(0.5))
         y_odd = b.and_(y_int, b.fcmp_unordered("!=", self._fcall("rint", fp, half), half))
         neg = self._signbit(fp, a)
         r = b.select(b.and_(neg, y_odd), b.fneg(r), r)
-        r = b.select(b.and_(b.fcmp_ordered("<", a, fp.const(0.0)), b.not_(y_int)), fp.const(float("nan")), r)
+        neg_finite = b.and_(b.fcmp_ordered("<", a, fp.const(0.0)), b.fcmp_ordered(">", a, fp.const(float("-inf"))))
+        r = b.select(b.and_(neg_finite, b.not_(y_int)), fp.const(float("nan")), r)
         one = b.or_(b.fcmp_ordered("==", y, fp.const(0.0)), b.fcmp_ordered("==", a, fp.const(1.0)))
         minus_one_inf = b.and_(b.fcmp_ordered("==", a, fp.const(-1.0)),
                                b.fcmp_ordered("==", self._fcall("fabs", fp, y), fp.const(float("inf"))))
@@ -400,12 +426,12 @@ class PortableMath:
         b = self.builder
         ax = self._fcall("fabs", fp, x)
         # |x| < 0.5: odd Taylor polynomial; else 1 - 2/(e^(2|x|) + 1) (e^(2|x|) = inf gives 1).
-        z = b.fmul(x, x)
-        small = self._fma(fp, b.fmul(x, z), self._horner(fp, z, _tanh_taylor(9)), x)
+        z = b.fmul(ax, ax)
+        small = self._fma(fp, b.fmul(ax, z), self._horner(fp, z, _tanh_taylor(fp.tanh_terms)), ax)
         e = self.pm_exp(fp, b.fadd(ax, ax))
         large = b.fsub(fp.const(1.0), b.fdiv(fp.const(2.0), b.fadd(e, fp.const(1.0))))
-        large = self._fcall("copysign", fp, large, x)
-        return b.select(b.fcmp_unordered("<", ax, fp.const(0.5)), small, large)
+        r = b.select(b.fcmp_unordered("<", ax, fp.const(0.5)), small, large)
+        return self._fcall("copysign", fp, r, x)
 
 
 class NVPTXEmitter(PortableMath, LLVMKernelEmitter):

@@ -18,7 +18,6 @@ import pytest
 import polykern as pk
 from polykern import backends, registry, wire
 from polykern.errors import ArtifactError, DeviceError, LaunchError
-from polykern.ir.types import f32, i32
 from polykern.module import FunctionInfo
 
 import vulkan_kernels as K
@@ -343,14 +342,20 @@ def test_collected_module_releases_its_vulkan_objects(pv):
 # ---------------------------------------------------------------- in other processes
 
 
+def _env(**extra):
+    """This process' environment and import path (Bazel runfiles have no installed distribution)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **extra)
+
+
 def _python(code, **env):
-    full = dict(os.environ, **env)
+    full = _env(**env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           env=full, cwd=HERE, timeout=300)
 
 
 def test_polykern_backends_shows_the_device():
-    r = subprocess.run([sys.executable, "-m", "polykern", "backends"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "polykern", "backends"], capture_output=True, text=True, timeout=300,
+                       env=_env())
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("vulkan"))
     assert " yes " in line and "[selected]" in line, line
