@@ -11,7 +11,7 @@ import sys
 def main():
     sys.dont_write_bytecode = True
     tmp = os.environ.get("TEST_TMPDIR")
-    opts = ["-p", "no:cacheprovider", "-rsxX", "--color=no"]
+    opts = ["-p", "no:cacheprovider", "-rfEsxX", "--color=no"]
     if tmp:
         os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tmp, "hypothesis"))
         opts += ["--basetemp", os.path.join(tmp, "pytest")]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import ATOM, UNARY, CDialect, Code, TranslationUnit
-from polykern.ir.types import ScalarType, f16, f32, f64
+from polykern.codegen.c_source import UNARY, CDialect, Code, TranslationUnit
+from polykern.ir.types import ScalarType, f16, f64
 
 _F32 = {"sqrt": "sqrtf", "rsqrt": "rsqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
         "sin": "sinf", "cos": "cosf", "tanh": "tanhf", "pow": "powf", "abs": "fabsf", "min": "fminf",

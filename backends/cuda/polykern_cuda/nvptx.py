@@ -15,11 +15,13 @@ and ``syncscope("block")`` on shared memory, like CUDA's ``atomicAdd`` (f32 add 
 
 Math: there is no libdevice here, so the transcendental functions LLVM cannot lower for NVPTX
 (``exp log log2 sin cos tanh pow``; ``exp2`` too, for uniform accuracy) are expanded in IR from
-IEEE operations only (fma, rint, division, bit manipulation) by :class:`PortableMath`: f32 results
-are within 2 ulp of the exact value (``pow`` is computed in f64, ``sin``/``cos`` reduce large
-arguments exactly with a 2/pi table); f16 computes in f32. f64 versions of these eight functions
-are refused with a :class:`KernelTypeError` naming nvptx (use ``cuda``, whose NVRTC brings
-libdevice). ``sqrt rsqrt fma abs min max floor ceil`` use NVPTX instructions in every type.
+IEEE operations only (fma, rint, division, bit manipulation) by :class:`PortableMath`. Measured
+against correctly rounded references (tests/test_nvptx_math.py runs the same IR on the CPU): f32
+and f64 results within 2 ulp; f32 ``pow`` is computed in f64, f64 ``pow`` with a double-f64
+logarithm; f32 ``sin``/``cos`` reduce huge arguments exactly with a table of 2/pi (Payne-Hanek);
+f16 computes in f32. f64 ``sin``/``cos`` are refused with a :class:`KernelTypeError` naming nvptx
+(no f64 argument reduction yet; the ``cuda`` target has libdevice's). ``sqrt rsqrt fma abs min max
+floor ceil`` are NVPTX instructions in every type.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from fractions import Fraction
 from math import factorial
 from typing import Dict, List, Tuple
 
+import numpy as np
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I1, I32, I64, VOID, LLVMKernelEmitter, value_type
@@ -108,8 +111,6 @@ class _FP:
     """One float format: LLVM type, integer twin, exponent bias, polynomial sizes."""
 
     def __init__(self, st: ScalarType):
-        import numpy as np
-
         self.st, self.bits = st, st.bits
         self.ty = value_type(st)
         self.ity = ll.IntType(st.bits)
@@ -122,8 +123,6 @@ class _FP:
 
     def round(self, q) -> float:
         """The float of this format nearest to the rational ``q``."""
-        import numpy as np
-
         if self.bits == 64:
             return float(q)
         v = np.float32(float(q))
@@ -139,11 +138,13 @@ F32, F64 = _FP(f32), _FP(f64)
 
 
 class PortableMath:
-    """Mixin for an :class:`LLVMKernelEmitter`: the functions of :data:`TRANSCENDENTAL` in f32
-    (and f16 through f32) built from IEEE operations that every GPU has; nothing target-specific,
-    so the same expansions can be checked on a CPU. f64 is refused (``MATH_BACKEND`` names who)."""
+    """Mixin for an :class:`LLVMKernelEmitter` (put it first in the bases): the functions of
+    :data:`TRANSCENDENTAL` built from IEEE operations that every GPU has. Nothing here is
+    target-specific, so the same expansions run (and are checked) on a CPU. Functions of
+    :data:`F64_REFUSED` in f64 raise :class:`KernelTypeError` naming ``MATH_BACKEND``."""
 
-    MATH_BACKEND = "nvptx"
+    MATH_BACKEND = "this target"  # the backend name refusals carry
+    MATH_F64_HINT = "compute it in f32"
     CONST_AS = 0  # address space of constant tables
     _current_call = None
 
@@ -162,9 +163,8 @@ class PortableMath:
             if func in F64_REFUSED:
                 loc = self._current_call.loc if self._current_call is not None else None
                 raise KernelTypeError(
-                    f"{self.MATH_BACKEND}: {func}() of f64 is not supported (no libdevice here, and the IR "
-                    f"expansion covers {func}() in f32 and f16 only); compute it in f32, or use the 'cuda' "
-                    "target", loc)
+                    f"{self.MATH_BACKEND}: {func}() of f64 is not supported (no device math library here, and "
+                    f"the IR expansion covers {func}() in f32 and f16 only); {self.MATH_F64_HINT}", loc)
             return getattr(self, f"pm_{func}")(F64, *args)
         if st.bits == 16:
             b = self.builder
@@ -206,6 +206,13 @@ class PortableMath:
         n1 = b.ashr(ni, ll.Constant(fp.ity, 1))
         n2 = b.sub(ni, n1)
         return b.fmul(b.fmul(p, self._pow2i(fp, n1)), self._pow2i(fp, n2))
+
+    def _two_sum(self, x, y):
+        """(s, err) with s = fl(x + y) and s + err == x + y exactly (Knuth's TwoSum)."""
+        b = self.builder
+        s = b.fadd(x, y)
+        yv = b.fsub(s, x)
+        return s, b.fadd(b.fsub(x, b.fsub(s, yv)), b.fsub(y, yv))
 
     def _signbit(self, fp, x) -> ll.Value:
         return self.builder.icmp_signed("<", self.builder.bitcast(x, fp.ity), ll.Constant(fp.ity, 0))
@@ -294,11 +301,9 @@ class PortableMath:
         e, f, c = self._log_parts(fp, ax)
         l_hi = float(Fraction(round(LN2 * (1 << 41)), 1 << 41))  # 41 bits: e * l_hi is exact
         l_lo = fp.round(LN2 - Fraction(l_hi))
-        t1 = b.fmul(e, fp.const(l_hi))
-        hi = b.fadd(t1, f)  # TwoSum(t1, f) -> hi + err exactly
-        bb = b.fsub(hi, t1)
-        err = b.fadd(b.fsub(t1, b.fsub(hi, bb)), b.fsub(f, bb))
-        lo = b.fadd(err, b.fsub(b.fmul(e, fp.const(l_lo)), c))
+        lnm, err1 = self._two_sum(f, b.fneg(c))
+        hi, err2 = self._two_sum(b.fmul(e, fp.const(l_hi)), lnm)
+        lo = b.fadd(b.fadd(err1, err2), b.fmul(e, fp.const(l_lo)))
         hi = self._log_specials(fp, ax, hi)
         y_hi = b.fmul(y, hi)
         finite = b.fcmp_ordered("<", self._fcall("fabs", fp, y_hi), fp.const(float("inf")))  # not NaN either
@@ -437,6 +442,8 @@ class PortableMath:
 class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
+    MATH_BACKEND = "nvptx"
+    MATH_F64_HINT = "compute it in f32, or use the 'cuda' target (NVRTC brings libdevice)"
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
     SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
     SCOPES = {1: "device", 3: "block"}

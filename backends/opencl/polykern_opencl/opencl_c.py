@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from polykern.codegen.c_source import SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
-from polykern.ir.types import ArrayType, ScalarType, bool_, f16, f32, f64
+from polykern.ir.types import ArrayType, ScalarType, bool_, f16, f64
 
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
                         "floor", "ceil", "fmod")}

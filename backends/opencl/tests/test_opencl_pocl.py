@@ -97,3 +97,13 @@ def test_half_arithmetic_rounds_like_numpy_float16_on_pocl():
     h = h - np.sqrt(h) + np.abs(h) + np.maximum(h, s) + np.fmod(h, s)
     assert x[0] == h / np.float16(3) + np.float16(z0[0])
     assert z[0] == np.float32(h) + np.float32(x[0] > y0[0])
+
+
+def test_memory_accesses_around_atomics_keep_python_order_on_pocl():
+    cl, ctx = pocl_context()
+    x = np.array([5, 7, 0, 2], np.int32)
+    out = np.zeros(1, np.int32)
+    _run(cl, ctx, "atomic_order", [x, out])
+    # x[0] read (5) before the add, read again (6) after it; x[1] == old x[1]; `and` short-circuits.
+    assert out[0] == 5 + 5 * 10 + 6 * 100 + 1
+    assert x.tolist() == [6, 0, 0, 2]

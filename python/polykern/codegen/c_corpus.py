@@ -13,9 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Callable, Dict
 
-from .. import lang as _lang  # noqa: F401  (the frontend; imported for pk.kernel below)
 from ..ir import nodes as ir
-from ..ir.types import Buffer, ArrayType, BufferType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ..ir.types import Buffer, BufferType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from ..passes import run_default_passes
 
 import polykern as pk
@@ -227,6 +226,17 @@ def atomics_16(h: Buffer[f16], s: Buffer[i16], v: f16):
 
 
 @pk.kernel
+def atomic_order(x: Buffer[i32], out: Buffer[i32]):
+    i = pk.global_id(0)
+    # Python order: read x[0], then add; C alone would leave the order of the operands open.
+    out[i] = x[0] + pk.atomic_add(x, 0, 1) * 10 + x[0] * 100
+    if x[1] == pk.atomic_xchg(x, 1, i) or x[2] > 0 and pk.atomic_add(x, 2, 1) > 0:
+        out[i] += 1
+    elif pk.atomic_max(x, 3, i) < x[3]:
+        out[i] -= 1
+
+
+@pk.kernel
 def atomics_8(a: Buffer[u8]):
     pk.atomic_add(a, 0, u8(1))
 
@@ -300,7 +310,7 @@ _BUILDERS: Dict[str, Callable[[], ir.Function]] = {
 }
 _KERNELS = [saxpy, control_flow, logic, int_arith, small_ints, casts, float_math, double_math, half_math,
             shared_reduce, local_array, grid_3d, atomics_i32, atomics_f32, atomics_64, atomics_f64, atomics_16,
-            atomics_8, bools]
+            atomic_order, atomics_8, bools]
 NAMES = sorted([k.name for k in _KERNELS] + list(_BUILDERS))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -284,7 +284,6 @@ class TranslationUnit:
         self.dialect = dialect
         self.helpers: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
         self.features: set = set()
-        self.extra: Dict[str, Callable[[str], Tuple[str, Tuple[str, ...]]]] = {}
 
     def helper(self, name: str, source: Optional[str] = None, deps: Tuple[str, ...] = ()) -> str:
         """Require helper ``name`` (from the dialect's library, or the given source); returns ``name``."""
@@ -329,6 +328,8 @@ class KernelEmitter:
         self.depth = 1
         self.loc: Optional[SourceLoc] = fn.loc
         self.checked: set = set()
+        self.subst: Dict[int, Code] = {}  # id(IR node) -> temporary holding its value
+        self.temps: List[str] = []        # declarations of those temporaries
 
     # ---------------------------------------------------------------- helpers
     def fail(self, feature: str, reason: str, node=None) -> KernelTypeError:
@@ -375,9 +376,11 @@ class KernelEmitter:
         for name, arr in fn.arrays.items():
             self.check_type(arr.elem)
             self.line(d.array_decl(self.names[name], arr))
-        if len(self.lines) > 1 and fn.body:
-            self.lines.append("")
+        decl_at = len(self.lines)
         self.block(fn.body)
+        self.lines[decl_at:decl_at] = [d.indent + t for t in self.temps]
+        if decl_at + len(self.temps) > 1 and fn.body:
+            self.lines.insert(decl_at + len(self.temps), "")
         self.lines.append("}")
         return self.lines
 
@@ -390,9 +393,56 @@ class KernelEmitter:
         outer = self.loc
         self.loc = s.loc or outer
         try:
+            self.hoist(s)
             self._stmt(s)
         finally:
+            self.subst.clear()
             self.loc = outer
+
+    # C leaves the order in which operands are evaluated unspecified; the IR (like Python) evaluates
+    # left to right. That is only observable when an atomic shares a statement with another memory
+    # access, e.g. ``x[0] + atomic_add(x, 0, 1)``: then every memory access of the statement is moved,
+    # up to the last atomic, in IR order, into a temporary
+    # (``pk_e0 = x[0]; pk_e1 = atomicAdd(...); ... = pk_e0 + pk_e1;``).
+    # Operands that may not be evaluated (right of && and ||, arms of ?:) stay where they are, and so
+    # do loop conditions, which are evaluated on every iteration.
+    @staticmethod
+    def _effects(e: ir.Expr, out: List[ir.Expr]) -> None:
+        if isinstance(e, ir.BinOp) and e.op in ir.BINOPS_LOGIC:
+            KernelEmitter._effects(e.a, out)
+            return
+        if isinstance(e, ir.Select):
+            KernelEmitter._effects(e.cond, out)
+            return
+        for c in e.children():
+            KernelEmitter._effects(c, out)
+        if isinstance(e, (ir.Load, ir.Atomic)):
+            out.append(e)
+
+    def effects(self, s: ir.Stmt) -> List[ir.Expr]:
+        if isinstance(s, ir.Store):
+            exprs = [s.value, s.index]  # Python evaluates the right-hand side first
+        elif isinstance(s, (ir.Assign, ir.ExprStmt, ir.If)):
+            exprs = ir.stmt_exprs(s)
+        else:
+            return []
+        out: List[ir.Expr] = []
+        for e in exprs:
+            self._effects(e, out)
+        last = max((i for i, e in enumerate(out) if isinstance(e, ir.Atomic)), default=-1)
+        if len(out) < 2 or last < 0:
+            return []
+        # Once everything before it is a temporary, the last atomic may stay in place unless other
+        # accesses follow it; those are evaluated after it in any order once it is a temporary.
+        return out[:last] if last == len(out) - 1 else out[:last + 1]
+
+    def hoist(self, s: ir.Stmt) -> None:
+        for e in self.effects(s):
+            code = self.expr(e)
+            name = f"pk_e{len(self.temps)}"
+            self.temps.append(f"{self.d.type_name(e.type)} {name};")
+            self.line(f"{name} = {code};")
+            self.subst[id(e)] = Code(name)
 
     def _stmt(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.Assign):
@@ -437,7 +487,7 @@ class KernelEmitter:
         self.depth += 1
         self.block(s.then)
         self.depth -= 1
-        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.If):
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.If) and not self.effects(s.orelse[0]):
             nested = s.orelse[0]
             outer = self.loc
             self.loc = nested.loc or outer
@@ -459,6 +509,9 @@ class KernelEmitter:
 
     # ---------------------------------------------------------------- expressions
     def expr(self, e: ir.Expr) -> Code:
+        hoisted = self.subst.get(id(e))
+        if hoisted is not None:
+            return hoisted
         outer = self.loc
         self.loc = e.loc or outer
         try:

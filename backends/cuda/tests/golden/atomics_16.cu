@@ -73,8 +73,16 @@ static __device__ __forceinline__ float pk_f16(float x) { return pk_h2f(pk_f2h(x
 extern "C" __global__ void atomics_16(unsigned short* h, short* s, unsigned short pk_arg2) {
     float v = pk_h2f(pk_arg2);
     int i;
+    float pk_e0;
+    float pk_e1;
+    short pk_e2;
+    short pk_e3;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    h[i + 8] = pk_f2h(pk_f16(pk_atomic_add_f16(&h[0], v) + pk_atomic_max_f16(&h[1], v)) + pk_atomic_cas_f16(&h[2], 0.0f, v));
-    s[i + 8] = (short)((short)(pk_atomic_add_i16(&s[0], (short)1) + pk_atomic_min_i16(&s[1], (short)i)) + pk_atomic_xchg_i16(&s[2], (short)i));
+    pk_e0 = pk_atomic_add_f16(&h[0], v);
+    pk_e1 = pk_atomic_max_f16(&h[1], v);
+    h[i + 8] = pk_f2h(pk_f16(pk_e0 + pk_e1) + pk_atomic_cas_f16(&h[2], 0.0f, v));
+    pk_e2 = pk_atomic_add_i16(&s[0], (short)1);
+    pk_e3 = pk_atomic_min_i16(&s[1], (short)i);
+    s[i + 8] = (short)((short)(pk_e2 + pk_e3) + pk_atomic_xchg_i16(&s[2], (short)i));
 }

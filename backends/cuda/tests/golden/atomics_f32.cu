@@ -29,10 +29,14 @@ extern "C" __global__ void atomics_f32(float* x, float v) {
     int i;
     float old;
     __shared__ float acc[4];
+    float pk_e0;
+    float pk_e1;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     old = atomicAdd(&x[0], v);
-    old = old + (pk_atomic_min_f32(&x[1], v) + pk_atomic_max_f32(&x[2], v) + atomicExch(&x[3], v));
+    pk_e0 = pk_atomic_min_f32(&x[1], v);
+    pk_e1 = pk_atomic_max_f32(&x[2], v);
+    old = old + (pk_e0 + pk_e1 + atomicExch(&x[3], v));
     old = old + pk_atomic_cas_f32(&x[4], 0.0f, v);
     atomicAdd(&acc[0], old);
     pk_atomic_max_f32(&acc[1], old);

@@ -37,7 +37,15 @@ static __device__ __forceinline__ double pk_atomic_xchg_f64(double* p, double v)
 
 extern "C" __global__ void atomics_f64(double* x, double v) {
     int i;
+    double pk_e0;
+    double pk_e1;
+    double pk_e2;
+    double pk_e3;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    x[i + 8] = atomicAdd(&x[0], v) + pk_atomic_min_f64(&x[1], v) + pk_atomic_max_f64(&x[2], v) + pk_atomic_xchg_f64(&x[3], v) + pk_atomic_cas_f64(&x[4], 0.0, v);
+    pk_e0 = atomicAdd(&x[0], v);
+    pk_e1 = pk_atomic_min_f64(&x[1], v);
+    pk_e2 = pk_atomic_max_f64(&x[2], v);
+    pk_e3 = pk_atomic_xchg_f64(&x[3], v);
+    x[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + pk_atomic_cas_f64(&x[4], 0.0, v);
 }

@@ -4,14 +4,22 @@ extern "C" __global__ void atomics_i32(int* a, unsigned int* b) {
     int i;
     int old;
     __shared__ int counts[16];
+    int pk_e0;
+    int pk_e1;
+    unsigned int pk_e2;
+    unsigned int pk_e3;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     counts[i % 16] = 0;
     __syncthreads();
     old = atomicAdd(&a[0], 1);
-    old = old + (atomicMin(&a[1], i) + atomicMax(&a[2], i) + atomicExch(&a[3], i));
+    pk_e0 = atomicMin(&a[1], i);
+    pk_e1 = atomicMax(&a[2], i);
+    old = old + (pk_e0 + pk_e1 + atomicExch(&a[3], i));
     old = old + atomicCAS(&a[4], 0, i);
-    b[i] = atomicAdd(&b[0], 1u) + atomicMax(&b[1], (unsigned int)i) + atomicCAS(&b[2], 0u, (unsigned int)i);
+    pk_e2 = atomicAdd(&b[0], 1u);
+    pk_e3 = atomicMax(&b[1], (unsigned int)i);
+    b[i] = pk_e2 + pk_e3 + atomicCAS(&b[2], 0u, (unsigned int)i);
     atomicAdd(&counts[i % 16], 1);
     atomicMax(&counts[0], old);
     atomicCAS(&counts[1], 0, old);

@@ -5,8 +5,20 @@
 
 __kernel void atomics_64(__global long* a, __global ulong* b) {
     int i;
+    long pk_e0;
+    long pk_e1;
+    long pk_e2;
+    long pk_e3;
+    ulong pk_e4;
+    ulong pk_e5;
 
     i = (int)get_global_id(0);
-    a[i + 8] = atom_add(&a[0], (long)i) + atom_min(&a[1], (long)i) + atom_max(&a[2], (long)i) + atom_xchg(&a[3], (long)i) + atom_cmpxchg(&a[4], 0L, (long)i);
-    b[i + 8] = atom_add(&b[0], (ulong)i) + atom_max(&b[1], (ulong)i) + atom_cmpxchg(&b[2], 0UL, (ulong)i);
+    pk_e0 = atom_add(&a[0], (long)i);
+    pk_e1 = atom_min(&a[1], (long)i);
+    pk_e2 = atom_max(&a[2], (long)i);
+    pk_e3 = atom_xchg(&a[3], (long)i);
+    a[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + atom_cmpxchg(&a[4], 0L, (long)i);
+    pk_e4 = atom_add(&b[0], (ulong)i);
+    pk_e5 = atom_max(&b[1], (ulong)i);
+    b[i + 8] = pk_e4 + pk_e5 + atom_cmpxchg(&b[2], 0UL, (ulong)i);
 }

@@ -64,10 +64,14 @@ __kernel void atomics_f32(__global float* x, float v) {
     int i;
     float old;
     __local float acc[4];
+    float pk_e0;
+    float pk_e1;
 
     i = (int)get_global_id(0);
     old = pk_atomic_add_f32_global(&x[0], v);
-    old = old + (pk_atomic_min_f32_global(&x[1], v) + pk_atomic_max_f32_global(&x[2], v) + atomic_xchg(&x[3], v));
+    pk_e0 = pk_atomic_min_f32_global(&x[1], v);
+    pk_e1 = pk_atomic_max_f32_global(&x[2], v);
+    old = old + (pk_e0 + pk_e1 + atomic_xchg(&x[3], v));
     old = old + pk_atomic_cas_f32_global(&x[4], 0.0f, v);
     pk_atomic_add_f32_shared(&acc[0], old);
     pk_atomic_max_f32_shared(&acc[1], old);

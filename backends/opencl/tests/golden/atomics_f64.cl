@@ -50,7 +50,15 @@ static inline double pk_atomic_xchg_f64_global(volatile __global double* p, doub
 
 __kernel void atomics_f64(__global double* x, double v) {
     int i;
+    double pk_e0;
+    double pk_e1;
+    double pk_e2;
+    double pk_e3;
 
     i = (int)get_global_id(0);
-    x[i + 8] = pk_atomic_add_f64_global(&x[0], v) + pk_atomic_min_f64_global(&x[1], v) + pk_atomic_max_f64_global(&x[2], v) + pk_atomic_xchg_f64_global(&x[3], v) + pk_atomic_cas_f64_global(&x[4], 0.0, v);
+    pk_e0 = pk_atomic_add_f64_global(&x[0], v);
+    pk_e1 = pk_atomic_min_f64_global(&x[1], v);
+    pk_e2 = pk_atomic_max_f64_global(&x[2], v);
+    pk_e3 = pk_atomic_xchg_f64_global(&x[3], v);
+    x[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + pk_atomic_cas_f64_global(&x[4], 0.0, v);
 }

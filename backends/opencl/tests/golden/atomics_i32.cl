@@ -4,14 +4,22 @@ __kernel void atomics_i32(__global int* a, __global uint* b) {
     int i;
     int old;
     __local int counts[16];
+    int pk_e0;
+    int pk_e1;
+    uint pk_e2;
+    uint pk_e3;
 
     i = (int)get_global_id(0);
     counts[i % 16] = 0;
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     old = atomic_add(&a[0], 1);
-    old = old + (atomic_min(&a[1], i) + atomic_max(&a[2], i) + atomic_xchg(&a[3], i));
+    pk_e0 = atomic_min(&a[1], i);
+    pk_e1 = atomic_max(&a[2], i);
+    old = old + (pk_e0 + pk_e1 + atomic_xchg(&a[3], i));
     old = old + atomic_cmpxchg(&a[4], 0, i);
-    b[i] = atomic_add(&b[0], 1u) + atomic_max(&b[1], (uint)i) + atomic_cmpxchg(&b[2], 0u, (uint)i);
+    pk_e2 = atomic_add(&b[0], 1u);
+    pk_e3 = atomic_max(&b[1], (uint)i);
+    b[i] = pk_e2 + pk_e3 + atomic_cmpxchg(&b[2], 0u, (uint)i);
     atomic_add(&counts[i % 16], 1);
     atomic_max(&counts[0], old);
     atomic_cmpxchg(&counts[1], 0, old);

@@ -1,0 +1,11 @@
+"""The rocm module a host without the HIP runtime builds: same bytes as the real module (one
+serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable."""
+from __future__ import annotations
+
+from polykern.module import FallbackModule
+
+
+class ROCmFallbackModule(FallbackModule):
+    """``inspect_source()`` shows the AMDGPU assembly; ``inspect_source("llvm")`` the LLVM IR."""
+
+    source_preference = ("asm", "llvm")

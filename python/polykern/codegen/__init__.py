@@ -1,0 +1,1 @@
+"""Shared code generators: the C-like source emitter and the LLVM IR emitter."""
