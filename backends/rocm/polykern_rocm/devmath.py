@@ -1,15 +1,16 @@
 """Transcendental functions for GPUs without a device math library, as IEEE operations in IR.
 
 :class:`PortableMath` is a mixin for :class:`polykern.codegen.llvm_base.LLVMKernelEmitter` that
-expands ``exp exp2 log log2 sin cos tanh pow`` (f32, f16 through f32, and f64 except ``sin``/``cos``)
-into fma, rint, division and bit manipulation only, so the same expansion runs on every LLVM target
-and is checked on the CPU (``tests/test_rocm_math.py``). The ROCm emitter overrides f32
-``exp exp2 log log2`` with LLVM's intrinsics, which the AMDGPU backend lowers to the hardware
+expands ``exp exp2 log log2 sin cos tanh pow`` in f32 and f64 (f16 through f32) into fma, rint,
+division, integer and bit operations and a constant table of 2/pi, so the same expansion runs on
+every LLVM target and is checked on the CPU (``tests/test_rocm_math.py``): within 2 ulp of the
+correctly rounded result, huge ``sin``/``cos`` arguments included. The ROCm emitter keeps LLVM's
+intrinsics for f16/f32 ``exp exp2 log log2``, which the AMDGPU backend lowers to the hardware
 instructions with full-precision range handling.
 
 This is the same code as ``PortableMath`` in ``polykern_cuda/nvptx.py`` (the CUDA and ROCm codegen
-packages must not import each other); ``tests/test_rocm_math.py`` checks that both emit identical IR.
-It belongs in ``polykern/codegen`` once that module's owner takes it.
+packages must not depend on each other); ``tests/test_rocm_math.py`` checks that both emit the same
+IR. It belongs in ``polykern/codegen`` once that package's owner takes it.
 """
 from __future__ import annotations
 
@@ -21,12 +22,9 @@ import numpy as np
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I1, I32, I64, value_type
-from polykern.errors import KernelTypeError
-from polykern.ir import nodes as N
 from polykern.ir.types import ScalarType, f32, f64
 
 TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow")
-F64_REFUSED = ("sin", "cos")  # f64 argument reduction for every double is not written yet
 
 
 # ---------------------------------------------------------------- constants, derived here
@@ -49,11 +47,11 @@ def _pi_fraction(bits: int = 320) -> Fraction:
     return Fraction(16 * atan_inv(5) - 4 * atan_inv(239), one)
 
 
-PI = _pi_fraction()
+PI = _pi_fraction(1400)  # enough for the 2/pi table below
 LN2 = Fraction(6931471805599453094172321214581765680755, 10 ** 40)  # ln 2, 40 digits
 # 2/pi as 32-bit words: table bit p (0 = most significant bit of word 0) is fraction bit p-31 of
 # 2/pi, so the first word is zero and a window may start just before the binary point.
-_TABLE_WORDS = 9
+_TABLE_WORDS = 40  # f64 windows end below bit 1001 + 30 + 192
 _TWO_OVER_PI_BITS = 2 * PI.denominator * (1 << (32 * _TABLE_WORDS - 32)) // PI.numerator
 TWO_OVER_PI_TABLE = [(_TWO_OVER_PI_BITS >> (32 * (_TABLE_WORDS - 1 - j))) & 0xFFFFFFFF
                      for j in range(_TABLE_WORDS)]
@@ -95,6 +93,8 @@ class _FP:
         self.exp_terms = 8 if st.bits == 32 else 14  # Taylor terms of e^r, |r| <= ln2/2
         self.log_terms = 4 if st.bits == 32 else 10  # terms of the atanh series, s^2 <= 0.0295
         self.tanh_terms = 9 if st.bits == 32 else 18  # Taylor terms of tanh, |x| < 0.5
+        self.sin_terms = 4 if st.bits == 32 else 9  # Taylor terms of sin after r, |r| <= pi/4
+        self.trig_fast_log2 = 17 if st.bits == 32 else 30  # Cody-Waite below 2^this, Payne-Hanek above
 
     def round(self, q) -> float:
         """The float of this format nearest to the rational ``q``."""
@@ -114,38 +114,20 @@ F32, F64 = _FP(f32), _FP(f64)
 
 class PortableMath:
     """Mixin for an :class:`LLVMKernelEmitter` (put it first in the bases): the functions of
-    :data:`TRANSCENDENTAL` built from IEEE operations that every GPU has. Nothing here is
-    target-specific, so the same expansions run (and are checked) on a CPU. Functions of
-    :data:`F64_REFUSED` in f64 raise :class:`KernelTypeError` naming ``MATH_BACKEND``."""
+    :data:`TRANSCENDENTAL` in f16 (through f32), f32 and f64, built from IEEE operations that every
+    GPU has (fma, rint, division, integer and bit operations, a constant table). Nothing here is
+    target-specific, so the same expansions run, and are checked, on a CPU."""
 
-    MATH_BACKEND = "this target"  # the backend name refusals carry
-    MATH_F64_HINT = "compute it in f32"
-    CONST_AS = 0  # address space of constant tables
-    _current_call = None
-
-    # ------------------------------------------------------------------ entry
-    def expr_Call(self, e: N.Call) -> ll.Value:
-        saved, self._current_call = self._current_call, e
-        try:
-            return super().expr_Call(e)
-        finally:
-            self._current_call = saved
+    CONST_AS = 0  # address space of the 2/pi table (a constant global)
 
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
         if not (st.is_float and func in TRANSCENDENTAL):
             return super().math_call(func, st, args)
-        if st.bits == 64:
-            if func in F64_REFUSED:
-                loc = self._current_call.loc if self._current_call is not None else None
-                raise KernelTypeError(
-                    f"{self.MATH_BACKEND}: {func}() of f64 is not supported (no device math library here, and "
-                    f"the IR expansion covers {func}() in f32 and f16 only); {self.MATH_F64_HINT}", loc)
-            return getattr(self, f"pm_{func}")(F64, *args)
-        if st.bits == 16:
+        impl = getattr(self, f"pm_{func}")
+        if st.bits == 16:  # through f32, rounded once at the end
             b = self.builder
-            wide = [b.fpext(a, F32.ty) for a in args]
-            return b.fptrunc(getattr(self, f"pm_{func}")(F32, *wide), value_type(st))
-        return getattr(self, f"pm_{func}")(F32, *args)
+            return b.fptrunc(impl(F32, *[b.fpext(a, F32.ty) for a in args]), value_type(st))
+        return impl(F64 if st.bits == 64 else F32, *args)
 
     # ------------------------------------------------------------------ small helpers
     def _fcall(self, name: str, fp: _FP, *args) -> ll.Value:
@@ -305,24 +287,47 @@ class PortableMath:
         return b.select(one, fp.const(1.0), r)
 
     # ------------------------------------------------------------------ sin / cos
-    def _trig_reduce(self, fp, ax) -> Tuple[ll.Value, ll.Value]:
-        """(r, q): ax = (4k + q) * pi/2 + r, |r| <= pi/4, q in 0..3, for finite ax >= 0."""
+    def _two_over_pi(self):
+        table = self.module.globals.get("__pk_two_over_pi")
+        if table is None:
+            ty = ll.ArrayType(I32, len(TWO_OVER_PI_TABLE))
+            table = ll.GlobalVariable(self.module, ty, name="__pk_two_over_pi", addrspace=self.CONST_AS)
+            table.initializer = ll.Constant(ty, [ll.Constant(I32, w) for w in TWO_OVER_PI_TABLE])
+            table.global_constant = True
+            table.linkage = "internal"
+        return table
+
+    def _window(self, word, sh, j: int, i128):
+        """96 bits of the 2/pi table from bit ``sh`` of word ``word + j``, as the low bits of an i128
+        shifted so that bits [sh, sh + 64) of the window are its low 64 bits."""
+        b = self.builder
+        acc = ll.Constant(i128, 0)
+        for t in range(3):
+            idx = b.zext(b.add(word, ll.Constant(I32, j + t)), I64)
+            w = b.load(b.gep(self._two_over_pi(), [ll.Constant(I64, 0), idx], inbounds=True), typ=I32)
+            acc = b.or_(acc, b.shl(b.zext(w, i128), ll.Constant(i128, 32 * (2 - t))))
+        return b.lshr(acc, b.zext(b.sub(ll.Constant(I32, 32), sh), i128))
+
+    def _trig_reduce(self, fp, ax):
+        """(r, r_lo, q): ax = (4k + q) * pi/2 + r + r_lo with |r| <= pi/4 (r_lo a correction far
+        below r's ulp, or None), q in 0..3, for finite ax >= 0."""
         b = self.builder
         fast_bb, slow_bb, done_bb = self.new_block("trig.fast"), self.new_block("trig.slow"), self.new_block("trig.done")
-        b.cbranch(b.fcmp_ordered("<", ax, fp.const(2.0 ** 17)), fast_bb, slow_bb)
-        # Small arguments: three-part Cody-Waite with fma (exact for |k| < 2^17 / (pi/2)).
+        b.cbranch(b.fcmp_ordered("<", ax, fp.const(2.0 ** fp.trig_fast_log2)), fast_bb, slow_bb)
+        # Small arguments: three-part Cody-Waite with fma (x - k*P1 is exact for these k).
         b.position_at_end(fast_bb)
         k = self._fcall("rint", fp, b.fmul(ax, fp.const(2 / PI)))
         nk = b.fneg(k)
         r_fast = ax
         for part in _split(PI / 2, 3, fp):
             r_fast = self._fma(fp, nk, fp.const(part), r_fast)
-        q_fast = b.and_(self.call_intrinsic("llvm.fptosi.sat.i32.f32", I32, [k]), ll.Constant(I32, 3))
+        q_fast = b.trunc(self.call_intrinsic(f"llvm.fptosi.sat.i{fp.bits}.f{fp.bits}", fp.ity, [k]), I32)
+        q_fast = b.and_(q_fast, ll.Constant(I32, 3))
         fast_end = b.block
         b.branch(done_bb)
         # Large arguments: exact reduction (Payne-Hanek) with the bits of 2/pi.
         b.position_at_end(slow_bb)
-        r_slow, q_slow = self._payne_hanek(ax)
+        r_slow, lo_slow, q_slow = self._payne_hanek_f32(ax) if fp.bits == 32 else self._payne_hanek_f64(ax)
         slow_end = b.block
         b.branch(done_bb)
         b.position_at_end(done_bb)
@@ -331,34 +336,29 @@ class PortableMath:
         r.add_incoming(r_slow, slow_end)
         q.add_incoming(q_fast, fast_end)
         q.add_incoming(q_slow, slow_end)
-        return r, q
+        if lo_slow is None:
+            return r, None, q
+        r_lo = b.phi(fp.ty, "trig.r_lo")
+        r_lo.add_incoming(fp.const(0.0), fast_end)
+        r_lo.add_incoming(lo_slow, slow_end)
+        return r, r_lo, q
 
-    def _payne_hanek(self, ax):
-        """(r, q) for an f32 ``ax`` >= 2^17: ax = M * 2^E with a 24-bit integer M; only the 96 bits
-        of 2/pi starting at bit E-1 matter modulo 4, and M * window gives q and the fraction."""
+    def _payne_hanek_f32(self, ax):
+        """(r, None, q) for an f32 ``ax`` >= 2^17: ax = M * 2^E with a 24-bit integer M; only the 96
+        bits of 2/pi from fraction bit E-1 on matter modulo 4, and M * window gives q and r."""
         b = self.builder
         i128 = ll.IntType(128)
-        table = self.module.globals.get("__pk_two_over_pi")
-        if table is None:
-            ty = ll.ArrayType(I32, len(TWO_OVER_PI_TABLE))
-            table = ll.GlobalVariable(self.module, ty, name="__pk_two_over_pi", addrspace=self.CONST_AS)
-            table.initializer = ll.Constant(ty, [ll.Constant(I32, w) for w in TWO_OVER_PI_TABLE])
-            table.global_constant = True
-            table.linkage = "internal"
         bits = b.bitcast(ax, I32)
         big_e = b.sub(b.lshr(bits, ll.Constant(I32, 23)), ll.Constant(I32, 150))  # ax = M * 2^E
         mant = b.or_(b.and_(bits, ll.Constant(I32, 0x7FFFFF)), ll.Constant(I32, 0x800000))
         start = b.add(big_e, ll.Constant(I32, 30))  # table bit of fraction bit E-1 (>= 24 here)
         word, sh = b.lshr(start, ll.Constant(I32, 5)), b.and_(start, ll.Constant(I32, 31))
-        w128 = ll.Constant(i128, 0)
-        for j in range(4):
-            idx = b.zext(b.add(word, ll.Constant(I32, j)), I64)
-            ptr = b.gep(table, [ll.Constant(I64, 0), idx], inbounds=True)
-            w = b.zext(b.load(ptr, typ=I32), i128)
-            w128 = b.or_(w128, b.shl(w, ll.Constant(i128, 32 * (3 - j))))
-        window = b.and_(b.lshr(w128, b.zext(b.sub(ll.Constant(I32, 32), sh), i128)),
-                        ll.Constant(i128, (1 << 96) - 1))
-        prod = b.and_(b.mul(b.zext(mant, i128), window), ll.Constant(i128, (1 << 96) - 1))
+        m64 = ll.Constant(i128, (1 << 64) - 1)
+        hi = b.and_(self._window(word, sh, 0, i128), m64)  # window bits [0, 64)
+        lo = b.lshr(b.and_(self._window(word, sh, 2, i128), m64), ll.Constant(i128, 32))  # [64, 96)
+        window = b.or_(b.shl(hi, ll.Constant(i128, 32)), lo)
+        mask96 = ll.Constant(i128, (1 << 96) - 1)
+        prod = b.and_(b.mul(b.zext(mant, i128), window), mask96)
         q = b.trunc(b.lshr(prod, ll.Constant(i128, 94)), I32)
         frac = b.and_(prod, ll.Constant(i128, (1 << 94) - 1))
         up = b.icmp_unsigned(">=", frac, ll.Constant(i128, 1 << 93))  # round to the nearest quadrant
@@ -366,16 +366,60 @@ class PortableMath:
         frac = b.select(up, b.sub(frac, ll.Constant(i128, 1 << 94)), frac)
         top = b.trunc(b.ashr(frac, ll.Constant(i128, 30)), I64)  # fraction * 2^64 of a quarter turn
         r64 = b.fmul(b.sitofp(top, F64.ty), F64.const(PI / 2 / (1 << 64)))
-        return b.fptrunc(r64, F32.ty), q
+        return b.fptrunc(r64, F32.ty), None, q
+
+    def _payne_hanek_f64(self, ax):
+        """(r, r_lo, q) for an f64 ``ax`` >= 2^30: ax = M * 2^E with a 53-bit M; the 192 bits of 2/pi
+        from fraction bit E-1 on, as three 64-bit limbs, times M modulo 2^192 give q (top two
+        bits) and 190 fraction bits, turned into a double-f64 and multiplied by pi/2."""
+        b = self.builder
+        i128 = ll.IntType(128)
+        m64 = ll.Constant(i128, (1 << 64) - 1)
+        bits = b.bitcast(ax, I64)
+        big_e = b.trunc(b.sub(b.lshr(bits, ll.Constant(I64, 52)), ll.Constant(I64, 1075)), I32)
+        mant = b.or_(b.and_(bits, ll.Constant(I64, (1 << 52) - 1)), ll.Constant(I64, 1 << 52))
+        start = b.add(big_e, ll.Constant(I32, 30))
+        word, sh = b.lshr(start, ll.Constant(I32, 5)), b.and_(start, ll.Constant(I32, 31))
+        m = b.zext(mant, i128)
+        limbs = [b.and_(self._window(word, sh, 2 * j, i128), m64) for j in (2, 1, 0)]  # low limb first
+        out, carry = [], ll.Constant(i128, 0)
+        for limb in limbs:  # schoolbook M * W modulo 2^192
+            p = b.add(b.mul(m, limb), carry)
+            out.append(b.trunc(p, I64))
+            carry = b.lshr(p, ll.Constant(i128, 64))
+        r0, r1, r2 = out
+        q = b.trunc(b.lshr(r2, ll.Constant(I64, 62)), I32)
+        top = b.and_(r2, ll.Constant(I64, (1 << 62) - 1))
+        up = b.icmp_unsigned(">=", top, ll.Constant(I64, 1 << 61))  # round to the nearest quadrant
+        q = b.and_(b.add(q, b.zext(up, I32)), ll.Constant(I32, 3))
+        top = b.select(up, b.sub(top, ll.Constant(I64, 1 << 62)), top)  # signed now
+        # fraction = top*2^-62 + r1*2^-126 + r0*2^-190 quarter turns, from exact 32-bit pieces.
+        m32 = ll.Constant(I64, 0xFFFFFFFF)
+        f = F64
+        pieces = [(b.sitofp(b.ashr(top, ll.Constant(I64, 32)), f.ty), 2.0 ** -30),
+                  (b.uitofp(b.and_(top, m32), f.ty), 2.0 ** -62),
+                  (b.uitofp(b.lshr(r1, ll.Constant(I64, 32)), f.ty), 2.0 ** -94),
+                  (b.uitofp(b.and_(r1, m32), f.ty), 2.0 ** -126),
+                  (b.uitofp(b.lshr(r0, ll.Constant(I64, 32)), f.ty), 2.0 ** -158)]
+        vals = [b.fmul(v, f.const(scale)) for v, scale in pieces]  # exact: powers of two
+        hi, lo = self._two_sum(vals[0], vals[1])
+        hi, err = self._two_sum(hi, vals[2])
+        lo = b.fadd(b.fadd(lo, err), b.fadd(vals[3], vals[4]))
+        hi, lo = self._two_sum(hi, lo)
+        p_hi, p_lo = _split(PI / 2, 2, f)
+        r = b.fmul(hi, f.const(p_hi))
+        r_lo = b.fadd(self._fma(f, hi, f.const(p_hi), b.fneg(r)),
+                      self._fma(f, hi, f.const(p_lo), b.fmul(lo, f.const(p_hi))))
+        return self._two_sum(r, r_lo) + (q,)
 
     def _sin_poly(self, fp, r):
         z = self.builder.fmul(r, r)
-        coeffs = [Fraction((-1) ** k, factorial(2 * k + 1)) for k in range(1, 5)]
+        coeffs = [Fraction((-1) ** k, factorial(2 * k + 1)) for k in range(1, fp.sin_terms + 1)]
         return self._fma(fp, self.builder.fmul(r, z), self._horner(fp, z, coeffs), r)
 
     def _cos_poly(self, fp, r):
         z = self.builder.fmul(r, r)
-        coeffs = [Fraction((-1) ** k, factorial(2 * k)) for k in range(0, 6)]
+        coeffs = [Fraction((-1) ** k, factorial(2 * k)) for k in range(0, fp.sin_terms + 2)]
         return self._horner(fp, z, coeffs)
 
     def _trig(self, fp, x, want_sin: bool):
@@ -383,8 +427,10 @@ class PortableMath:
         ax = self._fcall("fabs", fp, x)
         finite = b.fcmp_ordered("<", ax, fp.const(float("inf")))
         safe = b.select(finite, ax, fp.const(0.0))
-        r, q = self._trig_reduce(fp, safe)
+        r, r_lo, q = self._trig_reduce(fp, safe)
         s, c = self._sin_poly(fp, r), self._cos_poly(fp, r)
+        if r_lo is not None:  # sin(r + d) = sin r + d cos r, cos(r + d) = cos r - d sin r
+            s, c = self._fma(fp, r_lo, c, s), self._fma(fp, b.fneg(r_lo), s, c)
         if not want_sin:  # cos(x) = sin(|x| + pi/2): shift the quadrant
             q = b.add(q, ll.Constant(I32, 1))
         odd = b.trunc(q, I1)

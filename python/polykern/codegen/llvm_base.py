@@ -20,7 +20,8 @@ hook                           what a backend decides
 ``alloc_shared/alloc_local``   where shared and private arrays live
 ``math_call``                  math functions: LLVM intrinsics by default, or libdevice/ocml
 ``ATOMIC_ORDERING``            ordering of atomicrmw/cmpxchg (relaxed, as on GPUs)
-``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C)
+``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
+                               modules that use f16
 ``SAFE_INT_DIVISION``          make x/0 and INT_MIN/-1 not trap (CPU); GPUs do not trap
 =============================  ===============================================================
 
@@ -31,6 +32,7 @@ work-item loops keep per-work-item values alive across barriers.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 from llvmlite import ir as ll
@@ -46,6 +48,7 @@ __all__ = ["LLVMKernelEmitter", "Slot", "ArrayStorage", "LoopTarget", "value_typ
 
 I1, I8, I16, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(16), ll.IntType(32), ll.IntType(64)
 VOID = ll.VoidType()
+_HALF_RE = re.compile(r"\bhalf\b")
 _FLOAT_TYPES = {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}
 _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _FLOAT_INTRINSIC = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log",
@@ -161,8 +164,6 @@ class LLVMKernelEmitter:
         self.module.triple = triple
         self.module.data_layout = data_layout
         self.extra_ir: List[str] = []
-        if self.F16_LIBCALLS:
-            self.extra_ir.append(f16_libcall_ir())
         self._reset_function_state()
 
     # ------------------------------------------------------------------ driver
@@ -172,8 +173,14 @@ class LLVMKernelEmitter:
         return self
 
     def render(self) -> str:
-        """The module as LLVM IR text (plus any appended support routines)."""
-        return str(self.module) + "".join(self.extra_ir)
+        """The module as LLVM IR text (plus any appended support routines). The f16 conversion
+        routines (``F16_LIBCALLS``) are appended only to modules that use ``half``: optimizing and
+        compiling them costs as much as a small kernel."""
+        text = str(self.module)
+        extra = list(self.extra_ir)
+        if self.F16_LIBCALLS and _HALF_RE.search(text):
+            extra.insert(0, f16_libcall_ir())
+        return text + "".join(extra)
 
     def _reset_function_state(self) -> None:
         self.fn: Optional[N.Function] = None

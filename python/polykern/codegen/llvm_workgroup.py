@@ -9,20 +9,34 @@ pointer); ``launch`` is ``{grid_x, grid_y, grid_z, block_x, block_y, block_z}``;
 numbered x fastest. The function runs the groups ``[group_begin, group_end)`` one after the
 other, so its caller can hand disjoint ranges to different threads.
 
-Inside a group the work-items run as loops over (z, y, x) local ids:
+Inside a group the work-items run as two nested loops: rows (``local_id`` 1 and 2, derived
+from the row number) and, innermost, ``local_id(0)``, the loop LLVM vectorizes:
 
-- a kernel without ``barrier()`` is one loop over work-items running the whole body
-  (``return`` skips to the next work-item);
+- a kernel without ``barrier()`` is one such loop nest running the whole body (``return``
+  skips to the next work-item). Its x loop is versioned per row (see
+  :func:`llvm_fission.plan_row_guards`): when the bounds checks at the top of the kernel hold
+  for the whole row, a copy of the body without them runs — no predicated stores, so it
+  vectorizes — otherwise the general body;
 - a kernel with barriers follows the :mod:`llvm_fission` plan: every region is a loop over
-  the running work-items, barrier-containing control flow runs once per group.
+  the running work-items, barrier-containing control flow runs once per group (plainly, when
+  it is uniform), and assignments to uniform locals run once per group.
+
+Every scalar local and private array starts at zero in every work-item (the IR's contract):
+region-local storage is cleared at the start of each work-item, per-work-item storage and
+uniform locals at the start of each group.
 
 Shared arrays are stack memory of the call (one group at a time per call, so they are per
 workgroup). Per-work-item storage is sized at run time from the launch's block size (a
 dynamically sized ``alloca`` in the entry block), so no scratch buffer crosses the ABI.
 Atomics are real ``atomicrmw``/``cmpxchg``: groups run concurrently on threads.
+
+``global_id`` is computed without signed/unsigned wrap (``nsw nuw``): a runtime must not
+launch a kernel that reads ``global_id(d)`` with ``grid[d] * block[d] > 2**31`` (the polykern
+CPU runtime refuses such launches; the value would not fit the language's i32 anyway).
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, List, Optional
 
 from llvmlite import ir as ll
@@ -31,12 +45,18 @@ from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir.types import BufferType
 from .llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
-from .llvm_fission import STATE_RETURNED, FissionPlan, GIf, GLoop, Region, plan_fission
+from .llvm_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform, _stmt_names,
+                           plan_fission, plan_row_guards)
 
 __all__ = ["WorkgroupLoopEmitter", "RANGE_SUFFIX"]
 
 RANGE_SUFFIX = "__range"
 PTR = ll.PointerType()
+_NOWRAP = ("nsw", "nuw")
+_COLD_LOOP_MD = re.compile(r'^(!\d+) = !\{ ?!"polykern\.cold_loop\.\d+" ?\}$', re.M)
+# Loops that only do bookkeeping or handle the edges of a launch: vectorizing and unrolling them
+# costs compile time and code size for no speed.
+_COLD_LOOP_HINTS = '!{!"llvm.loop.vectorize.enable", i1 false}, !{!"llvm.loop.unroll.disable"}'
 
 
 def _c64(v: int) -> ll.Constant:
@@ -62,9 +82,10 @@ class _GroupLoopTarget(LoopTarget):
 
 class WorkgroupLoopEmitter(LLVMKernelEmitter):
     """Emits ``K__range`` entry points (see the module docstring). ``SHARED_ALIGN`` aligns
-    shared arrays for vector loads."""
+    shared arrays for vector loads; ``ROW_FAST_PATH`` enables the guard-free row version."""
 
     SHARED_ALIGN = 64
+    ROW_FAST_PATH = True
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -78,6 +99,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         self.item_latch = None
         self.lid: List[ll.Value] = []
         self.gid: List[ll.Value] = []
+        self.row_ids: List[ll.Value] = []
 
     # ------------------------------------------------------------------ entry point
     def emit_function(self, fn: N.Function) -> ll.Function:
@@ -97,7 +119,8 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         self.grid32, self.block32 = dims[:3], dims[3:]
         self.grid64 = [ab.zext(d, I64) for d in self.grid32]
         self.block64 = [ab.zext(d, I64) for d in self.block32]
-        self.nitems = ab.mul(ab.mul(self.block64[0], self.block64[1]), self.block64[2], name="nitems")
+        self.nrows = ab.mul(self.block64[1], self.block64[2], name="nrows", flags=_NOWRAP)
+        self.nitems = ab.mul(self.block64[0], self.nrows, name="nitems", flags=_NOWRAP)
         self._bind_args(fn, args)
         self._allocate_storage(fn)
         self._group_loop(begin, end)
@@ -146,13 +169,62 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
                 self.slots[name] = Slot(name, ty, self.alloca(ty, self.nitems, name=name, align=16), per_item=True)
             else:
                 self.slots[name] = Slot(name, ty, self.alloca(ty, name=name))
-        if plan:
+        if plan and plan.needs_state:
             self.state = self.alloca(I32, self.nitems, name="state", align=16)
+        if plan:
             self.counter = self.alloca(I64, name="running")
 
+    # ------------------------------------------------------------------ zero-initialization
+    def _memset(self, ptr, nbytes) -> None:
+        fn = self.declare("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])  # opaque pointer: any array
+        self.builder.call(fn, [ptr, ll.Constant(I8, 0), nbytes, ll.Constant(I1, 0)])
+
+    def _zero_scalars(self, names) -> None:
+        for name in sorted(names):
+            slot = self.slots[name]
+            slot.store(self, ll.Constant(slot.ty, None))
+
+    def _zero_group_storage(self) -> None:
+        """Per group: the state words, per-work-item storage and uniform locals start at zero."""
+        plan = self.plan
+        if self.state is not None:
+            self._memset(self.state, self.builder.mul(self.nitems, _c64(4)))
+        for name in sorted(plan.per_item_vars):
+            slot = self.slots[name]
+            self._memset(slot.ptr, self.builder.mul(self.nitems, _c64(self._nbytes(slot.ty))))
+        for name in sorted(plan.per_item_arrays):
+            arr = self.arrays[name]
+            self._memset(arr.ptr, self.builder.mul(self.nitems, _c64(arr.size * arr.st.nbytes)))
+        self._zero_scalars(n for n in plan.uniform_vars if n in self.fn.locals)
+
+    def _nbytes(self, ty: ll.Type) -> int:
+        if isinstance(ty, ll.IntType):
+            return max(1, ty.width // 8)
+        return {ll.HalfType: 2, ll.FloatType: 4, ll.DoubleType: 8}[type(ty)]
+
+    def _zero_item_storage(self, stmts: List[N.Stmt]) -> None:
+        """Per work-item, at the start of a region: its region-local scalars and arrays."""
+        scalars, arrays = set(), set()
+        if self.plan is None:
+            scalars, arrays = set(self.fn.locals), set(self.fn.local_arrays)
+        else:
+            _stmt_names(stmts, scalars, arrays)
+            scalars = {n for n in scalars if n in self.fn.locals and n not in self.plan.per_item_vars
+                       and n not in self.plan.uniform_vars and n not in self.plan.remat}
+            arrays = {n for n in arrays if n in self.fn.local_arrays and n not in self.plan.per_item_arrays}
+        self._zero_scalars(scalars)
+        for name in sorted(arrays):
+            arr = self.arrays[name]
+            self._memset(arr.ptr, _c64(arr.size * arr.st.nbytes))
+
     # ------------------------------------------------------------------ loops
-    def counted_loop(self, lo, hi, name: str, body: Callable[[ll.Value, ll.Block], None]) -> None:
-        """``for (i = lo; i < hi; i++) body(i, latch)`` on i64; ``body`` may branch to ``latch``."""
+    def render(self) -> str:
+        return _COLD_LOOP_MD.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, {_COLD_LOOP_HINTS}}}",
+                                 super().render())
+
+    def counted_loop(self, lo, hi, name: str, body: Callable[[ll.Value, ll.Block], None], cold: bool = False) -> None:
+        """``for (i = lo; i < hi; i++) body(i, latch)`` on i64; ``body`` may branch to ``latch``.
+        A ``cold`` loop is not vectorized or unrolled."""
         b = self.builder
         pre = b.block
         head, blk, latch, done = (self.new_block(f"{name}.{s}") for s in ("head", "body", "latch", "end"))
@@ -166,8 +238,12 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         if not b.block.is_terminated:
             b.branch(latch)
         b.position_at_end(latch)
-        nxt = b.add(i, _c64(1))
-        b.branch(head)
+        nxt = b.add(i, _c64(1), flags=_NOWRAP)  # i < hi: cannot wrap
+        br = b.branch(head)
+        if cold:
+            self._cold_loops = getattr(self, "_cold_loops", 0) + 1
+            br.set_metadata("llvm.loop", self.module.add_metadata(
+                [ll.MetaDataString(self.module, f"polykern.cold_loop.{self._cold_loops}")]))
         i.add_incoming(nxt, latch)
         b.position_at_end(done)
 
@@ -182,39 +258,46 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
             if self.plan is None:
                 self.emit_region(self.fn.body)
                 return
-            nbytes = b.mul(self.nitems, _c64(4))
-            self.call_intrinsic("llvm.memset.p0.i64", VOID, [self.state, ll.Constant(I8, 0), nbytes,
-                                                             ll.Constant(I1, 0)])
+            self._zero_group_storage()
             self.emit_nodes(self.plan.nodes)
 
         self.counted_loop(begin, end, "group", group)
         self.builder.ret_void()
 
-    def item_loop(self, body: Callable[[ll.Value], None], running_only: bool = True) -> None:
-        """Run ``body(item)`` for every work-item (z, y, x; x fastest), or only the running ones."""
-        bx, by, bz = self.block64
+    def row_loop(self, body: Callable[[ll.Value, List[ll.Value]], None]) -> None:
+        """``body(row_base, [ly, lz])`` for every row of the block (local ids 1 and 2)."""
+        def row(r, _):
+            b = self.builder
+            by = self.block64[1]
+            ly = b.trunc(b.urem(r, by), I32, name="local_id1")
+            lz = b.trunc(b.udiv(r, by), I32, name="local_id2")
+            body(b.mul(r, self.block64[0], flags=_NOWRAP), [ly, lz])
 
-        def zloop(lz, _):
-            def yloop(ly, _):
-                row = self.builder.mul(self.builder.add(self.builder.mul(lz, by), ly), bx)
+        self.counted_loop(_c64(0), self.nrows, "row", row)
 
-                def xloop(lx, latch):
-                    b = self.builder
-                    t = b.add(row, lx, name="item")
-                    self.item, self.item_latch = t, latch
-                    self.lid = [b.trunc(v, I32, name=f"local_id{d}") for d, v in enumerate((lx, ly, lz))]
-                    if running_only and self.state is not None:
-                        run = self.new_block("item.run")
-                        b.cbranch(b.icmp_unsigned("==", self.load_state(), ll.Constant(I32, 0)), run, latch)
-                        b.position_at_end(run)
-                    body(t)
+    def x_loop(self, row_base, row_ids, body: Callable[[ll.Value], None], running_only: bool,
+               cold: bool = False, lo=None, hi=None) -> None:
+        """``body(item)`` for local_id(0) in ``[lo, hi)`` (default: the whole row)."""
+        def xloop(lx, latch):
+            b = self.builder
+            t = b.add(row_base, lx, name="item", flags=_NOWRAP)
+            self.item, self.item_latch = t, latch
+            self.lid = [b.trunc(lx, I32, name="local_id0")] + row_ids
+            if running_only and self.state is not None:
+                run = self.new_block("item.run")
+                b.cbranch(b.icmp_unsigned("==", self.load_state(), ll.Constant(I32, 0)), run, latch)
+                b.position_at_end(run)
+            if self.plan is not None:
+                for name, e in self.plan.remat.items():  # cheaper than keeping them per work-item
+                    self.slots[name].store(self, self.expr(e))
+            body(t)
 
-                self.counted_loop(_c64(0), bx, "lx", xloop)
-
-            self.counted_loop(_c64(0), by, "ly", yloop)
-
-        self.counted_loop(_c64(0), bz, "lz", zloop)
+        self.counted_loop(_c64(0) if lo is None else lo, self.block64[0] if hi is None else hi, "lx", xloop, cold)
         self.item, self.item_latch, self.lid = None, None, []
+
+    def item_loop(self, body: Callable[[ll.Value], None], running_only: bool = True, cold: bool = False) -> None:
+        """Run ``body(item)`` for every work-item (rows, then x fastest), or only the running ones."""
+        self.row_loop(lambda base, ids: self.x_loop(base, ids, body, running_only, cold))
 
     # ------------------------------------------------------------------ work-item state
     def state_ptr(self):
@@ -238,16 +321,125 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
                 new = b.select(b.icmp_unsigned("==", s, ll.Constant(I32, old)), ll.Constant(I32, to), new)
             self.set_state(new)
 
-        self.item_loop(body, running_only=False)
+        self.item_loop(body, running_only=False, cold=True)
 
     # ------------------------------------------------------------------ regions and constructs
     def emit_region(self, stmts: List[N.Stmt]) -> None:
-        def body(_):
-            self.emit_block(stmts)
-            if not self.builder.block.is_terminated:
-                self.builder.branch(self.item_latch)
+        plan = self.plan
+        rg = None
+        if self.ROW_FAST_PATH:
+            rg = (plan_row_guards(self.fn, stmts) if plan is None else
+                  plan_row_guards(self.fn, stmts, plan.uniform_vars, plan.remat, plan.counts))
 
-        self.item_loop(body)
+        def run(body_stmts):
+            def body(_):
+                self._zero_item_storage(body_stmts)
+                self.emit_block(body_stmts)
+                if not self.builder.block.is_terminated:
+                    self.builder.branch(self.item_latch)
+            return body
+
+        if rg is None:
+            self.item_loop(run(stmts))
+            return
+        zero = ll.Constant(I32, 0)
+        group_ts = None if rg.row_dependent else self._transitions(rg, [zero, zero])
+
+        def row(base, ids):
+            ts = self._transitions(rg, ids) if group_ts is None else group_ts
+            self._interval_loop(base, ids, rg, ts, run(rg.fast_body), run(stmts))
+
+        self.row_loop(row)
+
+    # ------------------------------------------------------------------ guard range splitting
+    def expr_Var(self, e: N.Var) -> ll.Value:
+        inline = getattr(self, "_inline", None)
+        if inline and e.name in inline:
+            return self.expr(inline[e.name])
+        return super().expr_Var(e)
+
+    def _at(self, lx, row_ids, rg: RowGuards, exprs: List[N.Expr]) -> List[ll.Value]:
+        """Evaluate pure ``exprs`` for the work-item ``lx`` (i64) of the row, aliases inlined."""
+        saved = self.lid, getattr(self, "_inline", None)
+        self.lid, self._inline = [self.builder.trunc(lx, I32)] + list(row_ids), rg.aliases
+        try:
+            return [self.expr(e) for e in exprs]
+        finally:
+            self.lid, self._inline = saved
+
+    def _transitions(self, rg: RowGuards, row_ids) -> List[ll.Value]:
+        """Per monotone step predicate: the first local_id(0) where it differs from its value at 0
+        (block_x if nowhere), by binary search."""
+        out = []
+        bx = self.block64[0]
+        for step in rg.steps:
+            b = self.builder
+            at0, = self._at(_c64(0), row_ids, rg, [step])
+            pre = b.block
+            head, body, done = self.new_block("bsearch.head"), self.new_block("bsearch.body"), self.new_block("bsearch.end")
+            b.branch(head)
+            b.position_at_end(head)
+            lo, hi = b.phi(I64, name="lo"), b.phi(I64, name="hi")
+            lo.add_incoming(_c64(0), pre)
+            hi.add_incoming(bx, pre)
+            b.cbranch(b.icmp_unsigned("<", lo, hi), body, done)
+            b.position_at_end(body)
+            mid = b.lshr(b.add(lo, hi), _c64(1))
+            v, = self._at(mid, row_ids, rg, [step])
+            changed = b.xor(v, at0)
+            latch = b.block
+            lo.add_incoming(b.select(changed, lo, b.add(mid, _c64(1))), latch)
+            hi.add_incoming(b.select(changed, mid, hi), latch)
+            b.branch(head)
+            b.position_at_end(done)
+            out.append(lo)
+        return out
+
+    def _interval_loop(self, base, ids, rg: RowGuards, ts, fast, general) -> None:
+        """Split the row at ``ts``; run ``fast`` on the pieces where every guard takes its
+        preferred value (and no guarded integer sum wraps at the ends of the row), else ``general``."""
+        b = self.builder
+        bx = self.block64[0]
+        ok = ll.Constant(I1, 1)
+        if rg.wraps:
+            for lx in (_c64(0), b.sub(bx, _c64(1))):
+                for w in rg.wraps:
+                    ok = b.and_(ok, self._no_wrap(lx, ids, rg, w))
+        pre = b.block
+        head, body, done = self.new_block("split.head"), self.new_block("split.body"), self.new_block("split.end")
+        b.branch(head)
+        b.position_at_end(head)
+        cur = b.phi(I64, name="piece")
+        cur.add_incoming(_c64(0), pre)
+        b.cbranch(b.icmp_unsigned("<", cur, bx), body, done)
+        b.position_at_end(body)
+        nxt = bx
+        for t in ts:
+            nxt = b.select(b.and_(b.icmp_unsigned(">", t, cur), b.icmp_unsigned("<", t, nxt)), t, nxt)
+        hold = ok
+        for v, (_, prefer) in zip(self._at(cur, ids, rg, [c for c, _ in rg.guards]), rg.guards):
+            hold = b.and_(hold, v if prefer else b.not_(v))
+        fast_bb, slow_bb, latch = self.new_block("piece.fast"), self.new_block("piece.general"), self.new_block("piece.next")
+        b.cbranch(hold, fast_bb, slow_bb)
+        for bb, run, cold in ((fast_bb, fast, False), (slow_bb, general, True)):
+            b.position_at_end(bb)
+            self.x_loop(base, ids, run, True, cold, cur, nxt)
+            b.branch(latch)
+        b.position_at_end(latch)
+        cur.add_incoming(nxt, latch)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _no_wrap(self, lx, ids, rg: RowGuards, w: N.BinOp) -> ll.Value:
+        """i1: the integer sum ``w`` does not wrap for work-item ``lx``."""
+        b = self.builder
+        a, c = self._at(lx, ids, rg, [w.a, w.b])
+        st = w.type
+        ext = b.sext if st.code == 0 else b.zext
+        a, c = ext(a, I64), ext(c, I64)
+        r = b.add(a, c) if w.op == "add" else b.sub(a, c)
+        lo, hi = st.min_value(), st.max_value()
+        return b.and_(b.icmp_signed(">=", r, _c64(lo)), b.icmp_signed("<=", r, _c64(hi)))
 
     def emit_return(self) -> None:
         if self.state is not None:
@@ -261,17 +453,54 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         for n in nodes:
             if isinstance(n, Region):
                 self.emit_region(n.stmts)
+            elif isinstance(n, Uniform):
+                for s in n.stmts:
+                    self.stmt_Assign(s)
             elif isinstance(n, GIf):
-                self._emit_if(n)
+                self._emit_uniform_if(n) if n.uniform else self._emit_if(n)
+            elif n.uniform:
+                self._emit_uniform_loop(n)
             else:
                 self._emit_loop(n)
+
+    def _emit_uniform_if(self, n: GIf) -> None:
+        b = self.builder
+        then_bb, else_bb, end_bb = self.new_block("gif.then"), self.new_block("gif.else"), self.new_block("gif.end")
+        b.cbranch(self.expr(n.cond), then_bb, else_bb)
+        for bb, nodes in ((then_bb, n.then), (else_bb, n.orelse)):
+            b.position_at_end(bb)
+            self.emit_nodes(nodes)
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def _emit_uniform_loop(self, n: GLoop) -> None:
+        """A barrier loop whose condition/bounds are the same for every work-item: once per group."""
+        b = self.builder
+        if n.kind == "for":
+            var, stop, st = self.slots[n.stmt.var], self.slots[n.stop_var], self.fn.locals[n.stmt.var]
+            var.store(self, self.expr(n.stmt.start))
+            stop.store(self, self.expr(n.stmt.stop))
+        head, body, done = self.new_block("uloop.head"), self.new_block("uloop.body"), self.new_block("uloop.end")
+        b.branch(head)
+        b.position_at_end(head)
+        if n.kind == "for":
+            c = self.for_cond(var.load(self), stop.load(self), st, n.stmt.step)
+        else:
+            c = self.expr(n.cond)
+        b.cbranch(c, body, done)
+        b.position_at_end(body)
+        self.emit_nodes(n.body)
+        if n.kind == "for":
+            var.store(self, b.add(var.load(self), ll.Constant(value_type(st), n.stmt.step)))
+        b.branch(head)
+        b.position_at_end(done)
 
     def _emit_if(self, n: GIf) -> None:
         def decide(_):
             c = self.expr(n.cond)
             self.set_state(self.builder.select(c, ll.Constant(I32, 0), ll.Constant(I32, n.park_else)))
 
-        self.item_loop(decide)
+        self.item_loop(decide, cold=True)
         self.emit_nodes(n.then)
         if n.orelse:
             self._remap_state({0: n.park_then, n.park_else: 0})
@@ -290,7 +519,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
                 var.store(self, self.expr(n.stmt.start))
                 stop.store(self, self.expr(n.stmt.stop))
 
-            self.item_loop(init)
+            self.item_loop(init, cold=True)
         head, body, done = self.new_block("gloop.head"), self.new_block("gloop.body"), self.new_block("gloop.end")
         b.branch(head)
         b.position_at_end(head)
@@ -305,7 +534,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
             self.set_state(bb.select(c, ll.Constant(I32, 0), ll.Constant(I32, n.left)))
             bb.store(bb.add(bb.load(self.counter, typ=I64), bb.zext(c, I64)), self.counter)
 
-        self.item_loop(decide)
+        self.item_loop(decide, cold=True)
         b.cbranch(b.icmp_unsigned("!=", b.load(self.counter, typ=I64), _c64(0)), body, done)
         b.position_at_end(body)
         self.loops.append(_GroupLoopTarget(n))
@@ -329,12 +558,20 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
 
         if n.has_continue or n.kind == "for":
             # Without 'continue' only running work-items need the step.
-            self.item_loop(latch, running_only=not n.has_continue)
+            self.item_loop(latch, running_only=not n.has_continue, cold=True)
         b.branch(head)
         b.position_at_end(done)
         self._remap_state({n.left: 0})
 
     # ------------------------------------------------------------------ special registers
+    def special_reg(self, kind: str, dim: int) -> ll.Value:
+        if kind == "global_id":  # group * size + local < grid * block <= 2**31 (checked at launch)
+            b = self.builder
+            g, s = self.read_special_reg("group_id", dim), self.read_special_reg("local_size", dim)
+            return b.add(b.mul(g, s, flags=_NOWRAP), self.read_special_reg("local_id", dim), name=f"gid{dim}",
+                         flags=_NOWRAP)
+        return self.read_special_reg(kind, dim)
+
     def read_special_reg(self, kind: str, dim: int) -> ll.Value:
         if kind == "local_id":
             if not self.lid:

@@ -1,0 +1,76 @@
+"""The CUDA runtime plugin: ``module.create.cuda`` and ``module.load_from_bytes.cuda`` on pycuda.
+
+Importing it imports pycuda (which loads the NVIDIA driver, ``libcuda.so.1``), initializes the
+driver and picks the device; if any of that fails the import fails with the reason ("pycuda
+could not be imported: ...", "the CUDA driver found no device"), which ``polykern backends``
+shows and which makes builds produce the compile-only fallback. The primary context is retained
+on first use.
+
+    device.py        the device (POLYKERN_CUDA_DEVICE), its limits, primary context, scope()
+    memory.py        pooled device blocks (POLYKERN_CUDA_POOL_MB)
+    device_array.py  DeviceArray: data kept on the device; __cuda_array_interface__
+    buffers.py       launch arguments -> device pointers (copies, foreign-pointer checks)
+    abi.py           the kernel parameter buffer from FunctionInfo
+    kernel.py        CUDAKernel: one launch
+    module.py        CUDAModule, create, load_from_bytes (ptx, cubin, cuda source)
+    cuerrors.py      pycuda errors -> DeviceError(CUresult code, name)
+    libcuda.py       the few driver calls pycuda lacks (ctypes)
+"""
+from __future__ import annotations
+
+import warnings
+
+with warnings.catch_warnings(record=True) as _warned:
+    warnings.simplefilter("always")
+    try:
+        import pycuda.driver  # noqa: F401
+    except Exception as e:  # ImportError (not installed, libcuda.so.1 missing, symbol mismatch), OSError...
+        _why = str(e) if isinstance(e, ImportError) else f"{type(e).__name__}: {e}"
+        _notes = "; ".join(str(w.message) for w in _warned)
+        # name="pycuda": polykern.backends records "pycuda could not be imported: <why>" (DESIGN section 4)
+        raise ImportError(_why + (f" (pycuda warned: {_notes})" if _notes else ""), name="pycuda") from e
+for _w in _warned:  # pycuda imported: pass its warnings on
+    warnings.warn_explicit(_w.message, _w.category, _w.filename, _w.lineno)
+
+from polykern import registry
+
+from . import device as _device
+from .device import probe
+
+_DEVICE = probe()  # BackendUnavailableError: no driver/device -> the runtime is unavailable
+
+from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
+from .module import CUDAModule, create, load_from_bytes  # noqa: E402
+
+__all__ = ["CUDAModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
+           "to_device", "empty", "zeros", "get_device", "context"]
+
+
+def devices():
+    """Every CUDA device the driver reports; the one polykern runs on is marked [selected]."""
+    return _device.describe_all()
+
+
+def get_device() -> "_device.CUDADevice":
+    """The device polykern runs on."""
+    return _device.get()
+
+
+def context():
+    """``with polykern_cuda.runtime.context(): ...`` makes polykern's (primary) context current on
+    this thread, e.g. to allocate pycuda GPUArrays that kernels can take without a copy."""
+    return _device.get().scope()
+
+
+def stats() -> dict:
+    """Counters: launches, buffers_created, buffers_reused, modules_loaded, contexts_retained, ..."""
+    dev = _device.peek()
+    if dev is None:
+        return {}
+    with dev._lock:
+        return dict(dev.stats)
+
+
+def register() -> None:
+    registry.register("module.create.cuda", create)
+    registry.register("module.load_from_bytes.cuda", load_from_bytes)

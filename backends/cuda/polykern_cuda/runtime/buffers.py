@@ -1,0 +1,150 @@
+"""Buffer arguments of one launch -> device pointers.
+
+- NumPy (and other host) arrays: copied into a pooled device block before the launch; copied back
+  after it only for parameters the kernel may write (not ``Buffer[T, "readonly"]``). The same
+  host memory passed twice gets one device block, so the kernel sees one array.
+- :class:`DeviceArray` of this runtime: its pointer, no copy.
+- Foreign CUDA memory (``__cuda_array_interface__``: CuPy, PyTorch, Numba, pycuda GPUArray; or
+  ``__dlpack__`` with a CUDA device): its pointer, no copy, after checking with the driver that it
+  is memory this device can use in polykern's (primary) context. A ``__cuda_array_interface__``
+  ``stream`` other than the legacy default stream is synchronized before the launch (CAI v3).
+- Anything else (e.g. another runtime's device array) is a LaunchError.
+Must run inside ``device.scope()``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+import pycuda.driver as drv
+
+from polykern.errors import DeviceError, LaunchError
+from polykern.launch import BufferArg
+
+from . import libcuda
+from .cuerrors import NAMES, cuda_call
+from .device_array import DeviceArray
+from .memory import Block
+
+__all__ = ["Staging", "check_foreign_pointer"]
+
+_CUDA_DEVICES = ("cuda", "cuda_managed", "cuda_host")
+_LEGACY_STREAM = 1
+
+
+def _where(kernel: str, a: BufferArg) -> str:
+    return f"kernel '{kernel}', argument '{a.name}' (#{a.index + 1}, {a.info.type_str})"
+
+
+def check_foreign_pointer(dev, kernel: str, a: BufferArg) -> None:
+    """LaunchError unless ``a`` (device memory not from this runtime) is usable on ``dev`` here."""
+    where = _where(kernel, a)
+    name, index = a.device
+    if name not in _CUDA_DEVICES:
+        raise LaunchError(f"{where}: the array lives on a {name!r} device; the CUDA runtime takes NumPy arrays, "
+                          "CUDA device arrays (__cuda_array_interface__, DLPack) or polykern_cuda DeviceArrays. "
+                          "Copy it to the host first")
+    if name == "cuda" and index is not None and index != dev.ordinal:
+        raise LaunchError(f"{where}: the array is on cuda:{index} but polykern runs on cuda:{dev.ordinal} "
+                          f"(set POLYKERN_CUDA_DEVICE={index}, or copy the array)")
+    if a.size == 0:
+        return
+    try:
+        info = libcuda.pointer_info(a.ptr)
+    except OSError:  # cannot ask the driver: trust the producer's description
+        return
+    if info is None:
+        raise LaunchError(f"{where}: 0x{a.ptr:x} is not memory the CUDA driver knows (a host pointer "
+                          "behind a __cuda_array_interface__?)")
+    if info.managed or info.memory_type == libcuda.MEMORY_HOST:
+        return  # managed and page-locked host memory are usable from any context
+    if info.ordinal is not None and info.ordinal != dev.ordinal:
+        raise LaunchError(f"{where}: the array is on cuda:{info.ordinal} but polykern runs on cuda:{dev.ordinal} "
+                          f"(set POLYKERN_CUDA_DEVICE={info.ordinal}, or copy the array)")
+    if info.context is not None and info.context != dev.context_handle:
+        raise LaunchError(f"{where}: the array was allocated in another CUDA context than the device's primary "
+                          "context that polykern (and CuPy, PyTorch, the CUDA runtime API) uses; pycuda users: "
+                          "import pycuda.autoprimaryctx instead of pycuda.autoinit")
+
+
+def _cai_stream(obj: Any) -> Optional[int]:
+    try:
+        stream = obj.__cuda_array_interface__.get("stream")
+    except Exception:
+        return None
+    if stream is None or isinstance(stream, bool) or not isinstance(stream, int):
+        return None
+    return stream
+
+
+class _HostCopy:
+    __slots__ = ("host", "block", "nbytes", "writable")
+
+    def __init__(self, host: np.ndarray, block: Optional[Block], nbytes: int):
+        self.host, self.block, self.nbytes, self.writable = host, block, nbytes, False
+
+
+class Staging:
+    """The device side of one launch's buffer arguments; ``release()`` returns the temporary blocks."""
+
+    def __init__(self, dev, kernel: str):
+        self.dev = dev
+        self.kernel = kernel
+        self.pointers: Dict[int, int] = {}
+        self.streams: Set[int] = set()
+        self._copies: Dict[Tuple[int, int], _HostCopy] = {}
+
+    def add(self, a: BufferArg) -> None:
+        if a.is_host:
+            self.pointers[a.index] = self._host(a)
+            return
+        if isinstance(a.obj, DeviceArray):
+            if a.obj.device is not self.dev:
+                raise LaunchError(f"{_where(self.kernel, a)}: the DeviceArray belongs to another CUDA device")
+            self.pointers[a.index] = a.obj.ptr
+            return
+        check_foreign_pointer(self.dev, self.kernel, a)
+        stream = _cai_stream(a.obj) if a.keepalive is None else None
+        if stream is not None and stream != _LEGACY_STREAM:
+            self.streams.add(stream)
+        self.pointers[a.index] = a.ptr
+
+    def _host(self, a: BufferArg) -> int:
+        nbytes = a.nbytes
+        key = (a.ptr, nbytes)
+        hc = self._copies.get(key)
+        if hc is None:
+            host = a.array.view(np.uint8)
+            block = self.dev.pool.acquire(nbytes)
+            hc = self._copies[key] = _HostCopy(host, block, nbytes)
+            if nbytes:
+                with cuda_call(f"copying argument '{a.name}' to the device"):
+                    drv.memcpy_htod(block.ptr, host)
+        hc.writable = hc.writable or not a.info.readonly
+        return hc.block.ptr if hc.block is not None else 0
+
+    def synchronize_producers(self) -> None:
+        for s in sorted(self.streams):
+            rc = libcuda.stream_synchronize(s)
+            if rc not in (0, -1):
+                raise DeviceError(f"CUDA: synchronizing the producer stream 0x{s:x} of a "
+                                  "__cuda_array_interface__ argument failed", code=rc,
+                                  name=libcuda.error_name(rc) or NAMES.get(rc, ""))
+
+    def copy_back(self) -> int:
+        """Copy written host arguments back; returns how many were copied."""
+        n = 0
+        for hc in self._copies.values():
+            if hc.writable and hc.nbytes:
+                with cuda_call("copying a result to the host"):
+                    drv.memcpy_dtoh(hc.host, hc.block.ptr)
+                n += 1
+        return n
+
+    def release(self, reusable: bool = True) -> None:
+        for hc in self._copies.values():
+            if reusable:
+                self.dev.pool.release(hc.block)
+            else:
+                self.dev.pool.discard(hc.block)
+        self._copies.clear()

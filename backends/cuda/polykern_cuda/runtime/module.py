@@ -1,0 +1,177 @@
+"""``CUDAModule``: the real, runnable cuda module (``module.create.cuda`` / ``module.load_from_bytes.cuda``).
+
+It is a :class:`polykern.module.DeviceModule`, so ``save_to_bytes`` is the one shared serializer:
+byte-identical to the fallback's and to the bytes it was loaded from, whatever happens on the
+device. Payload formats: ``ptx`` (JIT-compiled by the driver for the device), ``cubin`` (must
+match the device's architecture) and ``cuda`` (CUDA C: compiled here to PTX for the device's
+architecture with NVRTC or nvcc, ``toolchain.finish_on_receiver``; at load time for an artifact,
+so a host without a compiler degrades the module to "unavailable" with the reason, and lazily
+for a module built in this process).
+
+Creating/loading validates the payload and touches no device. The image is loaded into the
+device's primary context on the first ``get_function`` (thread-safe, once; a failure is retried
+on the next call), kernels are resolved once per name, and everything is unloaded, with the
+context current, when the module is garbage collected.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+import pycuda.driver as drv
+
+from polykern import wire
+from polykern.errors import ArtifactError, DeviceError
+from polykern.lazy import Lazy, LazyMap
+from polykern.module import DeviceModule, FunctionInfo, payload_text
+
+from .. import toolchain
+from . import device as _device
+from .cuerrors import cuda_call
+from .device_array import DeviceArray, to_device
+from .kernel import CUDAKernel
+
+__all__ = ["CUDAModule", "create", "load_from_bytes", "FORMATS"]
+
+FORMATS = ("ptx", "cubin", "cuda")
+_ELF = b"\x7fELF"
+_FATBIN = b"\x50\xed\x55\xba"  # fatbinary magic 0xBA55ED50, little-endian
+
+
+class _Loaded:
+    """A module image loaded into ``dev``'s primary context, and its resolved functions."""
+
+    def __init__(self, dev, handle):
+        self.dev = dev
+        self.handle = handle
+        self._functions: Dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def function(self, entry: str):
+        with self._lock:
+            fn = self._functions.get(entry)
+        if fn is None:
+            with self.dev.scope(), cuda_call(f"finding kernel '{entry}'"):
+                fn = self.handle.get_function(entry)
+            with self._lock:
+                fn = self._functions.setdefault(entry, fn)
+        return fn
+
+    def unload(self) -> None:
+        """Drop the functions and the module with the context current (pycuda frees them then)."""
+        with self._lock:
+            handle, self.handle = self.handle, None
+            functions = list(self._functions.values())
+            self._functions.clear()
+        if handle is None:
+            return
+        with self.dev.scope():
+            del functions, handle
+
+
+def _unload_all(loaded: List[_Loaded]) -> None:
+    for item in loaded:
+        try:
+            item.unload()
+        except Exception as e:  # finalizer: nothing can be raised; the memory stays with the context
+            item.dev.count("unload_errors")
+            item.dev.stats[f"last_unload_error: {type(e).__name__}: {e}"] += 1
+    loaded.clear()
+
+
+def _validate(fmt: str, payload: bytes, fmap: Mapping[str, FunctionInfo]) -> None:
+    if fmt not in FORMATS:
+        raise ArtifactError(f"cuda module: unknown payload format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    if fmt in ("ptx", "cuda") and payload_text(payload) is None:
+        raise ArtifactError(f"cuda module: a {fmt!r} payload must be UTF-8 text without NUL bytes")
+    if fmt == "ptx" and fmap and ".entry" not in payload.decode("utf-8"):
+        raise ArtifactError("cuda module: the PTX payload declares no kernel (.entry)")
+    if fmt == "cubin" and not (payload.startswith(_ELF) or payload.startswith(_FATBIN)):
+        raise ArtifactError("cuda module: a 'cubin' payload must be an ELF cubin or a fatbinary "
+                            f"(starts with {payload[:4]!r})")
+
+
+class CUDAModule(DeviceModule):
+    """PTX / cubin / CUDA C runnable on the process' CUDA device."""
+
+    is_runnable = True
+    source_preference = ("cuda", "ptx")
+
+    def __init__(self, payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
+                 sources: Optional[Mapping[str, str]] = None):
+        super().__init__("cuda", payload, fmt, fmap, sources)
+        _validate(self.fmt, self.payload, self.functions)
+        self._image: Lazy = Lazy(self._make_image)
+        self._loaded_list: List[_Loaded] = []
+        self._loaded: LazyMap = LazyMap(self._load)
+        self._kernels: LazyMap = LazyMap(self._make_kernel)
+        weakref.finalize(self, _unload_all, self._loaded_list)
+
+    # ------------------------------------------------------------ realization
+    @property
+    def device(self) -> "_device.CUDADevice":
+        return _device.get()
+
+    @property
+    def image(self) -> Tuple[str, bytes]:
+        """(fmt, bytes) handed to the driver: the payload, or for fmt 'cuda' the PTX compiled here
+        for the device's architecture (CompileError/BackendUnavailableError if that fails)."""
+        return self._image.get()
+
+    def _make_image(self) -> Tuple[str, bytes]:
+        return toolchain.finish_on_receiver(self.fmt, self.payload, self.device.arch)
+
+    def _load(self, ordinal: int) -> _Loaded:
+        dev = self.device
+        fmt, data = self.image
+        blob = data + b"\x00" if fmt == "ptx" else data  # the driver reads PTX as a C string
+        try:
+            with dev.scope(), cuda_call(f"loading the {fmt} module into cuda:{dev.ordinal}"):
+                handle = drv.module_from_buffer(blob)
+        except DeviceError as e:
+            archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
+            built = f" (built for {', '.join(archs)}; this device is {dev.arch})" if archs else ""
+            raise DeviceError(f"{e}{built}", code=e.code, name=e.name) from e
+        loaded = _Loaded(dev, handle)
+        self._loaded_list.append(loaded)
+        dev.count("modules_loaded")
+        return loaded
+
+    def _make_kernel(self, name: str) -> CUDAKernel:
+        info = self.functions[name]
+        loaded = self._loaded.get(self.device.ordinal)
+        return CUDAKernel(self, info, loaded, info.attrs.get("entry", name))
+
+    def _get_function(self, info: FunctionInfo) -> CUDAKernel:
+        """The launchable kernel; loads the module into the device on first call (DeviceError if the
+        device cannot run it, CompileError if CUDA C cannot be compiled here)."""
+        return self._kernels.get(info.name)
+
+    # ------------------------------------------------------------ arrays
+    def device_array(self, array=None, *, shape=None, dtype=None) -> DeviceArray:
+        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)``
+        is uninitialized device memory."""
+        if array is not None:
+            return to_device(array, device=self.device)
+        if shape is None or dtype is None:
+            raise TypeError("device_array() takes an array, or shape= and dtype=")
+        return DeviceArray(shape, np.dtype(dtype), device=self.device)
+
+
+def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo], sources: Dict[str, str]) -> CUDAModule:
+    """``module.create.cuda``: the module a build makes when the runtime is present (nothing compiled
+    or loaded yet)."""
+    return CUDAModule(payload, fmt, fmap, sources)
+
+
+def load_from_bytes(data: bytes, sources: Dict[str, str]) -> CUDAModule:
+    """``module.load_from_bytes.cuda``: decode, validate, and for fmt 'cuda' compile the CUDA C now
+    (receiver-side completion; CompileError/BackendUnavailableError make the artifact loader keep
+    the module as unavailable with that reason)."""
+    fmt, fmap, payload = wire.decode_device_payload("cuda", data)
+    m = CUDAModule(payload, fmt, fmap, sources)
+    if m.fmt == "cuda":
+        m.image  # noqa: B018  (compile now)
+    return m

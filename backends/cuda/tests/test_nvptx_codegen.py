@@ -1,0 +1,152 @@
+"""The nvptx target (LLVM NVPTX): every conformance and corpus kernel becomes PTX that ptxas
+assembles; the module is a cuda module with fmt "ptx"; the lowering uses the NVPTX conventions;
+output is deterministic and the fallback contract holds."""
+from __future__ import annotations
+
+import copy
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import polykern as pk
+from polykern import Buffer, bool_, f16, f32, f64, i8, i32, i64, registry
+from polykern.codegen.c_corpus import NAMES, corpus
+from polykern.passes import run_default_passes
+from polykern.target import Target
+from polykern.testing.fallback_contract import check_fallback_contract
+from polykern_cuda import nvptx
+
+try:
+    from conformance import ALL_CASES
+except ImportError:  # plain pytest: the suite lives in the repository's tests/
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests"))
+    from conformance import ALL_CASES
+
+PTXAS = shutil.which("ptxas")
+needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit) is not on PATH")
+
+
+def build(funcs, target="nvptx"):
+    return registry.get("target.build.nvptx")(funcs, Target(target))
+
+
+def ir_of(*kernels):
+    """What pk.build hands a backend: verified, simplified IR (a fresh copy)."""
+    return [run_default_passes(copy.deepcopy(k.ir)) for k in kernels]
+
+
+def ptx_of(kernels, target="nvptx") -> str:
+    (dev,) = pk.build(kernels, targets=[target]).imports
+    return dev.inspect_source("ptx")
+
+
+def ptxas(ptx: str, arch: str, tmp_path) -> None:
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    r = subprocess.run([PTXAS, f"-arch={arch}", str(src), "-o", str(tmp_path / "k.cubin")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, f"ptxas -arch={arch} rejected the PTX:\n{r.stderr}"
+
+
+@needs_ptxas
+@pytest.mark.parametrize("case", ALL_CASES, ids=[c.name for c in ALL_CASES])
+def test_conformance_kernels_assemble(case, tmp_path):
+    ptxas(ptx_of(case.kernels), "sm_90", tmp_path)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", NAMES)
+def test_corpus_kernels_assemble(name, tmp_path):
+    """The corpus' corner cases: special float constants, extreme integers, 8/16-bit and f16 atomics,
+    names that clash with C or PTX words, Unicode variable names."""
+    ptxas(build([corpus()[name]]).payload.decode("utf-8"), "sm_90", tmp_path)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120"])
+def test_architectures(arch, tmp_path):
+    kernels = [c for c in ALL_CASES if c.name in ("math_f32", "example_reduction", "casts")]
+    ptx = ptx_of([k for c in kernels for k in c.kernels], f"nvptx -arch={arch}")
+    assert f".target {arch}" in ptx
+    version = int(nvptx.ptx_feature(arch)[4:])
+    assert f".version {version // 10}.{version % 10}\n" in ptx
+    ptxas(ptx, arch, tmp_path)
+
+
+def test_ptx_versions_within_ptxas_13():
+    """Every arch gets the lowest PTX ISA LLVM accepts for it (never below 7.8, never above 9.0)."""
+    from polykern_cuda.codegen import ARCHS
+
+    for arch in ARCHS:
+        v = int(nvptx.ptx_feature(arch)[4:])
+        assert 78 <= v <= 90, (arch, v)
+
+
+@pk.kernel
+def corner(n: i32, flag: bool_, x: Buffer[f32, "readonly"], h: Buffer[f16], c: Buffer[i8], acc: Buffer[f64],
+           cnt: Buffer[i64], out: Buffer[f32]):
+    s = pk.shared(i32, 64)
+    t = pk.local_id(0)
+    s[t] = 0
+    pk.barrier()
+    pk.atomic_add(s, t % 4, 1)
+    pk.barrier()
+    i = pk.global_id(0)
+    if i >= n:
+        return
+    if flag:
+        pk.atomic_add(acc, 0, f64(x[i]))
+        pk.atomic_add(cnt, 0, i64(1))
+        pk.atomic_add(out, 0, x[i])
+        pk.atomic_cas(out, 1, 0.0, x[i])
+    h[i] = pk.exp(h[i]) + pk.sin(h[i])
+    c[i] = c[i] // i8(3)
+    out[3] = f32(s[t % 4]) + f32(pk.num_groups(2))
+
+
+def test_lowering_conventions():
+    dev = build(ir_of(corner))
+    ll_text, ptx = dev.sources["llvm"], dev.sources["ptx"]
+    assert "define ptx_kernel void @corner(" in ll_text
+    assert ".visible .entry corner(" in ptx
+    assert re.search(r"\.param \.u64 \.ptr \.global .* corner_param_2", ptx)  # buffers are global pointers
+    assert ".shared .align 16 .b8 corner_$_s[256]" in ptx  # 64 x i32 of workgroup memory
+    assert ptx.count("bar.sync \t0;") == 2
+    for reg in ("%tid.x", "%ctaid.x", "%ntid.x", "%nctaid.z"):
+        assert reg in ptx
+    assert 'syncscope("block") monotonic' in ll_text and 'syncscope("device") monotonic' in ll_text
+    assert "atom.shared.add.u32" in ptx  # shared-memory atomic
+    assert "atom.global.add.f32" in ptx and "atom.global.add.f64" in ptx and "atom.global.add.u64" in ptx
+    assert re.search(r"atom\.relaxed\.gpu\.global\.cas\.b32", ptx)
+    # No library calls can exist in PTX: transcendental math is expanded inline.
+    assert ".extern" not in ptx and "call." not in ptx
+
+
+def test_module_shape():
+    dev = build(ir_of(corner))
+    assert dev.kind == "cuda" and dev.fmt == "ptx"
+    assert set(dev.sources) == {"ptx", "llvm"}
+    assert dev.payload == dev.sources["ptx"].encode("utf-8")
+    info = dev.functions["corner"]
+    assert info.attrs["entry"] == "corner" and info.attrs["arch"] == "sm_90"
+    assert info.attrs["uses_barrier"] == "1" and info.attrs["uses_atomics"] == "1"
+    assert info.shared_bytes == 256
+    assert dev.inspect_source() == dev.sources["ptx"]  # what `polykern inspect` shows by default
+
+
+def test_deterministic_and_fallback_contract():
+    report = check_fallback_contract("cuda", lambda: build(ir_of(corner)))
+    assert report["source_formats"] == ["llvm", "ptx"]
+    a = pk.build([corner], targets=["nvptx -arch=sm_80"]).export()
+    b = pk.build([corner], targets=["nvptx -arch=sm_80"]).export()
+    assert a == b
+
+
+def test_root_module_maps_nvptx_to_cuda():
+    root = pk.build([corner], targets=["nvptx"])
+    assert root.on("nvptx") is root.on("cuda")
+    assert root.targets == ["nvptx"]

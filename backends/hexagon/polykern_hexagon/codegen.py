@@ -1,0 +1,77 @@
+"""Hexagon codegen: IR -> LLVM IR (shared emitter, CPU-style work-item loops) -> Hexagon ELF object.
+
+Target ``hexagon -mcpu=hexagonv65..hexagonv73`` (default ``hexagonv68``); triple
+``hexagon-unknown-elf``. A Hexagon DSP runs kernels as plain functions on its hardware threads, so
+the code is the CPU backend's: per kernel ``K`` the object exports the range entry
+``void K__range(void **args, const int32_t *launch, int64_t group_begin, int64_t group_end)``
+(docs/internals.md, "CPU (llvm) payload"), built by
+:class:`polykern.codegen.llvm_workgroup.WorkgroupLoopEmitter` (work-items are loops; barriers split
+the kernel into loops over the work-items).
+
+Payload fmt ``o``: one relocatable, position-independent ELF object (``e_machine`` 164,
+EM_QDSP6) for the Hexagon SDK's toolchain to link into a FastRPC skeleton library. It may
+reference the Hexagon runtime's compiler builtins (``__hexagon_divsi3``, ``__hexagon_sqrtf``,
+``memset``...) and libm (``expf``, ``sinf``...); both come with every Hexagon SDK link, and f16
+conversions are defined in the object itself. Embedded sources: ``asm`` (LLVM's Hexagon assembly;
+default for inspect) and ``llvm`` (optimized LLVM IR). FunctionInfo attrs: ``entry`` (the range
+symbol), ``triple``, ``cpu``, ``item_bytes`` (per-work-item stack bytes of the work-item loops).
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from polykern import registry
+from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
+from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
+from polykern.module import FunctionInfo, create_with_fallback
+from polykern.target import Attr, Target, TargetKind
+
+from .fallback import HexagonFallbackModule
+
+__all__ = ["HEXAGON_KIND", "HexagonEmitter", "TRIPLE", "build", "generate", "register"]
+
+TRIPLE = "hexagon-unknown-elf"
+MCPUS = ("hexagonv65", "hexagonv66", "hexagonv67", "hexagonv68", "hexagonv69", "hexagonv71", "hexagonv73")
+
+HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
+    "mcpu": Attr("str", "hexagonv68", MCPUS, "Hexagon DSP version (LLVM Hexagon processor)"),
+}, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK")
+
+
+class HexagonEmitter(WorkgroupLoopEmitter):
+    """The work-item-loop emitter for Hexagon: address space 0 everywhere, division that cannot
+    fault (x/0 goes through a runtime routine), and f16 conversions defined in the object (scalar
+    Hexagon cores have no half-precision conversion instructions)."""
+
+    SAFE_INT_DIVISION = True
+    F16_LIBCALLS = True
+
+
+def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str, FunctionInfo]:
+    out = {}
+    for fn in funcs:
+        info = FunctionInfo.from_ir(fn)
+        attrs = dict(info.attrs, entry=fn.name + RANGE_SUFFIX, triple=TRIPLE, cpu=cpu,
+                     item_bytes=str(facts[fn.name]["item_bytes"]))
+        out[fn.name] = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes, attrs)
+    return out
+
+
+def generate(funcs: List, target: Target):
+    """(object, "o", fmap, sources) for ``funcs`` on a ``hexagon`` target."""
+    cpu = target.attrs["mcpu"]
+    tm = target_machine(TRIPLE, cpu, "", 3)
+    emitter = HexagonEmitter(TRIPLE, data_layout(tm)).emit(funcs)
+    compiled = compile_ir(emitter.render(), TRIPLE, cpu, "", 3, tm=tm)
+    fmap = function_map(funcs, emitter.kernel_facts, cpu)
+    return compiled.obj, "o", fmap, {"asm": compiled.asm, "llvm": compiled.ll}
+
+
+def build(funcs: List, target: Target):
+    payload, fmt, fmap, sources = generate(funcs, target)
+    return create_with_fallback("hexagon", payload, fmt, fmap, sources, fallback_cls=HexagonFallbackModule)
+
+
+def register() -> None:
+    HEXAGON_KIND.register()
+    registry.register("target.build.hexagon", build)

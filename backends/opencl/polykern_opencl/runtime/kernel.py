@@ -1,0 +1,177 @@
+"""``OpenCLKernel``: ``mod["k"](*args, grid=, block=)`` on the OpenCL device.
+
+One launch = ``check_args`` (LaunchError before anything touches the device), device-limit checks
+(LaunchError), pooled buffers for NumPy arguments (copied in; copied back only for writable buffer
+parameters), DeviceArrays bound as they are, scalars converted to the codegen's ABI, one
+``clEnqueueNDRangeKernel`` with global size = grid * block and local size = block, then a wait for
+this launch's commands. OpenCL errors surface as DeviceError with the CL status code and name.
+
+Scalar ABI (opencl_c.py): every scalar is passed as its declared C type (``int``, ``ulong``,
+``double`` ...) except ``bool`` -> ``uchar`` 0/1 and ``f16`` -> ``ushort`` holding the IEEE half bits
+(the kernel reads it back with ``vload_half``; no cl_khr_fp16 needed). Buffers of bool hold bytes
+0/1 and buffers of f16 hold halves: NumPy's ``bool_``/``float16`` bytes exactly.
+
+The same host array passed for two parameters gets one device buffer (the kernel sees one memory);
+partially overlapping views of one array are copied separately.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+import pyopencl as cl
+
+from polykern.errors import LaunchError
+from polykern.launch import BufferArg, check_args
+from polykern.module import ArgInfo, FunctionInfo
+
+from .clerrors import CL_ERRORS, device_error
+from .device_array import DeviceArray
+from .program import KernelObject
+
+__all__ = ["OpenCLKernel", "scalar_converter"]
+
+
+def scalar_converter(a: ArgInfo) -> Callable[[np.generic], np.generic]:
+    """The host value -> kernel-argument bytes conversion of one scalar parameter."""
+    t = a.dtype
+    if t.is_bool:
+        return lambda v: np.uint8(1 if v else 0)
+    if t.is_float and t.bits == 16:
+        return lambda v: np.float16(v).view(np.uint16)
+    np_type = t.numpy.type
+    return lambda v: v if type(v) is np_type else np_type(v)
+
+
+class _HostCopy:
+    __slots__ = ("host", "buf", "nbytes", "writable")
+
+    def __init__(self, host: np.ndarray, buf, nbytes: int):
+        self.host, self.buf, self.nbytes, self.writable = host, buf, nbytes, False
+
+
+class OpenCLKernel:
+    def __init__(self, module, info: FunctionInfo, device, kobj: KernelObject):
+        self.module = module
+        self.info = info
+        self.device = device
+        self.kobj = kobj
+        self._convert: Dict[int, Callable] = {i: scalar_converter(a) for i, a in enumerate(info.args)
+                                              if not a.is_buffer}
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def __repr__(self) -> str:
+        return f"<OpenCLKernel {self.info.signature()} on {self.device.name}>"
+
+    # ------------------------------------------------------------ checks
+    def _check_limits(self, grid3: Tuple[int, int, int], block3: Tuple[int, int, int]) -> None:
+        lim = self.device.limits
+        dev = self.device.name
+        where = f"kernel '{self.name}'"
+        for axis, (b, mb) in enumerate(zip(block3, lim.max_work_item_sizes)):
+            if b > mb:
+                raise LaunchError(f"{where}: block {block3} exceeds {dev}'s maximum work-item size "
+                                  f"{lim.max_work_item_sizes} in dimension {'xyz'[axis]}")
+        threads = block3[0] * block3[1] * block3[2]
+        max_wg = min(lim.max_work_group_size, self.kobj.work_group_size or lim.max_work_group_size)
+        if threads > max_wg:
+            which = ("CL_DEVICE_MAX_WORK_GROUP_SIZE" if max_wg == lim.max_work_group_size
+                     else "CL_KERNEL_WORK_GROUP_SIZE of this kernel")
+            raise LaunchError(f"{where}: block {block3} has {threads} work-items; {dev} allows {max_wg} per "
+                              f"work-group ({which})")
+        if self.info.shared_bytes > lim.local_mem_size:
+            raise LaunchError(f"{where} uses {self.info.shared_bytes} bytes of shared memory; {dev} has "
+                              f"{lim.local_mem_size} (CL_DEVICE_LOCAL_MEM_SIZE)")
+        top = 1 << min(lim.address_bits, 63)
+        for axis, (g, b) in enumerate(zip(grid3, block3)):
+            if g * b >= top:
+                raise LaunchError(f"{where}: global size {g * b} in dimension {'xyz'[axis]} exceeds {dev}'s "
+                                  f"{lim.address_bits}-bit size_t")
+
+    def _device_buffer(self, a: BufferArg):
+        obj = a.obj
+        if not isinstance(obj, DeviceArray):
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': the OpenCL runtime takes NumPy arrays "
+                              f"or polykern_opencl DeviceArrays, got memory on device {a.device[0]!r}; copy it to "
+                              "the host first")
+        if obj.device is not self.device:
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': the DeviceArray belongs to another "
+                              f"OpenCL device ({obj.device.name}, not {self.device.name})")
+        if obj.size < a.size:
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': malformed DeviceArray")
+        return obj.buffer
+
+    # ------------------------------------------------------------ launch
+    def __call__(self, *args: Any, grid=None, block=None) -> None:
+        grid3, block3, prepared = check_args(self.info, args, grid, block)
+        self._check_limits(grid3, block3)
+        dev = self.device
+        queue = dev.queue
+        max_alloc = dev.limits.max_mem_alloc_size
+        values: List[Any] = []
+        temps: List[Any] = []
+        host_copies: Dict[Tuple[int, int], _HostCopy] = {}
+        enqueued = False
+        copied_in = copied_out = 0
+        try:
+            for a in prepared:
+                if not isinstance(a, BufferArg):
+                    values.append(self._convert[a.index](a.value))
+                    continue
+                nbytes = a.nbytes
+                if not a.is_host:
+                    values.append(self._device_buffer(a))
+                    continue
+                if nbytes > max_alloc:
+                    raise LaunchError(f"kernel '{self.name}', argument '{a.name}': {nbytes} bytes exceed "
+                                      f"{dev.name}'s largest buffer ({max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
+                key = (a.ptr, nbytes)
+                hc = host_copies.get(key)
+                if hc is None:
+                    buf = dev.pool.acquire(nbytes)
+                    temps.append(buf)
+                    hc = host_copies[key] = _HostCopy(a.array.view(np.uint8), buf, nbytes)
+                    if nbytes:
+                        enqueued = True
+                        cl.enqueue_copy(queue, buf, hc.host, is_blocking=False)
+                        copied_in += nbytes
+                hc.writable = hc.writable or not a.info.readonly
+                values.append(hc.buf)
+            gsize = (grid3[0] * block3[0], grid3[1] * block3[1], grid3[2] * block3[2])
+            kobj = self.kobj
+            with kobj.lock:  # clSetKernelArg is not thread-safe on one kernel object
+                for i, v in enumerate(values):
+                    kobj.kernel.set_arg(i, v)
+                enqueued = True
+                event = cl.enqueue_nd_range_kernel(queue, kobj.kernel, gsize, block3)
+            waits = [event]
+            for hc in host_copies.values():  # only writable parameters are copied back
+                if hc.writable and hc.nbytes:
+                    waits.append(cl.enqueue_copy(queue, hc.host, hc.buf, is_blocking=False))
+                    copied_out += hc.nbytes
+            cl.wait_for_events(waits)
+            dev.count("launches")
+            dev.count("bytes_to_device", copied_in)
+            dev.count("bytes_from_device", copied_out)
+        except CL_ERRORS as e:
+            if enqueued:
+                _drain(queue)
+            raise device_error(f"launching kernel '{self.name}' on {dev.name}", e) from e
+        except BaseException:
+            if enqueued:
+                _drain(queue)
+            raise
+        finally:
+            for buf in temps:
+                dev.pool.release(buf)
+
+
+def _drain(queue) -> None:
+    """After a failed launch: wait until the device is done with our buffers before they are reused."""
+    try:
+        queue.finish()
+    except CL_ERRORS:
+        pass

@@ -1,0 +1,118 @@
+"""``OpenCLModule``: the real, runnable opencl module (``module.create.opencl`` /
+``module.load_from_bytes.opencl``).
+
+It is a :class:`polykern.module.DeviceModule`, so ``save_to_bytes`` is the one shared serializer
+and byte-identical to the fallback's. Creating or loading a module checks the payload (fmt ``cl``,
+UTF-8 OpenCL C, an ``entry`` symbol per kernel; ArtifactError otherwise) but touches no device.
+The program is built on first use, once per (module, device), thread-safely; a failed build
+(CompileError with the build log, or DeviceError) is not cached and the next use retries.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from typing import Mapping, Optional
+
+import numpy as np
+
+from polykern import wire
+from polykern.errors import ArtifactError
+from polykern.lazy import LazyMap
+from polykern.module import DeviceModule, FunctionInfo, payload_text
+
+from . import device as _device
+from .device_array import DeviceArray, empty, to_device, zeros
+from .kernel import OpenCLKernel
+from .program import Program
+
+__all__ = ["OpenCLModule", "create", "load_from_bytes"]
+
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class OpenCLModule(DeviceModule):
+    """OpenCL C runnable on the process' OpenCL device."""
+
+    is_runnable = True
+    source_preference = ("cl",)
+
+    def __init__(self, payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
+                 sources: Optional[Mapping[str, str]] = None):
+        super().__init__("opencl", payload, fmt, fmap, sources)
+        if self.fmt != "cl":
+            raise ArtifactError(f"opencl module: unsupported payload format {self.fmt!r} (this runtime runs "
+                                "OpenCL C source, fmt 'cl')")
+        text = payload_text(self.payload)  # type: ignore[arg-type]
+        if text is None:
+            raise ArtifactError("opencl module: the payload is not UTF-8 OpenCL C text")
+        self.source = text
+        self.symbols = {}
+        for name, info in self.functions.items():
+            symbol = info.attrs.get("entry", name)
+            if not _SYMBOL.match(symbol):
+                raise ArtifactError(f"opencl module: kernel '{name}' has a malformed entry symbol {symbol!r}")
+            self.symbols[name] = symbol
+        self._programs: LazyMap = LazyMap(self._build_program)
+        self._kernels: LazyMap = LazyMap(self._make_kernel)
+        #: programs this module built (observable: repeated launches must not rebuild)
+        self.programs_built = 0
+        self._count_lock = threading.Lock()
+
+    # ------------------------------------------------------------ device objects
+    @property
+    def device(self) -> "_device.Device":
+        """The OpenCL device this module runs on (context created on first use)."""
+        return _device.get()
+
+    def _build_program(self, dev: "_device.Device") -> Program:
+        program = Program(dev, self.source, label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
+        with self._count_lock:
+            self.programs_built += 1
+        return program
+
+    def program(self, dev: Optional["_device.Device"] = None) -> Program:
+        """This module's program on ``dev`` (default: the chosen device), built on first call."""
+        return self._programs.get(dev or self.device)
+
+    def _make_kernel(self, key) -> OpenCLKernel:
+        dev, name = key
+        kobj = self._programs.get(dev).kernel(self.symbols[name])
+        return OpenCLKernel(self, self.functions[name], dev, kobj)
+
+    def _get_function(self, info: FunctionInfo) -> OpenCLKernel:
+        """The launchable kernel; builds the program on first call (CompileError / DeviceError if this
+        device cannot build it; the next call retries)."""
+        return self._kernels.get((self.device, info.name))
+
+    def kernel_on(self, name: str, dev: "_device.Device") -> OpenCLKernel:
+        """``name`` on another enumerated device (``polykern_opencl.runtime.get_device(i)``)."""
+        return self._kernels.get((dev, self.function_info(name).name))
+
+    # ------------------------------------------------------------ device arrays
+    def to_device(self, array) -> DeviceArray:
+        return to_device(array, device=self.device)
+
+    def empty(self, shape, dtype) -> DeviceArray:
+        return empty(shape, dtype, device=self.device)
+
+    def zeros(self, shape, dtype) -> DeviceArray:
+        return zeros(shape, dtype, device=self.device)
+
+    def device_array(self, array=None, *, shape=None, dtype=None) -> DeviceArray:
+        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
+        uninitialized storage."""
+        if array is not None:
+            return self.to_device(array)
+        if shape is None or dtype is None:
+            raise TypeError("device_array() takes an array, or shape= and dtype=")
+        return DeviceArray(shape, np.dtype(dtype), device=self.device)
+
+
+def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
+           sources: Optional[Mapping[str, str]] = None) -> OpenCLModule:
+    return OpenCLModule(payload, fmt, fmap, sources)
+
+
+def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None) -> OpenCLModule:
+    fmt, fmap, payload = wire.decode_device_payload("opencl", data)
+    return OpenCLModule(payload, fmt, fmap, sources)

@@ -1,0 +1,101 @@
+"""Shared helpers of the benchmarks: timing, machine description, result rows.
+
+Every figure is a ratio against a reference measured in the same run, interleaved with it
+(round-robin over the contenders, repeated, medians), because the hosts these run on are
+shared and their absolute speed drifts from minute to minute.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _p in (os.path.join(ROOT, "examples"), os.path.join(ROOT, "python")):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def interleaved(fns: Dict[str, Callable[[], None]], repeat: int, warmup: int = 1,
+                min_time: float = 0.0) -> Dict[str, List[float]]:
+    """Wall-clock seconds of each ``fns[name]()``, measured round-robin ``repeat`` times (after
+    ``warmup`` untimed calls each). A call shorter than ``min_time`` is repeated in a batch and
+    the batch average is recorded, so tiny kernels are not dominated by the timer."""
+    for f in fns.values():
+        for _ in range(warmup):
+            f()
+    batch = {}
+    for name, f in fns.items():
+        n = 1
+        if min_time > 0:
+            t0 = time.perf_counter()
+            f()
+            dt = time.perf_counter() - t0
+            n = max(1, int(min_time / max(dt, 1e-7)))
+        batch[name] = n
+    out: Dict[str, List[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, f in fns.items():
+            n = batch[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            out[name].append((time.perf_counter() - t0) / n)
+    return out
+
+
+def median(xs: List[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def machine() -> Dict[str, str]:
+    """The host, as precisely as /proc and LLVM can tell."""
+    info = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": str(os.cpu_count())}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        import llvmlite.binding as llvm
+
+        from polykern.codegen.llvm_target import ensure_initialized
+
+        ensure_initialized()
+        info["llvm_host_cpu"] = llvm.get_host_cpu_name()
+        info["llvmlite"] = __import__("llvmlite").__version__
+    except Exception as e:  # noqa: BLE001 - informational only
+        info["llvm_host_cpu"] = f"unknown ({e})"
+    try:
+        info["loadavg_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        pass
+    info["date"] = time.strftime("%Y-%m-%d")
+    try:
+        info["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                     text=True, timeout=10).stdout.strip()
+    except Exception:  # noqa: BLE001
+        pass
+    return info
+
+
+def versions(*mods: str) -> Dict[str, Optional[str]]:
+    out = {}
+    for m in mods:
+        try:
+            out[m] = __import__(m).__version__
+        except Exception as e:  # noqa: BLE001
+            out[m] = None if isinstance(e, ImportError) else f"error: {e}"
+    return out
