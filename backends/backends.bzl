@@ -10,9 +10,13 @@ Per backend `x`:
                          (//:polykern) + pure-Python/wheel deps. Never a device binding.
   //backends/x:runtime   py_library: the runtime files + the device binding (pip). Compatible only when
                          the runtime is enabled (see flags), so CPU-only configurations skip it.
-  //backends/x:<test>    one py_test per backends/x/tests/test_*.py (pytest), codegen + (runtime when
-                         enabled); tests of GPU backends whose name says runtime/device/launch carry the
-                         GPU tag and exec_properties {"test.Pool": "gpu"} and need the runtime.
+  //backends/x:runtime_code
+                         testonly: the runtime files without the binding (what tests see when the
+                         runtime is not enabled: the backend then reports the missing binding).
+  //backends/x:<test>    one py_test per backends/x/tests/test_*.py (pytest): codegen + runtime_code +
+                         (runtime when enabled). In a backend with a gpu_tag, test files named
+                         *_runtime.py, *_device.py or *_gpu.py carry that tag and exec_properties
+                         {"test.Pool": "gpu"}, and need the runtime (SKIPPED where it is not enabled).
   //backends/x:codegen_isolation_test
                          proves :codegen imports and registers with no device package anywhere.
 Generated in //backends (backends/BUILD.bazel):
@@ -160,6 +164,12 @@ def polykern_backend_settings():
         deps = runtime_deps_select(),
         visibility = ["//visibility:public"],
     )
+    py_library(
+        name = "all_runtime_code",
+        deps = ["//backends/%s:runtime_code" % b.name for b in BACKENDS],
+        testonly = True,
+        visibility = ["//visibility:public"],
+    )
     native.test_suite(
         name = "codegen_isolation_tests",
         tests = ["//backends/%s:codegen_isolation_test" % b.name for b in BACKENDS],
@@ -230,6 +240,18 @@ def polykern_backend(name = None):
     )
 
     has_code = len(native.glob([pkg + "/__init__.py"], allow_empty = True)) > 0
+    # The runtime's files without its binding: what a pip install without the extra gives. Tests
+    # use it so that a missing runtime reports the binding (e.g. "pycuda could not be imported"),
+    # not a missing file. testonly: the compiler links :runtime or nothing.
+    py_library(
+        name = "runtime_code",
+        srcs = native.glob(runtime_files, exclude = [pkg + "/**/__pycache__/**"], allow_empty = True),
+        imports = ["."],
+        deps = [":codegen"],
+        testonly = True,
+        visibility = ["//visibility:public"],
+    )
+
     py_test(
         name = "codegen_isolation_test",
         srcs = [Label("//tests/bazel:codegen_isolation.py")],
@@ -264,11 +286,11 @@ def polykern_backend(name = None):
     device_files = []
     if b.gpu_tag:
         for f in files:
-            base = f.split("/")[-1]
-            if "runtime" in base or "device" in base or "launch" in base:
+            stem = f.split("/")[-1][:-len(".py")]
+            if stem.endswith("_runtime") or stem.endswith("_device") or stem.endswith("_gpu"):
                 device_files.append(f)
     host_files = [f for f in files if f not in device_files]
-    common_deps = support + [":codegen", Label("//tests:support")]
+    common_deps = support + [":codegen", ":runtime_code", Label("//tests:support")]
     pytest_file_tests(
         files = host_files,
         deps = common_deps + runtime_when_enabled,

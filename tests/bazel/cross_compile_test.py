@@ -68,7 +68,18 @@ class CrossCompile(unittest.TestCase):
             with open(out, "rb") as f:
                 here = f.read()
         runnable = [m.kind for m in root.device_modules() if m.is_runnable]
-        self.assertEqual(here, cross, f"artifact differs from the CPU-only build (real runtimes here: {runnable})")
+        if here != cross:
+            # Name the modules that differ, and keep both artifacts for `polykern inspect`.
+            theirs = {m.kind: m.save_to_bytes() for m in pk.load(ARTIFACT).device_modules()}
+            ours = {m.kind: m.save_to_bytes() for m in root.device_modules()}
+            differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+            outdir = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+            if outdir:
+                for name, data in (("cpu_only_compiler.kbin", cross), ("this_configuration.kbin", here)):
+                    with open(os.path.join(outdir, name), "wb") as f:
+                        f.write(data)
+            self.fail(f"artifact differs from the CPU-only build in modules {differ or '(container only)'} "
+                      f"(real runtimes here: {runnable}); both are in the test's undeclared outputs")
 
     def test_loads_and_runs_where_a_runtime_exists(self):
         root = pk.load(ARTIFACT)

@@ -8,7 +8,7 @@
 #                  (GPU_SUITE_SKIP_SETUP=1 skips it on a machine where it already ran)
 #   backends       python -m polykern backends (the cuda runtime must say yes, with the device)
 #   conformance    pytest tests/test_conformance.py -k "cuda or nvptx"
-#   cross_compile  pytest tests/test_cross_compile.py -k cuda
+#   cross_compile  pytest tests/test_cross_compile.py -k "cuda or nvptx"
 #   cuda_backend   pytest backends/cuda/tests
 #   native         pytest tests/test_native.py (the C runtime; CUDA through the driver API)
 # Each step has a time limit inside an overall budget (GPU_SUITE_BUDGET seconds, default 570, so
@@ -100,7 +100,7 @@ if [ "$SETUP_OK" = 1 ]; then
     run_step conformance "$OUT/pytest_conformance.log" 240 "${PYTEST[@]}" tests/test_conformance.py \
         -k "cuda or nvptx" --junitxml="$WORK/junit/conformance.xml"
     run_step cross_compile "$OUT/pytest_cross_compile.log" 120 "${PYTEST[@]}" tests/test_cross_compile.py \
-        -k cuda --junitxml="$WORK/junit/cross_compile.xml"
+        -k "cuda or nvptx" --junitxml="$WORK/junit/cross_compile.xml"
     run_step cuda_backend "$OUT/pytest_cuda_backend.log" 240 "${PYTEST[@]}" backends/cuda/tests \
         --junitxml="$WORK/junit/cuda_backend.xml"
     run_step native "$OUT/pytest_native.log" 180 "${PYTEST[@]}" tests/test_native.py \

@@ -26,6 +26,7 @@ is refused: every kernel the frontend accepts compiles for nvptx.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from math import factorial
 from typing import Dict, List, Tuple
 
@@ -92,6 +93,7 @@ def _split(value: Fraction, parts: int, fmt: "_FP") -> List[float]:
     return out
 
 
+@lru_cache(maxsize=None)
 def _tanh_taylor(terms: int) -> List[Fraction]:
     """Coefficients c1.. of tanh(x) = x + x * sum(c_k x^(2k)) (from Bernoulli numbers)."""
     n_max = terms + 1
@@ -144,6 +146,17 @@ class PortableMath:
     target-specific, so the same expansions run, and are checked, on a CPU."""
 
     CONST_AS = 0  # address space of the 2/pi table (a constant global)
+    EXACT_FREM = False  # True: float % is pm_fmod (for targets whose frem lowering is inexact)
+
+    def expr_BinOp(self, e):
+        st = e.a.type
+        if not (self.EXACT_FREM and e.op == "mod" and st.is_float):
+            return super().expr_BinOp(e)
+        b = self.builder
+        x, y = self.expr(e.a), self.expr(e.b)
+        if st.bits == 16:  # exact in f32, and the remainder of two halves is a half
+            return b.fptrunc(self.pm_fmod(F32, b.fpext(x, F32.ty), b.fpext(y, F32.ty)), x.type)
+        return self.pm_fmod(F64 if st.bits == 64 else F32, x, y)
 
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
         if not (st.is_float and func in TRANSCENDENTAL):
@@ -181,8 +194,8 @@ class PortableMath:
         return b.bitcast(b.shl(biased, ll.Constant(fp.ity, fp.mant)), fp.ty)
 
     def _scale(self, fp, p, n) -> ll.Value:
-        """p * 2**n for an integral float ``n`` (|n| < 2*bias+... ) with one rounding: the scale is
-        split in two factors so that each is a normal number."""
+        """p * 2**n for an integral float ``n`` (callers clamp it so that n/2 is a normal exponent):
+        two power-of-two factors, each normal, so only the last multiplication rounds."""
         b = self.builder
         ni = self.call_intrinsic(f"llvm.fptosi.sat.i{fp.bits}.f{fp.bits}", fp.ity, [n])
         n1 = b.ashr(ni, ll.Constant(fp.ity, 1))
@@ -337,7 +350,7 @@ class PortableMath:
         """(r, r_lo, q): ax = (4k + q) * pi/2 + r + r_lo with |r| <= pi/4 (r_lo a correction far
         below r's ulp, or None), q in 0..3, for finite ax >= 0."""
         b = self.builder
-        fast_bb, slow_bb, done_bb = self.new_block("trig.fast"), self.new_block("trig.slow"), self.new_block("trig.done")
+        fast_bb, slow_bb, done_bb = (self.new_block(f"trig.{n}") for n in ("fast", "slow", "done"))
         b.cbranch(b.fcmp_ordered("<", ax, fp.const(2.0 ** fp.trig_fast_log2)), fast_bb, slow_bb)
         # Small arguments: three-part Cody-Waite with fma (x - k*P1 is exact for these k).
         b.position_at_end(fast_bb)
@@ -472,6 +485,43 @@ class PortableMath:
     def pm_cos(self, fp, x):
         return self._trig(fp, x, False)
 
+    # ------------------------------------------------------------------ fmod
+    def pm_fmod(self, fp, x, y):
+        """C fmod, exactly: with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
+        fits while halving t back down to |y| (every subtraction is exact: t <= r < 2t)."""
+        b = self.builder
+        ax, ay = self._fcall("fabs", fp, x), self._fcall("fabs", fp, y)
+        inf = fp.const(float("inf"))
+        run = b.and_(b.and_(b.fcmp_ordered(">=", ax, ay), b.fcmp_ordered("<", ax, inf)),
+                     b.fcmp_ordered(">", ay, fp.const(0.0)))
+        entry = b.block
+        up, down, done = self.new_block("fmod.up"), self.new_block("fmod.down"), self.new_block("fmod.done")
+        b.cbranch(run, up, done)
+        b.position_at_end(up)  # t = |y| * 2^k, the largest not above |x|
+        t = b.phi(fp.ty, "fmod.t")
+        t.add_incoming(ay, entry)
+        t2 = b.fadd(t, t)
+        t.add_incoming(t2, up)
+        up_end = b.block
+        b.cbranch(b.fcmp_ordered("<=", t2, ax), up, down)
+        b.position_at_end(down)
+        r = b.phi(fp.ty, "fmod.r")
+        td = b.phi(fp.ty, "fmod.td")
+        r.add_incoming(ax, up_end)
+        td.add_incoming(t, up_end)
+        r_next = b.select(b.fcmp_ordered(">=", r, td), b.fsub(r, td), r)
+        td_next = b.fmul(td, fp.const(0.5))
+        r.add_incoming(r_next, down)
+        td.add_incoming(td_next, down)
+        b.cbranch(b.fcmp_ordered(">=", td_next, ay), down, done)
+        b.position_at_end(done)
+        res = b.phi(fp.ty, "fmod.res")
+        res.add_incoming(fp.const(0.0), entry)
+        res.add_incoming(r_next, down)
+        small = b.fcmp_ordered("<", ax, ay)  # |x| < |y| (y may be inf): x itself
+        other = b.select(small, x, fp.const(float("nan")))  # y == 0, x inf, NaN: NaN
+        return b.select(run, self._fcall("copysign", fp, res, x), other)
+
     # ------------------------------------------------------------------ tanh
     def pm_tanh(self, fp, x):
         b = self.builder
@@ -490,6 +540,7 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
     SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
+    EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
     SCOPES = {1: "device", 3: "block"}
 
     def declare_kernel(self, fn: N.Function) -> ll.Function:

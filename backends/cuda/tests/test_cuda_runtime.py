@@ -188,12 +188,13 @@ def test_illegal_address_is_a_device_error_with_the_cuda_code(tmp_path):
         try:
             m["wild"](np.zeros(4, np.float32), grid=1, block=1)
         except DeviceError as e:
-            print("CODE", e.code, e.name, getattr(e, "sticky", None))
-            print(e)
+            print("CODE", e.code, e.name, getattr(e, "sticky", None), flush=True)
+            print(e, flush=True)
         else:
-            print("NO ERROR")
+            print("NO ERROR", flush=True)
     """))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=os.environ)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     print(p.stdout, p.stderr)
     assert "CODE " in p.stdout, p.stdout + p.stderr
     line = p.stdout.split("CODE ", 1)[1].splitlines()[0].split()

@@ -33,7 +33,7 @@ import pytest
 
 import polykern as pk
 from polykern import backends, registry, wire
-from polykern.errors import ArtifactError, BackendUnavailableError, DeviceError, LaunchError
+from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.ir.types import bool_, f16, f32, i8, i32, i64
 from polykern.module import ArgInfo, FunctionInfo, UnavailableModule
 from polykern.target import Target
@@ -338,7 +338,6 @@ SAXPY_INFO = FunctionInfo(SAXPY_INFO.name, SAXPY_INFO.args, SAXPY_INFO.launch_ta
 
 
 # ============================================================== fixtures
-RUNTIME_MODULES = ("polykern_cuda.runtime",)
 
 
 def _purge(monkeypatch):

@@ -105,7 +105,7 @@ def corner(n: i32, flag: bool_, x: Buffer[f32, "readonly"], h: Buffer[f16], c: B
         pk.atomic_cas(out, 1, 0.0, x[i])
     h[i] = pk.exp(h[i]) + pk.sin(h[i])
     c[i] = c[i] // i8(3)
-    out[3] = f32(s[t % 4]) + f32(pk.num_groups(2))
+    out[3] = f32(s[t % 4]) + f32(pk.num_groups(2)) + x[i] % x[0]
 
 
 def test_lowering_conventions():
@@ -122,6 +122,7 @@ def test_lowering_conventions():
     assert "atom.shared.add.u32" in ptx  # shared-memory atomic
     assert "atom.global.add.f32" in ptx and "atom.global.add.f64" in ptx and "atom.global.add.u64" in ptx
     assert re.search(r"atom\.relaxed\.gpu\.global\.cas\.b32", ptx)
+    assert "cvt.rzi.f32.f32" not in ptx  # float % is the exact fmod loop, not LLVM's x - trunc(x/y)*y
     # No library calls can exist in PTX: transcendental math is expanded inline.
     assert ".extern" not in ptx and "call." not in ptx
 

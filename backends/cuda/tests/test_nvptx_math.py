@@ -34,7 +34,9 @@ FUNCS = ["exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow"]
 
 
 class CPUWithPortableMath(PortableMath, llvm_codegen.CPUEmitter):
-    """The CPU emitter whose transcendental functions are the nvptx expansions."""
+    """The CPU emitter whose transcendental functions and float % are the nvptx expansions."""
+
+    EXACT_FREM = True
 
 
 def cpu_module(kernels):
@@ -197,3 +199,34 @@ def test_f16_goes_through_f32(mods):
 def test_conformance_math_case(name):
     case = next(c for c in ALL_CASES if c.name == name)
     case.run(cpu_module(case.kernels), np.random.default_rng(0))
+
+
+def _fmod_kernel(T):
+    @pk.kernel
+    def fmod(n: i32, x: Buffer[T, "readonly"], y: Buffer[T, "readonly"], out: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            out[i] = x[i] % y[i]
+
+    return fmod
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=["f16", "f32", "f64"])
+def test_float_mod_is_exact_fmod(dtype):
+    """LLVM lowers frem for NVPTX as x - trunc(x/y)*y; the expansion is C's fmod, bit for bit."""
+    kernel = _fmod_kernel({np.float16: f16, np.float32: f32, np.float64: f64}[dtype])
+    mod = cpu_module([kernel])
+    fi = np.finfo(dtype)
+    rng = np.random.default_rng(2)
+    lo, hi = np.log2(float(fi.smallest_subnormal)), fi.maxexp - 1
+    x, y = ((rng.uniform(-1, 1, 5000) * 2.0 ** rng.uniform(lo, hi, 5000)).astype(dtype) for _ in range(2))
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, 5.5, float(fi.max),
+                   float(fi.smallest_subnormal)], dtype)
+    x, y = np.concatenate([x, np.repeat(sp, len(sp))]), np.concatenate([y, np.tile(sp, len(sp))])
+    out = np.zeros_like(x)
+    mod["fmod"](len(x), x, y, out, grid=(len(x) + 127) // 128, block=128)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    same = ((out == want) & (np.signbit(out) == np.signbit(want))) | (np.isnan(out) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    assert bad.size == 0, ", ".join(f"fmod({x[i]!r}, {y[i]!r}) = {out[i]!r}, want {want[i]!r}" for i in bad[:5])

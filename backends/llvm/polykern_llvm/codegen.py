@@ -10,7 +10,8 @@ Target ``llvm [-mtriple=T] [-mcpu=C] [-mattr=F] [-opt=N]``:
 - ``-opt``: LLVM optimization level 0-3 (default 3).
 
 Payload fmt ``"o"`` (docs/internals.md "CPU (llvm) payload"); embedded sources ``asm`` (default
-for inspect) and ``ll`` (optimized LLVM IR). Every FunctionInfo records ``entry`` (the range
+for inspect; rendered from the optimized IR when first read, see fallback.py) and ``ll`` (optimized
+LLVM IR). Every FunctionInfo records ``entry`` (the range
 symbol), ``triple``, ``cpu``, ``features`` and ``item_bytes`` (per-work-item stack bytes of the
 work-item loops, which the runtime checks against its thread stacks).
 """
@@ -26,7 +27,7 @@ from polykern.errors import TargetError
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
-from .fallback import LLVMFallbackModule
+from .fallback import LLVMFallbackModule, PendingAsm
 
 __all__ = ["LLVM_KIND", "CPUEmitter", "build", "resolve", "register"]
 
@@ -73,8 +74,9 @@ def function_map(funcs, facts: Dict[str, Dict[str, int]], triple: str, cpu: str,
     out = {}
     for fn in funcs:
         info = FunctionInfo.from_ir(fn)
+        private = sum(at.elem.nbytes * at.size for at in fn.local_arrays.values())
         attrs = dict(info.attrs, entry=fn.name + RANGE_SUFFIX, triple=triple, cpu=cpu, features=features,
-                     item_bytes=str(facts[fn.name]["item_bytes"]))
+                     item_bytes=str(facts[fn.name]["item_bytes"]), private_bytes=str(private))
         out[fn.name] = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes, attrs)
     return out
 
@@ -83,9 +85,10 @@ def build(funcs: List, target: Target):
     triple, cpu, features, opt = resolve(target)
     tm = target_machine(triple, cpu, features, opt)
     emitter = CPUEmitter(triple, data_layout(tm)).emit(funcs)
-    compiled = compile_ir(emitter.render(), triple, cpu, features, opt, tm=tm)
+    no_lsr = triple.split("-")[0] in _X86  # measured: a third of the compile time, no speed (docs/performance.md)
+    compiled = compile_ir(emitter.render(), triple, cpu, features, opt, tm=tm, emit_asm=False, disable_lsr=no_lsr)
     fmap = function_map(funcs, emitter.kernel_facts, triple, cpu, features)
-    sources = {"asm": compiled.asm, "ll": compiled.ll}
+    sources = {"asm": PendingAsm(compiled.ll, triple, cpu, features, opt, no_lsr), "ll": compiled.ll}
     return create_with_fallback("llvm", compiled.obj, "o", fmap, sources, fallback_cls=LLVMFallbackModule)
 
 

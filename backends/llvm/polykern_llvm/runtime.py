@@ -18,23 +18,28 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import struct
+import threading
 from typing import Dict, Mapping, Optional, Set
+
+import numpy as np
 
 from polykern import registry, wire
 from polykern.codegen.llvm_target import LLVM_LOCK, ensure_initialized, host_triple, missing_host_features
 from polykern.errors import ArtifactError, DeviceError, LaunchError
-from polykern.launch import BufferArg, check_args
+from polykern.launch import BufferArg, check_args, normalize_dims
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
 from .elf import ET_REL, MACHINE_NAMES, host_machine, read_elf
-from .fallback import SOURCE_PREFERENCE
+from .fallback import SOURCE_PREFERENCE, LazyAsmSources
 from .pool import pool
 
 __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "devices"]
 
 _RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _STACK_MARGIN = 1 << 20
+MAX_GLOBAL_ID = 2 ** 31 - 1  # global_id is an i32; the codegen computes it without wrapping
 _libs_loaded = False
 
 
@@ -96,7 +101,7 @@ def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]) -> 
     return None
 
 
-class LLVMModule(DeviceModule):
+class LLVMModule(LazyAsmSources, DeviceModule):
     """A CPU module; runnable when its object is for this host (see :func:`host_problem`)."""
 
     source_preference = SOURCE_PREFERENCE
@@ -148,9 +153,34 @@ class LLVMModule(DeviceModule):
         return self._kernels.get(info.name)
 
 
+_STRUCT_CODES = {(0, 8): "b7x", (0, 16): "h6x", (0, 32): "i4x", (0, 64): "q", (1, 8): "B7x", (1, 16): "H6x",
+                 (1, 32): "I4x", (1, 64): "Q", (2, 16): "e6x", (2, 32): "f4x", (2, 64): "d", (6, 8): "?7x"}
+_INLINE_STACK_BYTES = 256 << 10
+_FLOATISH = (float, int, np.float32, np.float64)  # the launching thread runs chunks itself only below this much stack
+
+
+class _ArgPlan:
+    """How one argument of a kernel is checked and packed on the fast path."""
+
+    __slots__ = ("buffer", "dtype", "writable", "kind", "lo", "hi")
+
+    def __init__(self, a):
+        self.buffer = a.kind == "buffer"
+        self.dtype = a.dtype.numpy
+        self.writable = self.buffer and not a.readonly
+        t = a.dtype
+        self.kind = "bool" if t.is_bool else "float" if t.is_float else "int"
+        self.lo, self.hi = (t.min_value(), t.max_value()) if not t.is_bool else (0, 1)
+
+
 class CPUKernel:
-    """``kernel(*args, grid=..., block=...)``: runs on the worker pool and returns when done.
-    NumPy arrays are used in place (the CPU shares host memory: no copies)."""
+    """``kernel(*args, grid=..., block=...)``: runs on the worker pool (and the calling thread)
+    and returns when done. NumPy arrays are used in place (the CPU shares host memory: no copies).
+
+    Launch cost is kept low: the common case (NumPy arrays of exactly the declared dtype,
+    Python/NumPy scalars in range, int/tuple grid and block seen before) is checked and packed
+    into a per-thread argument block with one ``struct.pack_into``; anything else goes through
+    :func:`polykern.launch.check_args`, which raises the precise :class:`LaunchError`."""
 
     def __init__(self, module: LLVMModule, info: FunctionInfo, address: int):
         self.module = module
@@ -160,12 +190,23 @@ class CPUKernel:
         self.item_bytes = int(info.attrs.get("item_bytes", "0") or 0)
         #: Threads that ran the chunks of the latest launch (observability; tests use it).
         self.last_threads: Set[int] = set()
+        self._plans = [_ArgPlan(a) for a in info.args]
+        n = len(self._plans)
+        self._nargs = n
+        # argv cells (n pointers) then one 8-byte value cell per argument
+        self._packer = struct.Struct("<" + "".join(_STRUCT_CODES[(a.code, a.bits)] if a.kind == "scalar" else "Q"
+                                                   for a in info.args))
+        self._tls = threading.local()
+        self._dims: Dict[tuple, tuple] = {}
+        self._gid_dims = [d for d in range(3) if f"global_id.{d}" in info.launch_tags]
+        private = info.attrs.get("private_bytes")
+        self._fixed_stack = None if private is None else int(private) + info.shared_bytes
 
     @property
     def name(self) -> str:
         return self.info.name
 
-    def _check_stack(self, block3) -> None:
+    def _check_stack(self, block3) -> int:
         items = block3[0] * block3[1] * block3[2]
         need = self.item_bytes * items + self.info.shared_bytes + _STACK_MARGIN
         have = pool().stack_bytes
@@ -173,10 +214,86 @@ class CPUKernel:
             raise LaunchError(f"kernel '{self.name}': block {block3} needs about {need >> 20} MiB of stack per "
                               f"CPU worker for shared and per-work-item storage; the workers have {have >> 20} MiB "
                               "(raise POLYKERN_CPU_STACK_MB before the first launch, or use smaller blocks)")
+        return need
+
+    def _launch_shape(self, grid, block):
+        """(launch array, total groups, caller may run chunks) for a grid/block, cached."""
+        key = (grid, block)
+        try:
+            return self._dims[key]
+        except (KeyError, TypeError):  # TypeError: unhashable (a list): not cached
+            pass
+        grid3, block3 = normalize_dims("grid", grid, self.name), normalize_dims("block", block, self.name)
+        for d in self._gid_dims:
+            if grid3[d] * block3[d] > MAX_GLOBAL_ID + 1:
+                raise LaunchError(f"kernel '{self.name}': grid[{d}] * block[{d}] = {grid3[d] * block3[d]} work-items, "
+                                  f"but global_id({d}) is an i32 (at most {MAX_GLOBAL_ID + 1} work-items per dimension)")
+        need = self._check_stack(block3)
+        inline = (self._fixed_stack is not None
+                  and need - _STACK_MARGIN + self._fixed_stack <= _INLINE_STACK_BYTES)
+        shape = ((ctypes.c_int32 * 6)(*grid3, *block3), grid3[0] * grid3[1] * grid3[2], inline)
+        if isinstance(grid, (int, tuple)) and isinstance(block, (int, tuple)) and len(self._dims) < 64:
+            self._dims[key] = shape
+        return shape
+
+    def _cells(self):
+        """This thread's argument block: argv pointers, then the packed values they point at."""
+        cells = getattr(self._tls, "cells", None)
+        if cells is None:
+            n = max(self._nargs, 1)
+            cells = ctypes.create_string_buffer(16 * n)
+            base = ctypes.addressof(cells)
+            struct.pack_into(f"<{n}Q", cells, 0, *(base + 8 * (n + i) for i in range(n)))
+            self._tls.cells = cells
+        return cells
+
+    def _fast_values(self, args) -> Optional[list]:
+        """The packed values of ``args`` if every one is a common, valid case; else None."""
+        if len(args) != self._nargs:
+            return None
+        out = []
+        for plan, v in zip(self._plans, args):
+            if plan.buffer:
+                if (type(v) is not np.ndarray or v.dtype != plan.dtype or not v.dtype.isnative or v.ndim == 0
+                        or not v.flags.c_contiguous or (plan.writable and not v.flags.writeable)):
+                    return None
+                out.append(v.ctypes.data)
+            elif plan.kind == "int":
+                if type(v) is not int or not plan.lo <= v <= plan.hi:
+                    return None
+                out.append(v)
+            elif plan.kind == "float":
+                if type(v) not in _FLOATISH:
+                    return None
+                try:
+                    fv = float(v)
+                except OverflowError:  # a huge int: the slow path words the error
+                    return None
+                if abs(fv) > plan.hi and math.isfinite(fv):
+                    return None
+                out.append(fv)
+            else:
+                if type(v) is not bool:
+                    return None
+                out.append(v)
+        return out
 
     def __call__(self, *args, grid=None, block=None):
+        values = self._fast_values(args)
+        if values is None or grid is None or block is None or type(grid) is bool or type(block) is bool:
+            return self._slow_call(args, grid, block)
+        launch, total, inline = self._launch_shape(grid, block)
+        cells = self._cells()
+        n = max(self._nargs, 1)
+        try:
+            self._packer.pack_into(cells, 8 * n, *values)
+        except (struct.error, OverflowError):  # e.g. a float that rounds past the f16 range
+            return self._slow_call(args, grid, block)
+        self._run(ctypes.addressof(cells), ctypes.addressof(launch), total, inline, (args, cells, launch))
+
+    def _slow_call(self, args, grid, block):
         grid3, block3, prepared = check_args(self.info, args, grid, block)
-        self._check_stack(block3)
+        launch, total, inline = self._launch_shape(grid3, block3)
         n = len(prepared)
         argv = (ctypes.c_void_p * max(n, 1))()
         keep = []
@@ -190,15 +307,16 @@ class CPUKernel:
                 cell = ctypes.create_string_buffer(a.tobytes(), max(1, a.info.dtype.nbytes))
             keep.append(cell)
             argv[i] = ctypes.addressof(cell)
-        launch = (ctypes.c_int32 * 6)(*grid3, *block3)
-        total = math.prod(grid3)
-        fn, argp, launchp = self._fn, ctypes.addressof(argv), ctypes.addressof(launch)
+        self._run(ctypes.addressof(argv), ctypes.addressof(launch), total, inline, (prepared, keep, argv, launch))
+
+    def _run(self, argp: int, launchp: int, total: int, inline: bool, keepalive) -> None:
+        fn = self._fn
 
         def chunk(begin: int, end: int) -> None:
             fn(argp, launchp, begin, end)
 
-        self.last_threads = pool().run(chunk, total)
-        del keep
+        self.last_threads = pool().run(chunk, total, caller=inline)
+        del keepalive
 
     def __repr__(self) -> str:
         return f"<CPUKernel {self.info.signature()}>"

@@ -69,7 +69,8 @@ def test_pool_has_one_worker_per_core_and_uses_them(mod):
     assert y[0] > 900  # the loop ran (v converges to 1000)
     if pool_mod.pool().workers > 1:
         assert len(kernel.last_threads) > 1, "workgroups ran on a single thread"
-        assert threading.get_ident() not in kernel.last_threads
+        # the launching thread takes part (small stack needs), the others are pool workers
+        assert kernel.last_threads - {threading.get_ident()} <= {t.ident for t in pool_mod.pool()._threads}
 
 
 def test_worker_pool_runs_chunks_concurrently():

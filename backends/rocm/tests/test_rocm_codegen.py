@@ -19,7 +19,7 @@ from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract
 from polykern_rocm import lld
-from polykern_rocm.codegen import MCPUS
+from polykern_rocm.codegen import MCPUS, TRIPLE, AMDGPUEmitter
 from polykern_rocm.hsaco import EM_AMDGPU, ET_DYN, read_hsaco
 
 try:
@@ -33,6 +33,7 @@ ABI_VERSION = {4: 2, 5: 3, 6: 4}  # ELF EI_ABIVERSION of AMDHSA code object v4/v
 
 
 def build(funcs, target="rocm"):
+    backends.load_all()
     return registry.get("target.build.rocm")(funcs, Target(target))
 
 
@@ -82,7 +83,9 @@ def test_lowering_conventions():
     ll_text, asm = dev.sources["llvm"], dev.sources["asm"]
     assert "define amdgpu_kernel void @geometry(" in ll_text
     assert '"amdgpu-flat-work-group-size"="1,1024"' in ll_text
-    assert "addrspace(3)" in ll_text and "addrspace(5)" in ll_text  # shared and private memory
+    assert "addrspace(3)" in ll_text  # shared memory
+    emitted = AMDGPUEmitter(TRIPLE, "", 4).emit(ir_of(geometry)).render()  # before LLVM optimizes
+    assert "alloca float, i64 4, align 16, addrspace(5)" in emitted  # the private array
     assert "@llvm.amdgcn.dispatch.ptr" in ll_text  # block and grid sizes from the dispatch packet
     assert 'fence syncscope("workgroup") release' in ll_text and 'fence syncscope("workgroup") acquire' in ll_text
     assert 'syncscope("agent") monotonic' in ll_text

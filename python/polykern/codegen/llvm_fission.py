@@ -477,6 +477,7 @@ class RowGuards:
     wraps: List[N.BinOp]  # integer sums that must not wrap at either end of the row
     fast_body: List[N.Stmt]  # the statements with every guard replaced by its preferred branch
     row_dependent: bool  # the steps read local/global ids of dimensions 1 or 2
+    skip: bool = False  # where the first guard is not preferred, the work-item has nothing to do
 
 
 _ROW_UNIFORM_DIMS = (1, 2)
@@ -578,9 +579,11 @@ class _RowClassifier:
 
 
 def plan_row_guards(fn: N.Function, stmts: List[N.Stmt], uniform: Set[str] = frozenset(),
-                    remat: Optional[Dict[str, N.Expr]] = None, counts: Optional[Dict[str, int]] = None
-                    ) -> Optional[RowGuards]:
-    """The range-splitting plan of a work-item body (a region), or None if it has no guard."""
+                    remat: Optional[Dict[str, N.Expr]] = None, counts: Optional[Dict[str, int]] = None,
+                    keep: Set[str] = frozenset(), can_return: bool = True) -> Optional[RowGuards]:
+    """The range-splitting plan of a work-item body (a region), or None if it has no guard.
+    ``keep``: locals whose value outlives the region (per-work-item storage); ``can_return``:
+    whether ``return`` only ends the work-item (no state to record)."""
     counts = assign_counts(fn) if counts is None else counts
     aliases = dict(remat or {})
     rc = _RowClassifier(fn, aliases, set(uniform))
@@ -606,7 +609,22 @@ def plan_row_guards(fn: N.Function, stmts: List[N.Stmt], uniform: Set[str] = fro
         break
     if not guards:
         return None
-    return RowGuards(aliases, guards, steps, list(rc.wraps), fast, any(_reads_row(e, aliases) for e in steps))
+    return RowGuards(aliases, guards, steps, list(rc.wraps), fast, any(_reads_row(e, aliases) for e in steps),
+                     _skippable(stmts, guards[0][0], keep, can_return))
+
+
+def _skippable(stmts: List[N.Stmt], first_guard: N.Expr, keep: Set[str], can_return: bool) -> bool:
+    """Whether a work-item for which the first guard is not preferred does nothing observable:
+    only pure assignments to region-local variables precede that guard, and the guard is either
+    ``if c: return`` (when returning records nothing) or ``if c: ...`` with nothing after it."""
+    for k, s in enumerate(stmts):
+        if isinstance(s, N.If) and s.cond is first_guard:
+            if len(s.then) == 1 and isinstance(s.then[0], N.Return):
+                return can_return and not s.orelse
+            return not s.orelse and k == len(stmts) - 1
+        if not (isinstance(s, N.Assign) and s.name not in keep):
+            return False
+    return False
 
 
 def _reads_row(e: N.Expr, aliases: Dict[str, N.Expr]) -> bool:
@@ -616,3 +634,4 @@ def _reads_row(e: N.Expr, aliases: Dict[str, N.Expr]) -> bool:
         if isinstance(x, N.Var) and x.name in aliases and _reads_row(aliases[x.name], aliases):
             return True
     return False
+

@@ -22,7 +22,7 @@ from typing import Optional
 from ..errors import CompileError, TargetError
 
 __all__ = ["LLVM_LOCK", "ensure_initialized", "host_triple", "host_cpu", "host_features",
-           "normalize_triple", "target_machine", "data_layout", "compile_ir", "CompiledObject",
+           "normalize_triple", "target_machine", "data_layout", "compile_ir", "assemble_ll", "CompiledObject",
            "MODULE_NAME"]
 
 #: One lock for everything that touches LLVM global state (target registry, contexts, MCJIT).
@@ -123,9 +123,49 @@ def _clean_ll(text: str) -> str:
     return _SOURCE_FILENAME_RE.sub(f'source_filename = "{MODULE_NAME}"', text)
 
 
+class _CodegenOptions:
+    """LLVM command-line options for one code generation, set and reset under ``LLVM_LOCK``
+    (they are process-global). ``disable_lsr``: skip Loop Strength Reduction, which costs a
+    third of the CPU backend's compile time on its work-item loops and does not make them faster
+    on x86-64 (docs/performance.md); other LLVM users in the process see the default."""
+
+    def __init__(self, disable_lsr: bool):
+        self.disable_lsr = disable_lsr
+
+    def __enter__(self):
+        if self.disable_lsr:
+            import llvmlite.binding as llvm
+
+            llvm.set_option("polykern", "-disable-lsr=true")
+
+    def __exit__(self, *exc):
+        if self.disable_lsr:
+            import llvmlite.binding as llvm
+
+            llvm.set_option("polykern", "-disable-lsr=false")
+
+
+def assemble_ll(ll_text: str, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
+                reloc: str = "pic", codemodel: str = "default", disable_lsr: bool = False) -> str:
+    """The assembly listing of already optimized IR (``CompiledObject.ll``) for the target it was
+    compiled for: the same text :func:`compile_ir` emits with ``emit_asm=True``."""
+    import llvmlite.binding as llvm
+
+    tm = target_machine(triple, cpu, features, opt, reloc, codemodel)
+    with LLVM_LOCK:
+        ctx = llvm.create_context()
+        mod = llvm.parse_assembly(ll_text, context=ctx)
+        mod.name = MODULE_NAME
+        with _CodegenOptions(disable_lsr):
+            try:
+                return _clean_asm(tm.emit_assembly(mod))
+            except RuntimeError as e:
+                raise CompileError(f"LLVM failed to emit assembly for {triple}", log=str(e)) from None
+
+
 def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
                reloc: str = "pic", codemodel: str = "default", emit_object: bool = True,
-               emit_asm: bool = True, tm=None) -> CompiledObject:
+               emit_asm: bool = True, tm=None, disable_lsr: bool = False) -> CompiledObject:
     """Parse, verify, optimize and emit ``ir_text`` (LLVM IR text, or an ``llvmlite.ir.Module``)
     for ``triple``/``cpu``/``features``."""
     import llvmlite.binding as llvm
@@ -156,8 +196,9 @@ def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", o
         # Code generation rewrites the module in place (e.g. AMDGPU control-flow annotation), so
         # each emission gets its own copy of the optimized module.
         try:
-            obj = tm.emit_object(mod.clone()) if emit_object else b""
-            asm = tm.emit_assembly(mod.clone()) if emit_asm else ""
+            with _CodegenOptions(disable_lsr):
+                obj = tm.emit_object(mod.clone()) if emit_object else b""
+                asm = tm.emit_assembly(mod.clone()) if emit_asm else ""
         except RuntimeError as e:
             raise CompileError(f"LLVM failed to emit code for {triple}", log=str(e)) from None
         return CompiledObject(bytes(obj), _clean_asm(asm), ll_text)

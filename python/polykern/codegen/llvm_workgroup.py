@@ -86,6 +86,8 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
 
     SHARED_ALIGN = 64
     ROW_FAST_PATH = True
+    SPLIT_ALL_REGIONS = False
+    VECTORIZE_REGIONS = True
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -116,6 +118,9 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         ab = self.abuilder
         dims = [ab.load(ab.gep(launch, [_c64(i)], inbounds=True, source_etype=I32), typ=I32, name=n)
                 for i, n in enumerate(("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"))]
+        in_range = self.module.add_metadata([ll.Constant(I32, 1), ll.Constant(I32, -(1 << 31))])
+        for d in dims:  # launch dimensions are 1 .. 2**31 - 1
+            d.set_metadata("range", in_range)
         self.grid32, self.block32 = dims[:3], dims[3:]
         self.grid64 = [ab.zext(d, I64) for d in self.grid32]
         self.block64 = [ab.zext(d, I64) for d in self.block32]
@@ -329,7 +334,8 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         rg = None
         if self.ROW_FAST_PATH:
             rg = (plan_row_guards(self.fn, stmts) if plan is None else
-                  plan_row_guards(self.fn, stmts, plan.uniform_vars, plan.remat, plan.counts))
+                  plan_row_guards(self.fn, stmts, plan.uniform_vars, plan.remat, plan.counts,
+                                  plan.per_item_vars, self.state is None))
 
         def run(body_stmts):
             def body(_):
@@ -339,6 +345,8 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
                     self.builder.branch(self.item_latch)
             return body
 
+        if rg is not None and plan is not None and not rg.skip and not self.SPLIT_ALL_REGIONS:
+            rg = None  # in a barrier region, split only to skip idle work-items (compile time)
         if rg is None:
             self.item_loop(run(stmts))
             return
@@ -416,12 +424,24 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         nxt = bx
         for t in ts:
             nxt = b.select(b.and_(b.icmp_unsigned(">", t, cur), b.icmp_unsigned("<", t, nxt)), t, nxt)
+        values = self._at(cur, ids, rg, [c for c, _ in rg.guards])
+        preferred = [v if prefer else b.not_(v) for v, (_, prefer) in zip(values, rg.guards)]
         hold = ok
-        for v, (_, prefer) in zip(self._at(cur, ids, rg, [c for c, _ in rg.guards]), rg.guards):
-            hold = b.and_(hold, v if prefer else b.not_(v))
-        fast_bb, slow_bb, latch = self.new_block("piece.fast"), self.new_block("piece.general"), self.new_block("piece.next")
+        for v in preferred:
+            hold = b.and_(hold, v)
+        fast_bb, latch = self.new_block("piece.fast"), self.new_block("piece.next")
+        # Without integer sums to check, one skippable guard leaves nothing for the general body.
+        need_general = len(rg.guards) > 1 or rg.wraps or not rg.skip
+        slow_bb = self.new_block("piece.general") if need_general else latch
+        if rg.skip:  # the first guard is not preferred (and nothing wraps): nothing to do
+            test_bb = self.new_block("piece.test")
+            b.cbranch(b.or_(preferred[0], b.not_(ok)), test_bb, latch)
+            b.position_at_end(test_bb)
         b.cbranch(hold, fast_bb, slow_bb)
-        for bb, run, cold in ((fast_bb, fast, False), (slow_bb, general, True)):
+        for bb, run, cold in ((fast_bb, fast, self.plan is not None and not self.VECTORIZE_REGIONS),
+                              (slow_bb, general, True)):
+            if bb is latch:
+                continue
             b.position_at_end(bb)
             self.x_loop(base, ids, run, True, cold, cur, nxt)
             b.branch(latch)

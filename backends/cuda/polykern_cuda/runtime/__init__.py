@@ -23,7 +23,7 @@ import warnings
 with warnings.catch_warnings(record=True) as _warned:
     warnings.simplefilter("always")
     try:
-        import pycuda.driver  # noqa: F401
+        import pycuda.driver  # noqa: F401  (the import is the probe)
     except Exception as e:  # ImportError (not installed, libcuda.so.1 missing, symbol mismatch), OSError...
         _why = str(e) if isinstance(e, ImportError) else f"{type(e).__name__}: {e}"
         _notes = "; ".join(str(w.message) for w in _warned)

@@ -13,7 +13,7 @@ Must run inside ``device.scope()``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 import numpy as np
 import pycuda.driver as drv
