@@ -25,6 +25,7 @@ is refused: every kernel the frontend accepts compiles for nvptx.
 """
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import lru_cache
 from math import factorial
@@ -33,7 +34,8 @@ from typing import Dict, List, Tuple
 import numpy as np
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I1, I32, I64, VOID, LLVMKernelEmitter, value_type
+from polykern.codegen.c_names import ascii_ident
+from polykern.codegen.llvm_base import I1, I32, I64, VOID, LLVMKernelEmitter, mem_type, value_type
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
 from polykern.ir.types import ScalarType, f32, f64
@@ -44,6 +46,8 @@ TRIPLE = "nvptx64-nvidia-cuda"
 _MIN_PTX = {"sm_88": 90, "sm_90a": 80, "sm_100": 86, "sm_100a": 86, "sm_103": 88, "sm_103a": 88,
             "sm_110": 90, "sm_110a": 90, "sm_120": 87, "sm_120a": 87, "sm_121": 88, "sm_121a": 88}
 BASE_PTX = 78
+_PTX_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+")
+_PTX_PREDEFINED = frozenset({"WARP_SZ"})
 _SREG = {"local_id": "tid", "group_id": "ctaid", "local_size": "ntid", "num_groups": "nctaid"}
 TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow")
 
@@ -543,11 +547,37 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
     EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
     SCOPES = {1: "device", 3: "block"}
 
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.symbols: Dict[str, str] = {}  # kernel name -> PTX .entry name
+
+    def kernel_symbol(self, fn: N.Function) -> str:
+        """An ASCII PTX identifier (LLVM aborts on others; Python allows Unicode kernel names),
+        unique in the module and not PTX's predefined ``WARP_SZ``."""
+        sym = ascii_ident(fn.name)
+        if not _PTX_IDENT.fullmatch(sym) or sym in _PTX_PREDEFINED:
+            sym = "k_" + sym
+        while sym in self.symbols.values():
+            sym += "_"
+        self.symbols[fn.name] = sym
+        return sym
+
     def declare_kernel(self, fn: N.Function) -> ll.Function:
         llfn = super().declare_kernel(fn)
         llfn.calling_convention = "ptx_kernel"
         llfn.attributes.add("nounwind")
         return llfn
+
+    def alloc_shared(self, name: str, at):
+        """A shared array: an addrspace(3) global with an ASCII name (it becomes a PTX symbol)."""
+        ty = ll.ArrayType(mem_type(at.elem), at.size)
+        gname = self.module.get_unique_name(f"{self.symbols[self.fn.name]}.{ascii_ident(name)}")
+        gv = ll.GlobalVariable(self.module, ty, name=gname, addrspace=self.SHARED_AS)
+        gv.linkage = "internal"
+        gv.initializer = ll.Constant(ty, ll.Undefined)
+        gv.align = self.ARRAY_ALIGN
+        zero = ll.Constant(I32, 0)
+        return gv.gep([zero, zero])
 
     def read_special_reg(self, kind: str, dim: int) -> ll.Value:
         key = (kind, dim)
@@ -564,6 +594,8 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
         self.call_intrinsic("llvm.nvvm.barrier0", VOID, [])
 
     def atomic(self, op, ptr, st, value, compare=None):
+        # llvmlite prints the ordering verbatim after the operands, where LLVM's syntax puts
+        # [syncscope("...")] <ordering>, so the scope rides along with the base's ordering.
         scope = self.SCOPES.get(ptr.type.addrspace)
         self.ATOMIC_ORDERING = f'syncscope("{scope}") monotonic' if scope else "monotonic"
         try:
@@ -582,7 +614,7 @@ def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:
     emitter = NVPTXEmitter(TRIPLE, data_layout(tm)).emit(funcs)
     compiled = compile_ir(emitter.render(), TRIPLE, arch, features, 3, emit_object=False, tm=tm)
     ptx = compiled.asm
-    fmap = function_map(funcs, {fn.name: fn.name for fn in funcs}, arch)
+    fmap = function_map(funcs, emitter.symbols, arch)
     return ptx.encode("utf-8"), "ptx", fmap, {"ptx": ptx, "llvm": compiled.ll}
 
 

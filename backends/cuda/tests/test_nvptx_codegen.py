@@ -151,3 +151,39 @@ def test_root_module_maps_nvptx_to_cuda():
     root = pk.build([corner], targets=["nvptx"])
     assert root.on("nvptx") is root.on("cuda")
     assert root.targets == ["nvptx"]
+
+
+@pk.kernel
+def sαxpy(n: i32, x: Buffer[f32]):
+    β = pk.shared(f32, 32)
+    β[pk.local_id(0)] = x[pk.global_id(0)]
+    pk.barrier()
+    x[pk.global_id(0)] = β[31 - pk.local_id(0)]
+
+
+@pk.kernel
+def su03b1xpy(n: i32, x: Buffer[f32]):  # what sαxpy's name becomes in ASCII
+    x[pk.global_id(0)] = 2.0
+
+
+@pk.kernel
+def WARP_SZ(x: Buffer[f32]):  # a PTX predefined identifier
+    x[0] = 1.0
+
+
+@pk.kernel
+def _(x: Buffer[f32]):  # not a PTX identifier on its own
+    x[0] = 1.0
+
+
+def test_entry_names_are_ptx_identifiers(tmp_path):
+    """Python allows kernel names PTX does not (LLVM would abort on them): entries are ASCII,
+    unique and recorded in FunctionInfo.attrs["entry"]."""
+    dev = build(ir_of(sαxpy, su03b1xpy, WARP_SZ, _))
+    entries = {k: v.attrs["entry"] for k, v in dev.functions.items()}
+    assert entries == {"sαxpy": "su03b1xpy", "su03b1xpy": "su03b1xpy_", "WARP_SZ": "k_WARP_SZ", "_": "k__"}
+    for e in entries.values():
+        assert f".visible .entry {e}(" in dev.sources["ptx"]
+    assert dev.sources["ptx"].isascii()
+    if PTXAS:
+        ptxas(dev.sources["ptx"], "sm_90", tmp_path)

@@ -134,6 +134,8 @@ class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
         b.fence("acquire", "workgroup")
 
     def atomic(self, op, ptr, st, value, compare=None):
+        # llvmlite prints the ordering verbatim after the operands, where LLVM's syntax puts
+        # [syncscope("...")] <ordering>, so the scope rides along with the base's ordering.
         scope = self.SCOPES.get(ptr.type.addrspace)
         self.ATOMIC_ORDERING = f'syncscope("{scope}") monotonic' if scope else "monotonic"
         try:

@@ -18,6 +18,7 @@ hook                           what a backend decides
 ``emit_barrier``               workgroup barrier (``llvm.nvvm.barrier0``, ``s_barrier``, ...)
 ``emit_return``                early return (``ret void`` on a GPU)
 ``alloc_shared/alloc_local``   where shared and private arrays live
+``mark_access``                metadata on element loads/stores (CPU: parallel access groups)
 ``math_call``                  math functions: LLVM intrinsics by default, or libdevice/ocml
 ``ATOMIC_ORDERING``            ordering of atomicrmw/cmpxchg (relaxed, as on GPUs)
 ``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
@@ -253,6 +254,10 @@ class LLVMKernelEmitter:
     def emit_barrier(self) -> None:
         raise CompileError(f"{type(self).__name__} does not implement barrier()")
 
+    def mark_access(self, instr, base: str) -> None:
+        """Called with every load/store of a buffer or array element (``base`` names it), e.g. to
+        attach alias or access-group metadata. Default: nothing."""
+
     def emit_return(self) -> None:
         self.builder.ret_void()
 
@@ -357,7 +362,7 @@ class LLVMKernelEmitter:
 
     def stmt_Store(self, s: N.Store) -> None:
         ptr, st = self.element_ptr(s.base, s.index)
-        self.builder.store(self.to_mem(self.expr(s.value), st), ptr)
+        self.mark_access(self.builder.store(self.to_mem(self.expr(s.value), st), ptr), s.base.name)
 
     def stmt_ExprStmt(self, s: N.ExprStmt) -> None:
         self.expr(s.expr)
@@ -498,7 +503,9 @@ class LLVMKernelEmitter:
 
     def expr_Load(self, e: N.Load) -> ll.Value:
         ptr, st = self.element_ptr(e.base, e.index)
-        return self.from_mem(self.builder.load(ptr, typ=mem_type(st)), st)
+        v = self.builder.load(ptr, typ=mem_type(st))
+        self.mark_access(v, e.base.name)
+        return self.from_mem(v, st)
 
     def expr_Select(self, e: N.Select) -> ll.Value:
         return self.builder.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))

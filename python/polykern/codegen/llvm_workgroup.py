@@ -54,6 +54,8 @@ RANGE_SUFFIX = "__range"
 PTR = ll.PointerType()
 _NOWRAP = ("nsw", "nuw")
 _COLD_LOOP_MD = re.compile(r'^(!\d+) = !\{ ?!"polykern\.cold_loop\.\d+" ?\}$', re.M)
+_ACCESS_GROUP_MD = re.compile(r'^(!\d+) = !\{ ?!"polykern\.access_group\.\d+" ?\}$', re.M)
+_PARALLEL_LOOP_MD = re.compile(r'^(!\d+) = !\{ ?!"polykern\.parallel_loop\.\d+", (!\d+) ?\}$', re.M)
 # Loops that only do bookkeeping or handle the edges of a launch: vectorizing and unrolling them
 # costs compile time and code size for no speed.
 _COLD_LOOP_HINTS = '!{!"llvm.loop.vectorize.enable", i1 false}, !{!"llvm.loop.unroll.disable"}'
@@ -102,6 +104,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         self.lid: List[ll.Value] = []
         self.gid: List[ll.Value] = []
         self.row_ids: List[ll.Value] = []
+        self._access_group = None
 
     # ------------------------------------------------------------------ entry point
     def emit_function(self, fn: N.Function) -> ll.Function:
@@ -224,12 +227,36 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
 
     # ------------------------------------------------------------------ loops
     def render(self) -> str:
-        return _COLD_LOOP_MD.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, {_COLD_LOOP_HINTS}}}",
+        text = _COLD_LOOP_MD.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, {_COLD_LOOP_HINTS}}}",
                                  super().render())
+        text = _ACCESS_GROUP_MD.sub(lambda m: f"{m.group(1)} = distinct !{{}}", text)
+        return _PARALLEL_LOOP_MD.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, "
+                                               f"!{{!\"llvm.loop.parallel_accesses\", {m.group(2)}}}}}", text)
 
-    def counted_loop(self, lo, hi, name: str, body: Callable[[ll.Value, ll.Block], None], cold: bool = False) -> None:
+    def _new_md(self, what: str, *operands):
+        self._md_count = getattr(self, "_md_count", 0) + 1
+        return self.module.add_metadata([ll.MetaDataString(self.module, f"polykern.{what}.{self._md_count}"),
+                                         *operands])
+
+    def mark_access(self, instr, base: str) -> None:
+        """Work-items of one loop are independent (SIMT: without a barrier or an atomic, one
+        work-item never observes another's accesses in an ordered way), so element accesses of
+        buffers, shared arrays and per-work-item arrays join the loop's parallel access group: no
+        runtime alias checks, vectorization without dependence analysis. Not: private arrays
+        that all work-items of the loop reuse one after another."""
+        group = getattr(self, "_access_group", None)
+        if group is None:
+            return
+        arr = self.arrays.get(base)
+        if arr is not None and not arr.per_item and self.fn.arrays[base].scope != "shared":
+            return
+        instr.set_metadata("llvm.access.group", group)
+
+    def counted_loop(self, lo, hi, name: str, body: Callable[[ll.Value, ll.Block], None], cold: bool = False,
+                     parallel=None) -> None:
         """``for (i = lo; i < hi; i++) body(i, latch)`` on i64; ``body`` may branch to ``latch``.
-        A ``cold`` loop is not vectorized or unrolled."""
+        A ``cold`` loop is not vectorized or unrolled; ``parallel``: the access group whose
+        accesses the loop's iterations never order (see :meth:`mark_access`)."""
         b = self.builder
         pre = b.block
         head, blk, latch, done = (self.new_block(f"{name}.{s}") for s in ("head", "body", "latch", "end"))
@@ -246,9 +273,9 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         nxt = b.add(i, _c64(1), flags=_NOWRAP)  # i < hi: cannot wrap
         br = b.branch(head)
         if cold:
-            self._cold_loops = getattr(self, "_cold_loops", 0) + 1
-            br.set_metadata("llvm.loop", self.module.add_metadata(
-                [ll.MetaDataString(self.module, f"polykern.cold_loop.{self._cold_loops}")]))
+            br.set_metadata("llvm.loop", self._new_md("cold_loop"))
+        elif parallel is not None:
+            br.set_metadata("llvm.loop", self._new_md("parallel_loop", parallel))
         i.add_incoming(nxt, latch)
         b.position_at_end(done)
 
@@ -297,7 +324,13 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
                     self.slots[name].store(self, self.expr(e))
             body(t)
 
-        self.counted_loop(_c64(0) if lo is None else lo, self.block64[0] if hi is None else hi, "lx", xloop, cold)
+        group = None if cold else self._new_md("access_group")
+        self._access_group = group
+        try:
+            self.counted_loop(_c64(0) if lo is None else lo, self.block64[0] if hi is None else hi, "lx", xloop,
+                              cold, group)
+        finally:
+            self._access_group = None
         self.item, self.item_latch, self.lid = None, None, []
 
     def item_loop(self, body: Callable[[ll.Value], None], running_only: bool = True, cold: bool = False) -> None:
