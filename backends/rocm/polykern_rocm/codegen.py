@@ -19,7 +19,7 @@ dispatch packet (``llvm.amdgcn.dispatch.ptr``; its grid size counts work-items, 
 the rounded-up quotient); ``barrier()`` = workgroup release fence, ``s_barrier``, acquire fence;
 relaxed atomics with ``syncscope("agent")`` (global) or ``("workgroup")`` (shared). Math: f32/f16
 ``exp exp2 log log2`` are LLVM intrinsics (the AMDGPU backend's full-precision lowering); ``sin cos
-tanh pow`` and every f64 transcendental come from :mod:`polykern_rocm.devmath` (no device library
+tanh pow`` and every f64 transcendental come from :mod:`polykern.codegen.llvm_devmath` (no device library
 is linked). Nothing is refused: every kernel the frontend accepts compiles for rocm.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from polykern.ir.types import ScalarType
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
-from .devmath import PortableMath
+from polykern.codegen.llvm_devmath import PortableMath
 from .fallback import ROCmFallbackModule
 from .hsaco import check_hsaco
 from .lld import link_hsaco

@@ -1,9 +1,7 @@
-"""The rocm math: ``polykern_rocm.devmath`` is the nvptx target's ``PortableMath`` (kept as a copy
-because codegen packages must not depend on each other), so this checks that the copies agree and
-runs the expansion on the CPU through the CPU backend for the conformance math cases. Which
+"""The rocm math is the shared ``polykern.codegen.llvm_devmath.PortableMath`` (also used by nvptx):
+this runs the expansion on the CPU through the CPU backend for the conformance math cases. Which
 functions stay LLVM intrinsics for the AMDGPU backend is checked on the emitted IR."""
 import copy
-import importlib.util
 import pathlib
 import sys
 
@@ -16,27 +14,13 @@ from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes
 from polykern.target import Target
-from polykern_rocm import devmath
+from polykern.codegen import llvm_devmath as devmath
 
 try:
     from conformance import ALL_CASES
 except ImportError:  # plain pytest: the suite lives in the repository's tests/
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests"))
     from conformance import ALL_CASES
-
-MARK = "# ---------------------------------------------------------------- constants, derived here"
-
-
-def test_devmath_is_the_nvptx_portable_math():
-    spec = importlib.util.find_spec("polykern_cuda.nvptx")
-    if spec is None:
-        pytest.skip("polykern_cuda is not importable here: nothing to compare with")
-    cuda_src = pathlib.Path(spec.origin).read_text()
-    rocm_src = pathlib.Path(devmath.__file__).read_text()
-    ours = rocm_src[rocm_src.index(MARK):].rstrip()
-    theirs = cuda_src[cuda_src.index(MARK):cuda_src.index("class NVPTXEmitter")].rstrip()
-    assert ours == theirs, "polykern_rocm/devmath.py drifted from PortableMath in polykern_cuda/nvptx.py"
-
 
 @pytest.mark.parametrize("name", ["math_f32", "math_f64"])
 def test_conformance_math_on_cpu(name):

@@ -3,14 +3,10 @@
 :class:`PortableMath` is a mixin for :class:`polykern.codegen.llvm_base.LLVMKernelEmitter` that
 expands ``exp exp2 log log2 sin cos tanh pow`` in f32 and f64 (f16 through f32) into fma, rint,
 division, integer and bit operations and a constant table of 2/pi, so the same expansion runs on
-every LLVM target and is checked on the CPU (``tests/test_rocm_math.py``): within 2 ulp of the
+every LLVM target and is checked on the CPU (``backends/rocm/tests/test_rocm_math.py``): within 2 ulp of the
 correctly rounded result, huge ``sin``/``cos`` arguments included. The ROCm emitter keeps LLVM's
 intrinsics for f16/f32 ``exp exp2 log log2``, which the AMDGPU backend lowers to the hardware
-instructions with full-precision range handling.
-
-This is the same code as ``PortableMath`` in ``polykern_cuda/nvptx.py`` (the CUDA and ROCm codegen
-packages must not depend on each other); ``tests/test_rocm_math.py`` checks that both emit the same
-IR. It belongs in ``polykern/codegen`` once that package's owner takes it.
+instructions with full-precision range handling. Used by the nvptx and rocm code generators.
 """
 from __future__ import annotations
 
