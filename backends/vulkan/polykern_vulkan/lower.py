@@ -643,7 +643,11 @@ class KernelLowering:
             zero = 0.0 if dst.is_float else 0
             return f.val(Op.Select, self.ty(dst), v, self.const(dst, one), self.const(dst, zero))
         if src.is_float and dst.is_float:
-            return f.val(Op.FConvert, self.ty(dst), v)
+            # NoContraction makes the conversion "exact" for drivers' optimizers: Mesa otherwise folds
+            # f32 -> f16 -> f32 into a no-op and the value never rounds to half precision.
+            out = f.val(Op.FConvert, self.ty(dst), v)
+            self.m.decorate(out, "NoContraction")
+            return out
         if src.is_float:
             if dst.is_signed:
                 return f.val(Op.ConvertFToS, self.ty(dst), v)

@@ -137,7 +137,7 @@ EXECUTION_MODEL = _enum(GLCompute=5)
 EXECUTION_MODE = _enum(LocalSize=17)
 STORAGE_CLASS = _enum(Input=1, Workgroup=4, Function=7, PushConstant=9, StorageBuffer=12)
 DECORATION = _enum(SpecId=1, Block=2, ArrayStride=6, BuiltIn=11, NonWritable=24, Binding=33,
-                   DescriptorSet=34, Offset=35)
+                   DescriptorSet=34, Offset=35, NoContraction=42)
 BUILTIN = _enum(NumWorkgroups=24, WorkgroupSize=25, WorkgroupId=26, LocalInvocationId=27,
                 GlobalInvocationId=28)
 
