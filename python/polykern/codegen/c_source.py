@@ -12,7 +12,9 @@ Semantics carried over from ``polykern.ir.nodes`` (and how C is made to honour t
   ``floor(a / b)`` (the frontend already emits that as a Call), float ``mod`` is ``fmod``;
 - arithmetic on 8/16-bit integers is computed in ``int`` (C promotion) and cast back, so it wraps at
   the type's width; ``u16 * u16`` goes through ``unsigned int`` (no signed overflow); left shifts of
-  signed values go through the unsigned type (a negative left operand is UB in C);
+  signed values go through the unsigned type (a negative left operand is UB in C); signed 32/64-bit
+  ``+ - *`` are computed in the unsigned type and converted back, so they wrap instead of being
+  undefined behaviour that an optimizer may exploit;
 - ``land``/``lor`` print as ``&&``/``||``, which short-circuit exactly as the IR requires;
 - ``For`` prints as a C ``for`` whose condition re-evaluates ``stop`` like the IR's ``while``;
 - f16 is either native (MSL ``half``) or *storage-only* (CUDA, OpenCL): values live in ``float``
@@ -20,6 +22,8 @@ Semantics carried over from ``polykern.ir.nodes`` (and how C is made to honour t
   (``pk_f16``). f32 has enough precision that this equals correctly rounded half arithmetic.
 """
 from __future__ import annotations
+
+import re
 
 import math
 from dataclasses import dataclass
@@ -29,7 +33,7 @@ import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64
+from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, u32, u64
 from .c_names import NameTable, kernel_symbol
 
 __all__ = ["Code", "CDialect", "TranslationUnit", "KernelEmitter", "emit_source", "space_of",
@@ -62,6 +66,8 @@ class Code:
     unrounded: Optional[str] = None
     #: storage-only f16: the 16-bit storage expression this value was loaded from (copies skip converting)
     bits: Optional[str] = None
+    #: wrapping signed arithmetic: the same value as an unsigned expression (nested ops reuse it)
+    wrapped: Optional["Code"] = None
 
     def at(self, prec: int) -> str:
         """The text, parenthesized unless it binds at least as tightly as ``prec``."""
@@ -562,6 +568,12 @@ class KernelEmitter:
         if t.is_int and op == "shl" and (t.is_signed or t.bits < 32):
             ut = d.TYPE_NAMES["u32"] if t.bits < 32 else d.unsigned_of(t)
             return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} << {b.at(SHIFT - 1)})", UNARY)
+        if t.is_int and t.is_signed and t.bits >= 32 and op in ("add", "sub", "mul"):
+            # The IR's integers wrap; C's signed overflow is undefined (and optimizers exploit it),
+            # so signed int/long arithmetic is done in the unsigned type and converted back.
+            ua, ub = self.unsigned_operand(a, t), self.unsigned_operand(b, t)
+            inner = Code(f"{self.operand(ua, prec, False)} {BIN_TOKEN[op]} {self.operand(ub, prec, True)}", prec)
+            return Code(f"({d.type_name(t)})({inner.text})", UNARY, wrapped=inner)
         if t.is_int and t.bits < 32 and op == "mul" and not t.is_signed and t.bits == 16:
             ut = d.TYPE_NAMES["u32"]
             return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} * ({ut}){b.at(UNARY)})", UNARY)
@@ -571,6 +583,16 @@ class KernelEmitter:
         if t == f16 and not d.half_native and op in ir.BINOPS_ARITH:
             return d.round_half(self.unit, Code(text, prec))
         return Code(text, prec)
+
+    def unsigned_operand(self, c: Code, t: ScalarType) -> Code:
+        """``c`` (of signed type ``t``) as an expression of the unsigned type of the same width."""
+        if c.wrapped is not None:
+            return c.wrapped
+        ut = u64 if t.bits == 64 else u32
+        literal = re.fullmatch(r"(-?\d+)(ll)?", c.text)
+        if literal:
+            return self.d.int_literal(int(literal.group(1)) % (1 << t.bits), ut)
+        return Code(f"({self.d.unsigned_of(t)}){c.at(UNARY)}", UNARY)
 
     @staticmethod
     def operand(c: Code, prec: int, right: bool) -> str:

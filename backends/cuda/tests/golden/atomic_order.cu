@@ -10,14 +10,14 @@ extern "C" __global__ void atomic_order(int* x, int* out) {
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     pk_e0 = x[0];
     pk_e1 = atomicAdd(&x[0], 1);
-    out[i] = pk_e0 + pk_e1 * 10 + x[0] * 100;
+    out[i] = (int)((unsigned int)pk_e0 + (unsigned int)pk_e1 * 10u + (unsigned int)x[0] * 100u);
     pk_e2 = x[1];
     if (pk_e2 == atomicExch(&x[1], i) || (x[2] > 0 && atomicAdd(&x[2], 1) > 0)) {
-        out[i] = out[i] + 1;
+        out[i] = (int)((unsigned int)out[i] + 1u);
     } else {
         pk_e3 = atomicMax(&x[3], i);
         if (pk_e3 < x[3]) {
-            out[i] = out[i] - 1;
+            out[i] = (int)((unsigned int)out[i] - 1u);
         }
     }
 }

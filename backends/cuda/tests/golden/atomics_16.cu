@@ -81,8 +81,8 @@ extern "C" __global__ void atomics_16(unsigned short* h, short* s, unsigned shor
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     pk_e0 = pk_atomic_add_f16(&h[0], v);
     pk_e1 = pk_atomic_max_f16(&h[1], v);
-    h[i + 8] = pk_f2h(pk_f16(pk_e0 + pk_e1) + pk_atomic_cas_f16(&h[2], 0.0f, v));
+    h[(int)((unsigned int)i + 8u)] = pk_f2h(pk_f16(pk_e0 + pk_e1) + pk_atomic_cas_f16(&h[2], 0.0f, v));
     pk_e2 = pk_atomic_add_i16(&s[0], (short)1);
     pk_e3 = pk_atomic_min_i16(&s[1], (short)i);
-    s[i + 8] = (short)((short)(pk_e2 + pk_e3) + pk_atomic_xchg_i16(&s[2], (short)i));
+    s[(int)((unsigned int)i + 8u)] = (short)((short)(pk_e2 + pk_e3) + pk_atomic_xchg_i16(&s[2], (short)i));
 }

@@ -14,8 +14,8 @@ extern "C" __global__ void atomics_64(long long* a, unsigned long long* b) {
     pk_e1 = atomicMin(&a[1], (long long)i);
     pk_e2 = atomicMax(&a[2], (long long)i);
     pk_e3 = (long long)atomicExch((unsigned long long*)&a[3], (unsigned long long)(long long)i);
-    a[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + (long long)atomicCAS((unsigned long long*)&a[4], (unsigned long long)0ll, (unsigned long long)(long long)i);
+    a[(int)((unsigned int)i + 8u)] = (long long)((unsigned long long)pk_e0 + (unsigned long long)pk_e1 + (unsigned long long)pk_e2 + (unsigned long long)pk_e3 + (unsigned long long)(long long)atomicCAS((unsigned long long*)&a[4], (unsigned long long)0ll, (unsigned long long)(long long)i));
     pk_e4 = atomicAdd(&b[0], (unsigned long long)i);
     pk_e5 = atomicMax(&b[1], (unsigned long long)i);
-    b[i + 8] = pk_e4 + pk_e5 + atomicCAS(&b[2], 0ull, (unsigned long long)i);
+    b[(int)((unsigned int)i + 8u)] = pk_e4 + pk_e5 + atomicCAS(&b[2], 0ull, (unsigned long long)i);
 }

@@ -43,5 +43,5 @@ extern "C" __global__ void atomics_f32(float* x, float v) {
     atomicExch(&acc[2], old);
     pk_atomic_cas_f32(&acc[3], 1.0f, old);
     __syncthreads();
-    x[i + 8] = acc[i % 4];
+    x[(int)((unsigned int)i + 8u)] = acc[i % 4];
 }

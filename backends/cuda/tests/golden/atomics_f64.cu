@@ -47,5 +47,5 @@ extern "C" __global__ void atomics_f64(double* x, double v) {
     pk_e1 = pk_atomic_min_f64(&x[1], v);
     pk_e2 = pk_atomic_max_f64(&x[2], v);
     pk_e3 = pk_atomic_xchg_f64(&x[3], v);
-    x[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + pk_atomic_cas_f64(&x[4], 0.0, v);
+    x[(int)((unsigned int)i + 8u)] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + pk_atomic_cas_f64(&x[4], 0.0, v);
 }

@@ -15,8 +15,8 @@ extern "C" __global__ void atomics_i32(int* a, unsigned int* b) {
     old = atomicAdd(&a[0], 1);
     pk_e0 = atomicMin(&a[1], i);
     pk_e1 = atomicMax(&a[2], i);
-    old = old + (pk_e0 + pk_e1 + atomicExch(&a[3], i));
-    old = old + atomicCAS(&a[4], 0, i);
+    old = (int)((unsigned int)old + ((unsigned int)pk_e0 + (unsigned int)pk_e1 + (unsigned int)atomicExch(&a[3], i)));
+    old = (int)((unsigned int)old + (unsigned int)atomicCAS(&a[4], 0, i));
     pk_e2 = atomicAdd(&b[0], 1u);
     pk_e3 = atomicMax(&b[1], (unsigned int)i);
     b[i] = pk_e2 + pk_e3 + atomicCAS(&b[2], 0u, (unsigned int)i);
@@ -24,5 +24,5 @@ extern "C" __global__ void atomics_i32(int* a, unsigned int* b) {
     atomicMax(&counts[0], old);
     atomicCAS(&counts[1], 0, old);
     __syncthreads();
-    a[i + 8] = counts[i % 16];
+    a[(int)((unsigned int)i + 8u)] = counts[i % 16];
 }

@@ -8,11 +8,11 @@ extern "C" __global__ void casts(float* xf, int* xi, double* xd, unsigned char* 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     f = xf[i];
     n = xi[i];
-    xi[i] = (int)f + (int)xd[i] + (int)xb[i] + (int)(f > 0.5f) + (int)xl[i] + (int)xu[i];
+    xi[i] = (int)((unsigned int)(int)f + (unsigned int)(int)xd[i] + (unsigned int)(int)xb[i] + (unsigned int)(int)(f > 0.5f) + (unsigned int)(int)xl[i] + (unsigned int)(int)xu[i]);
     xf[i] = (float)n + (float)xd[i] + (float)xb[i] + (float)xl[i] + (float)xu[i];
     xd[i] = (double)f + (double)n + (double)xl[i];
     xb[i] = (unsigned char)((unsigned char)n + (unsigned char)f);
-    xl[i] = (long long)n * (long long)xu[i] + (long long)f;
+    xl[i] = (long long)((unsigned long long)(long long)n * (unsigned long long)(long long)xu[i] + (unsigned long long)(long long)f);
     xu[i] = (unsigned int)n + (unsigned int)f + (unsigned int)xl[i];
     if ((bool)n && !(bool)f) {
         xi[i] = 0;

@@ -17,20 +17,20 @@ extern "C" __global__ void control_flow(int n, int* out) {
         } else if (k > 100) {
             break;
         } else {
-            acc = acc + k;
+            acc = (int)((unsigned int)acc + (unsigned int)k);
         }
     }
     for (k = 10; k > 0; k -= 2) {
-        acc = acc - k;
+        acc = (int)((unsigned int)acc - (unsigned int)k);
     }
     j = i;
     while (j > 1) {
         if (j % 2 == 0) {
             j = j / 2;
         } else {
-            j = 3 * j + 1;
+            j = (int)(3u * (unsigned int)j + 1u);
         }
-        acc = acc + 1;
+        acc = (int)((unsigned int)acc + 1u);
     }
     out[i] = acc;
 }

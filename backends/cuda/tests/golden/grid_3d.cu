@@ -8,5 +8,5 @@ extern "C" __global__ void grid_3d(int* out, int w, int h) {
     x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
     z = (int)(blockIdx.z * blockDim.z + threadIdx.z);
-    out[(z * h + y) * w + x] = (int)threadIdx.y + (int)blockIdx.z + (int)blockDim.z + (int)gridDim.y;
+    out[(int)(((unsigned int)z * (unsigned int)h + (unsigned int)y) * (unsigned int)w + (unsigned int)x)] = (int)((unsigned int)(int)threadIdx.y + (unsigned int)(int)blockIdx.z + (unsigned int)(int)blockDim.z + (unsigned int)(int)gridDim.y);
 }

@@ -9,11 +9,11 @@ extern "C" __global__ void int_arith(int* a, unsigned int* b, long long* c, unsi
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     x = a[i];
-    y = a[i + 1];
-    a[i] = x / y + x % y - (int)((unsigned int)x << (y & 7 & 31)) + (x >> 3) + (x ^ y) + (x | 5) + ~x + -x;
+    y = a[(int)((unsigned int)i + 1u)];
+    a[i] = (int)((unsigned int)(x / y) + (unsigned int)(x % y) - (unsigned int)(int)((unsigned int)x << (y & 7 & 31)) + (unsigned int)(x >> 3) + (unsigned int)(x ^ y) + (unsigned int)(x | 5) + (unsigned int)~x + (unsigned int)-x);
     u = b[i];
     b[i] = u / (u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
-    c[i] = w * w / 3ll - (long long)((unsigned long long)w << 40ll) + (w >> 2ll) + llabs(w) + max(w, -7ll);
+    c[i] = (long long)((unsigned long long)((long long)((unsigned long long)w * (unsigned long long)w) / 3ll) - (unsigned long long)(long long)((unsigned long long)w << 40ll) + (unsigned long long)(w >> 2ll) + (unsigned long long)llabs(w) + (unsigned long long)max(w, -7ll));
     d[i] = d[i] / 3ull + (d[i] >> 63ull) + min(d[i], d[0]);
 }

@@ -8,10 +8,10 @@ extern "C" __global__ void local_array(float* x) {
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     for (k = 0; k < 8; k++) {
-        buf[k] = x[i * 8 + k];
+        buf[k] = x[(int)((unsigned int)i * 8u + (unsigned int)k)];
     }
     for (k = 0; k < 4; k++) {
-        idx[k] = 7 - k;
+        idx[k] = (int)(7u - (unsigned int)k);
     }
     x[i] = buf[idx[0]] + buf[idx[3]];
 }

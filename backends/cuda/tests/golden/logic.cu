@@ -12,6 +12,6 @@ extern "C" __global__ void logic(int n, const float* x, int* flags) {
     neither = !ok && !bad;
     flags[i] = ok ? 1 : neither ? 2 : 3;
     if ((i & 1) == 0 || (i > 4 && i < 8)) {
-        flags[i] = flags[i] + (i >> 1);
+        flags[i] = (int)((unsigned int)flags[i] + (unsigned int)(i >> 1));
     }
 }

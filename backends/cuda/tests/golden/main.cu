@@ -11,7 +11,7 @@ extern "C" __global__ void main_(float* kernel_) {
     float u03b1;
 
     int_ = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    threadIdx_ = int_ + 1;
+    threadIdx_ = (int)((unsigned int)int_ + 1u);
     vpk_tmp = threadIdx_;
     float_ = kernel_[int_];
     half_ = (float)vpk_tmp;

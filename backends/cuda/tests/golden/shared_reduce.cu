@@ -6,17 +6,17 @@ extern "C" __global__ void shared_reduce(const float* x, float* out) {
     __shared__ float tile[256];
 
     lid = (int)threadIdx.x;
-    tile[lid] = x[(int)blockIdx.x * (int)blockDim.x + lid];
+    tile[lid] = x[(int)((unsigned int)(int)blockIdx.x * (unsigned int)(int)blockDim.x + (unsigned int)lid)];
     __syncthreads();
     s = 128;
     while (s > 0) {
         if (lid < s) {
-            tile[lid] = tile[lid] + tile[lid + s];
+            tile[lid] = tile[lid] + tile[(int)((unsigned int)lid + (unsigned int)s)];
         }
         __syncthreads();
         s = s / 2;
     }
     if (lid == 0) {
-        out[(int)blockIdx.x + (int)gridDim.x * 0] = tile[0];
+        out[(int)((unsigned int)(int)blockIdx.x + (unsigned int)(int)gridDim.x * 0u)] = tile[0];
     }
 }

@@ -10,7 +10,7 @@ extern "C" __global__ void special_values(float* xf, double* xd, int* xi, long l
     xd[1] = __longlong_as_double(0x7ff8000000000000ll);
     xd[2] = xd[2] / 0.1;
     xd[3] = -2.5e-300;
-    xi[0] = xi[0] - (-2147483647 - 1);
-    xl[0] = xl[0] + (-9223372036854775807ll - 1ll);
+    xi[0] = (int)((unsigned int)xi[0] - (unsigned int)(-2147483647 - 1));
+    xl[0] = (long long)((unsigned long long)xl[0] + (unsigned long long)(-9223372036854775807ll - 1ll));
     xu[0] = xu[0] ^ 18446744073709551615ull;
 }

@@ -16,14 +16,14 @@ kernel void atomic_order(
     i = (int)pk_global_id.x;
     pk_e0 = x[0];
     pk_e1 = atomic_fetch_add_explicit((device atomic_int*)&x[0], 1, memory_order_relaxed);
-    out[i] = pk_e0 + pk_e1 * 10 + x[0] * 100;
+    out[i] = (int)((uint)pk_e0 + (uint)pk_e1 * 10u + (uint)x[0] * 100u);
     pk_e2 = x[1];
     if (pk_e2 == atomic_exchange_explicit((device atomic_int*)&x[1], i, memory_order_relaxed) || (x[2] > 0 && atomic_fetch_add_explicit((device atomic_int*)&x[2], 1, memory_order_relaxed) > 0)) {
-        out[i] = out[i] + 1;
+        out[i] = (int)((uint)out[i] + 1u);
     } else {
         pk_e3 = atomic_fetch_max_explicit((device atomic_int*)&x[3], i, memory_order_relaxed);
         if (pk_e3 < x[3]) {
-            out[i] = out[i] - 1;
+            out[i] = (int)((uint)out[i] - 1u);
         }
     }
 }

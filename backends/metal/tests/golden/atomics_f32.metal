@@ -105,5 +105,5 @@ kernel void atomics_f32(
     pk_atomic_xchg_f32_shared(&acc[2], old);
     pk_atomic_cas_f32_shared(&acc[3], 1.0f, old);
     threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
-    x[i + 8] = acc[i % 4];
+    x[(int)((uint)i + 8u)] = acc[i % 4];
 }

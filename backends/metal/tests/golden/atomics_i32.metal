@@ -60,8 +60,8 @@ kernel void atomics_i32(
     old = atomic_fetch_add_explicit((device atomic_int*)&a[0], 1, memory_order_relaxed);
     pk_e0 = atomic_fetch_min_explicit((device atomic_int*)&a[1], i, memory_order_relaxed);
     pk_e1 = atomic_fetch_max_explicit((device atomic_int*)&a[2], i, memory_order_relaxed);
-    old = old + (pk_e0 + pk_e1 + atomic_exchange_explicit((device atomic_int*)&a[3], i, memory_order_relaxed));
-    old = old + pk_atomic_cas_i32_global(&a[4], 0, i);
+    old = (int)((uint)old + ((uint)pk_e0 + (uint)pk_e1 + (uint)atomic_exchange_explicit((device atomic_int*)&a[3], i, memory_order_relaxed)));
+    old = (int)((uint)old + (uint)pk_atomic_cas_i32_global(&a[4], 0, i));
     pk_e2 = atomic_fetch_add_explicit((device atomic_uint*)&b[0], 1u, memory_order_relaxed);
     pk_e3 = atomic_fetch_max_explicit((device atomic_uint*)&b[1], (uint)i, memory_order_relaxed);
     b[i] = pk_e2 + pk_e3 + pk_atomic_cas_u32_global(&b[2], 0u, (uint)i);
@@ -69,5 +69,5 @@ kernel void atomics_i32(
     atomic_fetch_max_explicit((threadgroup atomic_int*)&counts[0], old, memory_order_relaxed);
     pk_atomic_cas_i32_shared(&counts[1], 0, old);
     threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
-    a[i + 8] = counts[i % 16];
+    a[(int)((uint)i + 8u)] = counts[i % 16];
 }

@@ -19,5 +19,5 @@ kernel void grid_3d(
     x = (int)pk_global_id.x;
     y = (int)pk_global_id.y;
     z = (int)pk_global_id.z;
-    out[(z * h + y) * w + x] = (int)pk_local_id.y + (int)pk_group_id.z + (int)pk_local_size.z + (int)pk_num_groups.y;
+    out[(int)(((uint)z * (uint)h + (uint)y) * (uint)w + (uint)x)] = (int)((uint)(int)pk_local_id.y + (uint)(int)pk_group_id.z + (uint)(int)pk_local_size.z + (uint)(int)pk_num_groups.y);
 }

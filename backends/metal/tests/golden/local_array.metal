@@ -11,10 +11,10 @@ kernel void local_array(device float* x [[buffer(0)]], uint3 pk_global_id [[thre
 
     i = (int)pk_global_id.x;
     for (k = 0; k < 8; k++) {
-        buf[k] = x[i * 8 + k];
+        buf[k] = x[(int)((uint)i * 8u + (uint)k)];
     }
     for (k = 0; k < 4; k++) {
-        idx[k] = 7 - k;
+        idx[k] = (int)(7u - (uint)k);
     }
     x[i] = buf[idx[0]] + buf[idx[3]];
 }

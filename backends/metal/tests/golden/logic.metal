@@ -19,6 +19,6 @@ kernel void logic(
     neither = !ok && !bad;
     flags[i] = ok ? 1 : neither ? 2 : 3;
     if ((i & 1) == 0 || (i > 4 && i < 8)) {
-        flags[i] = flags[i] + (i >> 1);
+        flags[i] = (int)((uint)flags[i] + (uint)(i >> 1));
     }
 }

@@ -14,7 +14,7 @@ kernel void main_(device float* kernel_ [[buffer(0)]], uint3 pk_global_id [[thre
     float u03b1;
 
     int_ = (int)pk_global_id.x;
-    threadIdx_ = int_ + 1;
+    threadIdx_ = (int)((uint)int_ + 1u);
     vpk_tmp = threadIdx_;
     float_ = kernel_[int_];
     half_ = (float)vpk_tmp;

@@ -15,17 +15,17 @@ kernel void shared_reduce(
     threadgroup float tile[256];
 
     lid = (int)pk_local_id.x;
-    tile[lid] = x[(int)pk_group_id.x * (int)pk_local_size.x + lid];
+    tile[lid] = x[(int)((uint)(int)pk_group_id.x * (uint)(int)pk_local_size.x + (uint)lid)];
     threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
     s = 128;
     while (s > 0) {
         if (lid < s) {
-            tile[lid] = tile[lid] + tile[lid + s];
+            tile[lid] = tile[lid] + tile[(int)((uint)lid + (uint)s)];
         }
         threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
         s = s / 2;
     }
     if (lid == 0) {
-        out[(int)pk_group_id.x + (int)pk_num_groups.x * 0] = tile[0];
+        out[(int)((uint)(int)pk_group_id.x + (uint)(int)pk_num_groups.x * 0u)] = tile[0];
     }
 }

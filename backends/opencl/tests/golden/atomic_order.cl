@@ -10,14 +10,14 @@ __kernel void atomic_order(__global int* x, __global int* out) {
     i = (int)get_global_id(0);
     pk_e0 = x[0];
     pk_e1 = atomic_add(&x[0], 1);
-    out[i] = pk_e0 + pk_e1 * 10 + x[0] * 100;
+    out[i] = (int)((uint)pk_e0 + (uint)pk_e1 * 10u + (uint)x[0] * 100u);
     pk_e2 = x[1];
     if (pk_e2 == atomic_xchg(&x[1], i) || (x[2] > 0 && atomic_add(&x[2], 1) > 0)) {
-        out[i] = out[i] + 1;
+        out[i] = (int)((uint)out[i] + 1u);
     } else {
         pk_e3 = atomic_max(&x[3], i);
         if (pk_e3 < x[3]) {
-            out[i] = out[i] - 1;
+            out[i] = (int)((uint)out[i] - 1u);
         }
     }
 }

@@ -17,8 +17,8 @@ __kernel void atomics_64(__global long* a, __global ulong* b) {
     pk_e1 = atom_min(&a[1], (long)i);
     pk_e2 = atom_max(&a[2], (long)i);
     pk_e3 = atom_xchg(&a[3], (long)i);
-    a[i + 8] = pk_e0 + pk_e1 + pk_e2 + pk_e3 + atom_cmpxchg(&a[4], 0L, (long)i);
+    a[(int)((uint)i + 8u)] = (long)((ulong)pk_e0 + (ulong)pk_e1 + (ulong)pk_e2 + (ulong)pk_e3 + (ulong)atom_cmpxchg(&a[4], 0L, (long)i));
     pk_e4 = atom_add(&b[0], (ulong)i);
     pk_e5 = atom_max(&b[1], (ulong)i);
-    b[i + 8] = pk_e4 + pk_e5 + atom_cmpxchg(&b[2], 0UL, (ulong)i);
+    b[(int)((uint)i + 8u)] = pk_e4 + pk_e5 + atom_cmpxchg(&b[2], 0UL, (ulong)i);
 }

@@ -78,5 +78,5 @@ __kernel void atomics_f32(__global float* x, float v) {
     atomic_xchg(&acc[2], old);
     pk_atomic_cas_f32_shared(&acc[3], 1.0f, old);
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    x[i + 8] = acc[i % 4];
+    x[(int)((uint)i + 8u)] = acc[i % 4];
 }

@@ -15,8 +15,8 @@ __kernel void atomics_i32(__global int* a, __global uint* b) {
     old = atomic_add(&a[0], 1);
     pk_e0 = atomic_min(&a[1], i);
     pk_e1 = atomic_max(&a[2], i);
-    old = old + (pk_e0 + pk_e1 + atomic_xchg(&a[3], i));
-    old = old + atomic_cmpxchg(&a[4], 0, i);
+    old = (int)((uint)old + ((uint)pk_e0 + (uint)pk_e1 + (uint)atomic_xchg(&a[3], i)));
+    old = (int)((uint)old + (uint)atomic_cmpxchg(&a[4], 0, i));
     pk_e2 = atomic_add(&b[0], 1u);
     pk_e3 = atomic_max(&b[1], (uint)i);
     b[i] = pk_e2 + pk_e3 + atomic_cmpxchg(&b[2], 0u, (uint)i);
@@ -24,5 +24,5 @@ __kernel void atomics_i32(__global int* a, __global uint* b) {
     atomic_max(&counts[0], old);
     atomic_cmpxchg(&counts[1], 0, old);
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    a[i + 8] = counts[i % 16];
+    a[(int)((uint)i + 8u)] = counts[i % 16];
 }

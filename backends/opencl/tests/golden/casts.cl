@@ -10,11 +10,11 @@ __kernel void casts(__global float* xf, __global int* xi, __global double* xd, _
     i = (int)get_global_id(0);
     f = xf[i];
     n = xi[i];
-    xi[i] = (int)f + (int)xd[i] + (int)xb[i] + (int)(f > 0.5f) + (int)xl[i] + (int)xu[i];
+    xi[i] = (int)((uint)(int)f + (uint)(int)xd[i] + (uint)(int)xb[i] + (uint)(int)(f > 0.5f) + (uint)(int)xl[i] + (uint)(int)xu[i]);
     xf[i] = (float)n + (float)xd[i] + (float)xb[i] + (float)xl[i] + (float)xu[i];
     xd[i] = (double)f + (double)n + (double)xl[i];
     xb[i] = (uchar)((uchar)n + (uchar)f);
-    xl[i] = (long)n * (long)xu[i] + (long)f;
+    xl[i] = (long)((ulong)(long)n * (ulong)(long)xu[i] + (ulong)(long)f);
     xu[i] = (uint)n + (uint)f + (uint)xl[i];
     if ((bool)n && !(bool)f) {
         xi[i] = 0;

@@ -17,20 +17,20 @@ __kernel void control_flow(int n, __global int* out) {
         } else if (k > 100) {
             break;
         } else {
-            acc = acc + k;
+            acc = (int)((uint)acc + (uint)k);
         }
     }
     for (k = 10; k > 0; k -= 2) {
-        acc = acc - k;
+        acc = (int)((uint)acc - (uint)k);
     }
     j = i;
     while (j > 1) {
         if (j % 2 == 0) {
             j = j / 2;
         } else {
-            j = 3 * j + 1;
+            j = (int)(3u * (uint)j + 1u);
         }
-        acc = acc + 1;
+        acc = (int)((uint)acc + 1u);
     }
     out[i] = acc;
 }

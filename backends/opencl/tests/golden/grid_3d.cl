@@ -8,5 +8,5 @@ __kernel void grid_3d(__global int* out, int w, int h) {
     x = (int)get_global_id(0);
     y = (int)get_global_id(1);
     z = (int)get_global_id(2);
-    out[(z * h + y) * w + x] = (int)get_local_id(1) + (int)get_group_id(2) + (int)get_local_size(2) + (int)get_num_groups(1);
+    out[(int)(((uint)z * (uint)h + (uint)y) * (uint)w + (uint)x)] = (int)((uint)(int)get_local_id(1) + (uint)(int)get_group_id(2) + (uint)(int)get_local_size(2) + (uint)(int)get_num_groups(1));
 }

@@ -9,11 +9,11 @@ __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __g
 
     i = (int)get_global_id(0);
     x = a[i];
-    y = a[i + 1];
-    a[i] = x / y + x % y - (int)((uint)x << (y & 7 & 31)) + (x >> 3) + (x ^ y) + (x | 5) + ~x + -x;
+    y = a[(int)((uint)i + 1u)];
+    a[i] = (int)((uint)(x / y) + (uint)(x % y) - (uint)(int)((uint)x << (y & 7 & 31)) + (uint)(x >> 3) + (uint)(x ^ y) + (uint)(x | 5) + (uint)~x + (uint)-x);
     u = b[i];
     b[i] = u / (u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
-    c[i] = w * w / 3L - (long)((ulong)w << 40L) + (w >> 2L) + (long)abs(w) + max(w, -7L);
+    c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)(long)abs(w) + (ulong)max(w, -7L));
     d[i] = d[i] / 3UL + (d[i] >> 63UL) + min(d[i], d[0]);
 }

@@ -8,10 +8,10 @@ __kernel void local_array(__global float* x) {
 
     i = (int)get_global_id(0);
     for (k = 0; k < 8; k++) {
-        buf[k] = x[i * 8 + k];
+        buf[k] = x[(int)((uint)i * 8u + (uint)k)];
     }
     for (k = 0; k < 4; k++) {
-        idx[k] = 7 - k;
+        idx[k] = (int)(7u - (uint)k);
     }
     x[i] = buf[idx[0]] + buf[idx[3]];
 }

@@ -12,6 +12,6 @@ __kernel void logic(int n, __global const float* x, __global int* flags) {
     neither = !ok && !bad;
     flags[i] = ok ? 1 : neither ? 2 : 3;
     if ((i & 1) == 0 || (i > 4 && i < 8)) {
-        flags[i] = flags[i] + (i >> 1);
+        flags[i] = (int)((uint)flags[i] + (uint)(i >> 1));
     }
 }

@@ -11,7 +11,7 @@ __kernel void main_(__global float* kernel_) {
     float u03b1;
 
     int_ = (int)get_global_id(0);
-    threadIdx_ = int_ + 1;
+    threadIdx_ = (int)((uint)int_ + 1u);
     vpk_tmp = threadIdx_;
     float_ = kernel_[int_];
     half_ = (float)vpk_tmp;

@@ -6,17 +6,17 @@ __kernel void shared_reduce(__global const float* x, __global float* out) {
     __local float tile[256];
 
     lid = (int)get_local_id(0);
-    tile[lid] = x[(int)get_group_id(0) * (int)get_local_size(0) + lid];
+    tile[lid] = x[(int)((uint)(int)get_group_id(0) * (uint)(int)get_local_size(0) + (uint)lid)];
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     s = 128;
     while (s > 0) {
         if (lid < s) {
-            tile[lid] = tile[lid] + tile[lid + s];
+            tile[lid] = tile[lid] + tile[(int)((uint)lid + (uint)s)];
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         s = s / 2;
     }
     if (lid == 0) {
-        out[(int)get_group_id(0) + (int)get_num_groups(0) * 0] = tile[0];
+        out[(int)((uint)(int)get_group_id(0) + (uint)(int)get_num_groups(0) * 0u)] = tile[0];
     }
 }

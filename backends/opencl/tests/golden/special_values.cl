@@ -12,7 +12,7 @@ __kernel void special_values(__global float* xf, __global double* xd, __global i
     xd[1] = (double)NAN;
     xd[2] = xd[2] / 0.1;
     xd[3] = -2.5e-300;
-    xi[0] = xi[0] - (-2147483647 - 1);
-    xl[0] = xl[0] + (-9223372036854775807L - 1L);
+    xi[0] = (int)((uint)xi[0] - (uint)(-2147483647 - 1));
+    xl[0] = (long)((ulong)xl[0] + (ulong)(-9223372036854775807L - 1L));
     xu[0] = xu[0] ^ 18446744073709551615UL;
 }
