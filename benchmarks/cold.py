@@ -5,8 +5,13 @@
     python benchmarks/cold.py tvm KERNEL                 import tvm, compile
     python benchmarks/cold.py numba KERNEL [CACHE_DIR]   import numba, compile (from CACHE_DIR's cache if given)
     python benchmarks/cold.py triton KERNEL              import triton, compile (uncached) for sm_90
+    python benchmarks/cold.py triton-warm KERNEL N       ... then the same compile N times (medians)
 
-Times: ``import_s`` (the framework's import), ``compile_s``/``load_s`` wall seconds of the first
+Triton runs in its own process always: its bundled LLVM cannot share a process with llvmlite's
+and TVM's (its command-line option registry collides; the import crashes).
+
+Times: ``import_s`` (the framework's import), ``discover_s`` (polykern: backend plugin discovery,
+which the first build would otherwise do), ``compile_s``/``load_s`` wall seconds of the first
 build in the process, ``*_cpu_s`` the thread's CPU seconds and ``child_cpu_s`` the CPU seconds of
 subprocesses (vendor tools: ptxas, the linker) during it.
 """
@@ -42,6 +47,9 @@ def main(argv):
 
         k = BY_NAME[kernel].kernel
         s = _clock()
+        pk.backends.load_all()  # plugin discovery: imports every backend's runtime binding, lists devices
+        out["discover_s"] = _since(s, "d")["d_s"]
+        s = _clock()
         if tool == "polykern":
             mod = pk.build([k], targets=[argv[2]])
             out.update(_since(s, "compile"))
@@ -66,8 +74,6 @@ def main(argv):
         import numba  # noqa: F401
 
         out["import_s"] = time.perf_counter() - t0
-        import numpy as np
-
         import peers_numba
 
         d = peers_numba.small_inputs(kernel)
@@ -83,9 +89,8 @@ def main(argv):
         else:
             peers_numba.compiled(kernel, d)
             out.update(_since(s, "compile"))
-        del np
-    elif tool == "triton":
-        os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    elif tool in ("triton", "triton-warm"):
+        os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # measure compiles, not Triton's cache
         os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         import triton  # noqa: F401
 
@@ -96,6 +101,15 @@ def main(argv):
         ck = peers_triton.compile_kernel(kernel)
         out.update(_since(s, "compile"))
         out["bytes"] = len(ck.asm["cubin"])
+        if tool == "triton-warm":  # then the same compile repeated in this process
+            rows = []
+            for _ in range(int(argv[2])):
+                s = _clock()
+                peers_triton.compile_kernel(kernel)
+                rows.append(_since(s, "warm"))
+            for key in ("warm_s", "warm_cpu_s", "child_cpu_s"):
+                vals = sorted(r[key] for r in rows)
+                out[key if key != "child_cpu_s" else "warm_child_cpu_s"] = vals[len(vals) // 2]
     else:
         raise SystemExit(f"unknown tool {tool!r}")
     print(json.dumps(out))

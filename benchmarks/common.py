@@ -16,9 +16,15 @@ from typing import Callable, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _p in (os.path.join(ROOT, "examples"), os.path.join(ROOT, "python")):
+# A bare checkout works: the examples and the core first, then the backends (found as top-level
+# polykern_* packages when polykern is not pip-installed).
+for _p in (os.path.join(ROOT, "python"), os.path.join(ROOT, "examples")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
+for _d in sorted(os.listdir(os.path.join(ROOT, "backends"))):
+    _p = os.path.join(ROOT, "backends", _d)
+    if os.path.isdir(os.path.join(_p, f"polykern_{_d}")) and _p not in sys.path:
+        sys.path.append(_p)
 
 
 def log(msg: str) -> None:

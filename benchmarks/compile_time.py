@@ -83,8 +83,8 @@ def polykern_rows(repeat: int, cold: bool) -> list:
             if cold:
                 try:
                     c1 = _cold("polykern", name, target)
-                    row.update(cold_import_s=c1["import_s"], cold_s=c1["compile_s"], cold_cpu_s=c1["compile_cpu_s"],
-                               cold_child_cpu_s=c1["child_cpu_s"])
+                    row.update(cold_import_s=c1["import_s"], cold_discover_s=c1.get("discover_s"), cold_s=c1["compile_s"],
+                               cold_cpu_s=c1["compile_cpu_s"], cold_child_cpu_s=c1["child_cpu_s"])
                     if dev.is_runnable:
                         with tempfile.NamedTemporaryFile(suffix=".kbin", delete=False) as f:
                             f.write(data)
@@ -179,26 +179,19 @@ def numba_rows(repeat: int, cold: bool) -> list:
 
 
 def triton_rows(repeat: int, cold: bool) -> list:
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # measure compiles, not Triton's cache
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    try:
-        import peers_triton
-
-        peers_triton.version()
-    except ImportError as e:
-        return [{"tool": "triton", "error": f"not installed: {e}"}]
+    """Triton in subprocesses only (see cold.py: its LLVM cannot share a process with llvmlite)."""
     rows = []
     for name in KERNELS:
         row = {"tool": "triton", "kernel": name, "target": "cuda sm_90 (cubin)"}
         try:
-            peers_triton.compile_kernel(name)
-            w, c, ch, ck = _timed(lambda: peers_triton.compile_kernel(name), repeat)
-            row.update(warm_s=w, warm_cpu_s=c, child_cpu_s=ch, bytes=len(ck.asm["cubin"]))
+            w = _cold("triton-warm", name, str(repeat))
+            row.update(warm_s=w["warm_s"], warm_cpu_s=w["warm_cpu_s"], child_cpu_s=w["warm_child_cpu_s"],
+                       bytes=w["bytes"])
             if cold:
                 c1 = _cold("triton", name)
                 row.update(cold_import_s=c1["import_s"], cold_s=c1["compile_s"], cold_cpu_s=c1["compile_cpu_s"],
                            cold_child_cpu_s=c1["child_cpu_s"])
-        except Exception as e:  # noqa: BLE001 - e.g. no ptxas in this Triton build
+        except Exception as e:  # noqa: BLE001 - e.g. Triton not installed, or no ptxas in this build
             row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
         rows.append(row)
         log(f"compile triton   {name:9} " + (row.get("error") or f"warm {row['warm_s'] * 1e3:7.1f} ms (ptxas "

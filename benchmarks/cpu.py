@@ -19,15 +19,6 @@ from kernels import PROBLEMS
 TARGETS = {"polykern": "llvm", "polykern-native": "llvm -mcpu=native"}
 
 
-def copy_bandwidth(quick: bool, repeat: int) -> float:
-    """Bytes/s of ``np.copyto`` on arrays far larger than the caches (read + write counted)."""
-    n = (1 << 22) if quick else (1 << 25)
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    t = median(interleaved({"copy": lambda: np.copyto(dst, src)}, repeat)["copy"])
-    return 2 * src.nbytes / t
-
-
 def run(quick: bool = False, repeat: int = 15, with_numba: bool = True, problems=None) -> dict:
     import polykern as pk
 
@@ -52,37 +43,49 @@ def run(quick: bool = False, repeat: int = 15, with_numba: bool = True, problems
                 fns["numba"] = lambda disp=disp, args=args: disp(*args)
             except ImportError as e:
                 log(f"numba not available: {e}")
-        fns["copy"] = _copy_of(d, p)
+        copies = _copies(d, with_numba, quick)
+        fns.update(copies)
         times = interleaved(fns, repeat, warmup=2, min_time=0.02)
         med = {k: median(v) for k, v in times.items()}
         nbytes = p.nbytes(d)
-        copy_bw = _copy_bw(d, p, med["copy"])
+        src, _ = d["_copy"]
+        bw = {k: 2 * src.nbytes / med[k] for k in copies}
+        runs = {k: v for k, v in med.items() if k not in copies}
         row = {"kernel": p.name, "memory_bound": p.memory_bound, "bytes": nbytes, "seconds": med,
-               "speedup_vs_numpy": {k: med["numpy"] / v for k, v in med.items() if k != "copy"},
-               "copy_bandwidth_GBps": copy_bw / 1e9}
+               "speedup_vs_numpy": {k: med["numpy"] / v for k, v in runs.items()},
+               "copy_bandwidth_GBps": {k: v / 1e9 for k, v in bw.items()}}
         if "numba" in med:
-            row["speedup_vs_numba"] = {k: med["numba"] / v for k, v in med.items() if k != "copy"}
+            row["speedup_vs_numba"] = {k: med["numba"] / v for k, v in runs.items()}
         if p.memory_bound:
-            row["fraction_of_copy_bandwidth"] = {k: nbytes / v / copy_bw for k, v in med.items() if k != "copy"}
+            row["fraction_of_copy_bandwidth"] = {k: nbytes / v / bw["copy"] for k, v in runs.items()}
+            if "copy-parallel" in bw:
+                row["fraction_of_parallel_copy_bandwidth"] = {k: nbytes / v / bw["copy-parallel"]
+                                                              for k, v in runs.items()}
         rows.append(row)
         log(f"cpu {p.name:10} " + "  ".join(f"{k} {v * 1e3:8.3f}ms" for k, v in med.items())
-            + (f"  | bw fraction: " + " ".join(f"{k} {v:.2f}" for k, v in row["fraction_of_copy_bandwidth"].items())
+            + ("  | of np.copyto bw: " + " ".join(f"{k} {v:.2f}" for k, v in row["fraction_of_copy_bandwidth"].items())
                if p.memory_bound else ""))
     return {"rows": rows, "launch_overhead": launch_overhead(repeat)}
 
 
-def _copy_of(d, p):
-    """A copy of as many bytes as the kernel's largest array, for the same-run bandwidth reference."""
+def _copies(d, with_numba: bool, quick: bool = False):
+    """Same-run bandwidth references: ``np.copyto`` (one thread, the reference the targets use)
+    and, with Numba, a ``prange`` copy on every core, of 256 MiB (far beyond the caches; quick: of
+    the kernel's largest array)."""
     big = max((v for v in d.values() if isinstance(v, np.ndarray)), key=lambda a: a.nbytes)
-    src = np.ones(max(big.size, 1 << 22), np.float32)
+    src = np.ones(big.size if quick else 1 << 26, np.float32)
     dst = np.empty_like(src)
     d["_copy"] = (src, dst)
-    return lambda: np.copyto(dst, src)
+    out = {"copy": lambda: np.copyto(dst, src)}
+    if with_numba:
+        try:
+            import peers_numba
 
-
-def _copy_bw(d, p, seconds):
-    src, _ = d["_copy"]
-    return 2 * src.nbytes / seconds
+            par, _ = peers_numba.compiled("copy", {"src": src, "dst": dst})
+            out["copy-parallel"] = lambda: par(src, dst)
+        except ImportError:
+            pass
+    return out
 
 
 def launch_overhead(repeat: int) -> dict:

@@ -86,7 +86,7 @@ def _mm_check(d):
 
 
 def _st_make(rng, quick):
-    h, w = (512, 512) if quick else (2048, 2048)
+    h, w = (512, 512) if quick else (4096, 4096)
     return {"h": h, "w": w, "src": rng.random((h, w), dtype=np.float32), "dst": np.zeros((h, w), np.float32)}
 
 

@@ -19,6 +19,7 @@ hook                           what a backend decides
 ``emit_return``                early return (``ret void`` on a GPU)
 ``alloc_shared/alloc_local``   where shared and private arrays live
 ``mark_access``                metadata on element loads/stores (CPU: parallel access groups)
+``zero_locals``                how locals and private arrays start at zero (GPU style: stores)
 ``math_call``                  math functions: LLVM intrinsics by default, or libdevice/ocml
 ``ATOMIC_ORDERING``            ordering of atomicrmw/cmpxchg (relaxed, as on GPUs)
 ``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
@@ -207,12 +208,31 @@ class LLVMKernelEmitter:
                                              else self.alloc_local(name, at), at.elem, at.size)
         for name, st in fn.locals.items():
             self.slots[name] = Slot(name, value_type(st), self.alloca(value_type(st), name=name))
+        self.zero_locals(fn)
         self.emit_block(fn.body)
         if not self.builder.block.is_terminated:
             self.builder.ret_void()
         self.close_body()
         self.finish_kernel(fn, llfn)
         return llfn
+
+    def zero_locals(self, fn: N.Function) -> None:
+        """Scalar locals and private arrays start at zero (the IR's contract; a local assigned on
+        one branch only reads as zero on the other). Stores that a later assignment overwrites
+        before any read are removed by LLVM, so kernels that never read an unassigned local are
+        unchanged. Shared arrays stay uninitialized."""
+        for name in fn.locals:
+            slot = self.slots[name]
+            slot.store(self, ll.Constant(slot.ty, None))
+        for name, at in fn.arrays.items():
+            if at.scope == "shared":
+                continue
+            ptr = self.arrays[name].ptr
+            space = getattr(ptr.type, "addrspace", 0)
+            fn_ = self.declare(f"llvm.memset.p{space}.i64", ll.VoidType(),
+                               [ll.PointerType(addrspace=space), I8, I64, I1])
+            self.builder.call(fn_, [ptr, ll.Constant(I8, 0), ll.Constant(I64, at.size * at.elem.nbytes),
+                                    ll.Constant(I1, 0)])
 
     # ------------------------------------------------------------------ hooks
     def kernel_symbol(self, fn: N.Function) -> str:

@@ -280,21 +280,41 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         b.position_at_end(done)
 
     def _group_loop(self, begin, end) -> None:
-        def group(g, latch):
-            b = self.builder
-            gx = b.urem(g, self.grid64[0])
-            rest = b.udiv(g, self.grid64[0])
-            gy = b.urem(rest, self.grid64[1])
-            gz = b.udiv(rest, self.grid64[1])
-            self.gid = [b.trunc(v, I32, name=f"group_id{d}") for d, v in enumerate((gx, gy, gz))]
-            if self.plan is None:
-                self.emit_region(self.fn.body)
-                return
+        """Groups [begin, end): their (x, y, z) ids are divided out once, then stepped with carries."""
+        b = self.builder
+        gx0 = b.urem(begin, self.grid64[0])
+        rest = b.udiv(begin, self.grid64[0])
+        start = (gx0, b.urem(rest, self.grid64[1]), b.udiv(rest, self.grid64[1]))
+        pre = b.block
+        head, body, done = self.new_block("group.head"), self.new_block("group.body"), self.new_block("group.end")
+        b.branch(head)
+        b.position_at_end(head)
+        g = b.phi(I64, name="group")
+        ids = [b.phi(I64, name=f"g{d}") for d in range(3)]
+        g.add_incoming(begin, pre)
+        for phi, v in zip(ids, start):
+            phi.add_incoming(v, pre)
+        b.cbranch(b.icmp_signed("<", g, end), body, done)
+        b.position_at_end(body)
+        self.gid = [b.trunc(v, I32, name=f"group_id{d}") for d, v in enumerate(ids)]
+        if self.plan is None:
+            self.emit_region(self.fn.body)
+        else:
             self._zero_group_storage()
             self.emit_nodes(self.plan.nodes)
-
-        self.counted_loop(begin, end, "group", group)
-        self.builder.ret_void()
+        gx1 = b.add(ids[0], _c64(1), flags=_NOWRAP)
+        wrap_x = b.icmp_unsigned("==", gx1, self.grid64[0])
+        gy1 = b.select(wrap_x, b.add(ids[1], _c64(1), flags=_NOWRAP), ids[1])
+        wrap_y = b.icmp_unsigned("==", gy1, self.grid64[1])
+        nxt = (b.select(wrap_x, _c64(0), gx1), b.select(wrap_y, _c64(0), gy1),
+               b.select(wrap_y, b.add(ids[2], _c64(1), flags=_NOWRAP), ids[2]))
+        latch = b.block
+        g.add_incoming(b.add(g, _c64(1), flags=_NOWRAP), latch)
+        for phi, v in zip(ids, nxt):
+            phi.add_incoming(v, latch)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret_void()
 
     def row_loop(self, body: Callable[[ll.Value, List[ll.Value]], None]) -> None:
         """``body(row_base, [ly, lz])`` for every row of the block (local ids 1 and 2)."""
@@ -416,12 +436,16 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         for step in rg.steps:
             b = self.builder
             at0, = self._at(_c64(0), row_ids, rg, [step])
+            at_last, = self._at(b.sub(bx, _c64(1)), row_ids, rg, [step])
+            # Monotone: the same value at both ends means no change in the row (the common case,
+            # every group but the edges): start with an empty search range.
+            lo0 = b.select(b.icmp_unsigned("==", at0, at_last), bx, _c64(0))
             pre = b.block
             head, body, done = self.new_block("bsearch.head"), self.new_block("bsearch.body"), self.new_block("bsearch.end")
             b.branch(head)
             b.position_at_end(head)
             lo, hi = b.phi(I64, name="lo"), b.phi(I64, name="hi")
-            lo.add_incoming(_c64(0), pre)
+            lo.add_incoming(lo0, pre)
             hi.add_incoming(bx, pre)
             b.cbranch(b.icmp_unsigned("<", lo, hi), body, done)
             b.position_at_end(body)
