@@ -7,12 +7,14 @@
               codegen, no runtime, every device module built by its fallback;
     a device  (llvm, opencl, vulkan, webgpu, cuda) that device's runtime linked into the compiler,
               so its device module is built by the real `module.create.<kind>`.
-  Outputs <name>.kbin and <name>.compile.txt (the compiler's own report of which modules were built
-  by a real runtime and which by a fallback). Action mnemonic: PolykernCompile.
+  Outputs <name>.kbin, <name>.compile.txt (the compiler's own report of which modules were built by
+  a real runtime and which by a fallback) and <name>.backends.json (`polykern backends --json` of the
+  same compiler on the same machine: which runtimes it had there, and why not). One action, mnemonic
+  PolykernCompile (remote execution runs it on the CPU pool).
 - `device_config_test`: runs an executable (a py_binary) built in a device configuration, with the
   artifacts of two `polykern_kbin` targets in its runfiles and their paths in the environment
-  (POLYKERN_CROSS_KBIN / _REPORT: the cpu-built one; POLYKERN_NATIVE_KBIN / _REPORT: the one built
-  in the device configuration; POLYKERN_TEST_CONFIG: the device).
+  (POLYKERN_CROSS_KBIN / _REPORT / _STATUS: the cpu-built one; POLYKERN_NATIVE_KBIN / _REPORT /
+  _STATUS: the one built in the device configuration; POLYKERN_TEST_CONFIG: the device).
 - `cross_compile_tests`: the whole matrix behind //tests:cross_compile.
 
 Device configurations set every runtime flag explicitly, so each is the same whatever the command
@@ -68,6 +70,7 @@ PolykernKbinInfo = provider(
     fields = {
         "kbin": "File: the artifact",
         "report": "File: the compiler's stdout (which modules are real, which are fallbacks)",
+        "status": "File: `polykern backends --json` of the compiler, run by the same action",
         "config": "the configuration its compiler was built in (cpu or a device)",
         "targets": "the target strings",
     },
@@ -76,10 +79,12 @@ PolykernKbinInfo = provider(
 def _polykern_kbin_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".kbin")
     report = ctx.actions.declare_file(ctx.label.name + ".compile.txt")
+    status = ctx.actions.declare_file(ctx.label.name + ".backends.json")
     compiler = ctx.attr._compiler[DefaultInfo].files_to_run
     args = ctx.actions.args()
     args.add(compiler.executable)
     args.add(report)
+    args.add(status)
     args.add("compile", ctx.file.src)
     for t in ctx.attr.targets:
         args.add("--target", t)
@@ -87,11 +92,17 @@ def _polykern_kbin_impl(ctx):
         args.add("--kernel", k)
     args.add("-o", out)
     ctx.actions.run_shell(
-        command = 'set -e; exe="$1"; report="$2"; shift 2; POLYKERN_BACKEND_AUTOLOAD=1 "$exe" "$@" >"$report"',
+        command = "\n".join([
+            "set -e",
+            'exe="$1"; report="$2"; status="$3"; shift 3',
+            "export POLYKERN_BACKEND_AUTOLOAD=1",
+            '"$exe" "$@" >"$report"',
+            '"$exe" backends --json >"$status"',
+        ]),
         arguments = [args],
         inputs = [ctx.file.src],
         tools = [compiler],
-        outputs = [out, report],
+        outputs = [out, report, status],
         use_default_shell_env = True,
         mnemonic = "PolykernCompile",
         progress_message = "Compiling kernels of %%{label} (%s compiler) for %s" % (
@@ -100,9 +111,15 @@ def _polykern_kbin_impl(ctx):
         ),
     )
     return [
-        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out, report])),
-        OutputGroupInfo(report = depset([report])),
-        PolykernKbinInfo(kbin = out, report = report, config = ctx.attr.config, targets = ctx.attr.targets),
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out, report, status])),
+        OutputGroupInfo(report = depset([report, status])),
+        PolykernKbinInfo(
+            kbin = out,
+            report = report,
+            status = status,
+            config = ctx.attr.config,
+            targets = ctx.attr.targets,
+        ),
     ]
 
 polykern_kbin = rule(
@@ -133,14 +150,24 @@ def _device_config_test_impl(ctx):
     native = ctx.attr.native[PolykernKbinInfo]
     if cross.config != "cpu":
         fail("%s: `cross` must be a polykern_kbin built in the cpu configuration" % ctx.label)
-    runfiles = ctx.runfiles(files = [exe, cross.kbin, cross.report, native.kbin, native.report])
+    runfiles = ctx.runfiles(files = [
+        exe,
+        cross.kbin,
+        cross.report,
+        cross.status,
+        native.kbin,
+        native.report,
+        native.status,
+    ])
     runfiles = runfiles.merge(inner.default_runfiles)
     env = {
         "POLYKERN_TEST_CONFIG": ctx.attr.config,
         "POLYKERN_CROSS_KBIN": cross.kbin.short_path,
         "POLYKERN_CROSS_REPORT": cross.report.short_path,
+        "POLYKERN_CROSS_STATUS": cross.status.short_path,
         "POLYKERN_NATIVE_KBIN": native.kbin.short_path,
         "POLYKERN_NATIVE_REPORT": native.report.short_path,
+        "POLYKERN_NATIVE_STATUS": native.status.short_path,
         "POLYKERN_NATIVE_CONFIG": native.config,
     }
     return [

@@ -12,13 +12,20 @@ runtime's own arrays through ``__polykern_buffer__()`` (a dict with ``ptr``, ``s
 (elements), ``code``, ``bits``, ``device`` (name, id) and optional ``readonly``).
 A buffer must hold exactly the declared element type and be C-contiguous; an n-D
 contiguous array is passed as its flat memory (kernels index buffers 1-D).
+
+Fast path helpers for runtimes whose launches must cost microseconds (the CUDA runtime):
+:func:`fast_dims` and :func:`scalar_converter` accept only the common, unambiguous cases (exact
+``int``/``tuple`` dims; Python scalars and NumPy scalars of exactly the declared type, in range) and
+return ``None`` / :data:`MISS` for anything else, so the runtime falls back to ``check_args``,
+which raises the precise :class:`LaunchError`. They never accept what ``check_args`` rejects, and
+the value they return packs to the same bytes as ``ScalarArg.value``.
 """
 from __future__ import annotations
 
 import ctypes
 import math
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -26,7 +33,8 @@ from .errors import LaunchError
 from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
 from .module import ArgInfo, FunctionInfo
 
-__all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "MAX_DIM"]
+__all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "MAX_DIM", "MISS", "fast_dims",
+           "scalar_converter"]
 
 MAX_DIM = 2 ** 31 - 1  # the CPU ABI passes grid/block as int32
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
@@ -336,3 +344,86 @@ def check_args(info: FunctionInfo, args: Sequence[Any], grid: Any, block: Any
     for i, (a, v) in enumerate(zip(info.args, args)):
         prepared.append(_buffer(info, i, v) if a.is_buffer else _scalar(info, i, v))
     return grid3, block3, prepared
+
+
+# ------------------------------------------------------------------ fast path
+
+
+class _Miss:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+#: Returned by a fast-path converter that is not sure: the caller uses :func:`check_args`.
+MISS: Any = _Miss()
+
+
+def fast_dims(value: Any) -> Optional[Tuple[int, int, int]]:
+    """``normalize_dims`` for exact ``int`` or ``tuple`` of 1-3 exact ``int`` (no bool, no NumPy
+    integers) in range; ``None`` for anything else (``normalize_dims`` decides)."""
+    t = type(value)
+    if t is int:
+        return (value, 1, 1) if 1 <= value <= MAX_DIM else None
+    if t is not tuple:
+        return None
+    n = len(value)
+    if n == 3:
+        x, y, z = value
+    elif n == 2:
+        (x, y), z = value, 1
+    elif n == 1:
+        x, y, z = value[0], 1, 1
+    else:
+        return None
+    if (type(x) is int and type(y) is int and type(z) is int and 1 <= x <= MAX_DIM and 1 <= y <= MAX_DIM
+            and 1 <= z <= MAX_DIM):
+        return (x, y, z)
+    return None
+
+
+def scalar_converter(a: ArgInfo) -> Callable[[Any], Any]:
+    """``conv(v)`` for scalar parameter ``a``: a Python ``bool``/``int``/``float`` that packs (struct
+    ``?``/integer codes/``e f d``) to the bytes of ``check_args``' ``ScalarArg.value``, or
+    :data:`MISS` when ``v`` is not a common, valid case."""
+    t: ScalarType = a.dtype
+    npt = t.numpy.type
+    if t.is_bool:
+        def conv_bool(v: Any) -> Any:
+            tv = type(v)
+            if tv is bool:
+                return v
+            if tv is npt:
+                return bool(v)
+            return MISS
+        return conv_bool
+    if t.is_int:
+        lo, hi = t.min_value(), t.max_value()
+
+        def conv_int(v: Any) -> Any:
+            tv = type(v)
+            if tv is int:
+                return v if lo <= v <= hi else MISS
+            if tv is npt:
+                return int(v)
+            return MISS
+        return conv_int
+    top = t.max_value()
+    inf = math.inf
+
+    def conv_float(v: Any) -> Any:
+        tv = type(v)
+        if tv is float:
+            x = v
+        elif tv is int or tv is npt:
+            try:
+                x = float(v)
+            except OverflowError:
+                return MISS
+        else:
+            return MISS
+        if -top <= x <= top or x != x or x == inf or x == -inf:
+            return x
+        return MISS
+    return conv_float

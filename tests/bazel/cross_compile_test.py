@@ -3,16 +3,17 @@ CPU-only compiler (a configuration transition to --config=cpu semantics) is
 
 - inspectable offline, and every device module in it was built by a fallback (the compiler's report);
 - byte for byte the artifact that the compiler of this test's configuration builds: Bazel built it
-  with that configuration's runtime linked in (for a device configuration, the compiler's report must
-  show the device's module built by the real runtime wherever that runtime is available), and so does
-  an in-process build here;
+  with that configuration's runtime linked in (the compiler's report must show the device's module
+  built by the real runtime wherever that runtime was available to it), and so does an in-process
+  build here (a real module wherever this process has the runtime);
 - loadable here, and it runs on this configuration's device: saxpy and scale, checked against NumPy.
   Where the device or its runtime is absent the launch is skipped with the reason (test.xml marks the
   case <skipped message="...">); in the cpu configuration the launch must fail with a clear error.
 
-Environment (set by device_config_test): POLYKERN_TEST_CONFIG (cpu, llvm, opencl, vulkan, webgpu,
-cuda), POLYKERN_CROSS_KBIN / POLYKERN_CROSS_REPORT (the CPU-only build), POLYKERN_NATIVE_KBIN /
-POLYKERN_NATIVE_REPORT (the build by this configuration's compiler). Paths are runfiles-relative.
+Environment (set by device_config_test, tools/kbin.bzl): POLYKERN_TEST_CONFIG (cpu, llvm, opencl,
+vulkan, webgpu, cuda); POLYKERN_CROSS_KBIN / _REPORT / _STATUS (the CPU-only build: artifact, the
+compiler's report, its `polykern backends --json`); POLYKERN_NATIVE_KBIN / _REPORT / _STATUS (the
+same from this configuration's compiler). Paths are runfiles-relative.
 """
 import importlib.util
 import io
@@ -68,6 +69,11 @@ def _report_modules(path):
     return out
 
 
+def _status(path):
+    """{backend: record} from a compiler's `polykern backends --json`."""
+    return {r["name"]: r for r in json.loads(_read(path))}
+
+
 def _inspect_json(path):
     buf = io.StringIO()
     with redirect_stdout(buf):
@@ -121,20 +127,31 @@ class CrossCompile(unittest.TestCase):
         self.assertEqual(sorted(mods), sorted(KINDS))
         real = sorted(k for k, v in mods.items() if v != "fallback")
         self.assertEqual(real, [], f"the CPU-only compiler built real runtime modules: {real}")
+        status = _status(_path("POLYKERN_CROSS_STATUS"))
+        linked = sorted(n for n, r in status.items() if r["runtime_available"])
+        self.assertEqual(linked, [], f"the CPU-only compiler had runtimes where it ran: {linked}")
+        self.assertTrue(all(r["codegen_ok"] for r in status.values()), status)
 
     def test_native_compiler_used_the_runtime(self):
+        # The compiler of this configuration built the device's module with the real runtime wherever
+        # that runtime was available to it (its own `polykern backends --json`, from the same action).
+        # With remote execution the compile runs on the CPU pool: a GPU runtime that needs a driver
+        # (CUDA) is not available there, so the module is the fallback (byte-identical by design; the
+        # in-process build then compares against a real build where the test runs, on the GPU pool).
         if DEVICE is None:
             self.skipTest("cpu configuration: its compiler is the CPU-only one (checked above)")
         mods = _report_modules(_path("POLYKERN_NATIVE_REPORT"))
-        rec = pk_backends.record_for_kind(DEVICE)
+        status = _status(_path("POLYKERN_NATIVE_STATUS"))
+        rec = next((r for r in status.values() if DEVICE in r["module_kinds"]), None)
+        self.assertIsNotNone(rec, f"the {CONFIG} compiler has no backend for {DEVICE}")
         others = sorted(k for k, v in mods.items() if v == "real" and k != DEVICE)
         self.assertEqual(others, [], f"the {CONFIG} compiler linked runtimes other than {DEVICE}: {others}")
-        if rec is None or not rec.runtime_available:
+        if not rec["runtime_available"]:
             self.assertEqual(mods[DEVICE], "fallback")
-            self.skipTest(f"the {DEVICE} runtime is not in this configuration, so the byte identity below "
-                          f"compares fallback with fallback: {rec.runtime_reason if rec else 'no backend'}")
+            self.skipTest(f"the {CONFIG}-configuration compiler had no {DEVICE} runtime where it ran, so it "
+                          f"built the fallback: {rec['runtime_reason']}")
         self.assertEqual(mods[DEVICE], "real",
-                         f"the {CONFIG} configuration has the {DEVICE} runtime but its compiler built a fallback")
+                         f"the {CONFIG} compiler had the {DEVICE} runtime but built a fallback module")
 
     def _compare(self, theirs_bytes, ours_bytes, ours_name):
         if theirs_bytes == ours_bytes:

@@ -83,7 +83,9 @@ fi
 BACKEND_DIRS=$(for d in "$REPO"/backends/*/; do printf ':%s' "${d%/}"; done)
 export PYTHONPATH="$SITE:$REPO/python$BACKEND_DIRS${PYTHONPATH:+:$PYTHONPATH}"
 # shellcheck disable=SC1091
-[ -f "$WORK/env.sh" ] && . "$WORK/env.sh"
+[ -f "$WORK/env.sh" ] && . "$WORK/env.sh" && cp "$WORK/env.sh" "$SITE/polykern_env.sh"  # for later runs
+# shellcheck disable=SC1091
+[ ! -f "$WORK/env.sh" ] && [ -f "$SITE/polykern_env.sh" ] && . "$SITE/polykern_env.sh"
 export PYTHONUNBUFFERED=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
 echo "PYTHONPATH=$PYTHONPATH"
 echo "POLYKERN_CUDA_COMPILER=${POLYKERN_CUDA_COMPILER:-<auto: NVRTC, else nvcc>}"

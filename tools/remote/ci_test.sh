@@ -14,7 +14,7 @@
 # Reports go to $POLYKERN_REMOTE_CI_OUT (default /tmp/polykern-remote-ci): execution logs, BuildGrid
 # records, worker logs, summary.txt.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # Its own stack (state, ports), so that a developer's stack on the defaults is left alone.
 export POLYKERN_REMOTE_STATE="${POLYKERN_REMOTE_CI_STATE:-/tmp/polykern-remote-ci-stack}"
 export POLYKERN_REMOTE_PORT="${POLYKERN_REMOTE_CI_PORT:-50161}"
@@ -30,6 +30,12 @@ B=(./bazelw --output_base="$OB")
 REMOTE=(--config=remote-local --remote_executor="grpc://$RS_HOST:$RS_PORT" --remote_instance_name="$RS_INSTANCE")
 FLAGS=(--curses=no --color=no --show_progress_rate_limit=30 --symlink_prefix=/)
 
+# One run at a time on a machine (fixed ports, state and output base): a second waits for the first.
+exec 8>"${OUT%/}.lock"
+if ! flock -n 8; then
+  echo "remote CI: another run of tools/remote/ci_test.sh holds ${OUT%/}.lock; waiting (at most 20 min)"
+  flock -w 1200 8 || { echo "remote CI: FAILED: still locked after 20 min"; exit 1; }
+fi
 t_start=$SECONDS
 tools/remote/down.sh --quiet   # what an interrupted earlier run of this script may have left
 rm -rf "$OUT"

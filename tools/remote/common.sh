@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Settings shared by tools/remote/*.sh (sourced). Every knob is an environment variable; the defaults
 # match --config=remote-local in .bazelrc (port 50151, instance "polykern-local").
 #

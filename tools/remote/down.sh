@@ -3,7 +3,7 @@
 # started (checked against its start time, so a reused pid is never signalled), workers first,
 # PostgreSQL last. Keeps $POLYKERN_REMOTE_STATE/logs for post-mortems; --purge removes everything.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # shellcheck source=tools/remote/common.sh
 . tools/remote/common.sh
 

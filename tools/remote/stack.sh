@@ -177,12 +177,13 @@ worker() {
   start "casd-$pool" TERM buildbox-casd --cas-remote="http://$RS_HOST:$RS_PORT" --cas-instance="$RS_INSTANCE" \
     --bind="unix:$sock" --quota-high=4G --log-level=info "$RS_STATE/casd-$pool"
   wait_for "buildbox-casd ($pool)" 30 test -S "$sock"
-  # Each job is staged (hard links from casd's cache) in its own temporary folder under work-POOL.
+  # Each job is staged in its own temporary folder under work-POOL, by hard links from casd's cache
+  # (copy-or-link: no FUSE needed, which restricted containers lack).
   start "worker-$pool" TERM env TMPDIR="$RS_STATE/work-$pool" buildbox-worker \
     --bots-remote="http://$RS_HOST:$RS_PORT" --bots-instance="$RS_INSTANCE" \
     --cas-remote="unix:$sock" \
     --buildbox-run=/usr/bin/buildbox-run-hosttools \
-    --runner-arg=--clearenv \
+    --runner-arg=--clearenv --runner-arg=--staging-mode=copy-or-link \
     --platform OSFamily=Linux --platform Pool="$pool" \
     --concurrent-jobs="$jobs" --max-wait-time=5 --graceful-shutdown-timeout=10 \
     --log-level=debug "polykern-$pool-0"

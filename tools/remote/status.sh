@@ -3,7 +3,7 @@
 # database the workers (with their platform properties) and the jobs each one ran.
 # Exit status: 0 if every service runs, 1 otherwise.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # shellcheck source=tools/remote/common.sh
 . tools/remote/common.sh
 

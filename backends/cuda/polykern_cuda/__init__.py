@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-__all__ = ["register_backend"]
+__all__ = ["register_backend", "synchronize"]
 
 HINT = "on a host with an NVIDIA driver"
 
@@ -16,3 +16,11 @@ def register_backend():
     return backends.declare(
         "cuda", "cuda", display_name="CUDA", extra="cuda", config="cuda", hint=HINT,
         codegen="polykern_cuda.codegen", runtime="polykern_cuda.runtime")
+
+
+def synchronize() -> None:
+    """Wait for every asynchronous polykern CUDA launch; a kernel fault is raised here as DeviceError
+    (``polykern_cuda.runtime.synchronize``). ImportError where the CUDA runtime is unavailable."""
+    from .runtime import synchronize as _synchronize
+
+    _synchronize()

@@ -6,13 +6,18 @@ could not be imported: ...", "the CUDA driver found no device"), which ``polyker
 shows and which makes builds produce the compile-only fallback. The primary context is retained
 on first use.
 
+Launches are asynchronous (as in CuPy) unless they take NumPy arrays: :func:`synchronize` waits
+for them and raises a kernel fault as ``DeviceError`` (so do ``DeviceArray.numpy()`` and the next
+synchronous launch).
+
     device.py        the device (POLYKERN_CUDA_DEVICE), its limits, primary context, scope()
     memory.py        pooled device blocks (POLYKERN_CUDA_POOL_MB)
     device_array.py  DeviceArray: data kept on the device; __cuda_array_interface__
     buffers.py       launch arguments -> device pointers (copies, foreign-pointer checks)
     abi.py           the kernel parameter buffer from FunctionInfo
-    kernel.py        CUDAKernel: one launch
+    kernel.py        CUDAKernel: one launch (asynchronous; a fast path for common arguments)
     module.py        CUDAModule, create, load_from_bytes (ptx, cubin, cuda source)
+    cubin.py         which GPUs a cubin runs on (checked before loading it)
     cuerrors.py      pycuda errors -> DeviceError(CUresult code, name)
     libcuda.py       the few driver calls pycuda lacks (ctypes)
 """
@@ -43,7 +48,7 @@ from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
 from .module import CUDAModule, create, load_from_bytes  # noqa: E402
 
 __all__ = ["CUDAModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
-           "to_device", "empty", "zeros", "get_device", "context"]
+           "to_device", "empty", "zeros", "get_device", "context", "synchronize"]
 
 
 def devices():
@@ -62,13 +67,20 @@ def context():
     return _device.get().scope()
 
 
+def synchronize() -> None:
+    """Wait until every kernel launched and copy queued by polykern (and by anyone else on the
+    device's primary context) has finished. Launches with device arrays are asynchronous: a fault
+    of one (an illegal address, ...) is raised here as ``DeviceError`` with the CUresult code and
+    name (sticky faults leave the process' CUDA context unusable)."""
+    _device.get().synchronize()
+
+
 def stats() -> dict:
     """Counters: launches, buffers_created, buffers_reused, modules_loaded, contexts_retained, ..."""
     dev = _device.peek()
     if dev is None:
         return {}
-    with dev._lock:
-        return dict(dev.stats)
+    return dev.snapshot()
 
 
 def register() -> None:

@@ -7,7 +7,8 @@
 - Foreign CUDA memory (``__cuda_array_interface__``: CuPy, PyTorch, Numba, pycuda GPUArray; or
   ``__dlpack__`` with a CUDA device): its pointer, no copy, after checking with the driver that it
   is memory this device can use in polykern's (primary) context. A ``__cuda_array_interface__``
-  ``stream`` other than the legacy default stream is synchronized before the launch (CAI v3).
+  ``stream`` other than the legacy default stream is collected in ``Staging.streams``: the launch
+  waits for it, and it for the launch, through an event (``device.StreamJoin``; CAI v3).
 - Anything else (e.g. another runtime's device array) is a LaunchError.
 Must run inside ``device.scope()``.
 """
@@ -18,11 +19,11 @@ from typing import Any, Dict, Optional, Set, Tuple
 import numpy as np
 import pycuda.driver as drv
 
-from polykern.errors import DeviceError, LaunchError
+from polykern.errors import LaunchError
 from polykern.launch import BufferArg
 
 from . import libcuda
-from .cuerrors import NAMES, cuda_call
+from .cuerrors import cuda_call
 from .device_array import DeviceArray
 from .memory import Block
 
@@ -105,7 +106,7 @@ class Staging:
             return
         check_foreign_pointer(self.dev, self.kernel, a)
         stream = _cai_stream(a.obj) if a.keepalive is None else None
-        if stream is not None and stream != _LEGACY_STREAM:
+        if stream is not None and stream not in (0, _LEGACY_STREAM):  # 0 is not valid CAI; treat as legacy
             self.streams.add(stream)
         self.pointers[a.index] = a.ptr
 
@@ -123,13 +124,10 @@ class Staging:
         hc.writable = hc.writable or not a.info.readonly
         return hc.block.ptr if hc.block is not None else 0
 
-    def synchronize_producers(self) -> None:
-        for s in sorted(self.streams):
-            rc = libcuda.stream_synchronize(s)
-            if rc not in (0, -1):
-                raise DeviceError(f"CUDA: synchronizing the producer stream 0x{s:x} of a "
-                                  "__cuda_array_interface__ argument failed", code=rc,
-                                  name=libcuda.error_name(rc) or NAMES.get(rc, ""))
+    @property
+    def has_host_copies(self) -> bool:
+        """Host arrays were staged: the launch must finish (and be copied back) before it returns."""
+        return bool(self._copies)
 
     def copy_back(self) -> int:
         """Copy written host arguments back; returns how many were copied."""

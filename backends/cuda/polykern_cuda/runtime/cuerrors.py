@@ -17,7 +17,7 @@ from polykern.errors import DeviceError
 
 from . import libcuda
 
-__all__ = ["device_error", "cuda_call", "lookup", "STICKY", "NAMES"]
+__all__ = ["device_error", "cuda_call", "lookup", "result_error", "STICKY", "NAMES", "HINTS"]
 
 #: CUresult -> name, for the codes polykern explains (the driver's table is used when present).
 NAMES = {
@@ -56,6 +56,8 @@ _HINTS = {
     701: "the block needs more registers or shared memory than a multiprocessor has; use a smaller block",
 }
 
+HINTS = _HINTS
+
 
 def lookup(text: str) -> Tuple[Optional[int], str]:
     """(CUresult, name) for the error text after "<routine> failed: "; (None, "") if unknown."""
@@ -86,6 +88,20 @@ def device_error(what: str, exc: BaseException) -> DeviceError:
                      "restart the process)")
     err = DeviceError(" ".join(parts), code=code, name=name)
     err.sticky = code in STICKY  # type: ignore[attr-defined]
+    return err
+
+
+def result_error(what: str, rc: int) -> DeviceError:
+    """A DeviceError for a CUresult ``rc`` returned by a driver call made through ctypes (``libcuda``)."""
+    name = libcuda.error_name(rc) or NAMES.get(rc, f"CUresult {rc}")
+    parts = [f"CUDA: {what} failed: {name}"]
+    if rc in _HINTS:
+        parts.append(f"({_HINTS[rc]})")
+    if rc in STICKY:
+        parts.append("(this error is sticky: the CUDA context of this process can no longer be used; "
+                     "restart the process)")
+    err = DeviceError(" ".join(parts), code=rc, name=name)
+    err.sticky = rc in STICKY  # type: ignore[attr-defined]
     return err
 
 

@@ -5,12 +5,20 @@ capability, limits) are read at import without a context. The device's *primary*
 one CuPy, PyTorch and the CUDA runtime API share, so their arrays can be passed without a copy —
 is retained once per process on first use and never released (the driver frees it at exit).
 Every call into the driver runs inside :meth:`CUDADevice.scope`, which pushes that context on the
-calling thread's context stack and pops it afterwards, so any number of threads can launch.
+calling thread's context stack and pops it afterwards, so any number of threads can launch (a
+launch skips the push/pop when the primary context is already current on its thread, as it is
+wherever CuPy, PyTorch or the CUDA runtime API ran).
+
+Launches go to the legacy default stream (the stream CuPy's and PyTorch's default work, and every
+synchronous memcpy, is ordered with). :class:`StreamJoin` orders that stream after a foreign
+``__cuda_array_interface__`` stream, and the foreign stream after the launch, with one event and
+no host synchronization. :meth:`CUDADevice.synchronize` waits for everything queued.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import threading
 import warnings
@@ -22,7 +30,8 @@ import pycuda.driver as drv
 from polykern.errors import BackendUnavailableError
 from polykern.lazy import Lazy
 
-from .cuerrors import cuda_call, device_error
+from . import libcuda
+from .cuerrors import cuda_call, device_error, result_error
 from .memory import Pool
 
 __all__ = ["CUDADevice", "probe", "get", "peek", "DEVICE_ENV", "POOL_ENV", "describe_all"]
@@ -54,7 +63,11 @@ class CUDADevice:
         self._context = Lazy(self._retain)
         self._lock = threading.Lock()
         self.stats: Counter = Counter()
+        #: ``next(dev.launched)`` counts a launch without a lock (itertools.count is atomic under the GIL)
+        self.launched = itertools.count(1)
         self.pool = Pool(self, _pool_bytes())
+        self.streams = StreamJoin(self)
+        self._handle: Optional[int] = None
 
     def __repr__(self) -> str:
         return f"<CUDADevice {self.describe()}>"
@@ -77,7 +90,23 @@ class CUDADevice:
 
     @property
     def context_handle(self) -> int:
-        return int(self.context.handle)
+        h = self._handle
+        if h is None:
+            h = self._handle = int(self.context.handle)
+        return h
+
+    @property
+    def context_retained(self) -> bool:
+        return self._context.done
+
+    def synchronize(self) -> None:
+        """Wait until every launch and copy queued on the device has finished. A fault of an
+        asynchronous launch surfaces here as DeviceError (CUresult code and name)."""
+        if not self._context.done:
+            return  # nothing was ever queued
+        with self.scope(), cuda_call(f"waiting for cuda:{self.ordinal} (an asynchronous kernel launched "
+                                     "earlier failed)"):
+            drv.Context.synchronize()
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[object]:
@@ -111,9 +140,70 @@ class CUDADevice:
                 warnings.warn(f"polykern CUDA: freeing the memory pool at exit failed: {e}", RuntimeWarning,
                               stacklevel=1)
 
+    def snapshot(self) -> dict:
+        """The counters (``stats()``), launches included."""
+        with self._lock:
+            out = dict(self.stats)
+        n = int(repr(self.launched)[6:-1]) - 1  # "count(N)": launches so far, read without advancing it
+        if n:
+            out["launches"] = out.get("launches", 0) + n
+        return out
+
     def count(self, key: str, n: int = 1) -> None:
         with self._lock:
             self.stats[key] += n
+
+
+class StreamJoin:
+    """Orders polykern's launch stream (the legacy default stream) with foreign streams through one
+    reusable event (created on first use in the primary context). Must run with that context
+    current. ``cuStreamWaitEvent`` captures the event's latest record when called, so record + wait
+    pairs are made under a lock and the event can be reused at once."""
+
+    def __init__(self, dev: "CUDADevice"):
+        self.dev = dev
+        self._lock = threading.Lock()
+        self._event = 0
+
+    def _ev(self) -> int:
+        if not self._event:
+            rc, ev = libcuda.event_create(libcuda.EVENT_DISABLE_TIMING)
+            if rc != 0:
+                if rc == -1:
+                    return 0
+                raise result_error("creating the event that orders foreign streams", rc)
+            self._event = ev
+        return self._event
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise result_error(what, rc)
+
+    def wait_for(self, streams) -> None:
+        """The next work on the launch stream waits for what is queued on ``streams`` now."""
+        with self._lock:
+            ev = self._ev()
+            if not ev:  # no driver library for ctypes: wait on the host
+                for s in streams:
+                    self._check(libcuda.stream_synchronize(s), f"synchronizing the producer stream 0x{s:x}")
+                return
+            for s in streams:
+                self._check(libcuda.event_record(ev, s), f"recording an event on the producer stream 0x{s:x} of "
+                                                         "a __cuda_array_interface__ argument")
+                self._check(libcuda.stream_wait_event(0, ev), f"making the launch wait for stream 0x{s:x}")
+        self.dev.count("stream_waits", len(streams))
+
+    def signal(self, streams) -> None:
+        """Later work on ``streams`` waits for what is queued on the launch stream now."""
+        with self._lock:
+            ev = self._ev()
+            if not ev:  # no driver library for ctypes: wait on the host
+                with cuda_call("waiting for the launch before a __cuda_array_interface__ stream uses its arrays"):
+                    drv.Context.synchronize()
+                return
+            self._check(libcuda.event_record(ev, 0), "recording an event after the launch")
+            for s in streams:
+                self._check(libcuda.stream_wait_event(s, ev), f"making stream 0x{s:x} wait for the launch")
 
 
 def _pool_bytes() -> int:

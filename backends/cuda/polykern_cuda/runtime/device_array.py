@@ -5,9 +5,12 @@
     mod["saxpy"](n, 2.0, x, y, grid=..., block=...)   # no copies
     y.numpy()
 
-A DeviceArray is passed to kernels as its device pointer (no copy in or back). It also exposes
-``__cuda_array_interface__`` (v3, ``stream`` None: every polykern operation is synchronous), so
-CuPy, PyTorch and Numba can use it without a copy (``cupy.asarray(x)``, ``torch.as_tensor(x,
+A DeviceArray is passed to kernels as its device pointer (no copy in or back). Launches that take
+it are asynchronous on the legacy default stream; ``numpy()``/``copy_from_host`` are synchronous
+copies ordered after them (so they also report an earlier kernel's fault). It also exposes
+``__cuda_array_interface__`` (v3, ``stream`` 1 = the legacy default stream: a consumer on another
+stream synchronizes with polykern's pending launches first), so CuPy, PyTorch and Numba can use it
+without a copy (``cupy.asarray(x)``, ``torch.as_tensor(x,
 device="cuda")``). Its block returns to the device pool when the array is freed (``free()``) or
 garbage collected, from any thread.
 """
@@ -99,7 +102,7 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self) -> dict:
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
-                "version": 3, "stream": None}
+                "version": 3, "stream": 1}
 
     # ------------------------------------------------------------ copies
     def copy_from_host(self, array) -> "DeviceArray":

@@ -1,28 +1,62 @@
 """``CUDAKernel``: ``mod["k"](*args, grid=, block=)`` on the CUDA device.
 
-One launch = ``check_args`` (LaunchError before anything touches the device), grid/block checks
-against the device's limits and the kernel's own (register-bound) thread limit, then, with the
-primary context current on this thread: buffer staging (``buffers.Staging``), the parameter
-buffer packed from FunctionInfo (``abi.pack``), ``cuLaunchKernel`` on the legacy default stream,
-a context synchronize (so kernel faults are reported by this call, as DeviceError with the
-CUresult), copies back of written host arrays. Launches are synchronous; threads may launch at
-once (each pushes the context on its own stack).
+Launches are **asynchronous** on the legacy default stream (the stream CuPy's and PyTorch's default
+work and every synchronous copy are ordered with), as in CuPy: the call returns once the kernel is
+queued. A fault of the kernel (an illegal address, say) surfaces at the next synchronizing call —
+``polykern_cuda.synchronize()``, ``DeviceArray.numpy()``, a launch with NumPy arguments, or a later
+launch once the context is lost — as a ``DeviceError`` with the CUresult. Launches that take NumPy
+(host) arrays stay synchronous: they copy in, launch, wait (a fault is reported by that call) and
+copy written arrays back.
+
+Fast path (every launch whose arguments are common cases; nothing else changes): grid/block exact
+``int``/``tuple`` already checked against the device's and the kernel's limits; scalars of the
+declared type in range (``polykern.launch.scalar_converter``); buffers that are ``DeviceArray``s of
+this device or ``__cuda_array_interface__`` arrays of exactly the declared dtype, C-contiguous
+(``strides`` None), writable where the kernel may write, whose pointer the driver says belongs to
+polykern's (primary) context (one ``cuPointerGetAttribute``; not repeated while the same live object
+reports the same pointer). It packs the parameter buffer with
+one precomputed ``struct`` (``abi.packer``), skips the context push/pop when the primary context is
+already current on this thread (one ``cuCtxGetCurrent``), orders the launch after (and a foreign
+CAI stream after the launch) with an event, and calls ``cuLaunchKernel`` on the cached function.
+Anything else — NumPy arrays, DLPack, other runtimes' arrays, a first grid/block, and every
+mistake — goes through ``check_args`` and ``buffers.Staging`` (the slow path), which raises the
+precise ``LaunchError``. Threads may launch at once.
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
+import weakref
+from typing import Any, Dict, Tuple
 
+import numpy as np
 import pycuda.driver as drv
 
 from polykern.errors import DeviceError, LaunchError
-from polykern.launch import BufferArg, check_args
-from polykern.module import FunctionInfo
+from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
+from polykern.module import ArgInfo, FunctionInfo
 
-from . import abi
+from . import abi, libcuda
 from .buffers import Staging
-from .cuerrors import cuda_call
+from .cuerrors import cuda_call, device_error
+from .device_array import DeviceArray
 
 __all__ = ["CUDAKernel"]
+
+_CAI, _OTHER = 1, 2
+_KINDS: Dict[type, int] = {}  # buffer argument type -> _CAI / _OTHER, where the type alone decides
+_MAX_DIMS = 256  # grid/block pairs remembered as checked, per kernel
+
+
+def _classify(cls: type, v: Any) -> int:
+    if issubclass(cls, (np.ndarray, np.generic, bool, int, float, complex, str, bytes)) or hasattr(
+            cls, "__polykern_buffer__"):
+        _KINDS[cls] = _OTHER
+        return _OTHER
+    if hasattr(cls, "__cuda_array_interface__"):  # a class attribute (property): no evaluation here
+        _KINDS[cls] = _CAI
+        return _CAI
+    if hasattr(v, "__polykern_buffer__"):  # instance attributes: decided per object
+        return _OTHER
+    return _CAI if hasattr(v, "__cuda_array_interface__") else _OTHER
 
 
 class CUDAKernel:
@@ -39,7 +73,13 @@ class CUDAKernel:
                 self.max_threads = int(fn.get_attribute(FA.MAX_THREADS_PER_BLOCK))
                 self.num_regs = int(fn.get_attribute(FA.NUM_REGS))
         finally:
-            fn = None  # see __call__
+            fn = None  # the function object stays only in ``loaded`` (see _Loaded.unload)
+        self._ctx = self.dev.context_handle  # retained by loading the module
+        self._struct = abi.packer(info)
+        self._nargs = len(info.args)
+        self._is_buffer = tuple(a.is_buffer for a in info.args)
+        self._convs = tuple(self._buffer_converter(a) if a.is_buffer else scalar_converter(a) for a in info.args)
+        self._dims_ok: set = set()
 
     @property
     def name(self) -> str:
@@ -67,12 +107,119 @@ class CUDAKernel:
                 raise LaunchError(f"{where}: grid {grid3} exceeds {dev.name}'s maximum grid size {dev.max_grid} "
                                   f"in dimension {'xyz'[axis]}")
 
+    # ------------------------------------------------------------ launch
     def __call__(self, *args: Any, grid=None, block=None) -> None:
+        if not self._fast(args, grid, block):
+            self._slow(args, grid, block)
+
+    def _buffer_converter(self, a: ArgInfo):
+        """``conv(v, streams)`` -> the device address of buffer argument ``v``, or MISS."""
+        want = a.dtype.numpy
+        typestr = want.str
+        writable = not a.readonly
+        dev, ctx = self.dev, self._ctx
+        # (weakref to the CAI object, pointer) that last passed the pointer check: the same live
+        # object reporting the same pointer still owns that allocation, so it is not asked again
+        last: Any = None
+
+        def conv(v: Any, streams: list) -> Any:
+            nonlocal last
+            cls = type(v)
+            if cls is DeviceArray:
+                dt = v.dtype
+                if v.device is not dev or v._freed or (dt is not want and dt != want):
+                    return MISS
+                block = v._block
+                return block.ptr if block is not None else 0
+            kind = _KINDS.get(cls) or _classify(cls, v)
+            if kind != _CAI:
+                return MISS
+            try:
+                cai = v.__cuda_array_interface__
+                if cai["typestr"] != typestr or cai.get("strides") is not None or cai.get("mask") is not None:
+                    return MISS
+                ptr, readonly = cai["data"]
+                shape = cai["shape"]
+                stream = cai.get("stream")
+            except Exception:  # noqa: BLE001 - anything odd: check_args says what is wrong
+                return MISS
+            if type(ptr) is not int or ptr <= 0 or (readonly and writable) or type(shape) is not tuple:
+                return MISS
+            for n in shape:
+                if type(n) is not int or n <= 0:
+                    return MISS
+            seen = last
+            if seen is None or seen[1] != ptr or seen[0]() is not v:
+                if libcuda.pointer_context(ptr) != ctx:  # another context, unknown memory, managed...: full check
+                    return MISS
+                try:
+                    last = (weakref.ref(v), ptr)
+                except TypeError:  # not weak-referenceable: checked on every launch
+                    pass
+            if stream is not None and stream != 1 and stream != 0:
+                if type(stream) is not int:
+                    return MISS
+                if stream not in streams:
+                    streams.append(stream)
+            return ptr
+        return conv
+
+    def _fast(self, args, grid, block) -> bool:
+        """Launch if every argument is a common case (module docstring); False (nothing done) otherwise."""
+        if len(args) != self._nargs:
+            return False
+        g = fast_dims(grid)
+        if g is None:
+            return False
+        b = fast_dims(block)
+        if b is None or (g, b) not in self._dims_ok:
+            return False
+        streams: list = []
+        values = []
+        is_buffer, convs = self._is_buffer, self._convs
+        for i, v in enumerate(args):
+            x = convs[i](v, streams) if is_buffer[i] else convs[i](v)
+            if x is MISS:
+                return False
+            values.append(x)
+        params = self._struct.pack(*values)
+        if libcuda.current_context() == self._ctx:
+            self._enqueue(g, b, params, streams)
+        else:
+            with self.dev.scope():
+                self._enqueue(g, b, params, streams)
+        return True
+
+    def _enqueue(self, grid3, block3, params, streams) -> None:
+        """Queue the launch on the legacy default stream (the primary context must be current)."""
+        dev = self.dev
+        if streams:
+            dev.streams.wait_for(streams)
+        try:
+            # one expression: no frame variable keeps the pycuda Function (and its module) alive
+            (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry))._launch_kernel(
+                grid3, block3, params, 0, None)
+        except drv.Error as e:
+            e.__traceback__ = None  # its frames may hold the Function (a fake's, or a wrapper's): drop them
+            err = device_error(f"launching kernel '{self.name}' (grid {grid3}, block {block3})", e)
+            if getattr(err, "sticky", False):
+                err = DeviceError(f"{err} (launches are asynchronous: the fault may come from a kernel launched "
+                                  "earlier; polykern_cuda.synchronize() after a launch reports it there)",
+                                  code=err.code, name=err.name)
+                err.sticky = True  # type: ignore[attr-defined]
+            raise err from e
+        if streams:
+            dev.streams.signal(streams)
+        next(dev.launched)
+
+    def _slow(self, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
         self.check_limits(grid3, block3)
+        if len(self._dims_ok) >= _MAX_DIMS:
+            self._dims_ok.clear()
+        self._dims_ok.add((grid3, block3))
         dev = self.dev
         scalars = {a.index: a.tobytes() for a in prepared if not isinstance(a, BufferArg)}
-        fn = None
         with dev.scope():
             staging = Staging(dev, self.name)
             reusable = True
@@ -81,19 +228,13 @@ class CUDAKernel:
                     if isinstance(a, BufferArg):
                         staging.add(a)
                 params = abi.pack(self.info, scalars, staging.pointers)
-                staging.synchronize_producers()
-                fn = self.loaded.function(self.entry)
-                with cuda_call(f"launching kernel '{self.name}'"):
-                    fn._launch_kernel(grid3, block3, params, 0, None)
-                with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
-                    drv.Context.synchronize()
-                dev.count("launches")
-                staging.copy_back()
+                self._enqueue(grid3, block3, params, sorted(staging.streams))
+                if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back
+                    with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
+                        drv.Context.synchronize()
+                    staging.copy_back()
             except DeviceError as e:
                 reusable = not getattr(e, "sticky", False)
                 raise
             finally:
-                # A pycuda Function keeps its module alive; a traceback keeps this frame: drop it here so
-                # the module is never freed later on a thread where its context is not current.
-                fn = None
                 staging.release(reusable)

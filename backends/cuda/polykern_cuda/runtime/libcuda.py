@@ -1,26 +1,32 @@
 """The few CUDA driver API calls pycuda does not wrap, through ctypes on ``libcuda.so.1``.
 
-pycuda has already loaded the driver library when this runs; these calls need no context of
-their own. ``pointer_info`` tells which device/context owns a foreign pointer (a CuPy or PyTorch
-array, a pycuda GPUArray), ``error_codes`` turns pycuda's error text back into the CUresult
-(pycuda keeps only the text), ``stream_synchronize`` honours a ``__cuda_array_interface__``
-stream. Every function degrades to "unknown" (``None``) when the library cannot be used.
+pycuda has already loaded the driver library when this runs. ``pointer_info`` tells which
+device/context owns a foreign pointer (a CuPy or PyTorch array, a pycuda GPUArray) and
+``pointer_context`` is its one-call form for the launch fast path; ``current_context`` is the
+context current on the calling thread (a launch skips the push/pop when it is polykern's);
+``error_codes`` turns pycuda's error text back into the CUresult (pycuda keeps only the text);
+``event_create``/``event_record``/``stream_wait_event`` order polykern's launch stream after (and
+before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
+need polykern's context current). Every function degrades to "unknown" (``None``, or the
+CUresult ``-1``) when the library cannot be used.
 """
 from __future__ import annotations
 
 import ctypes
 import threading
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
-__all__ = ["PointerInfo", "pointer_info", "error_codes", "error_name", "stream_synchronize", "available",
-           "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED"]
+__all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", "error_codes", "error_name",
+           "stream_synchronize", "event_create", "event_record", "stream_wait_event", "available",
+           "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING"]
 
 # CUpointer_attribute
 _ATTR_CONTEXT, _ATTR_MEMORY_TYPE, _ATTR_IS_MANAGED, _ATTR_DEVICE_ORDINAL = 1, 2, 8, 9
 # CUmemorytype
 MEMORY_HOST, MEMORY_DEVICE, MEMORY_ARRAY, MEMORY_UNIFIED = 1, 2, 3, 4
 _MAX_CODE = 1000  # CUresult values are below this
+EVENT_DISABLE_TIMING = 0x2  # CU_EVENT_DISABLE_TIMING
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -28,14 +34,22 @@ _state: dict = {}
 
 def _lib():
     """The ctypes handle of libcuda.so.1, or None (reason in ``_state['error']``)."""
+    lib = _state.get("lib")
+    if lib is not None:  # the hot path (every launch): no lock once loaded
+        return lib
     with _lock:
         if "lib" not in _state:
             try:
                 lib = ctypes.CDLL("libcuda.so.1")
+                vp = ctypes.c_void_p
                 lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
                 lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-                lib.cuPointerGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
-                lib.cuStreamSynchronize.argtypes = [ctypes.c_void_p]
+                lib.cuPointerGetAttribute.argtypes = [vp, ctypes.c_int, ctypes.c_uint64]
+                lib.cuStreamSynchronize.argtypes = [vp]
+                lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(vp)]
+                lib.cuEventCreate.argtypes = [ctypes.POINTER(vp), ctypes.c_uint]
+                lib.cuEventRecord.argtypes = [vp, vp]
+                lib.cuStreamWaitEvent.argtypes = [vp, vp, ctypes.c_uint]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
                 _state["lib"] = None
@@ -105,6 +119,57 @@ def pointer_info(ptr: int) -> Optional[PointerInfo]:
     managed = _attr(lib, _ATTR_IS_MANAGED, ptr, ctypes.c_uint)
     ordinal = _attr(lib, _ATTR_DEVICE_ORDINAL, ptr, ctypes.c_int)
     return PointerInfo(int(mtype), int(ctx) if ctx else None, bool(managed), ordinal)
+
+
+def pointer_context(ptr: int) -> Optional[int]:
+    """The CUcontext that owns device pointer ``ptr`` (one driver call: the launch fast path),
+    0 if the driver reports none (VMM memory), None if it does not know the pointer or the driver
+    library cannot be used (the caller then runs the full :func:`pointer_info` check)."""
+    lib = _state.get("lib") or _lib()
+    if lib is None:
+        return None
+    out = ctypes.c_void_p()
+    if lib.cuPointerGetAttribute(ctypes.byref(out), _ATTR_CONTEXT, ptr) != 0:
+        return None
+    return out.value or 0
+
+
+def current_context() -> Optional[int]:
+    """The CUcontext current on the calling thread (0: none), or None without a driver library."""
+    lib = _state.get("lib") or _lib()
+    if lib is None:
+        return None
+    out = ctypes.c_void_p()
+    if lib.cuCtxGetCurrent(ctypes.byref(out)) != 0:
+        return None
+    return out.value or 0
+
+
+def event_create(flags: int = EVENT_DISABLE_TIMING) -> Tuple[int, int]:
+    """(CUresult, CUevent) of cuEventCreate in the current context; (-1, 0) without a driver library."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0
+    out = ctypes.c_void_p()
+    rc = int(lib.cuEventCreate(ctypes.byref(out), flags))
+    return rc, (out.value or 0)
+
+
+def event_record(event: int, stream: int) -> int:
+    """cuEventRecord(event, stream) (stream 0: the legacy default stream); the CUresult, -1 without a library."""
+    lib = _state.get("lib") or _lib()
+    if lib is None:
+        return -1
+    return int(lib.cuEventRecord(event, stream or None))
+
+
+def stream_wait_event(stream: int, event: int) -> int:
+    """cuStreamWaitEvent(stream, event, 0): work queued on ``stream`` after this waits for the work
+    before the event's latest record; the CUresult, -1 without a library."""
+    lib = _state.get("lib") or _lib()
+    if lib is None:
+        return -1
+    return int(lib.cuStreamWaitEvent(stream or None, event, 0))
 
 
 def stream_synchronize(handle: int) -> int:

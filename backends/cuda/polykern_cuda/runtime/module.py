@@ -3,7 +3,7 @@
 It is a :class:`polykern.module.DeviceModule`, so ``save_to_bytes`` is the one shared serializer:
 byte-identical to the fallback's and to the bytes it was loaded from, whatever happens on the
 device. Payload formats: ``ptx`` (JIT-compiled by the driver for the device), ``cubin`` (must
-match the device's architecture) and ``cuda`` (CUDA C: compiled here to PTX for the device's
+suit the device's architecture: checked before loading, ``cubin.py``) and ``cuda`` (CUDA C: compiled here to PTX for the device's
 architecture with NVRTC or nvcc, ``toolchain.finish_on_receiver``; at load time for an artifact,
 so a host without a compiler degrades the module to "unavailable" with the reason, and lazily
 for a module built in this process).
@@ -28,8 +28,9 @@ from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 
 from .. import toolchain
+from . import cubin
 from . import device as _device
-from .cuerrors import cuda_call
+from .cuerrors import HINTS, NAMES, cuda_call
 from .device_array import DeviceArray, to_device
 from .kernel import CUDAKernel
 
@@ -47,6 +48,8 @@ class _Loaded:
         self.dev = dev
         self.handle = handle
         self._functions: Dict[str, object] = {}
+        #: entry -> pycuda Function, read without the lock by launches (CUDAKernel._enqueue)
+        self.functions = self._functions
         self._lock = threading.Lock()
 
     def function(self, entry: str):
@@ -127,11 +130,19 @@ class CUDAModule(DeviceModule):
         dev = self.device
         fmt, data = self.image
         blob = data + b"\x00" if fmt == "ptx" else data  # the driver reads PTX as a C string
+        archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
+        what = f"loading the {fmt} module into cuda:{dev.ordinal}"
+        if fmt == "cubin" and blob.startswith(_ELF):  # a fatbinary is left to the driver: it picks
+            arch = cubin.cubin_arch(blob, archs)
+            why = cubin.incompatibility(arch, dev.compute_capability) if arch is not None else None
+            if why is not None:
+                built = f"built for {', '.join(archs) or cubin.fmt_arch(arch)}; this device is {dev.arch}"
+                raise DeviceError(f"CUDA: {what} failed: {why} ({HINTS[209]}) ({built})", code=209,
+                                  name=NAMES[209])
         try:
-            with dev.scope(), cuda_call(f"loading the {fmt} module into cuda:{dev.ordinal}"):
+            with dev.scope(), cuda_call(what):
                 handle = drv.module_from_buffer(blob)
         except DeviceError as e:
-            archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
             built = f" (built for {', '.join(archs)}; this device is {dev.arch})" if archs else ""
             raise DeviceError(f"{e}{built}", code=e.code, name=e.name) from e
         loaded = _Loaded(dev, handle)
