@@ -30,8 +30,6 @@ OUT/gpu.json and OUT/gpu.png.
 polykern kernels are called as ``mod["k"](*args, grid=..., block=...)`` with CuPy arrays (the
 CUDA runtime takes them through ``__cuda_array_interface__``); launches are asynchronous.
 """
-from __future__ import annotations
-
 import argparse
 import json
 import os
@@ -102,7 +100,8 @@ extern "C" __global__ void jacobi(int h, int w, const float* __restrict__ src, f
 RESULTS: dict = {"sections": {}, "errors": {}}
 
 
-def saxpy4_kernel():
+def saxpy4_kernel():  # (no ``from __future__ import annotations`` in this file: polykern evaluates
+    #                       a kernel's annotations in its module's globals, and these names are local)
     """saxpy with 4 elements per work-item (grid-stride, all loads before the stores): the same
     arithmetic as examples/saxpy.py with 4x the bytes in flight per thread. One element per thread
     cannot keep enough memory requests in flight on an H100/H200 to reach copy bandwidth, whoever
