@@ -23,7 +23,7 @@ echo "vulkan icd: ${icd:-none}; opencl lib: ${lib:-none}" | tee "$OUT/other_env.
 
 "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" \
     .whl/pyopencl-*.whl .whl/vulkan-*.whl .whl/pytools-*.whl .whl/platformdirs-*.whl .whl/siphash24-*.whl \
-    .whl/typing_extensions-*.whl 2>&1 | tail -n 3
+    .whl/typing_extensions-*.whl .whl/cffi-*.whl .whl/pycparser-*.whl 2>&1 | tail -n 3
 BACKEND_DIRS=$(for d in "$PWD"/backends/*/; do printf ':%s' "${d%/}"; done)
 export PYTHONPATH="$SITE:$PWD/python$BACKEND_DIRS" PYTHONUNBUFFERED=1 POLYKERN_OPENCL_DEVICE=${POLYKERN_OPENCL_DEVICE:-gpu}
 

@@ -7,13 +7,12 @@ for writable parameters, back out on every launch. The launch check
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from polykern.device_array import DeviceArrayBase
 from polykern.errors import LaunchError
-from polykern.ir.types import scalar_from_numpy
 
 from .wgpu_context import STORAGE_USAGE, Context, context
 
@@ -24,83 +23,80 @@ def _padded(nbytes: int) -> int:
     return max(4, nbytes + (-nbytes % 4))
 
 
-class DeviceArray:
+class DeviceArray(DeviceArrayBase):
     """A C-contiguous array in a WebGPU storage buffer."""
 
     def __init__(self, shape: Union[int, Sequence[int]], dtype, ctx: Optional[Context] = None):
-        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-        if any(n < 0 for n in self.shape):
-            raise ValueError(f"negative dimension in shape {self.shape}")
-        self.dtype = np.dtype(dtype)
-        t = scalar_from_numpy(self.dtype)
-        if t is None:
-            raise TypeError(f"no polykern scalar type for dtype {self.dtype}")
-        self._stype = t
-        self.ctx = ctx or context()
-        limit = self.ctx.limits.get("max-storage-buffer-binding-size", 1 << 27)
-        if self.nbytes > limit:
-            raise LaunchError(f"a {self.nbytes}-byte array exceeds this WebGPU device's storage buffer "
-                              f"binding limit ({limit} bytes)")
-        self.buffer = self.ctx.device.create_buffer(size=_padded(self.nbytes), usage=STORAGE_USAGE)
-
-    # ------------------------------------------------------------ properties
+        super().__init__(shape, dtype, device=ctx)
 
     @property
-    def size(self) -> int:
-        return math.prod(self.shape)
+    def ctx(self) -> Context:
+        return self.device
 
     @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
+    def buffer(self):
+        """The storage buffer (None once released)."""
+        return self._handle
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 1
 
-    def __repr__(self) -> str:
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.ctx.name!r})"
+    # ------------------------------------------------------------ device hooks
+    @staticmethod
+    def _default_device() -> Context:
+        return context()
 
-    def __polykern_buffer__(self) -> dict:
-        return {"ptr": id(self.buffer), "size": self.size, "code": self._stype.code, "bits": self._stype.bits,
-                "device": ("webgpu", 0), "readonly": False}
+    def _allocate(self):
+        limit = self.ctx.limits.get("max-storage-buffer-binding-size", 1 << 27)
+        if self.nbytes > limit:
+            raise LaunchError(f"a {self.nbytes}-byte array exceeds this WebGPU device's storage buffer "
+                              f"binding limit ({limit} bytes)")
+        return self.ctx.device.create_buffer(size=_padded(self.nbytes), usage=STORAGE_USAGE)
 
-    # ------------------------------------------------------------ copies
+    @staticmethod
+    def _release(ctx, buf) -> None:
+        pass  # garbage collection: wgpu releases a dropped buffer itself; free() destroys it
 
-    def copy_from_host(self, array) -> "DeviceArray":
-        a = np.ascontiguousarray(array)
-        if a.dtype != self.dtype or a.size != self.size:
-            raise LaunchError(f"copy_from_host: expected {self.size} {self.dtype} elements, got {a.size} {a.dtype}")
-        data = a.reshape(-1).view(np.uint8)
+    def _address(self) -> int:
+        return id(self._handle)
+
+    def _device_key(self):
+        return ("webgpu", 0)
+
+    def _device_label(self) -> str:
+        return self.ctx.name
+
+    def _upload(self, data: np.ndarray) -> None:
         pad = -data.size % 4
         if pad:
             data = np.concatenate([data, np.zeros(pad, np.uint8)])
         if data.size:
             with self.ctx.lock:
-                self.ctx.device.queue.write_buffer(self.buffer, 0, data)
-        return self
+                self.ctx.device.queue.write_buffer(self._live_handle(), 0, data)
 
-    def copy_to_host(self, out: Optional[np.ndarray] = None) -> np.ndarray:
-        if out is None:
-            out = np.empty(self.shape, self.dtype)
-        elif out.dtype != self.dtype or out.size != self.size or not out.flags.c_contiguous:
-            raise LaunchError(f"copy_to_host: out must be a C-contiguous {self.dtype} array of {self.size} elements")
+    def _download(self, out: np.ndarray) -> None:
         if self.nbytes:
             with self.ctx.lock:
-                raw = self.ctx.device.queue.read_buffer(self.buffer, 0, _padded(self.nbytes))
-            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(raw, np.uint8, self.nbytes)
+                raw = self.ctx.device.queue.read_buffer(self._live_handle(), 0, _padded(self.nbytes))
+            out[:] = np.frombuffer(raw, np.uint8, self.nbytes)
+
+    # ------------------------------------------------------------ copies
+    def copy_to_host(self, out: Optional[np.ndarray] = None) -> np.ndarray:
+        if out is None:
+            return self.numpy()
+        if out.dtype != self.dtype or out.size != self.size or not out.flags.c_contiguous:
+            raise LaunchError(f"copy_to_host: out must be a C-contiguous {self.dtype} array of {self.size} elements")
+        self._download(out.reshape(-1).view(np.uint8))
         return out
 
-    def numpy(self) -> np.ndarray:
-        return self.copy_to_host()
-
-    def release(self) -> None:
+    def free(self) -> None:
         """Free the device memory now (the array is unusable afterwards)."""
-        buf, self.buffer = self.buffer, None
+        buf = self._handle
+        super().free()
         if buf is not None:
             buf.destroy()
+
+    release = free
 
 
 def to_device(array) -> DeviceArray:

@@ -129,7 +129,7 @@ class CUDAKernel:
                 dt = v.dtype
                 if v.device is not dev or v._freed or (dt is not want and dt != want):
                     return MISS
-                block = v._block
+                block = v._handle
                 return block.ptr if block is not None else 0
             kind = _KINDS.get(cls) or _classify(cls, v)
             if kind != _CAI:

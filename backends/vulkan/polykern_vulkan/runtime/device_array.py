@@ -15,22 +15,18 @@ and to ``numpy()``. A DeviceArray's buffer returns to the pool when the array is
 """
 from __future__ import annotations
 
-import math
-import weakref
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import numpy as np
 
+from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 from polykern.errors import LaunchError
-from polykern.ir.types import scalar_from_numpy
 
 from . import device as _device
 from .buffers import Buffer
 from .device import Device
 
 __all__ = ["DeviceArray", "to_device", "empty", "zeros", "upload", "download"]
-
-Shape = Union[int, Sequence[int]]
 
 
 def upload(dev: Device, buf: Buffer, data: np.ndarray) -> None:
@@ -52,10 +48,16 @@ def upload(dev: Device, buf: Buffer, data: np.ndarray) -> None:
     dev.pool.release(staging)
 
 
-def download(dev: Device, buf: Buffer, nbytes: int) -> np.ndarray:
-    """A new uint8 host array with the first ``nbytes`` of ``buf``."""
-    if buf.mapped is not None or nbytes == 0:
-        return buf.mapped[:nbytes].copy() if nbytes else np.zeros(0, np.uint8)
+def download(dev: Device, buf: Buffer, nbytes: int, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """A new uint8 host array with the first ``nbytes`` of ``buf`` (or ``out``, a flat uint8 array of
+    ``nbytes``, filled with them)."""
+    if out is None:
+        out = np.empty(nbytes, np.uint8)
+    if nbytes == 0:
+        return out
+    if buf.mapped is not None:
+        out[:] = buf.mapped[:nbytes]
+        return out
     staging = dev.pool.acquire(nbytes, "staging")
     try:
         dev.execute(lambda ctx: ctx.copy(buf.handle, staging.handle, max(nbytes, 1)), what="device-to-host copy")
@@ -63,103 +65,49 @@ def download(dev: Device, buf: Buffer, nbytes: int) -> np.ndarray:
         if not getattr(e, "submitted", False):
             dev.pool.release(staging)
         raise
-    out = staging.mapped[:nbytes].copy()
+    out[:] = staging.mapped[:nbytes]
     dev.pool.release(staging)
     return out
 
 
-def _release(dev: Device, buf: Buffer) -> None:
-    dev.pool.release(buf)
-
-
-class DeviceArray:
+class DeviceArray(DeviceArrayBase):
     """A C-contiguous array in a pooled Vulkan storage buffer (contents undefined until written)."""
 
-    def __init__(self, shape: Shape, dtype, *, device: Optional[Device] = None):
-        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-        if any(n < 0 for n in self.shape):
-            raise ValueError(f"negative dimension in shape {self.shape}")
-        self.dtype = np.dtype(dtype)
-        t = scalar_from_numpy(self.dtype) if self.dtype.isnative else None
-        if t is None:
-            raise TypeError(f"no polykern scalar type for dtype {self.dtype}")
-        self._type = t
-        self.device = device or _device.get()
+    @property
+    def buffer(self) -> Buffer:
+        return self._live_handle()
+
+    # ------------------------------------------------------------ device hooks
+    @staticmethod
+    def _default_device() -> Device:
+        return _device.get()
+
+    def _allocate(self) -> Buffer:
         limit = self.device.limits.max_storage_range
         if self.nbytes > limit:
             raise LaunchError(f"a {self.nbytes}-byte array exceeds this Vulkan device's storage buffer range "
                               f"({limit} bytes, maxStorageBufferRange)")
-        self._buffer: Optional[Buffer] = self.device.pool.acquire(self.nbytes)
-        self._finalizer = weakref.finalize(self, _release, self.device, self._buffer)
+        return self.device.pool.acquire(self.nbytes)
 
-    # ------------------------------------------------------------ properties
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
+    @staticmethod
+    def _release(dev: Device, buf: Buffer) -> None:
+        dev.pool.release(buf)
 
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+    def _address(self) -> int:
+        return self.buffer.address
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
+    def _device_key(self):
+        return ("vulkan", self.device.index)
 
-    @property
-    def buffer(self) -> Buffer:
-        if self._buffer is None:
-            raise LaunchError("this DeviceArray was freed")
-        return self._buffer
+    def _device_label(self) -> str:
+        return self.device.name
 
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d DeviceArray")
-        return self.shape[0]
+    def _upload(self, data: np.ndarray) -> None:
+        upload(self.device, self.buffer, data)
 
-    def __repr__(self) -> str:
-        state = "" if self._buffer is not None else ", freed"
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device.name!r}{state})"
-
-    def __polykern_buffer__(self) -> dict:
-        return {"ptr": self.buffer.address, "size": self.size, "code": self._type.code, "bits": self._type.bits,
-                "device": ("vulkan", self.device.index), "readonly": False}
-
-    # ------------------------------------------------------------ copies
-    def copy_from_host(self, array) -> "DeviceArray":
-        a = np.ascontiguousarray(array)
-        if a.dtype != self.dtype or a.size != self.size:
-            raise LaunchError(f"copy_from_host: expected {self.size} {self.dtype} elements, got {a.size} {a.dtype}")
-        upload(self.device, self.buffer, a.reshape(-1).view(np.uint8))
-        return self
-
-    def numpy(self) -> np.ndarray:
-        """A new host array with the contents (waits for nothing: launches are synchronous)."""
-        return download(self.device, self.buffer, self.nbytes).view(self.dtype).reshape(self.shape)
-
-    copy_to_host = numpy
-
-    def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
-
-    def fill(self, value) -> "DeviceArray":
-        return self.copy_from_host(np.full(self.shape, value, self.dtype))
-
-    def free(self) -> None:
-        """Return the buffer to the pool now; the array cannot be used afterwards."""
-        if self._buffer is not None:
-            self._buffer = None
-            self._finalizer()
+    def _download(self, out: np.ndarray) -> None:
+        """Waits for nothing: launches are synchronous."""
+        download(self.device, self.buffer, self.nbytes, out)
 
 
-def to_device(array, *, device: Optional[Device] = None) -> DeviceArray:
-    a = np.ascontiguousarray(array)
-    return DeviceArray(a.shape, a.dtype, device=device).copy_from_host(a)
-
-
-def empty(shape: Shape, dtype, *, device: Optional[Device] = None) -> DeviceArray:
-    return DeviceArray(shape, dtype, device=device)
-
-
-def zeros(shape: Shape, dtype, *, device: Optional[Device] = None) -> DeviceArray:
-    return DeviceArray(shape, dtype, device=device).fill(0)
+to_device, empty, zeros = array_factories(DeviceArray)
