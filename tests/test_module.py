@@ -257,3 +257,14 @@ def test_export_rules(tmp_path):
     assert sorted(os.listdir(tmp_path)) == []
     synthetic_root(("cuda",)).export(tmp_path / "a.kbin")
     assert sorted(os.listdir(tmp_path)) == ["a.kbin"]  # no temp file left behind
+
+
+def test_runtime_files_absent_from_the_build_are_reported_as_such():
+    """A build without a runtime's files (Bazel --config=cpu) says so and names the fix."""
+    from polykern import backends
+
+    rec = backends.declare("absentrt", "absentrt", display_name="AbsentRT", extra="absentrt", config="absentrt",
+                           codegen=lambda: None, runtime="polykern.this_runtime_is_not_in_the_build")
+    assert not rec.runtime_available
+    assert rec.runtime_reason == ("the AbsentRT runtime is not part of this build (build with --config=absentrt, "
+                                  "or pip install polykern[absentrt])")

@@ -149,7 +149,12 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
         try:
             mod = _run_plugin(runtime, "register")
         except Exception as e:
-            rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
+            if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
+                # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
+                rec.runtime_reason = (f"the {rec.display_name} runtime is not part of this build "
+                                      f"(build with --config={rec.config}, or pip install polykern[{rec.extra}])")
+            else:
+                rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
             return rec
         rec.runtime_available = True
         rec.devices_fn = devices or (getattr(mod, "devices", None) if mod is not None else None)
