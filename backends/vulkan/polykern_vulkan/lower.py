@@ -13,12 +13,18 @@ Launch ABI (also in README.md and in each FunctionInfo's attrs):
   builtin; the runtime specializes the pipeline per block shape.
 - grid = number of workgroups (vkCmdDispatch(gx, gy, gz)).
 
-Semantics: integer ``floordiv``/``mod`` truncate (OpSDiv/OpSRem, C semantics); shifts mask the amount;
+Semantics: integer ``floordiv``/``mod`` truncate (C semantics). ``floordiv`` is OpSDiv/OpUDiv (the
+Vulkan environment restricts only OpSRem/OpSMod). Signed ``mod`` never uses OpSRem/OpSMod, which the
+Vulkan environment leaves undefined for negative operands (NVIDIA computes an unsigned remainder):
+it is OpUMod on the magnitudes with the dividend's sign (see ``signed_remainder``). Shifts mask the amount;
 float min/max return the non-NaN operand (NMin/NMax, like C fmin); ``!=`` on floats is unordered (true
 for NaN); float -> bool is ``x != 0`` (NaN is true). ``range`` bounds are evaluated once, before the loop
 (Python semantics). Atomics are relaxed, Device scope on buffers and Workgroup scope on shared arrays;
 float atomic add/min/max use a compare-exchange loop on the bit pattern (the array is then declared
 with the same-width unsigned element type and every access bitcasts), float ``cas`` compares bits.
+Narrowing to f16 never uses OpFConvert (drivers fold f32 -> f16 -> f32 into a no-op even with
+NoContraction): the round-to-nearest-even half bit pattern is computed from the f32 bits with 32-bit
+integer ops and bitcast to half (see ``f32_to_f16``); f64 -> f16 goes through f32 (double rounding).
 """
 from __future__ import annotations
 
@@ -330,7 +336,7 @@ class KernelLowering:
         for i, (name, _, slot, t) in enumerate(layout):
             ptr = f.val(Op.AccessChain, m.t_pointer("PushConstant", self.ty(slot)), var, self.u32c(i))
             v = f.val(Op.Load, self.ty(slot), ptr)
-            f.op(Op.Store, self.vars[name], self.convert(v, slot, t))
+            f.op(Op.Store, self.vars[name], self.convert(v, slot, t, exact=True))
 
     def load_specials(self, specials, inputs):
         m, f = self.m, self.f
@@ -521,7 +527,7 @@ class KernelLowering:
 
     _ARITH = {"add": (Op.IAdd, Op.IAdd, Op.FAdd), "sub": (Op.ISub, Op.ISub, Op.FSub),
               "mul": (Op.IMul, Op.IMul, Op.FMul), "div": (Op.SDiv, Op.UDiv, Op.FDiv),
-              "floordiv": (Op.SDiv, Op.UDiv, None), "mod": (Op.SRem, Op.UMod, Op.FRem),
+              "floordiv": (Op.SDiv, Op.UDiv, None), "mod": (None, Op.UMod, Op.FRem),
               "and": (Op.BitwiseAnd, Op.BitwiseAnd, None), "or": (Op.BitwiseOr, Op.BitwiseOr, None),
               "xor": (Op.BitwiseXor, Op.BitwiseXor, None),
               "shl": (Op.ShiftLeftLogical, Op.ShiftLeftLogical, None),
@@ -555,10 +561,33 @@ class KernelLowering:
             if e.op == "floordiv" and t.is_float:
                 q = f.val(Op.FDiv, self.ty(t), a, b)
                 return self.glsl("Floor", t, q)
+            if e.op == "mod" and t.is_int and t.is_signed:
+                return self.signed_remainder(t, a, b, e.b.value if isinstance(e.b, n.Const) else None)
             self.refuse(f"operator '{e.op}' on {t}", e.loc)
         if e.op in ("shl", "shr"):
             b = f.val(Op.BitwiseAnd, self.ty(t), b, self.const(t, t.bits - 1))
         return f.val(self._ARITH[e.op][col], self.ty(t), a, b)
+
+    def signed_remainder(self, t: ScalarType, a: int, b: int, b_const=None) -> int:
+        """C remainder (sign of the dividend) without OpSRem/OpSMod, which the Vulkan environment
+        leaves undefined when an operand is negative: r = |a| umod |b| (magnitudes as same-width
+        unsigned values, so |MIN| = 2**(bits-1) is exact), then -r if a < 0. Defined for every
+        a and every b != 0 (MIN % -1 gives 0). A constant divisor's magnitude is a constant."""
+        from polykern.ir.types import SCALAR_TYPES
+
+        f = self.f
+        tid, ut = self.ty(t), SCALAR_TYPES[f"u{t.bits}"]
+        uid, bid = self.ty(ut), self.ty(bool_)
+        zero = self.const(t, 0)
+
+        def magnitude(v):
+            neg = f.val(Op.SLessThan, bid, v, zero)
+            return neg, f.val(Op.Bitcast, uid, f.val(Op.Select, tid, neg, f.val(Op.SNegate, tid, v), v))
+
+        a_neg, ua = magnitude(a)
+        ub = magnitude(b)[1] if b_const is None else self.const(ut, abs(int(b_const)) % (1 << t.bits))
+        r = f.val(Op.Bitcast, tid, f.val(Op.UMod, uid, ua, ub))
+        return f.val(Op.Select, tid, a_neg, f.val(Op.SNegate, tid, r), r)
 
     def short_circuit(self, e: n.BinOp) -> int:
         f = self.f
@@ -629,8 +658,9 @@ class KernelLowering:
         prod = self.f.val(Op.FMul, self.ty(wide), a, b)
         return self.convert(self.f.val(Op.FAdd, self.ty(wide), prod, c), wide, t)
 
-    def convert(self, v: int, src: ScalarType, dst: ScalarType) -> int:
-        """C-style conversion of ``v`` from ``src`` to ``dst``."""
+    def convert(self, v: int, src: ScalarType, dst: ScalarType, exact: bool = False) -> int:
+        """C-style conversion of ``v`` from ``src`` to ``dst``. ``exact``: ``v`` is known to be
+        representable in ``dst`` (an f16 push constant in its f32 slot), so no rounding is needed."""
         f = self.f
         if src == dst:
             return v
@@ -643,6 +673,12 @@ class KernelLowering:
             zero = 0.0 if dst.is_float else 0
             return f.val(Op.Select, self.ty(dst), v, self.const(dst, one), self.const(dst, zero))
         if src.is_float and dst.is_float:
+            if dst.bits == 16 and not exact:
+                if src.bits == 64:  # via f32: double rounding, off by one f16 ulp in rare near-ties
+                    from polykern.ir.types import f32
+
+                    v = self.convert(v, src, f32)
+                return self.f32_to_f16(v)
             # NoContraction makes the conversion "exact" for drivers' optimizers: Mesa otherwise folds
             # f32 -> f16 -> f32 into a no-op and the value never rounds to half precision.
             out = f.val(Op.FConvert, self.ty(dst), v)
@@ -666,6 +702,65 @@ class KernelLowering:
             if src == dst:
                 return v
         return f.val(Op.Bitcast, self.ty(dst), v)
+
+    def f32_to_f16(self, v: int) -> int:
+        """f32 -> f16, round to nearest even, with 32-bit integer ops on the bit pattern and no
+        OpFConvert: NVIDIA's driver folds an f32 -> f16 -> f32 OpFConvert pair into a no-op even
+        when both are decorated NoContraction, so the value never rounds to half precision.
+
+        With x the f32 bits and ax = x & 0x7fffffff (all unsigned; h gets the sign bit x >> 16 & 0x8000):
+        - NaN (ax > 0x7f800000): quiet NaN 0x7e00 | top 10 mantissa bits;
+        - ax >= 0x477ff000 (65520, the tie above 65504 = max half; inf included): inf 0x7c00;
+        - ax >= 0x38800000 (2**-14, the smallest normal half): rebias the exponent (- 112 << 23), then
+          (y + 0xfff + ((y >> 13) & 1)) >> 13 rounds 13 dropped bits to nearest even (a carry into
+          the exponent is the correct next binade);
+        - else a subnormal half (or zero): m = 24-bit significand, s = 126 - exponent (>= 14) is the
+          shift that leaves units of 2**-24; q = m >> s, rounded up if the dropped bits exceed half,
+          or equal half and q is odd; s >= 25 gives 0 (m < 2**24 < half of 2**25; f32 subnormals too).
+        The 16-bit pattern is the low half of a u32 bitcast to a 2 x f16 vector (component 0 is the
+        low-order bits), so no Int16 capability is needed."""
+        from polykern.ir.types import f16
+
+        f, m = self.f, self.m
+        u, b = self.ty(u32), self.ty(bool_)
+        c = self.u32c
+
+        def op(opcode, *args):
+            return f.val(opcode, u, *args)
+
+        def sel(cond, x, y):
+            return f.val(Op.Select, u, cond, x, y)
+
+        x = op(Op.Bitcast, v)
+        sign = op(Op.BitwiseAnd, op(Op.ShiftRightLogical, x, c(16)), c(0x8000))
+        ax = op(Op.BitwiseAnd, x, c(0x7FFFFFFF))
+        # NaN
+        nan = op(Op.BitwiseOr, c(0x7E00), op(Op.BitwiseAnd, op(Op.ShiftRightLogical, ax, c(13)), c(0x3FF)))
+        # normal half
+        y = op(Op.ISub, ax, c(112 << 23))
+        odd = op(Op.BitwiseAnd, op(Op.ShiftRightLogical, y, c(13)), c(1))
+        normal = op(Op.ShiftRightLogical, op(Op.IAdd, y, op(Op.IAdd, c(0xFFF), odd)), c(13))
+        # subnormal half (or zero)
+        mant = op(Op.BitwiseOr, op(Op.BitwiseAnd, ax, c(0x7FFFFF)), c(0x800000))
+        shift = op(Op.ISub, c(126), op(Op.ShiftRightLogical, ax, c(23)))  # >= 14 on this path
+        too_small = f.val(Op.UGreaterThan, b, shift, c(24))
+        s = sel(too_small, c(24), shift)  # keeps the shifts below in range; the result is 0 anyway
+        q = op(Op.ShiftRightLogical, mant, s)
+        half = op(Op.ShiftLeftLogical, c(1), op(Op.ISub, s, c(1)))
+        rest = op(Op.BitwiseAnd, mant, op(Op.ISub, op(Op.ShiftLeftLogical, c(1), s), c(1)))
+        above = f.val(Op.UGreaterThan, b, rest, half)
+        tie_odd = f.val(Op.LogicalAnd, b, f.val(Op.IEqual, b, rest, half),
+                        f.val(Op.INotEqual, b, op(Op.BitwiseAnd, q, c(1)), c(0)))
+        up = f.val(Op.LogicalOr, b, above, tie_odd)
+        sub = sel(too_small, c(0), op(Op.IAdd, q, sel(up, c(1), c(0))))
+        # pick
+        h = sel(f.val(Op.UGreaterThanEqual, b, ax, c(0x38800000)), normal, sub)
+        h = sel(f.val(Op.UGreaterThanEqual, b, ax, c(0x477FF000)), c(0x7C00), h)
+        h = sel(f.val(Op.UGreaterThan, b, ax, c(0x7F800000)), nan, h)
+        h = op(Op.BitwiseOr, h, sign)
+        half_t = self.ty(f16)
+        pair = f.val(Op.Bitcast, m.t_vector(half_t, 2), h)
+        return f.val(Op.CompositeExtract, half_t, pair, 0)
 
     # ------------------------------------------------------------------ atomics
     def atomic(self, e: n.Atomic) -> int:

@@ -358,6 +358,34 @@ def constants(a: Buffer[f32], b: Buffer[f64], c: Buffer[f16], d: Buffer[i8], e: 
     g[0] = u64(18446744073709551615)
 
 
+def make_divmod(T):
+    """C ``//`` and ``%`` of T (the operators Vulkan leaves partly undefined as OpSRem/OpSMod)."""
+    @pk.kernel
+    def divmod_(n: i32, a: Buffer[T, "readonly"], b: Buffer[T, "readonly"], q: Buffer[T], r: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            q[i] = a[i] // b[i]
+            r[i] = a[i] % b[i]
+    return divmod_
+
+
+@pk.kernel
+def narrow_f16(n: i32, x: Buffer[f32, "readonly"], out: Buffer[f32], out_h: Buffer[f16]):
+    """f32 -> f16 -> f32 (the pair drivers fold away) and the f16 itself (its exact bits)."""
+    i = pk.global_id(0)
+    if i < n:
+        h = f16(x[i])
+        out[i] = f32(h)
+        out_h[i] = h
+
+
+@pk.kernel
+def narrow_f16_from_f64(n: i32, x: Buffer[f64, "readonly"], out: Buffer[f16]):
+    i = pk.global_id(0)
+    if i < n:
+        out[i] = f16(x[i])
+
+
 CORPUS = [
     ("constants", constants, ""),
     ("saxpy", saxpy, ""),
@@ -376,5 +404,8 @@ CORPUS = [
     ("math_f16", make_math(f16), ""),
     ("math_f32", make_math(f32), ""),
 ]
+CORPUS += [("narrow_f16", narrow_f16, ""), ("narrow_f16_no_int16", narrow_f16, "-features=float16"),
+           ("narrow_f16_from_f64", narrow_f16_from_f64, "")]
+CORPUS += [(f"divmod_{T.name}", make_divmod(T), "") for T in (i8, i16, i32, i64)]
 CORPUS += [(f"arith_{T.name}", make_arith(T), "") for T in ALL_TYPES]
 CORPUS += [(f"casts_{T.name}", make_casts(T), "") for T in ALL_TYPES]
