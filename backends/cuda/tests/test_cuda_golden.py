@@ -12,7 +12,8 @@ from polykern.codegen.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_cuda.codegen import cuda_source
 
-from cuda_support import GOLDEN, REFUSED, SUPPORTED, check_golden
+from cuda_support import GOLDEN, REFUSED, SUPPORTED
+from polykern.testing.golden import check_golden
 
 
 @pytest.mark.parametrize("name", SUPPORTED)

@@ -17,7 +17,8 @@ from polykern.codegen.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_metal.codegen import metal_shaders
 
-from metal_support import GOLDEN, REFUSED, SUPPORTED, check_golden
+from metal_support import GOLDEN, REFUSED, SUPPORTED
+from polykern.testing.golden import check_golden
 
 
 @pytest.mark.parametrize("name", SUPPORTED)

@@ -12,7 +12,8 @@ from polykern.codegen.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_opencl.codegen import opencl_source
 
-from opencl_support import GOLDEN, REFUSED, SUPPORTED, check_golden
+from opencl_support import GOLDEN, REFUSED, SUPPORTED
+from polykern.testing.golden import check_golden
 
 
 @pytest.mark.parametrize("name", SUPPORTED)

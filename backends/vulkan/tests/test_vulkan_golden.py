@@ -6,18 +6,17 @@ and review the diff of backends/vulkan/tests/golden/.
 """
 from __future__ import annotations
 
-import difflib
-import os
 import pathlib
 
 import pytest
+
+from polykern.testing.golden import check_golden
 
 import polykern as pk
 
 import vulkan_kernels as K
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
-UPDATE = os.environ.get("POLYKERN_UPDATE_GOLDEN", "") not in ("", "0")
 
 CASES = {
     "saxpy": (K.saxpy, "vulkan"),
@@ -42,15 +41,7 @@ def emitted(name):
 def test_golden_spirv_asm(name):
     path = GOLDEN / f"{name}.spvasm"
     text = emitted(name)
-    if UPDATE:
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"{path} is missing; run with POLYKERN_UPDATE_GOLDEN=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            f"golden/{name}.spvasm", "emitted"))
-        pytest.fail(f"SPIR-V for {name} changed (POLYKERN_UPDATE_GOLDEN=1 regenerates):\n{diff}")
+    check_golden(path, text)
 
 
 def test_output_is_deterministic_across_builds():

@@ -6,11 +6,11 @@ and review the diff of backends/webgpu/tests/golden/.
 """
 from __future__ import annotations
 
-import difflib
-import os
 import pathlib
 
 import pytest
+
+from polykern.testing.golden import check_golden
 
 from polykern.ir.verifier import verify
 from polykern_webgpu.wgsl_emit import emit_wgsl
@@ -18,7 +18,6 @@ from polykern_webgpu.wgsl_emit import emit_wgsl
 from ir_kernels import F16_KERNELS, KERNELS
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
-UPDATE = os.environ.get("POLYKERN_UPDATE_GOLDEN", "") not in ("", "0")
 
 
 def emitted(name):
@@ -30,16 +29,7 @@ def emitted(name):
 def test_golden_wgsl(name):
     path = GOLDEN / f"{name}.wgsl"
     text = emitted(name)
-    if UPDATE:
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"{path} is missing; run with POLYKERN_UPDATE_GOLDEN=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            f"golden/{name}.wgsl", "emitted"))
-        pytest.fail(f"WGSL of {name} differs from the golden file "
-                    f"(POLYKERN_UPDATE_GOLDEN=1 to accept):\n{diff}")
+    check_golden(path, text)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
