@@ -58,7 +58,7 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
     SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
     EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
-    SCOPES = {1: "device", 3: "block"}
+    ATOMIC_SCOPES = {1: "device", 3: "block"}
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -105,16 +105,6 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
 
     def emit_barrier(self) -> None:
         self.call_intrinsic("llvm.nvvm.barrier0", VOID, [])
-
-    def atomic(self, op, ptr, st, value, compare=None):
-        # llvmlite prints the ordering verbatim after the operands, where LLVM's syntax puts
-        # [syncscope("...")] <ordering>, so the scope rides along with the base's ordering.
-        scope = self.SCOPES.get(ptr.type.addrspace)
-        self.ATOMIC_ORDERING = f'syncscope("{scope}") monotonic' if scope else "monotonic"
-        try:
-            return super().atomic(op, ptr, st, value, compare)
-        finally:
-            del self.ATOMIC_ORDERING
 
 
 def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:

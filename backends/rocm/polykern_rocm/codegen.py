@@ -72,7 +72,7 @@ class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
     SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
-    SCOPES = {1: "agent", 3: "workgroup"}
+    ATOMIC_SCOPES = {1: "agent", 3: "workgroup"}
     NATIVE_MATH = ("exp", "exp2", "log", "log2")  # f16/f32: the AMDGPU backend lowers these fully
 
     def __init__(self, triple: str, layout: str, code_object: int):
@@ -133,15 +133,6 @@ class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
         self.call_intrinsic("llvm.amdgcn.s.barrier", VOID, [])
         b.fence("acquire", "workgroup")
 
-    def atomic(self, op, ptr, st, value, compare=None):
-        # llvmlite prints the ordering verbatim after the operands, where LLVM's syntax puts
-        # [syncscope("...")] <ordering>, so the scope rides along with the base's ordering.
-        scope = self.SCOPES.get(ptr.type.addrspace)
-        self.ATOMIC_ORDERING = f'syncscope("{scope}") monotonic' if scope else "monotonic"
-        try:
-            return super().atomic(op, ptr, st, value, compare)
-        finally:
-            del self.ATOMIC_ORDERING
 
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
         if st.is_float and st.bits in (16, 32) and func in self.NATIVE_MATH:

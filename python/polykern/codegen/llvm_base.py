@@ -22,6 +22,7 @@ hook                           what a backend decides
 ``zero_locals``                how locals and private arrays start at zero (GPU style: stores)
 ``math_call``                  math functions: LLVM intrinsics by default, or libdevice/ocml
 ``ATOMIC_ORDERING``            ordering of atomicrmw/cmpxchg (relaxed, as on GPUs)
+``ATOMIC_SCOPES``              address space -> LLVM syncscope of atomics on it (none: system scope)
 ``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
                                modules that use f16
 ``SAFE_INT_DIVISION``          make x/0 and INT_MIN/-1 not trap (CPU); GPUs do not trap
@@ -157,6 +158,7 @@ class LLVMKernelEmitter:
     SHARED_AS = 0
     PRIVATE_AS = 0
     ATOMIC_ORDERING = "monotonic"
+    ATOMIC_SCOPES: dict = {}
     SAFE_INT_DIVISION = True
     F16_LIBCALLS = False
     ARRAY_ALIGN = 16
@@ -668,6 +670,11 @@ class LLVMKernelEmitter:
         """Real LLVM atomics on ``ptr``; returns the old value."""
         b = self.builder
         order = self.ATOMIC_ORDERING
+        scope = self.ATOMIC_SCOPES.get(ptr.type.addrspace)
+        if scope:
+            # llvmlite prints the ordering verbatim after the operands, where LLVM's syntax puts
+            # [syncscope("...")] <ordering>, so the scope rides along with the ordering.
+            order = f'syncscope("{scope}") {order}'
         mty = mem_type(st)
         if op == "cas":
             if st.is_float:  # cmpxchg needs integers: compare bit patterns
