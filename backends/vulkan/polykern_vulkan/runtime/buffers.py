@@ -14,12 +14,12 @@ through host-visible "staging" buffers with ``vkCmdCopyBuffer`` in the launch's 
 """
 from __future__ import annotations
 
-import os
-import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 import vulkan as vk
+
+from polykern.buffer_pool import MIN_CLASS, SizeClassPool, size_class
 
 from .device import DEVICE_LOCAL, HOST_VISIBLE, Device
 from .vkresult import BINDING_ERRORS, device_error
@@ -27,18 +27,9 @@ from .vkresult import BINDING_ERRORS, device_error
 __all__ = ["Buffer", "BufferPool", "size_class", "POOL_ENV"]
 
 POOL_ENV = "POLYKERN_VULKAN_POOL_MB"
-MIN_CLASS = 256
 HOST_CACHED = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
 USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-
-
-def size_class(nbytes: int) -> int:
-    """The capacity a request of ``nbytes`` gets: >= nbytes, 256 B minimum, <= 25% slack."""
-    if nbytes <= MIN_CLASS:
-        return MIN_CLASS
-    step = 1 << max((nbytes - 1).bit_length() - 3, 0)
-    return -(-nbytes // step) * step
 
 
 class Buffer:
@@ -93,60 +84,32 @@ class Buffer:
         return f"<vulkan {self.kind} buffer {self.size} B>"
 
 
-class BufferPool:
+class BufferPool(SizeClassPool):
     def __init__(self, dev: Device):
-        self.dev = dev
-        self.limit = int(float(os.environ.get(POOL_ENV, "256")) * (1 << 20))
-        self._lock = threading.Lock()
-        self._free: Dict[Tuple[str, int], List[Buffer]] = {}
-        self.free_bytes = 0
+        super().__init__(dev, POOL_ENV, strict=True)
 
     def acquire(self, nbytes: int, kind: str = "device") -> Buffer:
         size = size_class(nbytes)
-        with self._lock:
-            free = self._free.get((kind, size))
-            buf = free.pop() if free else None
-            if buf is not None:
-                self.free_bytes -= size
+        buf = self._take((kind, size), size)
         if buf is not None:
-            self.dev.count("buffers_reused")
             return buf
         self.dev.check_open()
         try:
-            buf = self._create(kind, size)
-        except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
-            self.trim()  # give the cached buffers back to the driver and try once more
-            try:
-                buf = self._create(kind, size)
-            except BINDING_ERRORS as e:
-                raise device_error(f"allocating a {size}-byte {kind} buffer", e) from None
+            return self._allocate_or_trim(size, kind)
         except BINDING_ERRORS as e:
             raise device_error(f"allocating a {size}-byte {kind} buffer", e) from None
-        return buf
 
-    def _create(self, kind: str, size: int) -> Buffer:
-        buf = Buffer(self.dev, kind, size)
-        self.dev.count("buffers_created")
-        self.dev.count("bytes_allocated", size)
-        return buf
+    def _out_of_memory(self, exc: BaseException) -> bool:
+        return isinstance(exc, (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory))
 
-    def release(self, buf: Buffer) -> None:
-        with self._lock:
-            if self.free_bytes + buf.size <= self.limit and not self.dev.closed:
-                self._free.setdefault((buf.kind, buf.size), []).append(buf)
-                self.free_bytes += buf.size
-                return
-        self._destroy(buf)
+    def _create(self, size: int, kind: str = "device") -> Buffer:
+        return Buffer(self.dev, kind, size)
+
+    def _key_of(self, buf: Buffer):
+        return (buf.kind, buf.size), buf.size
+
+    def _keep(self, buf: Buffer, size: int) -> bool:
+        return not self.dev.closed
 
     def _destroy(self, buf: Buffer) -> None:
-        self.dev.count("buffers_destroyed")
         self.dev.release(buf.token)
-
-    def trim(self) -> None:
-        """Destroy every cached free buffer."""
-        with self._lock:
-            bufs = [b for lst in self._free.values() for b in lst]
-            self._free.clear()
-            self.free_bytes = 0
-        for b in bufs:
-            self._destroy(b)
