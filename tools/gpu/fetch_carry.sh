@@ -26,10 +26,16 @@ WHEELS=(
     pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.3                      # tests
     hypothesis==6.170.15 sortedcontainers==2.4.0 attrs==26.1.0                        # tests
     setuptools==80.9.0 wheel==0.45.1                                                  # building pycuda
+    pyopencl==2026.1.4 vulkan==1.3.275.1 cffi==2.1.1 pycparser==3.12                  # OpenCL, Vulkan
+    wgpu==0.32.0 rendercanvas==2.7.2                                                  # WebGPU
 )
+# Debian packages NVIDIA's Vulkan driver needs beside it (the GPU image has no Vulkan/GL loaders):
+# unpacked there by run_other_runtimes.sh. Downloaded with apt-get from this host's own sources.
+DEBS=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64)
 
 mkdir -p "$DEST"
+mkdir -p "$REPO/.git/info" 2>/dev/null || true
 grep -qxF '/.whl/' "$REPO/.git/info/exclude" 2>/dev/null || echo '/.whl/' >> "$REPO/.git/info/exclude"
 grep -qxF '/.whl/' "$REPO/.gitignore" 2>/dev/null || echo "note: .gitignore does not list /.whl/" >&2
 
@@ -81,6 +87,15 @@ for req in "${WHEELS[@]}"; do
     echo "downloading $req"
     $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         "${PLAT_ARGS[@]}" -d "$DEST" "$req"
+done
+
+# ------------------------------------------------------------------ loader .debs -> ./.gl/
+GL="$REPO/.gl"
+mkdir -p "$GL"
+for d in "${DEBS[@]}"; do
+    if ls "$GL" | grep -q "^${d}_.*\.deb\$"; then echo "have $d"; continue; fi
+    echo "downloading $d.deb"
+    (cd "$GL" && apt-get download -q "$d" >/dev/null 2>&1) || { (apt-get update -qq && cd "$GL" && apt-get download -q "$d"); }
 done
 
 echo
