@@ -1,0 +1,342 @@
+"""The language's numeric promises: the one table that docs, tests, the oracle and the fuzzer read.
+
+A *promise* says how far a backend's result of one operation may be from the exact (infinitely precise)
+result rounded to the result type, written ``ref`` below:
+
+    allowed = max(ulp_budget * ulp_of(ref), abs_err)        (ulp_budget = ulp + ulp_growth * |t|)
+
+``ulp == 0`` means correctly rounded (round to nearest even). ``t`` is the operation's *exponent
+argument*: ``x`` for ``exp``/``exp2``, ``|y * log2(x)| + |y|`` for ``pow``; it is 0 for everything else.
+Outside ``domain`` (a closed interval of the first argument; of ``|y|`` for ``div``) the magnitude bound does not hold: only
+"finite vs. non-finite" agreement is promised. ``specials`` says NaN, infinities and signed zeros follow
+C99 Annex F (IEEE 754) for that operation; when it is False the result for a special input is
+unspecified (but the kernel still runs). ``may_flush_subnormals`` says a subnormal input may be read as a
+zero of the same sign, and a subnormal result may be written as one. ``unfused_ok`` (only ``fma``) says
+the backend may round the product before the add.
+
+Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
+are defined here too: every backend implements exactly these, and the oracle calls them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+BACKENDS = ("llvm", "cuda", "nvptx", "rocm", "opencl", "vulkan", "metal", "webgpu", "hexagon")
+FLOAT_TYPES = ("f16", "f32", "f64")
+INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+# Operations with a promise. Integer and bool operations are always exact (integers wrap modulo 2^bits).
+ARITH_OPS = ("add", "sub", "mul", "div")
+MATH_OPS = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma", "abs",
+            "min", "max", "floor", "ceil")
+OPS = ARITH_OPS + MATH_OPS + ("cast",)
+
+# Floating-point contraction: a*b+c is never fused into an fma unless the kernel calls fma().
+CONTRACTION_ALLOWED = False
+
+
+@dataclass(frozen=True)
+class Promise:
+    ulp: float
+    abs_err: float = 0.0
+    domain: Optional[Tuple[float, float]] = None
+    specials: bool = True
+    may_flush_subnormals: bool = False
+    ulp_growth: float = 0.0
+    unfused_ok: bool = False
+
+
+EXACT = Promise(0.0)
+
+# ---------------------------------------------------------------------------------------------------
+# The table. _LANGUAGE[op][dtype] is what every backend meets unless _BACKEND overrides it (a backend
+# may be looser only where it is listed here, with the reason).
+
+_F16_TRANSCENDENTAL = Promise(2.0)   # computed in f32 (or natively) and rounded to f16
+
+_LANGUAGE: Dict[str, Dict[str, Promise]] = {
+    "add": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "sub": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "mul": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "div": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "sqrt": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "rsqrt": {"f16": Promise(1.0), "f32": Promise(2.0), "f64": Promise(2.0)},
+    "exp": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(3.0), "f64": Promise(3.0)},
+    "exp2": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(3.0), "f64": Promise(3.0)},
+    "log": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(3.0), "f64": Promise(3.0)},
+    "log2": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(3.0), "f64": Promise(3.0)},
+    "sin": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(4.0), "f64": Promise(4.0)},
+    "cos": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(4.0), "f64": Promise(4.0)},
+    "tanh": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(5.0), "f64": Promise(5.0)},
+    "pow": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(16.0), "f64": Promise(16.0)},
+    "fma": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "abs": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "min": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "max": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "floor": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "ceil": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "cast": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+}
+
+# Vulkan's precision table ("Precision and Operation of SPIR-V Instructions"); WGSL copies it. Drivers
+# may flush subnormals (lavapipe does: no DenormPreserve) and GLSL.std.450 leaves NaN handling of
+# min/max/pow open.
+_SHADER_FLUSH = dict(may_flush_subnormals=True)
+_SHADER = {
+    "add": Promise(0.0, **_SHADER_FLUSH),
+    "sub": Promise(0.0, **_SHADER_FLUSH),
+    "mul": Promise(0.0, **_SHADER_FLUSH),
+    "div": Promise(2.5, domain=(2.0 ** -126, 2.0 ** 126), **_SHADER_FLUSH),
+    "sqrt": Promise(3.0, **_SHADER_FLUSH),
+    "rsqrt": Promise(2.0, **_SHADER_FLUSH),
+    "exp": Promise(3.0, ulp_growth=2.0, **_SHADER_FLUSH),
+    "exp2": Promise(3.0, ulp_growth=2.0, **_SHADER_FLUSH),
+    "log": Promise(3.0, abs_err=2.0 ** -21, **_SHADER_FLUSH),
+    "log2": Promise(3.0, abs_err=2.0 ** -21, **_SHADER_FLUSH),
+    "sin": Promise(4.0, abs_err=2.0 ** -11, domain=(-math.pi, math.pi), **_SHADER_FLUSH),
+    "cos": Promise(4.0, abs_err=2.0 ** -11, domain=(-math.pi, math.pi), **_SHADER_FLUSH),
+    "tanh": Promise(5.0, abs_err=2.0 ** -11, **_SHADER_FLUSH),
+    "pow": Promise(16.0, ulp_growth=8.0, domain=(0.0, math.inf), **_SHADER_FLUSH),
+    "fma": Promise(0.0, unfused_ok=True, **_SHADER_FLUSH),
+    "abs": Promise(0.0, **_SHADER_FLUSH),
+    "min": Promise(0.0, specials=False, **_SHADER_FLUSH),
+    "max": Promise(0.0, specials=False, **_SHADER_FLUSH),
+    "floor": Promise(0.0, **_SHADER_FLUSH),
+    "ceil": Promise(0.0, **_SHADER_FLUSH),
+    "cast": Promise(0.0, **_SHADER_FLUSH),
+}
+
+# OpenCL C's full-profile table (PoCL meets it; division and sqrt are correctly rounded only with
+# -cl-fp32-correctly-rounded-divide-sqrt).
+_OPENCL_F32 = {"div": Promise(2.5), "sqrt": Promise(3.0)}
+
+_BACKEND: Dict[Tuple[str, str], Dict[str, Promise]] = {
+    ("vulkan", "f32"): _SHADER,
+    ("vulkan", "f16"): _SHADER,
+    ("webgpu", "f32"): _SHADER,
+    ("webgpu", "f16"): _SHADER,
+    ("metal", "f32"): _SHADER,
+    ("metal", "f16"): _SHADER,
+    ("opencl", "f32"): _OPENCL_F32,
+}
+
+
+def promise(op: str, dtype: str, backend: str) -> Promise:
+    """The promise for ``op`` on values of ``dtype`` compiled for ``backend``.
+
+    Integer and bool dtypes get the exact promise for every op. Unknown names raise ``ValueError``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"numerics.promise: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if op not in OPS:
+        raise ValueError(f"numerics.promise: unknown operation {op!r} (known: {', '.join(OPS)})")
+    if dtype in INT_TYPES or dtype == "bool":
+        return EXACT
+    if dtype not in FLOAT_TYPES:
+        raise ValueError(f"numerics.promise: unknown dtype {dtype!r}")
+    over = _BACKEND.get((backend, dtype), {})
+    if op in over:
+        return over[op]
+    return _LANGUAGE[op][dtype]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Comparing a result with the reference under a promise.
+
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def ulp_of(ref, dtype: str):
+    """The spacing of ``dtype`` at ``ref`` (elementwise; the smallest subnormal spacing at 0)."""
+    t = _NP[dtype]
+    r = np.abs(np.asarray(ref, dtype=t))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.spacing(r).astype(np.float64)
+
+
+def exponent_argument(op: str, args) -> np.ndarray:
+    """``t`` of the module docstring for ``op`` applied to ``args`` (a tuple of arrays)."""
+    with np.errstate(all="ignore"):
+        if op in ("exp", "exp2"):
+            return np.abs(np.asarray(args[0], np.float64)) * (1.4426950408889634 if op == "exp" else 1.0)
+        if op == "pow":
+            x = np.asarray(args[0], np.float64)
+            y = np.asarray(args[1], np.float64)
+            return np.abs(y * np.log2(np.abs(x))) + np.abs(y)
+    return np.zeros(np.shape(np.asarray(args[0])) if args else ())
+
+
+def allowed_error(p: Promise, op: str, dtype: str, ref, args=()):
+    """The largest absolute difference from ``ref`` that ``p`` allows (elementwise, float64)."""
+    budget = p.ulp
+    if p.ulp_growth:
+        budget = budget + p.ulp_growth * np.nan_to_num(exponent_argument(op, args), posinf=1e300)
+    return np.maximum(budget * ulp_of(ref, dtype), p.abs_err)
+
+
+def in_domain(p: Promise, op: str, args):
+    """Elementwise: whether the domain argument lies in ``p.domain`` (all True without a domain).
+
+    The domain argument is the first argument, except for ``div``: the divisor's magnitude ``|y|``.
+    """
+    if op == "div" and len(args) > 1:
+        x = np.abs(np.asarray(args[1], np.float64))
+    else:
+        x = np.asarray(args[0], np.float64) if args else np.float64(0)
+    if p.domain is None:
+        return np.ones(np.shape(x), bool)
+    lo, hi = p.domain
+    return (x >= lo) & (x <= hi)
+
+
+def agrees(p: Promise, op: str, dtype: str, got, ref, args=()):
+    """Elementwise: whether ``got`` meets promise ``p`` against the exact-rounded ``ref``.
+
+    NaN must meet NaN and an infinity the same infinity (where ``p.specials``; a signed zero meets
+    either zero). Outside ``p.domain`` only finite-vs-non-finite agreement is checked. With
+    ``p.may_flush_subnormals`` a result within the bound of zero, or of ``ref`` with subnormals
+    flushed, also agrees; callers with subnormal *inputs* should also try ``ref`` computed from
+    flushed inputs (``flush_subnormals``) and accept either.
+    """
+    g = np.asarray(got, np.float64)
+    r = np.asarray(ref, np.float64)
+    with np.errstate(all="ignore"):
+        tol = allowed_error(p, op, dtype, r, args)
+        close = np.abs(g - r) <= tol
+        same_special = (np.isnan(g) & np.isnan(r)) | (np.isinf(g) & (g == r))
+        finite_both = np.isfinite(g) & np.isfinite(r)
+        ok = np.where(finite_both, close, same_special)
+        if not p.specials:
+            special_in = ~np.isfinite(r)
+            for a in args:
+                special_in = special_in | ~np.isfinite(np.asarray(a, np.float64))
+            ok = ok | special_in
+        outside = ~in_domain(p, op, args) if args else np.zeros(np.shape(r), bool)
+        ok = np.where(outside, np.isfinite(g) == np.isfinite(r), ok) if p.domain is not None else ok
+        if p.may_flush_subnormals:
+            rf = np.asarray(flush_subnormals(r, dtype), np.float64)
+            ok = ok | (finite_both & (np.abs(g - rf) <= tol))
+    return ok
+
+
+def flush_subnormals(x, dtype: str):
+    """``x`` with every subnormal of ``dtype`` replaced by a zero of the same sign."""
+    t = _NP[dtype]
+    a = np.asarray(x, dtype=t)
+    tiny = np.finfo(t).tiny
+    return np.where((np.abs(a) < tiny) & (a != 0), np.copysign(t(0), a), a).astype(t)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exact integer and conversion semantics (what every backend implements; the oracle calls these).
+
+def int_range(dtype: str) -> Tuple[int, int]:
+    bits = int(dtype[1:])
+    if dtype[0] == "u":
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def wrap(value: int, dtype: str) -> int:
+    """``value`` reduced modulo 2^bits into ``dtype``'s range (two's complement)."""
+    bits = int(dtype[1:])
+    v = value & ((1 << bits) - 1)
+    if dtype[0] == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def int_div(a: int, b: int, dtype: str) -> int:
+    """``a // b`` in a kernel: truncates toward zero; ``x // 0 == x``; ``MIN // -1 == MIN`` (wraps)."""
+    if b == 0:
+        return a
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        q = -q
+    return wrap(q, dtype)
+
+
+def int_rem(a: int, b: int, dtype: str) -> int:
+    """``a % b`` in a kernel: sign of the dividend (C's ``%``); ``x % 0 == 0``; ``MIN % -1 == 0``."""
+    if b == 0:
+        return 0
+    r = abs(a) % abs(b)
+    return wrap(-r if a < 0 else r, dtype)
+
+
+def float_to_int(x: float, dtype: str) -> int:
+    """Conversion of a float to ``dtype``: truncates toward zero, saturates at the type's range, NaN -> 0."""
+    if math.isnan(x):
+        return 0
+    lo, hi = int_range(dtype)
+    if math.isinf(x):
+        return hi if x > 0 else lo
+    v = math.trunc(x)
+    return min(max(v, lo), hi)
+
+
+def saturation_bounds(float_dtype: str, int_dtype: str) -> Tuple[float, float]:
+    """``(lo, hi)`` floats of ``float_dtype``: a value ``< lo`` becomes MIN, a value ``>= hi`` becomes MAX.
+
+    Both are exact powers of two (``lo`` is 0 for unsigned types: a value in (-1, 0) truncates to 0
+    anyway), so comparing in the float type never rounds. ``hi`` may be ``inf`` when the
+    float type cannot reach the integer's maximum (f16 to i32: every finite f16 fits).
+    """
+    lo_i, hi_i = int_range(int_dtype)
+    t = _NP[float_dtype]
+    fmax = float(np.finfo(t).max)
+    hi = float(hi_i + 1)            # 2^(bits-1) or 2^bits: exactly representable in every float type
+    hi = hi if hi <= fmax else math.inf
+    lo = float(lo_i) if lo_i else 0.0
+    lo = lo if -lo <= fmax else -math.inf
+    return lo, hi
+
+
+# Integer division by zero is *defined* (WGSL's choice): x // 0 == x, x % 0 == 0. Undefined behaviour
+# here would trap the host process on the CPU backend (x86 idiv raises SIGFPE) and give driver-dependent
+# values on GPUs; a defined value costs one select per division and lets the fuzzer divide freely.
+INT_DIV_BY_ZERO = "x // 0 == x, x % 0 == 0"
+
+
+def markdown_table() -> str:
+    """The promises as a markdown table (docs/correctness.md embeds this text)."""
+    lines = ["| op | dtype | " + " | ".join(BACKENDS) + " |",
+             "|---|---|" + "---|" * len(BACKENDS)]
+    for op in OPS:
+        for dt in FLOAT_TYPES:
+            cells = [_describe(promise(op, dt, b)) for b in BACKENDS]
+            lines.append(f"| {op} | {dt} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _describe(p: Promise) -> str:
+    parts = ["exact" if p.ulp == 0 and not p.ulp_growth and not p.abs_err else f"{p.ulp:g} ulp"]
+    if p.ulp_growth:
+        parts[0] += f" + {p.ulp_growth:g}·\\|t\\|"
+    if p.abs_err:
+        parts.append(f"abs 2^{math.log2(p.abs_err):g}")
+    if p.domain is not None:
+        lo, hi = p.domain
+        parts.append(f"in [{_num(lo)}, {_num(hi)}]")
+    if not p.specials:
+        parts.append("NaN unspec.")
+    if p.unfused_ok:
+        parts.append("may be unfused")
+    if p.may_flush_subnormals:
+        parts.append("FTZ")
+    return ", ".join(parts)
+
+
+def _num(v: float) -> str:
+    if v in (math.pi, -math.pi):
+        return "-π" if v < 0 else "π"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if v and abs(v) >= 2 ** 20:
+        return ("-" if v < 0 else "") + f"2^{math.log2(abs(v)):g}"
+    return f"{v:g}"
