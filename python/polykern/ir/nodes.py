@@ -24,9 +24,11 @@ Semantics worth knowing when writing a backend:
 - Atomics return the old value.
 - Every scalar local in ``Function.locals`` starts at zero (backends zero-initialize them); local
   arrays (scope "local") start zeroed too; shared arrays are uninitialized.
-- Names of params/locals/arrays are valid identifiers in C, MSL, WGSL and SPIR-V debug names: the
-  frontend renames names that are keywords in any target language and never emits names starting
-  with "__".
+- Names of params/locals/arrays are the user's Python identifiers, verbatim (they are the ABI: a
+  parameter's name is its FunctionInfo arg name). They may be keywords of a target language, start
+  with "__" or be non-ASCII: every emitter maps IR names to legal, unique identifiers of its own
+  language (codegen/c_names.NameTable for C-like sources, the WGSL Namer); SPIR-V and LLVM take any
+  name.
 - The frontend may introduce temporaries (``_t0``, ``_idx0``) for short-circuit/conditional
   expressions; the IR ``Select`` is eager (both arms evaluated) and only used for side-effect-free,
   non-faulting arms.

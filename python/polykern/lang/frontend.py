@@ -28,23 +28,6 @@ _UNSUPPORTED_STMT = {
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED_STMT[ast.TryStar] = "'try' statements"
 
-# Names that are keywords or builtins in at least one target language: kernel variables with these
-# names are renamed so every backend can print them verbatim.
-_RESERVED = frozenset("""
-auto break case char const constant continue default device do double else enum extern float for goto
-half if inline int kernel local long private register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while global shared thread threadgroup uniform buffer
-bool true false var let fn loop override array atomic vec2 vec3 vec4 mat2 mat3 mat4 f16 f32 f64 i32 u32
-u64 i64 sampler texture discard workgroup storage function ptr bitcast alias enable requires
-min max abs sqrt exp log pow sin cos tanh floor ceil fma select uint ushort uchar ulong size_t main
-new delete this template typename namespace using class public private protected virtual
-""".split())
-
-
-def _ir_name(name: str) -> str:
-    return name + "_" if name in _RESERVED or name.startswith("__") else name
-
-
 class FunctionTranslator(ExprTranslator):
     def __init__(self, pyfunc):
         self.pyfunc = pyfunc
@@ -97,7 +80,6 @@ class FunctionTranslator(ExprTranslator):
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
         self.fn.body = self.block(body)
-        self._rename()
         verify(self.fn)
         return self.fn
 
@@ -107,27 +89,6 @@ class FunctionTranslator(ExprTranslator):
             return eval(compile(ast.Expression(node), self.src.filename, "eval"), self.env)  # noqa: S307
         except Exception as exc:  # noqa: BLE001
             raise self.type_error(f"cannot evaluate annotation '{ast.unparse(node)}': {exc}", node) from None
-
-    def _rename(self):
-        """Rename variables whose names collide with a target language's keywords."""
-        mapping = {n: _ir_name(n) for n in self.vars if _ir_name(n) != n}
-        if not mapping:
-            return
-        for p in self.fn.params:
-            p.name = mapping.get(p.name, p.name)
-        self.fn.locals = {mapping.get(k, k): v for k, v in self.fn.locals.items()}
-        self.fn.arrays = {mapping.get(k, k): v for k, v in self.fn.arrays.items()}
-        for s in ir.walk_stmts(self.fn.body):
-            if isinstance(s, ir.Assign):
-                s.name = mapping.get(s.name, s.name)
-            elif isinstance(s, ir.For):
-                s.var = mapping.get(s.var, s.var)
-            for e in ir.stmt_exprs(s):
-                for sub in ir.walk_expr(e):
-                    if isinstance(sub, ir.Var):
-                        sub.name = mapping.get(sub.name, sub.name)
-            if isinstance(s, ir.Store):
-                s.base.name = mapping.get(s.base.name, s.base.name)
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts) -> list:
