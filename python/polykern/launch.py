@@ -33,10 +33,19 @@ from .errors import LaunchError
 from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
 from .module import ArgInfo, FunctionInfo
 
-__all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "MAX_DIM", "MISS", "fast_dims",
+__all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "check_global_size", "check_grid_limits",
+           "MAX_DIM", "MAX_GLOBAL_SIZE", "PORTABLE_MAX_GRID", "MAX_OPENCL_GROUPS", "MISS", "fast_dims",
            "scalar_converter"]
 
 MAX_DIM = 2 ** 31 - 1  # the CPU ABI passes grid/block as int32
+#: The language's limit: ``global_id(d)`` is an i32, so a launch has at most 2**31 work-items per
+#: dimension (ids 0 .. 2**31 - 1), on every backend.
+MAX_GLOBAL_SIZE = 2 ** 31
+#: CUDA's grid limits (x, y, z): the CPU, WebGPU and OpenCL runtimes enforce them too, so a launch that
+#: runs on one backend is valid on every other (Vulkan and CUDA check their devices' own, usually these).
+PORTABLE_MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+#: Work-groups per launch on OpenCL: implementations such as PoCL count them in 32 bits.
+MAX_OPENCL_GROUPS = 2 ** 32 - 1
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
                11: "rocm_host", 13: "cuda_managed", 14: "oneapi", 15: "webgpu", 16: "hexagon"}
 
@@ -330,6 +339,24 @@ def normalize_dims(what: str, value: Any, kernel: str = "") -> Tuple[int, int, i
     return (out[0], out[1], out[2])
 
 
+def check_global_size(kernel: str, grid3: Tuple[int, int, int], block3: Tuple[int, int, int]) -> None:
+    """The language's limit (:data:`MAX_GLOBAL_SIZE` work-items per dimension): a LaunchError naming it."""
+    for d in range(3):
+        n = grid3[d] * block3[d]
+        if n > MAX_GLOBAL_SIZE:
+            raise LaunchError(f"kernel '{kernel}': grid[{d}] * block[{d}] = {grid3[d]} * {block3[d]} = {n} work-items "
+                              f"in dimension {'xyz'[d]}, but global_id({d}) is an i32: at most {MAX_GLOBAL_SIZE} "
+                              "(2**31) work-items per dimension")
+
+
+def check_grid_limits(kernel: str, grid3: Tuple[int, int, int], max_grid: Sequence[int], limit: str) -> None:
+    """``grid3`` against per-dimension workgroup counts ``max_grid``; ``limit`` names them in the message."""
+    for d in range(3):
+        if grid3[d] > max_grid[d]:
+            raise LaunchError(f"kernel '{kernel}': grid {grid3} has {grid3[d]} workgroups in dimension {'xyz'[d]}; "
+                              f"{limit} allows at most {tuple(max_grid)} (x, y, z)")
+
+
 def check_args(info: FunctionInfo, args: Sequence[Any], grid: Any, block: Any
                ) -> Tuple[Tuple[int, int, int], Tuple[int, int, int], List[Any]]:
     """Validate a kernel call; returns ``(grid3, block3, prepared_args)``."""
@@ -340,6 +367,7 @@ def check_args(info: FunctionInfo, args: Sequence[Any], grid: Any, block: Any
                           f"({', '.join(f'{a.name}: {a.type_str}' for a in info.args)}), got {len(args)}")
     grid3 = normalize_dims("grid", grid, info.name)
     block3 = normalize_dims("block", block, info.name)
+    check_global_size(info.name, grid3, block3)
     prepared: List[Any] = []
     for i, (a, v) in enumerate(zip(info.args, args)):
         prepared.append(_buffer(info, i, v) if a.is_buffer else _scalar(info, i, v))

@@ -837,6 +837,8 @@ def test_dlpack_cuda_tensors_are_zero_copy(fake):
     (1, (1, 1, 128), "in dimension z"),
     (1, (64, 32), "has 2048 threads; .* allows 1024 per block"),
     ((1, 70000), 32, r"grid \(1, 70000, 1\) exceeds .*maximum grid size .* in dimension y"),
+    ((2 ** 20, 2 ** 20, 2 ** 20), 1, r"maximum grid size \(2147483647, 65535, 65535\) in dimension y"),
+    (2 ** 31 - 1, 2, r"global_id\(0\) is an i32: at most 2147483648"),  # within MAX_GRID_DIM_X, not the language
     (None, 32, "grid= is required"),
 ])
 def test_grid_and_block_are_checked_against_the_device(fake, grid, block, match):

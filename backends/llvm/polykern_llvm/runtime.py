@@ -1,37 +1,41 @@
 """The CPU runtime: ``module.create.llvm`` / ``module.load_from_bytes.llvm``.
 
-Loading needs only llvmlite: the relocatable object is linked into the process by MCJIT
-(``add_object_file``; no C compiler or linker at run time), its libm/libc references are
-resolved from the process, and each kernel's ``K__range`` entry is called through ctypes
-by a pool of worker threads (pool.py), workgroups split into chunks across all cores.
+Loading needs no JIT linker and no C compiler: the relocatable object is checked and laid out
+(objfile.py) and then mapped into the process by polykern's own loader (loader.py), which
+resolves its libm/libc references with ``dlsym`` through trampolines and GOT slots inside the
+image, so no relocation can be out of range wherever the process's libraries are mapped. Each
+kernel's ``K__range`` entry is called through ctypes by a pool of worker threads (pool.py),
+workgroups split into chunks across all cores.
 
-Before anything is linked the object is checked (elf.py): an object for another
-architecture, byte order or word size, for CPU features this host lacks, or needing
-symbols this process cannot provide makes the module not runnable, and launching it
-raises a :class:`DeviceError` that says why and how to fix it; the module still
-inspects and re-exports unchanged. A malformed object is an :class:`ArtifactError`.
+When a module is created the object is checked: a malformed object is an
+:class:`ArtifactError` right away. An object for another architecture, byte order or word
+size, for CPU features this host lacks, or needing symbols this process cannot provide makes
+the module not runnable, and launching it raises a :class:`DeviceError` that says why and how
+to fix it; the module still inspects and re-exports unchanged.
 
-The JIT link happens once per module, lazily and thread-safely (``polykern.lazy``).
+The image is mapped once per module, lazily and thread-safely (``polykern.lazy``).
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import math
 import struct
 import threading
-from typing import Dict, Mapping, Optional, Set
+from typing import Dict, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
 from polykern import registry, wire
-from polykern.codegen.llvm_target import LLVM_LOCK, ensure_initialized, host_triple, missing_host_features
+from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
 from polykern.errors import ArtifactError, DeviceError, LaunchError
-from polykern.launch import BufferArg, check_args, normalize_dims
+from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
+                             normalize_dims)
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
 from .elf import ET_REL, MACHINE_NAMES, host_machine, read_elf
+from .loader import load_image, unresolved
+from .objfile import ObjectPlan, parse_object
 from .fallback import SOURCE_PREFERENCE, LazyAsmSources
 from .pool import pool
 
@@ -39,45 +43,17 @@ __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "
 
 _RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _STACK_MARGIN = 1 << 20
-MAX_GLOBAL_ID = 2 ** 31 - 1  # global_id is an i32; the codegen computes it without wrapping
-_libs_loaded = False
 
 
-def _load_system_libs() -> None:
-    """Make libm and libc symbols visible to the JIT linker (sqrtf, expf, memset, ...)."""
-    global _libs_loaded
-    if _libs_loaded:
-        return
-    import llvmlite.binding as llvm
-
-    with LLVM_LOCK:
-        if _libs_loaded:
-            return
-        for short, soname in (("m", "libm.so.6"), ("c", "libc.so.6")):
-            for candidate in (soname, ctypes.util.find_library(short)):
-                if not candidate:
-                    continue
-                try:
-                    llvm.load_library_permanently(candidate)
-                    break
-                except RuntimeError:
-                    continue
-        _libs_loaded = True
-
-
-def _symbol_available(name: str) -> bool:
-    import llvmlite.binding as llvm
-
-    return bool(llvm.address_of_symbol(name))
-
-
-def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]) -> Optional[str]:
-    """Why this object cannot run in this process, or None. Raises ArtifactError if it is not ELF."""
+def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
+                 ) -> Tuple[Optional[str], Optional[ObjectPlan]]:
+    """(why this object cannot run in this process or None, its checked layout when it is for this
+    host). Raises ArtifactError when the object is malformed."""
     if fmt != "o":
-        return f"this runtime runs llvm payloads of format 'o' (ELF object), not {fmt!r}"
+        return f"this runtime runs llvm payloads of format 'o' (ELF object), not {fmt!r}", None
     obj = read_elf(payload)
     if obj.e_type != ET_REL:
-        return f"the payload is ELF type {obj.e_type}, not a relocatable object"
+        raise ArtifactError(f"llvm payload: ELF type {obj.e_type} is not a relocatable object (ET_REL)", 16)
     machine, bits, little = host_machine()
     triple = next((f.attrs.get("triple", "") for f in fmap.values()), "")
     built = f" (target triple {triple})" if triple else ""
@@ -86,19 +62,23 @@ def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]) -> 
         return (f"the object was compiled for {obj.describe()}{built} but this host is {host} "
                 f"({bits}-bit, {'little' if little else 'big'}-endian); rebuild with target "
                 f"'llvm -mtriple={host_triple()}' (or plain 'llvm' on this host), or run the artifact on a "
-                f"{obj.machine_name} machine")
+                f"{obj.machine_name} machine"), None
+    plan = parse_object(payload, machine)
+    entries = plan.exported()
+    for name, info in fmap.items():
+        entry = info.attrs.get("entry", name + "__range")
+        if entry not in entries:
+            raise ArtifactError(f"llvm payload: the object does not define function {entry!r} (kernel {name!r})")
     features = next((f.attrs.get("features", "") for f in fmap.values()), "")
     missing = missing_host_features(features) if features else None
     if missing:
         return (f"the object needs CPU features this host lacks: {', '.join(missing)}; rebuild with a "
-                "smaller -mattr/-mcpu (the default -mcpu=generic runs everywhere)")
-    ensure_initialized()
-    _load_system_libs()
-    unresolved = [s for s in obj.undefined if not _symbol_available(s)]
-    if unresolved:
-        return (f"the object needs symbols this process cannot provide: {', '.join(unresolved)} "
-                "(only libm/libc are linked at run time)")
-    return None
+                "smaller -mattr/-mcpu (the default -mcpu=generic runs everywhere)"), plan
+    lacking = unresolved(plan.external_names)
+    if lacking:
+        return (f"the object needs symbols this process cannot provide: {', '.join(lacking)} "
+                "(only libc, libm and libgcc_s are linked at run time)"), plan
+    return None, plan
 
 
 class LLVMModule(LazyAsmSources, DeviceModule):
@@ -109,7 +89,7 @@ class LLVMModule(LazyAsmSources, DeviceModule):
     def __init__(self, payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
                  sources: Optional[Mapping[str, str]] = None):
         super().__init__("llvm", payload, fmt, fmap, sources)
-        self.problem = host_problem(self.payload, fmt, self.functions)
+        self.problem, self._plan = host_problem(self.payload, fmt, self.functions)
         self._engine = Lazy(self._link)
         self._kernels = LazyMap(self._make_kernel)
 
@@ -121,31 +101,14 @@ class LLVMModule(LazyAsmSources, DeviceModule):
         return f"cannot launch '{name}' on this CPU: {self.problem}" if self.problem else ""
 
     def _link(self):
-        """JIT-link the object once; returns (engine, {entry symbol: address})."""
-        import llvmlite.binding as llvm
-
-        with LLVM_LOCK:
-            # The (empty) owner module lives in the global context, which is never disposed: a
-            # private context could be collected before the engine that owns its module.
-            owner = llvm.parse_assembly("")
-            owner.triple = llvm.get_process_triple()
-            tm = llvm.Target.from_default_triple().create_target_machine()
-            engine = llvm.create_mcjit_compiler(owner, tm)
-            engine.add_object_file(llvm.ObjectFileRef.from_data(self.payload))
-            engine.finalize_object()
-            addresses = {}
-            for name, info in self.functions.items():
-                entry = info.attrs.get("entry", name + "__range")
-                addr = engine.get_function_address(entry)
-                if not addr:
-                    raise ArtifactError(f"llvm module: the object does not define '{entry}' (kernel '{name}')")
-                addresses[entry] = addr
-            return engine, addresses
+        """Map the object once; returns its :class:`loader.Image` (entry symbol -> address)."""
+        entries = [info.attrs.get("entry", name + "__range") for name, info in self.functions.items()]
+        return load_image(self._plan, self.payload, entries)
 
     def _make_kernel(self, name: str) -> "CPUKernel":
         info = self.functions[name]
-        _, addresses = self._engine.get()
-        return CPUKernel(self, info, addresses[info.attrs.get("entry", name + "__range")])
+        image = self._engine.get()
+        return CPUKernel(self, info, image.symbols[info.attrs.get("entry", name + "__range")])
 
     def _get_function(self, info: FunctionInfo) -> "CPUKernel":
         if self.problem is not None:
@@ -198,7 +161,6 @@ class CPUKernel:
                                                    for a in info.args))
         self._tls = threading.local()
         self._dims: Dict[tuple, tuple] = {}
-        self._gid_dims = [d for d in range(3) if f"global_id.{d}" in info.launch_tags]
         private = info.attrs.get("private_bytes")
         self._fixed_stack = None if private is None else int(private) + info.shared_bytes
 
@@ -224,10 +186,8 @@ class CPUKernel:
         except (KeyError, TypeError):  # TypeError: unhashable (a list): not cached
             pass
         grid3, block3 = normalize_dims("grid", grid, self.name), normalize_dims("block", block, self.name)
-        for d in self._gid_dims:
-            if grid3[d] * block3[d] > MAX_GLOBAL_ID + 1:
-                raise LaunchError(f"kernel '{self.name}': grid[{d}] * block[{d}] = {grid3[d] * block3[d]} work-items, "
-                                  f"but global_id({d}) is an i32 (at most {MAX_GLOBAL_ID + 1} work-items per dimension)")
+        check_global_size(self.name, grid3, block3)
+        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, "the CPU runtime (it keeps CUDA's grid limits)")
         need = self._check_stack(block3)
         inline = (self._fixed_stack is not None
                   and need - _STACK_MARGIN + self._fixed_stack <= _INLINE_STACK_BYTES)

@@ -20,7 +20,7 @@ import wgpu.backends.wgpu_native  # noqa: F401  (loads the native library: fail 
 
 from polykern import registry, wire
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
-from polykern.launch import BufferArg, ScalarArg, check_args
+from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 
@@ -166,6 +166,8 @@ class WebGPUKernel:
             if block[d] > lim[f"max-compute-workgroup-size-{axis}"]:
                 raise LaunchError(f"kernel '{name}': block {axis} = {block[d]} exceeds the device limit "
                                   f"{lim[f'max-compute-workgroup-size-{axis}']}")
+        # Grids beyond the device's dispatch limit run as several dispatches (abi.py), up to CUDA's limits.
+        check_grid_limits(name, grid, PORTABLE_MAX_GRID, "the WebGPU runtime (it keeps CUDA's grid limits)")
         if self.info.shared_bytes > lim["max-compute-workgroup-storage-size"]:
             raise LaunchError(f"kernel '{name}' uses {self.info.shared_bytes} bytes of shared memory; this WebGPU "
                               f"device allows {lim['max-compute-workgroup-storage-size']}")

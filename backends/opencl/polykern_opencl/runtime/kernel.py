@@ -22,7 +22,7 @@ import numpy as np
 import pyopencl as cl
 
 from polykern.errors import LaunchError
-from polykern.launch import BufferArg, check_args
+from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from polykern.module import ArgInfo, FunctionInfo
 
 from .clerrors import CL_ERRORS, device_error
@@ -85,6 +85,12 @@ class OpenCLKernel:
         if self.info.shared_bytes > lim.local_mem_size:
             raise LaunchError(f"{where} uses {self.info.shared_bytes} bytes of shared memory; {dev} has "
                               f"{lim.local_mem_size} (CL_DEVICE_LOCAL_MEM_SIZE)")
+        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, "the OpenCL runtime (it keeps CUDA's grid limits)")
+        groups = grid3[0] * grid3[1] * grid3[2]
+        if groups > MAX_OPENCL_GROUPS:
+            raise LaunchError(f"{where}: grid {grid3} has {groups} work-groups; the OpenCL runtime allows at most "
+                              f"{MAX_OPENCL_GROUPS} (2**32 - 1) per launch (implementations such as PoCL count "
+                              "work-groups in 32 bits)")
         top = 1 << min(lim.address_bits, 63)
         for axis, (g, b) in enumerate(zip(grid3, block3)):
             if g * b >= top:
