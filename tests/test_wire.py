@@ -171,6 +171,11 @@ def test_from_ir():
 
 
 _names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+# What function_schema accepts: KIND.DIM tags; lowercase attribute names (not in the schema: text).
+_tags = st.builds("{}.{}".format, st.sampled_from(("global_id", "group_id", "local_id", "local_size", "num_groups")),
+                  st.sampled_from("012"))
+_attr_names = st.from_regex(r"zz[a-z0-9_]{0,8}", fullmatch=True)
+_attr_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cf")), max_size=6)
 _types = st.sampled_from(sorted(SCALAR_TYPES.values(), key=lambda t: t.name))
 
 
@@ -184,8 +189,8 @@ def _infos(draw):
             args.append(ArgInfo.buffer(a, t, draw(st.booleans())))
         else:
             args.append(ArgInfo.scalar(a, t))
-    return FunctionInfo(draw(_names), tuple(args), tuple(draw(st.lists(_names, max_size=4))),
-                        draw(st.integers(0, (1 << 64) - 1)), draw(st.dictionaries(_names, st.text(max_size=6),
+    return FunctionInfo(draw(_names), tuple(args), tuple(draw(st.lists(_tags, max_size=4))),
+                        draw(st.integers(0, (1 << 64) - 1)), draw(st.dictionaries(_attr_names, _attr_text,
                                                                                     max_size=3)))
 
 

@@ -3,6 +3,7 @@
 #define PK_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +72,19 @@ int pk_rd_expect_end(pk_reader *r, const char *what);
  * it), or (size_t)-1 when all n bytes are valid. */
 size_t pk_utf8_error(const uint8_t *p, size_t n);
 int pk_str_cmp(const pk_str *a, const pk_str *b);   /* UTF-8 byte order = code point order */
+
+/* ---- kbin_text.c: tables shared with Python (kbin_tables.h), how artifact strings are shown ---- */
+#define PK_QUOTE_BUF 64
+/* kbin_messages.quote: 'escaped', cut after PK_QUOTE_LIMIT bytes ('...); buf has PK_QUOTE_BUF bytes */
+const char *pk_quote(const char *s, size_t n, char *buf, size_t size);
+const char *pk_quote_str(const pk_str *s, char *buf, size_t size);
+/* kbin_messages.escape into buf (cut at size - 1), returns the length written */
+size_t pk_escape(const char *s, size_t n, char *buf, size_t size);
+/* kbin_messages.escape (source = 0) or escape_source (source = 1) to a stream */
+void pk_write_escaped(FILE *out, const char *s, size_t n, int source);
+/* duplicate argument names, launch tags, attributes (function_schema) */
+int pk_check_function_schema(pk_reader *r, const pk_function_info *f, const char *what, size_t tags_at,
+                             size_t attrs_at);
 
 /* ---- sha256.c ---- */
 void pk_sha256_hex(const void *data, size_t n, char out[65]);

@@ -3,11 +3,15 @@
  * trusting anything, in the order polykern.wire.decode_container and
  * polykern.artifact.load do, so both report the same offset for the same defect. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "kbin_tables.h"
 
 static const uint8_t MAGIC[8] = {'P', 'K', 'B', 'I', 'N', 0, '\r', '\n'};
 
@@ -36,15 +40,14 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
     for (i = 0; i <= n; i++)   /* (n+1)*8 bytes remain: checked by the caller */
         if (pk_rd_u64(r, &indptr[i], "import index")) return PK_ERR_ARTIFACT;
     if (indptr[0] != 0)
-        return pk_rd_fail_at(r, indptr_at, "import index must start at 0, got %llu",
-                             (unsigned long long)indptr[0]);
+        return pk_rd_fail_at(r, indptr_at, PK_MSG_INDEX_START, (unsigned long long)indptr[0]);
     for (i = 0; i < n; i++)
         if (indptr[i + 1] < indptr[i])
-            return pk_rd_fail_at(r, indptr_at + 8 * (i + 1), "import index decreases at module %zu", i);
+            return pk_rd_fail_at(r, indptr_at + 8 * (i + 1), PK_MSG_INDEX_DECREASES, (unsigned long long)i);
     nedges = indptr[n];
     if (nedges > (uint64_t)(n - 1))
-        return pk_rd_fail_at(r, indptr_at + 8 * n, "import tree has %llu edges for %zu modules (at "
-                             "most %zu)", (unsigned long long)nedges, n, n - 1);
+        return pk_rd_fail_at(r, indptr_at + 8 * n, PK_MSG_TOO_MANY_EDGES, (unsigned long long)nedges,
+                             (unsigned long long)n, (unsigned long long)(n - 1));
     child_at = r->pos;
     child = (uint64_t *)pk_arena_array(r->arena, (size_t)nedges, sizeof *child);
     seen = (uint8_t *)pk_arena_array(r->arena, n, 1);
@@ -55,11 +58,10 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
     seen[0] = 1;
     for (j = 0; j < nedges; j++) {
         if (child[j] < 1 || child[j] >= n)
-            return pk_rd_fail_at(r, child_at + 8 * j, "import child index %llu out of range "
-                                 "(modules 1..%zu)", (unsigned long long)child[j], n - 1);
+            return pk_rd_fail_at(r, child_at + 8 * j, PK_MSG_CHILD_RANGE, (unsigned long long)child[j],
+                                 (unsigned long long)(n - 1));
         if (seen[child[j]])
-            return pk_rd_fail_at(r, child_at + 8 * j, "module %llu is imported twice (the import "
-                                 "tree must be a tree)", (unsigned long long)child[j]);
+            return pk_rd_fail_at(r, child_at + 8 * j, PK_MSG_IMPORTED_TWICE, (unsigned long long)child[j]);
         seen[child[j]] = 1;
     }
     for (i = 0; i < n; i++) {
@@ -85,24 +87,21 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
     if (reached != n)
         for (i = 0; i < n; i++)
             if (!seen[i])
-                return pk_rd_fail_at(r, child_at, "module %zu is not reachable from the root "
-                                     "(import cycle or orphan)", i);
+                return pk_rd_fail_at(r, child_at, PK_MSG_UNREACHABLE, (unsigned long long)i);
     return 0;
 }
 
 static int read_module_entry(pk_reader *r, pk_module *m, size_t i) {
-    char what[64];
+    char what[64], q[PK_QUOTE_BUF];
     size_t at = r->pos;
     snprintf(what, sizeof what, "module %zu kind", i);
     if (pk_rd_str(r, &m->kind, what)) return PK_ERR_ARTIFACT;
     if (!kind_syntax_ok(&m->kind) || !pk_layout_of_kind(m->kind.ptr, &m->layout))
-        return pk_rd_fail_at(r, at, "module %zu has unknown kind '%.64s'; known kinds: cuda, "
-                             "hexagon, llvm, metal, opencl, rocm, root, vulkan, webgpu", i,
-                             m->kind.ptr);
+        return pk_rd_fail_at(r, at, PK_MSG_UNKNOWN_KIND, (unsigned long long)i, pk_quote_str(&m->kind, q, sizeof q),
+                             PK_KNOWN_KINDS);
     if ((m->layout == PK_LAYOUT_ROOT) != (i == 0))
-        return i == 0 ? pk_rd_fail_at(r, at, "module 0 must be the root module and no other "
-                                      "module may be a root")
-                      : pk_rd_fail_at(r, at, "module %zu is a second root module", i);
+        return i == 0 ? pk_rd_fail_at(r, at, PK_MSG_ROOT_FIRST)
+                      : pk_rd_fail_at(r, at, PK_MSG_SECOND_ROOT, (unsigned long long)i);
     snprintf(what, sizeof what, "module %zu (%s) payload", i, m->kind.ptr);
     if (pk_rd_span(r, &m->encoded, &m->encoded_size, what)) return PK_ERR_ARTIFACT;
     m->offset = (uint64_t)(m->encoded - r->data);
@@ -121,15 +120,20 @@ static int decode_module(pk_reader *whole, pk_module *m, size_t i) {
 /* artifact.load: every kernel the root lists must be provided by some device module */
 static int check_root_functions(pk_reader *r, const pk_artifact *art) {
     const pk_module *root = &art->modules[0];
-    size_t i, j;
-    for (i = 0; i < root->num_functions; i++) {
+    size_t i, j, k, missing = 0, first = 0;
+    char q[PK_QUOTE_BUF];
+    for (i = 0; i < root->num_functions; i++) {   /* both sides are sorted by name: merge-like scan */
         int found = 0;
-        for (j = 1; j < art->num_modules && !found; j++)
-            found = pk_module_find_function(&art->modules[j], root->functions[i].name.ptr) != NULL;
-        if (!found)
-            return pk_rd_fail_at(r, (size_t)root->offset, "the root lists kernels no module "
-                                 "provides: %.200s", root->functions[i].name.ptr);
+        for (j = 1; j < art->num_modules && !found; j++) {
+            const pk_module *m = &art->modules[j];
+            for (k = 0; k < m->num_functions && !found; k++)
+                found = pk_str_cmp(&m->functions[k].name, &root->functions[i].name) == 0;
+        }
+        if (!found && !missing++) first = i;
     }
+    if (missing)
+        return pk_rd_fail_at(r, (size_t)root->offset, PK_MSG_ROOT_MISSING, (unsigned long long)missing,
+                             pk_quote_str(&root->functions[first].name, q, sizeof q));
     return 0;
 }
 
@@ -163,32 +167,37 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     r.arena = &impl->arena;
     r.err = err;
 
-    if (size < 8) {
-        pk_rd_fail_at(&r, 0, "truncated magic: needs 8 bytes but only %zu remain%s", size,
-                      size ? "" : " (empty file)");
+    if (size == 0) {
+        pk_rd_fail_at(&r, 0, PK_MSG_DATA_EMPTY);
         goto fail;
     }
-    if (memcmp(r.data, MAGIC, 8) != 0) {
-        pk_rd_fail_at(&r, 0, "not a polykern artifact: bad magic, expected "
-                             "b'PKBIN\\x00\\r\\n'");
+    if (memcmp(r.data, MAGIC, size < 8 ? size : 8) != 0) {
+        char hex[17];
+        for (i = 0; i < 8 && i < size; i++) snprintf(hex + 2 * i, 3, "%02x", r.data[i]);
+        hex[2 * i] = 0;
+        pk_rd_fail_at(&r, 0, PK_MSG_BAD_MAGIC, hex);
+        goto fail;
+    }
+    if (size < 8) {
+        pk_rd_fail_at(&r, 0, PK_MSG_TRUNCATED, "magic", 8ULL, (unsigned long long)size);
         goto fail;
     }
     r.pos = 8;
     if (pk_rd_u32(&r, &art->version, "format version")) goto fail;
     if (art->version != PK_KBIN_VERSION) {
-        pk_rd_fail_at(&r, 8, "unsupported artifact format version %u; this runtime reads version %u",
-                      art->version, PK_KBIN_VERSION);
+        pk_rd_fail_at(&r, 8, PK_MSG_VERSION, (unsigned long long)art->version,
+                      (unsigned long long)PK_KBIN_VERSION);
         goto fail;
     }
     at = r.pos;
     if (pk_rd_u64(&r, &n64, "module count")) goto fail;
     if (n64 < 1) {
-        pk_rd_fail_at(&r, at, "artifact has no modules (the root module is required)");
+        pk_rd_fail_at(&r, at, PK_MSG_NO_MODULES);
         goto fail;
     }
     if (n64 >= (uint64_t)(pk_rd_remaining(&r) / 8)) {   /* (n+1)*8 > remaining */
-        pk_rd_fail_at(&r, at, "module count %llu needs an import index larger than the %zu bytes "
-                      "that remain", (unsigned long long)n64, pk_rd_remaining(&r));
+        pk_rd_fail_at(&r, at, PK_MSG_MODULE_COUNT, (unsigned long long)n64,
+                      (unsigned long long)pk_rd_remaining(&r));
         goto fail;
     }
     n = (size_t)n64;
@@ -213,13 +222,12 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     crc_at = r.pos;
     if (pk_rd_u32(&r, &art->crc32, "checksum")) goto fail;
     if (pk_rd_remaining(&r)) {
-        pk_rd_fail_at(&r, r.pos, "%zu trailing bytes after the checksum", pk_rd_remaining(&r));
+        pk_rd_fail_at(&r, r.pos, PK_MSG_CRC_TRAILING, (unsigned long long)pk_rd_remaining(&r));
         goto fail;
     }
     crc = pk_crc32(0, r.data, crc_at);
     if (crc != art->crc32) {
-        pk_rd_fail_at(&r, crc_at, "checksum mismatch: stored CRC-32 0x%08x, computed 0x%08x (the "
-                      "artifact is corrupted)", art->crc32, crc);
+        pk_rd_fail_at(&r, crc_at, PK_MSG_CHECKSUM, (unsigned)art->crc32, (unsigned)crc);
         goto fail;
     }
     for (i = 0; i < n; i++)
@@ -233,41 +241,67 @@ fail:
     return NULL;
 }
 
+static const char *file_type(mode_t mode) {   /* artifact._file_type */
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* artifact._read: a regular file only (O_NONBLOCK: opening a FIFO does not wait for a writer),
+ * and no more than the size it had when opened. */
 pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
-    FILE *f;
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0, got;
+    int fd;
+    struct stat st;
+    uint8_t *buf, extra;
+    size_t len = 0, size;
+    ssize_t got;
+    char shown[400];
     pk_artifact *art;
     if (err) memset(err, 0, sizeof *err);
-    f = fopen(path, "rb");
-    if (!f) {
-        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    pk_escape(path, strlen(path), shown, sizeof shown);
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
         return NULL;
     }
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            uint8_t *nb = ncap > cap ? (uint8_t *)realloc(buf, ncap) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                pk_fail(err, PK_ERR_NOMEM, "%s: out of memory reading the file", path);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
+    if (fstat(fd, &st) != 0) {
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        pk_fail(err, PK_ERR_IO, PK_MSG_NOT_REGULAR, shown, file_type(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    size = (size_t)st.st_size;
+    if ((off_t)size != st.st_size || !(buf = (uint8_t *)malloc(size ? size : 1))) {
+        close(fd);
+        pk_fail(err, PK_ERR_NOMEM, "%s: out of memory reading the file", shown);
+        return NULL;
+    }
+    while (len < size) {
+        got = read(fd, buf + len, size - len);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
         }
-        got = fread(buf + len, 1, cap - len, f);
-        len += got;
         if (got == 0) break;
+        len += (size_t)got;
     }
-    if (ferror(f)) {
+    if (len != size || read(fd, &extra, 1) > 0) {
+        pk_fail(err, PK_ERR_IO, PK_MSG_FILE_CHANGED, shown, (unsigned long long)size);
         free(buf);
-        fclose(f);
-        pk_fail(err, PK_ERR_IO, "cannot read %s: read error", path);
+        close(fd);
         return NULL;
     }
-    fclose(f);
+    close(fd);
     art = pk_artifact_parse(buf, len, err);
     free(buf);
     return art;

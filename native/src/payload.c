@@ -4,28 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
-
-/* wire.PAYLOAD_LAYOUT */
-static const struct {
-    const char *kind;
-    pk_layout layout;
-} kinds[] = {
-    {"cuda", PK_LAYOUT_BYTES},    {"hexagon", PK_LAYOUT_BYTES}, {"llvm", PK_LAYOUT_BYTES},
-    {"metal", PK_LAYOUT_SMAP},    {"opencl", PK_LAYOUT_BYTES},  {"rocm", PK_LAYOUT_BYTES},
-    {"root", PK_LAYOUT_ROOT},     {"vulkan", PK_LAYOUT_SMAP},   {"webgpu", PK_LAYOUT_WEBGPU},
-};
-
-int pk_layout_of_kind(const char *kind, pk_layout *layout) {
-    size_t i;
-    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(kinds[i].kind, kind) == 0) {
-            if (layout) *layout = kinds[i].layout;
-            return 1;
-        }
-    return 0;
-}
-
-int pk_is_known_kind(const char *kind) { return pk_layout_of_kind(kind, NULL); }
+#include "kbin_tables.h"
 
 /* polykern.ir.types.scalar_from_code */
 static int known_type(uint8_t code, uint8_t bits) {
@@ -39,7 +18,7 @@ static int known_type(uint8_t code, uint8_t bits) {
 
 /* arg = str name; u8 kind; u8 code; u8 bits; u16 lanes; u8 readonly */
 static int read_arg(pk_reader *r, pk_arg_info *a, const char *fwhat, size_t i) {
-    char what[200], w[260];
+    char what[200], w[260], q[PK_QUOTE_BUF];
     size_t at;
     snprintf(what, sizeof what, "%s arg %zu", fwhat, i);
     snprintf(w, sizeof w, "%s name", what);
@@ -55,22 +34,21 @@ static int read_arg(pk_reader *r, pk_arg_info *a, const char *fwhat, size_t i) {
     if (pk_rd_u16(r, &a->lanes, w)) return PK_ERR_ARTIFACT;
     snprintf(w, sizeof w, "%s readonly flag", what);
     if (pk_rd_flag(r, &a->readonly, w)) return PK_ERR_ARTIFACT;
+    pk_quote_str(&a->name, q, sizeof q);
     if (a->kind > 1)
-        return pk_rd_fail_at(r, at, "%s ('%.60s') has unknown kind %u", what, a->name.ptr, a->kind);
+        return pk_rd_fail_at(r, at, PK_MSG_ARG_KIND, what, q, (unsigned long long)a->kind);
     if (!known_type(a->code, a->bits))
-        return pk_rd_fail_at(r, at + 1, "%s ('%.60s') has unknown type code %u bits %u", what,
-                             a->name.ptr, a->code, a->bits);
+        return pk_rd_fail_at(r, at + 1, PK_MSG_ARG_TYPE, what, q, (unsigned long long)a->code,
+                             (unsigned long long)a->bits);
     if (a->lanes != 1)
-        return pk_rd_fail_at(r, at + 3, "%s ('%.60s') has %u lanes; only 1 is supported", what,
-                             a->name.ptr, a->lanes);
+        return pk_rd_fail_at(r, at + 3, PK_MSG_ARG_LANES, what, q, (unsigned long long)a->lanes);
     if (a->readonly && a->kind == PK_ARG_SCALAR)
-        return pk_rd_fail_at(r, at + 5, "%s ('%.60s') is a scalar marked readonly", what,
-                             a->name.ptr);
+        return pk_rd_fail_at(r, at + 5, PK_MSG_ARG_RO_SCALAR, what, q);
     return 0;
 }
 
 static int read_function(pk_reader *r, pk_function_info *f, const char *what) {
-    size_t i, j, at;
+    size_t i, at, attrs_at;
     pk_arg_info *args;
     pk_str *tags;
     pk_kv *attrs;
@@ -90,29 +68,20 @@ static int read_function(pk_reader *r, pk_function_info *f, const char *what) {
     f->launch_tags = tags;
     for (i = 1; i < f->num_launch_tags; i++)
         if (pk_str_cmp(&tags[i - 1], &tags[i]) >= 0)
-            return pk_rd_fail_at(r, at, "%s launch tags are not sorted and unique", what);
+            return pk_rd_fail_at(r, at, PK_MSG_TAGS_UNSORTED, what);
     snprintf(w, sizeof w, "%s shared bytes", what);
     if (pk_rd_u64(r, &f->shared_bytes, w)) return PK_ERR_ARTIFACT;
     snprintf(w, sizeof w, "%s attrs", what);
+    attrs_at = r->pos;
     if (pk_rd_map_str(r, &attrs, &f->num_attrs, w)) return PK_ERR_ARTIFACT;
     f->attrs = attrs;
-    /* FunctionInfo's own invariants */
-    for (i = 0; i < f->num_args; i++)
-        for (j = 0; j < i; j++)
-            if (pk_str_cmp(&args[i].name, &args[j].name) == 0)
-                return pk_rd_fail_at(r, r->pos, "invalid %s '%.60s': duplicate argument name '%.60s'",
-                                     what, f->name.ptr, args[i].name.ptr);
-    for (i = 0; i < f->num_launch_tags; i++)
-        if (!tags[i].len)
-            return pk_rd_fail_at(r, r->pos, "invalid %s '%.60s': launch tags are non-empty strings",
-                                 what, f->name.ptr);
-    return 0;
+    return pk_check_function_schema(r, f, what, at, attrs_at);
 }
 
 static int read_fmap(pk_reader *r, pk_module *m, const char *what) {
     size_t i, n;
     pk_function_info *fs;
-    char w[260], fw[160];
+    char w[260], fw[160], q1[PK_QUOTE_BUF], q2[PK_QUOTE_BUF];
     if (pk_rd_length(r, what, 8 + 8 + 8 + 8 + 8 + 8, &n)) return PK_ERR_ARTIFACT;
     fs = (pk_function_info *)pk_arena_array(r->arena, n, sizeof *fs);
     if (!fs) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
@@ -122,12 +91,13 @@ static int read_fmap(pk_reader *r, pk_module *m, const char *what) {
         snprintf(w, sizeof w, "key of %s", what);
         if (pk_rd_name(r, &key, w)) return PK_ERR_ARTIFACT;
         if (i && pk_str_cmp(&key, &fs[i - 1].name) <= 0)
-            return pk_rd_fail_at(r, at, "%s keys are not strictly sorted ('%.60s')", what, key.ptr);
-        snprintf(fw, sizeof fw, "function '%.100s'", key.ptr);
+            return pk_rd_fail_at(r, at, PK_MSG_UNSORTED, what, pk_quote_str(&key, q1, sizeof q1),
+                                 pk_quote_str(&fs[i - 1].name, q2, sizeof q2));
+        snprintf(fw, sizeof fw, "function %s", pk_quote_str(&key, q1, sizeof q1));
         if (read_function(r, &fs[i], fw)) return PK_ERR_ARTIFACT;
         if (pk_str_cmp(&key, &fs[i].name) != 0)
-            return pk_rd_fail_at(r, at, "%s entry '%.60s' describes a function named '%.60s'", what,
-                                 key.ptr, fs[i].name.ptr);
+            return pk_rd_fail_at(r, at, PK_MSG_FMAP_NAME, what, pk_quote_str(&key, q1, sizeof q1),
+                                 pk_quote_str(&fs[i].name, q2, sizeof q2));
     }
     m->functions = fs;
     m->num_functions = n;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "kbin_tables.h"
 
 size_t pk_rd_remaining(const pk_reader *r) { return r->end - r->pos; }
 
@@ -20,8 +21,8 @@ int pk_rd_fail_at(pk_reader *r, size_t offset, const char *fmt, ...) {
 
 static int need(pk_reader *r, size_t n, const char *what) {
     if (n > pk_rd_remaining(r))
-        return pk_rd_fail_at(r, r->pos, "truncated %s: needs %zu bytes but only %zu remain", what, n,
-                             pk_rd_remaining(r));
+        return pk_rd_fail_at(r, r->pos, PK_MSG_TRUNCATED, what, (unsigned long long)n,
+                             (unsigned long long)pk_rd_remaining(r));
     return 0;
 }
 
@@ -47,7 +48,7 @@ READ_INT(pk_rd_u64, uint64_t, 8)
 int pk_rd_flag(pk_reader *r, uint8_t *v, const char *what) {
     size_t at = r->pos;
     if (pk_rd_u8(r, v, what)) return PK_ERR_ARTIFACT;
-    if (*v > 1) return pk_rd_fail_at(r, at, "%s must be 0 or 1, got %u", what, *v);
+    if (*v > 1) return pk_rd_fail_at(r, at, PK_MSG_FLAG, what, (unsigned long long)*v);
     return 0;
 }
 
@@ -58,9 +59,8 @@ int pk_rd_length(pk_reader *r, const char *what, size_t item_size, size_t *n) {
     snprintf(lw, sizeof lw, "length of %s", what);
     if (pk_rd_u64(r, &c, lw)) return PK_ERR_ARTIFACT;
     if (c > (uint64_t)(pk_rd_remaining(r) / item_size))   /* c * item_size > remaining */
-        return pk_rd_fail_at(r, at, "%s claims %llu %s, more than the %zu bytes that remain", what,
-                             (unsigned long long)c, item_size == 1 ? "bytes" : "entries",
-                             pk_rd_remaining(r));
+        return pk_rd_fail_at(r, at, PK_MSG_LENGTH, what, (unsigned long long)c,
+                             item_size == 1 ? "bytes" : "entries", (unsigned long long)pk_rd_remaining(r));
     *n = (size_t)c;
     return 0;
 }
@@ -104,7 +104,7 @@ int pk_rd_str(pk_reader *r, pk_str *s, const char *what) {
     char *copy;
     if (pk_rd_span(r, &p, &n, what)) return PK_ERR_ARTIFACT;
     bad = pk_utf8_error(p, n);
-    if (bad != (size_t)-1) return pk_rd_fail_at(r, at + bad, "%s is not valid UTF-8", what);
+    if (bad != (size_t)-1) return pk_rd_fail_at(r, at + bad, PK_MSG_UTF8, what);
     copy = (char *)pk_arena_alloc(r->arena, n + 1);   /* n <= remaining bytes: checked */
     if (!copy) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     if (n) memcpy(copy, p, n);
@@ -117,7 +117,7 @@ int pk_rd_str(pk_reader *r, pk_str *s, const char *what) {
 int pk_rd_name(pk_reader *r, pk_str *s, const char *what) {
     size_t at = r->pos;
     if (pk_rd_str(r, s, what)) return PK_ERR_ARTIFACT;
-    if (!s->len) return pk_rd_fail_at(r, at, "%s is empty", what);
+    if (!s->len) return pk_rd_fail_at(r, at, PK_MSG_EMPTY, what);
     return 0;
 }
 
@@ -146,25 +146,25 @@ int pk_str_cmp(const pk_str *a, const pk_str *b) {
 /* shared by both map readers: key, order check; the value is read by the caller */
 static int map_key(pk_reader *r, pk_str *key, const pk_str *prev, const char *what) {
     size_t at = r->pos;
-    char kw[200];
+    char kw[200], q1[PK_QUOTE_BUF], q2[PK_QUOTE_BUF];
     snprintf(kw, sizeof kw, "key of %s", what);
     if (pk_rd_str(r, key, kw)) return PK_ERR_ARTIFACT;
     if (prev && pk_str_cmp(key, prev) <= 0)
-        return pk_rd_fail_at(r, at, "%s keys are not strictly sorted ('%.60s' after '%.60s')", what,
-                             key->ptr, prev->ptr);
+        return pk_rd_fail_at(r, at, PK_MSG_UNSORTED, what, pk_quote_str(key, q1, sizeof q1),
+                             pk_quote_str(prev, q2, sizeof q2));
     return 0;
 }
 
 int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
     size_t i;
     pk_kv *kv;
-    char vw[200];
+    char vw[200], q[PK_QUOTE_BUF];
     if (pk_rd_length(r, what, 16, n)) return PK_ERR_ARTIFACT;
     kv = (pk_kv *)pk_arena_array(r->arena, *n, sizeof *kv);
     if (!kv) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     for (i = 0; i < *n; i++) {
         if (map_key(r, &kv[i].key, i ? &kv[i - 1].key : NULL, what)) return PK_ERR_ARTIFACT;
-        snprintf(vw, sizeof vw, "%s['%.60s']", what, kv[i].key.ptr);
+        snprintf(vw, sizeof vw, "%s[%s]", what, pk_quote_str(&kv[i].key, q, sizeof q));
         if (pk_rd_str(r, &kv[i].value, vw)) return PK_ERR_ARTIFACT;
     }
     *out = kv;
@@ -174,13 +174,13 @@ int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
 int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what) {
     size_t i;
     pk_blob *b;
-    char vw[200];
+    char vw[200], q[PK_QUOTE_BUF];
     if (pk_rd_length(r, what, 16, n)) return PK_ERR_ARTIFACT;
     b = (pk_blob *)pk_arena_array(r->arena, *n, sizeof *b);
     if (!b) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     for (i = 0; i < *n; i++) {
         if (map_key(r, &b[i].name, i ? &b[i - 1].name : NULL, what)) return PK_ERR_ARTIFACT;
-        snprintf(vw, sizeof vw, "%s['%.60s']", what, b[i].name.ptr);
+        snprintf(vw, sizeof vw, "%s[%s]", what, pk_quote_str(&b[i].name, q, sizeof q));
         if (pk_rd_span(r, &b[i].data, &b[i].size, vw)) return PK_ERR_ARTIFACT;
     }
     *out = b;
@@ -189,7 +189,6 @@ int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what) {
 
 int pk_rd_expect_end(pk_reader *r, const char *what) {
     if (r->pos != r->end)
-        return pk_rd_fail_at(r, r->pos, "%zu unexpected trailing bytes after %s",
-                             pk_rd_remaining(r), what);
+        return pk_rd_fail_at(r, r->pos, PK_MSG_TRAILING, (unsigned long long)pk_rd_remaining(r), what);
     return 0;
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import struct
 import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 from . import backends, registry, wire
 from .errors import (ArtifactError, BackendUnavailableError, CompileError, DeviceError, PolykernError,
                      RuntimeNotLinkedError)
+from .kbin_messages import escape, message, quote
 from .module import Module, RootModule, UnavailableModule, payload_text
 
 __all__ = ["export", "load", "read_artifact", "describe_binary", "compiler_version"]
@@ -93,15 +95,44 @@ def _write_atomic(path: str, data: bytes) -> None:
 # ------------------------------------------------------------------ load
 
 
+_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _file_type(mode: int) -> str:
+    return next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+
+
 def _read(src: Source) -> Tuple[bytes, str]:
+    """The bytes of an artifact. A path must name a regular file, and no more than the size it
+    had when opened is read (a FIFO or ``/dev/zero`` would otherwise be read without bound)."""
     if isinstance(src, (bytes, bytearray, memoryview)):
         return bytes(src), "the artifact"
     path = os.fspath(src)
-    try:
-        with open(path, "rb") as f:
-            return f.read(), os.path.basename(path)
+    shown = escape(os.fsdecode(path))
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
-        raise ArtifactError(f"cannot read {path}: {e.strerror or e}") from None
+        raise ArtifactError(f"cannot read {shown}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ArtifactError(message("NOT_REGULAR", shown, _file_type(st.st_mode)))
+        chunks, got = [], 0
+        while got < st.st_size:
+            chunk = os.read(fd, min(st.st_size - got, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got != st.st_size or os.read(fd, 1):
+            raise ArtifactError(message("FILE_CHANGED", shown, st.st_size))
+    except OSError as e:
+        raise ArtifactError(f"cannot read {shown}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), os.path.basename(os.fsdecode(path))
 
 
 _DEGRADE = (BackendUnavailableError, RuntimeNotLinkedError, DeviceError, CompileError)
@@ -125,17 +156,26 @@ def load(src: Source, strict: bool = False) -> RootModule:
         end = entry.offset + len(entry.payload)
         decoded = wire.decode_device_payload(entry.kind, data, entry.offset, end)
         mods.append(_load_device(i, entry, decoded, sources, origin, strict))
-    for i, kids in enumerate(c.children):
-        for k in kids:
-            mods[i].import_module(mods[k])
+    _link(mods, c.children)
     root = cast(RootModule, mods[0])  # decode_container checked that module 0 is the root
     provided = {name for m in mods[1:] for name in m.functions}
-    missing = sorted(set(functions) - provided)
+    missing = sorted(set(functions) - provided, key=lambda name: name.encode("utf-8"))
     if missing:
-        raise ArtifactError(f"the root lists kernels no module provides: {', '.join(missing)}", root_entry.offset)
+        raise ArtifactError(message("ROOT_MISSING", len(missing), quote(missing[0])), root_entry.offset)
     root.origin = origin  # type: ignore[attr-defined]
     root.metadata = dict(c.meta)  # type: ignore[attr-defined]
     return root
+
+
+def _link(mods: List[Module], children: List[List[int]]) -> None:
+    """Attach each module's imports. ``decode_container`` proved the indices form a tree rooted
+    at module 0, so Module.import_module's cycle and duplicate checks (each a walk of the tree,
+    quadratic over a whole artifact) are not needed; a loader must return a fresh module."""
+    if len({id(m) for m in mods}) != len(mods) or any(m.imports for m in mods):
+        raise ArtifactError("a module loader returned a module it had returned before or one that already "
+                            "imports others; loaders must return a fresh module")
+    for i, kids in enumerate(children):
+        mods[i].imports.extend(mods[k] for k in kids)
 
 
 def _load_device(i: int, entry: wire.ContainerModule, decoded, sources: Dict[str, str], origin: str,

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import ArtifactError
+from .function_schema import LAUNCH_TAG_KINDS, attr_problem, tag_ok
 from .ir.types import scalar_from_code
+from .kbin_messages import message, quote
 from .module import ArgInfo, FunctionInfo
 
 __all__ = [
@@ -45,6 +47,8 @@ PAYLOAD_LAYOUT: Dict[str, str] = {
     "metal": "smap",
     "webgpu": "webgpu",
 }
+#: The kinds every reader knows (the C reader's table is generated from this; tools/gen_native_tables.py).
+BUILTIN_LAYOUT: Mapping[str, str] = dict(PAYLOAD_LAYOUT)
 _LAYOUTS = ("bytes", "smap", "webgpu", "root")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _ARG_KINDS = ("scalar", "buffer")
@@ -62,6 +66,11 @@ def register_payload_layout(kind: str, layout: str) -> None:
 
 def known_kinds() -> List[str]:
     return sorted(PAYLOAD_LAYOUT)
+
+
+def _fail(key: str, at: int, *args: object) -> "ArtifactError":
+    """The ArtifactError of ``kbin_messages.MESSAGES[key]`` at byte ``at`` (raise the result)."""
+    return ArtifactError(message(key, *args), at)
 
 
 def _sorted_items(mapping: Mapping[str, object]):
@@ -180,8 +189,7 @@ class Reader:
 
     def _need(self, n: int, what: str) -> int:
         if n > self._end - self._pos:
-            raise ArtifactError(f"truncated {what}: needs {n} bytes but only {self._end - self._pos} remain",
-                                self._pos)
+            raise _fail("TRUNCATED", self._pos, what, n, self._end - self._pos)
         start = self._pos
         self._pos += n
         return start
@@ -206,7 +214,7 @@ class Reader:
         at = self._pos
         v = self.u8(what)
         if v > 1:
-            raise ArtifactError(f"{what} must be 0 or 1, got {v}", at)
+            raise _fail("FLAG", at, what, v)
         return v == 1
 
     def raw(self, n: int, what: str) -> bytes:
@@ -219,8 +227,7 @@ class Reader:
         at = self._pos
         n = self.u64(f"length of {what}")
         if n * item_size > self.remaining:
-            raise ArtifactError(f"{what} claims {n} {'bytes' if item_size == 1 else 'entries'}, more than the "
-                                f"{self.remaining} bytes that remain", at)
+            raise _fail("LENGTH", at, what, n, "bytes" if item_size == 1 else "entries", self.remaining)
         return n
 
     def bytes_(self, what: str = "bytes") -> bytes:
@@ -238,13 +245,13 @@ class Reader:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ArtifactError(f"{what} is not valid UTF-8 ({e.reason})", at + e.start) from None
+            raise _fail("UTF8", at + e.start, what) from None
 
     def name(self, what: str) -> str:
         at = self._pos
         s = self.str_(what)
         if not s:
-            raise ArtifactError(f"{what} is empty", at)
+            raise _fail("EMPTY", at, what)
         return s
 
     def list_str(self, what: str) -> List[str]:
@@ -258,9 +265,9 @@ class Reader:
             key = self.str_(f"key of {what}")
             enc = key.encode("utf-8")
             if prev is not None and enc <= prev:
-                raise ArtifactError(f"{what} keys are not strictly sorted ({key!r} after {prev.decode()!r})", at)
+                raise _fail("UNSORTED", at, what, quote(key), quote(prev.decode()))
             prev = enc
-            out[key] = read_value(f"{what}[{key!r}]")
+            out[key] = read_value(f"{what}[{quote(key)}]")
         return out
 
     def map_str_str(self, what: str) -> Dict[str, str]:
@@ -282,26 +289,41 @@ class Reader:
             lanes = self.u16(f"{a_what} lanes")
             readonly = self.flag(f"{a_what} readonly flag")
             if kind > 1:
-                raise ArtifactError(f"{a_what} ({aname!r}) has unknown kind {kind}", at)
+                raise _fail("ARG_KIND", at, a_what, quote(aname), kind)
             try:
                 scalar_from_code(code, bits)
             except ValueError:
-                raise ArtifactError(f"{a_what} ({aname!r}) has unknown type code {code} bits {bits}", at + 1) from None
+                raise _fail("ARG_TYPE", at + 1, a_what, quote(aname), code, bits) from None
             if lanes != 1:
-                raise ArtifactError(f"{a_what} ({aname!r}) has {lanes} lanes; only 1 is supported", at + 3)
+                raise _fail("ARG_LANES", at + 3, a_what, quote(aname), lanes)
             if readonly and kind == 0:
-                raise ArtifactError(f"{a_what} ({aname!r}) is a scalar marked readonly", at + 5)
+                raise _fail("ARG_RO_SCALAR", at + 5, a_what, quote(aname))
             args.append(ArgInfo(aname, _ARG_KINDS[kind], code, bits, lanes, readonly))
         at = self._pos
         tags = self.list_str(f"{what} launch tags")
         if tags != sorted(set(tags)):
-            raise ArtifactError(f"{what} launch tags are not sorted and unique: {tags}", at)
+            raise _fail("TAGS_UNSORTED", at, what)
         shared = self.u64(f"{what} shared bytes")
+        attrs_at = self._pos
         attrs = self.map_str_str(f"{what} attrs")
+        seen = set()
+        for a in args:
+            if a.name in seen:
+                raise _fail("ARG_DUP", self._pos, what, quote(a.name))
+            seen.add(a.name)
+        for t in tags:
+            if not tag_ok(t):
+                raise _fail("TAG_BAD", at, what, quote(t), ", ".join(LAUNCH_TAG_KINDS))
+        for k, v in attrs.items():
+            problem = attr_problem(k, v)
+            if problem is not None:
+                if problem[0] == "ATTR_NAME":
+                    raise _fail("ATTR_NAME", attrs_at, what, quote(k))
+                raise _fail("ATTR_VALUE", attrs_at, what, quote(k), quote(v), problem[1])
         try:
             return FunctionInfo(name, args, tags, shared, attrs)
         except ValueError as e:
-            raise ArtifactError(f"invalid {what} {name!r}: {e}", self._pos) from None
+            raise ArtifactError(f"invalid {what}: {e}", self._pos) from None  # unreachable: checked above
 
     def fmap(self, what: str = "function map") -> Dict[str, FunctionInfo]:
         out = {}
@@ -311,17 +333,17 @@ class Reader:
             key = self.name(f"key of {what}")
             enc = key.encode("utf-8")
             if prev is not None and enc <= prev:
-                raise ArtifactError(f"{what} keys are not strictly sorted ({key!r})", at)
+                raise _fail("UNSORTED", at, what, quote(key), quote(prev.decode()))
             prev = enc
-            info = self.function_info(f"function {key!r}")
+            info = self.function_info(f"function {quote(key)}")
             if info.name != key:
-                raise ArtifactError(f"{what} entry {key!r} describes a function named {info.name!r}", at)
+                raise _fail("FMAP_NAME", at, what, quote(key), quote(info.name))
             out[key] = info
         return out
 
     def expect_end(self, what: str) -> None:
         if self._pos != self._end:
-            raise ArtifactError(f"{self._end - self._pos} unexpected trailing bytes after {what}", self._pos)
+            raise _fail("TRAILING", self._pos, self._end - self._pos, what)
 
 
 # ------------------------------------------------------------------ FunctionInfo
@@ -389,8 +411,7 @@ def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int 
     """(fmt, fmap, payload) of a device module; offsets in errors are relative to ``data``."""
     layout = PAYLOAD_LAYOUT.get(kind)
     if layout is None or layout == "root":
-        raise ArtifactError(f"{kind!r} is not a known device module kind; known: "
-                            f"{', '.join(k for k in known_kinds() if k != 'root')}", start)
+        raise _fail("NOT_DEVICE_KIND", start, quote(kind), ", ".join(k for k in known_kinds() if k != "root"))
     r = Reader(data, start, end)
     what = f"{kind} module"
     if layout == "webgpu":
@@ -486,32 +507,30 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
     elif not isinstance(data, bytes):
         data = bytes(data)
     if not data:
-        raise ArtifactError("not a polykern artifact: the data is empty", 0)
+        raise _fail("DATA_EMPTY", 0)
     if data[:len(MAGIC)] != MAGIC[:min(len(data), len(MAGIC))]:
-        raise ArtifactError(f"not a polykern artifact: bad magic {data[:len(MAGIC)]!r}, expected {MAGIC!r}", 0)
+        raise _fail("BAD_MAGIC", 0, data[:len(MAGIC)].hex())
     r = Reader(data)
     r.raw(len(MAGIC), "magic")
     version = r.u32("format version")
     if version != VERSION:
-        raise ArtifactError(f"unsupported artifact format version {version}; this polykern reads version {VERSION}",
-                            len(MAGIC))
+        raise _fail("VERSION", len(MAGIC), version, VERSION)
     at = r.pos
     n = r.u64("module count")
     if n < 1:
-        raise ArtifactError("artifact has no modules (the root module is required)", at)
+        raise _fail("NO_MODULES", at)
     if (n + 1) * 8 > r.remaining:
-        raise ArtifactError(f"module count {n} needs an import index larger than the {r.remaining} bytes that "
-                            "remain", at)
+        raise _fail("MODULE_COUNT", at, n, r.remaining)
     indptr_at = r.pos
     indptr = [r.u64("import index") for _ in range(n + 1)]
     if indptr[0] != 0:
-        raise ArtifactError(f"import index must start at 0, got {indptr[0]}", indptr_at)
+        raise _fail("INDEX_START", indptr_at, indptr[0])
     for i in range(n):
         if indptr[i + 1] < indptr[i]:
-            raise ArtifactError(f"import index decreases at module {i}", indptr_at + 8 * (i + 1))
+            raise _fail("INDEX_DECREASES", indptr_at + 8 * (i + 1), i)
     n_edges = indptr[n]
     if n_edges > n - 1:
-        raise ArtifactError(f"import tree has {n_edges} edges for {n} modules (at most {n - 1})", indptr_at + 8 * n)
+        raise _fail("TOO_MANY_EDGES", indptr_at + 8 * n, n_edges, n, n - 1)
     child_at = r.pos
     flat = [r.u64("import child index") for _ in range(n_edges)]
     children = [flat[indptr[i]:indptr[i + 1]] for i in range(n)]
@@ -521,11 +540,9 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
         k_at = r.pos
         kind = r.str_(f"module {i} kind")
         if not _KIND_RE.match(kind) or kind not in PAYLOAD_LAYOUT:
-            raise ArtifactError(f"module {i} has unknown kind {kind!r}; known kinds: {', '.join(known_kinds())}",
-                                k_at)
+            raise _fail("UNKNOWN_KIND", k_at, i, quote(kind), ", ".join(known_kinds()))
         if (kind == "root") != (i == 0):
-            raise ArtifactError("module 0 must be the root module and no other module may be a root"
-                                if i == 0 else f"module {i} is a second root module", k_at)
+            raise _fail("ROOT_FIRST", k_at) if i == 0 else _fail("SECOND_ROOT", k_at, i)
         payload = r.bytes_(f"module {i} ({kind}) payload")
         modules.append(ContainerModule(kind, payload, r.pos - len(payload)))
     sources = None
@@ -535,11 +552,10 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
     crc_at = r.pos
     crc = r.u32("checksum")
     if r.remaining:
-        raise ArtifactError(f"{r.remaining} trailing bytes after the checksum", r.pos)
+        raise _fail("CRC_TRAILING", r.pos, r.remaining)
     actual = zlib.crc32(memoryview(data)[:crc_at])
     if actual != crc:
-        raise ArtifactError(f"checksum mismatch: stored CRC-32 0x{crc:08x}, computed 0x{actual:08x} "
-                            "(the artifact is corrupted)", crc_at)
+        raise _fail("CHECKSUM", crc_at, crc, actual)
     return Container(version, modules, children, sources, meta, crc, len(data))
 
 
@@ -548,9 +564,9 @@ def _check_tree(children: List[List[int]], flat: List[int], n: int, child_at: in
     seen[0] = True
     for j, c in enumerate(flat):
         if not 1 <= c < n:
-            raise ArtifactError(f"import child index {c} out of range (modules 1..{n - 1})", child_at + 8 * j)
+            raise _fail("CHILD_RANGE", child_at + 8 * j, c, n - 1)
         if seen[c]:
-            raise ArtifactError(f"module {c} is imported twice (the import tree must be a tree)", child_at + 8 * j)
+            raise _fail("IMPORTED_TWICE", child_at + 8 * j, c)
         seen[c] = True
     # Every non-root module has exactly one parent; it is a tree iff all are reachable from 0.
     reached, stack = {0}, [0]
@@ -561,4 +577,4 @@ def _check_tree(children: List[List[int]], flat: List[int], n: int, child_at: in
                 stack.append(c)
     if len(reached) != n:
         missing = min(set(range(n)) - reached)
-        raise ArtifactError(f"module {missing} is not reachable from the root (import cycle or orphan)", child_at)
+        raise _fail("UNREACHABLE", child_at, missing)
