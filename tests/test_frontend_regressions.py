@@ -54,3 +54,148 @@ def test_user_names_are_the_abi_on_every_backend(kind, monkeypatch):
     for m in (mod, mod.imports[0]):
         assert [a.name for a in m.functions["k_keyword_params"].args] == ["loop", "loop_", "half", "out"]
     assert mod.imports[0].inspect_source()
+
+
+# ---------------------------------------------------------------- 2. folding gives what the target computes
+
+@pk.kernel
+def k_fold(o: Buffer[i32], f: Buffer[f32]):
+    o[0] = 0
+    if f32(0.1) == f32(0.10000000001):  # the same f32
+        o[0] = 1
+    o[1] = i32(-2147483648) // i32(-1)  # wraps
+    o[2] = i32(-2147483648) % i32(-1)
+    o[3] = i32(-7) // i32(2)  # C truncation
+    o[4] = i32(-7) % i32(2)
+    o[5] = -7 // 2
+    o[6] = -7 % 2
+    o[7] = i32(1) << 31
+    o[8] = i32(-8) >> 1
+    o[9] = i32(2147483647) + i32(1)
+    o[10] = 0
+    if f32(16777217.0) == f32(16777216.0):
+        o[10] = 1
+    o[11] = 0
+    if (f32(0.1) + f32(0.2)) == f32(0.3):  # true in f32, false in f64
+        o[11] = 1
+    o[12] = 1 << 31 >> 20  # an untyped constant is exact, then typed
+    f[0] = f32(0.1)
+    f[1] = f32(1.0) / f32(3.0)
+
+
+@pk.kernel
+def k_fold64(q: Buffer[i64]):
+    q[0] = 1 << 40
+    q[1] = 3 ** 30
+
+
+FOLD_EXPECTED = [1, -2147483648, 0, -3, -1, -3, -1, -2147483648, -4, -2147483648, 1, 1, 2048]
+
+
+@pytest.mark.parametrize("target,kind", RUNTIMES)
+def test_constant_folding_matches_the_target(target, kind):
+    o, f = np.zeros(13, np.int32), np.zeros(2, np.float32)
+    pk.build([k_fold], targets=[target]).on(kind)["k_fold"](o, f, **ONE)
+    assert o.tolist() == FOLD_EXPECTED
+    assert f[0] == np.float32(0.1) and f[1] == np.float32(1) / np.float32(3)
+    if kind != "webgpu":  # WGSL has no i64
+        assert run1(k_fold64, target, kind, np.zeros(2, np.int64)).tolist() == [1 << 40, 3 ** 30]
+
+
+def test_folded_ir_holds_typed_values():
+    from polykern.passes import simplify
+
+    fn = simplify(copy.deepcopy(k_fold.ir))
+    stores = {}
+    for s in ir.walk_stmts(fn.body):
+        if isinstance(s, ir.Store) and isinstance(s.index, ir.Const) and isinstance(s.value, ir.Const):
+            stores[(s.base.name, s.index.value)] = s.value.value
+    assert [stores[("o", i)] for i in range(1, 10)] == FOLD_EXPECTED[1:10]
+    assert stores[("f", 0)] == float(np.float32(0.1))  # f32 constants hold f32 values
+    assert stores[("f", 1)] == float(np.float32(1) / np.float32(3))
+    assert not any(isinstance(s, ir.If) for s in fn.body)  # every constant condition folded
+
+
+# ---------------------------------------------------------------- 4. literals that do not fit are errors
+
+@pytest.mark.parametrize("src,msg", [
+    ("o[0] = 99999999999999999999999", "integer literal 99999999999999999999999 does not fit i32"),
+    ("o[0] = 1 << 40", "integer literal 1099511627776 does not fit i32"),
+    ("x = 99999999999999999999999", "does not fit i32"),
+    ("o[0] = i32(1) << 32", "shift amount 32 is out of range for i32 (0..31)"),
+    ("o[0] = o[1] >> 40", "shift amount 40 is out of range for i32 (0..31)"),
+    ("o[0] = 1 << -1", "shift amount -1 of a constant expression is out of range"),
+    ("o[0] = 10 ** 100", "is too large for any integer type"),
+    ("o[0] = 2147483647 + 1", "integer literal 2147483648 does not fit i32"),
+    ("o[0] = i32(f32(1e39))", "float literal 1e+39 does not fit f32"),
+])
+def test_literal_out_of_range_is_located(src, msg, tmp_path):
+    k = make_kernel(tmp_path, "def kk(o: Buffer[i32]):\n    " + src + "\n")
+    with pytest.raises(KernelTypeError) as info:
+        k.ir
+    assert msg in str(info.value)
+    assert info.value.loc is not None and info.value.loc.line == 6 and src in str(info.value)
+
+
+def make_kernel(tmp_path, body, name="kk"):
+    """A kernel defined in a real file (the frontend reads kernels' source)."""
+    import importlib.util
+    import itertools
+
+    path = tmp_path / f"kern_{next(_SEQ)}.py"
+    path.write_text("import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n" + body)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+_SEQ = __import__("itertools").count()
+
+
+# ---------------------------------------------------------------- 3. build leaves the kernel's IR alone
+
+def test_build_does_not_mutate_the_kernel_ir():
+    before = ir.function_str(k_fold.ir)
+    pk.build([k_fold], targets=["llvm"])
+    assert ir.function_str(k_fold.ir) == before
+    assert any(isinstance(s, ir.If) for s in k_fold.ir.body)
+
+
+def test_threads_build_one_kernel():
+    @pk.kernel
+    def k(n: i32, x: Buffer[f32]):
+        i = pk.global_id(0)
+        if i < n and 1 + 1 == 2:
+            x[i] = x[i] * 2.0 + f32(3 * 4)
+
+    before = ir.function_str(k.ir)
+    results, errors = [], []
+    start = threading.Barrier(4)
+
+    def work():
+        try:
+            start.wait()
+            for _ in range(5):
+                results.append(pk.build([k], targets=["llvm", "opencl"]).export(None))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 20 and len(set(results)) == 1
+    assert ir.function_str(k.ir) == before
+
+
+# ---------------------------------------------------------------- 12.9 bad targets and Buffer forms
+
+@pytest.mark.parametrize("targets", [None, 5, {"llvm": 1}, b"llvm"])
+def test_bad_targets_argument_is_a_target_error(targets):
+    from polykern.errors import TargetError
+
+    with pytest.raises(TargetError, match="targets must be a target string or a list of them"):
+        pk.build([k_fold], targets=targets)

@@ -7,15 +7,18 @@ the order the targets were given.
 from __future__ import annotations
 
 import copy
+import os
 import types as _pytypes
-from typing import Iterable, List, Sequence, Union
+from typing import Iterable, List, Optional, Sequence, Union
 
 from . import registry
 from .errors import PolykernError, TargetError
 from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
+from .passes.bounds_check import bounds_check as add_bounds_checks
 
+BOUNDS_CHECK_ENV = "POLYKERN_BOUNDS_CHECK"
 KernelsLike = Union[Kernel, Sequence[Kernel], _pytypes.ModuleType, dict]
 
 
@@ -41,19 +44,39 @@ def collect_kernels(kernels: KernelsLike) -> List[Kernel]:
     return out
 
 
-def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",)):
-    """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``)."""
+def bounds_check_requested(flag: Optional[bool] = None) -> bool:
+    """``bounds_check=`` of :func:`build`, or when it is None the environment variable
+    ``POLYKERN_BOUNDS_CHECK`` (on unless unset, "", "0" or "false" in any case), read on every build."""
+    if flag is not None:
+        if not isinstance(flag, bool):
+            raise PolykernError(f"build(): bounds_check must be True, False or None, got {flag!r}")
+        return flag
+    return os.environ.get(BOUNDS_CHECK_ENV, "").strip().lower() not in ("", "0", "false")
+
+
+def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), *,
+          bounds_check: Optional[bool] = None):
+    """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``).
+
+    ``bounds_check=True`` (or ``POLYKERN_BOUNDS_CHECK=1``) builds the checked mode
+    (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time."""
     from .backends import load_all
     from .module import FunctionInfo, RootModule
     from .target import Target
 
     load_all()
-    if isinstance(targets, str):
+    if isinstance(targets, (str, Target)):
         targets = [targets]
+    elif isinstance(targets, (dict, bytes)) or not isinstance(targets, Iterable):
+        raise TargetError("targets must be a target string or a list of them, e.g. targets=['llvm'] or "
+                          f"targets=['cuda -arch=sm_90', 'llvm'], got {targets!r}")
     parsed = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not parsed:
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
-    funcs = [run_default_passes(verify(k.ir)) for k in collect_kernels(kernels)]
+    # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
+    funcs = [run_default_passes(copy.deepcopy(verify(k.ir))) for k in collect_kernels(kernels)]
+    if bounds_check_requested(bounds_check):
+        funcs = [verify(add_bounds_checks(f)) for f in funcs]
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")

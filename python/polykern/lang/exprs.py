@@ -34,6 +34,8 @@ _FOLD = {
 }
 
 _CAST_NAMES = {int: i32, float: f32, bool: bool_}
+# Untyped integer constants are exact, but bounded: no type is wider than 64 bits.
+_MAX_LITERAL_BITS = 128
 
 
 def _is_safe(e: ir.Expr) -> bool:
@@ -204,6 +206,9 @@ class ExprTranslator:
         if name in ("shl", "shr"):
             if t.is_float:
                 raise self.type_error(f"{what} needs integer operands, got {t}", node)
+            if isinstance(b, ir.Const) and not 0 <= b.value < t.bits:
+                raise self.type_error(f"shift amount {b.value} is out of range for {t} (0..{t.bits - 1})",
+                                      node)
             mask = ir.Const(t.bits - 1, t)
             b = ir.BinOp("and", b, mask)
             b.loc = loc
@@ -219,6 +224,11 @@ class ExprTranslator:
             if isinstance(x, int) and isinstance(y, int):
                 return None  # let the normal path report '/' on integers
             return literal(x / y, self.loc(node))
+        if name in ("shl", "shr") and isinstance(x, int) and isinstance(y, int):
+            if not 0 <= y <= _MAX_LITERAL_BITS:
+                raise self.type_error(f"shift amount {y} of a constant expression is out of range "
+                                      f"(0..{_MAX_LITERAL_BITS})", node)
+            return literal(x << y if name == "shl" else x >> y, self.loc(node))
         if name in ("floordiv", "mod") and isinstance(x, int) and isinstance(y, int):
             if y == 0:
                 raise self.type_error("division by zero in a constant expression", node)
@@ -227,6 +237,12 @@ class ExprTranslator:
         return None
 
     def _pow(self, a, b, node):
+        if is_weak(a) and is_weak(b) and isinstance(a.value, int) and isinstance(b.value, int) \
+                and b.value >= 0:
+            if abs(a.value) > 1 and b.value * a.value.bit_length() > _MAX_LITERAL_BITS:
+                raise self.type_error(f"constant {a.value} ** {b.value} is too large for any integer type",
+                                      node)
+            return literal(a.value ** b.value, self.loc(node))
         if is_weak(b) and isinstance(b.value, int) and 0 <= b.value <= 8 and not a.type == bool_:
             a = default_type(a)
             if b.value == 0:

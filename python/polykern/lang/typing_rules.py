@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+import numpy as np
+
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
 from ..ir.types import ScalarType, bool_, f32, i32
@@ -50,22 +52,33 @@ def fits(value, t: ScalarType) -> bool:
     return t.min_value() <= value <= t.max_value()
 
 
+def round_to(value, t: ScalarType):
+    """``value`` as the type ``t`` holds it: a float rounded to t's precision (to nearest even), an int
+    unchanged. Every typed float ``ir.Const`` holds such a value, so folding sees the target's number."""
+    if t.is_float:
+        with np.errstate(over="ignore"):
+            return float(t.numpy.type(value))
+    return int(value)
+
+
 def retype_literal(e: ir.Const, t: ScalarType, what: str) -> ir.Const:
     if not fits(e.value, t):
         kind = "float" if isinstance(e.value, float) else "integer"
-        raise KernelTypeError(f"{kind} literal {e.value!r} does not fit {t} in {what}", e.loc)
-    value = float(e.value) if t.is_float else int(e.value)
-    c = ir.Const(value, t)
+        hint = ""
+        if kind == "integer" and t.is_int:
+            hint = f" (range {t.min_value()}..{t.max_value()})"
+        raise KernelTypeError(f"{kind} literal {e.value!r} does not fit {t}{hint} in {what}", e.loc)
+    c = ir.Const(round_to(e.value, t), t)
     c.loc = e.loc
     return c
 
 
 def coerce(e: ir.Expr, t: ScalarType, what: str) -> ir.Expr:
-    """Make ``e`` have type ``t``: literals adapt, anything else must already match."""
-    if e.type == t:
-        return e
+    """Make ``e`` have type ``t``: literals adapt (and must fit), anything else must already match."""
     if is_weak(e):
         return retype_literal(e, t, what)
+    if e.type == t:
+        return e
     raise KernelTypeError(f"{what}: expected {t}, got {e.type}; cast explicitly, e.g. {t}(...)", e.loc)
 
 
@@ -90,9 +103,8 @@ def unify(a: ir.Expr, b: ir.Expr, what: str, loc: Optional[SourceLoc]):
 
 
 def default_type(e: ir.Expr) -> ir.Expr:
-    """A literal that is not adapted by context keeps its default type (i32 / f32)."""
+    """A literal that is not adapted by context takes its default type (i32 / f32), and must fit it."""
     if is_weak(e):
-        c = ir.Const(e.value, e.type)
-        c.loc = e.loc
-        return c
+        return retype_literal(e, e.type, "its default type (give it a type, e.g. i64(...), or let its "
+                              "context type it)")
     return e

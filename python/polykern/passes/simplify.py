@@ -1,7 +1,10 @@
 """Simplification: typed constant folding, constant branches, and code after return/break/continue.
 
-Folding follows each type's real arithmetic (integers wrap at their width, floats round in their own
-precision via NumPy scalars), so a folded expression gives the bits the device would have computed.
+Folding follows each type's real arithmetic (integers wrap at their width, ``//`` and ``%`` truncate
+toward zero so ``INT_MIN // -1 == INT_MIN`` and ``INT_MIN % -1 == 0``, shifts take their amount modulo
+the width, floats round in their own precision via NumPy scalars, comparisons see the typed values),
+so a folded expression gives the bits the device would have computed. Integer division by zero is not
+folded. Casts are not folded.
 """
 from __future__ import annotations
 
@@ -49,6 +52,12 @@ def fold(e: ir.Expr) -> ir.Expr:
             return _const(bool(x or y), e.type, e.loc)
         if t.is_int and e.op in _INT_FOLD:
             return _const(_wrap(_INT_FOLD[e.op](int(x), int(y)), t), t, e.loc)
+        if t.is_int and e.op in ("floordiv", "mod") and y != 0:  # x // 0 is left to the target
+            q = abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1)  # C: toward zero
+            return _const(_wrap(q if e.op == "floordiv" else int(x) - q * int(y), t), t, e.loc)
+        if t.is_int and e.op in ("shl", "shr"):
+            n = int(y) % t.bits  # the IR takes the amount modulo the width
+            return _const(_wrap(int(x) << n if e.op == "shl" else int(x) >> n, t), t, e.loc)
         if t.is_float and e.op in _FLOAT_FOLD and not (e.op == "div" and y == 0):
             with np.errstate(all="ignore"):
                 return _const(float(_FLOAT_FOLD[e.op](t.numpy.type(x), t.numpy.type(y))), t, e.loc)
