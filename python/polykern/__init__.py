@@ -26,11 +26,11 @@ from .lang.kernel import Kernel, kernel  # noqa: F401
 __version__ = "0.1.0"
 
 
-def build(kernels, targets=("llvm",)):
-    """Compile kernels for targets; see :func:`polykern.pipeline.build`."""
+def build(kernels, targets=("llvm",), *, bounds_check=None):
+    """Compile kernels for targets; see :func:`polykern.pipeline.build` (``bounds_check=True``: checked mode)."""
     from .pipeline import build as _build
 
-    return _build(kernels, targets)
+    return _build(kernels, targets, bounds_check=bounds_check)
 
 
 def load(path_or_bytes, strict: bool = False):

@@ -25,13 +25,15 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .errors import LaunchError
 from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
-from .module import ArgInfo, FunctionInfo
+
+if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
+    from .module import ArgInfo, FunctionInfo
 
 __all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "check_global_size", "check_grid_limits",
            "MAX_DIM", "MAX_GLOBAL_SIZE", "PORTABLE_MAX_GRID", "MAX_OPENCL_GROUPS", "MISS", "fast_dims",

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from . import registry
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
+from .checked_launch import wrap_if_checked
 from .ir.types import BufferType, ScalarType, scalar_from_code
 
 __all__ = [
@@ -147,7 +148,7 @@ class FunctionInfo:
             elif isinstance(e, nodes.Atomic):
                 atomics = True
         shared = sum(a.elem.nbytes * a.size for a in fn.shared_arrays.values())
-        attrs = {}
+        attrs = dict(fn.attrs)
         if nodes.uses_barrier(fn):
             attrs["uses_barrier"] = "1"
         if atomics:
@@ -337,7 +338,8 @@ class DeviceModule(Module):
         return _wire().encode_device_payload(self.kind, self.fmt, self.functions, self.payload)
 
     def get_function(self, name: str):
-        return self._get_function(self.function_info(name))
+        info = self.function_info(name)
+        return wrap_if_checked(info, self._get_function(info))
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")

@@ -292,6 +292,8 @@ class Function:
     arrays: Dict[str, ArrayType] = field(default_factory=dict)
     loc: Optional[SourceLoc] = field(default=None, repr=False)
     source: str = field(default="", repr=False)
+    #: Extra FunctionInfo attributes recorded by passes (e.g. the bounds-check access table).
+    attrs: Dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def shared_arrays(self) -> Dict[str, ArrayType]:

@@ -1,0 +1,113 @@
+"""Launching a kernel built in checked mode (:mod:`polykern.passes.bounds_check`), on every runtime.
+
+``DeviceModule.get_function`` wraps a checked kernel's device function in a :class:`CheckedKernel`:
+the caller passes the user's arguments only; the wrapper validates them (``check_args`` on the user's
+signature), appends the hidden arguments (each buffer's length, saturated at the check type's
+maximum, and a zeroed error record, a NumPy ``int32`` array that every runtime copies back), launches,
+and reads the record: the first violation raises a :class:`LaunchError` naming the kernel, the array,
+the kind of access, the index, the array's length and the source line.
+
+A zero-size NumPy buffer is passed as a one-element scratch array (its length stays 0), so that a
+redirected bad access (a load or nested atomic goes to element 0 instead) never leaves the memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, List
+
+import numpy as np
+
+from .errors import ArtifactError, LaunchError
+from .ir.types import scalar_from_code
+from .launch import BufferArg, check_args
+from .passes.bounds_check import (ATTR, ATTR_ACCESSES, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
+                                  decode_accesses)
+
+__all__ = ["CheckedKernel", "is_checked", "wrap_if_checked"]
+
+
+def is_checked(info) -> bool:
+    """Whether a FunctionInfo describes a kernel built in checked mode."""
+    return info.attrs.get(ATTR) == "1"
+
+
+def wrap_if_checked(info, fn: Callable) -> Callable:
+    return CheckedKernel(info, fn) if is_checked(info) else fn
+
+
+class CheckedKernel:
+    """``kernel(*user_args, grid=, block=)`` for a checked kernel: hidden arguments, then the record."""
+
+    def __init__(self, info, fn: Callable):
+        self.info = info
+        self.fn = fn
+        where = f"checked kernel '{info.name}'"
+        try:
+            n_user = int(info.attrs[ATTR_USER_ARGS])
+            lengths = [int(x) for x in info.attrs[ATTR_LENGTHS].split(",") if x]
+            self.index_bits = int(info.attrs[ATTR_INDEX_BITS])
+            self.accesses: List[Access] = decode_accesses(info.attrs[ATTR_ACCESSES])
+        except (KeyError, ValueError) as e:
+            raise ArtifactError(f"{where}: malformed bounds-check attributes ({e})") from None
+        args = info.args
+        ok = 0 <= n_user and n_user + len(lengths) + 1 == len(args) and all(
+            0 <= i < n_user and args[i].is_buffer for i in lengths)
+        hidden = args[n_user:] if ok else ()
+        if ok:
+            ok = all(not a.is_buffer and a.dtype.is_int and not a.dtype.is_signed for a in hidden[:-1]) and (
+                hidden[-1].is_buffer and hidden[-1].dtype == scalar_from_code(0, 32) and not hidden[-1].readonly)
+        ok = ok and self.index_bits in (32, 64) and all(a.dtype.bits == self.index_bits for a in hidden[:-1])
+        if not ok:
+            raise ArtifactError(f"{where}: its hidden bounds-check parameters do not match its arguments")
+        self.lengths = lengths
+        self.length_max = [a.dtype.max_value() for a in hidden[:-1]]
+        self.user_info = dataclasses.replace(info, args=args[:n_user])
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def __repr__(self) -> str:
+        return f"<CheckedKernel {self.user_info.signature()}>"
+
+    def __call__(self, *args: Any, grid=None, block=None) -> None:
+        _, _, prepared = check_args(self.user_info, args, grid, block)
+        call = list(args)
+        for a in prepared:
+            if isinstance(a, BufferArg) and a.size == 0 and isinstance(a.obj, np.ndarray):
+                call[a.index] = np.zeros(1, a.obj.dtype)
+        for i, top in zip(self.lengths, self.length_max):
+            call.append(min(prepared[i].size, top))
+        record = np.zeros(RECORD_WORDS, np.int32)
+        call.append(record)
+        self.fn(*call, grid=grid, block=block)
+        if record[0]:
+            raise LaunchError(self.message(record, prepared))
+
+    def message(self, record: np.ndarray, prepared) -> str:
+        aid = int(record[0]) - 1
+        if not 0 <= aid < len(self.accesses):
+            return f"kernel '{self.name}': an out-of-bounds access was detected (unknown access id {aid})"
+        acc = self.accesses[aid]
+        bits = (int(record[1]) & 0xFFFFFFFF) | ((int(record[2]) & 0xFFFFFFFF) << 32)
+        index = _as_index(bits, acc.index_type, self.index_bits)
+        if acc.length >= 0:
+            what, length = "array", acc.length
+        else:
+            what = "buffer"
+            pos = next((i for i, a in enumerate(self.user_info.args) if a.name == acc.array), None)
+            length = prepared[pos].size if pos is not None else "?"
+        op = {"read": "read of", "write": "write to"}.get(acc.op, f"{acc.op} on")
+        text = (f"kernel '{self.name}': out-of-bounds {op} {what} '{acc.array}' at index {index} "
+                f"(length {length}), at {acc.where}")
+        if acc.source_line:
+            text += f": {acc.source_line}"
+        return text + " (the first violation of this launch; checked mode, bounds_check=True)"
+
+
+def _as_index(bits: int, index_type: str, width: int) -> int:
+    """The index as the kernel computed it: the check type's bits read as the index's signedness."""
+    bits &= (1 << width) - 1
+    if index_type.startswith("i") and bits >> (width - 1):
+        bits -= 1 << width
+    return bits
