@@ -143,7 +143,8 @@ void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out);
 void pk_artifact_write_json(const pk_artifact *art, const char *file, FILE *out);
 int pk_artifact_print_source(const pk_artifact *art, const char *file, const char *fmt, FILE *out,
                              FILE *err_out);
-/* "saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32, readonly])" into buf */
+/* "saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32, readonly])" into buf; names are escaped as
+ * `polykern inspect` shows them (control characters as \xNN), cut at bufsize - 1 */
 const char *pk_function_signature(const pk_function_info *f, char *buf, size_t bufsize);
 /* One line, like file(1): "ELF 64-bit relocatable object, x86-64 (1234 bytes)" */
 const char *pk_describe_binary(const uint8_t *data, size_t n, char *buf, size_t bufsize);

@@ -7,15 +7,6 @@
 
 /* ------------------------------------------------------------- small helpers */
 
-static void cat(char *buf, size_t size, size_t *len, const char *s) {
-    size_t n = strlen(s);
-    if (*len + 1 >= size) return;
-    if (n > size - 1 - *len) n = size - 1 - *len;
-    memcpy(buf + *len, s, n);
-    *len += n;
-    buf[*len] = 0;
-}
-
 static const char *type_str(const pk_arg_info *a, char *buf, size_t size) {
     char t[48];
     pk_type_name(a->code, a->bits, a->lanes, t, sizeof t);
@@ -26,20 +17,39 @@ static const char *type_str(const pk_arg_info *a, char *buf, size_t size) {
     return buf;
 }
 
-const char *pk_function_signature(const pk_function_info *f, char *buf, size_t size) {
-    size_t len = 0, i;
+/* FunctionInfo.signature() piece by piece: emit(ctx, bytes, n) gets the raw text in order. */
+typedef void (*emit_fn)(void *ctx, const char *s, size_t n);
+static void signature_pieces(const pk_function_info *f, emit_fn emit, void *ctx) {
+    size_t i;
     char t[64];
+    emit(ctx, f->name.ptr, f->name.len);
+    emit(ctx, "(", 1);
+    for (i = 0; i < f->num_args; i++) {
+        if (i) emit(ctx, ", ", 2);
+        emit(ctx, f->args[i].name.ptr, f->args[i].name.len);
+        emit(ctx, ": ", 2);
+        type_str(&f->args[i], t, sizeof t);
+        emit(ctx, t, strlen(t));
+    }
+    emit(ctx, ")", 1);
+}
+
+typedef struct { char *buf; size_t size, len; } sig_buf;
+static void emit_buf(void *ctx, const char *s, size_t n) {   /* escaped, cut at the buffer's end */
+    sig_buf *b = (sig_buf *)ctx;
+    b->len += pk_escape(s, n, b->buf + b->len, b->size - b->len);
+}
+static void emit_escaped(void *ctx, const char *s, size_t n) { pk_write_escaped((FILE *)ctx, s, n, 0); }
+
+/* The signature with names escaped as `polykern inspect` shows them (never cut at a NUL byte). */
+const char *pk_function_signature(const pk_function_info *f, char *buf, size_t size) {
+    sig_buf b;
     if (!size) return buf;
     buf[0] = 0;
-    cat(buf, size, &len, f->name.ptr);
-    cat(buf, size, &len, "(");
-    for (i = 0; i < f->num_args; i++) {
-        if (i) cat(buf, size, &len, ", ");
-        cat(buf, size, &len, f->args[i].name.ptr);
-        cat(buf, size, &len, ": ");
-        cat(buf, size, &len, type_str(&f->args[i], t, sizeof t));
-    }
-    cat(buf, size, &len, ")");
+    b.buf = buf;
+    b.size = size;
+    b.len = 0;
+    signature_pieces(f, emit_buf, &b);
     return buf;
 }
 
@@ -140,29 +150,44 @@ void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out) {
     const pk_module *root = &art->modules[0];
     const pk_str *compiler = pk_kv_find(art->meta, art->num_meta, "compiler");
     size_t i, j, width = 0;
-    char sig[2048], sz[32], desc[128];
-    fprintf(out, "%s: polykern artifact (format %u), %zu bytes, crc32 0x%08x\n", file, art->version,
-            art->size, art->crc32);
-    fprintf(out, "  compiler: %s\n", compiler ? compiler->ptr : "(unknown)");
-    fprintf(out, "  targets:  ");
-    for (i = 0; i < root->num_targets; i++) fprintf(out, "%s%s", i ? " | " : "", root->targets[i].ptr);
+    char sz[32], desc[128];
+    pk_write_escaped(out, file, strlen(file), 0);
+    fprintf(out, ": polykern artifact (format %u), %zu bytes, crc32 0x%08x\n", art->version, art->size,
+            art->crc32);
+    fprintf(out, "  compiler: ");
+    if (compiler) pk_write_escaped(out, compiler->ptr, compiler->len, 0);
+    else fprintf(out, "(unknown)");
+    fprintf(out, "\n  targets:  ");
+    for (i = 0; i < root->num_targets; i++) {
+        if (i) fprintf(out, " | ");
+        pk_write_escaped(out, root->targets[i].ptr, root->targets[i].len, 0);
+    }
     /* ' | '.join(targets) or '(none)' */
     if (root->num_targets == 0 || (root->num_targets == 1 && root->targets[0].len == 0))
         fprintf(out, "(none)");
     fprintf(out, "\n  sources:  %s\n", art->has_sources ? "embedded" : "stripped");
     for (i = 0; i < art->num_meta; i++) {
-        const char *k = art->meta[i].key.ptr;
-        if (strcmp(k, "compiler") == 0 || strcmp(k, "targets") == 0) continue;
-        fprintf(out, "  %s: %s\n", k, art->meta[i].value.ptr);
+        const pk_str *k = &art->meta[i].key, *v = &art->meta[i].value;
+        if ((k->len == 8 && memcmp(k->ptr, "compiler", 8) == 0) || (k->len == 7 && memcmp(k->ptr, "targets", 7) == 0))
+            continue;
+        fprintf(out, "  ");
+        pk_write_escaped(out, k->ptr, k->len, 0);
+        fprintf(out, ": ");
+        pk_write_escaped(out, v->ptr, v->len, 0);
+        fputc('\n', out);
     }
     fprintf(out, "kernels:\n");
     for (i = 0; i < root->num_functions; i++) {
         const pk_function_info *f = &root->functions[i];
         int any = 0;
-        fprintf(out, "  %s", pk_function_signature(f, sig, sizeof sig));
+        fprintf(out, "  ");
+        signature_pieces(f, emit_escaped, out);
         if (f->num_launch_tags) {
             fprintf(out, "   [");
-            for (j = 0; j < f->num_launch_tags; j++) fprintf(out, "%s%s", j ? " " : "", f->launch_tags[j].ptr);
+            for (j = 0; j < f->num_launch_tags; j++) {
+                if (j) fputc(' ', out);
+                pk_write_escaped(out, f->launch_tags[j].ptr, f->launch_tags[j].len, 0);
+            }
             any = 1;
         }
         if (f->shared_bytes) {
@@ -170,7 +195,10 @@ void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out) {
             any = 1;
         }
         for (j = 0; j < f->num_attrs; j++) {
-            fprintf(out, "%s%s=%s", any ? "; " : "   [", f->attrs[j].key.ptr, f->attrs[j].value.ptr);
+            fprintf(out, "%s", any ? "; " : "   [");
+            pk_write_escaped(out, f->attrs[j].key.ptr, f->attrs[j].key.len, 0);
+            fputc('=', out);
+            pk_write_escaped(out, f->attrs[j].value.ptr, f->attrs[j].value.len, 0);
             any = 1;
         }
         fprintf(out, "%s\n", any ? "]" : "");
@@ -187,8 +215,13 @@ void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out) {
             print_list(out, m->imports, m->num_imports);
             fputc('\n', out);
         } else {
-            fprintf(out, "  fmt=%s  %s  kernels: ", m->fmt.ptr, human_size(m->encoded_size, sz, sizeof sz));
-            for (j = 0; j < m->num_functions; j++) fprintf(out, "%s%s", j ? ", " : "", m->functions[j].name.ptr);
+            fprintf(out, "  fmt=");
+            pk_write_escaped(out, m->fmt.ptr, m->fmt.len, 0);
+            fprintf(out, "  %s  kernels: ", human_size(m->encoded_size, sz, sizeof sz));
+            for (j = 0; j < m->num_functions; j++) {
+                if (j) fprintf(out, ", ");
+                pk_write_escaped(out, m->functions[j].name.ptr, m->functions[j].name.len, 0);
+            }
             if (!m->num_functions) fputc('-', out);
             if (m->num_imports) {
                 fprintf(out, "  imports ");
@@ -198,15 +231,19 @@ void pk_artifact_describe(const pk_artifact *art, const char *file, FILE *out) {
             if (m->layout == PK_LAYOUT_BYTES)
                 fprintf(out, "        payload: %s\n",
                         pk_describe_binary(m->payload, m->payload_size, desc, sizeof desc));
-            for (j = 0; j < m->num_shaders; j++)
-                fprintf(out, "        shader %s: %s\n", m->shaders[j].name.ptr,
-                        pk_describe_binary(m->shaders[j].data, m->shaders[j].size, desc, sizeof desc));
+            for (j = 0; j < m->num_shaders; j++) {
+                fprintf(out, "        shader ");
+                pk_write_escaped(out, m->shaders[j].name.ptr, m->shaders[j].name.len, 0);
+                fprintf(out, ": %s\n", pk_describe_binary(m->shaders[j].data, m->shaders[j].size, desc, sizeof desc));
+            }
         }
         if (m->num_sources) {
             fprintf(out, "        sources: ");
-            for (j = 0; j < m->num_sources; j++)
-                fprintf(out, "%s%s (%s)", j ? ", " : "", m->sources[j].key.ptr,
-                        human_size(m->sources[j].value.len, sz, sizeof sz));
+            for (j = 0; j < m->num_sources; j++) {
+                if (j) fprintf(out, ", ");
+                pk_write_escaped(out, m->sources[j].key.ptr, m->sources[j].key.len, 0);
+                fprintf(out, " (%s)", human_size(m->sources[j].value.len, sz, sizeof sz));
+            }
             fputc('\n', out);
         } else if (i != 0) {
             fprintf(out, "        sources: none embedded%s\n", art->has_sources ? "" : " (stripped)");
@@ -222,10 +259,9 @@ typedef struct jw {
     unsigned char first[64];
 } jw;
 
-static void jw_str(jw *j, const char *s, size_t n) {   /* ensure_ascii=True escaping */
+static void jw_chars(jw *j, const char *s, size_t n) {   /* ensure_ascii=True escaping, no quotes */
     const uint8_t *p = (const uint8_t *)s;
     size_t i = 0;
-    fputc('"', j->out);
     while (i < n) {
         uint32_t cp = next_cp(p, &i);
         switch (cp) {
@@ -245,8 +281,13 @@ static void jw_str(jw *j, const char *s, size_t n) {   /* ensure_ascii=True esca
             }
         }
     }
+}
+static void jw_str(jw *j, const char *s, size_t n) {
+    fputc('"', j->out);
+    jw_chars(j, s, n);
     fputc('"', j->out);
 }
+static void emit_json(void *ctx, const char *s, size_t n) { jw_chars((jw *)ctx, s, n); }
 
 static void jw_item(jw *j) {   /* separator + newline + indent before a value or key */
     if (j->depth == 0) return;
@@ -334,7 +375,10 @@ static void jw_function(jw *j, const pk_function_info *f) {   /* FunctionInfo.to
     jw_str_list(j, "launch_tags", f->launch_tags, f->num_launch_tags);
     jw_kstr(j, "name", &f->name);
     jw_kint(j, "shared_bytes", f->shared_bytes);
-    jw_kcstr(j, "signature", pk_function_signature(f, buf, sizeof buf));
+    jw_key(j, "signature");
+    fputc('"', j->out);
+    signature_pieces(f, emit_json, j);
+    fputc('"', j->out);
     jw_close(j, '}');
 }
 
@@ -439,9 +483,10 @@ void pk_artifact_write_json(const pk_artifact *art, const char *file, FILE *out)
 
 /* ------------------------------------------------------------- --source FMT (cli._print_source) */
 
+/* print(escape_source(text).rstrip("\n")) */
 static void rstrip_nl_write(FILE *out, const char *s, size_t n) {
     while (n && s[n - 1] == '\n') n--;
-    fwrite(s, 1, n, out);
+    pk_write_escaped(out, s, n, 1);
     fputc('\n', out);
 }
 
@@ -452,27 +497,38 @@ static int all_shaders_text(const pk_module *m) {
     return 1;
 }
 
+static int str_is(const pk_str *s, const char *c) { return s->len == strlen(c) && memcmp(s->ptr, c, s->len) == 0; }
+
+static void module_header(FILE *out, size_t i, const pk_module *m, const char *fmt) {
+    fprintf(out, "// ===== module [%zu] %s: ", i, m->kind.ptr);
+    pk_write_escaped(out, fmt, strlen(fmt), 0);
+    fprintf(out, " =====\n");
+}
+
 int pk_artifact_print_source(const pk_artifact *art, const char *file, const char *fmt, FILE *out,
                              FILE *err_out) {
-    size_t i, k, shown = 0, nnotes = 0;
-    char notes[16][300];
+    size_t i, k, shown = 0, nnotes = 0, fl = strlen(fmt);
+    char notes[16][640], efmt[128];
+    pk_escape(fmt, fl, efmt, sizeof efmt);
     for (i = 0; i < art->num_modules; i++) {
         const pk_module *m = &art->modules[i];
         const pk_str *text = pk_kv_find(m->sources, m->num_sources, fmt);
-        int is_fmt = i && strcmp(m->fmt.ptr, fmt) == 0;
+        int is_fmt = i && str_is(&m->fmt, fmt);
         if (!text && is_fmt) {
             if (m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) {
-                fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
+                module_header(out, i, m, fmt);
                 rstrip_nl_write(out, (const char *)m->payload, m->payload_size);
                 shown++;
                 continue;
             } else if (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m)) {
-                fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
-                /* "\n".join(f"// ---- {n} ----\n{text}") then rstrip("\n") */
+                module_header(out, i, m, fmt);
+                /* "\n".join(f"// ---- {escape(n)} ----\n{escape_source(text)}") then rstrip("\n") */
                 for (k = 0; k < m->num_shaders; k++) {
-                    fprintf(out, "%s// ---- %s ----\n", k ? "\n" : "", m->shaders[k].name.ptr);
+                    fprintf(out, "%s// ---- ", k ? "\n" : "");
+                    pk_write_escaped(out, m->shaders[k].name.ptr, m->shaders[k].name.len, 0);
+                    fprintf(out, " ----\n");
                     if (k + 1 < m->num_shaders)
-                        fwrite(m->shaders[k].data, 1, m->shaders[k].size, out);
+                        pk_write_escaped(out, (const char *)m->shaders[k].data, m->shaders[k].size, 1);
                     else
                         rstrip_nl_write(out, (const char *)m->shaders[k].data, m->shaders[k].size);
                 }
@@ -486,14 +542,14 @@ int pk_artifact_print_source(const pk_artifact *art, const char *file, const cha
                     snprintf(what, sizeof what, "%zu binary shaders", m->num_shaders);
                 if (nnotes < 16)
                     snprintf(notes[nnotes], sizeof notes[0], "module [%zu] %s: fmt '%s' is binary "
-                             "(%s); no '%s' source is embedded", i, m->kind.ptr, fmt, what, fmt);
+                             "(%s); no '%s' source is embedded", i, m->kind.ptr, efmt, what, efmt);
                 else
                     continue;
                 nnotes++;
             }
         }
         if (text) {
-            fprintf(out, "// ===== module [%zu] %s: %s =====\n", i, m->kind.ptr, fmt);
+            module_header(out, i, m, fmt);
             rstrip_nl_write(out, text->ptr, text->len);
             shown++;
         }
@@ -502,35 +558,40 @@ int pk_artifact_print_source(const pk_artifact *art, const char *file, const cha
         for (k = 0; k < nnotes; k++) fprintf(err_out, "kbin-inspect: note: %s\n", notes[k]);
         return 0;
     }
-    fprintf(err_out, "kbin-inspect: error: no module of %s has a '%s' source", file, fmt);
+    fprintf(err_out, "kbin-inspect: error: no module of ");
+    pk_write_escaped(err_out, file, strlen(file), 0);
+    fprintf(err_out, " has a '%s' source", efmt);
     for (k = 0; k < nnotes; k++) fprintf(err_out, "; %s", notes[k]);
     {
         /* available formats: every source key plus text fmts, sorted unique */
-        const char *avail[64];
+        const pk_str *avail[64];
         size_t na = 0, a, b;
         for (i = 0; i < art->num_modules; i++) {
             const pk_module *m = &art->modules[i];
-            const char *cand[65];
+            const pk_str *cand[65];
             size_t nc = 0;
-            for (k = 0; k < m->num_sources && nc < 64; k++) cand[nc++] = m->sources[k].key.ptr;
+            for (k = 0; k < m->num_sources && nc < 64; k++) cand[nc++] = &m->sources[k].key;
             if (i && m->fmt.len &&
                 ((m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) ||
                  (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m))))
-                cand[nc++] = m->fmt.ptr;
+                cand[nc++] = &m->fmt;
             for (a = 0; a < nc; a++) {
-                for (b = 0; b < na && strcmp(avail[b], cand[a]) != 0; b++) {}
+                for (b = 0; b < na && pk_str_cmp(avail[b], cand[a]) != 0; b++) {}
                 if (b == na && na < 64) avail[na++] = cand[a];
             }
         }
         for (a = 1; a < na; a++)   /* insertion sort */
-            for (b = a; b > 0 && strcmp(avail[b - 1], avail[b]) > 0; b--) {
-                const char *t = avail[b];
+            for (b = a; b > 0 && pk_str_cmp(avail[b - 1], avail[b]) > 0; b--) {
+                const pk_str *t = avail[b];
                 avail[b] = avail[b - 1];
                 avail[b - 1] = t;
             }
         if (na) {
             fprintf(err_out, "; available: ");
-            for (a = 0; a < na; a++) fprintf(err_out, "%s%s", a ? ", " : "", avail[a]);
+            for (a = 0; a < na; a++) {
+                if (a) fprintf(err_out, ", ");
+                pk_write_escaped(err_out, avail[a]->ptr, avail[a]->len, 0);
+            }
         } else {
             fprintf(err_out, "%s", art->has_sources ? "; none embedded"
                                                     : "; the artifact was built with --strip-sources");

@@ -1,5 +1,9 @@
 /* Parser tests: a valid artifact reads back field by field; every malformed variant is
  * rejected with PK_ERR_ARTIFACT and the right offset; no truncation or byte flip crashes. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "testutil.h"
 #include "internal.h"
 
@@ -132,7 +136,9 @@ static void test_container_errors(void) {
     tbuf b = {0};
     uint8_t *p;
     /* magic / version / counts */
-    EXPECT_ERROR((const uint8_t *)"", 0, 0, "truncated magic");
+    EXPECT_ERROR((const uint8_t *)"", 0, 0, "not a polykern artifact: the data is empty");
+    EXPECT_ERROR((const uint8_t *)"PKB", 3, 0, "truncated magic: needs 8 bytes but only 3 remain");
+    EXPECT_ERROR((const uint8_t *)"PKX", 3, 0, "bad magic (the first bytes are 504b58 in hex");
     EXPECT_ERROR((const uint8_t *)"PKBIN\0\r\nxxxxxxxxxxxxxxxxxxxx", 28, 8, "unsupported artifact format");
     EXPECT_ERROR((const uint8_t *)"XKBIN\0\r\n\1\0\0\0", 12, 0, "bad magic");
     tb_raw(&b, "PKBIN\0\r\n", 8);
@@ -350,7 +356,7 @@ static void test_payload_errors(void) {
     {
         pk_error e;
         pk_artifact *a = parse(&b, &e);
-        CHECK(a == NULL && strstr(e.message, "no module provides: saxpy"));
+        CHECK(a == NULL && strstr(e.message, "the root lists 1 kernel(s) that no module provides; the first is 'saxpy'"));
         pk_artifact_free(a);
     }
     tb_free(&d); tb_free(&b);
@@ -360,6 +366,28 @@ static void test_load_file(void) {
     pk_error e;
     pk_artifact *a = pk_artifact_load("/nonexistent/k.kbin", &e);
     CHECK(a == NULL && e.status == PK_ERR_IO && strstr(e.message, "/nonexistent/k.kbin"));
+    /* only regular files, read without waiting (a FIFO with no writer) or without bound (/dev/zero) */
+    a = pk_artifact_load("/dev/zero", &e);
+    CHECK(a == NULL && e.status == PK_ERR_IO &&
+          strcmp(e.message, "cannot read /dev/zero: it is a character device, not a regular file") == 0);
+    a = pk_artifact_load(".", &e);
+    CHECK(a == NULL && e.status == PK_ERR_IO &&
+          strcmp(e.message, "cannot read .: it is a directory, not a regular file") == 0);
+    {
+        char dir[] = "/tmp/pk-test-XXXXXX", fifo[64], msg[160];
+        if (mkdtemp(dir)) {
+            snprintf(fifo, sizeof fifo, "%s/k\x1b.kbin", dir);
+            /* the control character (ESC) in the name is escaped in the message */
+            if (mkfifo(fifo, 0600) == 0) {
+                a = pk_artifact_load(fifo, &e);
+                snprintf(msg, sizeof msg, "cannot read %s/k\\x1b.kbin: it is a FIFO (named pipe), not a regular file",
+                         dir);
+                CHECK(a == NULL && e.status == PK_ERR_IO && strcmp(e.message, msg) == 0);
+                unlink(fifo);
+            }
+            rmdir(dir);
+        }
+    }
 }
 
 static void test_describe(void) {

@@ -16,6 +16,7 @@ import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import PolykernError
+from .kbin_messages import escape, escape_source
 
 PROG = "polykern"
 
@@ -180,24 +181,26 @@ def _size(n: int) -> str:
 
 
 def _describe_lines(desc: Dict[str, Any]) -> List[str]:
+    """The text listing. Every string from the artifact goes through ``escape`` (no control
+    characters reach the terminal); kbin-inspect prints the same bytes."""
     meta = dict(desc["metadata"])
-    out = [f"{desc['file']}: polykern artifact (format {desc['format_version']}), {desc['size']} bytes, "
+    out = [f"{escape(desc['file'])}: polykern artifact (format {desc['format_version']}), {desc['size']} bytes, "
            f"crc32 {desc['crc32']}"]
-    out.append(f"  compiler: {meta.pop('compiler', '(unknown)')}")
+    out.append(f"  compiler: {escape(meta.pop('compiler', '(unknown)'))}")
     meta.pop("targets", None)
-    out.append(f"  targets:  {' | '.join(desc['targets']) or '(none)'}")
+    out.append(f"  targets:  {escape(' | '.join(desc['targets'])) or '(none)'}")
     out.append(f"  sources:  {'embedded' if desc['sources_embedded'] else 'stripped'}")
-    for k, v in sorted(meta.items()):
-        out.append(f"  {k}: {v}")
+    for k, v in sorted(meta.items(), key=lambda kv: kv[0].encode("utf-8")):
+        out.append(f"  {escape(k)}: {escape(v)}")
     out.append("kernels:")
     for f in desc["functions"]:
         extra = []
         if f["launch_tags"]:
-            extra.append(" ".join(f["launch_tags"]))
+            extra.append(escape(" ".join(f["launch_tags"])))
         if f["shared_bytes"]:
             extra.append(f"shared {f['shared_bytes']} B")
-        extra += [f"{k}={v}" for k, v in f["attrs"].items()]
-        out.append(f"  {f['signature']}" + (f"   [{'; '.join(extra)}]" if extra else ""))
+        extra += [f"{escape(k)}={escape(v)}" for k, v in f["attrs"].items()]
+        out.append(f"  {escape(f['signature'])}" + (f"   [{'; '.join(extra)}]" if extra else ""))
     if not desc["functions"]:
         out.append("  (none)")
     out.append("modules:")
@@ -207,14 +210,16 @@ def _describe_lines(desc: Dict[str, Any]) -> List[str]:
         if m["index"] == 0:
             out.append(f"{head}  imports {m['imports']}")
         else:
-            out.append(f"{head}  fmt={m['fmt']}  {_size(m['size'])}  kernels: {', '.join(m['functions']) or '-'}"
+            out.append(f"{head}  fmt={escape(m['fmt'])}  {_size(m['size'])}  kernels: "
+                       f"{escape(', '.join(m['functions'])) or '-'}"
                        + (f"  imports {m['imports']}" if m["imports"] else ""))
             if "payload" in m:
                 out.append(f"        payload: {m['payload']['description']}")
             for name, s in m.get("shaders", {}).items():
-                out.append(f"        shader {name}: {s['description']}")
+                out.append(f"        shader {escape(name)}: {s['description']}")
         if m["sources"]:
-            out.append("        sources: " + ", ".join(f"{k} ({_size(len(v.encode()))})" for k, v in m["sources"].items()))
+            out.append("        sources: " + ", ".join(f"{escape(k)} ({_size(len(v.encode()))})"
+                                                       for k, v in m["sources"].items()))
         elif m["index"] != 0:
             out.append("        sources: none embedded" + ("" if desc["sources_embedded"] else " (stripped)"))
     return out
@@ -225,31 +230,35 @@ def _print_source(desc: Dict[str, Any], fmt: str) -> int:
     for m in desc["modules"]:
         label = f"[{m['index']}] {m['kind']}"
         avail.update(m["sources"])
-        text = m["sources"].get(fmt)
-        if text is None and m.get("fmt") == fmt:
+        text = m["sources"].get(fmt)  # every text is escaped (escape_source) before it is printed
+        if text is not None:
+            text = escape_source(text)
+        elif m.get("fmt") == fmt:
             if "payload" in m and m["payload"].get("text") is not None:
-                text = m["payload"]["text"]
+                text = escape_source(m["payload"]["text"])
             elif m.get("shaders") and all(s.get("text") is not None for s in m["shaders"].values()):
-                text = "\n".join(f"// ---- {n} ----\n{s['text']}" for n, s in m["shaders"].items())
+                text = "\n".join(f"// ---- {escape(n)} ----\n{escape_source(s['text'])}"
+                                 for n, s in m["shaders"].items())
             else:
                 what = m["payload"]["description"] if "payload" in m else \
                     f"{len(m.get('shaders', {}))} binary shaders"
-                notes.append(f"module {label}: fmt '{fmt}' is binary ({what}); no '{fmt}' source is embedded")
+                notes.append(f"module {label}: fmt '{escape(fmt)}' is binary ({what}); no '{escape(fmt)}' source "
+                             "is embedded")
         if m.get("fmt") and ("payload" in m and m["payload"]["is_text"]
                              or m.get("shaders") and all(s["is_text"] for s in m["shaders"].values())):
             avail.add(m["fmt"])
         if text is not None:
-            print(f"// ===== module {label}: {fmt} =====")
+            print(f"// ===== module {label}: {escape(fmt)} =====")
             print(text.rstrip("\n"))
             shown += 1
     if shown:
         for n in notes:
             print(f"{PROG}: note: {n}", file=sys.stderr)
         return 0
-    msg = f"no module of {desc['file']} has a '{fmt}' source"
+    msg = f"no module of {escape(desc['file'])} has a '{escape(fmt)}' source"
     if notes:
         msg += "; " + "; ".join(notes)
-    msg += f"; available: {', '.join(sorted(avail))}" if avail else \
+    msg += f"; available: {', '.join(escape(a) for a in sorted(avail))}" if avail else \
         ("; the artifact was built with --strip-sources" if not desc["sources_embedded"] else "; none embedded")
     raise PolykernError(msg)
 
