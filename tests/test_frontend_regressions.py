@@ -199,3 +199,58 @@ def test_bad_targets_argument_is_a_target_error(targets):
 
     with pytest.raises(TargetError, match="targets must be a target string or a list of them"):
         pk.build([k_fold], targets=targets)
+
+
+@pytest.mark.parametrize("ann,msg", [
+    ('Buffer[f32, "writeonly"]', "Buffer[...] got 'writeonly' after the element type"),
+    ("Buffer[f32, 'readonly', 'x']", "Buffer[...] got 'readonly', 'x' after the element type"),
+    ("Buffer[int]", "Buffer element must be a scalar type, got <class 'int'>"),
+])
+@pytest.mark.parametrize("future", [False, True], ids=["eager", "string_annotations"])
+def test_bad_buffer_form_is_located(ann, msg, future, tmp_path):
+    head = "from __future__ import annotations\n" if future else ""
+    path = tmp_path / f"bad_{next(_SEQ)}.py"
+    path.write_text(head + "import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n"
+                    f"def kk(o: {ann}):\n    o[0] = 1\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(KernelTypeError) as info:
+        spec.loader.exec_module(mod)
+        mod.kk.ir  # string annotations are evaluated when the kernel is translated
+    err = info.value
+    assert msg in str(err) and 'Buffer[T] or Buffer[T, "readonly"]' in str(err)
+    assert err.loc is not None and err.loc.file == str(path) and err.loc.line == 5 + future
+    assert err.loc.col == len("def kk(o: ") + 1
+
+
+# ---------------------------------------------------------------- 12.10 array sizes: constant expressions, limits
+
+@pytest.mark.parametrize("src,msg", [
+    ("s = pk.shared(f32, 1 << 40)", "pk.shared(f32, 1099511627776) is too large: 4398046511104 bytes; the "
+                                    "limit of shared arrays is 65536 bytes per workgroup"),
+    ("s = pk.shared(f32, 16385)", "the limit of shared arrays is 65536 bytes"),
+    ("t = pk.shared(f32, 8192)\n    s = pk.shared(f64, 4097)", "(with the 32768 bytes of this kernel's other "
+                                                               "shared arrays)"),
+    ("s = pk.local(f64, 8193)", "the limit of local arrays is 65536 bytes per work-item"),
+    ("s = pk.shared(f32, o[0])", "must be a compile-time integer constant"),
+    ("s = pk.shared(f32, 1 << 200)", "shift amount 200 in the size of pk.shared() is out of range"),
+    ("s = pk.shared(f32, 4 // (2 - 2))", "division by zero in the size of pk.shared()"),
+])
+def test_array_size_errors(src, msg, tmp_path):
+    k = make_kernel(tmp_path, f"def kk(o: Buffer[i32]):\n    {src}\n    o[0] = i32(s[0])\n")
+    with pytest.raises(KernelTypeError) as info:
+        k.ir
+    assert msg in str(info.value), str(info.value)
+    assert info.value.loc.line == 6 + src.count("\n")
+
+
+def test_array_size_accepts_integer_operators(tmp_path):
+    k = make_kernel(tmp_path, "def kk(o: Buffer[i32]):\n"
+                              "    s = pk.shared(i32, (1 << 10) | 3 ^ 1 & 7)\n"
+                              "    t = pk.local(i32, 2 ** 4 - ~1 + -7 // 2 + (-7 % 4) + (256 >> 2))\n"
+                              "    o[0] = s[0] + t[0]\n")
+    arrays = k.ir.arrays
+    assert arrays["s"].size == (1 << 10) | 3 ^ 1 & 7
+    assert arrays["t"].size == 16 + 2 - 3 - 3 + 64  # C truncation for // and %

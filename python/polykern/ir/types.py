@@ -140,21 +140,49 @@ Type = Union[ScalarType, BufferType, ArrayType]
 
 
 class _BufferFactory:
-    """``Buffer[f32]`` and ``Buffer[f32, "readonly"]`` in kernel annotations."""
+    """``Buffer[f32]`` and ``Buffer[f32, "readonly"]`` in kernel annotations.
+
+    Python evaluates annotations where the kernel is defined, so a wrong form is reported there: a
+    ``KernelTypeError`` located at the annotation's line in the caller's file.
+    """
+
+    FORMS = 'Buffer[T] or Buffer[T, "readonly"] with T a scalar type (f32, i32, ...)'
 
     def __getitem__(self, item) -> BufferType:
         if isinstance(item, tuple):
             if len(item) != 2 or item[1] != "readonly":
-                raise TypeError('Buffer takes Buffer[T] or Buffer[T, "readonly"]')
+                extra = ", ".join(repr(x) for x in item[1:])
+                raise _annotation_error(f"Buffer[...] got {extra} after the element type; the valid forms "
+                                        f"are {self.FORMS}")
             elem, ro = item[0], True
         else:
             elem, ro = item, False
         if not isinstance(elem, ScalarType):
-            raise TypeError(f"Buffer element must be a scalar type, got {elem!r}")
+            raise _annotation_error(f"Buffer element must be a scalar type, got {elem!r}; the valid forms "
+                                    f"are {self.FORMS}")
         return BufferType(elem, ro)
 
     def __repr__(self) -> str:
         return "Buffer"
+
+
+def _annotation_error(message: str):
+    """A KernelTypeError at the first caller frame outside polykern and typing (the user's annotation)."""
+    import linecache
+    import sys
+
+    from ..errors import KernelTypeError, SourceLoc
+
+    frame = sys._getframe(1)
+    here = __name__.rsplit(".", 2)[0]
+    while frame is not None and (frame.f_globals.get("__name__", "").startswith((here + ".", "typing"))
+                                 or frame.f_globals.get("__name__") == here):
+        frame = frame.f_back
+    if frame is None:
+        return KernelTypeError(message)
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    col = text.find("Buffer[") + 1 if "Buffer[" in text else len(text) - len(text.lstrip()) + 1
+    return KernelTypeError(message, SourceLoc(frame.f_code.co_filename, frame.f_lineno, col, text))
 
 
 Buffer = _BufferFactory()

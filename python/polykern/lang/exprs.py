@@ -36,6 +36,11 @@ _FOLD = {
 _CAST_NAMES = {int: i32, float: f32, bool: bool_}
 # Untyped integer constants are exact, but bounded: no type is wider than 64 bits.
 _MAX_LITERAL_BITS = 128
+_CONST_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: None, ast.Mod: None,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.Pow: operator.pow,
+}
 
 
 def _is_safe(e: ir.Expr) -> bool:
@@ -91,18 +96,31 @@ class ExprTranslator:
         raise KeyError(type(node).__name__)
 
     def const_int(self, node, what: str) -> int:
-        """Evaluate a compile-time integer expression (literals, module constants, + - * // %)."""
+        """Evaluate a compile-time integer expression: int literals, numbers from the enclosing Python
+        scope, and the integer operators (+ - * // % << >> & | ^ ** ~, unary + and -), exactly and with
+        C truncation for // and %. Iterative, so a long constant expression cannot exhaust the stack."""
+        todo, vals = [(node, False)], []
+        while todo:
+            n, ready = todo.pop()
+            if isinstance(n, ast.BinOp) and type(n.op) in _CONST_BINOPS:
+                if not ready:
+                    todo += [(n, True), (n.right, False), (n.left, False)]
+                    continue
+                b, a = vals.pop(), vals.pop()
+                vals.append(self._const_binop(n, a, b, what))
+            elif isinstance(n, ast.UnaryOp) and type(n.op) in (ast.USub, ast.UAdd, ast.Invert):
+                if not ready:
+                    todo += [(n, True), (n.operand, False)]
+                    continue
+                v = vals.pop()
+                vals.append(-v if isinstance(n.op, ast.USub) else (~v if isinstance(n.op, ast.Invert) else v))
+            else:
+                vals.append(self._const_leaf(n, what))
+        return vals[0]
+
+    def _const_leaf(self, node, what):
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -self.const_int(node.operand, what)
-        if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod):
-            a, b = self.const_int(node.left, what), self.const_int(node.right, what)
-            op = type(node.op)
-            if op in (ast.FloorDiv, ast.Mod) and b == 0:
-                raise self.type_error(f"division by zero in {what}", node)
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(op) if op in (
-                ast.Add, ast.Sub, ast.Mult) else (a // b if op is ast.FloorDiv else a % b)
         if isinstance(node, (ast.Name, ast.Attribute)):
             try:
                 v = self.static_value(node)
@@ -110,7 +128,21 @@ class ExprTranslator:
                 v = None
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
-        raise self.type_error(f"{what} must be a compile-time integer constant", node)
+        raise self.type_error(f"{what} must be a compile-time integer constant (integer literals, names of "
+                              f"Python ints and integer operators), got '{ast.unparse(node)}'", node)
+
+    def _const_binop(self, node, a, b, what):
+        op = type(node.op)
+        if op in (ast.FloorDiv, ast.Mod):
+            if b == 0:
+                raise self.type_error(f"division by zero in {what}", node)
+            q = _c_div(a, b)
+            return q if op is ast.FloorDiv else a - q * b
+        if op in (ast.LShift, ast.RShift) and not 0 <= b <= _MAX_LITERAL_BITS:
+            raise self.type_error(f"shift amount {b} in {what} is out of range (0..{_MAX_LITERAL_BITS})", node)
+        if op is ast.Pow and (b < 0 or (abs(a) > 1 and b * a.bit_length() > _MAX_LITERAL_BITS)):
+            raise self.type_error(f"{a} ** {b} in {what} is not a usable integer constant", node)
+        return _CONST_BINOPS[op](a, b)
 
     # ------------------------------------------------------------------ entry
     def expr(self, node) -> ir.Expr:

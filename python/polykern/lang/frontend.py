@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import typing
 
+from ..errors import KernelTypeError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, i32
 from ..ir.verifier import verify
@@ -27,6 +28,12 @@ _UNSUPPORTED_STMT = {
 }
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED_STMT[ast.TryStar] = "'try' statements"
+
+# The language's limits on array sizes, in bytes (a backend or device may allow less). 64 KiB of shared
+# memory is more than any portable API guarantees (WebGPU 16 KiB, Vulkan 16 KiB, CUDA 48 KiB static),
+# and 64 KiB of private arrays per work-item is what still fits the CPU backend's work-item stacks.
+ARRAY_LIMITS = {"shared": 64 * 1024, "local": 64 * 1024}
+
 
 class FunctionTranslator(ExprTranslator):
     def __init__(self, pyfunc):
@@ -87,6 +94,8 @@ class FunctionTranslator(ExprTranslator):
         try:
             # The user's own annotation, evaluated in the kernel's module scope as Python would.
             return eval(compile(ast.Expression(node), self.src.filename, "eval"), self.env)  # noqa: S307
+        except KernelTypeError as exc:  # e.g. Buffer[f32, "writeonly"]: the message, at this annotation
+            raise self.type_error(exc.message, node) from None
         except Exception as exc:  # noqa: BLE001
             raise self.type_error(f"cannot evaluate annotation '{ast.unparse(node)}': {exc}", node) from None
 
@@ -276,6 +285,15 @@ class FunctionTranslator(ExprTranslator):
         size = self.const_int(call.args[1], f"the size of pk.{scope}()")
         if size <= 0:
             raise self.type_error(f"pk.{scope}() size must be positive, got {size}", call.args[1])
+        limit = ARRAY_LIMITS[scope]
+        used = sum(a.size * a.elem.nbytes for a in self.fn.arrays.values() if a.scope == scope)
+        if size * elem.nbytes + used > limit:
+            whose = "per workgroup" if scope == "shared" else "per work-item"
+            before = f" (with the {used} bytes of this kernel's other {scope} arrays)" if used else ""
+            raise self.type_error(
+                f"pk.{scope}({elem}, {size}) is too large: {size * elem.nbytes} bytes{before}; the limit of "
+                f"{scope} arrays is {limit} bytes {whose} (devices may allow less: this is checked again at "
+                "launch)", call.args[1])
         name = target.id
         if name in self.vars:
             raise self.type_error(f"'{name}' is already defined; arrays must have a name of their own", target)
