@@ -7,6 +7,10 @@ Target ``llvm [-mtriple=T] [-mcpu=C] [-mattr=F] [-opt=N]``:
 - ``-mcpu``: default ``generic`` (runs on every CPU of the architecture, and the object does not
   depend on the build host); ``native`` = this host's CPU and features (not portable).
 - ``-mattr``: extra features, e.g. ``+avx2,+fma``.
+
+A triple other than the host's, a CPU other than generic/native, or any ``-mattr`` is first
+checked against LLVM's own lists and compiled once in a child process (llvm_probe.py), because
+LLVM aborts the process on some bad combinations; a bad value is a :class:`TargetError`.
 - ``-opt``: LLVM optimization level 0-3 (default 3).
 
 Payload fmt ``"o"`` (docs/internals.md "CPU (llvm) payload"); embedded sources ``asm`` (default
@@ -23,6 +27,7 @@ from polykern import registry
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
+from polykern.codegen.llvm_probe import check_cpu_and_features
 from polykern.errors import TargetError
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -61,11 +66,14 @@ def resolve(target: Target):
         raise TargetError(f"target '{target}': the llvm payload is an ELF object; {triple!r} does not use ELF "
                           "(use a *-linux-gnu or *-elf triple)")
     cpu, features = target.attrs["mcpu"], target.attrs["mattr"]
+    given = bool(features) or cpu not in ("generic", "native") or triple != host_triple()
     if cpu == "native":
         if target.attrs["mtriple"] and triple != host_triple():
             raise TargetError(f"target '{target}': -mcpu=native needs the host triple, not {triple}")
         cpu = host_cpu()
         features = ",".join(filter(None, (host_features(), features)))
+    if given:  # LLVM aborts the process on some bad values: checked in a child process first
+        check_cpu_and_features(str(target), triple, cpu, features)
     return triple, cpu, features, int(target.attrs["opt"])
 
 
