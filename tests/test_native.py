@@ -216,24 +216,18 @@ def test_kbin_inspect_source_and_errors(native_build, tmp_path):
 
 
 def _python_verdict(data: bytes):
-    """What polykern.artifact.load decides about the bytes (container, payloads, root coverage),
-    without needing any runtime: (ok, offset)."""
-    from polykern import wire
+    """What polykern.artifact.load decides about the bytes (container, payloads, attribute
+    schema, root coverage) with no runtime registered: (ok, offset, message)."""
+    from polykern import artifact
     from polykern.errors import ArtifactError
+    from polykern.testing.isolation import isolated
 
     try:
-        c = wire.decode_container(data)
-        root = c.modules[0]
-        fmap, _ = wire.decode_root_payload(data, root.offset, root.offset + len(root.payload))
-        provided = set()
-        for e in c.modules[1:]:
-            _, f, _ = wire.decode_device_payload(e.kind, data, e.offset, e.offset + len(e.payload))
-            provided |= set(f)
-        if set(fmap) - provided:
-            raise ArtifactError("the root lists kernels no module provides", root.offset)
-        return True, None
+        with isolated():
+            artifact.load(data)
+        return True, None, ""
     except ArtifactError as e:
-        return False, e.offset
+        return False, e.offset, str(e)
 
 
 def _mutants(data: bytes, rng: random.Random, count: int):
@@ -273,14 +267,120 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
     for seed in seeds:
         assert clib.parse(seed)[0], "a valid artifact was rejected by C"
         for m in _mutants(seed, rng, 600):
-            ok_py, off_py = _python_verdict(m)
+            ok_py, off_py, msg_py = _python_verdict(m)
             ok_c, off_c, msg = clib.parse(m)
             assert ok_c == ok_py, f"C {'accepts' if ok_c else 'rejects'} ({msg}) what Python " \
                                   f"{'accepts' if ok_py else 'rejects at ' + str(off_py)}"
             assert off_c == off_py, f"C reports offset {off_c} ({msg}), Python {off_py}"
+            assert msg == msg_py, "C and Python word the error differently (one table: polykern/kbin_messages.py)"
             checked += 1
             accepted += ok_c
     assert checked >= 600 * len(seeds) and 0 < accepted < checked
+
+
+def test_native_tables_header_is_generated_from_python():
+    """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema) is what
+    tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
+    gen = ROOT / "tools" / "gen_native_tables.py"
+    header = NATIVE / "src" / "kbin_tables.h"
+    if not (gen.exists() and header.exists()):
+        pytest.skip("tools/ or native/src is not in this tree (a Bazel sandbox)")
+    spec = importlib.util.spec_from_file_location("_gen_native_tables", gen)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert header.read_text(encoding="utf-8") == mod.render(), \
+        "native/src/kbin_tables.h is stale: run `python tools/gen_native_tables.py`"
+
+
+def _cli(*argv: str):
+    """(exit code, stdout, stderr) of `polykern ...` run in this process, no backend loaded."""
+    import contextlib
+    import io
+
+    from polykern.cli import main
+    from polykern.testing.isolation import isolated
+
+    out, err = io.StringIO(), io.StringIO()
+    with isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _c_listing(clib, data: bytes, json_out: bool) -> str:
+    """What kbin-inspect prints for valid ``data`` (pk_artifact_describe / _write_json into an
+    open_memstream), without starting a process."""
+    libc = ctypes.CDLL(None)
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.free.argtypes = [ctypes.c_void_p]
+    fn = clib.lib.pk_artifact_write_json if json_out else clib.lib.pk_artifact_describe
+    fn.restype, fn.argtypes = None, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    e = PkError()
+    buf = ctypes.create_string_buffer(data, len(data))
+    art = clib.lib.pk_artifact_parse(buf, len(data), ctypes.byref(e))
+    assert art, e.message
+    ptr, size = ctypes.c_void_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(ptr), ctypes.byref(size))
+    try:
+        fn(art, b"k.kbin", stream)
+    finally:
+        libc.fclose(stream)
+        clib.lib.pk_artifact_free(art)
+    text = ctypes.string_at(ptr, size.value).decode("utf-8")
+    libc.free(ptr)
+    return text
+
+
+@needs_cc
+def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
+    """The whole generated corpus (tests/kbin_corpus.py, > 3000 artifacts): libpolykern and
+    polykern.artifact.load accept and refuse the same ones, at the same offset, with the same
+    message, and print the same listing (text and JSON) for those they accept; every 16th also
+    goes through the `kbin-inspect` and `polykern inspect` commands, compared byte for byte."""
+    import kbin_corpus
+
+    inspect = str(native_build / "kbin-inspect")
+    n = refused = 0
+    raw_control = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    for i, (label, data) in enumerate(kbin_corpus.corpus()):
+        ok_py, off_py, msg_py = _python_verdict(data)
+        ok_c, off_c, msg_c = clib.parse(data)
+        assert (ok_c, off_c, msg_c) == (ok_py, off_py, msg_py), label
+        assert not raw_control.search(msg_py), (label, "a raw control character in the message")
+        f = tmp_path / "k.kbin"
+        f.write_bytes(data)
+        for flag in ([], ["--json"]) if ok_py else ():
+            code, out, err = _cli("inspect", *flag, str(f))
+            assert code == 0 and not raw_control.search(out), (label, flag)
+            assert _c_listing(clib, data, bool(flag)) == out, (label, flag)
+        if i % 16 == 0:
+            for flag in ([], ["--json"]):
+                code, out, err = _cli("inspect", *flag, str(f))
+                c = subprocess.run([inspect, *flag, str(f)], capture_output=True)
+                assert c.returncode == code, (label, flag, c.stderr, err)
+                assert c.stdout.decode("utf-8") == out, (label, flag)
+                assert c.stderr.decode("utf-8").replace("kbin-inspect: ", "polykern: ", 1) == err, (label, flag)
+        n += 1
+        refused += not ok_py
+    assert n > 3000 and 0.5 * n < refused < n
+
+
+@needs_cc
+def test_kbin_inspect_refuses_what_is_not_a_regular_file(native_build, tmp_path):
+    """A FIFO (no writer: must not block), /dev/zero (endless), a directory: refused by both
+    readers, with the same message."""
+    fifo = tmp_path / "k\x1b.kbin"
+    os.mkfifo(fifo)
+    for path, what in ((fifo, "a FIFO (named pipe)"), (Path("/dev/zero"), "a character device"),
+                       (tmp_path, "a directory")):
+        c = subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True, text=True,
+                           timeout=20)
+        code, _, err = _cli("inspect", str(path))
+        shown = str(path).replace("\x1b", "\\x1b")
+        assert c.returncode == code == 1
+        assert err == f"polykern: error: cannot read {shown}: it is {what}, not a regular file\n"
+        assert c.stderr == err.replace("polykern:", "kbin-inspect:")
 
 
 # ------------------------------------------------------------------ running kernels from C

@@ -158,13 +158,18 @@ def load(src: Source, strict: bool = False) -> RootModule:
         mods.append(_load_device(i, entry, decoded, sources, origin, strict))
     _link(mods, c.children)
     root = cast(RootModule, mods[0])  # decode_container checked that module 0 is the root
-    provided = {name for m in mods[1:] for name in m.functions}
-    missing = sorted(set(functions) - provided, key=lambda name: name.encode("utf-8"))
-    if missing:
-        raise ArtifactError(message("ROOT_MISSING", len(missing), quote(missing[0])), root_entry.offset)
+    _check_root_provided(functions, [m.functions for m in mods[1:]], root_entry.offset)
     root.origin = origin  # type: ignore[attr-defined]
     root.metadata = dict(c.meta)  # type: ignore[attr-defined]
     return root
+
+
+def _check_root_provided(root_functions, device_fmaps, offset: int) -> None:
+    """Every kernel the root lists is provided by some device module (load and inspect alike)."""
+    provided = {name for fmap in device_fmaps for name in fmap}
+    missing = sorted(set(root_functions) - provided, key=lambda name: name.encode("utf-8"))
+    if missing:
+        raise ArtifactError(message("ROOT_MISSING", len(missing), quote(missing[0])), offset)
 
 
 def _link(mods: List[Module], children: List[List[int]]) -> None:
@@ -254,6 +259,8 @@ def read_artifact(src: Source, with_payload_text: bool = True) -> Dict[str, Any]
     modules: List[Dict[str, Any]] = []
     root_functions: List[Dict[str, Any]] = []
     targets: List[str] = []
+    root_fmap: Dict[str, Any] = {}
+    device_fmaps = []
     for i, entry in enumerate(c.modules):
         end = entry.offset + len(entry.payload)
         desc: Dict[str, Any] = {"index": i, "kind": entry.kind, "layout": wire.PAYLOAD_LAYOUT[entry.kind],
@@ -261,10 +268,12 @@ def read_artifact(src: Source, with_payload_text: bool = True) -> Dict[str, Any]
                                 "sha256": hashlib.sha256(entry.payload).hexdigest(), "imports": list(c.children[i])}
         if i == 0:
             fmap, targets = wire.decode_root_payload(data, entry.offset, end)
+            root_fmap = fmap
             root_functions = [f.to_dict() for f in fmap.values()]
             desc.update(fmt="", functions=list(fmap), targets=list(targets))
         else:
             fmt, fmap, payload = wire.decode_device_payload(entry.kind, data, entry.offset, end)
+            device_fmaps.append(fmap)
             desc.update(fmt=fmt, functions=list(fmap), function_info=[f.to_dict() for f in fmap.values()])
             if isinstance(payload, bytes):
                 desc["payload"] = _payload_dict(payload, with_payload_text)
@@ -272,6 +281,7 @@ def read_artifact(src: Source, with_payload_text: bool = True) -> Dict[str, Any]
                 desc["shaders"] = {name: _payload_dict(blob, with_payload_text) for name, blob in payload.items()}
         desc["sources"] = dict(c.sources[i]) if c.sources is not None else {}
         modules.append(desc)
+    _check_root_provided(root_fmap, device_fmaps, c.modules[0].offset)
     return {"file": origin, "format_version": c.version, "size": c.size, "crc32": f"0x{c.crc32:08x}",
             "metadata": dict(c.meta), "targets": targets, "sources_embedded": c.sources is not None,
             "functions": root_functions, "modules": modules}
