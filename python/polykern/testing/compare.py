@@ -1,0 +1,107 @@
+"""Comparing a backend's buffers with the oracle's (``polykern.testing.interp``).
+
+Exact elements must match (NaN matches NaN; -0.0 equals +0.0: no operation the generator emits
+promises the sign of a zero on every backend). Elements computed by one inexact operation from exact operands are allowed
+that operation's error on that backend, ``polykern.numerics.promise(op, dtype, backend)``; elements
+that mix several inexact operations are not compared (the generator avoids them), and are counted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from .. import numerics
+from .interp import Result
+
+
+@dataclass
+class Mismatch:
+    buffer: str
+    index: int
+    expected: object
+    got: object
+    allowed: str  # "exact" or the budget that was applied
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{self.index}]: oracle {self.expected!r}, got {self.got!r} ({self.allowed})"
+
+
+@dataclass
+class Comparison:
+    mismatches: List[Mismatch] = field(default_factory=list)
+    unchecked: int = 0
+    extra: int = 0  # mismatches beyond the listed ones
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def _same(a, b, is_float: bool) -> bool:
+    if is_float and a != a:
+        return b != b
+    return a == b
+
+
+def _within(direct, operands, ref, got, backend: str) -> Tuple[bool, str]:
+    """Does ``got`` meet the promise of one inexact operation ``direct`` = (op, dtype) on ``backend``?"""
+    op, dtype = direct
+    p = numerics.promise(op, dtype, backend)
+    text = f"{op}({dtype}) on {backend}: {p}"
+    ok = bool(numerics.agrees(p, op, dtype, got, ref, operands))
+    if not ok and op == "fma" and p.unfused_ok:  # the product may be rounded before the add
+        a, b, c = operands
+        t = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
+        with np.errstate(all="ignore"):
+            unfused = float(t(float(t(a * b)) + c))
+        ok = bool(numerics.agrees(p, "add", dtype, got, unfused, ()))
+    return ok, text
+
+
+def may_differ_anywhere(oracle: Result, backend: str) -> bool:
+    """A subnormal appeared in a type whose arithmetic this backend may flush: any value may differ."""
+    return any(numerics.promise("add", dt, backend).may_flush_subnormals for dt in oracle.subnormal)
+
+
+def compare(oracle: Result, got: Dict[str, np.ndarray], backend: str, names=None,
+            limit: int = 20) -> Comparison:
+    """Compare ``got`` (buffer name -> array after the launch on ``backend``) with the oracle's."""
+    out = Comparison()
+    if may_differ_anywhere(oracle, backend):
+        out.unchecked = sum(len(v) for v in oracle.buffers.values())
+        return out
+    for name in (names if names is not None else sorted(oracle.buffers)):
+        ref = oracle.buffers[name]
+        arr = np.asarray(got[name]).reshape(-1)
+        taint = oracle.taint.get(name)
+        is_float = ref.dtype.kind == "f"
+        if taint is None and not is_float:
+            bad = np.nonzero(arr != ref)[0] if arr.shape == ref.shape else range(len(ref))
+            for i in bad[:limit]:
+                out.mismatches.append(Mismatch(name, int(i), ref[i].item(), arr[i].item() if i < len(arr) else None,
+                                               "exact"))
+            out.extra += max(0, len(bad) - limit)
+            continue
+        for i in range(len(ref)):
+            r, g = ref[i].item(), arr[i].item()
+            t = taint[i] if taint is not None else None
+            if t is None:
+                ok, allowed = _same(r, g, is_float), "exact"
+            else:
+                direct, tags, operands = t
+                if direct is None:
+                    if all(numerics.promise(op, dt, backend).ulp == 0 for op, dt in tags):
+                        ok, allowed = _same(r, g, is_float), "exact"
+                    else:
+                        out.unchecked += 1
+                        continue
+                else:
+                    ok, allowed = _within(direct, operands, r, g, backend) if is_float else (r == g, "exact")
+            if not ok:
+                if len(out.mismatches) < limit:
+                    out.mismatches.append(Mismatch(name, i, r, g, allowed))
+                else:
+                    out.extra += 1
+    return out

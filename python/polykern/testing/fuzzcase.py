@@ -1,0 +1,157 @@
+"""One differential check: a kernel's source, its launch, the oracle's answer, and every target's.
+
+Shared by ``tools/fuzz.py`` (the runner) and ``tests/fuzz_regressions`` (replaying saved cases), so a
+saved case is judged exactly as the fuzzer judged it.
+
+A target may refuse a kernel only for a feature its backend declares (``REFUSES`` in the backend's
+``polykern_<x>.conformance`` module, ``{target kind: {feature: reason}}``); any other refusal, a crash,
+or a result the numerics promises do not allow is a disagreement.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
+from .compare import compare
+from .interp import OracleError, Result, prepare
+
+
+@dataclass
+class Outcome:
+    target: str
+    status: str  # "ok" | "refused" (declared) | "skipped" (no runtime) | "unchecked" | "disagree"
+    detail: str = ""
+    kind: str = ""  # for "disagree": "mismatch" | "crash" | "refusal" | "build"
+
+    @property
+    def bad(self) -> bool:
+        return self.status == "disagree"
+
+
+@dataclass
+class Case:
+    """A kernel (by its source) with its launch; ``features`` are what it uses that a backend may refuse."""
+
+    name: str
+    source: str
+    grid: tuple
+    block: tuple
+    args: List
+    features: frozenset = frozenset()
+    _kernel: object = field(default=None, repr=False)
+    _program: object = field(default=None, repr=False)
+
+    def kernel(self, workdir: Optional[str] = None):
+        if self._kernel is None:
+            self._kernel = load_kernel(self.source, self.name, workdir)
+        return self._kernel
+
+    def oracle(self) -> Result:
+        if self._program is None:
+            self._program = prepare(self.kernel())
+        return self._program.run(_copy(self.args), self.grid, self.block)
+
+
+def _copy(args: Sequence) -> List:
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+_counter = [0]
+
+
+def load_kernel(source: str, name: str, workdir: Optional[str] = None):
+    """Import ``source`` (a module defining the @pk.kernel ``name``) from a file, as the frontend
+    needs the source on disk for its locations."""
+    d = workdir or os.path.join(tempfile.gettempdir(), f"polykern-fuzz-{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    _counter[0] += 1
+    modname = f"_pkfuzz_{name}_{_counter[0]}"
+    path = os.path.join(d, modname + ".py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.modules.pop(modname, None)
+    try:
+        return getattr(mod, name)
+    except AttributeError:
+        raise PolykernError(f"{path} defines no kernel named '{name}'") from None
+
+
+def declared_refusals(target_kind: str) -> Dict[str, str]:
+    """``{feature: reason}`` that the backend of ``target_kind`` declares it refuses."""
+    from .. import backends, registry
+
+    backends.load_all()
+    tk = registry.get(f"target.kind.{target_kind}")
+    if tk is None:
+        return {}
+    rec = backends.record_for_kind(tk.module_kind)
+    if rec is None:
+        return {}
+    try:
+        conf = importlib.import_module(f"polykern_{rec.name}.conformance")
+    except ModuleNotFoundError:
+        return {}
+    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {}))
+
+
+def runtime_present(target: str) -> bool:
+    from .. import backends, registry
+    from ..target import Target
+
+    backends.load_all()
+    tk = registry.get(f"target.kind.{Target.parse(target).kind}")
+    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
+    return bool(rec is not None and rec.runtime_available)
+
+
+def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = False) -> Outcome:
+    """Build ``case`` for ``target``, run it where its runtime exists, and judge it against ``oracle``."""
+    import polykern as pk
+    from ..target import Target
+
+    kind = Target.parse(target).kind
+    kernel = case.kernel()
+    try:
+        mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}))
+    except (KernelTypeError, KernelSyntaxError) as e:
+        declared = declared_refusals(kind)
+        hit = sorted(f for f in case.features if f in declared)
+        if hit:
+            return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
+        return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+    except Exception as e:  # noqa: BLE001 - any other build failure is a compiler bug to report
+        return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
+    if not runtime_present(target):
+        return Outcome(target, "skipped", "no runtime here")
+    args = _copy(case.args)
+    try:
+        mod[case.name](*args, grid=case.grid, block=case.block)
+    except Exception as e:  # noqa: BLE001
+        return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
+    names = [p.name for p in kernel.ir.params if p.is_buffer]
+    got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
+    cmp_ = compare(oracle, got, kind)
+    if cmp_.mismatches:
+        more = f" (+{cmp_.extra} more)" if cmp_.extra else ""
+        return Outcome(target, "disagree", "; ".join(str(m) for m in cmp_.mismatches[:6]) + more, "mismatch")
+    if cmp_.unchecked and cmp_.unchecked >= sum(len(v) for v in oracle.buffers.values()):
+        return Outcome(target, "unchecked", "subnormal results on a backend that may flush them")
+    return Outcome(target, "ok")
+
+
+__all__ = ["Case", "Outcome", "OracleError", "check_target", "declared_refusals", "load_kernel",
+           "runtime_present"]

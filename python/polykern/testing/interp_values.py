@@ -1,0 +1,294 @@
+"""Typed scalar arithmetic of the kernel language, for the IR interpreter (the oracle).
+
+Values are plain Python objects: ``bool`` for bool, ``int`` (already wrapped to the type's range) for
+integers, and ``float`` for floats, holding a value that is exactly representable in the float type
+(f16/f32 results are computed in double and rounded once to the type: for + - * / and sqrt this
+double rounding is innocuous, since 53 >= 2 * 24 + 2). The functions here are built once per
+(operation, type) and return closures, so the interpreter never dispatches on types per work-item.
+
+The meanings follow ``polykern.ir.nodes``: integers wrap, ``//`` and ``%`` truncate toward zero
+as ``polykern.numerics`` defines them (``MIN // -1 == MIN``, ``MIN % -1 == 0``, ``x // 0 == x``,
+``x % 0 == 0``), float ``%`` is C ``fmod``, shifts
+take the amount modulo the bit width, float -> int casts saturate with NaN -> 0, and math builtins
+are computed in float64 and rounded to the type.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from .. import numerics
+from ..errors import PolykernError
+from ..ir.types import ScalarType
+
+
+class OracleError(PolykernError):
+    """The oracle cannot give this program a meaning (undefined behaviour, a race, a runaway loop)."""
+
+
+# ---------------------------------------------------------------- rounding to a type
+
+
+#: set when an f16/f32 operation produced a subnormal result since the last reset: a backend that
+#: may flush subnormals (numerics.Promise.may_flush_subnormals) can then legitimately differ anywhere
+SUBNORMAL_SEEN = {"f16": False, "f32": False}
+
+
+def rounder(t: ScalarType) -> Callable[[float], float]:
+    """float -> the nearest value of float type ``t`` (round to nearest even, overflow to inf)."""
+    if t.bits == 64:
+        return float
+    np_t = np.float32 if t.bits == 32 else np.float16
+    tiny = float(np.finfo(np_t).tiny)
+    seen, name = SUBNORMAL_SEEN, t.name
+
+    def rnd(x, _t=np_t):
+        y = float(_t(x))
+        if -tiny < y < tiny and y != 0.0:
+            seen[name] = True
+        return y
+
+    return rnd
+
+
+def wrapper(t: ScalarType) -> Callable[[int], int]:
+    """int -> the value of integer type ``t`` with the same low bits (two's complement wrap)."""
+    bits = t.bits
+    mask = (1 << bits) - 1
+    if t.code == 1:  # unsigned
+        return lambda x: x & mask
+    half = 1 << (bits - 1)
+    return lambda x: ((x + half) & mask) - half
+
+
+def zero(t: ScalarType):
+    if t.is_bool:
+        return False
+    return 0.0 if t.is_float else 0
+
+
+def canon(t: ScalarType, v):
+    """A Python value (e.g. read from a NumPy array) as the interpreter represents values of ``t``."""
+    if t.is_bool:
+        return bool(v)
+    if t.is_float:
+        return float(v)
+    return int(v)
+
+
+# ---------------------------------------------------------------- binary operators
+
+
+def _fdiv(a: float, b: float) -> float:
+    if b == 0.0:
+        if a != a or a == 0.0:
+            return math.nan
+        neg = (math.copysign(1.0, a) < 0) != (math.copysign(1.0, b) < 0)
+        return -math.inf if neg else math.inf
+    return a / b
+
+
+def _fmod(a: float, b: float) -> float:
+    if a != a or b != b or b == 0.0 or math.isinf(a):
+        return math.nan
+    if math.isinf(b):
+        return a
+    return math.fmod(a, b)
+
+
+_CMP = {
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+}
+
+
+def binop(op: str, t: ScalarType, where: str) -> Callable:
+    """The function computing ``a <op> b`` for operands of type ``t`` (``land``/``lor`` excluded:
+    the interpreter short-circuits them). ``where`` names the source location for errors."""
+    if op in _CMP:
+        return _CMP[op]
+    if t.is_bool:
+        return {"and": lambda a, b: a and b, "or": lambda a, b: a or b,
+                "xor": lambda a, b: a != b}[op]
+    if t.is_float:
+        r = rounder(t)
+        if op == "add":
+            return lambda a, b: r(a + b)
+        if op == "sub":
+            return lambda a, b: r(a - b)
+        if op == "mul":
+            return lambda a, b: r(a * b)
+        if op == "div":
+            return lambda a, b: r(_fdiv(a, b))
+        if op == "mod":
+            return lambda a, b: r(_fmod(a, b))
+        raise OracleError(f"{where}: operator '{op}' on {t}")
+    w = wrapper(t)
+    bits = t.bits
+    if op == "add":
+        return lambda a, b: w(a + b)
+    if op == "sub":
+        return lambda a, b: w(a - b)
+    if op == "mul":
+        return lambda a, b: w(a * b)
+    if op in ("floordiv", "mod"):
+        # numerics defines both: truncation toward zero, MIN // -1 == MIN, x // 0 == x, x % 0 == 0
+        f = numerics.int_rem if op == "mod" else numerics.int_div
+        name = t.name
+        return lambda a, b: f(a, b, name)
+    if op == "and":
+        return lambda a, b: a & b
+    if op == "or":
+        return lambda a, b: a | b
+    if op == "xor":
+        return lambda a, b: w(a ^ b)
+    if op == "shl":
+        return lambda a, b: w(a << (b % bits))
+    if op == "shr":
+        if t.code == 1:
+            return lambda a, b: a >> (b % bits)
+        return lambda a, b: a >> (b % bits)  # arithmetic: Python's >> on a signed value
+    raise OracleError(f"{where}: operator '{op}' on {t}")
+
+
+def unop(op: str, t: ScalarType, where: str) -> Callable:
+    if op == "not":
+        return lambda a: not a
+    if op == "neg":
+        if t.is_float:
+            return lambda a: -a
+        w = wrapper(t)
+        return lambda a: w(-a)
+    if op == "invert":
+        w = wrapper(t)
+        return lambda a: w(~a)
+    raise OracleError(f"{where}: unary operator '{op}' on {t}")
+
+
+# ---------------------------------------------------------------- casts
+
+
+def _int_to_float(x: int, to: ScalarType) -> float:
+    if to.bits == 64 or -(1 << 24) <= x <= (1 << 24):
+        return rounder(to)(float(x))  # Python rounds int -> float64 correctly; small ints are exact
+    # Round directly to f32/f16: going through float64 first could round twice.
+    return rounder(to)(_exact_narrow(x, to))
+
+
+def _exact_narrow(x: int, to: ScalarType) -> float:
+    """Round a large integer directly to f32/f16 (nearest, ties to even)."""
+    mant = 24 if to.bits == 32 else 11
+    neg = x < 0
+    m = -x if neg else x
+    shift = m.bit_length() - mant
+    if shift > 0:
+        q, rem = divmod(m, 1 << shift)
+        half = 1 << (shift - 1)
+        if rem > half or (rem == half and q & 1):
+            q += 1
+        m = q << shift
+    v = float(m) if m < (1 << 1000) else math.inf
+    return -v if neg else v
+
+
+def caster(frm: ScalarType, to: ScalarType) -> Callable:
+    """The function converting a value of ``frm`` to ``to`` (float -> int saturates, NaN -> 0)."""
+    if to.is_bool:
+        return lambda a: a != 0
+    if frm.is_bool:
+        one, zero_ = (1.0, 0.0) if to.is_float else (1, 0)
+        return lambda a: one if a else zero_
+    if to.is_float:
+        if frm.is_float:
+            return rounder(to)
+        return lambda a: _int_to_float(a, to)
+    if frm.is_float:
+        name = to.name
+        f2i = numerics.float_to_int  # saturating, NaN -> 0
+        return lambda a: f2i(a, name)
+    return wrapper(to)
+
+
+# ---------------------------------------------------------------- math builtins
+
+
+def _np1(fn):
+    def g(a):
+        with np.errstate(all="ignore"):
+            return float(fn(np.float64(a)))
+
+    return g
+
+
+def _rsqrt(a):
+    with np.errstate(all="ignore"):
+        return float(np.float64(1.0) / np.sqrt(np.float64(a)))
+
+
+def _fmin(a, b):
+    if a != a:
+        return b
+    if b != b:
+        return a
+    if a == b == 0.0:  # -0 < +0 for min/max, as most hardware does
+        return a if math.copysign(1.0, a) < 0 else b
+    return a if a < b else b
+
+
+def _fmax(a, b):
+    if a != a:
+        return b
+    if b != b:
+        return a
+    if a == b == 0.0:
+        return b if math.copysign(1.0, a) < 0 else a
+    return a if a > b else b
+
+
+def _fma_exact(a, b, c):
+    if any(math.isinf(x) or x != x for x in (a, b, c)):
+        return a * b + c
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+_FLOAT_MATH = {
+    "sqrt": _np1(np.sqrt), "rsqrt": _rsqrt, "exp": _np1(np.exp), "exp2": _np1(np.exp2),
+    "log": _np1(np.log), "log2": _np1(np.log2), "sin": _np1(np.sin), "cos": _np1(np.cos),
+    "tanh": _np1(np.tanh), "abs": abs, "floor": _np1(np.floor), "ceil": _np1(np.ceil),
+    "pow": lambda a, b: _pow(a, b), "min": _fmin, "max": _fmax, "fma": _fma_exact,
+}
+
+
+def _pow(a, b):
+    with np.errstate(all="ignore"):
+        return float(np.power(np.float64(a), np.float64(b)))
+
+
+def math_fn(func: str, t: ScalarType, where: str) -> Callable:
+    """The math builtin ``func`` on type ``t``: float64 then rounded to ``t`` (exact for integers)."""
+    if t.is_float:
+        f = _FLOAT_MATH.get(func)
+        if f is None:
+            raise OracleError(f"{where}: unknown math builtin {func}()")
+        if t.bits == 64:
+            return f
+        r = rounder(t)
+        if func in ("min", "max", "abs", "floor", "ceil"):
+            return f  # exact in any type: the result is one of the inputs or an integer of that type
+        n = 3 if func == "fma" else (2 if func == "pow" else 1)
+        if n == 1:
+            return lambda a: r(f(a))
+        if n == 2:
+            return lambda a, b: r(f(a, b))
+        return lambda a, b, c: r(f(a, b, c))
+    w = wrapper(t)
+    if func == "abs":
+        return lambda a: w(abs(a))
+    if func == "min":
+        return min
+    if func == "max":
+        return max
+    raise OracleError(f"{where}: {func}() on integer type {t}")

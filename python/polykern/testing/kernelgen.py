@@ -1,0 +1,530 @@
+"""A seeded random kernel generator for differential testing (Csmith/YARPGen style, for polykern).
+
+``generate(seed)`` returns a :class:`GenProgram`: the kernel's Python *source* (readable, savable,
+compiled by the real frontend), its launch shape, the arguments (from the same seed), and the
+features it uses (``f64``, ``i64``, ``i8`` ..., see ``FEATURES``) so a runner knows which refusals
+a backend may answer with. The same seed gives the same program and the same inputs, on any host.
+
+Programs are valid by construction, so the oracle (``polykern.testing.interp``) gives them one meaning:
+- every index is masked into range (``e & (N - 1)`` on an i32, N a power of two); integer ``//`` and
+  ``%`` divide by ``(d | 1)``, never zero;
+- every work-item writes only its own output slots (``o[gid * K + c]``), reads inputs and its own
+  slots, and meets the others only through shared memory between barriers (each work-item writes
+  ``sh[lid]``, all read after ``barrier()``, at the top level where control flow is uniform) and
+  through atomics whose result does not depend on order (integer add, min, max; the old value unused);
+- ``while`` loops count a fresh counter first thing in their body, so ``continue`` cannot spin;
+- inexact operations (math builtins, float ``/``) are applied to exact operands and stored directly
+  into a "math" buffer nobody reads, so each is compared within its own ULP budget;
+- float -> int casts see any value (NaN, infinities, out of range: they saturate, NaN -> 0).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+PORTABLE = ("bool", "i32", "u32", "f32", "f16")
+ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
+INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+FLOATS = ("f16", "f32", "f64")
+#: feature names a backend may refuse (backends declare theirs; see tests/runtimes.py)
+FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64")
+
+N_IN = 16  # input buffer length (indices masked with N_IN - 1)
+N_LOCAL = 8  # pk.local array length
+N_ACC = 8  # atomic accumulator length
+_INEXACT_MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
+
+@dataclass
+class GenProgram:
+    seed: int
+    name: str
+    source: str
+    grid: Tuple[int, int, int]
+    block: Tuple[int, int, int]
+    params: List[Tuple[str, str, Optional[str]]]  # (name, scalar type, "in"/"out"/"math"/"acc" or None)
+    features: frozenset
+    args_seed: int
+    sizes: Dict[str, int] = field(default_factory=dict)
+
+    def make_args(self) -> List:
+        """The launch arguments (NumPy scalars and arrays), the same for the same program."""
+        rng = np.random.default_rng(self.args_seed)
+        out = []
+        for name, t, role in self.params:
+            if role is None:
+                out.append(np.dtype(_np(t)).type(_rand_value(rng, t)))
+            else:
+                n = self.sizes[name]
+                arr = np.array([_rand_value(rng, t) for _ in range(n)], dtype=_np(t))
+                out.append(arr)
+        return out
+
+
+def _np(t: str) -> str:
+    return {"bool": "bool", "f16": "float16", "f32": "float32", "f64": "float64"}.get(
+        t, ("int" if t[0] == "i" else "uint") + t[1:])
+
+
+_RANGES = {t: (int(np.iinfo(_np(t)).min), int(np.iinfo(_np(t)).max)) for t in INTS}
+
+
+_FLOAT_SPECIAL = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e4, -1e4, 65504.0, 1e30, float("inf"), float("-inf"),
+                  float("nan"), 2147483648.0, -2147483904.0, 4294967296.0, 255.5, -128.5)
+
+
+def _rand_value(rng, t: str):
+    if t == "bool":
+        return bool(rng.integers(0, 2))
+    if t in FLOATS:
+        r = rng.random()
+        if r < 0.25:
+            v = float(_FLOAT_SPECIAL[int(rng.integers(0, len(_FLOAT_SPECIAL)))])
+        elif r < 0.6:
+            v = float(rng.integers(-20, 21)) / float(rng.choice([1, 2, 4, 8]))
+        else:
+            v = float(rng.normal(0, 100.0))
+        with np.errstate(all="ignore"):
+            x = np.dtype(_np(t)).type(v)
+        if t != "f64" and np.isfinite(x) and x != 0 and abs(float(x)) < float(np.finfo(_np(t)).tiny):
+            x = np.dtype(_np(t)).type(0.0)  # no subnormal inputs (a device may flush them)
+        return x
+    lo, hi = _RANGES[t]
+    r = rng.random()
+    if r < 0.2:
+        edges = [lo, hi, 0, 1, -1 if lo < 0 else 2, lo + 1, hi - 1]
+        return edges[int(rng.integers(0, len(edges)))]
+    if r < 0.6:
+        v = int(rng.integers(-16, 17))
+        return v if lo <= v <= hi else -v
+    if t == "u64":
+        return int(rng.integers(0, 1 << 63, dtype=np.int64)) * 2 + int(rng.integers(0, 2))
+    return int(rng.integers(lo, hi, endpoint=True, dtype=np.int64))
+
+
+class _Gen:
+    def __init__(self, seed: int, name: str):
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.name = name
+        r = self.rng
+        self.portable = r.random() < 0.5
+        pool = PORTABLE if self.portable else ALL
+        k = r.randint(2, min(6, len(pool)))
+        types = set(r.sample(pool, k)) | {"i32"}
+        self.types = sorted(types, key=ALL.index)
+        self.vars: Dict[str, List[str]] = {t: [] for t in ALL}
+        self.fixed: set = set()  # readable but not assignable: parameters, ids, loop variables
+        self.readonly: Dict[str, str] = {}  # type -> input buffer name
+        self.outs: Dict[str, str] = {}  # type -> output buffer name
+        self.out_slots: Dict[str, int] = {}
+        self.maths: Dict[str, str] = {}
+        self.math_slots: Dict[str, int] = {}
+        self.local_arrays: Dict[str, str] = {}
+        self.shared: Optional[Tuple[str, str]] = None
+        self.counter = 0
+        self.lines: List[str] = []
+        self.loop_depth = 0
+        self.budget = r.randint(8, 28)
+        self.uses_inexact_f64 = False
+        self.block = r.choice([4, 8, 16])
+        self.groups = r.choice([1, 2, 3])
+
+    # ------------------------------------------------------------------ helpers
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def emit(self, depth: int, text: str):
+        self.lines.append("    " * (depth + 1) + text)
+
+    def types_of(self, pred) -> List[str]:
+        return [t for t in self.types if pred(t)]
+
+    # ------------------------------------------------------------------ expressions
+    def literal(self, t: str, bare: bool = False) -> str:
+        """A literal of type ``t``: typed (``i8(5)``), or with ``bare`` a plain literal that adapts to
+        the other operand (only used where that operand is typed)."""
+        r = self.rng
+        if t == "bool":
+            return r.choice(["True", "False"])
+        if t in FLOATS:
+            c = r.random()
+            if c < 0.1:
+                v = r.choice(["NAN", "INF", "-INF"])
+            elif c < 0.2:
+                v = r.choice(["0.0", "-0.0", "65504.0", "1e-3", "0.1"] +
+                             (["3e38", "2147483648.0", "-2147483904.0", "4294967296.0"] if t != "f16" else []))
+            else:
+                v = repr(r.randint(-64, 64) / r.choice([1, 2, 4, 8, 10]))
+        else:
+            lo, hi = _RANGES[t]
+            c = r.random()
+            if c < 0.2:
+                v = str(r.choice([lo, hi, lo + 1, hi - 1]))
+            else:
+                v = str(r.randint(max(lo, -100), min(hi, 100)))
+        if bare:
+            return f"({v})" if v.startswith("-") else v
+        return f"{t}({v})"
+
+    def index(self, depth: int, mask: int) -> str:
+        t = self.rng.choice(self.types_of(lambda x: x in INTS))
+        e = self.expr(t, depth)
+        if t != "i32":
+            e = f"i32({e})"
+        return f"(({e}) & {mask})"
+
+    def leaf(self, t: str) -> str:
+        r = self.rng
+        opts = ["lit"] * 2
+        if self.vars[t]:
+            opts += ["var"] * 4
+        if t in self.readonly:
+            opts += ["in"] * 2
+        if t == "i32":
+            opts += ["reg"]
+        if t in self.local_arrays:
+            opts += ["local"]
+        c = r.choice(opts)
+        if c == "var":
+            return r.choice(self.vars[t])
+        if c == "in":
+            return f"{self.readonly[t]}[{self.index(0, N_IN - 1)}]"
+        if c == "reg":
+            return r.choice(["pk.global_id(0)", "pk.local_id(0)", "pk.group_id(0)", "pk.local_size(0)",
+                             "pk.num_groups(0)"])
+        if c == "local":
+            return f"{self.local_arrays[t]}[{self.index(0, N_LOCAL - 1)}]"
+        return self.literal(t)
+
+    def expr(self, t: str, depth: int) -> str:
+        r = self.rng
+        if depth <= 0 or r.random() < 0.3:
+            return self.leaf(t)
+        d = depth - 1
+        if t == "bool":
+            c = r.random()
+            if c < 0.45:
+                ct = r.choice(self.types_of(lambda x: x != "bool"))
+                op = r.choice(["<", "<=", ">", ">=", "==", "!="])
+                return f"({self.expr(ct, d)} {op} {self.expr(ct, d)})"
+            if c < 0.65:
+                return f"({self.expr('bool', d)} {r.choice(['and', 'or'])} {self.expr('bool', d)})"
+            if c < 0.75:
+                return f"(not {self.expr('bool', d)})"
+            if c < 0.85:
+                return self.cast(t, d)
+            if c < 0.9:
+                return f"({self.expr('bool', d)} == {self.expr('bool', d)})"
+            return self.choice_expr(t, d)
+        c = r.random()
+        if c < 0.45:
+            return self.arith(t, d)
+        if c < 0.6:
+            return self.cast(t, d)
+        if c < 0.7:
+            return self.choice_expr(t, d)
+        if c < 0.85:
+            return self.exact_math(t, d)
+        if c < 0.93:
+            return f"(-{self.expr(t, d)})"
+        if t in INTS:
+            return f"(~{self.expr(t, d)})"
+        return self.arith(t, d)
+
+    def arith(self, t: str, d: int) -> str:
+        r = self.rng
+        a = self.expr(t, d)
+        b = self.literal(t, bare=True) if r.random() < 0.25 else self.expr(t, d)
+        if t in FLOATS:
+            op = r.choice(["+", "-", "*", "+", "-", "*", "%"])
+            if op == "%":
+                return f"({a} % ({b}))"
+            return f"({a} {op} {b})"
+        op = r.choice(["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>"])
+        if op in ("//", "%"):
+            # x // 0 == x and x % 0 == 0 are defined (numerics), so a divisor may be zero sometimes
+            return f"({a} {op} ({b} | 1))" if r.random() < 0.8 else f"({a} {op} {b})"
+        if op in ("<<", ">>"):
+            bits = int(t[1:])
+            names = [v for v in self.vars[t]]
+            if names and r.random() < 0.3:
+                b = r.choice(names)  # a run-time amount: taken modulo the width
+            elif r.random() < 0.5:
+                b = str(r.randint(0, bits - 1))
+            else:
+                b = f"({b} & {bits - 1})"
+        return f"({a} {op} {b})"
+
+    def cast(self, t: str, d: int) -> str:
+        src = self.rng.choice(self.types_of(lambda x: x != t))
+        fn = "bool_" if t == "bool" else t
+        return f"{fn}({self.expr(src, d)})"
+
+    def choice_expr(self, t: str, d: int) -> str:
+        c = self.expr("bool", d)
+        a, b = self.expr(t, d), self.expr(t, d)
+        if self.rng.random() < 0.5:
+            return f"pk.select({c}, {a}, {b})"
+        return f"({a} if {c} else {b})"
+
+    def exact_math(self, t: str, d: int) -> str:
+        r = self.rng
+        if t in FLOATS:
+            f = r.choice(["abs", "floor", "ceil", "min", "max"])
+        else:
+            f = r.choice(["abs", "min", "max"] if t[0] == "i" else ["min", "max"])
+        if f in ("min", "max"):
+            return f"pk.{f}({self.expr(t, d)}, {self.expr(t, d)})"
+        return f"pk.{f}({self.expr(t, d)})"
+
+    # ------------------------------------------------------------------ statements
+    def out_store(self, depth: int, t: str):
+        buf = self.outs[t]
+        c = self.out_slots[t]
+        self.out_slots[t] += 1
+        self.emit(depth, f"{buf}[g * {{K_{buf}}} + {c}] = {self.expr(t, 3)}")
+
+    def math_store(self, depth: int):
+        t = self.rng.choice(self.types_of(lambda x: x in FLOATS))
+        buf = self.maths[t]
+        c = self.math_slots[t]
+        self.math_slots[t] += 1
+        f = self.rng.choice(_INEXACT_MATH + ("/",))
+        if t == "f64" and f not in ("sqrt", "fma", "/"):
+            self.uses_inexact_f64 = True
+        if f == "/":
+            val = f"{self.expr(t, 2)} / {self.expr(t, 2)}"
+        elif f == "pow":
+            val = f"pk.pow({self.expr(t, 2)}, {self.expr(t, 2)})"
+        elif f == "fma":
+            val = f"pk.fma({self.expr(t, 2)}, {self.expr(t, 2)}, {self.expr(t, 2)})"
+        else:
+            val = f"pk.{f}({self.expr(t, 2)})"
+        self.emit(depth, f"{buf}[g * {{K_{buf}}} + {c}] = {val}")
+
+    def stmt(self, depth: int):
+        r = self.rng
+        self.budget -= 1
+        c = r.random()
+        nest_ok = depth < 3 and self.budget > 2
+        if c < 0.2:
+            t = r.choice(self.types)
+            names = [v for v in self.vars[t] if v not in self.fixed]
+            if not names:
+                return self.declare(depth, t)
+            v = r.choice(names)
+            if t != "bool" and r.random() < 0.4:
+                op = r.choice(["+", "-", "*"] if t in FLOATS else ["+", "-", "*", "&", "|", "^", "<<", ">>"])
+                self.emit(depth, f"{v} {op}= {self.expr(t, 2)}")
+            else:
+                self.emit(depth, f"{v} = {self.expr(t, 3)}")
+        elif c < 0.35:
+            self.out_store(depth, r.choice(list(self.outs)))
+        elif c < 0.45:
+            self.math_store(depth)
+        elif c < 0.55 and self.local_arrays:
+            t = r.choice(list(self.local_arrays))
+            self.emit(depth, f"{self.local_arrays[t]}[{self.index(1, N_LOCAL - 1)}] = {self.expr(t, 2)}")
+        elif c < 0.62:
+            t = r.choice(["i32", "u32"]) if "u32" in self.types else "i32"
+            buf, op = self.accs[t]  # one op per buffer: mixing add with max would depend on order
+            self.emit(depth, f"pk.atomic_{op}({buf}, {self.index(1, N_ACC - 1)}, {self.expr(t, 2)})")
+        elif c < 0.75 and nest_ok:
+            self.emit(depth, f"if {self.expr('bool', 3)}:")
+            self.body(depth + 1)
+            k = r.random()
+            if k < 0.3:
+                self.emit(depth, f"elif {self.expr('bool', 2)}:")
+                self.body(depth + 1)
+            if k < 0.6:
+                self.emit(depth, "else:")
+                self.body(depth + 1)
+        elif c < 0.85 and nest_ok:
+            self.for_loop(depth)
+        elif c < 0.9 and nest_ok:
+            self.while_loop(depth)
+        elif c < 0.93 and self.loop_depth > 0:
+            self.emit(depth, f"if {self.expr('bool', 2)}:")
+            self.emit(depth + 1, r.choice(["break", "continue"]))
+        elif c < 0.95 and depth > 0:
+            self.emit(depth, f"if {self.expr('bool', 2)}:")
+            self.emit(depth + 1, "return")
+        else:
+            self.declare(depth, r.choice(self.types))
+
+    def declare(self, depth: int, t: str):
+        v = self.fresh("v")
+        val = self.expr(t, 3)
+        if self.rng.random() < 0.5 or t in ("bool",):
+            self.emit(depth, f"{v}: {'bool_' if t == 'bool' else t} = {val}")
+        else:
+            self.emit(depth, f"{v} = {t if t != 'bool' else 'bool_'}({val})")
+        if depth == 0:
+            self.vars[t].append(v)  # only top-level names are visible everywhere after
+
+    def body(self, depth: int):
+        n = self.rng.randint(1, 3)
+        saved = {t: list(v) for t, v in self.vars.items()}
+        for _ in range(n):
+            self.stmt(depth)
+        self.vars = saved
+
+    def for_loop(self, depth: int):
+        r = self.rng
+        v = self.fresh("i")
+        c = r.random()
+        if c < 0.5:
+            rng_ = f"range({r.randint(0, 5)})"
+        elif c < 0.8:
+            rng_ = f"range({r.randint(-3, 2)}, {r.randint(0, 6)}, {r.choice([1, 2, 3])})"
+        elif c < 0.9:
+            rng_ = f"range({r.randint(3, 7)}, {r.randint(-3, 2)}, {r.choice([-1, -2])})"
+        else:
+            rng_ = f"range({self.index(2, 3)})"
+        self.emit(depth, f"for {v} in {rng_}:")
+        self.loop_depth += 1
+        saved = {t: list(x) for t, x in self.vars.items()}
+        self.vars["i32"].append(v)
+        self.fixed.add(v)
+        n = r.randint(1, 3)
+        for _ in range(n):
+            self.stmt(depth + 1)
+        self.vars = saved
+        self.loop_depth -= 1
+
+    def while_loop(self, depth: int):
+        r = self.rng
+        w = self.fresh("w")
+        self.emit(depth, f"{w} = 0")
+        self.emit(depth, f"while {w} < {r.randint(0, 4)}:")
+        self.emit(depth + 1, f"{w} += 1")
+        self.loop_depth += 1
+        saved = {t: list(x) for t, x in self.vars.items()}
+        n = r.randint(1, 3)
+        for _ in range(n):
+            self.stmt(depth + 1)
+        self.vars = saved
+        self.loop_depth -= 1
+
+    # ------------------------------------------------------------------ program
+    def program(self) -> GenProgram:
+        r = self.rng
+        params: List[Tuple[str, str, Optional[str]]] = []
+        for _ in range(r.randint(0, 3)):
+            t = r.choice(self.types)
+            name = self.fresh("s")
+            params.append((name, t, None))
+            self.vars[t].append(name)
+            self.fixed.add(name)
+        for t in self.types:
+            if t == "bool" and self.portable:
+                continue
+            if r.random() < 0.7:
+                name = self.fresh("a")
+                self.readonly[t] = name
+                params.append((name, t, "in"))
+            name = self.fresh("o")
+            self.outs[t] = name
+            self.out_slots[t] = 0
+            params.append((name, t, "out"))
+        for t in self.types_of(lambda x: x in FLOATS):
+            name = self.fresh("m")
+            self.maths[t] = name
+            self.math_slots[t] = 0
+            params.append((name, t, "math"))
+        if not self.maths:
+            self.types.append("f32")
+            name = self.fresh("m")
+            self.maths["f32"] = name
+            self.math_slots["f32"] = 0
+            params.append((name, "f32", "math"))
+        self.accs = {}
+        for t in (["i32", "u32"] if "u32" in self.types else ["i32"]):
+            name = self.fresh("acc")
+            self.accs[t] = (name, r.choice(["add", "add", "min", "max"]))
+            params.append((name, t, "acc"))
+
+        self.emit(0, "g = pk.global_id(0)")
+        self.vars["i32"].append("g")
+        self.emit(0, "lid = pk.local_id(0)")
+        self.vars["i32"].append("lid")
+        self.fixed.update(("g", "lid"))
+        for t in self.types:
+            if t != "bool" and r.random() < 0.25:
+                name = self.fresh("la")
+                self.emit(0, f"{name} = pk.local({t}, {N_LOCAL})")
+                self.local_arrays[t] = name
+        if r.random() < 0.4:
+            t = r.choice(self.types)
+            sh = self.fresh("sh")
+            self.emit(0, f"{sh} = pk.shared({'bool_' if t == 'bool' else t}, {self.block})")
+            for _ in range(r.randint(1, 2)):
+                self.emit(0, f"{sh}[lid] = {self.expr(t, 3)}")
+                self.emit(0, "pk.barrier()")
+                v = self.fresh("v")
+                self.emit(0, f"{v} = {sh}[(lid + {r.randint(0, self.block - 1)}) & {self.block - 1}]")
+                self.emit(0, "pk.barrier()")
+                self.vars[t].append(v)
+        while self.budget > 0:
+            self.stmt(0)
+        for t in self.outs:
+            if self.out_slots[t] == 0:
+                self.out_store(0, t)
+        for t in self.maths:
+            if self.math_slots[t] == 0:
+                c = self.math_slots[t]
+                self.math_slots[t] += 1
+                self.emit(0, f"{self.maths[t]}[g * {{K_{self.maths[t]}}} + {c}] = pk.sqrt({self.expr(t, 2)})")
+        nthreads = self.block * self.groups
+        sizes = {}
+        slots = {}
+        for name, t, role in params:
+            if role == "in":
+                sizes[name] = N_IN
+            elif role == "out":
+                slots[name] = self.out_slots[t]
+                sizes[name] = nthreads * self.out_slots[t]
+            elif role == "math":
+                slots[name] = self.math_slots[t]
+                sizes[name] = nthreads * self.math_slots[t]
+            elif role == "acc":
+                sizes[name] = N_ACC
+        body = "\n".join(self.lines)
+        for name, k in slots.items():
+            body = body.replace(f"{{K_{name}}}", str(k))
+        sig = ", ".join(f"{n}: {_annot(t, role)}" for n, t, role in params)
+        used = {t for _, t, _ in params} | set(self.types)
+        feats = {t for t in used if t in FEATURES}
+        if any(t == "bool" and role is not None for _, t, role in params):
+            feats.add("bool_buffer")
+        if self.uses_inexact_f64:
+            feats.add("math_f64")
+        src = (HEADER + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n")
+        return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
+                          frozenset(feats), self.seed * 7919 + 17, sizes)
+
+
+def _annot(t: str, role) -> str:
+    tn = "bool_" if t == "bool" else t
+    if role is None:
+        return tn
+    if role == "in":
+        return f'Buffer[{tn}, "readonly"]'
+    return f"Buffer[{tn}]"
+
+
+HEADER = '''"""Generated by polykern.testing.kernelgen."""
+import polykern as pk
+from polykern import Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64  # noqa: F401
+
+NAN = float("nan")
+INF = float("inf")'''
+
+
+def generate(seed: int, name: Optional[str] = None) -> GenProgram:
+    """The program of ``seed`` (deterministic: the same seed gives the same source and inputs)."""
+    return _Gen(seed, name or f"fz{seed}").program()
