@@ -20,7 +20,7 @@ import numpy as np
 from .errors import ArtifactError, LaunchError
 from .ir.types import scalar_from_code
 from .launch import BufferArg, check_args
-from .passes.bounds_check import (ATTR, ATTR_ACCESSES, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
+from .passes.bounds_check import (ATTR, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
                                   decode_accesses)
 
 __all__ = ["CheckedKernel", "is_checked", "wrap_if_checked"]
@@ -46,7 +46,7 @@ class CheckedKernel:
             n_user = int(info.attrs[ATTR_USER_ARGS])
             lengths = [int(x) for x in info.attrs[ATTR_LENGTHS].split(",") if x]
             self.index_bits = int(info.attrs[ATTR_INDEX_BITS])
-            self.accesses: List[Access] = decode_accesses(info.attrs[ATTR_ACCESSES])
+            self.accesses: List[Access] = decode_accesses(info.attrs)
         except (KeyError, ValueError) as e:
             raise ArtifactError(f"{where}: malformed bounds-check attributes ({e})") from None
         args = info.args

@@ -24,37 +24,39 @@ user atomics are pure; an index holding a user atomic is first assigned to a tem
 access is a whole statement, and refused (located :class:`CompileError`) elsewhere.
 
 The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies into the artifact):
-``bounds_check`` = ``"1"``, ``bounds_check.user_args`` (the user's parameter count),
-``bounds_check.lengths`` (for each length parameter, the index of its buffer parameter),
-``bounds_check.index_bits`` (32 or 64: the width of ``U``) and
-``bounds_check.accesses`` (JSON: per access id ``[array, op, index type, length or -1 for a buffer,
-file, line, col, source line]``), which ``polykern.checked_launch`` reads to name a violation.
+``bounds_check`` = ``"1"``, ``bounds_user_args`` (the user's parameter count), ``bounds_lengths``
+(for each length parameter, the index of its buffer parameter), ``bounds_index_bits`` (32 or 64: the
+width of ``U``), ``bounds_accesses`` (the number of access sites) and per access id ``k``
+``bounds_at_<k>`` (ASCII JSON ``[array, op, index type, length or -1 for a buffer, file, line, col,
+source line]``), which ``polykern.checked_launch`` reads to name a violation.
 """
 from __future__ import annotations
 
 import copy
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
 
-__all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_INDEX_BITS",
+__all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
            "Access", "decode_accesses"]
 
 ATTR = "bounds_check"
-ATTR_USER_ARGS = "bounds_check.user_args"
-ATTR_LENGTHS = "bounds_check.lengths"
-ATTR_ACCESSES = "bounds_check.accesses"
-ATTR_INDEX_BITS = "bounds_check.index_bits"
+ATTR_USER_ARGS = "bounds_user_args"
+ATTR_LENGTHS = "bounds_lengths"
+ATTR_ACCESSES = "bounds_accesses"
+ATTR_ACCESS = "bounds_at_"  # + access id
+ATTR_INDEX_BITS = "bounds_index_bits"
+SOURCE_LINE_MAX = 200  # characters of the source line kept per access (attribute values are short text)
 RECORD_WORDS = 4
 
 
 class Access:
-    """One checked access site (an entry of ``bounds_check.accesses``)."""
+    """One checked access site (the attribute ``bounds_at_<id>``)."""
 
     __slots__ = ("array", "op", "index_type", "length", "file", "line", "col", "source_line")
 
@@ -71,13 +73,17 @@ class Access:
         return f"{self.file}:{self.line}:{self.col}" if self.line else "an unknown source line"
 
 
-def decode_accesses(text: str) -> List[Access]:
-    """The access table of a checked kernel; ``ValueError`` if malformed."""
-    rows = json.loads(text)
-    if not isinstance(rows, list):
-        raise ValueError("the access table is not a list")
+def decode_accesses(attrs: Mapping[str, str]) -> List[Access]:
+    """The access table of a checked kernel from its attributes; ``ValueError`` if malformed."""
+    count = int(attrs[ATTR_ACCESSES])
+    if not 0 <= count <= len(attrs):
+        raise ValueError(f"{ATTR_ACCESSES} = {count} does not match the attributes")
     out = []
-    for r in rows:
+    for k in range(count):
+        key = f"{ATTR_ACCESS}{k}"
+        if key not in attrs:
+            raise ValueError(f"{key} is missing")
+        r = json.loads(attrs[key])
         if (not isinstance(r, list) or len(r) != 8 or not all(isinstance(r[k], str) for k in (0, 1, 2, 4, 7))
                 or not all(type(r[k]) is int for k in (3, 5, 6))):
             raise ValueError(f"malformed access entry {r!r}")
@@ -150,7 +156,7 @@ class _Checker:
         aid = len(self.table)
         self.table.append(Access(base.name, op, str(index.type), size, self.file if loc else "",
                                  loc.line if loc else 0, loc.col if loc else 0,
-                                 (loc.source_line or "").strip() if loc else ""))
+                                 (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else ""))
         u = self.utype
         inb = _bin("lt", _cast(u, copy.deepcopy(index)), length)
         base0, w0 = self._err(0)
@@ -259,5 +265,7 @@ def bounds_check(fn: ir.Function) -> ir.Function:
     fn.attrs[ATTR_USER_ARGS] = str(c.user_args)
     fn.attrs[ATTR_INDEX_BITS] = str(c.utype.bits)
     fn.attrs[ATTR_LENGTHS] = ",".join(str(i) for i in c.length_of)
-    fn.attrs[ATTR_ACCESSES] = json.dumps([a.to_list() for a in c.table], separators=(",", ":"))
+    fn.attrs[ATTR_ACCESSES] = str(len(c.table))
+    for k, a in enumerate(c.table):
+        fn.attrs[f"{ATTR_ACCESS}{k}"] = json.dumps(a.to_list(), separators=(",", ":"), ensure_ascii=True)
     return fn
