@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import polykern as pk
 from polykern import artifact, wire
 from polykern.errors import ArtifactError
 from polykern.testing.isolation import isolated
@@ -16,7 +17,10 @@ from polykern.testing.synthetic import device_module, synthetic_root
 
 
 @pytest.fixture(autouse=True)
-def _no_backends():
+def _no_backends(request):
+    if request.node.name in _REAL_BACKEND_TESTS:
+        yield
+        return
     with isolated():
         yield
 
@@ -254,3 +258,187 @@ def test_arbitrary_bytes_after_a_valid_header(tail):
         wire.decode_container(recrc(data + b"\x00\x00\x00\x00"))
     except ArtifactError:
         pass
+
+
+# ------------------------------------------------------------------ load time is linear (issue 12, item 6)
+
+
+def _flat_artifact(n: int) -> bytes:
+    """A valid artifact whose root imports ``n`` small modules directly."""
+    root = wire.encode_root_payload({}, [])
+    dev = device_module("cuda", names=("k",)).save_to_bytes()
+    return wire.encode_container([("root", root)] + [("cuda", dev)] * n, [list(range(1, n + 1))] + [[]] * n,
+                                 None, {})
+
+
+def test_load_time_is_linear_in_the_number_of_modules():
+    """8x the modules may cost about 8x the time, not 64x (linking the import tree was quadratic:
+    every import walked the whole tree to look for cycles)."""
+    small, big = _flat_artifact(2000), _flat_artifact(16000)
+
+    def seconds(data):
+        t0 = time.perf_counter()
+        root = artifact.load(data)
+        elapsed = time.perf_counter() - t0
+        assert len(root.device_modules()) == (len(data) > len(small)) * 14000 + 2000
+        return elapsed
+
+    t_small = sorted(seconds(small) for _ in range(3))[1]
+    t_big = seconds(big)
+    assert t_big < 24 * t_small, f"2000 modules: {t_small:.3f} s, 16000: {t_big:.3f} s (linear would be ~8x)"
+
+
+# ------------------------------------------------------------------ only regular files (issue 12, item 7)
+
+
+def _finishes(fn, seconds: float = 20.0):
+    """Run ``fn`` in a thread; return what it raised (it must finish: a blocked read is a failure)."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still reading after {seconds} s"
+    return box.get("error")
+
+
+@pytest.mark.parametrize("reader", [artifact.load, artifact.read_artifact])
+def test_fifo_dev_zero_and_directory_are_refused(tmp_path, reader):
+    import os
+
+    fifo = tmp_path / "pipe\x1b.kbin"
+    os.mkfifo(fifo)
+    for path, what in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device"),
+                       (tmp_path, "a directory")):
+        err = _finishes(lambda: reader(path))
+        assert isinstance(err, ArtifactError), err
+        shown = str(path).replace("\x1b", "\\x1b")
+        assert str(err) == f"cannot read {shown}: it is {what}, not a regular file"
+
+
+def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path):
+    import threading
+
+    path = tmp_path / "growing.kbin"
+    path.write_bytes(base())
+    assert artifact.load(path).functions  # the file itself is fine
+    stop = threading.Event()
+
+    def grow():
+        with open(path, "ab") as f:
+            while not stop.is_set() and f.tell() < (64 << 20):
+                f.write(b"\0" * 65536)
+                f.flush()
+
+    writer = threading.Thread(target=grow, daemon=True)
+    writer.start()
+    try:
+        for _ in range(5):
+            err = _finishes(lambda: artifact.load(path))
+            assert isinstance(err, ArtifactError), err
+            assert "changed size while being read" in str(err) or "trailing bytes" in str(err), str(err)
+    finally:
+        stop.set()
+        writer.join()
+
+
+# ------------------------------------------------------------------ attribute schema (issue 12, item 9)
+
+
+def _with_info(info) -> bytes:
+    from polykern.module import RootModule
+
+    dev = device_module("llvm", names=(info.name,))
+    dev.functions = {info.name: info}
+    return RootModule({info.name: info}, [dev], ["llvm"]).export()
+
+
+def _info(tags=("global_id.0",), **attrs):
+    from polykern.testing.synthetic import saxpy_info
+
+    info = saxpy_info("k\x1bk", **attrs)
+    return info.__class__(info.name, info.args, tags, info.shared_bytes, info.attrs)
+
+
+BAD_ATTRS = [
+    ("private_bytes", "x", "a decimal integer from 0 to 1099511627776"),
+    ("private_bytes", "-1", "a decimal integer"),
+    ("private_bytes", "01", "a decimal integer"),
+    ("private_bytes", " 1", "a decimal integer"),
+    ("private_bytes", "1\n", "a decimal integer"),
+    ("private_bytes", str((1 << 40) + 1), "a decimal integer"),
+    ("item_bytes", "1e3", "a decimal integer"),
+    ("params_size", str(1 << 32), "a decimal integer from 0 to 4294967295"),
+    ("uses_barrier", "2", "0 or 1"),
+    ("uses_atomics", "yes", "0 or 1"),
+    ("entry", "", "a non-empty name"),
+    ("entry", "k x", "a non-empty name"),
+    ("entry", "k\x00", "a non-empty name"),
+    ("entry", "k" * 1025, "at most 1024 bytes"),
+    ("features", "a\x1b[2J", "text without control characters"),
+    ("zz_unknown", "\u202e", "text without control characters"),
+    ("zz_unknown", "x" * 4097, "at most 4096 bytes"),
+]
+
+
+@pytest.mark.parametrize("name,value,expect", BAD_ATTRS)
+def test_bad_attribute_values_are_refused_at_load(name, value, expect):
+    data = _with_info(_info(**{name: value}))
+    for fn in (artifact.load, artifact.read_artifact):
+        with pytest.raises(ArtifactError) as e:
+            fn(data)
+        msg = str(e.value)
+        assert msg.startswith(f"function 'k\\x1bk' attribute '{name}' has an invalid value "), msg
+        assert "(expected " in msg and expect in msg and e.value.offset is not None
+
+
+@pytest.mark.parametrize("name", ["Bad", "a-b", "9a", "a" * 65, "é"])
+def test_attribute_names_must_be_lowercase_identifiers(name):
+    with pytest.raises(ArtifactError, match="has an attribute with an invalid name"):
+        artifact.load(_with_info(_info(**{name: "1"})))
+
+
+@pytest.mark.parametrize("tag", ["global_id.3", "global_id", "foo.0", ".0", "global_id.0\n", "local_size.-1"])
+def test_unknown_launch_tags_are_refused(tag):
+    with pytest.raises(ArtifactError) as e:
+        artifact.load(_with_info(_info(tags=(tag,))))
+    assert "has an unknown launch tag" in str(e.value) and "KIND one of global_id, group_id" in str(e.value)
+
+
+def test_valid_edge_values_load():
+    info = _info(("global_id.2", "num_groups.0"), private_bytes=str(1 << 40), item_bytes="0", uses_barrier="0",
+                 params_size=str((1 << 32) - 1), entry="k" * 1024, features="", zz_new="é ok, 1")
+    root = artifact.load(_with_info(info))
+    assert root.functions[info.name] == info
+
+
+_REAL_BACKEND_TESTS = {"test_llvm_artifact_with_a_non_numeric_private_bytes_fails_at_load_not_at_launch"}
+
+
+@pk.kernel
+def _double(n: pk.i32, x: pk.Buffer[pk.f32]):
+    i = pk.global_id(0)
+    if i < n:
+        x[i] = x[i] * 2.0
+
+
+def test_llvm_artifact_with_a_non_numeric_private_bytes_fails_at_load_not_at_launch():
+    """Was: pk.load accepted it and the first launch raised a bare ValueError in the llvm runtime."""
+    if pk.backends.runtime_reason("llvm"):
+        pytest.skip(f"no llvm runtime here: {pk.backends.runtime_reason('llvm')}")
+    data = pk.build([_double], targets=["llvm"]).export()
+    key = b"\x0d\x00\x00\x00\x00\x00\x00\x00private_bytes\x01\x00\x00\x00\x00\x00\x00\x00"
+    at = data.index(key) + len(key)
+    bad = recrc(data[:at] + b"x" + data[at + 1:])
+    with pytest.raises(ArtifactError) as e:
+        pk.load(bad)
+    assert str(e.value).startswith("function '_double' attribute 'private_bytes' has an invalid value 'x' "
+                                   "(expected a decimal integer from 0 to 1099511627776)")
