@@ -17,6 +17,7 @@ from typing import Iterator, List, Tuple
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = 20261123
 HOSTILE = "k\x00\x1b[31m\u202e\x7f\x85\\'\"é"
+SOURCE = "line\x1b[2J\n\ttab\\n\u2028\r\n\n"
 
 
 def _hostile_root(long_names: bool) -> bytes:
@@ -31,7 +32,7 @@ def _hostile_root(long_names: bool) -> bytes:
                          "descriptor_set": "0", "features": "a, b", "zz_extra": "é ok"})
     llvm = device_module("llvm", names=("other",))
     llvm.functions = {name: info, "other": llvm.functions["other"]}
-    llvm.sources = {"src" + HOSTILE: "line\x1b\n\ttab\\n\u2028\n"}
+    llvm.sources = {"src" + HOSTILE: "line\x1b\n\ttab\\n\u2028\n", "asm": SOURCE}
     vk = device_module("vulkan", names=(name,))
     vk.sources = {}
     web = device_module("webgpu", names=("other",))

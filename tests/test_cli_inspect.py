@@ -185,3 +185,62 @@ def test_python_dash_m_entry_point(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "polykern", "inspect", str(tmp_path / "x.kbin")], capture_output=True,
                          text=True, env=env)
     assert bad.returncode == 1 and bad.stderr.startswith("polykern: error: ") and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------ strings from the artifact are escaped (issue 12, item 11)
+
+_RAW_CONTROL = "".join(chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7F, 0xA0))) + "\u202e"
+
+
+def _hostile(tmp_path, long_names=False):
+    import kbin_corpus
+
+    path = tmp_path / "hostile.kbin"
+    path.write_bytes(kbin_corpus._hostile_root(long_names))
+    return str(path)
+
+
+def test_inspect_escapes_every_artifact_string(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "inspect", _hostile(tmp_path))
+    assert code == 0 and err == ""
+    assert not any(c in out for c in _RAW_CONTROL)
+    shown = "k\\x00\\x1b[31m\\u202e\\x7f\\x85\\\\'\"é"
+    lines = out.splitlines()
+    assert "  targets:  llvm | vulkan\\x1b" in lines
+    assert f"  note{shown}: v\\x1b[2J{shown}" in lines
+    assert any(line.startswith(f"  {shown}(n{shown}: i32, x\\x1b: Buffer[f32, readonly])   [global_id.0 local_size.2;")
+               for line in lines)
+    assert f"        shader {shown}: binary data (22 bytes)" in lines
+    assert any(line.startswith("        sources: asm (") and f"src{shown} (" in line for line in lines)
+
+
+def test_inspect_json_stays_lossless_and_ascii(capsys, tmp_path):
+    import kbin_corpus
+
+    code, out, _ = run_cli(capsys, "inspect", "--json", _hostile(tmp_path))
+    assert code == 0 and out.isascii() and not any(c in out for c in _RAW_CONTROL)
+    desc = json.loads(out)
+    assert desc["functions"][0]["name"] == kbin_corpus.HOSTILE
+    assert desc["metadata"]["note" + kbin_corpus.HOSTILE].startswith("v\x1b[2J")
+
+
+def test_inspect_source_escapes_control_characters_but_keeps_lines(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "inspect", _hostile(tmp_path), "--source", "asm")
+    assert code == 0
+    assert out == "// ===== module [1] llvm: asm =====\nline\\x1b[2J\n\ttab\\n\\u2028\\x0d\n"
+
+
+def test_errors_quote_and_cut_artifact_strings(capsys, tmp_path):
+    data = bytearray(open(_hostile(tmp_path, long_names=True), "rb").read())
+    at = data.index(b"private_bytes") + len(b"private_bytes") + 8
+    data[at] = ord("x")  # "16" -> "x6", CRC fixed below
+    import zlib
+
+    data[-4:] = zlib.crc32(bytes(data[:-4])).to_bytes(4, "little")
+    bad = tmp_path / "bad.kbin"
+    bad.write_bytes(bytes(data))
+    code, out, err = run_cli(capsys, "inspect", str(bad))
+    assert code == 1 and out == ""
+    assert err.startswith("polykern: error: function '" + "k" * 48 + "'... attribute 'private_bytes' has an invalid "
+                          "value 'x6' (expected a decimal integer from 0 to 1099511627776) (at byte offset ")
+    assert not any(c in err for c in _RAW_CONTROL)

@@ -367,6 +367,36 @@ def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
 
 
 @needs_cc
+def test_kbin_inspect_escapes_like_polykern_inspect(native_build, tmp_path):
+    """Hostile strings (NUL, ESC sequences, C1 controls, bidi overrides, long names): the same
+    escaped bytes from both commands, in the listing, --json, --source and error messages;
+    kbin-inspect no longer stops at a NUL byte."""
+    import zlib
+
+    import kbin_corpus
+
+    for long_names in (False, True):
+        f = tmp_path / f"hostile{int(long_names)}.kbin"
+        data = kbin_corpus._hostile_root(long_names)
+        bad = bytearray(data)
+        at = bad.index(b"private_bytes") + len(b"private_bytes") + 8
+        bad[at] = 0x1B
+        bad[-4:] = zlib.crc32(bytes(bad[:-4])).to_bytes(4, "little")
+        for content, flags in ((data, ([], ["--json"], ["--source", "asm"], ["--source", "src"])),
+                               (bytes(bad), ([],))):
+            f.write_bytes(content)
+            for flag in flags:
+                code, out, err = _cli("inspect", *flag, str(f))
+                c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(f)], capture_output=True)
+                assert c.returncode == code, (flag, c.stderr)
+                assert c.stdout.decode("utf-8") == out, flag
+                assert c.stderr.decode("utf-8").replace("kbin-inspect:", "polykern:") == err, flag
+                if flag != ["--source", "src"]:  # (that is the module's own text payload, no ESC in it)
+                    assert ("\\u001b" if "--json" in flag else "\\x1b") in out + err
+                assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out + err)
+
+
+@needs_cc
 def test_kbin_inspect_refuses_what_is_not_a_regular_file(native_build, tmp_path):
     """A FIFO (no writer: must not block), /dev/zero (endless), a directory: refused by both
     readers, with the same message."""
@@ -381,6 +411,35 @@ def test_kbin_inspect_refuses_what_is_not_a_regular_file(native_build, tmp_path)
         assert c.returncode == code == 1
         assert err == f"polykern: error: cannot read {shown}: it is {what}, not a regular file\n"
         assert c.stderr == err.replace("polykern:", "kbin-inspect:")
+
+
+@needs_cc
+def test_kbin_inspect_reads_a_growing_file_only_up_to_its_size(native_build, tmp_path):
+    import threading
+
+    kb = _golden()[0]
+    path = tmp_path / "growing.kbin"
+    path.write_bytes(kb.read_bytes())
+    assert subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True).returncode == 0
+    stop = threading.Event()
+
+    def grow():
+        with open(path, "ab") as f:
+            while not stop.is_set() and f.tell() < (64 << 20):
+                f.write(b"\0" * 65536)
+                f.flush()
+
+    writer = threading.Thread(target=grow, daemon=True)
+    writer.start()
+    try:
+        for _ in range(5):
+            c = subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True, text=True,
+                               timeout=20)
+            assert c.returncode == 1, c.stdout
+            assert "changed size while being read" in c.stderr or "trailing bytes" in c.stderr, c.stderr
+    finally:
+        stop.set()
+        writer.join()
 
 
 # ------------------------------------------------------------------ running kernels from C
