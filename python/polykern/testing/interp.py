@@ -324,7 +324,7 @@ class Program:
         if w is not None and w[0] == ep and w[1] != me and w[1] != tag:
             raise OracleError(f"{where}: data race on {mem.name}[{i}]: "
                               f"{'written' if atomic is None else f'atomic_{atomic}()'} by work-item {me} after "
-                              f"{'a write' if isinstance(w[1], int) else f'atomic_{w[1]}()'} by another in the "
+                              f"{'a write by another work-item' if isinstance(w[1], int) else f'atomic_{w[1]}()'} in the "
                               "same barrier interval (the result would depend on the order)")
         r = mem.rd[i]
         if r is not None and r[0] == ep and r[1] != me:
