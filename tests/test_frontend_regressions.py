@@ -254,3 +254,68 @@ def test_array_size_accepts_integer_operators(tmp_path):
     arrays = k.ir.arrays
     assert arrays["s"].size == (1 << 10) | 3 ^ 1 & 7
     assert arrays["t"].size == 16 + 2 - 3 - 3 + 64  # C truncation for // and %
+
+
+# ---------------------------------------------------------------- 12.8 deep expressions compile
+
+def deep_kernel(tmp_path, body):
+    """Define a kernel whose source needs a raised recursion limit to be compiled by CPython itself;
+    polykern then translates and builds it under the default limit."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 30000))
+    try:
+        return make_kernel(tmp_path, body)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+DEEP_TARGETS = [p for p in RUNTIMES if p.values[1] in ("llvm", "opencl", "vulkan")]
+
+
+@pytest.mark.parametrize("terms,target,kind", [
+    pytest.param(n, *p.values, id=f"{n}-{p.id}") for n in (400, 5000) for p in DEEP_TARGETS
+    if n == 400 or p.values[1] != "vulkan"])
+def test_long_operator_chains_compile_and_run(terms, target, kind, tmp_path):
+    k = deep_kernel(tmp_path, "def kk(x: Buffer[f32], o: Buffer[f32], c: Buffer[i32]):\n"
+                              f"    o[0] = {' + '.join(['x[0]'] * terms)}\n"
+                              f"    o[1] = {' - ('.join(['x[1]'] * 150)}{')' * 149}\n"
+                              f"    if {' and '.join(['x[0] > 0.0'] * 400)}:\n"
+                              "        c[0] = 1\n"
+                              f"    c[1] = min({', '.join(f'c[{2 + i % 2}]' for i in range(400))})\n")
+    fn = k.ir
+    assert max(_expr_depth(e) for e in ir.walk_all_exprs(fn.body)) <= 70
+    x, o, c = np.array([1.0, 2.0], np.float32), np.zeros(2, np.float32), np.array([0, 0, 7, 5], np.int32)
+    pk.build([k], targets=[target]).on(kind)["kk"](x, o, c, **ONE)
+    assert o.tolist() == [float(terms), 0.0]
+    assert c.tolist() == [1, 5, 7, 5]
+
+
+def _expr_depth(e):
+    depth, stack = 0, [(e, 1)]
+    while stack:
+        n, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in n.children())
+    return depth
+
+
+def test_deeply_nested_unary_operators_get_a_located_error(tmp_path):
+    from polykern.errors import KernelSyntaxError
+
+    k = deep_kernel(tmp_path, f"def kk(x: Buffer[f32]):\n    x[0] = {'-' * 3000}x[1]\n")
+    with pytest.raises(KernelSyntaxError, match="nested too deeply to compile") as info:
+        k.ir
+    assert info.value.loc.line == 6
+
+
+def test_clone_is_deep_and_equal():
+    from polykern.passes.clone import clone_function
+
+    fn = k_fold.ir
+    c = clone_function(fn)
+    assert ir.function_str(c) == ir.function_str(fn)
+    originals = {id(x) for x in ir.walk_stmts(fn.body)} | {id(e) for e in ir.walk_all_exprs(fn.body)}
+    assert not originals & ({id(x) for x in ir.walk_stmts(c.body)} | {id(e) for e in ir.walk_all_exprs(c.body)})
+    assert c.locals is not fn.locals and c.params[0] is not fn.params[0]

@@ -6,7 +6,6 @@ the order the targets were given.
 """
 from __future__ import annotations
 
-import copy
 import os
 import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
@@ -17,6 +16,7 @@ from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.bounds_check import bounds_check as add_bounds_checks
+from .passes.clone import clone_function
 
 BOUNDS_CHECK_ENV = "POLYKERN_BOUNDS_CHECK"
 KernelsLike = Union[Kernel, Sequence[Kernel], _pytypes.ModuleType, dict]
@@ -74,7 +74,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     if not parsed:
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
-    funcs = [run_default_passes(copy.deepcopy(verify(k.ir))) for k in collect_kernels(kernels)]
+    funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     if bounds_check_requested(bounds_check):
         funcs = [verify(add_bounds_checks(f)) for f in funcs]
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
@@ -84,7 +84,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
             raise TargetError(f"no code generator is registered for target kind '{t.kind}' "
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
-        root.import_module(builder(copy.deepcopy(funcs), t))
+        root.import_module(builder([clone_function(f) for f in funcs], t))
     return root
 
 

@@ -54,6 +54,19 @@ def _is_safe(e: ir.Expr) -> bool:
     return True
 
 
+# The deepest expression the frontend emits; deeper ones are split into temporaries.
+MAX_EXPR_DEPTH = 64
+
+
+def expr_depth(e: ir.Expr) -> int:
+    """The depth of an expression tree (cached on its nodes: the frontend builds trees bottom-up)."""
+    d = getattr(e, "_pk_depth", None)
+    if d is None:
+        d = 1 + max((expr_depth(c) for c in e.children()), default=0)
+        e._pk_depth = d
+    return d
+
+
 def _c_div(a, b):
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
@@ -149,7 +162,21 @@ class ExprTranslator:
         e = self._expr(node)
         if e.loc is None:
             e.loc = self.loc(node)
-        return e
+        return self.bounded(e, node)
+
+    def bounded(self, e: ir.Expr, node) -> ir.Expr:
+        """``e``, or a temporary assigned ``e`` first (in ``pending``) if ``e`` is deeper than
+        ``MAX_EXPR_DEPTH``: every backend walks IR expressions recursively, so their depth stays small
+        however long the user's expression is. The temporary is evaluated where ``e`` was, in order."""
+        if expr_depth(e) <= MAX_EXPR_DEPTH or is_weak(e) or not isinstance(e.type, ScalarType):
+            return e
+        tmp = self.new_temp(e.type, node)
+        assign = ir.Assign(tmp, e)
+        assign.loc = e.loc
+        self.pending.append(assign)
+        v = ir.Var(tmp, e.type)
+        v.loc = e.loc
+        return v
 
     def scalar_expr(self, node) -> ir.Expr:
         e = self.expr(node)
@@ -207,11 +234,27 @@ class ExprTranslator:
 
     # ------------------------------------------------------------------ operators
     def expr_BinOp(self, node):
-        op = type(node.op)
-        if op not in _BINOPS:
-            raise self.syntax_error(f"operator {type(node.op).__name__} is not supported", node)
-        name, text = _BINOPS[op]
-        a, b = self.scalar_expr(node.left), self.scalar_expr(node.right)
+        """Operator trees are translated iteratively (post-order, left before right, as Python
+        evaluates them): ``x[0] + x[0] + ...`` with thousands of terms cannot exhaust the stack."""
+        todo, vals = [(node, False)], []
+        while todo:
+            n, ready = todo.pop()
+            if not isinstance(n, ast.BinOp):
+                vals.append(self.scalar_expr(n))
+            elif not ready:
+                if type(n.op) not in _BINOPS:
+                    raise self.syntax_error(f"operator {type(n.op).__name__} is not supported", n)
+                todo += [(n, True), (n.right, False), (n.left, False)]
+            else:
+                b, a = vals.pop(), vals.pop()
+                e = self._binop(n, a, b)
+                if e.loc is None:
+                    e.loc = self.loc(n)
+                vals.append(e if n is node else self.bounded(e, n))
+        return vals[0]
+
+    def _binop(self, node, a, b):
+        name, text = _BINOPS[type(node.op)]
         loc = self.loc(node)
         if name == "pow":
             return self._pow(a, b, node)
@@ -334,6 +377,7 @@ class ExprTranslator:
             else:
                 out = ir.BinOp(name, out, rhs)
             out.loc = self.loc(node)
+            out = self.bounded(out, node)
         return out
 
     def expr_Compare(self, node):
@@ -450,6 +494,7 @@ class ExprTranslator:
                 x, y = unify(out, a, f"{name}()", self.loc(node))
                 out = ir.Call(name, [default_type(x), default_type(y)])
                 out.loc = self.loc(node)
+                out = self.bounded(out, node)
             return out
         n = 1 if name in ir.MATH_UNARY else (2 if name in ir.MATH_BINARY else 3)
         self._nargs(node, name, n)

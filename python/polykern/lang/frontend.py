@@ -107,6 +107,11 @@ class FunctionTranslator(ExprTranslator):
             try:
                 res = self.stmt(s)
                 res = self.pending + res  # statements an expression of `s` needs to run first
+            except RecursionError:
+                raise self.syntax_error(
+                    "this statement is nested too deeply to compile (operator chains of any length are "
+                    "fine, but not thousands of nested calls, unary operators or parentheses); split it "
+                    "into several statements", s) from None
             finally:
                 self.pending = saved
             for r in res:

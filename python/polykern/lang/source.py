@@ -4,7 +4,9 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from typing import List
 
@@ -29,6 +31,32 @@ class KernelSource:
         return SourceLoc(self.filename, file_line, col + 1 + self.indent, text)
 
 
+_PARSE_LOCK = threading.Lock()
+_DEEP_PARSE_LIMIT = 50_000
+
+
+def _parse(text: str, filename: str) -> ast.Module:
+    """Parse a kernel's source. CPython compiled this function already, possibly under a higher
+    recursion limit than now (a 5,000-term ``a + b + ...`` needs one): a recursion error gets one more
+    try under a raised limit before it is reported as a located-by-file error."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:  # pragma: no cover - CPython already compiled the function
+        raise KernelSyntaxError(f"cannot parse kernel source: {exc}") from None
+    except RecursionError:
+        pass
+    with _PARSE_LOCK:
+        old = sys.getrecursionlimit()
+        try:
+            sys.setrecursionlimit(max(old, _DEEP_PARSE_LIMIT))
+            return ast.parse(text)
+        except (RecursionError, MemoryError):
+            raise KernelSyntaxError(f"the kernel in {filename} is nested too deeply for Python's parser; "
+                                    "split its longest expression into several statements") from None
+        finally:
+            sys.setrecursionlimit(old)
+
+
 def get_kernel_source(fn) -> KernelSource:
     try:
         filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
@@ -43,10 +71,7 @@ def get_kernel_source(fn) -> KernelSource:
     dedented = textwrap.dedent(text)
     first = next((ln for ln in lines if ln.strip()), "")
     indent = len(first) - len(first.lstrip())
-    try:
-        module = ast.parse(dedented)
-    except SyntaxError as exc:  # pragma: no cover - CPython already compiled the function
-        raise KernelSyntaxError(f"cannot parse kernel source: {exc}") from None
+    module = _parse(dedented, str(filename))
     fdefs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not fdefs:
         raise KernelSyntaxError(f"@pk.kernel must decorate a function (got {fn!r})")
