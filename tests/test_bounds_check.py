@@ -67,7 +67,16 @@ def compact(n: i32, x: Buffer[f32, "readonly"], count: Buffer[i32], out: Buffer[
         out[pk.atomic_add(count, 0, 1)] = x[i]
 
 
-KERNELS = [scale, gather, histogram, shifted, private, compact]
+@pk.kernel
+def tiled(k: i32, y: Buffer[i32]):
+    s = pk.shared(i32, 64)
+    lid = pk.local_id(0)
+    s[lid] = lid * 10
+    pk.barrier()
+    y[pk.global_id(0)] = s[lid + k]
+
+
+KERNELS = [scale, gather, histogram, shifted, private, compact, tiled]
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -118,6 +127,14 @@ def test_local_array(checked):
     text = _violation(checked, "private", 8, 2, np.zeros(8, np.int32))
     assert "out-of-bounds read of array 't' at index " in text and "(length 4)" in text
     assert "y[i] = t[i % 4 + k]" in text
+
+
+def test_shared_array(checked):
+    y = np.zeros(128, np.int32)
+    checked["tiled"](0, y, grid=2, block=64)
+    assert y.tolist() == [10 * (i % 64) for i in range(128)]
+    text = _violation(checked, "tiled", 1, y, n=128)
+    assert "out-of-bounds read of array 's' at index 64 (length 64)" in text and "s[lid + k]" in text
 
 
 def test_index_holding_an_atomic_is_evaluated_once(checked):

@@ -1,6 +1,9 @@
-"""The conformance suite, expanded per runtime present: test ids are ``<case>[<target>]``.
+"""The conformance suite, expanded per runtime present: test ids are ``<case>_<target>``.
 
 A case fails if a backend gives a wrong result or refuses a feature that its skip list does not name.
+The suite runs again in checked mode (``bounds_check=True``, ids ``<case>_<target>_checked``) on the
+runtimes with distinct code generators (CPU, CUDA, OpenCL C, SPIR-V, WGSL): every access is guarded
+there, and the results must not change.
 """
 import numpy as np
 import pytest
@@ -9,17 +12,22 @@ import polykern as pk
 from conformance import ALL_CASES
 from runtimes import runnable_targets
 
+CHECKED_KINDS = ("llvm", "cuda", "opencl", "vulkan", "webgpu")
 PARAMS = []
 for target, kind, skips in runnable_targets():
     for case in ALL_CASES:
         reason = skips.get(case.name) or next((skips[f] for f in sorted(case.features) if f in skips), None)
         marks = [pytest.mark.skip(reason=f"{target}: {reason}")] if reason else []
-        PARAMS.append(pytest.param(case, target, kind, id=f"{case.name}_{target.split()[0]}", marks=marks))
+        PARAMS.append(pytest.param(case, target, kind, False, id=f"{case.name}_{target.split()[0]}", marks=marks))
+        if kind in CHECKED_KINDS:
+            PARAMS.append(pytest.param(case, target, kind, True, id=f"{case.name}_{target.split()[0]}_checked",
+                                       marks=marks))
 
 
-@pytest.mark.parametrize("case,target,kind", PARAMS)
-def test_conformance(case, target, kind):
-    mod = pk.build(case.kernels, targets=[target])
+@pytest.mark.parametrize("case,target,kind,checked", PARAMS)
+def test_conformance(case, target, kind, checked):
+    mod = pk.build(case.kernels, targets=[target], bounds_check=checked)
+    assert all((f.attrs.get("bounds_check") == "1") is checked for f in mod.functions.values())
     case.run(mod.on(kind), np.random.default_rng(1234))
 
 
