@@ -1259,3 +1259,33 @@ def test_pointer_check_is_repeated_only_for_a_new_object_or_pointer(fake, monkey
     y.__cuda_array_interface__["data"] = (z.ptr, False)  # the same object, another pointer: asked again
     with pytest.raises(LaunchError, match="another CUDA context"):
         k(8, 1.0, x, y, grid=1, block=8)
+
+
+# ============================================================== checked mode through this runtime (FAKE)
+def test_checked_kernel_passes_hidden_arguments_and_reads_the_record(fake):
+    """pk.build(..., bounds_check=True) on CUDA: the wrapper appends the buffer lengths (u32) and the
+    error record; the runtime copies the record back before the launch returns."""
+    import copy as _copy
+
+    from polykern.passes import run_default_passes
+    from polykern.passes.bounds_check import bounds_check
+
+    gpu, rt = fake
+    base = FunctionInfo.from_ir(bounds_check(run_default_passes(_copy.deepcopy(saxpy.ir))))
+    info = FunctionInfo(base.name, base.args, base.launch_tags, 0, dict(base.attrs, entry="saxpy", arch="sm_90"))
+    write_id = next(k for k in range(int(info.attrs["bounds_accesses"]))
+                    if '"y","write"' in info.attrs[f"bounds_at_{k}"])
+    seen = []
+
+    def emu_checked(gpu, params, grid, block):
+        n, a, x, y, x_len, y_len, err = struct.unpack_from("<ifQQIIQ", params, 0)
+        seen.append((n, x_len, y_len))
+        if n > y_len:
+            gpu.write(err, struct.pack("<iiii", write_id + 1, y_len, 0, 0))
+
+    gpu.kernels["saxpy"] = emu_checked
+    k = make_module(rt, infos={"saxpy": info})["saxpy"]
+    k(4, 1.0, np.ones(4, np.float32), np.ones(4, np.float32), grid=1, block=4)
+    with pytest.raises(LaunchError, match=r"kernel 'saxpy': out-of-bounds write to buffer 'y' at index 3 \(length 3\)"):
+        k(5, 1.0, np.ones(5, np.float32), np.ones(3, np.float32), grid=1, block=8)
+    assert seen == [(4, 4, 4), (5, 5, 3)]
