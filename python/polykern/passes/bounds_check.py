@@ -39,7 +39,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
+from ..ir.types import ArrayType, BufferType, ScalarType, i32, u32, u64
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
@@ -128,7 +128,6 @@ class _Checker:
         self.user_args = len(fn.params)
         fn.params = list(fn.params) + new_params
         self.table: List[Access] = []
-        self.file = os.path.basename(fn.loc.file) if fn.loc is not None else ""
 
     def fresh(self, base: str) -> str:
         name, k = base, 0
@@ -154,7 +153,7 @@ class _Checker:
         else:
             length, size = ir.Var(self.lengths[base.name].name, self.utype), -1
         aid = len(self.table)
-        self.table.append(Access(base.name, op, str(index.type), size, self.file if loc else "",
+        self.table.append(Access(base.name, op, str(index.type), size, os.path.basename(loc.file) if loc else "",
                                  loc.line if loc else 0, loc.col if loc else 0,
                                  (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else ""))
         u = self.utype
