@@ -1,14 +1,14 @@
 """polykern Hexagon backend: kernels -> LLVM IR -> a Hexagon ELF object of range entry points.
 
 ``register_backend()`` is the ``polykern.backends`` entry point: it declares the codegen (target
-kind ``hexagon``; needs only llvmlite) and tries the runtime, which is not written yet (it needs
-the Hexagon SDK: FastRPC to a device DSP, or the Hexagon simulator; see ``runtime.py``).
+kind ``hexagon``; needs only llvmlite) and tries the runtime (``runtime/``), which runs kernels
+under QEMU user-mode emulation where ``qemu-hexagon-static``, clang and ld.lld are installed.
 """
 from __future__ import annotations
 
 __all__ = ["register_backend"]
 
-HINT = "with the Hexagon SDK (FastRPC to a Snapdragon DSP, or hexagon-sim)"
+HINT = "where qemu-hexagon-static, clang and ld.lld are installed (apt-get install qemu-user-static clang lld)"
 
 
 def register_backend():

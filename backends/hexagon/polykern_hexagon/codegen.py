@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import registry
+from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.module import FunctionInfo, create_with_fallback
@@ -39,13 +40,26 @@ HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
 }, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK")
 
 
-class HexagonEmitter(WorkgroupLoopEmitter):
+class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
     """The work-item-loop emitter for Hexagon: address space 0 everywhere, division that cannot
-    fault (x/0 goes through a runtime routine), and f16 conversions defined in the object (scalar
-    Hexagon cores have no half-precision conversion instructions)."""
+    fault (x/0 goes through a runtime routine), f16 conversions defined in the object (scalar
+    Hexagon cores have no half-precision conversion instructions), and the transcendental
+    functions expanded in the object by polykern's portable device math (there is no libm on a
+    bare DSP), as on nvptx and rocm."""
 
     SAFE_INT_DIVISION = True
     F16_LIBCALLS = True
+    #: The Hexagon ABI aligns the stack to 8 bytes. Over-aligned stack arrays make LLVM realign the
+    #: frame through a base register (r16), and with the dynamic per-work-item allocas of the
+    #: work-item loops its Hexagon backend (LLVM 22 in llvmlite 0.4x, -O1 and up) stores through r16 before setting
+    #: it, corrupting the caller's frame (found running kernels with barriers under qemu-hexagon).
+    #: So no stack object is aligned beyond the ABI's 8 bytes.
+    STACK_ALIGN = 8
+    ARRAY_ALIGN = STACK_ALIGN
+    SHARED_ALIGN = STACK_ALIGN
+
+    def alloca(self, ty, count=None, name: str = "", align=None):
+        return super().alloca(ty, count, name=name, align=min(align, self.STACK_ALIGN) if align else align)
 
 
 def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str, FunctionInfo]:

@@ -1,5 +1,5 @@
-"""The hexagon module every host builds for now (no Hexagon runtime yet): same bytes as the real
-module will have (one serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable.
+"""The hexagon module a host without the emulated runtime builds: same bytes as the real module
+(one serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable.
 
 Its ``asm`` source is produced lazily: a build keeps the optimized LLVM IR (``llvm``) and the
 object, and renders the assembly from that IR the first time the module's sources are read
@@ -13,7 +13,7 @@ from typing import Dict, Mapping
 
 from polykern.module import FallbackModule
 
-__all__ = ["PendingHexagonAsm", "HexagonFallbackModule"]
+__all__ = ["PendingHexagonAsm", "PendingAsmSources", "HexagonFallbackModule"]
 
 
 class PendingHexagonAsm(str):
@@ -35,13 +35,9 @@ class PendingHexagonAsm(str):
         return assemble_ll(ll, triple, cpu, "", opt)
 
 
-class HexagonFallbackModule(FallbackModule):
-    """``inspect_source()`` shows the Hexagon assembly; ``inspect_source("llvm")`` the LLVM IR.
-
-    ``sources`` renders a pending ``asm`` once, on first read (thread-safe); assigning it stores
-    the map as given."""
-
-    source_preference = ("asm", "llvm")
+class PendingAsmSources:
+    """Mixin for hexagon modules (fallback and emulated runtime): ``sources`` renders a pending
+    ``asm`` once, on first read (thread-safe); assigning it stores the map as given."""
 
     @property
     def sources(self) -> Dict[str, str]:
@@ -58,3 +54,9 @@ class HexagonFallbackModule(FallbackModule):
     def sources(self, value: Mapping[str, str]) -> None:
         self.__dict__["_sources_lock"] = threading.Lock()
         self.__dict__["_sources"] = dict(value)
+
+
+class HexagonFallbackModule(PendingAsmSources, FallbackModule):
+    """``inspect_source()`` shows the Hexagon assembly; ``inspect_source("llvm")`` the LLVM IR."""
+
+    source_preference = ("asm", "llvm")

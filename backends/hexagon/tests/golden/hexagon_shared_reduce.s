@@ -8,24 +8,21 @@
 shared_reduce__range:
 	{
 		p0 = cmp.gt(r5:4,r3:2)
-		allocframe(r29,#1216):raw
+		memd(r29+#-16) = r17:16
+		allocframe(r29,#1168):raw
 	}
 	{
-		r29 = and(r29,#-64)
-		memd(r30+#-8) = r17:16
-		memd(r30+#-16) = r19:18
+		memd(r29+#1152) = r19:18
+		memd(r29+#1144) = r21:20
 	}
 	{
-		memd(r30+#-24) = r21:20
-		memd(r30+#-32) = r23:22
-	}
-	{
-		memd(r30+#-40) = r25:24
-		memd(r30+#-48) = r27:26
+		memd(r29+#1136) = r23:22
+		memd(r29+#1128) = r25:24
 	}
 	{
 		if (!p0) jump:nt .LBB0_61
-		memd(r29+#120) = r5:4
+		memd(r29+#1120) = r27:26
+		memd(r29+#80) = r5:4
 	}
 	{
 		r19:18 = combine(r3,r2)
@@ -47,15 +44,15 @@ shared_reduce__range:
 	{
 		r17:16 = mpyu(r5,r4)
 		r6 = memw(r6+#0)
-		memw(r29+#48) = r6.new
+		memw(r29+#8) = r6.new
 	}
 	{
 		r6 = memw(r7+#0)
-		memd(r29+#96) = r9:8
+		memd(r29+#56) = r9:8
 	}
 	{
 		call __hexagon_umoddi3
-		memw(r29+#52) = r6
+		memw(r29+#12) = r6
 	}
 	{
 		r5:4 = combine(#0,#7)
@@ -70,34 +67,34 @@ shared_reduce__range:
 	{
 		r15:14 = and(r17:16,r3:2)
 		p2 = cmp.gtu(r25:24,r17:16)
-		r23 = add(r29,#128)
-		memd(r29+#64) = r17:16
+		r23 = add(r29,#88)
+		memd(r29+#24) = r17:16
 	}
 	{
 		r21:20 = combine(#-1,#-8)
 		p0 = cmp.gtu(r26,#1)
 		r17:16 = combine(#0,#1)
-		memd(r29+#72) = r5:4
+		memd(r29+#32) = r5:4
 	}
 	{
 		r4 = p2
 		r5 = p0
-		memw(r29+#44) = r28
+		memw(r29+#4) = r28
 	}
 	{
-		memw(r29+#60) = r5
-		memd(r29+#88) = r15:14
+		memw(r29+#20) = r5
+		memd(r29+#48) = r15:14
 	}
 	{
 		jump .LBB0_2
-		memw(r29+#56) = r4
+		memw(r29+#16) = r4
 	}
 	.p2align	4
 .LBB0_60:
 	{
 		r7:6 = add(r1:0,r17:16)
-		r3:2 = memd(r29+#96)
-		r19:18 = memd(r29+#104)
+		r3:2 = memd(r29+#56)
+		r19:18 = memd(r29+#64)
 	}
 	{
 		r19:18 = add(r19:18,r17:16)
@@ -106,8 +103,8 @@ shared_reduce__range:
 	}
 	{
 		p0 = cmp.eq(r7:6,r3:2)
-		r5:4 = memd(r29+#120)
-		memd(r29+#96) = r5:4
+		r5:4 = memd(r29+#80)
+		memd(r29+#56) = r5:4
 	}
 	{
 		p1 = cmp.gt(r5:4,r19:18)
@@ -119,22 +116,22 @@ shared_reduce__range:
 	{
 		r5 = mpyi(r26,r0)
 		r3:2 = combine(#0,#0)
-		r4 = memw(r29+#48)
-		memd(r29+#104) = r19:18
+		r4 = memw(r29+#8)
+		memd(r29+#64) = r19:18
 	}
 	{
 		r22 = addasl(r4,r5,#2)
 		r18 = r28
 		if (p2) jump:nt .LBB0_6
-		memd(r29+#112) = r1:0
+		memd(r29+#72) = r1:0
 	}
 	.p2align	4
 .LBB0_3:
 	{
 		r1 = r22
 		r2 = r18
-		r0 = add(r29,#128)
-		memd(r29+#80) = r3:2
+		r0 = add(r29,#88)
+		memd(r29+#40) = r3:2
 	}
 	{
 		call memcpy
@@ -142,48 +139,48 @@ shared_reduce__range:
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
+		r0 = add(r29,#88)
 		r2 = r18
 	}
 	{
-		r3:2 = memd(r29+#80)
-		r1:0 = memd(r29+#88)
+		r3:2 = memd(r29+#40)
+		r1:0 = memd(r29+#48)
 	}
 	{
 		r3:2 = add(r3:2,r25:24)
@@ -194,7 +191,7 @@ shared_reduce__range:
 	}
 	{
 		r3:2 = combine(#0,#0)
-		r1:0 = memd(r29+#72)
+		r1:0 = memd(r29+#32)
 	}
 	{
 		p0 = cmp.eq(r1:0,r3:2)
@@ -209,12 +206,12 @@ shared_reduce__range:
 	{
 		call memcpy
 		r1 = r22
-		r0 = add(r29,#128)
-		r2 = memw(r29+#44)
+		r0 = add(r29,#88)
+		r2 = memw(r29+#4)
 	}
 	{
 		r19:18 = add(r19:18,r17:16)
-		r1:0 = memd(r29+#72)
+		r1:0 = memd(r29+#32)
 	}
 	{
 		p0 = cmp.eq(r19:18,r1:0)
@@ -281,7 +278,7 @@ shared_reduce__range:
 .LBB0_20:
 	{
 		r7:6 = add(r7:6,r17:16)
-		r9:8 = memd(r29+#64)
+		r9:8 = memd(r29+#24)
 	}
 	{
 		p0 = cmp.gtu(r9:8,r7:6)
@@ -441,14 +438,14 @@ shared_reduce__range:
 	{
 		r11:10 = combine(r27,r26)
 		r9:8 = combine(#0,#0)
-		r0 = memw(r29+#56)
-		r2 = memw(r29+#60)
+		r0 = memw(r29+#16)
+		r2 = memw(r29+#20)
 	}
 	{
 		p2 = r0
 		p0 = r2
 		if (!p0.new) jump:t .LBB0_25
-		r1:0 = memd(r29+#112)
+		r1:0 = memd(r29+#72)
 	}
 	{
 		r11:10 = combine(#0,#0)
@@ -484,14 +481,14 @@ shared_reduce__range:
 	{
 		r3:2 = minu(r11:10,r27:26)
 		r7:6 = combine(#0,#0)
-		r5 = memw(r29+#52)
-		r4 = memw(r29+#128)
+		r5 = memw(r29+#12)
+		r4 = memw(r29+#88)
 	}
 	{
 		r5 = addasl(r5,r0,#2)
 		if (p2) jump:nt .LBB0_54
-		r28 = memw(r29+#44)
-		r15:14 = memd(r29+#88)
+		r28 = memw(r29+#4)
+		r15:14 = memd(r29+#48)
 	}
 	{
 		r19:18 = combine(#0,#0)
@@ -695,7 +692,7 @@ shared_reduce__range:
 .LBB0_53:
 	{
 		r9:8 = combine(#0,#0)
-		r7:6 = memd(r29+#72)
+		r7:6 = memd(r29+#32)
 	}
 	{
 		p0 = cmp.eq(r7:6,r9:8)
@@ -710,7 +707,7 @@ shared_reduce__range:
 .LBB0_59:
 	{
 		r7:6 = add(r7:6,r17:16)
-		r9:8 = memd(r29+#72)
+		r9:8 = memd(r29+#32)
 	}
 	{
 		p0 = cmp.eq(r7:6,r9:8)
@@ -746,16 +743,16 @@ shared_reduce__range:
 	}
 .LBB0_61:
 	{
-		r17:16 = memd(r30+#-8)
-		r19:18 = memd(r30+#-16)
+		r17:16 = memd(r29+#1160)
+		r19:18 = memd(r29+#1152)
 	}
 	{
-		r21:20 = memd(r30+#-24)
-		r23:22 = memd(r30+#-32)
+		r21:20 = memd(r29+#1144)
+		r23:22 = memd(r29+#1136)
 	}
 	{
-		r25:24 = memd(r30+#-40)
-		r27:26 = memd(r30+#-48)
+		r25:24 = memd(r29+#1128)
+		r27:26 = memd(r29+#1120)
 	}
 	{
 		r31:30 = dealloc_return(r30):raw
