@@ -271,3 +271,21 @@ def test_malformed_checked_attributes_are_artifact_errors():
             CheckedKernel(bad, lambda *a, **k: None)
     rows = sorted(json.loads(info.attrs[f"bounds_at_{k}"])[:4] for k in range(int(info.attrs["bounds_accesses"])))
     assert rows == [["x", "read", "i32", -1], ["y", "write", "i32", -1]]
+
+
+def test_cli_run_passes_the_hidden_arguments(tmp_path, capsys):
+    from polykern.cli import main
+
+    path = tmp_path / "c.kbin"
+    pk.build([scale], bounds_check=True).export(str(path))
+    capsys.readouterr()
+    assert main(["run", str(path), "scale", "--n", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "ran scale(n: i32, x: Buffer[f32, readonly], y: Buffer[f32]) on llvm" in out
+
+
+def test_the_runtime_kernel_stays_reachable():
+    k = pk.build([scale], bounds_check=True).on("llvm")["scale"]
+    assert isinstance(k, CheckedKernel) and repr(k).startswith("<CheckedKernel scale(n: i32,")
+    k(4, np.ones(4, np.float32), np.zeros(4, np.float32), grid=1, block=4)
+    assert k.module.kind == "llvm" and k.last_threads  # the CPU kernel's own attributes

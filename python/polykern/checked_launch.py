@@ -23,12 +23,27 @@ from .launch import BufferArg, check_args
 from .passes.bounds_check import (ATTR, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
                                   decode_accesses)
 
-__all__ = ["CheckedKernel", "is_checked", "wrap_if_checked"]
+__all__ = ["CheckedKernel", "is_checked", "user_visible", "wrap_if_checked"]
 
 
 def is_checked(info) -> bool:
     """Whether a FunctionInfo describes a kernel built in checked mode."""
     return info.attrs.get(ATTR) == "1"
+
+
+def user_visible(info):
+    """The FunctionInfo a caller sees: a checked kernel without its hidden parameters (as is otherwise)."""
+    if not is_checked(info):
+        return info
+    try:
+        n_user = int(info.attrs[ATTR_USER_ARGS])
+    except (KeyError, ValueError):
+        raise ArtifactError(f"checked kernel '{info.name}': malformed bounds-check attributes "
+                            f"({ATTR_USER_ARGS})") from None
+    if not 0 <= n_user < len(info.args):
+        raise ArtifactError(f"checked kernel '{info.name}': its hidden bounds-check parameters do not match its "
+                            "arguments")
+    return dataclasses.replace(info, args=info.args[:n_user])
 
 
 def wrap_if_checked(info, fn: Callable) -> Callable:
@@ -66,6 +81,12 @@ class CheckedKernel:
     @property
     def name(self) -> str:
         return self.info.name
+
+    def __getattr__(self, name: str):
+        """The runtime kernel's own attributes (``module``, ``last_threads`` ...) stay reachable."""
+        if name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
 
     def __repr__(self) -> str:
         return f"<CheckedKernel {self.user_info.signature()}>"

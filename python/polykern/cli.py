@@ -282,11 +282,12 @@ def _run(args) -> int:
     import numpy as np
 
     from .artifact import load
+    from .checked_launch import user_visible
 
     if args.n < 1:
         raise _UsageError("--n must be positive")
     root = load(args.artifact)
-    info = root.function_info(args.kernel)
+    info = user_visible(root.function_info(args.kernel))  # a checked kernel's hidden arguments are passed for us
     fn = root.on(args.on)[args.kernel] if args.on else root[args.kernel]
     rng = np.random.default_rng(args.seed)
     values: List[Any] = []
