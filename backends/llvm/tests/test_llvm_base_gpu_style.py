@@ -24,7 +24,7 @@ def gpu_kernel(n: i32, x: Buffer[f32, "readonly"], h: Buffer[f16], out: Buffer[f
     p = pk.local(f32, 4)
     t = pk.local_id(0)
     i = pk.global_id(0)
-    if i >= n:
+    if pk.group_id(0) * pk.local_size(0) >= n:  # uniform: a whole workgroup returns before the barrier
         return
     p[t % 4] = x[i]
     s[t] = p[t % 4] * f32(h[i])

@@ -27,7 +27,7 @@ def fe_mixed(n: i32, k: u32, x: Buffer[f32, "readonly"], y: Buffer[f32], h: Buff
     i = pk.global_id(0)
     t = pk.shared(f32, 32)
     p = pk.local(i32, 4)
-    if i >= n:
+    if pk.group_id(0) * pk.local_size(0) >= n:  # uniform: a whole workgroup returns before the barrier
         return
     acc = 0.0
     j = 0

@@ -14,6 +14,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, i32
 from ..ir.verifier import verify
+from ..passes.uniformity import check_barrier_uniformity
 from . import builtins as B
 from .exprs import ExprTranslator
 from .source import get_kernel_source
@@ -36,8 +37,9 @@ ARRAY_LIMITS = {"shared": 64 * 1024, "local": 64 * 1024}
 
 
 class FunctionTranslator(ExprTranslator):
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, check_barriers: bool = True):
         self.pyfunc = pyfunc
+        self.check_barriers = check_barriers
         self.src = get_kernel_source(pyfunc)
         self.env = dict(pyfunc.__globals__)
         if pyfunc.__closure__:
@@ -88,6 +90,8 @@ class FunctionTranslator(ExprTranslator):
             body = body[1:]  # docstring
         self.fn.body = self.block(body)
         verify(self.fn)
+        if self.check_barriers:
+            check_barrier_uniformity(self.fn)
         return self.fn
 
     def _eval_annotation(self, node):
@@ -389,6 +393,8 @@ class FunctionTranslator(ExprTranslator):
         return [ir.Return()]
 
 
-def translate(pyfunc) -> ir.Function:
-    return FunctionTranslator(pyfunc).translate()
+def translate(pyfunc, check_barriers: bool = True) -> ir.Function:
+    """The verified IR of ``pyfunc``. ``check_barriers=False`` skips the barrier-uniformity rule
+    (passes/uniformity.py): only for tests of a backend's behaviour on IR the language refuses."""
+    return FunctionTranslator(pyfunc, check_barriers).translate()
 
