@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ON the GPU machine, from the repo root, .whl/ and .gl/ carried (tools/gpu/fetch_carry.sh): the whole
+# correctness run of one GPU kind in one device call (docs/correctness.md, docs/gpu.md):
+#   1. tools/gpu/run_gpu_suite.sh: pycuda setup; CUDA/NVPTX conformance (plain and bounds-checked),
+#      cross-compile, backends/cuda, native;
+#   2. OpenCL, Vulkan and WebGPU through NVIDIA's drivers: conformance and cross-compile;
+#   3. tools/fuzz.py on cuda, nvptx, opencl, vulkan and webgpu, one process each, in parallel,
+#      FUZZ_COUNT programs each (default 1000) within FUZZ_BUDGET seconds (default 240).
+# Results in $OUT (default ./gpu-out): summary.txt, suite_stdout.log, other.log, fuzz_<target>.log,
+# fuzz_cases.tar.gz (reduced disagreements, if any). Exit status 0 only when every step passed.
+set -uo pipefail
+REPO=$(pwd)
+[ -f "$REPO/python/polykern/__init__.py" ] || { echo "run this from the polykern repository root" >&2; exit 2; }
+OUT=${OUT:-$REPO/gpu-out}; mkdir -p "$OUT"
+export SITE=${SITE:-/tmp/site} PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+FUZZ_COUNT=${FUZZ_COUNT:-1000}
+FUZZ_BUDGET=${FUZZ_BUDGET:-240}
+FUZZ_SEED=${FUZZ_SEED:-1}
+RC=0
+
+echo "== 1. CUDA suite"
+OUT="$OUT/suite" GPU_SUITE_BUDGET=${GPU_SUITE_BUDGET:-300} bash tools/gpu/run_gpu_suite.sh > "$OUT/suite_stdout.log" 2>&1 || RC=1
+cp "$OUT/suite/summary.txt" "$OUT/summary_cuda.txt" 2>/dev/null
+tail -n 15 "$OUT/suite_stdout.log"
+
+BACKEND_DIRS=$(for d in "$REPO"/backends/*/; do printf ':%s' "${d%/}"; done)
+export PYTHONPATH="$SITE:$REPO/python$BACKEND_DIRS"
+# shellcheck disable=SC1091
+[ -f "$SITE/polykern_env.sh" ] && . "$SITE/polykern_env.sh"
+
+echo "== 2. OpenCL, Vulkan, WebGPU through NVIDIA"
+# shellcheck disable=SC1091
+. tools/gpu/other_env.sh > "$OUT/other_setup.log" 2>&1
+"$PY" -m polykern backends > "$OUT/backends.txt" 2>&1; cat "$OUT/backends.txt"
+timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_conformance.py \
+    tests/test_cross_compile.py -k "opencl or vulkan or webgpu" > "$OUT/other.log" 2>&1 || RC=1
+tail -n 12 "$OUT/other.log"
+
+echo "== 3. fuzz: $FUZZ_COUNT programs per target, ${FUZZ_BUDGET}s"
+mkdir -p "$OUT/fuzz_cases"
+pids=()
+for t in "cuda" "nvptx" "opencl" "vulkan" "webgpu"; do
+    timeout --kill-after=10 $(( FUZZ_BUDGET + 60 )) "$PY" tools/fuzz.py --seed "$FUZZ_SEED" --count "$FUZZ_COUNT" \
+        --targets "$t" --time-budget "$FUZZ_BUDGET" --save-dir "$OUT/fuzz_cases/$t" > "$OUT/fuzz_$t.log" 2>&1 &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || RC=1; done
+for t in cuda nvptx opencl vulkan webgpu; do echo "$t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
+tar czf "$OUT/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null && rm -rf "$OUT/fuzz_cases"
+
+{
+    echo "polykern correctness run, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+    cat "$OUT/summary_cuda.txt" 2>/dev/null
+    echo "other runtimes: $(grep -E '[0-9]+ (passed|failed)' "$OUT/other.log" | tail -n 1)"
+    for t in cuda nvptx opencl vulkan webgpu; do echo "fuzz $t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
+    [ $RC -eq 0 ] && echo "RESULT: ALL PASSED" || echo "RESULT: FAILURES"
+} > "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+exit $RC
