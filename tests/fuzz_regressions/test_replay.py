@@ -1,0 +1,67 @@
+"""Replays every case tools/fuzz.py saved here (``<name>.py`` kernel + ``<name>.json`` launch, inputs,
+the oracle's outputs, and where it disagreed) on every runtime present, against the oracle.
+
+A case's ``open_on`` lists the target kinds where the disagreement it records is still unfixed: there
+it is an expected failure (strict: once the bug is fixed the test fails until the kind is removed from
+``open_on``), and it must pass everywhere else. The oracle's outputs must still equal the saved ones.
+"""
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+
+from polykern.testing import fuzzcase
+from runtimes import runnable_targets
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(HERE, "*.json")))
+
+
+def _dec(x):
+    return float(x) if isinstance(x, str) else x
+
+
+def load_case(name):
+    with open(os.path.join(HERE, name + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(HERE, name + ".py")) as f:
+        source = f.read()
+    args = []
+    for a in meta["args"]:
+        if "values" in a:
+            args.append(np.array([_dec(x) for x in a["values"]], dtype=a["dtype"]))
+        else:
+            args.append(np.dtype(a["dtype"]).type(_dec(a["value"])))
+    case = fuzzcase.Case(meta["kernel"], source, tuple(meta["grid"]), tuple(meta["block"]), args,
+                         frozenset(meta["features"]))
+    return case, meta
+
+
+def test_cases_are_complete():
+    for name in CASES:
+        assert os.path.exists(os.path.join(HERE, name + ".py")), f"{name}.json has no {name}.py"
+        _, meta = load_case(name)
+        assert isinstance(meta["open_on"], list), f"{name}: open_on must list target kinds"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_oracle_still_gives_the_saved_outputs(name):
+    case, meta = load_case(name)
+    got = case.oracle().buffers
+    for buf, values in meta["expected"].items():
+        want = np.array([_dec(x) for x in values], dtype=got[buf].dtype)
+        np.testing.assert_array_equal(got[buf], want, err_msg=f"{name}: oracle output {buf} changed")
+
+
+@pytest.mark.parametrize("target", [t for t, _, _ in runnable_targets()])
+@pytest.mark.parametrize("name", CASES)
+def test_case_on_runtime(name, target, request):
+    case, meta = load_case(name)
+    kind = target.split()[0]
+    if kind in meta["open_on"]:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open fuzz finding on {kind} "
+                                                                 "(/work/notes/fuzz-findings.md)"))
+    out = fuzzcase.check_target(case, case.oracle(), target)
+    assert not out.bad, f"{name} on {target}: {out.kind}: {out.detail}"
