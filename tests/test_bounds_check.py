@@ -17,7 +17,8 @@ from polykern.errors import ArtifactError, CompileError, LaunchError
 from polykern.ir.verifier import verify
 from polykern.module import FunctionInfo
 from polykern.passes.bounds_check import ATTR_LENGTHS, bounds_check, decode_accesses
-from runtimes import runnable_targets
+from conformance import ALL_CASES
+from runtimes import all_target_kinds, runnable_targets
 
 TARGETS = [pytest.param((t, k), id=t.split()[0]) for t, k, _ in runnable_targets()
            if k in ("llvm", "opencl", "vulkan", "webgpu")]
@@ -289,3 +290,25 @@ def test_the_runtime_kernel_stays_reachable():
     assert isinstance(k, CheckedKernel) and repr(k).startswith("<CheckedKernel scale(n: i32,")
     k(4, np.ones(4, np.float32), np.zeros(4, np.float32), grid=1, block=4)
     assert k.module.kind == "llvm" and k.last_threads  # the CPU kernel's own attributes
+
+
+REPRESENTATIVE = ("example_saxpy", "example_matmul", "local_array_sort", "atomics_int", "control_flow")
+
+
+@pytest.mark.parametrize("kind", all_target_kinds())
+def test_every_code_generator_compiles_checked_kernels(kind, monkeypatch):
+    """Where a case compiles unchecked (fallback modules: no device needed), it compiles checked too,
+    and the artifact is deterministic and names source files without directories."""
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")
+    cases = [c for c in ALL_CASES if c.name in REPRESENTATIVE]
+    assert len(cases) == len(REPRESENTATIVE)
+    for case in cases:
+        try:
+            pk.build(case.kernels, targets=[kind])
+        except pk.errors.PolykernError:
+            continue  # a feature this backend refuses either way
+        first = pk.build(case.kernels, targets=[kind], bounds_check=True)
+        assert first.export() == pk.build(case.kernels, targets=[kind], bounds_check=True).export()
+        for info in first.functions.values():
+            for k in range(int(info.attrs["bounds_accesses"])):
+                assert "/" not in json.loads(info.attrs[f"bounds_at_{k}"])[4]
