@@ -21,13 +21,14 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
+from polykern import launch_stream as protocol
 from polykern.errors import DeviceError, LaunchError
 
 HERE = Path(__file__).resolve().parent
 RUNTIME = HERE.parent / "polykern_hexagon" / "runtime"
 
 try:
-    from polykern_hexagon.runtime import protocol, toolchain
+    from polykern_hexagon.runtime import toolchain
     from polykern_hexagon.runtime.module import HexagonModule
 
     TOOLS = toolchain.find_tools()
@@ -43,7 +44,7 @@ needs_runtime = pytest.mark.skipif(TOOLS is None, reason=f"no emulated Hexagon r
 
 def test_protocol_constants_match_the_harness_source():
     src = (RUNTIME / "harness.c").read_text()
-    from polykern_hexagon.runtime import protocol as p  # importable without QEMU
+    from polykern import launch_stream as p
 
     defines = dict(re.findall(r"#define (PK_\w+) (\w+)", src))
     assert int(defines["PK_MAGIC"].rstrip("u"), 16) == p.MAGIC

@@ -4,7 +4,7 @@ Importing this package is how ``polykern.backends`` probes the runtime: it raise
 :class:`BackendUnavailableError` naming the Debian packages to install when the emulator, clang or
 ld.lld is missing. A real DSP (FastRPC to a Snapdragon cDSP) is out of scope: see the backend's
 README. module.py runs the kernels, toolchain.py finds the tools and builds the harness,
-protocol.py is the launch stream, harness.c and builtins.c are the freestanding Hexagon side.
+``polykern.launch_stream`` is the launch stream, harness.c and builtins.c are the freestanding Hexagon side.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 module's object with the harness and builtins objects (toolchain.py) into a static Hexagon
 executable whose ``pk_entry`` is the kernel's entry symbol (``ld.lld --defsym``). A launch checks
 its arguments like every runtime (:func:`polykern.launch.check_args`), streams them to the
-executable under ``qemu-hexagon-static`` (protocol.py), which runs all workgroups in one call of
+executable under ``qemu-hexagon-static`` (:mod:`polykern.launch_stream`), which runs all workgroups in one call of
 ``K__range`` on one emulated hardware thread, and copies the written buffers back into the
 caller's arrays. The executables live in a private temporary folder removed with the module.
 """
@@ -27,7 +27,7 @@ from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
 from ..fallback import PendingAsmSources
-from . import protocol
+from polykern import launch_stream as protocol
 from .toolchain import QEMU_CPU, Tools, find_tools, support_objects
 
 __all__ = ["HexagonModule", "HexagonKernel", "STACK_ENV", "MAX_GLOBAL_ID", "NO_SOFT_F64_CPUS"]

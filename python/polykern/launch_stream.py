@@ -1,6 +1,9 @@
-"""The launch stream between the Python runtime and the Hexagon harness (harness.c, whose
-header comment is the definition; ``backends/hexagon/tests/test_hexagon_runtime.py`` checks that
-the constants here match the C source).
+"""The launch stream of polykern's out-of-process kernel runners: the Hexagon harness run under
+qemu-hexagon (backends/hexagon/polykern_hexagon/runtime/harness.c) and the native runner
+``kbin-run`` (native/tools/kbin_run.c, which runs aarch64 artifacts under qemu-aarch64 in the
+emulation tests). Both C files carry the same definition in their header comments; the tests
+(backends/hexagon/tests/test_hexagon_runtime.py, tests/test_emulation_aarch64.py) check that
+their constants match these.
 
 stdin: header ``<IIQ6i`` (magic, nargs, body bytes, grid xyz, block xyz), then per argument a
 64-byte record head ``<IIQ`` (kind, 0, nbytes) zero-padded, and its data padded to 64 bytes.

@@ -1,0 +1,124 @@
+/* kbin-run: run one kernel of a .kbin with its arguments streamed on stdin.
+ *
+ *   kbin-run K.kbin KERNEL [--on KIND] < launch > results
+ *
+ * The stream is polykern's launch stream (python/polykern/launch_stream.py; the Hexagon harness
+ * reads the same), little-endian:
+ *   stdin   header  u32 magic "PKHX", u32 nargs, u64 body bytes, i32 grid[3], i32 block[3]
+ *           body    per argument a 64-byte record head (u32 kind, u32 0, u64 nbytes, zeros)
+ *                   then nbytes of data padded to 64 bytes; kind 0 = scalar, 1 = read-only
+ *                   buffer, 2 = written buffer
+ *   stdout  the data of every kind-2 argument in order, then u32 "PKOK".
+ * Exit status 0 after a complete run, 3 with a message on stderr otherwise. Built for aarch64
+ * (make -C native aarch64), it runs aarch64 artifacts under qemu-aarch64 on any host
+ * (tests/test_emulation_aarch64.py).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "polykern.h"
+
+#define PK_MAGIC 0x58484b50u /* "PKHX" */
+#define PK_DONE 0x4b4f4b50u  /* "PKOK" */
+#define PK_RECORD 64u
+#define PK_MAX_ARGS 1024u
+
+static int fail(const char *what) {
+    fprintf(stderr, "kbin-run: %s\n", what);
+    return 3;
+}
+
+static int read_all(void *dst, size_t n) {
+    return fread(dst, 1, n, stdin) == n;
+}
+
+int main(int argc, char **argv) {
+    pk_error err;
+    pk_artifact *art = NULL;
+    pk_program *prog = NULL;
+    pk_kernel *k;
+    uint32_t head[4], i, grid[3], block[3], done = PK_DONE;
+    int32_t launch[6];
+    uint64_t body_bytes, off = 0;
+    unsigned char *body = NULL;
+    void **args = NULL;
+    pk_buffer **bufs = NULL;
+    const char *kind = NULL;
+    int rc = 3;
+
+    if (argc == 5 && strcmp(argv[3], "--on") == 0) kind = argv[4];
+    else if (argc != 3) {
+        fprintf(stderr, "usage: kbin-run K.kbin KERNEL [--on KIND] < launch-stream > results\n");
+        return 2;
+    }
+    if (!read_all(head, sizeof head) || !read_all(launch, sizeof launch))
+        return fail("stdin ended before the launch header was complete");
+    memcpy(&body_bytes, &head[2], sizeof body_bytes);
+    if (head[0] != PK_MAGIC) return fail("bad magic on stdin (not a polykern launch stream)");
+    if (head[1] > PK_MAX_ARGS) return fail("too many arguments");
+    if (body_bytes > SIZE_MAX / 2) return fail("launch body too large");
+    body = malloc(body_bytes ? (size_t)body_bytes : 1);
+    args = calloc(head[1] ? head[1] : 1, sizeof *args);
+    bufs = calloc(head[1] ? head[1] : 1, sizeof *bufs);
+    if (!body || !args || !bufs) return fail("out of memory");
+    if (!read_all(body, (size_t)body_bytes)) { rc = fail("stdin ended before the launch was complete"); goto out; }
+    for (i = 0; i < 6; i++)
+        if (launch[i] <= 0) { rc = fail("grid and block sizes must be positive"); goto out; }
+    for (i = 0; i < 3; i++) {
+        grid[i] = (uint32_t)launch[i];
+        block[i] = (uint32_t)launch[3 + i];
+    }
+    if (!(art = pk_artifact_load(argv[1], &err))) goto pkfail;
+    if (!(prog = pk_program_load_first(art, kind, argv[2], &err))) goto pkfail;
+    if (!(k = pk_program_kernel(prog, argv[2], &err))) goto pkfail;
+    for (i = 0; i < head[1]; i++) {
+        uint32_t rkind;
+        uint64_t n, padded;
+        if (body_bytes - off < PK_RECORD) { rc = fail("argument record past the end of the body"); goto out; }
+        memcpy(&rkind, body + off, 4);
+        memcpy(&n, body + off + 8, 8);
+        padded = (n + PK_RECORD - 1) / PK_RECORD * PK_RECORD;
+        if (rkind > 2) { rc = fail("bad argument kind"); goto out; }
+        if (n > body_bytes || body_bytes - off - PK_RECORD < padded) {
+            rc = fail("argument data past the end of the body");
+            goto out;
+        }
+        if (rkind == 0) {
+            args[i] = body + off + PK_RECORD;
+        } else {
+            if (!(bufs[i] = pk_buffer_alloc(prog, n ? (size_t)n : 1, &err))) goto pkfail;
+            if (n && pk_buffer_write(bufs[i], 0, body + off + PK_RECORD, (size_t)n, &err)) goto pkfail;
+            args[i] = bufs[i];
+        }
+        off += PK_RECORD + padded;
+    }
+    if (pk_kernel_launch(k, head[1], args, grid, block, &err)) goto pkfail;
+    off = 0;
+    for (i = 0; i < head[1]; i++) {
+        uint32_t rkind;
+        uint64_t n;
+        memcpy(&rkind, body + off, 4);
+        memcpy(&n, body + off + 8, 8);
+        if (rkind == 2 && n) {
+            if (pk_buffer_read(bufs[i], 0, body + off + PK_RECORD, (size_t)n, &err)) goto pkfail;
+            if (fwrite(body + off + PK_RECORD, 1, (size_t)n, stdout) != n) { rc = fail("cannot write stdout"); goto out; }
+        }
+        off += PK_RECORD + (n + PK_RECORD - 1) / PK_RECORD * PK_RECORD;
+    }
+    if (fwrite(&done, sizeof done, 1, stdout) != 1 || fflush(stdout)) { rc = fail("cannot write stdout"); goto out; }
+    rc = 0;
+    goto out;
+pkfail:
+    rc = fail(err.message);
+out:
+    if (bufs)
+        for (i = 0; i < head[1]; i++) pk_buffer_free(bufs[i]);
+    if (prog) pk_program_free(prog);
+    if (art) pk_artifact_free(art);
+    free(bufs);
+    free(args);
+    free(body);
+    return rc;
+}
