@@ -82,7 +82,7 @@ BACKENDS = [
     backend("vulkan", needs = ["vulkan_icd"], runtime_pip = ["vulkan"], runtime_modules = ["vulkan"], config = "vulkan", doc = "SPIR-V; runtime = vulkan (cffi) on any ICD (lavapipe on CPU)"),
     backend("metal", needs = ["metal"], runtime_modules = ["Metal", "objc"], os = "macos", doc = "MSL; runtime = pyobjc Metal on macOS"),
     backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu"], runtime_modules = ["wgpu"], runtime_srcs = ["wgpu_context.py", "device_array.py"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
-    backend("hexagon", needs = ["hexagon_sim"], doc = "Hexagon objects via LLVM; runtime = Hexagon simulator/device"),
+    backend("hexagon", needs = ["qemu_hexagon"], doc = "Hexagon objects via LLVM; runtime = QEMU user-mode emulation"),
 ]
 
 BACKEND_NAMES = [b.name for b in BACKENDS]
@@ -227,9 +227,17 @@ def polykern_backend(name = None):
         visibility = ["//visibility:public"],
     )
 
+    # The runtime's Python files are srcs; its other files (e.g. hexagon's C harness, compiled at
+    # run time) are data.
+    runtime_all = native.glob(runtime_files, exclude = [pkg + "/**/__pycache__/**", pkg + "/**/*.pyc"],
+                              allow_empty = True)
+    runtime_py = [f for f in runtime_all if f.endswith(".py")]
+    runtime_data = [f for f in runtime_all if not f.endswith(".py")]
+
     py_library(
         name = "runtime",
-        srcs = native.glob(runtime_files, exclude = [pkg + "/**/__pycache__/**"], allow_empty = True),
+        srcs = runtime_py,
+        data = runtime_data,
         imports = ["."],
         deps = [":codegen"] + [pip(p) for p in b.runtime_pip],
         target_compatible_with = select({
@@ -245,7 +253,8 @@ def polykern_backend(name = None):
     # not a missing file. testonly: the compiler links :runtime or nothing.
     py_library(
         name = "runtime_code",
-        srcs = native.glob(runtime_files, exclude = [pkg + "/**/__pycache__/**"], allow_empty = True),
+        srcs = runtime_py,
+        data = runtime_data,
         imports = ["."],
         deps = [":codegen"],
         testonly = True,

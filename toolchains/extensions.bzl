@@ -24,7 +24,7 @@ TOOLS = [
     "ld_lld",  # LLVM linker (AMDGPU / Hexagon code objects)
     "rocm_hip",  # libamdhip64 (ROCm runtime)
     "metal",  # macOS Metal framework
-    "hexagon_sim",  # Hexagon simulator
+    "qemu_hexagon",  # qemu-hexagon user-mode emulator (the emulated Hexagon runtime)
 ]
 
 _ENV = [
@@ -199,12 +199,12 @@ def _detect(rctx):
     else:
         reasons["metal"] = "Metal needs macOS"
 
-    # Hexagon simulator.
-    p = _find_prog(rctx, ["hexagon-sim"])
+    # Hexagon under QEMU user-mode emulation (the runtime also needs clang and ld.lld).
+    p = _find_prog(rctx, ["qemu-hexagon-static", "qemu-hexagon"])
     if p:
-        tools["hexagon_sim"] = p
+        tools["qemu_hexagon"] = p
     else:
-        reasons["hexagon_sim"] = "hexagon-sim not on PATH (Hexagon SDK)"
+        reasons["qemu_hexagon"] = "qemu-hexagon-static not on PATH (Debian/Ubuntu package qemu-user-static)"
 
     return struct(
         tools = {t: tools.get(t, "") for t in TOOLS},

@@ -195,7 +195,8 @@ device_config_test = rule(
     doc = "Runs `binary` (built in configuration `config`) against a cpu-built and a `config`-built .kbin.",
 )
 
-def cross_compile_tests(name, src, targets, main, configs = CONFIGS, deps = [], data = [], size = "medium"):
+def cross_compile_tests(name, src, targets, main, configs = CONFIGS, deps = [], data = [], size = "medium",
+                        extra_tests = []):
     """The cross-compile matrix: one artifact from the CPU-only compiler, tested in every configuration.
 
     Declares <name>_kbin_cpu (the CPU-only build); per configuration c: <name>_kbin_<c> (built by the
@@ -203,6 +204,7 @@ def cross_compile_tests(name, src, targets, main, configs = CONFIGS, deps = [], 
     <name>_<c>; and the test_suite <name> of them all. A configuration whose backend has a gpu_tag
     (backends.bzl; cuda: requires-gpu-nvidia) makes a GPU test: tagged, and routed to the GPU pool
     by exec_properties {"test.Pool": "gpu"} (its compile actions stay on the CPU pool).
+    `extra_tests` join the suite (e.g. //tests:cross_compile_emulated, the emulated aarch64/Hexagon cells).
     """
     cross = name + "_kbin_cpu"
     polykern_kbin(name = cross, src = src, targets = targets, config = "cpu")
@@ -238,4 +240,4 @@ def cross_compile_tests(name, src, targets, main, configs = CONFIGS, deps = [], 
             exec_properties = {"test.Pool": "gpu"} if gpu_tag else None,
         )
         tests.append(":%s_%s" % (name, c))
-    native.test_suite(name = name, tests = tests)
+    native.test_suite(name = name, tests = tests + extra_tests)
