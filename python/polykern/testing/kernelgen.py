@@ -375,7 +375,7 @@ class _Gen:
 
     def for_loop(self, depth: int):
         r = self.rng
-        v = self.fresh("i")
+        v = self.fresh("k")  # not "i": i16 would shadow the type
         c = r.random()
         if c < 0.5:
             rng_ = f"range({r.randint(0, 5)})"

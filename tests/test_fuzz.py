@@ -1,0 +1,134 @@
+"""The random kernel generator, the reducer, the declared refusals, and tools/fuzz.py run for real
+(a bounded budget; long runs are recorded in docs/correctness.md)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern.errors import KernelSyntaxError, KernelTypeError
+from polykern.testing import fuzzcase, kernelgen
+from polykern.testing.reduce import reduce_source
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUZZ = os.path.join(REPO, "tools", "fuzz.py")
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+
+def test_same_seed_same_program_and_inputs():
+    a, b = kernelgen.generate(123), kernelgen.generate(123)
+    assert a.source == b.source and a.grid == b.grid and a.block == b.block
+    for x, y in zip(a.make_args(), b.make_args()):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert kernelgen.generate(124).source != a.source
+
+
+def test_generator_covers_the_language():
+    text = "\n".join(kernelgen.generate(s).source for s in range(300))
+    for t in ("bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"):
+        assert re.search(rf"\bBuffer\[{t}\b", text), t
+    needles = ['"readonly"', "pk.local(", "pk.shared(", "pk.barrier()", "if ", "elif ", "else:", "for ",
+               "while ", "break", "continue", "return", "pk.atomic_add(", "pk.atomic_min(", "pk.atomic_max(",
+               "pk.select(", " if ", "NAN", "INF", "pk.sin(", "pk.exp(", "pk.pow(", "pk.fma(", "pk.sqrt(",
+               "pk.rsqrt(", "pk.floor(", "pk.min(", " // ", " % ", " << ", " >> ", "~", "i32(", "u8(",
+               "f16(", " += ", "pk.group_id(0)", "range("]
+    missing = [n for n in needles if n not in text]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 4))
+def test_generated_programs_are_valid_for_the_frontend_and_the_oracle(seed, tmp_path):
+    p = kernelgen.generate(seed)
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features)
+    case.kernel(str(tmp_path))
+    r = case.oracle()  # raises OracleError for a program without one meaning
+    assert set(r.buffers) == {n for n, _, role in p.params if role is not None}
+
+
+COMPILE_TARGETS = ["llvm", "opencl", "vulkan", "webgpu -shader_f16=true", "metal", "cuda -arch=sm_90",
+                   "nvptx -arch=sm_90", "rocm -mcpu=gfx90a"]
+
+
+def test_every_refusal_is_declared_and_nothing_else_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only
+    refused = {t: 0 for t in COMPILE_TARGETS}
+    for seed in range(12):
+        p = kernelgen.generate(seed)
+        k = fuzzcase.load_kernel(p.source, p.name, str(tmp_path))
+        for t in COMPILE_TARGETS:
+            declared = fuzzcase.declared_refusals(t.split()[0])
+            try:
+                pk.build([k], [t])
+            except (KernelTypeError, KernelSyntaxError) as e:
+                refused[t] += 1
+                assert p.features & set(declared), (
+                    f"{t} refused seed {seed}, which uses only {sorted(p.features)} (declared: "
+                    f"{sorted(declared)}): {e}")
+    assert refused["webgpu -shader_f16=true"] > 0 and refused["metal"] > 0  # the check did run
+    assert refused["llvm"] == 0
+
+
+def test_declared_refusals_are_real():
+    """A declared feature is refused: a kernel using f64 does not compile for webgpu or metal."""
+    declared = fuzzcase.declared_refusals("webgpu")
+    assert {"f64", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer"} <= set(declared)
+    assert "f64" in fuzzcase.declared_refusals("metal")
+    assert fuzzcase.declared_refusals("llvm") == {}
+
+
+def test_reducer_keeps_the_failure_and_shrinks():
+    p = kernelgen.generate(7)
+    src = p.source.replace("    g = pk.global_id(0)\n", "    g = pk.global_id(0)\n    o_mark = pk.sqrt(f32(2.0))\n", 1)
+    small = reduce_source(src, p.name, lambda s: "o_mark = pk.sqrt" in s, time_budget=30)
+    assert "o_mark = pk.sqrt" in small
+    assert len(small.splitlines()) < len(src.splitlines()) / 2
+    compile(small, "reduced", "exec")
+
+
+def test_saved_case_round_trips(tmp_path, monkeypatch):
+    import fuzz  # tools/fuzz.py
+
+    p = kernelgen.generate(5)
+    args = p.make_args()
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, args, p.features)
+    oracle = case.oracle()
+    out = fuzzcase.Outcome("opencl", "disagree", "example", "mismatch")
+    path = fuzz.save_case(str(tmp_path), p, p.source, out, oracle, ["opencl"], args)
+    meta = json.loads(open(path[:-3] + ".json").read())
+    assert meta["open_on"] == ["opencl"] and meta["kernel"] == p.name and meta["seed"] == 5
+    sys.path.insert(0, os.path.join(REPO, "tests", "fuzz_regressions"))
+    import test_replay
+
+    monkeypatch.setattr(test_replay, "HERE", str(tmp_path))
+    loaded, _ = test_replay.load_case(os.path.basename(path)[:-3])
+    for x, y in zip(loaded.args, args):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for name, arr in loaded.oracle().buffers.items():
+        np.testing.assert_array_equal(arr, oracle.buffers[name])
+
+
+def _fuzz(*argv, timeout=300):
+    return subprocess.run([sys.executable, FUZZ, *argv], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO)
+
+
+def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
+    p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save")
+    last = p.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
+    assert m, p.stdout[-3000:] + p.stderr[-3000:]
+    assert int(m.group(1)) >= 10 and m.group(2) == "0", p.stdout[-3000:]
+    assert p.returncode == 0
+
+
+def test_runner_names_absent_runtimes_as_skipped_and_is_deterministic():
+    a = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save")
+    b = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save")
+    assert "fuzz: rocm: skipped (no runtime here" in a.stdout, a.stdout + a.stderr
+    assert a.stdout.strip().splitlines()[-1] == "fuzz: 2 programs x 1 targets, 0 disagreements", a.stdout
+    strip = [ln for ln in a.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
+    assert strip == [ln for ln in b.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
