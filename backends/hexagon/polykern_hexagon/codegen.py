@@ -9,12 +9,13 @@ the code is the CPU backend's: per kernel ``K`` the object exports the range ent
 the kernel into loops over the work-items).
 
 Payload fmt ``o``: one relocatable, position-independent ELF object (``e_machine`` 164,
-EM_QDSP6) for the Hexagon SDK's toolchain to link into a FastRPC skeleton library. It may
-reference the Hexagon runtime's compiler builtins (``__hexagon_divsi3``, ``__hexagon_sqrtf``,
-``memset``...) and libm (``expf``, ``sinf``...); both come with every Hexagon SDK link, and f16
-conversions are defined in the object itself. Embedded sources: ``asm`` (LLVM's Hexagon assembly;
-default for inspect; rendered from the optimized IR when first read, see fallback.py) and ``llvm``
-(optimized LLVM IR). FunctionInfo attrs: ``entry`` (the range symbol), ``triple``, ``cpu``,
+EM_QDSP6). It references only the compiler-rt routines LLVM calls for Hexagon (``__hexagon_divsi3``,
+``__hexagon_divdf3``, ``__hexagon_sqrtf``...) and a few libm/libc names (``sqrt``, ``fma``, ``floor``,
+``memset``...): the transcendental functions are expanded in the object by the portable device math
+(:class:`polykern.codegen.llvm_devmath.PortableMath`) and f16 conversions are defined in it. The
+emulated runtime (``runtime/``) provides those routines; so does every Hexagon SDK link.
+Embedded sources: ``asm`` (LLVM's Hexagon assembly; default for inspect; rendered from the
+optimized IR when first read, see fallback.py) and ``llvm`` (optimized LLVM IR). FunctionInfo attrs: ``entry`` (the range symbol), ``triple``, ``cpu``,
 ``item_bytes`` (per-work-item stack bytes of the work-item loops).
 """
 from __future__ import annotations
