@@ -80,6 +80,7 @@ class CUDADialect(CDialect):
     name = "cuda"
     language = "CUDA C"
     half_native = False
+    fn_qualifier = _FN
     TYPE_NAMES = dict(CDialect.TYPE_NAMES, f16="unsigned short")
     MATH_F32 = _F32
     MATH_F64 = _F64

@@ -56,7 +56,6 @@ class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
-    SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
     EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
     ATOMIC_SCOPES = {1: "device", 3: "block"}
 

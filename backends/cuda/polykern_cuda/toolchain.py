@@ -105,7 +105,7 @@ def _nvrtc_compile(source: str, arch: str, output: str, name: str) -> bytes:
           "nvrtcCreateProgram")
     try:
         target = compute_arch(arch) if output == "ptx" else arch
-        opts = [f"--gpu-architecture={target}".encode(), b"--std=c++17", b"--fmad=true"]
+        opts = [f"--gpu-architecture={target}".encode(), b"--std=c++17", b"--fmad=false"]  # no a*b+c -> fma contraction (polykern.numerics)
         arr = (ctypes.c_char_p * len(opts))(*opts)
         rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
         size = ctypes.c_size_t()
@@ -167,7 +167,7 @@ def _nvcc_compile(source: str, arch: str, output: str, name: str) -> bytes:
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)
         flag, target = ("-ptx", f"-arch={compute_arch(arch)}") if output == "ptx" else ("-cubin", f"-arch={arch}")
-        _run([nvcc, flag, target, "-std=c++17", "-o", out, src], f"nvcc ({arch}, {output})")
+        _run([nvcc, flag, target, "-std=c++17", "--fmad=false", "-o", out, src], f"nvcc ({arch}, {output})")
         with open(out, "rb") as f:
             return f.read()
 

@@ -41,6 +41,7 @@ class MetalDialect(CDialect):
     name = "metal"
     language = "Metal Shading Language"
     half_native = True
+    fn_qualifier = "inline"
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",

@@ -64,6 +64,7 @@ class OpenCLDialect(CDialect):
     name = "opencl"
     language = "OpenCL C"
     half_native = False
+    fn_qualifier = _FN
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -134,7 +135,8 @@ class OpenCLDialect(CDialect):
         return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
 
     def prologue(self, unit: TranslationUnit) -> List[str]:
-        out = []
+        # OpenCL C contracts a*b+c into fma by default; the language does not (polykern.numerics).
+        out = ["#pragma OPENCL FP_CONTRACT OFF"]
         if "f64" in unit.features:
             out.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if "int64_base_atomics" in unit.features:

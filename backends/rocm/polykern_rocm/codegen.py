@@ -71,7 +71,6 @@ class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for AMDGPU (GPU style: one invocation per work-item)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
-    SAFE_INT_DIVISION = False  # GPUs do not trap on x/0
     ATOMIC_SCOPES = {1: "agent", 3: "workgroup"}
     NATIVE_MATH = ("exp", "exp2", "log", "log2")  # f16/f32: the AMDGPU backend lowers these fully
 

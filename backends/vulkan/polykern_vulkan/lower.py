@@ -30,10 +30,13 @@ from __future__ import annotations
 
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
+import numpy as np
+
 from polykern import ir
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as n
-from polykern.ir.types import ArrayType, ScalarType, bool_, i32, u32
+from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, i32, u32
+from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
 from .spirv_spec import (BUILTIN, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
@@ -557,16 +560,40 @@ class KernelLowering:
         col = 2 if t.is_float else (0 if t.is_signed else 1)
         if e.op in self._CMP:
             return f.val(self._CMP[e.op][col], self.ty(bool_), a, b)
+        b_const = e.b.value if isinstance(e.b, n.Const) else None
+        if t.is_int and e.op in ("div", "floordiv", "mod"):
+            b = self.safe_divisor(t, e.op, a, b, b_const)
         if e.op not in self._ARITH or self._ARITH[e.op][col] is None:
             if e.op == "floordiv" and t.is_float:
-                q = f.val(Op.FDiv, self.ty(t), a, b)
+                q = self.exact(f.val(Op.FDiv, self.ty(t), a, b))
                 return self.glsl("Floor", t, q)
             if e.op == "mod" and t.is_int and t.is_signed:
-                return self.signed_remainder(t, a, b, e.b.value if isinstance(e.b, n.Const) else None)
+                return self.signed_remainder(t, a, b, b_const if b_const not in (0, None) else None)
             self.refuse(f"operator '{e.op}' on {t}", e.loc)
         if e.op in ("shl", "shr"):
             b = f.val(Op.BitwiseAnd, self.ty(t), b, self.const(t, t.bits - 1))
-        return f.val(self._ARITH[e.op][col], self.ty(t), a, b)
+        out = f.val(self._ARITH[e.op][col], self.ty(t), a, b)
+        return self.exact(out) if t.is_float else out
+
+    def exact(self, v: int) -> int:
+        """Decorate float result ``v`` NoContraction: a*b+c is never fused (polykern.numerics)."""
+        self.m.decorate(v, "NoContraction")
+        return v
+
+    def safe_divisor(self, t: ScalarType, op: str, a: int, b: int, b_const) -> int:
+        """``b``, or 1 where OpSDiv/OpUDiv/OpUMod are undefined (b == 0; MIN / -1): then a / 1 == a
+        and a % 1 == 0 give polykern.numerics' x // 0 == x, x % 0 == 0 and MIN // -1 == MIN (wraps)."""
+        f = self.f
+        signed_div = t.is_signed and op != "mod"
+        if b_const not in (None, 0) and not (signed_div and b_const == -1):
+            return b
+        bid = self.ty(bool_)
+        bad = f.val(Op.IEqual, bid, b, self.const(t, 0))
+        if signed_div:
+            ovf = f.val(Op.LogicalAnd, bid, f.val(Op.IEqual, bid, a, self.const(t, t.min_value())),
+                        f.val(Op.IEqual, bid, b, self.const(t, -1)))
+            bad = f.val(Op.LogicalOr, bid, bad, ovf)
+        return f.val(Op.Select, self.ty(t), bad, self.const(t, 1), b)
 
     def signed_remainder(self, t: ScalarType, a: int, b: int, b_const=None) -> int:
         """C remainder (sign of the dividend) without OpSRem/OpSMod, which the Vulkan environment
@@ -626,6 +653,8 @@ class KernelLowering:
                 self.refuse(f"math function {e.func}()", e.loc)
             if e.func == "fma" and t.bits < 64:
                 return self.fused_multiply_add(t, args)
+            if e.func == "pow":
+                return self.pow(t, *args)
             return self.glsl(_GLSL_FLOAT[e.func], t, *args)
         if not t.is_int:
             self.refuse(f"{e.func}() on {t}", e.loc)
@@ -641,6 +670,40 @@ class KernelLowering:
             first, second = (args[0], args[1]) if e.func == "min" else (args[1], args[0])
             return f.val(Op.Select, tid, less, first, second)
         self.refuse(f"{e.func}() on integer type {t}", e.loc)
+
+    def pow(self, t: ScalarType, x: int, y: int) -> int:
+        """C99 Annex F pow: GLSL Pow is undefined for x < 0 and for x == 0, y <= 0 (lavapipe gives
+        pow(nan, .5) = 0, pow(-inf, .5) = nan), so Pow runs on |x| and the special cases (zeros,
+        infinities, NaN, negative x with integer or non-integer y, y == 0, x == 1) are selected."""
+        f = self.f
+        tid, bid = self.ty(t), self.ty(bool_)
+        c = lambda v: self.const(t, v)  # noqa: E731
+        sel = lambda cond, p, q: f.val(Op.Select, tid, cond, p, q)  # noqa: E731
+        both = lambda p, q: f.val(Op.LogicalAnd, bid, p, q)  # noqa: E731
+        either = lambda p, q: f.val(Op.LogicalOr, bid, p, q)  # noqa: E731
+        feq = lambda p, q: f.val(Op.FOrdEqual, bid, p, q)  # noqa: E731
+        flt = lambda p, q: f.val(Op.FOrdLessThan, bid, p, q)  # noqa: E731
+        inf = c(float("inf"))
+        ax = self.glsl("FAbs", t, x)
+        r = self.glsl("Pow", t, ax, y)
+        y_neg, y_inf = flt(y, c(0.0)), f.val(Op.IsInf, bid, y)
+        r = sel(y_inf, sel(f.val(Op.LogicalEqual, bid, flt(ax, c(1.0)), y_neg), inf, c(0.0)), r)
+        r = sel(feq(ax, c(0.0)), sel(y_neg, inf, c(0.0)), r)
+        r = sel(f.val(Op.IsInf, bid, ax), sel(y_neg, c(0.0), inf), r)
+        # the sign: x's sign bit (so -0 counts) and y an odd integer (|y| >= 2^bits-of-mantissa is even)
+        ux = SCALAR_TYPES[f"u{t.bits}"]
+        x_neg = f.val(Op.INotEqual, bid, f.val(Op.BitwiseAnd, self.ty(ux), f.val(Op.Bitcast, self.ty(ux), x),
+                                                self.const(ux, 1 << (t.bits - 1))), self.const(ux, 0))
+        y_int = feq(self.glsl("Floor", t, y), y)
+        half = self.exact(f.val(Op.FMul, tid, y, c(0.5)))
+        y_odd = both(y_int, f.val(Op.LogicalNot, bid, feq(self.glsl("Floor", t, half), half)))
+        r = sel(both(x_neg, y_odd), f.val(Op.FNegate, tid, r), r)
+        finite_neg_x = both(flt(x, c(0.0)), f.val(Op.LogicalNot, bid, f.val(Op.IsInf, bid, x)))
+        nan = c(float("nan"))
+        r = sel(both(finite_neg_x, f.val(Op.LogicalNot, bid, either(y_int, y_inf))), nan, r)
+        r = sel(either(f.val(Op.IsNan, bid, x), f.val(Op.IsNan, bid, y)), nan, r)
+        r = sel(both(feq(x, c(-1.0)), y_inf), c(1.0), r)
+        return sel(either(feq(y, c(0.0)), feq(x, c(1.0))), c(1.0), r)
 
     def fused_multiply_add(self, t: ScalarType, args: List[int]) -> int:
         """Vulkan gives GLSL.std.450 Fma only the precision of a*b+c (llvmpipe does not fuse), so a
@@ -685,9 +748,7 @@ class KernelLowering:
             self.m.decorate(out, "NoContraction")
             return out
         if src.is_float:
-            if dst.is_signed:
-                return f.val(Op.ConvertFToS, self.ty(dst), v)
-            return f.val(Op.ConvertFToU, self.ty(dst), v)
+            return self.float_to_int(v, src, dst)
         if dst.is_float:
             return f.val(Op.ConvertSToF if src.is_signed else Op.ConvertUToF, self.ty(dst), v)
         # integer -> integer: extend by the source's signedness, then reinterpret the sign.
@@ -702,6 +763,27 @@ class KernelLowering:
             if src == dst:
                 return v
         return f.val(Op.Bitcast, self.ty(dst), v)
+
+    def float_to_int(self, v: int, src: ScalarType, dst: ScalarType) -> int:
+        """Saturating conversion, NaN -> 0 (polykern.numerics.float_to_int): OpConvertFTo* only on
+        values in range (it is undefined outside), selects for the rest. The bounds are exact powers
+        of two; where the type cannot reach one (f16 -> i32: hi = inf), the largest finite value
+        bounds the range instead, so infinities still saturate."""
+        f = self.f
+        lo, hi = saturation_bounds(src.name, dst.name)
+        lo = max(lo, -float(np.finfo(src.numpy).max))
+        bid, tid = self.ty(bool_), self.ty(dst)
+        above = f.val(Op.FOrdGreaterThanEqual, bid, v, self.const(src, hi))
+        in_range = f.val(Op.LogicalAnd, bid, f.val(Op.FOrdGreaterThanEqual, bid, v, self.const(src, lo)),
+                         f.val(Op.LogicalNot, bid, above))
+        safe = f.val(Op.Select, self.ty(src), in_range, v, self.const(src, 0.0))
+        conv = f.val(Op.ConvertFToS if dst.is_signed else Op.ConvertFToU, tid, safe)
+        low = self.const(dst, 0)
+        if dst.is_signed:  # below MIN -> MIN; NaN -> 0
+            low = f.val(Op.Select, tid, f.val(Op.FOrdLessThan, bid, v, self.const(src, lo)),
+                        self.const(dst, dst.min_value()), low)
+        out_of_range = f.val(Op.Select, tid, above, self.const(dst, dst.max_value()), low)
+        return f.val(Op.Select, tid, in_range, conv, out_of_range)
 
     def f32_to_f16(self, v: int) -> int:
         """f32 -> f16, round to nearest even, with 32-bit integer ops on the bit pattern and no

@@ -91,6 +91,8 @@ class Op:
     ULessThanEqual = 178
     SLessThanEqual = 179
     FOrdEqual = 180
+    IsNan = 156
+    IsInf = 157
     FUnordNotEqual = 183
     FOrdLessThan = 184
     FOrdGreaterThan = 186
@@ -209,7 +211,7 @@ GRAMMAR = {
     Op.ControlBarrier: ["I", "I", "I"],
 }
 for _op in (Op.ConvertFToU, Op.ConvertFToS, Op.ConvertSToF, Op.ConvertUToF, Op.UConvert, Op.SConvert,
-            Op.FConvert, Op.Bitcast, Op.SNegate, Op.FNegate, Op.LogicalNot, Op.Not):
+            Op.FConvert, Op.Bitcast, Op.SNegate, Op.FNegate, Op.LogicalNot, Op.Not, Op.IsNan, Op.IsInf):
     GRAMMAR[_op] = ["T", "R", "I"]
 for _op in (Op.IAdd, Op.FAdd, Op.ISub, Op.FSub, Op.IMul, Op.FMul, Op.UDiv, Op.SDiv, Op.FDiv, Op.UMod,
             Op.SRem, Op.FRem, Op.LogicalEqual, Op.LogicalNotEqual, Op.LogicalOr, Op.LogicalAnd,

@@ -361,6 +361,9 @@ class WGSLEmitter:
             return f"({a} {_CMP[op]} {b})"
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
+        if op == "mod" and t.name == "i32":
+            self.helpers.add("pk_rem_i32")
+            return f"pk_rem_i32({_strip(a)}, {_strip(b)})"
         if op in _ARITH:
             return f"({a} {_ARITH[op]} {b})"
         if op in _INT_BIT:
@@ -407,6 +410,11 @@ class WGSLEmitter:
     def _cast(self, e: ir.Cast) -> str:
         if e.a.type == e.to:
             return self.ex(e.a)
+        if e.a.type.is_float and e.to.is_int:  # saturating, NaN -> 0 (polykern.numerics)
+            helper = f"pk_{e.to.name}_from_f32"
+            self.helpers.add(helper)
+            x = self.top(e.a)
+            return f"{helper}({x if e.a.type.name == 'f32' else f'f32({x})'})"
         return f"{wty(e.to)}({self.top(e.a)})"
 
     def _select(self, e: ir.Select) -> str:
@@ -440,6 +448,11 @@ class WGSLEmitter:
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"
+        if e.func == "pow":  # C99 special cases; f16 computed in f32 and rounded once
+            self.helpers.add("pk_pow_f32")
+            if e.type.name == "f32":
+                return f"pk_pow_f32({', '.join(args)})"
+            return "f16(pk_pow_f32(" + ", ".join(f"f32({a})" for a in args) + "))"
         if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
             return "f16(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
         return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"

@@ -8,8 +8,13 @@ the helper functions the kernels need (in a deterministic order), then the kerne
 
 Semantics carried over from ``polykern.ir.nodes`` (and how C is made to honour them):
 
-- integer ``div``/``floordiv``/``mod`` are C's ``/`` and ``%`` (truncating); float ``floordiv`` is
-  ``floor(a / b)`` (the frontend already emits that as a Call), float ``mod`` is ``fmod``;
+- integer ``div``/``floordiv``/``mod`` truncate like C's ``/`` and ``%``, with the edge cases that C
+  leaves undefined defined as ``polykern.numerics`` says (``x // 0 == x``, ``x % 0 == 0``,
+  ``MIN // -1 == MIN``, ``MIN % -1 == 0``) by ``pk_div_*``/``pk_rem_*`` helpers (plain ``/`` and ``%``
+  when the divisor is a literal other than 0 and -1); float ``floordiv`` is ``floor(a / b)``, float
+  ``mod`` is ``fmod``;
+- float -> int conversions saturate and send NaN to 0 (``pk_cvt_*`` helpers: compares against exact
+  power-of-two bounds, then C's truncating cast, which is then always defined);
 - arithmetic on 8/16-bit integers is computed in ``int`` (C promotion) and cast back, so it wraps at
   the type's width; ``u16 * u16`` goes through ``unsigned int`` (no signed overflow); left shifts of
   signed values go through the unsigned type (a negative left operand is UB in C); signed 32/64-bit
@@ -33,7 +38,8 @@ import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, u32, u64
+from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, i32, u32, u64
+from ..numerics import saturation_bounds
 from .c_names import NameTable, kernel_symbol
 
 __all__ = ["Code", "CDialect", "TranslationUnit", "KernelEmitter", "emit_source", "space_of",
@@ -119,6 +125,7 @@ class CDialect:
     language = "C"         # human name of the language ("CUDA C", "OpenCL C", "Metal Shading Language")
     indent = "    "
     half_native = False    # True: f16 values are a native type; False: storage-only (see module doc)
+    fn_qualifier = "static inline"  # how helper functions are declared
 
     TYPE_NAMES: Dict[str, str] = {
         "bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
@@ -188,6 +195,8 @@ class CDialect:
     def cast(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
         if src == dst:
             return x
+        if src.is_float and dst.is_int:
+            return self.float_to_int(unit, x, src, dst)
         if dst == f16 and not self.half_native:
             if src == f64:
                 return Code(f"{unit.helper('pk_f16_from_f64')}({x})")
@@ -196,6 +205,50 @@ class CDialect:
         if src == f16 and not self.half_native and dst == f32:
             return x  # the value already is a float holding a half
         return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
+
+    def float_to_int(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
+        """Saturating float -> int conversion, NaN -> 0 (``polykern.numerics.float_to_int``)."""
+        if src == f16:  # every f16 is exact in float: convert from there
+            src = f32
+            if self.half_native:
+                x = Code(f"(float){x.at(UNARY)}", UNARY)
+        lo, hi = saturation_bounds(src.name, dst.name)
+        ft, it = self.type_name(src), self.type_name(dst)
+        name = f"pk_cvt_{dst.name}_{src.name}"
+        top = self.int_literal(dst.max_value(), dst)
+        if dst.is_signed:
+            body = (f"x >= {self.float_literal(hi, src)} ? {top} : x >= {self.float_literal(lo, src)} ? ({it})x : "
+                    f"x != x ? ({it})0 : {self.int_literal(dst.min_value(), dst)}")
+        else:  # below 0 (and NaN) -> 0; (-1, 0) truncates to 0 anyway
+            body = f"x >= {self.float_literal(hi, src)} ? {top} : x >= {self.float_literal(0.0, src)} ? ({it})x : ({it})0"
+        src_text = (f"// {src} -> {dst}: saturating, NaN -> 0\n"
+                    f"{self.fn_qualifier} {it} {name}({ft} x) {{\n"
+                    f"{self.indent}return {body};\n}}")
+        return Code(f"{unit.helper(name, src_text)}({x})")
+
+    def int_divide(self, unit: "TranslationUnit", op: str, t: ScalarType, a: Code, b: Code) -> Code:
+        """Integer ``div``/``floordiv``/``mod`` with the edge cases defined (``polykern.numerics``)."""
+        narrow = t.bits < 32
+        ht = i32 if narrow else t   # 8/16-bit operands are promoted to int: use the int helper
+        tn = self.type_name(ht)
+        zero = self.int_literal(0, ht)
+        kind = "rem" if op == "mod" else "div"
+        name = f"pk_{kind}_{ht.name}"
+        if ht.is_signed:
+            neg1 = self.int_literal(-1, ht)
+            if kind == "div":  # MIN / -1 overflows in C: negate in the unsigned type (wraps to MIN)
+                ut = self.unsigned_of(ht)
+                body = f"b == {zero} ? a : b == {neg1} ? ({tn})(({ut})0 - ({ut})a) : a / b"
+            else:
+                body = f"(b == {zero} || b == {neg1}) ? {zero} : a % b"
+        else:
+            body = f"b == {zero} ? a : a / b" if kind == "div" else f"b == {zero} ? {zero} : a % b"
+        rule = "x // 0 == x, MIN // -1 == MIN" if kind == "div" else "x % 0 == 0, MIN % -1 == 0"
+        src_text = (f"// {ht} {'//' if kind == 'div' else '%'}: truncating; {rule if ht.is_signed else rule.split(',')[0]}\n"
+                    f"{self.fn_qualifier} {tn} {name}({tn} a, {tn} b) {{\n"
+                    f"{self.indent}return {body};\n}}")
+        code = Code(f"{unit.helper(name, src_text)}({a.text}, {b.text})")
+        return Code(f"({self.type_name(t)}){code.text}", UNARY) if narrow else code
 
     def round_half(self, unit: "TranslationUnit", x: Code) -> Code:
         """Round a float-held f16 result to half precision (storage-only f16)."""
@@ -577,6 +630,8 @@ class KernelEmitter:
         if t.is_int and t.bits < 32 and op == "mul" and not t.is_signed and t.bits == 16:
             ut = d.TYPE_NAMES["u32"]
             return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} * ({ut}){b.at(UNARY)})", UNARY)
+        if t.is_int and op in ("div", "floordiv", "mod") and not _safe_divisor(b, t):
+            return d.int_divide(self.unit, op, t, a, b)
         text = f"{self.operand(a, prec, False)} {BIN_TOKEN[op]} {self.operand(b, prec, True)}"
         if t.is_int and t.bits < 32 and op in _WIDENING:
             return Code(f"({d.type_name(t)})({text})", UNARY)
@@ -640,6 +695,15 @@ class KernelEmitter:
             if err.loc is None:  # dialects refuse without a location; point at the user's call
                 raise KernelTypeError(err.message, e.loc or self.loc or self.fn.loc) from None
             raise
+
+
+def _safe_divisor(b: Code, t: ScalarType) -> bool:
+    """Whether ``b`` is an integer literal for which C's ``/`` and ``%`` are defined for every dividend."""
+    m = re.fullmatch(r"(?:\(\w[\w ]*\))?\(?(-?\d+)[uUlL]*\)?", b.text)
+    if not m:
+        return False
+    v = int(m.group(1))
+    return v != 0 and not (t.is_signed and v == -1)
 
 
 def emit_source(funcs: Sequence[ir.Function], dialect: CDialect, header: str = "") -> Tuple[str, Dict[str, str]]:

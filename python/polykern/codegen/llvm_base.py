@@ -25,7 +25,8 @@ hook                           what a backend decides
 ``ATOMIC_SCOPES``              address space -> LLVM syncscope of atomics on it (none: system scope)
 ``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
                                modules that use f16
-``SAFE_INT_DIVISION``          make x/0 and INT_MIN/-1 not trap (CPU); GPUs do not trap
+``SAFE_INT_DIVISION``          define x/0 and INT_MIN/-1 (polykern.numerics; default True,
+                               every backend: False only for tests of the raw instructions)
 =============================  ===============================================================
 
 Value conventions: ``bool`` is ``i1`` in registers and ``i8`` in memory and in kernel
@@ -588,8 +589,9 @@ class LLVMKernelEmitter:
         bld = self.builder
         signed = st.code == 0
         if self.SAFE_INT_DIVISION:
-            # x/0 and INT_MIN/-1 trap on x86: divide by 1 instead (x/0 is undefined anyway;
-            # INT_MIN/-1 then wraps to INT_MIN and INT_MIN%-1 is 0, as on GPUs).
+            # x/0 and INT_MIN/-1 are undefined in LLVM (they trap on x86, give anything on GPUs):
+            # divide by 1 instead, which gives polykern.numerics' x // 0 == x, x % 0 == 0,
+            # INT_MIN // -1 == INT_MIN (wraps) and INT_MIN % -1 == 0.
             t = a.type
             bad = bld.icmp_unsigned("==", b, ll.Constant(t, 0))
             if signed:

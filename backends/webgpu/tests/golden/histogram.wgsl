@@ -19,6 +19,13 @@ struct PkLaunch {
 }
 @group(0) @binding(3) var<uniform> pk_launch: PkLaunch;
 
+fn pk_rem_i32(a: i32, b: i32) -> i32 {
+    let ua = select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i);
+    let ub = select(bitcast<u32>(b), 0u - bitcast<u32>(b), b < 0i);
+    let r = select(ua % max(ub, 1u), 0u, ub == 0u);
+    return bitcast<i32>(select(r, 0u - r, a < 0i));
+}
+
 @compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
 fn histogram(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(workgroup_id) pk_group_id: vec3<u32>) {
     let n = pk_args.n;
@@ -30,7 +37,7 @@ fn histogram(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(work
         return;
     }
     b = data[i];
-    b = b % nbins;
+    b = pk_rem_i32(b, nbins);
     if b < 0i {
         b = b + nbins;
     }

@@ -35,6 +35,33 @@ fn pk_fma(a: f32, b: f32, c: f32) -> f32 {
     return select(fma(a, b, c), s + (t + e), ok);
 }
 
+fn pk_i32_from_f32(x: f32) -> i32 {
+    let nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+    return select(select(i32(x), 2147483647i, x >= 2147483648.0f), 0i, nan);
+}
+
+fn pk_pow_f32(x: f32, y: f32) -> f32 {
+    let ax = abs(x);
+    let inf = bitcast<f32>(0x7f800000u);
+    let nan = bitcast<f32>(0x7fc00000u);
+    let y_neg = y < 0.0f;
+    let y_inf = (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u;
+    let x_inf = (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+    let any_nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(y) & 0x7fffffffu) > 0x7f800000u;
+    var r = pow(ax, y);
+    r = select(r, select(0.0f, inf, (ax < 1.0f) == y_neg), y_inf);
+    r = select(r, select(0.0f, inf, y_neg), ax == 0.0f);
+    r = select(r, select(inf, 0.0f, y_neg), x_inf);
+    let y_int = floor(y) == y;
+    let h = y * 0.5f;
+    let y_odd = y_int && floor(h) != h;
+    r = select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u && y_odd);
+    r = select(r, nan, x < 0.0f && !x_inf && !y_int);
+    r = select(r, nan, any_nan);
+    r = select(r, 1.0f, x == -1.0f && y_inf);
+    return select(r, 1.0f, y == 0.0f || x == 1.0f);
+}
+
 @compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
 fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(workgroup_id) pk_group_id: vec3<u32>) {
     let n = pk_args.n;
@@ -49,13 +76,13 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     }
     v = abs(x[i]);
     v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + log(v + 1.0f)) + log2(v + 1.0f);
-    v = pk_fma(v, scale, pow(2.0f, 0.5f));
+    v = pk_fma(v, scale, pk_pow_f32(2.0f, 0.5f));
     v = max(min(v, 1.0e+30f), -1.0e+30f);
     v = select(floor(v / 3.0f), v % 7.5f, flag);
     y[i] = v / 3.0f;
     u = u32(i);
     u = (u << 3u) | (u >> (u32(i & 7i) & 31u));
-    u = u ^ u32(i32(f32(u)));
+    u = u ^ u32(pk_i32_from_f32(f32(u)));
     bits[i] = u + u32(i << 3u);
     bits[i] = bits[i] - (0u - u32(bool(i)));
 }

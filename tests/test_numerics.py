@@ -1,0 +1,329 @@
+"""One numeric meaning on every backend (issue 11 items 5-8), checked on every runtime present here
+against ``polykern.numerics`` (the table of the language's promises) and NumPy.
+
+- integer ``//`` and ``%``: truncating, x // 0 == x, x % 0 == 0, MIN // -1 == MIN, MIN % -1 == 0;
+- float -> int conversion: saturating, NaN -> 0, for every (float, int) pair a backend has;
+- math builtins: special values (C99 Annex F) and accuracy within ``numerics.promise``;
+- no silent contraction of a*b+c into an fma.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from polykern import numerics
+from polykern.errors import KernelTypeError
+from runtimes import runnable_targets
+
+TARGETS = [(t, kind, skips) for t, kind, skips in runnable_targets()]
+INTS = [i8, i16, i32, i64, u8, u16, u32, u64]
+FLOATS = [f16, f32, f64]
+_FEATURE = {"i8": "i8", "u8": "i8", "i16": "i16", "u16": "i16", "i64": "i64", "u64": "i64", "f64": "f64",
+            "f16": "f16"}
+
+
+def _params(types_list):
+    out = []
+    for target, kind, skips in TARGETS:
+        for types in types_list:
+            feats = [_FEATURE[t.name] for t in types if t.name in _FEATURE]
+            reason = next((skips[f] for f in feats if f in skips), None)
+            marks = [pytest.mark.skip(reason=f"{target}: {reason}")] if reason else []
+            ids = "-".join(t.name for t in types)
+            out.append(pytest.param(target, kind, *types, id=f"{kind}-{ids}", marks=marks))
+    return out
+
+
+def _run(kernel, target, kind, *args, n):
+    try:
+        mod = pk.build([kernel], targets=[target]).on(kind)
+    except KernelTypeError as e:  # a backend lacking a type says so; anything else is a failure
+        if "f64" in str(e) or "f16" in str(e) or "64-bit" in str(e):
+            pytest.skip(f"{kind}: {e}")
+        raise
+    mod[kernel.name](n, *args, grid=max(1, (n + 63) // 64), block=64)
+
+
+# ------------------------------------------------------------------ integer division (items 5, 6)
+
+def _divrem_kernel(T):
+    @pk.kernel
+    def divrem(n: i32, a: Buffer[T, "readonly"], b: Buffer[T, "readonly"], q: Buffer[T], r: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            q[i] = a[i] // b[i]
+            r[i] = a[i] % b[i]
+    return divrem
+
+
+def _divrem_inputs(T):
+    lo, hi = numerics.int_range(T.name)
+    edges = sorted(v for v in {lo, lo + 1, -7, -2, -1, 0, 1, 2, 3, 7, hi - 1, hi} if lo <= v <= hi)
+    pairs = [(a, b) for a in edges for b in edges]
+    rng = np.random.default_rng(11)
+    pairs += list(zip(rng.integers(lo, hi, 200, endpoint=True, dtype=T.numpy).tolist(),
+                      rng.integers(max(lo, -100), min(hi, 100), 200, endpoint=True, dtype=T.numpy).tolist()))
+    a = np.array([p[0] for p in pairs], T.numpy)
+    b = np.array([p[1] for p in pairs], T.numpy)
+    return a, b
+
+
+@pytest.mark.parametrize("target,kind,T", _params([(t,) for t in INTS]))
+def test_int_div_rem_edges(target, kind, T):
+    a, b = _divrem_inputs(T)
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    _run(_divrem_kernel(T), target, kind, a, b, q, r, n=len(a))
+    want_q = np.array([numerics.int_div(int(x), int(y), T.name) for x, y in zip(a, b)], T.numpy)
+    want_r = np.array([numerics.int_rem(int(x), int(y), T.name) for x, y in zip(a, b)], T.numpy)
+    bad = np.flatnonzero((q != want_q) | (r != want_r))
+    assert not len(bad), (f"{kind} {T}: {len(bad)} wrong of {len(a)}; e.g. "
+                          + "; ".join(f"{a[k]} // {b[k]} = {q[k]} (want {want_q[k]}), {a[k]} % {b[k]} = {r[k]} "
+                                      f"(want {want_r[k]})" for k in bad[:4]))
+
+
+def test_int_semantics_table():
+    assert numerics.int_div(-2 ** 31, -1, "i32") == -2 ** 31
+    assert numerics.int_rem(-2 ** 31, -1, "i32") == 0
+    assert numerics.int_div(-7, 2, "i32") == -3 and numerics.int_rem(-7, 2, "i32") == -1
+    assert numerics.int_div(7, -2, "i8") == -3 and numerics.int_rem(7, -2, "i8") == 1
+    assert numerics.int_div(5, 0, "u32") == 5 and numerics.int_rem(5, 0, "u32") == 0
+    assert numerics.int_div(-128, -1, "i8") == -128
+
+
+# ------------------------------------------------------------------ float -> int (item 7)
+
+def _cast_kernel(F, I):
+    @pk.kernel
+    def cvt(n: i32, a: Buffer[F, "readonly"], o: Buffer[I]):
+        i = pk.global_id(0)
+        if i < n:
+            o[i] = I(a[i])
+    return cvt
+
+
+def _cast_inputs(F, I):
+    lo, hi = numerics.int_range(I.name)
+    vals = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 1.5, -1.5,
+            2.5, -2.5, 1e30, -1e30, 3.4e38, -3.4e38, 65504.0, -65504.0, 1e-40]
+    for edge in (lo, hi, hi + 1, lo - 1, hi // 2):
+        vals += [float(edge), float(edge) * (1 + 2 ** -20), float(edge) * (1 - 2 ** -20), float(edge) + 0.5,
+                 float(edge) - 0.5]
+    with np.errstate(over="ignore"):
+        a = np.array(vals, np.float64).astype(F.numpy)
+    # the neighbours of the exact bounds in the float type itself
+    for bound in numerics.saturation_bounds("f64" if F.bits == 64 else "f32", I.name):
+        if math.isfinite(bound):
+            b = np.array(bound, F.numpy)
+            if np.isfinite(b):
+                a = np.concatenate([a, [b, np.nextafter(b, F.numpy.type(-np.inf)), np.nextafter(b, F.numpy.type(np.inf))]])
+    return a
+
+
+@pytest.mark.parametrize("target,kind,F,I", _params([(f, i) for f in FLOATS for i in INTS]))
+def test_float_to_int_saturates(target, kind, F, I):
+    a = _cast_inputs(F, I)
+    o = np.zeros(len(a), I.numpy)
+    _run(_cast_kernel(F, I), target, kind, a, o, n=len(a))
+    want = np.array([numerics.float_to_int(float(x), I.name) for x in a], I.numpy)
+    bad = np.flatnonzero(o != want)
+    assert not len(bad), (f"{kind} {F}->{I}: {len(bad)} wrong; e.g. "
+                          + "; ".join(f"{I}({float(a[k])!r}) = {o[k]} (want {want[k]})" for k in bad[:6]))
+
+
+def test_saturation_bounds_are_exact():
+    for f in ("f32", "f64"):
+        for i in (t.name for t in INTS):
+            lo, hi = numerics.saturation_bounds(f, i)
+            dt = np.float32 if f == "f32" else np.float64
+            assert float(dt(hi)) == hi and float(dt(lo)) == lo, (f, i)
+            assert hi == numerics.int_range(i)[1] + 1
+    assert numerics.saturation_bounds("f16", "i32") == (-math.inf, math.inf)
+    assert numerics.float_to_int(2147483647.9, "i32") == 2147483647
+    assert numerics.float_to_int(float("nan"), "u8") == 0
+
+
+# ------------------------------------------------------------------ math specials and accuracy (item 8)
+
+_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "abs", "floor", "ceil")
+_BINARY = ("pow", "min", "max")
+
+
+def _math_kernel(func, T):
+    fn = getattr(pk, func)
+    if func in _BINARY:
+        @pk.kernel
+        def m2(n: i32, a: Buffer[T, "readonly"], b: Buffer[T, "readonly"], o: Buffer[T]):
+            i = pk.global_id(0)
+            if i < n:
+                o[i] = fn(a[i], b[i])
+        return m2
+
+    @pk.kernel
+    def m1(n: i32, a: Buffer[T, "readonly"], o: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            o[i] = fn(a[i])
+    return m1
+
+
+_REF = {"sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp, "exp2": np.exp2, "log": np.log,
+        "log2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
+        "ceil": np.ceil, "pow": np.power, "min": np.fmin, "max": np.fmax}
+
+_SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 100.0]
+
+
+def _reference(func, T, args):
+    """The exact result rounded to T (float64 libm results are within 1 f64 ulp: exact enough for f32/f16)."""
+    with np.errstate(all="ignore"):
+        wide = _REF[func](*[np.asarray(x, np.float64) for x in args])
+    with np.errstate(over="ignore"):
+        return wide.astype(T.numpy)
+
+
+def _math_inputs(func, T, rng):
+    """Special values (every pair for binary functions), then ordinary values of the function's range."""
+    if func in _BINARY:
+        a = np.array([x for x in _SPECIALS for _ in _SPECIALS] + [-8.0, -8.0, 0.1, 10.0], np.float64)
+        b = np.array([y for _ in _SPECIALS for y in _SPECIALS] + [1 / 3, 3.0, -0.5, 7.5], np.float64)
+        if func == "pow":
+            x = rng.uniform(0.01, 20, 300)
+            y = rng.uniform(-4, 4, 300)
+        else:
+            x, y = rng.uniform(-1e3, 1e3, 300), rng.uniform(-1e3, 1e3, 300)
+        return a.astype(T.numpy), b.astype(T.numpy), np.concatenate([a, x]).astype(T.numpy), \
+            np.concatenate([b, y]).astype(T.numpy)
+    lim = {"exp": 80, "exp2": 120, "sin": 3.14, "cos": 3.14, "tanh": 10}.get(func, 1e4)
+    if T == f16:
+        lim = min(lim, {"exp": 10, "exp2": 15}.get(func, 6e4))
+    a = np.array(_SPECIALS, np.float64)
+    x = rng.uniform(-lim, lim, 400)
+    if func in ("sqrt", "rsqrt", "log", "log2"):
+        x = np.abs(x)
+    return a.astype(T.numpy), None, np.concatenate([a, x]).astype(T.numpy), None
+
+
+@pytest.mark.parametrize("func", _UNARY + _BINARY)
+@pytest.mark.parametrize("target,kind,T", _params([(f32,), (f16,), (f64,)]))
+def test_math_within_promise(target, kind, T, func):
+    if kind == "vulkan" and T == f64 and func not in ("sqrt", "rsqrt", "abs", "floor", "ceil", "min", "max"):
+        pytest.skip("vulkan: GLSL.std.450 has no 64-bit transcendental functions (refused at compile time)")
+    rng = np.random.default_rng(5)
+    _, _, a, b = _math_inputs(func, T, rng)
+    args = (a,) if b is None else (a, b)
+    o = np.zeros(len(a), T.numpy)
+    _run(_math_kernel(func, T), target, kind, *args, o, n=len(a))
+    ref = _reference(func, T, args)
+    p = numerics.promise(func, T.name, kind)
+    ok = numerics.agrees(p, func, T.name, o, ref, args)
+    if p.may_flush_subnormals:  # a flushed subnormal input gives the result of a zero input
+        flushed = tuple(numerics.flush_subnormals(x, T.name) for x in args)
+        ok |= numerics.agrees(p, func, T.name, o, _reference(func, T, flushed), flushed)
+    bad = np.flatnonzero(~ok)
+    assert not len(bad), (f"{kind} {func}({T}): {len(bad)} of {len(a)} outside {p}; e.g. "
+                          + "; ".join(f"{func}{tuple(float(x[k]) for x in args)} = {float(o[k])!r} "
+                                      f"(want {float(ref[k])!r})" for k in bad[:6]))
+
+
+# ------------------------------------------------------------------ contraction (item 8)
+
+@pytest.mark.parametrize("target,kind,T", _params([(f32,), (f64,)]))
+def test_no_silent_fma_contraction(target, kind, T):
+    @pk.kernel
+    def muladd(n: i32, a: Buffer[T, "readonly"], b: Buffer[T, "readonly"], c: Buffer[T, "readonly"],
+               o: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            o[i] = a[i] * b[i] + c[i]
+
+    eps = 2.0 ** (-12 if T == f32 else -27)
+    # (1 + eps)^2 = 1 + 2 eps + eps^2: the eps^2 term is lost when the product is rounded (a tie
+    # to even), so a*b + c is exactly 0 unfused and eps^2 fused.
+    a = np.full(64, 1 + eps, T.numpy)
+    c = np.full(64, -(1 + 2 * eps), T.numpy)
+    o = np.ones(64, T.numpy)
+    _run(muladd, target, kind, a, a, c, o, n=64)
+    assert not numerics.CONTRACTION_ALLOWED
+    assert (o == 0).all(), f"{kind}: a*b+c was contracted into an fma: got {o[0]!r}, unfused gives 0"
+
+
+# ------------------------------------------------------------------ the table itself
+
+def test_promise_table_covers_every_backend_op_and_type():
+    for b in numerics.BACKENDS:
+        for op in numerics.OPS:
+            for dt in numerics.FLOAT_TYPES:
+                p = numerics.promise(op, dt, b)
+                assert p.ulp >= 0 and p.abs_err >= 0
+            assert numerics.promise(op, "i32", b) == numerics.EXACT
+    for bad in (("nope", "f32", "llvm"), ("sin", "f32", "nope"), ("sin", "f8", "llvm")):
+        with pytest.raises(ValueError, match="numerics.promise: unknown"):
+            numerics.promise(*bad)
+
+
+def test_agrees_rejects_what_the_promise_excludes():
+    p = numerics.promise("sin", "f32", "llvm")
+    ref = np.float32(0.5)
+    assert numerics.agrees(p, "sin", "f32", ref, ref, (np.float32(0.52),))
+    assert not numerics.agrees(p, "sin", "f32", np.nextafter(ref, np.float32(1), dtype=np.float32) + 1e-5, ref,
+                               (np.float32(0.52),))
+    assert not numerics.agrees(p, "sin", "f32", np.float32(np.nan), ref, (np.float32(0.52),))
+    assert numerics.agrees(p, "sin", "f32", np.float32(np.nan), np.float32(np.nan), (np.float32(np.inf),))
+    v = numerics.promise("sin", "f32", "vulkan")  # absolute bound only inside [-pi, pi]
+    assert numerics.agrees(v, "sin", "f32", np.float32(-1.0), np.float32(-0.2444), (np.float32(3.4e38),))
+    assert not numerics.agrees(v, "sin", "f32", np.float32(0.7), np.float32(0.5), (np.float32(0.52),))
+
+
+def test_markdown_table_lists_every_op():
+    text = numerics.markdown_table()
+    for op in numerics.OPS:
+        assert f"| {op} | f32 |" in text
+    assert text.count("\n") == 2 + len(numerics.OPS) * len(numerics.FLOAT_TYPES)
+
+
+# ------------------------------------------------------------------ nvptx / rocm / hexagon math, on the CPU
+
+def _portable_math_cpu_module(kernel):
+    """The kernel with ``llvm_devmath.PortableMath`` (nvptx, rocm and hexagon's math) run by the CPU runtime."""
+    import copy
+
+    from polykern import backends
+    from polykern.codegen import llvm_devmath
+    from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
+    from polykern.module import create_with_fallback
+    from polykern.passes import run_default_passes
+    from polykern.target import Target
+    from polykern_llvm import codegen as llvm_codegen
+
+    class CPUWithPortableMath(llvm_devmath.PortableMath, llvm_codegen.CPUEmitter):
+        pass
+
+    backends.load_all()
+    funcs = [run_default_passes(copy.deepcopy(kernel.ir))]
+    triple, cpu, features, opt = llvm_codegen.resolve(Target("llvm"))
+    tm = target_machine(triple, cpu, features, opt)
+    em = CPUWithPortableMath(triple, data_layout(tm)).emit(funcs)
+    out = compile_ir(em.render(), triple, cpu, features, opt, tm=tm)
+    fmap = llvm_codegen.function_map(funcs, em.kernel_facts, triple, cpu, features)
+    return create_with_fallback("llvm", out.obj, "o", fmap, {})
+
+
+@pytest.mark.parametrize("func", [f for f in _UNARY + _BINARY if f in
+                                  ("exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow")])
+@pytest.mark.parametrize("T", [f32, f16, f64], ids=lambda t: t.name)
+def test_portable_math_within_promise(T, func):
+    rng = np.random.default_rng(5)
+    _, _, a, b = _math_inputs(func, T, rng)
+    args = (a,) if b is None else (a, b)
+    o = np.zeros(len(a), T.numpy)
+    k = _math_kernel(func, T)
+    _portable_math_cpu_module(k)[k.name](len(a), *args, o, grid=max(1, (len(a) + 63) // 64), block=64)
+    ref = _reference(func, T, args)
+    for backend in ("nvptx", "rocm", "hexagon"):
+        p = numerics.promise(func, T.name, backend)
+        bad = np.flatnonzero(~numerics.agrees(p, func, T.name, o, ref, args))
+        assert not len(bad), (f"PortableMath {func}({T}) for {backend}: {len(bad)} outside {p}; e.g. "
+                              + "; ".join(f"{func}{tuple(float(x[k]) for x in args)} = {float(o[k])!r} "
+                                          f"(want {float(ref[k])!r})" for k in bad[:6]))
