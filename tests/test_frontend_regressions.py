@@ -319,3 +319,23 @@ def test_clone_is_deep_and_equal():
     originals = {id(x) for x in ir.walk_stmts(fn.body)} | {id(e) for e in ir.walk_all_exprs(fn.body)}
     assert not originals & ({id(x) for x in ir.walk_stmts(c.body)} | {id(e) for e in ir.walk_all_exprs(c.body)})
     assert c.locals is not fn.locals and c.params[0] is not fn.params[0]
+
+
+def test_simplify_compares_hand_built_floats_in_their_type():
+    from polykern.ir.types import bool_
+    from polykern.passes.simplify import fold
+
+    for t, same in ((pk.f32, True), (pk.f64, False)):
+        e = fold(ir.BinOp("eq", ir.Const(0.1, t), ir.Const(0.10000000001, t)))
+        assert isinstance(e, ir.Const) and e.type == bool_ and e.value is same
+
+
+def test_verifier_refuses_constants_outside_their_type():
+    from polykern.errors import CompileError
+    from polykern.ir.verifier import verify
+
+    for value, t in ((2 ** 31, i32), (-1, pk.u8), (1.5, i32), (2, pk.bool_)):
+        out = ir.Var("o", Buffer[t])
+        fn = ir.Function("k", [ir.Param("o", out.type)], [ir.Store(out, ir.Const(0, i32), ir.Const(value, t))])
+        with pytest.raises(CompileError, match=f"constant {value!r} is not a value of {t}"):
+            verify(fn)

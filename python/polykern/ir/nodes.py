@@ -29,6 +29,11 @@ Semantics worth knowing when writing a backend:
   with "__" or be non-ASCII: every emitter maps IR names to legal, unique identifiers of its own
   language (codegen/c_names.NameTable for C-like sources, the WGSL Namer); SPIR-V and LLVM take any
   name.
+- A ``Const`` holds a value of its type (the verifier refuses an integer out of range); the frontend
+  rounds float literals once to their type, so folding (passes/simplify.py) sees the device's number.
+- IR from the frontend has expressions at most ~64 deep (longer user expressions are split into
+  temporaries), so backends may walk expressions recursively; and every ``Barrier`` is in uniform
+  control flow (passes/uniformity.py), reached by all work-items of a workgroup or none.
 - The frontend may introduce temporaries (``_t0``, ``_idx0``) for short-circuit/conditional
   expressions; the IR ``Select`` is eager (both arms evaluated) and only used for side-effect-free,
   non-faulting arms.

@@ -5,6 +5,8 @@ A failure here is a compiler bug (the frontend reports user mistakes itself), so
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import CompileError
 from . import nodes as ir
 from .types import ArrayType, BufferType, ScalarType, bool_
@@ -81,6 +83,19 @@ class _Verifier:
         if not isinstance(index.type, ScalarType) or not index.type.is_int:
             self.fail(f"index must be an integer, got {index.type}", node)
 
+    def constant_value(self, e):
+        """A constant holds a value of its own type: an integer in range (no silent wrap), a number for
+        a float type (the frontend also rounds it to the type; simplify rounds what others build)."""
+        t, v = e.type, e.value
+        if t.is_bool:
+            ok = isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1))
+        elif t.is_int:
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool) and t.min_value() <= v <= t.max_value()
+        else:
+            ok = isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool)
+        if not ok:
+            self.fail(f"constant {v!r} is not a value of {t}", e)
+
     def expect(self, e, t, node):
         self.expr(e)
         if e.type != t:
@@ -90,6 +105,7 @@ class _Verifier:
         if isinstance(e, ir.Const):
             if not isinstance(e.type, ScalarType):
                 self.fail("constant without scalar type", e)
+            self.constant_value(e)
         elif isinstance(e, ir.Var):
             if self.scope.get(e.name) != e.type:
                 self.fail(f"variable '{e.name}' used with type {e.type}, declared {self.scope.get(e.name)}", e)

@@ -44,6 +44,9 @@ def fold(e: ir.Expr) -> ir.Expr:
         e.args = [fold(a) for a in e.args]
     if isinstance(e, ir.BinOp) and isinstance(e.a, ir.Const) and isinstance(e.b, ir.Const):
         t, x, y = e.a.type, e.a.value, e.b.value
+        if t.is_float:  # compare and compute the numbers the device holds (hand-built IR may not round)
+            with np.errstate(over="ignore"):
+                x, y = float(t.numpy.type(x)), float(t.numpy.type(y))
         if e.op in _CMP:
             return _const(bool(_CMP[e.op](x, y)), e.type, e.loc)
         if e.op == "land":
