@@ -25,6 +25,7 @@ import importlib
 import inspect
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -97,7 +98,7 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args):
     return path
 
 
-def main(argv=None) -> int:
+def _parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=100)
@@ -111,25 +112,104 @@ def main(argv=None) -> int:
     ap.add_argument("--reduce-budget", type=float, default=120.0, help="seconds to shrink one disagreement")
     ap.add_argument("--bounds-check", action="store_true", help="build with pk.build(..., bounds_check=True)")
     ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args(argv)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return ap
 
+
+def main(argv=None) -> int:
+    """The supervisor: runs the programs in a worker process, so that a driver or compiler that kills
+    the process (a segmentation fault in a runtime) is reported as that program's disagreement on that
+    target, and the run goes on with the next program."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    a = _parser().parse_args(argv)
+    if a.worker:
+        return worker(a)
+    targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
+    running = [t for t in targets if fuzzcase.runtime_present(t)]
+    for t in targets:
+        if t not in running:
+            print(f"fuzz: {t}: skipped (no runtime here: only compiled, refusals checked)", flush=True)
+    start_time = time.monotonic()
+    n = disagreements = saves = 0
+    per_target = {t: {} for t in targets}
+    i, end = a.start, a.start + a.count
+    while i < end:
+        left = None if a.time_budget is None else a.time_budget - (time.monotonic() - start_time)
+        if left is not None and left <= 0:
+            break
+        cmd = [sys.executable, os.path.abspath(__file__), *argv, "--worker", "--start", str(i),
+               "--count", str(end - i), "--max-saves", str(max(0, a.max_saves - saves))]
+        if left is not None:
+            cmd += ["--time-budget", str(left)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
+        begun = None
+        stats = None
+        partial = None  # totals after the last program the worker finished
+        for line in proc.stdout:
+            if line.startswith("@@BEGIN "):
+                begun = line.split()[1:]  # index, seed, target
+            elif line.startswith("@@PROGRESS "):
+                partial = json.loads(line[len("@@PROGRESS "):])
+            elif line.startswith("@@STATS "):
+                stats = json.loads(line[len("@@STATS "):])
+            else:
+                print(line, end="", flush=True)
+        rc = proc.wait()
+        if stats is not None:
+            n += stats["n"]
+            disagreements += stats["disagreements"]
+            saves += stats["saves"]
+            for t, d in stats["per_target"].items():
+                for k, v in d.items():
+                    per_target[t][k] = per_target[t].get(k, 0) + v
+            break
+        # the worker died: blame the program and target it had begun, and go on after it
+        if begun is None:
+            print(f"fuzz: the worker exited with status {rc} before running a program", flush=True)
+            return 2
+        idx, seed, target = int(begun[0]), begun[1], " ".join(begun[2:])
+        n += (partial["n"] if partial else 0) + 1
+        disagreements += 1 + (partial["disagreements"] if partial else 0)
+        if partial:
+            saves += partial["saves"]
+            for t, d in partial["per_target"].items():
+                for k, v in d.items():
+                    per_target[t][k] = per_target[t].get(k, 0) + v
+        if target in per_target:
+            per_target[target]["disagree"] = per_target[target].get("disagree", 0) + 1
+        print(f"fuzz: DISAGREE seed={seed} target={target} process-crash: the process died "
+              f"(status {rc}{', signal ' + str(-rc) if rc < 0 else ''}) while building or running it; "
+              f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets "
+              f"'{target}' --no-save", flush=True)
+        i = idx + 1
+    elapsed = time.monotonic() - start_time
+    for t in targets:
+        stats_text = ", ".join(f"{k} {v}" for k, v in sorted(per_target[t].items()))
+        print(f"fuzz: {t}: {stats_text or 'nothing run'}")
+    first = a.seed * SEED_STRIDE + a.start
+    print(f"fuzz: {elapsed:.1f} s, generator seeds {first}..{first + max(n - 1, 0)}")
+    print(f"fuzz: {n} programs x {len(running)} targets, {disagreements} disagreements")
+    return 1 if disagreements else 0
+
+
+def worker(a) -> int:
     if a.bounds_check and "bounds_check" not in inspect.signature(pk.build).parameters:
         print("fuzz: --bounds-check ignored: this pk.build has no bounds_check parameter")
         a.bounds_check = False
     targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
-    running = []
-    for t in targets:
-        if fuzzcase.runtime_present(t):
-            running.append(t)
-        else:
-            print(f"fuzz: {t}: skipped (no runtime here: only compiled, refusals checked)")
     start = time.monotonic()
     n = disagreements = saves = 0
     per_target = {t: {} for t in targets}
+
+    def stats_line():
+        print("@@STATS " + json.dumps({"n": n, "disagreements": disagreements, "saves": saves,
+                                       "per_target": per_target}), flush=True)
+
     for i in range(a.start, a.start + a.count):
         if a.time_budget is not None and time.monotonic() - start > a.time_budget:
             break
         seed = a.seed * SEED_STRIDE + i
+        print(f"@@BEGIN {i} {seed} oracle", flush=True)
         prog = kernelgen.generate(seed)
         args = prog.make_args()
         case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features)
@@ -139,17 +219,18 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001 - a program the tools cannot judge is a bug in them
             disagreements += 1
             print(f"fuzz: DISAGREE seed={seed} oracle/frontend refused a generated program: "
-                  f"{type(e).__name__}: {str(e)[:600]}")
+                  f"{type(e).__name__}: {str(e)[:600]}", flush=True)
             continue
         for t in targets:
+            print(f"@@BEGIN {i} {seed} {t}", flush=True)
             out = fuzzcase.check_target(case, oracle, t, bounds_check=a.bounds_check)
             per_target[t][out.status] = per_target[t].get(out.status, 0) + 1
             if a.verbose:
-                print(f"fuzz: seed={seed} {t}: {out.status} {out.detail[:200]}")
+                print(f"fuzz: seed={seed} {t}: {out.status} {out.detail[:200]}", flush=True)
             if not out.bad:
                 continue
             disagreements += 1
-            print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}")
+            print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}", flush=True)
             if a.no_save or saves >= a.max_saves:
                 continue
             source = prog.source
@@ -170,15 +251,12 @@ def main(argv=None) -> int:
                 small, small_oracle, small_out, source = case, oracle, out, prog.source
             path = save_case(a.save_dir, prog, source, small_out, small_oracle, [t], args)
             saves += 1
-            print(f"fuzz: saved {os.path.relpath(path, os.getcwd())} ({len(source.splitlines())} lines)")
-    elapsed = time.monotonic() - start
-    for t in targets:
-        stats = ", ".join(f"{k} {v}" for k, v in sorted(per_target[t].items()))
-        print(f"fuzz: {t}: {stats or 'nothing run'}")
-    first = a.seed * SEED_STRIDE + a.start
-    print(f"fuzz: {elapsed:.1f} s, generator seeds {first}..{first + max(n - 1, 0)}")
-    print(f"fuzz: {n} programs x {len(running)} targets, {disagreements} disagreements")
-    return 1 if disagreements else 0
+            print(f"fuzz: saved {os.path.relpath(path, os.getcwd())} ({len(source.splitlines())} lines)",
+                  flush=True)
+        print(f"@@PROGRESS {json.dumps({'n': n, 'disagreements': disagreements, 'saves': saves, 'per_target': per_target})}",
+              flush=True)
+    stats_line()
+    return 0
 
 
 def _still_fails(source, prog, args, target, kind, bounds_check) -> bool:
