@@ -128,6 +128,8 @@ def test_folded_ir_holds_typed_values():
     ("o[0] = 10 ** 100", "is too large for any integer type"),
     ("o[0] = 2147483647 + 1", "integer literal 2147483648 does not fit i32"),
     ("o[0] = i32(f32(1e39))", "float literal 1e+39 does not fit f32"),
+    ("for k in range(0, 10, 1 << 40): o[k] = 1", "range() step 1099511627776 does not fit the loop variable's "
+                                                 "type i32"),
 ])
 def test_literal_out_of_range_is_located(src, msg, tmp_path):
     k = make_kernel(tmp_path, "def kk(o: Buffer[i32]):\n    " + src + "\n")

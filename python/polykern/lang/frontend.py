@@ -372,6 +372,9 @@ class FunctionTranslator(ExprTranslator):
             if not t.is_int:
                 raise self.type_error(f"range() needs integer bounds, got {t}", it)
             self._declare_scalar(name, t, node.target)
+        if not t.min_value() <= step <= t.max_value():
+            raise self.type_error(f"range() step {step} does not fit the loop variable's type {t} "
+                                  f"(range {t.min_value()}..{t.max_value()})", args[2])
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
