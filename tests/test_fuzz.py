@@ -132,3 +132,26 @@ def test_runner_names_absent_runtimes_as_skipped_and_is_deterministic():
     assert a.stdout.strip().splitlines()[-1] == "fuzz: 2 programs x 1 targets, 0 disagreements", a.stdout
     strip = [ln for ln in a.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
     assert strip == [ln for ln in b.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
+
+
+def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_path):
+    # Every Python process started with this PYTHONPATH makes the llvm check of program 1 die, as a crashing
+    # driver would (SIGKILL: the CPU runtime handles SIGSEGV itself); the supervisor must blame that program
+    # and target, and run program 2.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal\n"
+        "from polykern.testing import fuzzcase\n"
+        "_real = fuzzcase.check_target\n"
+        "def check_target(case, oracle, target, **kw):\n"
+        "    if case.name == 'fz5000001' and target == 'llvm':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return _real(case, oracle, target, **kw)\n"
+        "fuzzcase.check_target = check_target\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm", "--no-save"],
+                       capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert "DISAGREE seed=5000001 target=llvm process-crash" in p.stdout, p.stdout + p.stderr
+    assert "--start 1 --count 1" in p.stdout  # the replay command
+    assert p.stdout.strip().splitlines()[-1] == "fuzz: 3 programs x 1 targets, 1 disagreements", p.stdout
+    assert "fuzz: llvm: disagree 1, ok 2" in p.stdout, p.stdout
+    assert p.returncode == 1
