@@ -62,6 +62,13 @@ class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
     def alloca(self, ty, count=None, name: str = "", align=None):
         return super().alloca(ty, count, name=name, align=min(align, self.STACK_ALIGN) if align else align)
 
+    def _clamp(self, fp, x, lo: float, hi: float):
+        """The portable math's NaN-keeping clamp, with NaN kept explicitly: LLVM's Hexagon backend
+        turns the compare-and-select clamp into sfmin/sfmax, which return the other operand for a
+        NaN (exp(nan) came out 0; found by tests/test_numerics.py under the emulator)."""
+        b = self.builder
+        return b.select(b.fcmp_unordered("uno", x, x), x, super()._clamp(fp, x, lo, hi))
+
 
 def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str, FunctionInfo]:
     out = {}

@@ -339,3 +339,25 @@ def test_codegen_never_realigns_the_stack():
 
     asm = pk.build([rot], targets=["hexagon"]).imports[0].inspect_source()
     assert "rot__range" in asm and not re.search(r"r29 = and\(r29,#-", asm)
+
+
+@pk.kernel
+def nan_math(x: Buffer[f32, "readonly"], o: Buffer[f32]):
+    i = pk.global_id(0)
+    v = x[i]
+    o[i * 4 + 0] = pk.exp(v)
+    o[i * 4 + 1] = pk.exp2(v)
+    o[i * 4 + 2] = pk.tanh(v)
+    o[i * 4 + 3] = pk.pow(v, 2.0)
+
+
+@needs_runtime
+def test_math_of_nan_is_nan():
+    """The portable math's range clamps keep NaN on Hexagon too (LLVM's Hexagon backend turned the
+    clamp into sfmin/sfmax, which drop a NaN: exp(nan) was 0, tanh(nan) 1)."""
+    mod = pk.build([nan_math], targets=["hexagon"]).on("hexagon")
+    x = np.array([np.nan, 0.5], np.float32)
+    o = np.zeros(8, np.float32)
+    mod["nan_math"](x, o, grid=1, block=2)
+    assert np.isnan(o[:4]).all(), o[:4]
+    np.testing.assert_allclose(o[4:], [np.exp(0.5), 2 ** 0.5, np.tanh(0.5), 0.25], rtol=1e-6)
