@@ -43,6 +43,8 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason="aarch64 emulation needs "
 
 @pytest.fixture(scope="module")
 def kbin_run():
+    if not (NATIVE / "Makefile").exists() or not (NATIVE / "tools" / "kbin_run.c").exists():
+        pytest.skip("native/ sources are not here (under Bazel, //tests:cross_compile_emulated is this cell)")
     r = subprocess.run([MAKE, "-C", str(NATIVE), "aarch64"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return str(NATIVE / "build-aarch64" / "kbin-run")
@@ -82,7 +84,10 @@ class EmulatedModule:
 
 
 def test_runner_stream_constants_match():
-    src = (NATIVE / "tools" / "kbin_run.c").read_text()
+    path = NATIVE / "tools" / "kbin_run.c"
+    if not path.exists():
+        pytest.skip("native/ sources are not here (under Bazel: //tests:cross_compile_emulated)")
+    src = path.read_text()
     defines = dict(re.findall(r"#define (PK_\w+) (\w+)", src))
     assert int(defines["PK_MAGIC"].rstrip("u"), 16) == launch_stream.MAGIC
     assert int(defines["PK_RECORD"].rstrip("u")) == launch_stream.RECORD
