@@ -267,6 +267,25 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     }
     if ((uint64_t)block[0] * block[1] * block[2] > INT32_MAX)
         return pk_fail(err, PK_ERR_LAUNCH, "%s: block has more than 2^31 threads", fi->name.ptr);
+    for (d = 0; d < 3; d++) {
+        /* the language's limit, as polykern.launch.check_global_size: global_id is an i32 */
+        uint64_t items = (uint64_t)grid[d] * block[d];
+        if (items > ((uint64_t)1 << 31))
+            return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': grid[%d] * block[%d] = %u * %u = %llu "
+                           "work-items in dimension %c, but global_id(%d) is an i32: at most "
+                           "2147483648 (2**31) work-items per dimension", fi->name.ptr, d, d, grid[d],
+                           block[d], (unsigned long long)items, "xyz"[d], d);
+    }
+    if (k->prog->dev == DEV_CPU) {
+        /* as the Python CPU runtime (polykern.launch.PORTABLE_MAX_GRID): CUDA's grid limits */
+        static const uint32_t max_grid[3] = {2147483647u, 65535u, 65535u};
+        for (d = 0; d < 3; d++)
+            if (grid[d] > max_grid[d])
+                return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': grid (%u, %u, %u) has %u workgroups in "
+                               "dimension %c; the CPU runtime (it keeps CUDA's grid limits) allows at "
+                               "most (2147483647, 65535, 65535) (x, y, z)", fi->name.ptr, grid[0],
+                               grid[1], grid[2], grid[d], "xyz"[d]);
+    }
     if (nargs > 16 && !(argv = (void **)calloc(nargs, sizeof *argv)))
         return pk_fail(err, PK_ERR_NOMEM, "out of memory");
     for (i = 0; i < nargs && !rc; i++) {

@@ -172,6 +172,16 @@ static void test_cpu(const pk_artifact *art) {
         CHECK(pk_kernel_launch(k, 3, args, grid, blk, &e) == PK_ERR_LAUNCH &&
               strstr(e.message, "takes 4 arguments, 3 given"));
         CHECK(pk_kernel_launch(k, 4, args, zero, blk, &e) == PK_ERR_LAUNCH);
+        {   /* issue 12 item 4: grid (2**20)**3 ran 2**60 workgroups (a hang); global ids past i32 */
+            uint32_t tall[3] = {1, 65536, 1}, one[3] = {1, 1, 1};
+            uint32_t wide[3] = {1u << 30, 1, 1};
+            CHECK_MSG(pk_kernel_launch(k, 4, args, tall, one, &e) == PK_ERR_LAUNCH &&
+                      strstr(e.message, "65536 workgroups in dimension y; the CPU runtime (it keeps "
+                             "CUDA's grid limits) allows at most (2147483647, 65535, 65535)"), "%s", e.message);
+            CHECK_MSG(pk_kernel_launch(k, 4, args, wide, blk, &e) == PK_ERR_LAUNCH &&
+                      strstr(e.message, "= 1073741824 * 4 = 4294967296 work-items in dimension x, but "
+                             "global_id(0) is an i32"), "%s", e.message);
+        }
         args[2] = NULL;
         CHECK(pk_kernel_launch(k, 4, args, grid, blk, &e) == PK_ERR_LAUNCH &&
               strstr(e.message, "('x') is NULL"));
