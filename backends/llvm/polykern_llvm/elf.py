@@ -14,7 +14,7 @@ from typing import List, Tuple
 
 from polykern.errors import ArtifactError
 
-__all__ = ["ElfObject", "read_elf", "host_machine", "MACHINE_NAMES", "EM_X86_64", "EM_AARCH64"]
+__all__ = ["ElfObject", "read_elf", "check_matches_triple", "host_machine", "MACHINE_NAMES", "EM_X86_64", "EM_AARCH64"]
 
 EM_X86_64 = 62
 EM_AARCH64 = 183
@@ -23,6 +23,12 @@ MACHINE_NAMES = {3: "x86", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "
 _HOST_MACHINES = {"x86_64": 62, "amd64": 62, "i386": 3, "i486": 3, "i586": 3, "i686": 3, "x86": 3,
                   "aarch64": 183, "arm64": 183, "armv7l": 40, "armv8l": 40, "arm": 40, "ppc64le": 21,
                   "ppc64": 21, "s390x": 22, "riscv64": 243, "loongarch64": 258}
+# Triple architecture -> (e_machine, bits, little-endian) an object for it must have.
+_TRIPLE_HEADERS = {"x86_64": (62, 64, True), "aarch64": (183, 64, True), "aarch64_be": (183, 64, False),
+                   "riscv64": (243, 64, True), "riscv32": (243, 32, True), "i386": (3, 32, True),
+                   "i486": (3, 32, True), "i586": (3, 32, True), "i686": (3, 32, True),
+                   "powerpc64le": (21, 64, True), "powerpc64": (21, 64, False), "s390x": (22, 64, False),
+                   "loongarch64": (258, 64, True), "hexagon": (164, 32, True)}
 ET_REL = 1
 SHT_SYMTAB = 2
 SHN_UNDEF = 0
@@ -106,3 +112,13 @@ def read_elf(data: bytes) -> ElfObject:
                 _bad("unterminated symbol name", stroff + name)
             undefined.append(data[stroff + name:end].decode("utf-8", "replace"))
     return ElfObject(bits, little, e_type, machine, tuple(sorted(set(undefined))))
+
+
+def check_matches_triple(obj: ElfObject, triple: str) -> None:
+    """An object whose header contradicts the triple its functions were compiled for is damaged."""
+    want = _TRIPLE_HEADERS.get(triple.split("-")[0])
+    if want and (obj.machine, obj.bits, obj.little) != want:
+        machine, bits, little = want
+        raise ArtifactError(f"llvm payload: the ELF header says {obj.describe()} but the functions were compiled "
+                            f"for {triple} ({MACHINE_NAMES.get(machine, machine)}, {bits}-bit, "
+                            f"{'little' if little else 'big'}-endian)", 4)

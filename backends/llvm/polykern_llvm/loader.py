@@ -24,7 +24,7 @@ from polykern.errors import ArtifactError, DeviceError
 
 from .objfile import SHT_NOBITS, SHN_ABS, SHN_UNDEF, ObjectPlan
 
-__all__ = ["Image", "load_image", "resolve_external", "unresolved"]
+__all__ = ["Image", "load_image", "check_relocations", "resolve_external", "unresolved"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap = _libc.mmap
@@ -90,7 +90,7 @@ class Image:
 
 def _build(plan: ObjectPlan, data: bytes, base: int, externals: Dict[int, int]) -> bytearray:
     """The image bytes for ``base``: sections, trampolines, GOT, relocations applied."""
-    img = bytearray(plan.size)
+    img = bytearray(plan.content_size)  # the rest of the mapping is zero-filled already
     for s in plan.sections:
         if s.loaded and s.type != SHT_NOBITS and s.size:
             img[s.image_offset:s.image_offset + s.size] = data[s.offset:s.offset + s.size]
@@ -120,6 +120,17 @@ def _build(plan: ObjectPlan, data: bytes, base: int, externals: Dict[int, int]) 
             raise ArtifactError(f"llvm payload: {relocator.name} relocation type {r.type} against {name!r} in "
                                 f"{target.name!r}: {why}", r.where)
     return img
+
+
+def check_relocations(plan: ObjectPlan, data: bytes) -> None:
+    """Apply every relocation to a scratch image placed far from everything it calls: a
+    relocation that fits only for some placement of the image or of the libraries is an
+    :class:`ArtifactError` now (at load), and the real mapping cannot fail on range later
+    (distances inside the image do not depend on where it is mapped)."""
+    base, far = 1 << 32, 1 << 46
+    externals = {s.index: (base + plan.got_offset if s.name == "_GLOBAL_OFFSET_TABLE_" else far + 16 * s.index)
+                 for s in plan.symbols if s.external}
+    _build(plan, data, base, externals)
 
 
 def _protect(addr: int, size: int, prot: int) -> None:
@@ -155,7 +166,7 @@ def load_image(plan: ObjectPlan, data: bytes, wanted: Sequence[str]) -> Image:
             if sym.external and sym.name == "_GLOBAL_OFFSET_TABLE_":
                 externals[sym.index] = base + plan.got_offset
         img = _build(plan, data, base, externals)
-        ctypes.memmove(base, bytes(img), plan.size)
+        ctypes.memmove(base, bytes(img), len(img))
         text_end, ro_end, _ = plan.group_ends
         _protect(base, text_end, mmap.PROT_READ | mmap.PROT_EXEC)
         _protect(base + text_end, ro_end - text_end, mmap.PROT_READ)

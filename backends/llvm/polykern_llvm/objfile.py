@@ -102,7 +102,8 @@ class ObjectPlan:
     stubs: Dict[int, int] = field(default_factory=dict)  # symbol index -> image offset of its trampoline
     got_offset: int = 0
     group_ends: Tuple[int, int, int] = (0, 0, 0)
-    size: int = 0
+    size: int = 0  # bytes of the mapping
+    content_size: int = 0  # bytes of it that are not zero-filled (NOBITS) at the end
 
     @property
     def external_names(self) -> Tuple[str, ...]:
@@ -312,8 +313,14 @@ def _read_relocations(data: bytes, sections: List[Section], symtab: Section, sym
             if width:
                 sites.append((r_offset, width, k, where))
             symbol = symbols[sym]
-            if sym == 0 and typ != relocator.none:
-                _bad(f"relocation {k} of {s.name!r} has no symbol", where + 8)
+            if typ == relocator.none or sym == 0:
+                _bad(f"relocation {k} of {s.name!r} has type NONE or no symbol", where + 8)
+            if target.group == 0 and width > 4:
+                _bad(f"relocation {k} of {s.name!r}: {width}-byte relocation type {typ} in code (large code "
+                     "model objects are not supported)", where + 8)
+            if relocator.flags(typ) & RF_STUB and not (symbol.external or symbol.type == STT_FUNC):
+                _bad(f"relocation {k} of {s.name!r}: a call or jump to {symbol.name or 'a symbol'!r}, which is not "
+                     "a function", where + 8)
             if symbol.shndx not in (SHN_UNDEF, SHN_ABS) and not sections[symbol.shndx].loaded:
                 _bad(f"relocation {k} of {s.name!r} refers to {symbol.name or 'a symbol'!r} in section "
                      f"{symbol.shndx}, which is not loaded", where + 8)
@@ -360,6 +367,8 @@ def _layout(plan: ObjectPlan) -> None:
             _bad(f"the image would be larger than {MAX_IMAGE >> 20} MiB")
     plan.group_ends = (ends[0], ends[1], ends[2])
     plan.size = max(off, PAGE)
+    plan.content_size = max([plan.got_offset + 8 * len(plan.got)]
+                            + [s.image_offset + s.size for s in plan.sections if s.loaded and s.type != SHT_NOBITS])
 
 
 def parse_object(data: bytes, machine: int) -> ObjectPlan:

@@ -33,10 +33,10 @@ from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_glo
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
-from .elf import ET_REL, MACHINE_NAMES, host_machine, read_elf
-from .loader import load_image, unresolved
-from .objfile import ObjectPlan, parse_object
+from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
 from .fallback import SOURCE_PREFERENCE, LazyAsmSources
+from .loader import check_relocations, load_image, unresolved
+from .objfile import ObjectPlan, parse_object
 from .pool import pool
 
 __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "devices"]
@@ -56,6 +56,8 @@ def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
         raise ArtifactError(f"llvm payload: ELF type {obj.e_type} is not a relocatable object (ET_REL)", 16)
     machine, bits, little = host_machine()
     triple = next((f.attrs.get("triple", "") for f in fmap.values()), "")
+    if triple:
+        check_matches_triple(obj, triple)
     built = f" (target triple {triple})" if triple else ""
     if (obj.machine, obj.bits, obj.little) != (machine, bits, little):
         host = MACHINE_NAMES.get(machine, "unknown")
@@ -64,6 +66,7 @@ def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
                 f"'llvm -mtriple={host_triple()}' (or plain 'llvm' on this host), or run the artifact on a "
                 f"{obj.machine_name} machine"), None
     plan = parse_object(payload, machine)
+    check_relocations(plan, payload)
     entries = plan.exported()
     for name, info in fmap.items():
         entry = info.attrs.get("entry", name + "__range")
