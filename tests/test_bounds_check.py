@@ -265,7 +265,7 @@ def test_pass_output_verifies_and_names_are_fresh():
 
 def test_malformed_checked_attributes_are_artifact_errors():
     info = pk.build([scale], bounds_check=True).functions["scale"]
-    for key, value in (("bounds_at_0", "[1]"), ("bounds_accesses", "9"), ("bounds_at_1", "{"), ("bounds_lengths", "0,7"),
+    for key, value in (("bounds_at_0", "[1]"), ("bounds_accesses", "9"), ("bounds_at_1", "{"), ("bounds_lengths", "0,7"), ("bounds_lengths", "2,2"), ("bounds_lengths", "2,1"),
                        ("bounds_user_args", "x"), ("bounds_index_bits", "16")):
         bad = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes, dict(info.attrs, **{key: value}))
         with pytest.raises(ArtifactError, match="checked kernel 'scale'"):

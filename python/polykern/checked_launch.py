@@ -65,8 +65,9 @@ class CheckedKernel:
         except (KeyError, ValueError) as e:
             raise ArtifactError(f"{where}: malformed bounds-check attributes ({e})") from None
         args = info.args
-        ok = 0 <= n_user and n_user + len(lengths) + 1 == len(args) and all(
-            0 <= i < n_user and args[i].is_buffer for i in lengths)
+        # one length per user buffer, in parameter order, then the record: exactly what the pass adds
+        ok = (0 <= n_user <= len(args) and lengths == [i for i, a in enumerate(args[:n_user]) if a.is_buffer]
+              and n_user + len(lengths) + 1 == len(args))
         hidden = args[n_user:] if ok else ()
         if ok:
             ok = all(not a.is_buffer and a.dtype.is_int and not a.dtype.is_signed for a in hidden[:-1]) and (
