@@ -361,3 +361,21 @@ def test_math_of_nan_is_nan():
     mod["nan_math"](x, o, grid=1, block=2)
     assert np.isnan(o[:4]).all(), o[:4]
     np.testing.assert_allclose(o[4:], [np.exp(0.5), 2 ** 0.5, np.tanh(0.5), 0.25], rtol=1e-6)
+
+
+@needs_runtime
+def test_concurrent_launches_from_threads():
+    """Each launch is its own emulated process; the kernel is linked once (lazily, thread-safe)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mod = pk.build([scale_add], targets=["hexagon"]).on("hexagon")
+
+    def one(k):
+        x = np.full(300, k, np.float32)
+        y = np.ones(300, np.float32)
+        mod["scale_add"](300, 2.0, x, y, grid=5, block=64)
+        return bool(np.array_equal(y, 2 * x + 1))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(8)))
+    assert len({mod["scale_add"].exe for _ in range(3)}) == 1
