@@ -1,6 +1,7 @@
 """Regressions of the language frontend (issues 11 and 12): names, constant folding, literal ranges,
 build purity, deep expressions and located errors. Results are checked on every runtime present."""
 import copy
+import itertools
 import threading
 
 import numpy as np
@@ -142,7 +143,6 @@ def test_literal_out_of_range_is_located(src, msg, tmp_path):
 def make_kernel(tmp_path, body, name="kk"):
     """A kernel defined in a real file (the frontend reads kernels' source)."""
     import importlib.util
-    import itertools
 
     path = tmp_path / f"kern_{next(_SEQ)}.py"
     path.write_text("import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n" + body)
@@ -152,7 +152,7 @@ def make_kernel(tmp_path, body, name="kk"):
     return getattr(mod, name)
 
 
-_SEQ = __import__("itertools").count()
+_SEQ = itertools.count()
 
 
 # ---------------------------------------------------------------- 3. build leaves the kernel's IR alone

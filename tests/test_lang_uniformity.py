@@ -204,19 +204,10 @@ def test_uniform_barriers_compile_and_run(target, kind):
 
 
 def test_every_example_and_conformance_kernel_is_uniform():
-    """Every kernel users copy from (examples, conformance suite) passes the analysis."""
-    import pathlib
-    import runpy
-
+    """Every kernel users copy from (the conformance suite holds the examples) passes the analysis."""
     from conformance import ALL_CASES
-    from polykern.lang.kernel import Kernel
 
     kernels = [k for case in ALL_CASES for k in case.kernels]
-    root = pathlib.Path(__file__).resolve().parent.parent / "examples"
-    for path in sorted(root.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        ns = runpy.run_path(str(path), run_name="polykern_example")
-        kernels += [v for v in ns.values() if isinstance(v, Kernel)]
-    barriers = [k for k in kernels if pk.ir.uses_barrier(k.ir)]
+    assert {"block_sum", "scan_blocks", "matmul"} <= {k.name for k in kernels}
+    barriers = [k for k in kernels if pk.ir.uses_barrier(k.ir)]  # .ir runs the analysis
     assert len(barriers) >= 4
