@@ -1,7 +1,8 @@
 """C identifiers for IR names: keywords and builtins of every C-like dialect are avoided.
 
-The frontend already renames the worst offenders, but a backend must print any verified IR
-(hand-built IR included), so the source emitter maps every IR name through :class:`NameTable`.
+IR names are the user's own (a parameter may be called ``int`` or ``loop``: the names are the ABI),
+and a backend must print any verified IR, so the source emitter maps every IR name through
+:class:`NameTable`.
 Mapping is deterministic (same IR, same names) and the same for CUDA C, OpenCL C and MSL, so the
 three sources read alike.
 """
