@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
+from ..errors import KernelSyntaxError, KernelTypeError, PolykernError, RuntimeNotLinkedError
 from .compare import compare
 from .interp import OracleError, Result, prepare
 
@@ -140,6 +140,8 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     args = _copy(case.args)
     try:
         mod[case.name](*args, grid=case.grid, block=case.block)
+    except RuntimeNotLinkedError as e:  # e.g. a cross triple this host cannot execute: compiled only
+        return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
