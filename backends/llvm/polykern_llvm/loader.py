@@ -24,7 +24,7 @@ from polykern.errors import ArtifactError, DeviceError
 
 from .objfile import SHT_NOBITS, SHN_ABS, SHN_UNDEF, ObjectPlan
 
-__all__ = ["Image", "load_image", "check_relocations", "resolve_external", "unresolved"]
+__all__ = ["Image", "load_image", "build_image", "check_relocations", "resolve_external", "unresolved"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap = _libc.mmap
@@ -88,7 +88,7 @@ class Image:
         self._release()
 
 
-def _build(plan: ObjectPlan, data: bytes, base: int, externals: Dict[int, int]) -> bytearray:
+def build_image(plan: ObjectPlan, data: bytes, base: int, externals: Dict[int, int]) -> bytearray:
     """The image bytes for ``base``: sections, trampolines, GOT, relocations applied."""
     img = bytearray(plan.content_size)  # the rest of the mapping is zero-filled already
     for s in plan.sections:
@@ -130,7 +130,7 @@ def check_relocations(plan: ObjectPlan, data: bytes) -> None:
     base, far = 1 << 32, 1 << 46
     externals = {s.index: (base + plan.got_offset if s.name == "_GLOBAL_OFFSET_TABLE_" else far + 16 * s.index)
                  for s in plan.symbols if s.external}
-    _build(plan, data, base, externals)
+    build_image(plan, data, base, externals)
 
 
 def _protect(addr: int, size: int, prot: int) -> None:
@@ -165,7 +165,7 @@ def load_image(plan: ObjectPlan, data: bytes, wanted: Sequence[str]) -> Image:
         for sym in plan.symbols:  # _GLOBAL_OFFSET_TABLE_ is the image's own GOT
             if sym.external and sym.name == "_GLOBAL_OFFSET_TABLE_":
                 externals[sym.index] = base + plan.got_offset
-        img = _build(plan, data, base, externals)
+        img = build_image(plan, data, base, externals)
         ctypes.memmove(base, bytes(img), len(img))
         text_end, ro_end, _ = plan.group_ends
         _protect(base, text_end, mmap.PROT_READ | mmap.PROT_EXEC)
