@@ -23,6 +23,11 @@ from polykern.ir.types import ArrayType, ScalarType, bool_, f32, f64
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
                         "floor", "ceil", "fmod")}
 _MATH.update({"abs": "fabs", "min": "fmin", "max": "fmax"})
+# Metal compiles with fast math by default (pow undefined for x < 0, NaN and infinities not
+# honoured, loose bounds): the f32 transcendentals use the precise:: variants, whose accuracy and
+# special values are what polykern.numerics records for metal whatever the compile options.
+_MATH_F32 = dict(_MATH, **{f: f"precise::{f}" for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin",
+                                                       "cos", "tanh", "pow", "fmod")})
 
 # (parameter name, attribute) per special register.
 _REG = {"global_id": ("pk_global_id", "thread_position_in_grid"),
@@ -48,7 +53,7 @@ class MetalDialect(CDialect):
         "f16": "half", "f32": "float", "f64": "double",
     }
     MATH_F16 = _MATH
-    MATH_F32 = _MATH
+    MATH_F32 = _MATH_F32
     MATH_F64 = _MATH
     INT_MATH = {"abs": "abs", "min": "min", "max": "max"}
 

@@ -357,6 +357,8 @@ class WGSLEmitter:
         if op in ("land", "lor"):
             return self._short_circuit(e)
         a, b = self.ex(e.a), self.ex(e.b)
+        if op == "ne" and t.is_float:  # naga/drivers may make != ordered: NaN != x must be true
+            return f"(!({a} == {b}))"
         if op in _CMP:
             return f"({a} {_CMP[op]} {b})"
         if op == "floordiv":

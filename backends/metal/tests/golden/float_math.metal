@@ -14,5 +14,5 @@ kernel void float_math(
     i = (int)pk_global_id.x;
     a = x[i];
     b = y[i];
-    x[i] = sqrt(a) + rsqrt(a) + exp(a) + exp2(a) + log(a) + log2(a) + sin(a) + cos(a) + tanh(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + floor(a) + ceil(b) + fmod(a, b) + floor(a / b) + a / b - a * 0.1f;
+    x[i] = precise::sqrt(a) + precise::rsqrt(a) + precise::exp(a) + precise::exp2(a) + precise::log(a) + precise::log2(a) + precise::sin(a) + precise::cos(a) + precise::tanh(a) + precise::pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + floor(a) + ceil(b) + precise::fmod(a, b) + floor(a / b) + a / b - a * 0.1f;
 }

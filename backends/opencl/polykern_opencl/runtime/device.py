@@ -54,6 +54,9 @@ class Device:
                 self.opencl_c_version = str(self.cl_device.opencl_c_version)
             except CL_ERRORS:  # OpenCL 1.0 devices have no CL_DEVICE_OPENCL_C_VERSION
                 self.opencl_c_version = ""
+            # f32 / and sqrt can be correctly rounded (the -cl-fp32-correctly-rounded-divide-sqrt option)
+            self.correctly_rounded_divide_sqrt = bool(
+                self.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
         self.stats: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
         from .buffers import BufferPool

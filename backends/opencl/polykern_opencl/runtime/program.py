@@ -10,7 +10,10 @@ cached, so the next launch tries again.
 Build options: ``-cl-std=CL1.2`` on every device whose OpenCL C version is 1.2 or newer: the codegen
 emits OpenCL C 1.2, and without the option an OpenCL 3.0 compiler may treat 2.0 names
 (``atomic_float``, ...) as reserved and reject a kernel that uses one as its name. Then
-``POLYKERN_OPENCL_BUILD_OPTIONS`` (read at each build; a ``-cl-std=`` there replaces the default).
+``-cl-fp32-correctly-rounded-divide-sqrt`` where the device offers it, so f32 ``/`` and ``sqrt`` are
+correctly rounded as on the other backends (``polykern.numerics``; without it OpenCL allows 2.5 and 3
+ulp). Then ``POLYKERN_OPENCL_BUILD_OPTIONS`` (read at each build; a ``-cl-std=`` there replaces the
+default). Floating-point contraction is switched off in the source (``#pragma OPENCL FP_CONTRACT OFF``).
 
 ``clSetKernelArg`` is the one OpenCL call that is not thread-safe on a shared kernel object, so
 every :class:`KernelObject` has a lock held from the first ``set_arg`` to the enqueue (microseconds);
@@ -33,6 +36,7 @@ from .clerrors import CL_ERRORS, cl_call, device_error, status_name
 __all__ = ["Program", "KernelObject", "required_extensions", "build_options", "BUILD_OPTIONS_ENV"]
 
 BUILD_OPTIONS_ENV = "POLYKERN_OPENCL_BUILD_OPTIONS"
+CORRECTLY_ROUNDED_DIVIDE_SQRT = "-cl-fp32-correctly-rounded-divide-sqrt"
 _PRAGMA = re.compile(r"^\s*#\s*pragma\s+OPENCL\s+EXTENSION\s+(\w+)\s*:\s*enable\s*$", re.M)
 
 
@@ -53,6 +57,8 @@ def build_options(device) -> List[str]:
     version = _c_version(getattr(device, "opencl_c_version", ""))
     if version is not None and version >= (1, 2) and not any(o.startswith("-cl-std=") for o in extra):
         options.append("-cl-std=CL1.2")
+    if getattr(device, "correctly_rounded_divide_sqrt", False):
+        options.append(CORRECTLY_ROUNDED_DIVIDE_SQRT)
     return options + extra
 
 
