@@ -232,6 +232,107 @@ double pk_rt_divdf3(double a, double b) {
   return round_pack(sign, ea, q, ma != 0);
 }
 
+/* ------------------------------------------------------------------ f64 add, subtract, multiply
+ * hexagonv65/v66 have no double-precision add or multiply instructions: LLVM calls these. */
+
+static double add_special(u64 ua, u64 ub) { /* a NaN or infinity among the operands */
+  double a = from_bits(ua), b = from_bits(ub);
+  if (is_nan(a)) return quiet(a);
+  if (is_nan(b)) return quiet(b);
+  if ((ua & ~SIGN64) == 0x7ff0000000000000ull) {
+    if ((ub & ~SIGN64) == 0x7ff0000000000000ull && (ua ^ ub) == SIGN64) return default_nan(); /* inf - inf */
+    return a;
+  }
+  return b;
+}
+
+double pk_rt_adddf3(double a, double b) {
+  u64 ua = bits_of(a), ub = bits_of(b), ma, mb, sa, sb, m, sign;
+  int ea, eb, d;
+  if ((ua & ~SIGN64) >= 0x7ff0000000000000ull || (ub & ~SIGN64) >= 0x7ff0000000000000ull)
+    return add_special(ua, ub);
+  if ((ua & ~SIGN64) == 0) return (ub & ~SIGN64) == 0 ? from_bits(ua & ub) : b; /* -0 + -0 = -0 */
+  if ((ub & ~SIGN64) == 0) return a;
+  if ((ua & ~SIGN64) < (ub & ~SIGN64)) { /* |a| >= |b| from here on */
+    u64 t = ua;
+    ua = ub;
+    ub = t;
+  }
+  sa = ua & SIGN64;
+  sb = ub & SIGN64;
+  /* six extra bits (leading bit at 58): after aligning b, what falls off is folded into bit 0, and
+   * a cancellation shifts left by at most one place then, so that bit stays below the three
+   * guard bits round_pack reads */
+  ma = unpack(ua, &ea) << 6;
+  mb = unpack(ub, &eb) << 6;
+  d = ea - eb;
+  if (d > 0) {
+    if (d > 61) {
+      mb = 1;
+    } else {
+      u64 lost = mb & ((1ull << d) - 1);
+      mb = (mb >> d) | (lost != 0);
+    }
+  }
+  sign = sa;
+  if (sa == sb) {
+    m = ma + mb;
+    if (m >> 59) {
+      m = (m >> 1) | (m & 1);
+      ea++;
+    }
+  } else {
+    m = ma - mb;
+    if (m == 0) return from_bits(0); /* x - x = +0 when rounding to nearest */
+    while (!(m >> 58)) {
+      m <<= 1;
+      ea--;
+    }
+  }
+  return round_pack(sign, ea, m >> 3, (m & 7) != 0);
+}
+
+double pk_rt_subdf3(double a, double b) { return pk_rt_adddf3(a, from_bits(bits_of(b) ^ SIGN64)); }
+
+double pk_rt_muldf3(double a, double b) {
+  u64 ua = bits_of(a), ub = bits_of(b), sign = (ua ^ ub) & SIGN64, ma, mb, al, ah, bl, bh, lo, mid1, mid2, hi, m;
+  int ea, eb, e, sticky;
+  if (is_nan(a)) return quiet(a);
+  if (is_nan(b)) return quiet(b);
+  if ((ua & ~SIGN64) == 0x7ff0000000000000ull || (ub & ~SIGN64) == 0x7ff0000000000000ull) {
+    if ((ua & ~SIGN64) == 0 || (ub & ~SIGN64) == 0) return default_nan(); /* inf * 0 */
+    return from_bits(sign | 0x7ff0000000000000ull);
+  }
+  if ((ua & ~SIGN64) == 0 || (ub & ~SIGN64) == 0) return from_bits(sign);
+  ma = unpack(ua, &ea);
+  mb = unpack(ub, &eb);
+  /* the 106-bit product hi:lo of two 53-bit significands, from 32-bit halves */
+  al = ma & 0xffffffffull;
+  ah = ma >> 32;
+  bl = mb & 0xffffffffull;
+  bh = mb >> 32;
+  lo = al * bl;
+  mid1 = al * bh;
+  mid2 = ah * bl;
+  hi = ah * bh;
+  {
+    u64 mid = (lo >> 32) + (mid1 & 0xffffffffull) + (mid2 & 0xffffffffull);
+    lo = (lo & 0xffffffffull) | (mid << 32);
+    hi += (mid1 >> 32) + (mid2 >> 32) + (mid >> 32);
+  }
+  /* product in [2**104, 2**106): keep 56 bits (leading bit at 55), the rest is sticky */
+  e = ea + eb - 1023;
+  if (hi >> 41) { /* >= 2**105 */
+    m = (hi << 14) | (lo >> 50);
+    sticky = (lo & ((1ull << 50) - 1)) != 0;
+    e++;
+  } else {
+    m = (hi << 15) | (lo >> 49);
+    sticky = (lo & ((1ull << 49) - 1)) != 0;
+  }
+  return round_pack(sign, e, m, sticky);
+}
+
 /* ------------------------------------------------------------------ square root */
 
 double sqrt(double x) {
@@ -470,6 +571,9 @@ float fmaf(float a, float b, float c) {
           "\t{ r15:14 = memd(r29+#48) }\n"                                                 \
           "\t{ dealloc_return }\n\t.size " #name ", .-" #name "\n")
 
+PK_PRESERVE_ALL(__hexagon_adddf3, pk_rt_adddf3);
+PK_PRESERVE_ALL(__hexagon_subdf3, pk_rt_subdf3);
+PK_PRESERVE_ALL(__hexagon_muldf3, pk_rt_muldf3);
 PK_PRESERVE_ALL(__hexagon_divdf3, pk_rt_divdf3);
 PK_PRESERVE_ALL(__hexagon_divdi3, pk_rt_divdi3);
 PK_PRESERVE_ALL(__hexagon_divsi3, pk_rt_divsi3);

@@ -30,13 +30,11 @@ from ..fallback import PendingAsmSources
 from polykern import launch_stream as protocol
 from .toolchain import QEMU_CPU, Tools, find_tools, support_objects
 
-__all__ = ["HexagonModule", "HexagonKernel", "STACK_ENV", "MAX_GLOBAL_ID", "NO_SOFT_F64_CPUS"]
+__all__ = ["HexagonModule", "HexagonKernel", "STACK_ENV", "MAX_GLOBAL_ID"]
 
 STACK_ENV = "POLYKERN_HEXAGON_STACK_MB"
 MAX_GLOBAL_ID = 2 ** 31 - 1
 _STACK_MARGIN = 1 << 20
-#: DSP versions whose objects call software f64 add/multiply routines the harness does not have.
-NO_SOFT_F64_CPUS = ("hexagonv65", "hexagonv66")
 
 
 def stack_bytes() -> int:
@@ -67,11 +65,6 @@ class HexagonModule(PendingAsmSources, DeviceModule):
             return f"the Hexagon runtime runs payloads of format 'o' (ELF object), not {self.fmt!r}"
         if self.payload[:4] != b"\x7fELF" or len(self.payload) < 20 or self.payload[18:20] != b"\xa4\x00":
             return "the payload is not a Hexagon ELF object (e_machine 164)"
-        cpus = sorted({f.attrs.get("cpu", "") for f in self.functions.values()} & set(NO_SOFT_F64_CPUS))
-        if cpus:
-            return (f"the object was built for {cpus[0]}, whose f64 add and multiply are software routines "
-                    "(__hexagon_adddf3, __hexagon_muldf3) that the emulated runtime does not provide; build "
-                    "with -mcpu=hexagonv67 or later to run it here")
         return None
 
     @property
