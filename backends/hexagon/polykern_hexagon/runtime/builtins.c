@@ -2,9 +2,11 @@
  *
  * Written for polykern (no code from other projects). Compiled freestanding with clang
  * (--target=hexagon-unknown-elf -ffreestanding -fno-builtin) by runtime/toolchain.py, so nothing
- * here may itself call a library routine: integer division is shift-and-subtract, f64 division
- * and square root are integer long division / digit-by-digit roots on the significands, rounded
- * once (to nearest, ties to even). f64 fma is Dekker's exact product plus Boldo and Melquiond's
+ * here may itself call a library routine: integer division is shift-and-subtract; f64 add,
+ * subtract and multiply (hexagonv65/v66 have no instructions for them), division and square root
+ * work on the significands in integers (long division, digit-by-digit roots), rounded once (to
+ * nearest, ties to even). The f64 operators used elsewhere in this file are the V67 harness's
+ * instructions. f64 fma is Dekker's exact product plus Boldo and Melquiond's
  * round-to-odd sum, with power-of-two scaling around it; it is correctly rounded except when the
  * result is subnormal (then it may be off by one ulp of the subnormal). Everything else is exact.
  */
