@@ -1,8 +1,8 @@
 """polykern CPU backend: kernels -> LLVM IR -> a relocatable ELF object for a host or cross triple.
 
 ``register_backend()`` is the ``polykern.backends`` entry point: it declares the codegen (target
-kind ``llvm``; needs only llvmlite) and the runtime (MCJIT through llvmlite, a thread pool of
-``os.cpu_count()`` workers), which is available wherever llvmlite imports.
+kind ``llvm``; needs only llvmlite) and the runtime (polykern's own ELF object loader, loader.py,
+and a thread pool of ``os.cpu_count()`` workers), which is available wherever llvmlite imports.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Just enough ELF to decide, before loading, whether an object can run on this host.
 
 The runtime reads the header (class, byte order, type, machine) and the undefined
-symbols of the symbol table. Every offset is checked against the data, so a corrupt
-payload is an :class:`ArtifactError`, never a crash inside the JIT linker.
+symbols of the symbol table of any object, whatever it was built for; every offset is checked
+against the data, so a corrupt payload is an :class:`ArtifactError`. Objects polykern can load
+(x86_64, aarch64) are then checked in full by objfile.py.
 """
 from __future__ import annotations
 

@@ -38,6 +38,7 @@ from .fallback import SOURCE_PREFERENCE, LazyAsmSources
 from .loader import check_relocations, load_image, unresolved
 from .objfile import ObjectPlan, parse_object
 from .pool import pool
+from .relocs import RELOCATORS
 
 __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "devices"]
 
@@ -47,8 +48,9 @@ _STACK_MARGIN = 1 << 20
 
 def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
                  ) -> Tuple[Optional[str], Optional[ObjectPlan]]:
-    """(why this object cannot run in this process or None, its checked layout when it is for this
-    host). Raises ArtifactError when the object is malformed."""
+    """(why this object cannot run in this process or None, its checked layout). Raises
+    ArtifactError when the object is malformed: every x86_64 or aarch64 object is checked in full,
+    whichever host loads it."""
     if fmt != "o":
         return f"this runtime runs llvm payloads of format 'o' (ELF object), not {fmt!r}", None
     obj = read_elf(payload)
@@ -59,19 +61,23 @@ def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
     if triple:
         check_matches_triple(obj, triple)
     built = f" (target triple {triple})" if triple else ""
+    plan = None
+    if (obj.bits, obj.little) == (64, True) and obj.machine in RELOCATORS:  # also when built for another host
+        plan = parse_object(payload, obj.machine)
+        check_relocations(plan, payload)
+        entries = plan.exported()
+        for name, info in fmap.items():
+            entry = info.attrs.get("entry", name + "__range")
+            if entry not in entries:
+                raise ArtifactError(f"llvm payload: the object does not define function {entry!r} (kernel {name!r})")
+    if (obj.machine, obj.bits, obj.little) == (machine, bits, little) and plan is None:
+        return (f"polykern's CPU loader runs objects on x86_64 and aarch64 hosts, not on {obj.describe()}"), None
     if (obj.machine, obj.bits, obj.little) != (machine, bits, little):
         host = MACHINE_NAMES.get(machine, "unknown")
         return (f"the object was compiled for {obj.describe()}{built} but this host is {host} "
                 f"({bits}-bit, {'little' if little else 'big'}-endian); rebuild with target "
                 f"'llvm -mtriple={host_triple()}' (or plain 'llvm' on this host), or run the artifact on a "
                 f"{obj.machine_name} machine"), None
-    plan = parse_object(payload, machine)
-    check_relocations(plan, payload)
-    entries = plan.exported()
-    for name, info in fmap.items():
-        entry = info.attrs.get("entry", name + "__range")
-        if entry not in entries:
-            raise ArtifactError(f"llvm payload: the object does not define function {entry!r} (kernel {name!r})")
     features = next((f.attrs.get("features", "") for f in fmap.values()), "")
     missing = missing_host_features(features) if features else None
     if missing:

@@ -148,3 +148,17 @@ def test_every_structure_damage_is_refused_at_load_or_runs_correctly(artifact, t
     assert not odd, f"{len(odd)} unexpected verdicts: {dict(list(odd.items())[:20])}"
     assert counts["artifact-error"] > len(todo) // 2 and counts["ran-correctly"] > 200, counts
     assert all("llvm payload" in m or "ELF" in m for v, m in verdicts.values() if v == "artifact-error")
+
+
+def test_damaged_object_for_another_cpu_is_an_artifact_error_here_too():
+    """An aarch64 module cannot run on this x86-64 host, but its structure is checked all the same:
+    the same damaged artifact gets the same verdict on every host."""
+    mod = pk.build([exp_axpy], targets=["llvm -mtriple=aarch64-linux-gnu"])
+    art, obj = mod.export(), mod.on("llvm").payload
+    assert pk.load(art).on("llvm").save_to_bytes() == mod.on("llvm").save_to_bytes()  # intact: loads
+    shoff, = struct.unpack_from("<Q", obj, 40)
+    shnum, = struct.unpack_from("<H", obj, 60)
+    symtab = next(i for i in range(shnum) if struct.unpack_from("<I", obj, shoff + 64 * i + 4)[0] == 2)
+    off = art.find(obj) + shoff + 64 * symtab + 40
+    with pytest.raises(pk.errors.ArtifactError, match="string table|links"):
+        pk.load(_recrc(art[:off] + b"\0\0\0\0" + art[off + 4:]))
