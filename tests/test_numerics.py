@@ -447,3 +447,23 @@ def test_docs_embed_the_generated_promise_table():
     embedded = text.split(numerics.DOC_BEGIN, 1)[1].split(numerics.DOC_END, 1)[0].strip("\n") + "\n"
     assert embedded == numerics.markdown_table(), \
         "docs/correctness.md's numerics table is stale: paste polykern.numerics.markdown_table() again"
+
+
+@pytest.mark.parametrize("target,kind,T", _params([(f32,), (f16,)]))
+def test_math_of_constants_gives_the_ieee_result(target, kind, T):
+    """Builtins of constants outside their domain (folded by some shader compilers) give NaN/inf."""
+    @pk.kernel
+    def consts(n: i32, o: Buffer[T]):
+        if pk.global_id(0) == 0:
+            o[0] = pk.sqrt(T(-2.0))
+            o[1] = pk.rsqrt(T(-3.0))
+            o[2] = pk.exp(T(100.0))
+            o[3] = pk.log(T(0.0))
+            o[4] = pk.log2(T(-1.0))
+            o[5] = pk.pow(T(-8.0), T(0.5))
+            o[6] = pk.rsqrt(T(0.0))
+
+    o = np.zeros(7, T.numpy)
+    _run(consts, target, kind, o, n=1)
+    want = np.array([np.nan, np.nan, np.inf, -np.inf, np.nan, np.nan, np.inf], T.numpy)
+    assert np.array_equal(o, want, equal_nan=True), f"{kind}: got {o.tolist()}, want {want.tolist()}"

@@ -447,6 +447,8 @@ class WGSLEmitter:
 
     def _call(self, e: ir.Call) -> str:
         args = [self.top(a) for a in e.args]
+        if e.type.is_float and e.func not in ("pow", "fma") and all(_is_constant(a) for a in e.args):
+            args[0] = self._runtime_value(e.args[0], args[0])
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"
@@ -458,6 +460,14 @@ class WGSLEmitter:
         if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
             return "f16(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
         return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"
+
+    def _runtime_value(self, e: ir.Expr, text: str) -> str:
+        """``e`` (emitted as ``text``) through a ``var``: naga evaluates a builtin whose arguments are
+        all constants at shader creation and rejects the shader when the result is NaN or infinite
+        (sqrt(-2.0), exp(100.0)), where the language gives the IEEE result at run time."""
+        name = self.tmp()
+        self.line(f"var {name}: {wty(e.type)} = {_strip(text)};")
+        return name
 
     def _reg(self, e: ir.SpecialReg) -> str:
         axis = _XYZ[e.dim]
@@ -539,6 +549,21 @@ class WGSLEmitter:
                    "max": f"max({old}, {val})", "xchg": val}[e.op]
             self.line(f"{ref} = {new};")
         return old
+
+
+def _is_constant(e: ir.Expr) -> bool:
+    """Whether ``e`` is built from constants only (naga would evaluate it at shader creation)."""
+    if isinstance(e, ir.Const):
+        return True
+    if isinstance(e, ir.Cast):
+        return _is_constant(e.a)
+    if isinstance(e, ir.UnaryOp):
+        return _is_constant(e.a)
+    if isinstance(e, ir.BinOp):
+        return _is_constant(e.a) and _is_constant(e.b)
+    if isinstance(e, ir.Call):
+        return all(_is_constant(a) for a in e.args)
+    return False
 
 
 def _is_private(base: ir.Var) -> bool:
