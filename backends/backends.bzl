@@ -75,7 +75,7 @@ def backend(
     )
 
 BACKENDS = [
-    backend("llvm", needs = ["host_cpu"], runtime_srcs = ["pool.py", "elf.py"], doc = "CPU via LLVM; runtime = llvmlite MCJIT + ctypes"),
+    backend("llvm", needs = ["host_cpu"], runtime_srcs = ["pool.py", "elf.py", "loader.py", "objfile.py", "relocs.py"], doc = "CPU via LLVM; runtime = polykern ELF loader + ctypes"),
     backend("cuda", needs = ["cuda_driver"], codegen_pip = ["nvidia-cuda-nvrtc"], runtime_pip = ["pycuda"], runtime_modules = ["pycuda"], config = "cuda", gpu_tag = "requires-gpu-nvidia", doc = "CUDA C / NVPTX; runtime = pycuda on the NVIDIA driver"),
     backend("rocm", needs = ["rocm_hip"], gpu_tag = "requires-gpu-amd", doc = "AMDGPU code objects; runtime = HIP"),
     backend("opencl", needs = ["opencl_icd"], runtime_pip = ["pyopencl"], runtime_modules = ["pyopencl"], config = "opencl", doc = "OpenCL C; runtime = pyopencl on any ICD (PoCL on CPU)"),
