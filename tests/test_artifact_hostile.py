@@ -354,11 +354,10 @@ def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path
 
 
 def _with_info(info) -> bytes:
-    from polykern.module import RootModule
-
-    dev = device_module("llvm", names=(info.name,))
-    dev.functions = {info.name: info}
-    return RootModule({info.name: info}, [dev], ["llvm"]).export()
+    """An artifact describing ``info`` (written with wire directly: export refuses bad ones)."""
+    dev = wire.encode_device_payload("llvm", "src", {info.name: info}, b"// k\n")
+    return wire.encode_container([("root", wire.encode_root_payload({info.name: info}, ["llvm"])), ("llvm", dev)],
+                                 [[1], []], None, {})
 
 
 def _info(tags=("global_id.0",), **attrs):
@@ -442,3 +441,16 @@ def test_llvm_artifact_with_a_non_numeric_private_bytes_fails_at_load_not_at_lau
         pk.load(bad)
     assert str(e.value).startswith("function '_double' attribute 'private_bytes' has an invalid value 'x' "
                                    "(expected a decimal integer from 0 to 1099511627776)")
+
+
+def test_export_refuses_what_load_would_refuse():
+    """Never write what we would refuse to read: a backend bug shows at build, not at the user's load."""
+    from polykern.errors import PolykernError
+    from polykern.module import RootModule
+
+    info = _info(private_bytes="lots")
+    dev = device_module("llvm", names=(info.name,))
+    dev.functions = {info.name: info}
+    with pytest.raises(PolykernError, match=r"cannot export: function 'k\\x1bk' attribute 'private_bytes' has an "
+                                            r"invalid value 'lots'"):
+        RootModule({info.name: info}, [dev], ["llvm"]).export()

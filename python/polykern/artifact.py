@@ -64,6 +64,9 @@ def export(root: Module, path: Union[str, "os.PathLike[str]", None] = None, *, s
     missing = sorted(set(root.functions) - provided)
     if missing:
         raise PolykernError(f"the root lists kernels no imported module provides: {', '.join(missing)}")
+    for m in modules:
+        for info in m.functions.values():
+            wire.check_function_info(info)
     children = [[index[id(c)] for c in m.imports] for m in modules]
     payloads = [(m.kind, m.save_to_bytes()) for m in modules]
     sources = None if strip_sources else [dict(m.sources) for m in modules]

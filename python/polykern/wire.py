@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import ArtifactError
+from .errors import ArtifactError, PolykernError
 from .function_schema import LAUNCH_TAG_KINDS, attr_problem, tag_ok
 from .ir.types import scalar_from_code
 from .kbin_messages import message, quote
@@ -29,7 +29,7 @@ __all__ = [
     "MAGIC", "VERSION", "PAYLOAD_LAYOUT", "Reader", "Writer", "Container", "ContainerModule",
     "encode_function_info", "decode_function_info", "encode_device_payload", "decode_device_payload",
     "encode_root_payload", "decode_root_payload", "encode_container", "decode_container",
-    "register_payload_layout", "known_kinds",
+    "register_payload_layout", "known_kinds", "function_problem", "check_function_info", "BUILTIN_LAYOUT",
 ]
 
 MAGIC = b"PKBIN\x00\r\n"
@@ -306,20 +306,10 @@ class Reader:
         shared = self.u64(f"{what} shared bytes")
         attrs_at = self._pos
         attrs = self.map_str_str(f"{what} attrs")
-        seen = set()
-        for a in args:
-            if a.name in seen:
-                raise _fail("ARG_DUP", self._pos, what, quote(a.name))
-            seen.add(a.name)
-        for t in tags:
-            if not tag_ok(t):
-                raise _fail("TAG_BAD", at, what, quote(t), ", ".join(LAUNCH_TAG_KINDS))
-        for k, v in attrs.items():
-            problem = attr_problem(k, v)
-            if problem is not None:
-                if problem[0] == "ATTR_NAME":
-                    raise _fail("ATTR_NAME", attrs_at, what, quote(k))
-                raise _fail("ATTR_VALUE", attrs_at, what, quote(k), quote(v), problem[1])
+        problem = function_problem(what, [a.name for a in args], tags, attrs)
+        if problem is not None:
+            key, margs = problem
+            raise _fail(key, {"ARG_DUP": self._pos, "TAG_BAD": at}.get(key, attrs_at), *margs)
         try:
             return FunctionInfo(name, args, tags, shared, attrs)
         except ValueError as e:
@@ -347,6 +337,38 @@ class Reader:
 
 
 # ------------------------------------------------------------------ FunctionInfo
+
+
+def function_problem(what: str, arg_names: Sequence[str], tags: Sequence[str],
+                     attrs: Mapping[str, str]) -> Optional[Tuple[str, Tuple[object, ...]]]:
+    """The first thing a reader refuses in a function description beyond the byte format
+    (duplicate argument names, launch tags and attributes against ``function_schema``), as
+    ``(message key, message args)``; ``None`` when there is none. Same order as the C reader."""
+    seen = set()
+    for name in arg_names:
+        if name in seen:
+            return "ARG_DUP", (what, quote(name))
+        seen.add(name)
+    for t in tags:
+        if not tag_ok(t):
+            return "TAG_BAD", (what, quote(t), ", ".join(LAUNCH_TAG_KINDS))
+    for k, v in attrs.items():
+        problem = attr_problem(k, v)
+        if problem is not None:
+            if problem[0] == "ATTR_NAME":
+                return "ATTR_NAME", (what, quote(k))
+            return "ATTR_VALUE", (what, quote(k), quote(v), problem[1])
+    return None
+
+
+def check_function_info(info: FunctionInfo) -> None:
+    """What a reader would refuse in ``info`` (``export`` calls this: never write what we would
+    refuse to read), as a PolykernError naming the function and the attribute or tag."""
+    problem = function_problem(f"function {quote(info.name)}", [a.name for a in info.args], info.launch_tags,
+                               info.attrs)
+    if problem is not None:
+        raise PolykernError(f"cannot export: {message(problem[0], *problem[1])}")
+
 
 
 def encode_function_info(info: FunctionInfo) -> bytes:
