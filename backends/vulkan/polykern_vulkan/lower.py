@@ -312,12 +312,12 @@ class KernelLowering:
         for p in self.fn.params:
             if not p.is_buffer:
                 self.vars[p.name] = f.variable(m.t_pointer("Function", self.ty(p.type)), p.name)
-        for name, t in self.fn.locals.items():
+        for name, t in self.fn.locals.items():  # locals and local arrays start at zero (the IR's promise)
             if name not in self.vars:
-                self.vars[name] = f.variable(m.t_pointer("Function", self.ty(t)), name)
+                self.vars[name] = f.variable(m.t_pointer("Function", self.ty(t)), name, m.const_null(self.ty(t)))
         for name, at in self.fn.local_arrays.items():
             arr = m.t_array(self.ty(at.elem), at.size)
-            self.arrays[name] = (f.variable(m.t_pointer("Function", arr), name), "Function")
+            self.arrays[name] = (f.variable(m.t_pointer("Function", arr), name, m.const_null(arr)), "Function")
         self.load_params()
         self.load_specials(specials, inputs)
         self.stmts(self.fn.body)

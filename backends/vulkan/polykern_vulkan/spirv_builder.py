@@ -109,9 +109,11 @@ class FunctionBuilder:
         self.op(opcode, rtype, rid, *operands)
         return rid
 
-    def variable(self, ptr_type: int, name: str = "") -> int:
+    def variable(self, ptr_type: int, name: str = "", init: Optional[int] = None) -> int:
+        """A Function-storage variable; ``init``: the id of a constant it starts as."""
         rid = self.mod.new_id()
-        self.local_vars.append(encode_inst(Op.Variable, [ptr_type, rid, STORAGE_CLASS["Function"]]))
+        operands = [ptr_type, rid, STORAGE_CLASS["Function"]] + ([init] if init is not None else [])
+        self.local_vars.append(encode_inst(Op.Variable, operands))
         if name:
             self.mod.name(rid, name)
         return rid
@@ -261,6 +263,16 @@ class ModuleBuilder:
             cid = self.new_id()
             self._consts[key] = cid
             self._globals.append(encode_inst(opcode, [type_id, cid, *words]))
+        return cid
+
+    def const_null(self, type_id: int) -> int:
+        """The all-zero constant of any type (scalar, array)."""
+        key = ("null", type_id)
+        cid = self._consts.get(key)
+        if cid is None:
+            cid = self.new_id()
+            self._consts[key] = cid
+            self._globals.append(encode_inst(Op.ConstantNull, [type_id, cid]))
         return cid
 
     def const_int(self, bits: int, signed: bool, value: int) -> int:

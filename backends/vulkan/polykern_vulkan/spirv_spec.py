@@ -41,6 +41,7 @@ class Op:
     ConstantFalse = 42
     Constant = 43
     ConstantComposite = 44
+    ConstantNull = 46
     SpecConstant = 50
     SpecConstantComposite = 51
     Function = 54
@@ -189,6 +190,7 @@ GRAMMAR = {
     Op.ConstantFalse: ["T", "R"],
     Op.Constant: ["T", "R", "V"],
     Op.ConstantComposite: ["T", "R", "I*"],
+    Op.ConstantNull: ["T", "R"],
     Op.SpecConstant: ["T", "R", "V"],
     Op.SpecConstantComposite: ["T", "R", "I*"],
     Op.Function: ["T", "R", "E:FUNCTION_CONTROL", "I"],

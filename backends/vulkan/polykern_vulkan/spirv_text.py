@@ -201,6 +201,8 @@ class _Namer:
                     "0x1p+16", "0x1p+128", "0x1p+1024") else "nan")
             text = text.replace("-", "n").replace(".", "_").replace("+", "")
             return f"{self.type_name(ops[0])}_{text}"
+        if op == Op.ConstantNull:
+            return f"null{self.type_name(ops[0])}"
         if op == Op.ExtInstImport:
             return "ext"
         return ""

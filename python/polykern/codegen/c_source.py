@@ -429,12 +429,15 @@ class KernelEmitter:
         self.lines = [head + " {"]
         for s in prologue:
             self.line(s)
-        for name, t in fn.locals.items():
+        for name, t in fn.locals.items():  # the IR promises zero-initialized locals
             self.check_type(t)
-            self.line(f"{d.type_name(t)} {self.names[name]};")
+            self.line(f"{d.type_name(t)} {self.names[name]} = 0;")
         for name, arr in fn.arrays.items():
             self.check_type(arr.elem)
-            self.line(d.array_decl(self.names[name], arr))
+            decl = d.array_decl(self.names[name], arr)
+            if arr.scope != "shared":  # local arrays start zeroed too; shared ones cannot be initialized
+                decl = decl[:-1] + " = {0};"
+            self.line(decl)
         decl_at = len(self.lines)
         self.block(fn.body)
         self.lines[decl_at:decl_at] = [d.indent + t for t in self.temps]

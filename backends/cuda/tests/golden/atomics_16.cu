@@ -72,7 +72,7 @@ static __device__ __forceinline__ float pk_f16(float x) { return pk_h2f(pk_f2h(x
 
 extern "C" __global__ void atomics_16(unsigned short* h, short* s, unsigned short pk_arg2) {
     float v = pk_h2f(pk_arg2);
-    int i;
+    int i = 0;
     float pk_e0;
     float pk_e1;
     short pk_e2;

@@ -36,7 +36,7 @@ static __device__ __forceinline__ double pk_atomic_xchg_f64(double* p, double v)
 }
 
 extern "C" __global__ void atomics_f64(double* x, double v) {
-    int i;
+    int i = 0;
     double pk_e0;
     double pk_e1;
     double pk_e2;

@@ -26,9 +26,9 @@ static __device__ __forceinline__ unsigned char pk_cvt_u8_f32(float x) {
 }
 
 extern "C" __global__ void casts(float* xf, int* xi, double* xd, unsigned char* xb, long long* xl, unsigned int* xu) {
-    int i;
-    float f;
-    int n;
+    int i = 0;
+    float f = 0;
+    int n = 0;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     f = xf[i];

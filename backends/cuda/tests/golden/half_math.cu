@@ -17,8 +17,8 @@ static __device__ __forceinline__ float pk_f16(float x) { return pk_h2f(pk_f2h(x
 
 extern "C" __global__ void half_math(int n, unsigned short pk_arg1, unsigned short* x, const unsigned short* y, float* z) {
     float s = pk_h2f(pk_arg1);
-    int i;
-    float h;
+    int i = 0;
+    float h = 0;
     __shared__ unsigned short t[64];
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);

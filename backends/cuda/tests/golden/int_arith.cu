@@ -16,11 +16,11 @@ static __device__ __forceinline__ int pk_rem_i32(int a, int b) {
 }
 
 extern "C" __global__ void int_arith(int* a, unsigned int* b, long long* c, unsigned long long* d) {
-    int i;
-    int x;
-    int y;
-    unsigned int u;
-    long long w;
+    int i = 0;
+    int x = 0;
+    int y = 0;
+    unsigned int u = 0;
+    long long w = 0;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     x = a[i];

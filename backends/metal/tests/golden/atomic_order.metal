@@ -7,7 +7,7 @@ kernel void atomic_order(
     device int* x [[buffer(0)]],
     device int* out [[buffer(1)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
+    int i = 0;
     int pk_e0;
     int pk_e1;
     int pk_e2;

@@ -88,8 +88,8 @@ kernel void atomics_f32(
     device float* x [[buffer(0)]],
     constant float& v [[buffer(1)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    float old;
+    int i = 0;
+    float old = 0;
     threadgroup float acc[4];
     float pk_e0;
     float pk_e1;

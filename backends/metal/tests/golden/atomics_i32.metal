@@ -46,8 +46,8 @@ kernel void atomics_i32(
     device int* a [[buffer(0)]],
     device uint* b [[buffer(1)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    int old;
+    int i = 0;
+    int old = 0;
     threadgroup int counts[16];
     int pk_e0;
     int pk_e1;

@@ -9,8 +9,8 @@ kernel void bools(
     device int* out [[buffer(2)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
     bool flag = (bool)pk_arg0;
-    int i;
-    bool m;
+    int i = 0;
+    bool m = 0;
 
     i = (int)pk_global_id.x;
     m = (bool)mask[i];

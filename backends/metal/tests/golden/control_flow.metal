@@ -7,10 +7,10 @@ kernel void control_flow(
     constant int& n [[buffer(0)]],
     device int* out [[buffer(1)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    int acc;
-    int k;
-    int j;
+    int i = 0;
+    int acc = 0;
+    int k = 0;
+    int j = 0;
 
     i = (int)pk_global_id.x;
     if (i >= n) {

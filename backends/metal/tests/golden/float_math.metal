@@ -7,9 +7,9 @@ kernel void float_math(
     device float* x [[buffer(0)]],
     device const float* y [[buffer(1)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    float a;
-    float b;
+    int i = 0;
+    float a = 0;
+    float b = 0;
 
     i = (int)pk_global_id.x;
     a = x[i];

@@ -12,9 +12,9 @@ kernel void grid_3d(
     uint3 pk_group_id [[threadgroup_position_in_grid]],
     uint3 pk_local_size [[threads_per_threadgroup]],
     uint3 pk_num_groups [[threadgroups_per_grid]]) {
-    int x;
-    int y;
-    int z;
+    int x = 0;
+    int y = 0;
+    int z = 0;
 
     x = (int)pk_global_id.x;
     y = (int)pk_global_id.y;

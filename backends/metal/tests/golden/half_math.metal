@@ -11,8 +11,8 @@ kernel void half_math(
     device float* z [[buffer(4)]],
     uint3 pk_global_id [[thread_position_in_grid]],
     uint3 pk_local_id [[thread_position_in_threadgroup]]) {
-    int i;
-    half h;
+    int i = 0;
+    half h = 0;
     threadgroup half t[64];
 
     i = (int)pk_global_id.x;

@@ -24,11 +24,11 @@ kernel void int_arith(
     device long* c [[buffer(2)]],
     device ulong* d [[buffer(3)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    int x;
-    int y;
-    uint u;
-    long w;
+    int i = 0;
+    int x = 0;
+    int y = 0;
+    uint u = 0;
+    long w = 0;
 
     i = (int)pk_global_id.x;
     x = a[i];

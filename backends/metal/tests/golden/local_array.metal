@@ -4,10 +4,10 @@
 using namespace metal;
 
 kernel void local_array(device float* x [[buffer(0)]], uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    int k;
-    float buf[8];
-    int idx[4];
+    int i = 0;
+    int k = 0;
+    float buf[8] = {0};
+    int idx[4] = {0};
 
     i = (int)pk_global_id.x;
     for (k = 0; k < 8; k++) {

@@ -8,10 +8,10 @@ kernel void logic(
     device const float* x [[buffer(1)]],
     device int* flags [[buffer(2)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
-    bool ok;
-    bool bad;
-    bool neither;
+    int i = 0;
+    bool ok = 0;
+    bool bad = 0;
+    bool neither = 0;
 
     i = (int)pk_global_id.x;
     ok = i < n && x[i] > 0.0f;

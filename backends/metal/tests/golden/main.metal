@@ -4,14 +4,14 @@
 using namespace metal;
 
 kernel void main_(device float* kernel_ [[buffer(0)]], uint3 pk_global_id [[thread_position_in_grid]]) {
-    int int_;
-    float float_;
-    float half_;
-    float max_;
-    int threadIdx_;
-    int vpk_tmp;
-    float float_2;
-    float u03b1;
+    int int_ = 0;
+    float float_ = 0;
+    float half_ = 0;
+    float max_ = 0;
+    int threadIdx_ = 0;
+    int vpk_tmp = 0;
+    float float_2 = 0;
+    float u03b1 = 0;
 
     int_ = (int)pk_global_id.x;
     threadIdx_ = (int)((uint)int_ + 1u);

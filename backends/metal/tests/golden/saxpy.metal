@@ -9,7 +9,7 @@ kernel void saxpy(
     device const float* x [[buffer(2)]],
     device float* y [[buffer(3)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
+    int i = 0;
 
     i = (int)pk_global_id.x;
     if (i < n) {

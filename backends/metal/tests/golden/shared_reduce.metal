@@ -10,8 +10,8 @@ kernel void shared_reduce(
     uint3 pk_group_id [[threadgroup_position_in_grid]],
     uint3 pk_local_size [[threads_per_threadgroup]],
     uint3 pk_num_groups [[threadgroups_per_grid]]) {
-    int lid;
-    int s;
+    int lid = 0;
+    int s = 0;
     threadgroup float tile[256];
 
     lid = (int)pk_local_id.x;

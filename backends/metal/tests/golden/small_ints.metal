@@ -9,7 +9,7 @@ kernel void small_ints(
     device short* c [[buffer(2)]],
     device ushort* d [[buffer(3)]],
     uint3 pk_global_id [[thread_position_in_grid]]) {
-    int i;
+    int i = 0;
 
     i = (int)pk_global_id.x;
     a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + abs(a[i])) + max(a[i], a[0]));

@@ -3,7 +3,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void atomic_order(__global int* x, __global int* out) {
-    int i;
+    int i = 0;
     int pk_e0;
     int pk_e1;
     int pk_e2;

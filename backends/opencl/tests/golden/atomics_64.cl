@@ -5,7 +5,7 @@
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 
 __kernel void atomics_64(__global long* a, __global ulong* b) {
-    int i;
+    int i = 0;
     long pk_e0;
     long pk_e1;
     long pk_e2;

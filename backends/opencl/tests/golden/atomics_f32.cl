@@ -63,8 +63,8 @@ static inline float pk_atomic_min_f32_global(volatile __global float* p, float v
 }
 
 __kernel void atomics_f32(__global float* x, float v) {
-    int i;
-    float old;
+    int i = 0;
+    float old = 0;
     __local float acc[4];
     float pk_e0;
     float pk_e1;

@@ -50,7 +50,7 @@ static inline double pk_atomic_xchg_f64_global(volatile __global double* p, doub
 }
 
 __kernel void atomics_f64(__global double* x, double v) {
-    int i;
+    int i = 0;
     double pk_e0;
     double pk_e1;
     double pk_e2;

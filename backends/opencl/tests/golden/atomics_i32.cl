@@ -3,8 +3,8 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void atomics_i32(__global int* a, __global uint* b) {
-    int i;
-    int old;
+    int i = 0;
+    int old = 0;
     __local int counts[16];
     int pk_e0;
     int pk_e1;

@@ -4,8 +4,8 @@
 
 __kernel void bools(uchar pk_arg0, __global uchar* mask, __global int* out) {
     bool flag = (bool)pk_arg0;
-    int i;
-    bool m;
+    int i = 0;
+    bool m = 0;
 
     i = (int)get_global_id(0);
     m = (bool)mask[i];

@@ -29,9 +29,9 @@ static inline uchar pk_cvt_u8_f32(float x) {
 }
 
 __kernel void casts(__global float* xf, __global int* xi, __global double* xd, __global uchar* xb, __global long* xl, __global uint* xu) {
-    int i;
-    float f;
-    int n;
+    int i = 0;
+    float f = 0;
+    int n = 0;
 
     i = (int)get_global_id(0);
     f = xf[i];

@@ -3,10 +3,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void control_flow(int n, __global int* out) {
-    int i;
-    int acc;
-    int k;
-    int j;
+    int i = 0;
+    int acc = 0;
+    int k = 0;
+    int j = 0;
 
     i = (int)get_global_id(0);
     if (i >= n) {

@@ -4,9 +4,9 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 __kernel void double_math(__global double* x, __global const double* y) {
-    int i;
-    double a;
-    double b;
+    int i = 0;
+    double a = 0;
+    double b = 0;
 
     i = (int)get_global_id(0);
     a = x[i];

@@ -3,9 +3,9 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void float_math(__global float* x, __global const float* y) {
-    int i;
-    float a;
-    float b;
+    int i = 0;
+    float a = 0;
+    float b = 0;
 
     i = (int)get_global_id(0);
     a = x[i];

@@ -3,9 +3,9 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void grid_3d(__global int* out, int w, int h) {
-    int x;
-    int y;
-    int z;
+    int x = 0;
+    int y = 0;
+    int z = 0;
 
     x = (int)get_global_id(0);
     y = (int)get_global_id(1);

@@ -11,8 +11,8 @@ static inline float pk_f16(float x) {
 
 __kernel void half_math(int n, ushort pk_arg1, __global half* x, __global const half* y, __global float* z) {
     float s = vload_half(0, (const half*)&pk_arg1);
-    int i;
-    float h;
+    int i = 0;
+    float h = 0;
     __local ushort t[64];
 
     i = (int)get_global_id(0);

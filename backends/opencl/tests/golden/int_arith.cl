@@ -18,11 +18,11 @@ static inline int pk_rem_i32(int a, int b) {
 }
 
 __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __global ulong* d) {
-    int i;
-    int x;
-    int y;
-    uint u;
-    long w;
+    int i = 0;
+    int x = 0;
+    int y = 0;
+    uint u = 0;
+    long w = 0;
 
     i = (int)get_global_id(0);
     x = a[i];

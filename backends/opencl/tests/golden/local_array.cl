@@ -3,10 +3,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void local_array(__global float* x) {
-    int i;
-    int k;
-    float buf[8];
-    int idx[4];
+    int i = 0;
+    int k = 0;
+    float buf[8] = {0};
+    int idx[4] = {0};
 
     i = (int)get_global_id(0);
     for (k = 0; k < 8; k++) {

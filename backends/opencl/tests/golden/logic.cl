@@ -3,10 +3,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void logic(int n, __global const float* x, __global int* flags) {
-    int i;
-    bool ok;
-    bool bad;
-    bool neither;
+    int i = 0;
+    bool ok = 0;
+    bool bad = 0;
+    bool neither = 0;
 
     i = (int)get_global_id(0);
     ok = i < n && x[i] > 0.0f;

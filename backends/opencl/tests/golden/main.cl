@@ -3,14 +3,14 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void main_(__global float* kernel_) {
-    int int_;
-    float float_;
-    float half_;
-    float max_;
-    int threadIdx_;
-    int vpk_tmp;
-    float float_2;
-    float u03b1;
+    int int_ = 0;
+    float float_ = 0;
+    float half_ = 0;
+    float max_ = 0;
+    int threadIdx_ = 0;
+    int vpk_tmp = 0;
+    float float_2 = 0;
+    float u03b1 = 0;
 
     int_ = (int)get_global_id(0);
     threadIdx_ = (int)((uint)int_ + 1u);

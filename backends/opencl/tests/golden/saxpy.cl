@@ -3,7 +3,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void saxpy(int n, float a, __global const float* x, __global float* y) {
-    int i;
+    int i = 0;
 
     i = (int)get_global_id(0);
     if (i < n) {

@@ -3,8 +3,8 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void shared_reduce(__global const float* x, __global float* out) {
-    int lid;
-    int s;
+    int lid = 0;
+    int s = 0;
     __local float tile[256];
 
     lid = (int)get_local_id(0);

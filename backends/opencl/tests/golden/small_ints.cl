@@ -3,7 +3,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void small_ints(__global char* a, __global uchar* b, __global short* c, __global ushort* d) {
-    int i;
+    int i = 0;
 
     i = (int)get_global_id(0);
     a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + (char)abs(a[i])) + max(a[i], a[0]));
