@@ -628,12 +628,15 @@ def test_fuzz_parser_briefly(tmp_path):
     assert "FOUND A CRASH" not in p.stdout + p.stderr
 
 
-@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64") and MAKE),
-                    reason="no aarch64 cross compiler (gcc-aarch64-linux-gnu) or qemu-user here")
+QEMU_AARCH64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and QEMU_AARCH64 and MAKE),
+                    reason="no aarch64 cross compiler (gcc-aarch64-linux-gnu) or qemu-user(-static) here")
 def test_aarch64_cross_build_under_qemu(tmp_path):
     """The aarch64 ELF relocator, tested for real: the C tests and a polykern-compiled aarch64
-    saxpy run under qemu-aarch64."""
-    run = "qemu-aarch64 -L /usr/aarch64-linux-gnu"
+    saxpy run under qemu-aarch64 (qemu-user-static's binary, or qemu-user's)."""
+    run = f"{QEMU_AARCH64} -L /usr/aarch64-linux-gnu"
     p = _make("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", f"RUN={run}", "check")
     for name in ("test_kbin", "test_elf_loader", "test_runtime"):
         assert re.search(rf"{name}: all \d+ checks passed", p.stdout), p.stdout[-3000:]
