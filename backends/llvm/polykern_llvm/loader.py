@@ -82,6 +82,7 @@ class Image:
         self.size = size
         self.symbols = symbols
         self._release = weakref.finalize(self, _munmap, base, size)
+        self._release.atexit = False  # at exit a daemon worker may still be inside the code
 
     def close(self) -> None:
         """Unmap now (only when nothing can call into the image any more)."""

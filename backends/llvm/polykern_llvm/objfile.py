@@ -13,6 +13,7 @@ values, relocation places and addends point. Those are the program, as with a sh
 """
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -23,8 +24,9 @@ from .relocs import RELOCATORS, RF_GOT, RF_STUB, Relocator
 
 __all__ = ["Section", "Symbol", "Rela", "ObjectPlan", "parse_object", "PAGE", "STUB_SIZE", "MAX_IMAGE"]
 
-PAGE = 4096  # layout granule; a host with bigger pages rounds the mapping up (loader.py)
+PAGE = max(4096, mmap.PAGESIZE)  # protection granule: groups start on pages of this host (16/64 KiB on some arm64)
 STUB_SIZE = 16
+MAX_ALIGN = 4096  # the same verdict on every host, whatever its page size
 MAX_IMAGE = 1 << 30
 
 ET_REL = 1
@@ -225,7 +227,7 @@ def _check_section_kinds(sections: List[Section], shoff: int) -> Section:
             _bad(f"section {s.index} {named!r} is both writable and executable", where + 8)
         if s.type == SHT_NOBITS and (s.flags & SHF_EXECINSTR or not s.flags & SHF_WRITE):
             _bad(f"section {s.index} {named!r}: a zero-filled (NOBITS) section must be writable data", where + 4)
-        if s.align > PAGE or s.size > MAX_IMAGE:
+        if s.align > MAX_ALIGN or s.size > MAX_IMAGE:
             _bad(f"section {s.index} {named!r}: alignment {s.align} or size {s.size} is unsupported", where + 32)
         s.group = 0 if s.flags & SHF_EXECINSTR else 2 if s.flags & SHF_WRITE else 1
     return symtabs[0]
