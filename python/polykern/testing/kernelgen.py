@@ -460,10 +460,6 @@ class _Gen:
             if t != "bool" and r.random() < 0.25:
                 name = self.fresh("la")
                 self.emit(0, f"{name} = pk.local({t}, {N_LOCAL})")
-                if "local_zero" in self.avoid:  # do not rely on pk.local arrays starting zeroed
-                    z = self.fresh("kz")
-                    self.emit(0, f"for {z} in range({N_LOCAL}):")
-                    self.emit(1, f"{name}[{z}] = {t}(0)")
                 self.local_arrays[t] = name
         if r.random() < 0.4:
             t = r.choice(self.types)
@@ -533,8 +529,7 @@ INF = float("inf")'''
 
 
 #: what ``generate(avoid=...)`` can leave out, to keep fuzzing past a known open bug
-AVOIDABLE = {"local_zero": "initialize pk.local arrays explicitly instead of relying on them starting zeroed",
-             "float_mod": "no float % (C fmod)"}
+AVOIDABLE = {"float_mod": "no float % (C fmod)"}
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset()) -> GenProgram:
