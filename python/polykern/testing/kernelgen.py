@@ -322,7 +322,10 @@ class _Gen:
             v = r.choice(names)
             if t != "bool" and r.random() < 0.4:
                 op = r.choice(["+", "-", "*"] if t in FLOATS else ["+", "-", "*", "&", "|", "^", "<<", ">>"])
-                self.emit(depth, f"{v} {op}= {self.expr(t, 2)}")
+                amount = self.expr(t, 2)
+                if op in ("<<", ">>"):  # a constant amount must be < the width (the frontend refuses it)
+                    amount = f"({amount} & {int(t[1:]) - 1})"
+                self.emit(depth, f"{v} {op}= {amount}")
             else:
                 self.emit(depth, f"{v} = {self.expr(t, 3)}")
         elif c < 0.35:
