@@ -84,6 +84,9 @@ class OpenCLDialect(CDialect):
         if func == "abs" and t.is_signed and t != bool_:  # OpenCL abs() returns the unsigned type
             return Code(f"({self.type_name(t)})abs({args[0]})", UNARY)
         if func in ("min", "max") and t != bool_:  # overloaded for every integer type
+            if t.bits < 32:  # C promotes uchar * uchar to int: the casts pick the overload of t
+                ty = self.type_name(t)
+                return Code(f"{func}(({ty}){args[0].at(UNARY)}, ({ty}){args[1].at(UNARY)})")
             return Code(f"{func}({args[0]}, {args[1]})")
         return super().int_math(unit, func, t, args)
 

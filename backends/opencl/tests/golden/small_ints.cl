@@ -6,8 +6,8 @@ __kernel void small_ints(__global char* a, __global uchar* b, __global short* c,
     int i = 0;
 
     i = (int)get_global_id(0);
-    a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + (char)abs(a[i])) + max(a[i], a[0]));
+    a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + (char)abs(a[i])) + max((char)a[i], (char)a[0]));
     b[i] = (uchar)((uchar)((uchar)(b[i] * b[i]) - (b[i] >> (uchar)1)) + (uchar)(~b[i]));
-    c[i] = (short)((short)((short)((short)(c[i] * c[i]) + (short)((uint)c[i] << (short)9)) - (short)(-c[i])) + min(c[i], c[0]));
+    c[i] = (short)((short)((short)((short)(c[i] * c[i]) + (short)((uint)c[i] << (short)9)) - (short)(-c[i])) + min((short)c[i], (short)c[0]));
     d[i] = (ushort)((ushort)((ushort)((uint)d[i] * (uint)d[i]) + (ushort)((uint)d[i] << (ushort)15)) + d[i] % (ushort)10);
 }
