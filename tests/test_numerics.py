@@ -277,8 +277,9 @@ def _round_exact(q, T):
     """The rational ``q`` correctly rounded (nearest, ties to even) to T."""
     v = T.numpy.type(float(q))  # float(Fraction) is correctly rounded to f64; fix a double rounding
     t = T.numpy.type
-    cands = [v, np.nextafter(v, t(np.inf)), np.nextafter(v, t(-np.inf))]
-    cands = [c for c in cands if np.isfinite(c)] or [v]
+    if not np.isfinite(v):  # beyond the largest finite value plus half an ulp
+        return v
+    cands = [c for c in (v, np.nextafter(v, t(np.inf)), np.nextafter(v, t(-np.inf))) if np.isfinite(c)]
     best = min(cands, key=lambda c: (abs(Fraction(float(c)) - q), int(np.asarray(c).view(f"u{T.bits // 8}")) & 1))
     return best
 
@@ -467,3 +468,60 @@ def test_math_of_constants_gives_the_ieee_result(target, kind, T):
     _run(consts, target, kind, o, n=1)
     want = np.array([np.nan, np.nan, np.inf, -np.inf, np.nan, np.nan, np.inf], T.numpy)
     assert np.array_equal(o, want, equal_nan=True), f"{kind}: got {o.tolist()}, want {want.tolist()}"
+
+
+@pytest.mark.parametrize("target,kind,T", _params([(f32,), (f16,), (f64,)]))
+def test_float_mod_within_promise(target, kind, T):
+    @pk.kernel
+    def fmod(n: i32, a: Buffer[T, "readonly"], b: Buffer[T, "readonly"], o: Buffer[T]):
+        i = pk.global_id(0)
+        if i < n:
+            o[i] = a[i] % b[i]
+
+    rng = np.random.default_rng(4)
+    sp = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.1, 17.0, -17.0, 3.0]
+    a = np.concatenate([np.array([x for x in sp for _ in sp]), rng.uniform(-1000, 1000, 400)]).astype(T.numpy)
+    b = np.concatenate([np.array([y for _ in sp for y in sp]), rng.uniform(-10, 10, 400)]).astype(T.numpy)
+    o = np.zeros(len(a), T.numpy)
+    _run(fmod, target, kind, a, b, o, n=len(a))
+    with np.errstate(all="ignore"):
+        ref = np.fmod(a, b)  # C fmod: exact
+    p = numerics.promise("mod", T.name, kind)
+    bad = np.flatnonzero(~numerics.agrees(p, "mod", T.name, o, ref, (a, b)))
+    assert not len(bad), (f"{kind} %({T}): {len(bad)} outside {p}; e.g. "
+                          + "; ".join(f"{a[k]!r} % {b[k]!r} = {o[k]!r} (want {ref[k]!r})" for k in bad[:6]))
+
+
+@pytest.mark.parametrize("target,kind,S,D", _params([(f64, f32), (f64, f16), (f32, f16), (i32, f32), (i64, f32),
+                                                     (u64, f32), (i32, f16), (i64, f64), (u64, f64)]))
+def test_conversions_round_once_to_nearest_even(target, kind, S, D):
+    @pk.kernel
+    def narrow(n: i32, a: Buffer[S, "readonly"], o: Buffer[D]):
+        i = pk.global_id(0)
+        if i < n:
+            o[i] = D(a[i])
+
+    rng = np.random.default_rng(8)
+    if S.is_float:
+        # halfway points of D, and their neighbours in S: a double rounding (through f32) lands on the
+        # wrong side of these
+        base = rng.uniform(-2, 2, 200).astype(D.numpy).astype(np.float64)
+        ulp = np.spacing(np.abs(base.astype(D.numpy))).astype(np.float64)
+        mids = base + ulp / 2
+        a = np.concatenate([mids, np.nextafter(mids.astype(S.numpy), S.numpy.type(np.inf)),
+                            np.nextafter(mids.astype(S.numpy), S.numpy.type(-np.inf)),
+                            [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e300, -1e300, 65520.0, 65519.0, 1e-8]]).astype(S.numpy)
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = a.astype(D.numpy)  # NumPy converts with one rounding to nearest even
+    else:
+        lo, hi = numerics.int_range(S.name)
+        vals = rng.integers(lo, hi, 300, endpoint=True, dtype=S.numpy).tolist()
+        vals += [lo, hi, hi - 1, (1 << 24) + 1, (1 << 53) + 1, 65519, 65520, 2049] if S.bits == 64 else [lo, hi, 65519, 65520, 2049]
+        a = np.array([v for v in vals if lo <= v <= hi], S.numpy)
+        want = np.array([_round_exact(Fraction(int(v)), D) for v in a], D.numpy)
+    o = np.zeros(len(a), D.numpy)
+    _run(narrow, target, kind, a, o, n=len(a))
+    same = (o == want) | (np.isnan(o.astype(np.float64)) & np.isnan(want.astype(np.float64)))
+    bad = np.flatnonzero(~same)
+    assert not len(bad), f"{kind} {S}->{D}: {len(bad)} wrong; e.g. " + "; ".join(
+        f"{D}({a[k]!r}) = {o[k]!r} (want {want[k]!r})" for k in bad[:6])

@@ -33,7 +33,7 @@ FLOAT_TYPES = ("f16", "f32", "f64")
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
 # Operations with a promise. Integer and bool operations are always exact (integers wrap modulo 2^bits).
-ARITH_OPS = ("add", "sub", "mul", "div")
+ARITH_OPS = ("add", "sub", "mul", "div", "mod")   # mod: float % is C's fmod (exact)
 MATH_OPS = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma", "abs",
             "min", "max", "floor", "ceil")
 OPS = ARITH_OPS + MATH_OPS + ("cast",)
@@ -66,6 +66,7 @@ _LANGUAGE: Dict[str, Dict[str, Promise]] = {
     "sub": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "mul": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "div": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    "mod": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "sqrt": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "rsqrt": {"f16": Promise(1.0), "f32": Promise(2.0), "f64": Promise(2.0)},
     "exp": {"f16": _F16_TRANSCENDENTAL, "f32": Promise(3.0), "f64": Promise(3.0)},

@@ -24,7 +24,8 @@ float atomic add/min/max use a compare-exchange loop on the bit pattern (the arr
 with the same-width unsigned element type and every access bitcasts), float ``cas`` compares bits.
 Narrowing to f16 never uses OpFConvert (drivers fold f32 -> f16 -> f32 into a no-op even with
 NoContraction): the round-to-nearest-even half bit pattern is computed from the f32 bits with 32-bit
-integer ops and bitcast to half (see ``f32_to_f16``); f64 -> f16 goes through f32 (double rounding).
+integer ops and bitcast to half (see ``f32_to_f16``); f64 -> f16 goes through f32 rounded to odd
+(``f64_to_f32_odd``), so it rounds once. Float ``%`` is C's exact fmod (``fmod``), not OpFRem.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ import numpy as np
 from polykern import ir
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as n
-from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, i32, u32
+from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, f32, f64, i32, u32
 from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
@@ -560,6 +561,8 @@ class KernelLowering:
         col = 2 if t.is_float else (0 if t.is_signed else 1)
         if e.op in self._CMP:
             return f.val(self._CMP[e.op][col], self.ty(bool_), a, b)
+        if e.op == "mod" and t.is_float:
+            return self.fmod(t, a, b)
         b_const = e.b.value if isinstance(e.b, n.Const) else None
         if t.is_int and e.op in ("div", "floordiv", "mod"):
             b = self.safe_divisor(t, e.op, a, b, b_const)
@@ -574,6 +577,71 @@ class KernelLowering:
             b = f.val(Op.BitwiseAnd, self.ty(t), b, self.const(t, t.bits - 1))
         out = f.val(self._ARITH[e.op][col], self.ty(t), a, b)
         return self.exact(out) if t.is_float else out
+
+    def fmod(self, t: ScalarType, x: int, y: int) -> int:
+        """C's fmod, exactly (OpFRem only has the precision of x - y * trunc(x / y), and lavapipe's
+        f64 OpFRem gives 0): with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
+        fits while halving t back down to |y|; every subtraction is exact (t <= r < 2t). NaN
+        (x infinite or NaN, y zero or NaN) and |x| < |y| (y infinite too) are found from the bits."""
+        f, m = self.f, self.m
+        tid, bid = self.ty(t), self.ty(bool_)
+        ut = SCALAR_TYPES[f"u{t.bits}"]
+        uid = self.ty(ut)
+        mant = {16: 10, 32: 23, 64: 52}[t.bits]
+        sign = 1 << (t.bits - 1)
+        bx = f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, x), self.const(ut, sign - 1))
+        by = f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, y), self.const(ut, sign - 1))
+        inf_bits = self.const(ut, ((1 << (t.bits - 1 - mant)) - 1) << mant)
+        special = f.val(Op.LogicalOr, bid, f.val(Op.UGreaterThanEqual, bid, bx, inf_bits),
+                        f.val(Op.LogicalOr, bid, f.val(Op.UGreaterThan, bid, by, inf_bits),
+                              f.val(Op.IEqual, bid, by, self.const(ut, 0))))
+        small = f.val(Op.ULessThan, bid, bx, by)
+        ax, ay = f.val(Op.Bitcast, tid, bx), f.val(Op.Bitcast, tid, by)
+        ptr = m.t_pointer("Function", tid)
+        tv, rv = f.variable(ptr), f.variable(ptr)
+        f.op(Op.Store, tv, ay)
+        f.op(Op.Store, rv, ax)
+        run_l, done_l = f.new_label(), f.new_label()
+        run = f.val(Op.LogicalNot, bid, f.val(Op.LogicalOr, bid, special, small))
+        f.op(Op.SelectionMerge, done_l, 0)
+        f.op(Op.BranchConditional, run, run_l, done_l)
+        f.begin(run_l)
+        # up: t = |y| * 2^k, the largest not above |x|
+        header, body, cont, merge = (f.new_label() for _ in range(4))
+        f.op(Op.Branch, header)
+        f.begin(header)
+        f.op(Op.LoopMerge, merge, cont, 0)
+        f.op(Op.Branch, body)
+        f.begin(body)
+        tcur = f.val(Op.Load, tid, tv)
+        t2 = self.exact(f.val(Op.FAdd, tid, tcur, tcur))
+        f.op(Op.BranchConditional, f.val(Op.FOrdGreaterThan, bid, t2, ax), merge, cont)
+        f.begin(cont)
+        f.op(Op.Store, tv, t2)
+        f.op(Op.Branch, header)
+        f.begin(merge)
+        # down: subtract t where it fits, halve t until it is |y| again
+        header, body, cont, merge = (f.new_label() for _ in range(4))
+        f.op(Op.Branch, header)
+        f.begin(header)
+        f.op(Op.LoopMerge, merge, cont, 0)
+        f.op(Op.Branch, body)
+        f.begin(body)
+        tcur, r = f.val(Op.Load, tid, tv), f.val(Op.Load, tid, rv)
+        fits = f.val(Op.FOrdGreaterThanEqual, bid, r, tcur)
+        f.op(Op.Store, rv, f.val(Op.Select, tid, fits, self.exact(f.val(Op.FSub, tid, r, tcur)), r))
+        f.op(Op.BranchConditional, f.val(Op.FOrdEqual, bid, tcur, ay), merge, cont)
+        f.begin(cont)
+        f.op(Op.Store, tv, self.exact(f.val(Op.FMul, tid, tcur, self.const(t, 0.5))))
+        f.op(Op.Branch, header)
+        f.begin(merge)
+        f.op(Op.Branch, done_l)
+        f.begin(done_l)
+        r = f.val(Op.Load, tid, rv)
+        signed = f.val(Op.BitwiseOr, uid, f.val(Op.Bitcast, uid, r),
+                       f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, x), self.const(ut, sign)))
+        res = f.val(Op.Select, tid, small, x, f.val(Op.Bitcast, tid, signed))
+        return f.val(Op.Select, tid, special, self.const(t, float("nan")), res)
 
     def exact(self, v: int) -> int:
         """Decorate float result ``v`` NoContraction: a*b+c is never fused (polykern.numerics)."""
@@ -737,10 +805,8 @@ class KernelLowering:
             return f.val(Op.Select, self.ty(dst), v, self.const(dst, one), self.const(dst, zero))
         if src.is_float and dst.is_float:
             if dst.bits == 16 and not exact:
-                if src.bits == 64:  # via f32: double rounding, off by one f16 ulp in rare near-ties
-                    from polykern.ir.types import f32
-
-                    v = self.convert(v, src, f32)
+                if src.bits == 64:  # via f32 rounded to odd: then one rounding to f16 is exact
+                    v = self.f64_to_f32_odd(v)
                 return self.f32_to_f16(v)
             # NoContraction makes the conversion "exact" for drivers' optimizers: Mesa otherwise folds
             # f32 -> f16 -> f32 into a no-op and the value never rounds to half precision.
@@ -763,6 +829,22 @@ class KernelLowering:
             if src == dst:
                 return v
         return f.val(Op.Bitcast, self.ty(dst), v)
+
+    def f64_to_f32_odd(self, d: int) -> int:
+        """``d`` rounded to f32 *to odd* (truncated, lowest bit set when inexact): rounding that to f16
+        (11 bits) gives the correctly rounded f16 of ``d``, where going through an RNE f32 rounds twice."""
+        f = self.f
+        bid, uid = self.ty(bool_), self.ty(u32)
+        r = f.val(Op.FConvert, self.ty(f32), d)
+        self.m.decorate(r, "NoContraction")
+        back = f.val(Op.FConvert, self.ty(f64), r)
+        self.m.decorate(back, "NoContraction")
+        inexact = f.val(Op.LogicalNot, bid, f.val(Op.FOrdEqual, bid, back, d))
+        away = f.val(Op.FOrdGreaterThan, bid, self.glsl("FAbs", f64, back), self.glsl("FAbs", f64, d))
+        bits = f.val(Op.Bitcast, uid, r)
+        bits = f.val(Op.Select, uid, away, f.val(Op.ISub, uid, bits, self.u32c(1)), bits)
+        bits = f.val(Op.Select, uid, inexact, f.val(Op.BitwiseOr, uid, bits, self.u32c(1)), bits)
+        return f.val(Op.Bitcast, self.ty(f32), bits)
 
     def float_to_int(self, v: int, src: ScalarType, dst: ScalarType) -> int:
         """Saturating conversion, NaN -> 0 (polykern.numerics.float_to_int): OpConvertFTo* only on

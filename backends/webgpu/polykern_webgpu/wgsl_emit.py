@@ -363,6 +363,11 @@ class WGSLEmitter:
             return f"({a} {_CMP[op]} {b})"
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
+        if op == "mod" and t.is_float:  # C's fmod, exact
+            self.helpers.add("pk_fmod_f32")
+            if t.name == "f32":
+                return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
+            return f"f16(pk_fmod_f32(f32({_strip(a)}), f32({_strip(b)})))"
         if op == "mod" and t.name == "i32":
             self.helpers.add("pk_rem_i32")
             return f"pk_rem_i32({_strip(a)}, {_strip(b)})"

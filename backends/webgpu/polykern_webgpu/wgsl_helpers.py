@@ -78,5 +78,43 @@ fn pk_pow_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-HELPERS = {"pk_fma": FMA_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+# Float % is C's fmod, exact (polykern.numerics); WGSL's % is x - y * trunc(x / y), which rounds
+# (and gives NaN for x % inf). With t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
+# fits while halving t back down to |y|: every subtraction is exact (t <= r < 2t). Special cases
+# are found from the bits. f16 uses it through f32 (exact: the remainder of two halves is a half).
+FMOD_F32 = """\
+fn pk_fmod_f32(x: f32, y: f32) -> f32 {
+    let bx = bitcast<u32>(x) & 0x7fffffffu;
+    let by = bitcast<u32>(y) & 0x7fffffffu;
+    if bx >= 0x7f800000u || by > 0x7f800000u || by == 0u {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    if bx < by {
+        return x;
+    }
+    let ax = bitcast<f32>(bx);
+    let ay = bitcast<f32>(by);
+    var t = ay;
+    loop {
+        let t2 = t + t;
+        if t2 > ax {
+            break;
+        }
+        t = t2;
+    }
+    var r = ax;
+    loop {
+        if r >= t {
+            r = r - t;
+        }
+        if t == ay {
+            break;
+        }
+        t = t * 0.5f;
+    }
+    return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(x) & 0x80000000u));
+}
+"""
+
+HELPERS = {"pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

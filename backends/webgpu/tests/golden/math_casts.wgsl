@@ -35,6 +35,38 @@ fn pk_fma(a: f32, b: f32, c: f32) -> f32 {
     return select(fma(a, b, c), s + (t + e), ok);
 }
 
+fn pk_fmod_f32(x: f32, y: f32) -> f32 {
+    let bx = bitcast<u32>(x) & 0x7fffffffu;
+    let by = bitcast<u32>(y) & 0x7fffffffu;
+    if bx >= 0x7f800000u || by > 0x7f800000u || by == 0u {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    if bx < by {
+        return x;
+    }
+    let ax = bitcast<f32>(bx);
+    let ay = bitcast<f32>(by);
+    var t = ay;
+    loop {
+        let t2 = t + t;
+        if t2 > ax {
+            break;
+        }
+        t = t2;
+    }
+    var r = ax;
+    loop {
+        if r >= t {
+            r = r - t;
+        }
+        if t == ay {
+            break;
+        }
+        t = t * 0.5f;
+    }
+    return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(x) & 0x80000000u));
+}
+
 fn pk_i32_from_f32(x: f32) -> i32 {
     let nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
     return select(select(i32(x), 2147483647i, x >= 2147483648.0f), 0i, nan);
@@ -78,7 +110,7 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + log(v + 1.0f)) + log2(v + 1.0f);
     v = pk_fma(v, scale, pk_pow_f32(2.0f, 0.5f));
     v = max(min(v, 1.0e+30f), -1.0e+30f);
-    v = select(floor(v / 3.0f), v % 7.5f, flag);
+    v = select(floor(v / 3.0f), pk_fmod_f32(v, 7.5f), flag);
     y[i] = v / 3.0f;
     u = u32(i);
     u = (u << 3u) | (u >> (u32(i & 7i) & 31u));
