@@ -4,7 +4,7 @@ casts, control flow, local arrays, launch geometry. Each case checks its result 
 import numpy as np
 
 import polykern as pk
-from polykern import Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from polykern import Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, numerics, u8, u16, u32, u64
 
 from .case import Case, launch_1d
 
@@ -57,23 +57,13 @@ ELEMENTWISE = [
 
 # ---------------------------------------------------------------- math builtins
 
-# Tolerances follow the weakest precision any backend documents (Vulkan's GLSL.std.450 and WGSL
-# inherit "3 ULP"-class bounds, sin/cos get an absolute bound). Each entry: (max ulp, absolute tol).
-MATH_TOL = {
-    "sqrt": (3, 0), "rsqrt": (4, 0), "exp": (6, 0), "exp2": (6, 0), "log": (4, 2e-6),
-    "log2": (4, 2e-6), "sin": (4, 2e-6), "cos": (4, 2e-6), "tanh": (8, 2e-6), "pow": (16, 0),
-    "fma": (1, 0), "abs": (0, 0), "min": (0, 0), "max": (0, 0), "floor": (0, 0), "ceil": (0, 0),
-}
-
-
-def _ulp_check(name, got, expect):
-    ulps, abs_tol = MATH_TOL[name]
-    spacing = np.spacing(np.abs(expect).astype(expect.dtype))
-    err = np.abs(got.astype(np.float64) - expect.astype(np.float64))
-    ok = (err <= ulps * spacing) | (err <= abs_tol)
+# Tolerances are the language's promises for the module's backend (polykern.numerics, one table).
+def _ulp_check(name, got, expect, backend, args):
+    p = numerics.promise(name, expect.dtype.name.replace("float", "f"), backend)
+    ok = numerics.agrees(p, name, expect.dtype.name.replace("float", "f"), got, expect, args)
     if not ok.all():
         i = int(np.argmax(~ok))
-        raise AssertionError(f"{name}: {int((~ok).sum())} results out of tolerance ({ulps} ulp, abs {abs_tol}); "
+        raise AssertionError(f"{name}: {int((~ok).sum())} results outside {p} on {backend}; "
                              f"first at {i}: got {got[i]!r}, expected {expect[i]!r}")
 
 
@@ -134,8 +124,10 @@ def _math_case(T, feature):
             "pow": np.power(xd, yd), "fma": _exact_fma(x, y, x), "abs": np.abs(yd), "min": np.minimum(xd, yd),
             "max": np.maximum(xd, yd), "floor": np.floor(yd), "ceil": np.ceil(yd),
         }
+        args = {"sqrt": (x,), "rsqrt": (x,), "log": (x,), "log2": (x,), "pow": (x, y), "fma": (x, y, x),
+                "min": (x, y), "max": (x, y)}
         for j, name in enumerate(_MATH_NAMES):
-            _ulp_check(name, out[:, j], ref[name].astype(dt))
+            _ulp_check(name, out[:, j], ref[name].astype(dt), mod.kind, args.get(name, (y,)))
 
     return Case(f"math_{T.name}", [k], run, frozenset([feature]) if feature else frozenset())
 
