@@ -15,7 +15,8 @@ from typing import List, Tuple
 
 from polykern.errors import ArtifactError
 
-__all__ = ["ElfObject", "read_elf", "check_matches_triple", "host_machine", "MACHINE_NAMES", "EM_X86_64", "EM_AARCH64"]
+__all__ = ["ElfObject", "read_elf", "check_matches_triple", "host_machine", "MACHINE_NAMES", "EM_X86_64", "EM_AARCH64",
+           "ET_REL", "SHT_SYMTAB", "SHN_UNDEF"]
 
 EM_X86_64 = 62
 EM_AARCH64 = 183

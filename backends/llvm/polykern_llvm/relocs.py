@@ -15,6 +15,8 @@ from __future__ import annotations
 import struct
 from typing import Dict, FrozenSet, Optional
 
+from .elf import EM_AARCH64, EM_X86_64
+
 __all__ = ["Relocator", "RELOCATORS", "RF_GOT", "RF_STUB", "X86_64", "AARCH64"]
 
 RF_GOT = 1  # needs a GOT slot for its symbol
@@ -86,7 +88,8 @@ class X86_64(Relocator):
                 S = got
             v = _s64(S + A - P)
             if not _fits(v, 32):
-                return "target is further than +-2 GiB (an absolute address outside the image: build position-independent)"
+                return ("target is further than +-2 GiB (an address outside the image: "
+                        "build position-independent)")
             _I32.pack_into(buf, pos, v)
             return None
         _U64.pack_into(buf, pos, v & _MASK64)
@@ -118,7 +121,8 @@ class AArch64(Relocator):
     @staticmethod
     def _adr(buf, pos, imm21):
         insn = _U32.unpack_from(buf, pos)[0]
-        insn = (insn & ~((3 << 29) | (0x7FFFF << 5)) & 0xFFFFFFFF) | ((imm21 & 3) << 29) | (((imm21 >> 2) & 0x7FFFF) << 5)
+        insn &= ~((3 << 29) | (0x7FFFF << 5)) & 0xFFFFFFFF
+        insn |= ((imm21 & 3) << 29) | (((imm21 >> 2) & 0x7FFFF) << 5)
         _U32.pack_into(buf, pos, insn)
 
     def apply(self, buf, pos, typ, S, A, P, G, got, stub):
@@ -175,4 +179,4 @@ class AArch64(Relocator):
         return _U32.pack(0x58000050) + _U32.pack(0xD61F0200) + _U64.pack(target)  # ldr x16, #8; br x16
 
 
-RELOCATORS: Dict[int, Relocator] = {62: X86_64(), 183: AArch64()}
+RELOCATORS: Dict[int, Relocator] = {EM_X86_64: X86_64(), EM_AARCH64: AArch64()}
