@@ -25,7 +25,7 @@ __all__ = ["LLVM_LOCK", "ensure_initialized", "host_triple", "host_cpu", "host_f
            "normalize_triple", "target_machine", "data_layout", "compile_ir", "assemble_ll", "CompiledObject",
            "MODULE_NAME"]
 
-#: One lock for everything that touches LLVM global state (target registry, contexts, MCJIT).
+#: One lock for everything that touches LLVM global state (target registry, contexts, options).
 LLVM_LOCK = threading.RLock()
 MODULE_NAME = "polykern"
 _initialized = False
