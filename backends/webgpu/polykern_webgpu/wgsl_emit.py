@@ -318,6 +318,11 @@ class WGSLEmitter:
             return text[1:-1]
         return text
 
+    def arg(self, e: ir.Expr) -> str:
+        """An argument of a call with several: a bool expression keeps its parentheses, else WGSL's
+        template-list discovery reads ``select(x, a < b, c >= d)`` as ``a<b, c>`` (naga rejects it)."""
+        return self.ex(e) if e.type.is_bool else self.top(e)
+
     def ex(self, e: ir.Expr) -> str:
         if isinstance(e, ir.Const):
             if isinstance(e.type, ScalarType) and e.type.name == "f16":
@@ -425,9 +430,9 @@ class WGSLEmitter:
         return f"{wty(e.to)}({self.top(e.a)})"
 
     def _select(self, e: ir.Select) -> str:
-        cond = self.top(e.cond)
-        a, pre_a = self.capture(1, lambda: self.top(e.a))
-        b, pre_b = self.capture(1, lambda: self.top(e.b))
+        cond = self.arg(e.cond)
+        a, pre_a = self.capture(1, lambda: self.arg(e.a))
+        b, pre_b = self.capture(1, lambda: self.arg(e.b))
         if not pre_a and not pre_b:
             return f"select({b}, {a}, {cond})"
         # An arm with side effects: evaluate only the chosen one, like C's ?:.
@@ -451,7 +456,7 @@ class WGSLEmitter:
         return f"{name}[{idx}]"
 
     def _call(self, e: ir.Call) -> str:
-        args = [self.top(a) for a in e.args]
+        args = [self.arg(a) for a in e.args]
         if e.type.is_float and e.func not in ("pow", "fma") and all(_is_constant(a) for a in e.args):
             args[0] = self._runtime_value(e.args[0], args[0])
         if e.func == "fma" and e.type.name == "f32":

@@ -58,3 +58,18 @@ def test_validation_can_fail(wgpu_context):
     broken = text.replace("y[i] = ", "y[i] = 1u + ")
     with pytest.raises(Exception, match="(?i)u32|type"):
         validate_wgsl(wgpu_context, broken, attrs["entry"])
+
+
+@pk.kernel
+def cmp_args(n: i32, o: Buffer[i32]):
+    lid = pk.local_id(0)
+    b = pk.select(lid >= n, lid < 49, True)
+    c = pk.select(lid < n, lid > 2, lid <= 3)
+    o[lid] = i32(b) + 2 * i32(c)
+
+
+def test_comparisons_as_call_arguments(wgpu_context):
+    """``select(true, lid < 49i, lid >= n)`` is a template list to WGSL's parser (fuzz finding, seed
+    7000022): comparisons keep their parentheses in calls with several arguments."""
+    text, attrs = emit_wgsl(lower(cmp_args))
+    validate_wgsl(wgpu_context, text, attrs["entry"])

@@ -28,7 +28,7 @@ fn reduce_sum(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     var s: i32;
     lid = i32(pk_local_id.x);
     i = i32((pk_launch.group_base.x + pk_group_id.x) * pk_block_x + pk_local_id.x);
-    tile[lid] = select(0.0f, x[i], i < n);
+    tile[lid] = select(0.0f, x[i], (i < n));
     storageBarrier();
     workgroupBarrier();
     s = i32(pk_block_x) / 2i;
