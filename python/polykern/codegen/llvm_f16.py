@@ -3,7 +3,7 @@
 LLVM lowers ``half`` arithmetic on such targets (x86-64 without F16C, i.e. the
 portable ``-mcpu=generic``) to calls of ``__extendhfsf2``, ``__truncsfhf2`` and
 ``__truncdfhf2``, which normally come from compiler-rt/libgcc. A kernel object
-must be self-contained (it is loaded by MCJIT and by the native runtime, neither of
+must be self-contained (it is loaded by polykern's ELF loaders, Python and native, neither of
 which links a compiler runtime), so a CPU backend appends these definitions to its
 module. They are written with integer operations only, so their own lowering cannot
 call themselves, and are ``hidden`` so they never leak out of the object.
