@@ -723,6 +723,8 @@ class KernelLowering:
                 return self.fused_multiply_add(t, args)
             if e.func == "pow":
                 return self.pow(t, *args)
+            if e.func in ("log", "log2") and t.bits == 32:
+                return self.log_subnormal_safe(e.func, *args)
             return self.glsl(_GLSL_FLOAT[e.func], t, *args)
         if not t.is_int:
             self.refuse(f"{e.func}() on {t}", e.loc)
@@ -738,6 +740,19 @@ class KernelLowering:
             first, second = (args[0], args[1]) if e.func == "min" else (args[1], args[0])
             return f.val(Op.Select, tid, less, first, second)
         self.refuse(f"{e.func}() on integer type {t}", e.loc)
+
+    def log_subnormal_safe(self, func: str, x: int) -> int:
+        """GLSL Log/Log2 of an f32 subnormal is wrong on drivers that keep subnormals in arithmetic but
+        not in their log (lavapipe: log(1e-40) = -88.02): such x is scaled by 2^24 first, and
+        24 ln 2 (24) subtracted. A driver that flushes the multiplication gives log(0) = -inf, which
+        polykern.numerics allows (subnormal inputs may be flushed)."""
+        f = self.f
+        tid, bid = self.ty(f32), self.ty(bool_)
+        small = f.val(Op.FOrdLessThan, bid, x, self.const(f32, 2.0 ** -126))
+        scaled = self.exact(f.val(Op.FMul, tid, x, self.const(f32, 2.0 ** 24)))
+        r = self.glsl(_GLSL_FLOAT[func], f32, f.val(Op.Select, tid, small, scaled, x))
+        shift = 24 * 0.6931471805599453 if func == "log" else 24.0
+        return f.val(Op.Select, tid, small, self.exact(f.val(Op.FSub, tid, r, self.const(f32, shift))), r)
 
     def pow(self, t: ScalarType, x: int, y: int) -> int:
         """C99 Annex F pow: GLSL Pow is undefined for x < 0 and for x == 0, y <= 0 (lavapipe gives

@@ -362,6 +362,8 @@ class WGSLEmitter:
         if op in ("land", "lor"):
             return self._short_circuit(e)
         a, b = self.ex(e.a), self.ex(e.b)
+        if op not in _CMP and op not in _INT_BIT and _is_constant(e.a) and _is_constant(e.b):
+            a = self._runtime_value(e.a, a)  # naga would reject overflow / division by zero of constants
         if op == "ne" and t.is_float:  # naga/drivers may make != ordered: NaN != x must be true
             return f"(!({a} == {b}))"
         if op in _CMP:
@@ -409,6 +411,8 @@ class WGSLEmitter:
 
     def _unary(self, e: ir.UnaryOp) -> str:
         a = self.ex(e.a)
+        if e.op == "neg" and e.type.is_int and _is_constant(e.a):  # -(MIN) of constants: naga rejects it
+            a = self._runtime_value(e.a, a)
         if e.op == "not":
             return f"(!{_wrap(a)})"
         if e.op == "invert":
@@ -427,6 +431,8 @@ class WGSLEmitter:
             self.helpers.add(helper)
             x = self.top(e.a)
             return f"{helper}({x if e.a.type.name == 'f32' else f'f32({x})'})"
+        if e.to.name == "f16" and _is_constant(e.a):  # naga rejects a constant out of f16's range
+            return f"f16({self._runtime_value(e.a, self.top(e.a))})"
         return f"{wty(e.to)}({self.top(e.a)})"
 
     def _select(self, e: ir.Select) -> str:
@@ -469,12 +475,17 @@ class WGSLEmitter:
             return "f16(pk_pow_f32(" + ", ".join(f"f32({a})" for a in args) + "))"
         if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
             return "f16(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
+        if e.func in ("log", "log2") and e.type.name == "f32":  # subnormal inputs scaled first
+            self.helpers.add(f"pk_{e.func}_f32")
+            return f"pk_{e.func}_f32({args[0]})"
         return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"
 
     def _runtime_value(self, e: ir.Expr, text: str) -> str:
-        """``e`` (emitted as ``text``) through a ``var``: naga evaluates a builtin whose arguments are
-        all constants at shader creation and rejects the shader when the result is NaN or infinite
-        (sqrt(-2.0), exp(100.0)), where the language gives the IEEE result at run time."""
+        """``e`` (emitted as ``text``) through a ``var``: naga evaluates a builtin or operator whose
+        operands are all constants (or pipeline overrides, as the workgroup size is) at shader or
+        pipeline creation and rejects the shader when the result is NaN, infinite or overflows
+        (sqrt(-2.0), exp(100.0), 65504.0h + 41.0h, local_size << 28, 1 // 0), where the language
+        gives the IEEE or wrapped result at run time."""
         name = self.tmp()
         self.line(f"var {name}: {wty(e.type)} = {_strip(text)};")
         return name
@@ -562,9 +573,12 @@ class WGSLEmitter:
 
 
 def _is_constant(e: ir.Expr) -> bool:
-    """Whether ``e`` is built from constants only (naga would evaluate it at shader creation)."""
+    """Whether ``e`` is built from constants and the workgroup size (a pipeline override) only:
+    naga would evaluate it at shader or pipeline creation."""
     if isinstance(e, ir.Const):
         return True
+    if isinstance(e, ir.SpecialReg):
+        return e.kind == "local_size"
     if isinstance(e, ir.Cast):
         return _is_constant(e.a)
     if isinstance(e, ir.UnaryOp):

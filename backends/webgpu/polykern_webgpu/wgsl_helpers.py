@@ -116,5 +116,20 @@ fn pk_fmod_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-HELPERS = {"pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+# log/log2 of an f32 subnormal: lavapipe keeps subnormals in arithmetic but not in its log
+# (log(1e-40) = -88.02); such x is scaled by 2^24 first and 24 ln 2 (24) subtracted.
+LOG_F32 = """\
+fn pk_log_f32(x: f32) -> f32 {
+    let small = x < 1.17549435e-38f;
+    return select(log(x), log(x * 16777216.0f) - 16.635532f, small);
+}
+"""
+LOG2_F32 = """\
+fn pk_log2_f32(x: f32) -> f32 {
+    let small = x < 1.17549435e-38f;
+    return select(log2(x), log2(x * 16777216.0f) - 24.0f, small);
+}
+"""
+
+HELPERS = {"pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

@@ -72,6 +72,16 @@ fn pk_i32_from_f32(x: f32) -> i32 {
     return select(select(i32(x), 2147483647i, x >= 2147483648.0f), 0i, nan);
 }
 
+fn pk_log2_f32(x: f32) -> f32 {
+    let small = x < 1.17549435e-38f;
+    return select(log2(x), log2(x * 16777216.0f) - 24.0f, small);
+}
+
+fn pk_log_f32(x: f32) -> f32 {
+    let small = x < 1.17549435e-38f;
+    return select(log(x), log(x * 16777216.0f) - 16.635532f, small);
+}
+
 fn pk_pow_f32(x: f32, y: f32) -> f32 {
     let ax = abs(x);
     let inf = bitcast<f32>(0x7f800000u);
@@ -107,7 +117,7 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
         return;
     }
     v = abs(x[i]);
-    v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + log(v + 1.0f)) + log2(v + 1.0f);
+    v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + pk_log_f32(v + 1.0f)) + pk_log2_f32(v + 1.0f);
     v = pk_fma(v, scale, pk_pow_f32(2.0f, 0.5f));
     v = max(min(v, 1.0e+30f), -1.0e+30f);
     v = select(floor(v / 3.0f), pk_fmod_f32(v, 7.5f), flag);
