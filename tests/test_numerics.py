@@ -549,3 +549,59 @@ def test_log_of_subnormals(target, kind):
         if numerics.promise(func, "f32", kind).may_flush_subnormals:  # or the input read as 0
             ok |= (o[j::2] == -np.inf) & numerics.is_subnormal(a, "f32")
         assert ok.all(), f"{kind} {func}: got {o[j::2].tolist()}, want {ref.tolist()}"
+
+
+# ------------------------------------------------------------------ the polyfills in code no runtime here runs
+
+def _numerics_kernel():
+    @pk.kernel
+    def semantics(q: Buffer[i32], r: Buffer[i32], c: Buffer[f32], k: Buffer[i32]):
+        i = pk.global_id(0)
+        q[i] = q[i] // r[i]
+        r[i] = q[i] % r[i]
+        k[i] = i32(c[i])
+        c[i] = c[i] * c[i + 1] + c[i + 2]
+        c[i + 3] = c[i] % c[i + 1]
+        c[i + 4] = pk.pow(c[i], c[i + 1])
+    return semantics
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal", "opencl"])
+def test_c_like_sources_define_division_and_conversion(target):
+    src = pk.build([_numerics_kernel()], targets=[target]).on(target).inspect_source()
+    for helper in ("pk_div_i32", "pk_rem_i32", "pk_cvt_i32_f32"):
+        assert helper in src, (target, helper)
+    assert "2147483648.0f" in src or "2.1474836e9f" in src  # the exact saturation bound
+    if target == "opencl":
+        assert "#pragma OPENCL FP_CONTRACT OFF" in src
+    if target == "metal":
+        assert "precise::pow(" in src and "precise::fmod(" in src
+
+
+@pytest.mark.parametrize("target", ["nvptx", "rocm", "hexagon"])
+def test_llvm_gpu_code_defines_division_conversion_and_fmod(target):
+    mod = pk.build([_numerics_kernel()], targets=[target]).on(target)
+    if "llvm" not in mod.source_formats():
+        pytest.skip(f"{target}: no LLVM IR embedded")
+    ll = mod.inspect_source("llvm")
+    assert "llvm.fptosi.sat.i32.f32" in ll
+    body = ll.split("sdiv", 1)[0]
+    assert "select" in body, "the divisor is replaced by 1 where x/0 or MIN/-1 would be undefined"
+    assert " contract " not in ll and "fast " not in ll
+    if target != "hexagon":  # LLVM's frem lowering for GPUs is x - trunc(x/y)*y, not fmod
+        assert " frem " not in ll and "fmod." in ll
+
+
+def test_cuda_compiles_without_contraction():
+    from polykern_cuda import toolchain
+
+    if toolchain.available_compiler() is None:
+        pytest.skip("neither NVRTC nor nvcc is available here")
+    @pk.kernel
+    def muladd(c: Buffer[f32]):
+        i = pk.global_id(0)
+        c[i] = c[i] * c[i + 1] + c[i + 2]
+
+    ptx = pk.build([muladd], targets=["cuda -fmt=ptx"]).on("cuda").inspect_source("ptx")
+    assert "fma.rn.f32" not in ptx, "a*b+c was contracted (CUDA compiles with --fmad=false)"
+    assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx

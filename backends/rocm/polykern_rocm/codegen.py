@@ -73,6 +73,7 @@ class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
     ATOMIC_SCOPES = {1: "agent", 3: "workgroup"}
     NATIVE_MATH = ("exp", "exp2", "log", "log2")  # f16/f32: the AMDGPU backend lowers these fully
+    EXACT_FREM = True  # AMDGPU lowers frem as fma(-trunc(x/y), y, x), which is not fmod
 
     def __init__(self, triple: str, layout: str, code_object: int):
         super().__init__(triple, layout)
