@@ -362,8 +362,8 @@ class WGSLEmitter:
         if op in ("land", "lor"):
             return self._short_circuit(e)
         a, b = self.ex(e.a), self.ex(e.b)
-        if op not in _CMP and op not in _INT_BIT and _is_constant(e.a) and _is_constant(e.b):
-            a = self._runtime_value(e.a, a)  # naga would reject overflow / division by zero of constants
+        if _may_fail_in_naga(e):  # naga would reject overflow / division by zero of constants
+            a = self._runtime_value(e.a, a)
         if op == "ne" and t.is_float:  # naga/drivers may make != ordered: NaN != x must be true
             return f"(!({a} == {b}))"
         if op in _CMP:
@@ -588,6 +588,16 @@ def _is_constant(e: ir.Expr) -> bool:
     if isinstance(e, ir.Call):
         return all(_is_constant(a) for a in e.args)
     return False
+
+
+def _may_fail_in_naga(e: ir.BinOp) -> bool:
+    """Whether naga evaluates ``e`` at shader or pipeline creation and might find it overflows or
+    divides by zero (an error there, where the language wraps or gives inf at run time)."""
+    if e.op in _CMP or e.op in _INT_BIT or e.op == "shr" or not (_is_constant(e.a) and _is_constant(e.b)):
+        return False
+    if e.op in ("div", "floordiv", "mod") and e.type.is_int and isinstance(e.b, ir.Const):
+        return e.b.value in (0, -1)
+    return True
 
 
 def _is_private(base: ir.Var) -> bool:
