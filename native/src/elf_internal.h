@@ -7,13 +7,16 @@
 #include "internal.h"
 
 #define PK_STUB_SIZE 16u   /* one far-call trampoline */
+#define PK_MAX_IMAGE ((size_t)1 << 30)
 #define PK_NO_SLOT ((size_t)-1)
 
 enum {
     PK_RF_GOT = 1,      /* needs a GOT slot for its symbol */
-    PK_RF_BRANCH = 2,   /* a call/jump: may go through a trampoline */
-    PK_RF_ABS32 = 4,    /* absolute 32-bit: wants the image in the low 2 GiB */
-    PK_RF_UNKNOWN = 8
+    PK_RF_BRANCH = 2,   /* a call/jump: goes through a trampoline to an external symbol */
+    PK_RF_ABS32 = 4,    /* absolute 32-bit: refused (build position-independent) */
+    PK_RF_UNKNOWN = 8,
+    PK_RF_CALL = 16,    /* its symbol must be a function (or external) */
+    PK_RF_NEAR = 32     /* a narrow field holding S: its symbol must be inside the image */
 };
 
 typedef struct pk_elf_ctx {
@@ -22,6 +25,11 @@ typedef struct pk_elf_ctx {
     uint16_t machine;
     Elf64_Shdr *sh;
     size_t shnum;
+    uint64_t shoff;        /* file offset of the section headers (for messages) */
+    size_t shstrndx;
+    const char *shstr;     /* section name table, checked by pk_elf_check */
+    size_t shstr_size;
+    size_t symtab;         /* index of the symbol table section */
     size_t *sec_off;       /* offset of each loaded section in the image, PK_NO_SLOT if not */
     Elf64_Sym *syms;
     size_t nsyms;
@@ -46,6 +54,13 @@ typedef struct pk_reloc_site {
     const char *section;
 } pk_reloc_site;
 
+/* elf_check.c: the structure rules; 0 or PK_ERR_LOAD/NOMEM. Needs obj, size, machine, sh,
+ * shnum, shoff, shstrndx; sets shstr, symtab, strtab and nsyms. */
+int pk_elf_check(pk_elf_ctx *c);
+
+/* Per machine: bytes a relocation type patches (-1 when unsupported) and its PK_RF_ flags. */
+int pk_reloc_width_x86_64(uint32_t type);
+int pk_reloc_width_aarch64(uint32_t type);
 int pk_reloc_flags_x86_64(uint32_t type);
 int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, size_t sym,
                           int64_t addend);

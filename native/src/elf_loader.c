@@ -6,7 +6,8 @@
  * elf_reloc_aarch64.c), resolves undefined symbols from the process with dlsym (then libm,
  * then libgcc_s), and finally makes text read+execute and the rest of the first two groups
  * read-only: the image is never writable and executable at once (W^X).
- * Every offset, size and index read from the object is bounds-checked first. */
+ * The object's structure is checked first (elf_check.c): every offset, size, index, type and
+ * flag the loader trusts, so that damage is an error, never a crash or a silent misrun. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <stdio.h>
@@ -16,8 +17,6 @@
 #include <unistd.h>
 
 #include "elf_internal.h"
-
-#define PK_MAX_IMAGE ((size_t)1 << 30)
 
 typedef struct exported {
     char *name;
@@ -114,6 +113,9 @@ static int check_header(pk_elf_ctx *c, Elf64_Ehdr *eh) {
         return pk_fail(c->err, PK_ERR_LOAD,
                        "CPU object: only 64-bit little-endian ELF is supported (class %u, data %u)",
                        eh->e_ident[EI_CLASS], eh->e_ident[EI_DATA]);
+    if (eh->e_ident[EI_VERSION] != EV_CURRENT || eh->e_version != EV_CURRENT)
+        return pk_fail(c->err, PK_ERR_LOAD, "CPU object: unknown ELF version %u/%u",
+                       eh->e_ident[EI_VERSION], eh->e_version);
     if (eh->e_type != ET_REL)
         return pk_fail(c->err, PK_ERR_LOAD,
                        "CPU object: ELF type %u is not a relocatable object (ET_REL)", eh->e_type);
@@ -123,52 +125,41 @@ static int check_header(pk_elf_ctx *c, Elf64_Ehdr *eh) {
                        "artifact for this host (llvm -mtriple=<host triple>) or run it on a %s machine",
                        machine_name(eh->e_machine), eh->e_machine, machine_name(c->machine),
                        machine_name(eh->e_machine));
-    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 ||
+    if (eh->e_ehsize != sizeof *eh)
+        return pk_fail(c->err, PK_ERR_LOAD, "CPU object: ELF header size %u is not %zu",
+                       eh->e_ehsize, sizeof *eh);
+    if (eh->e_phnum || eh->e_phoff)
+        return pk_fail(c->err, PK_ERR_LOAD, "CPU object: a relocatable object has no program "
+                       "headers (offset %llu, %u entries)", (unsigned long long)eh->e_phoff,
+                       eh->e_phnum);
+    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 || eh->e_shoff % 8 ||
+        eh->e_shoff < sizeof *eh ||
         !range_ok(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), c->size))
         return pk_fail(c->err, PK_ERR_LOAD,
                        "CPU object: section header table (offset %llu, %u x %u bytes) is out of "
                        "bounds or unsupported", (unsigned long long)eh->e_shoff, eh->e_shnum,
                        eh->e_shentsize);
-    if (eh->e_shstrndx >= eh->e_shnum)
+    if (eh->e_shstrndx == 0 || eh->e_shstrndx >= eh->e_shnum)
         return pk_fail(c->err, PK_ERR_LOAD, "CPU object: bad section name table index %u",
                        eh->e_shstrndx);
     return 0;
 }
 
+/* Copies the symbol table (checked by pk_elf_check) and allocates the per-symbol state. */
 static int load_symtab(pk_elf_ctx *c) {
-    size_t i, symidx = 0, found = 0;
-    for (i = 0; i < c->shnum; i++)
-        if (c->sh[i].sh_type == SHT_SYMTAB) { symidx = i; found++; }
-    if (found != 1)
-        return pk_fail(c->err, PK_ERR_LOAD, "CPU object: expected one symbol table, found %zu",
-                       found);
-    {
-        const Elf64_Shdr *s = &c->sh[symidx], *st;
-        if (s->sh_entsize != sizeof(Elf64_Sym) || s->sh_size % sizeof(Elf64_Sym) ||
-            s->sh_link >= c->shnum || c->sh[s->sh_link].sh_type != SHT_STRTAB)
-            return pk_fail(c->err, PK_ERR_LOAD, "CPU object: malformed symbol table");
-        st = &c->sh[s->sh_link];
-        c->strtab = (const char *)c->obj + st->sh_offset;
-        c->strtab_size = (size_t)st->sh_size;
-        if (c->strtab_size == 0 || c->strtab[c->strtab_size - 1] != 0)
-            return pk_fail(c->err, PK_ERR_LOAD, "CPU object: string table is not NUL-terminated");
-        c->nsyms = (size_t)(s->sh_size / sizeof(Elf64_Sym));
-        c->syms = (Elf64_Sym *)calloc(c->nsyms ? c->nsyms : 1, sizeof(Elf64_Sym));
-        c->sym_addr = (uint64_t *)calloc(c->nsyms ? c->nsyms : 1, sizeof(uint64_t));
-        c->sym_undef = (uint8_t *)calloc(c->nsyms ? c->nsyms : 1, 1);
-        c->sym_used = (uint8_t *)calloc(c->nsyms ? c->nsyms : 1, 1);
-        c->got_slot = (size_t *)malloc((c->nsyms ? c->nsyms : 1) * sizeof(size_t));
-        c->stub_slot = (size_t *)malloc((c->nsyms ? c->nsyms : 1) * sizeof(size_t));
-        if (!c->syms || !c->sym_addr || !c->sym_undef || !c->sym_used || !c->got_slot ||
-            !c->stub_slot)
-            return pk_fail(c->err, PK_ERR_NOMEM, "out of memory loading the CPU object");
-        if (c->nsyms) memcpy(c->syms, c->obj + s->sh_offset, c->nsyms * sizeof(Elf64_Sym));
-        for (i = 0; i < c->nsyms; i++) {
-            c->got_slot[i] = c->stub_slot[i] = PK_NO_SLOT;
-            if (c->syms[i].st_name >= c->strtab_size)
-                return pk_fail(c->err, PK_ERR_LOAD, "CPU object: symbol %zu name out of bounds", i);
-        }
-    }
+    const Elf64_Shdr *s = &c->sh[c->symtab];
+    size_t i, n = c->nsyms;
+    c->syms = (Elf64_Sym *)calloc(n, sizeof(Elf64_Sym));
+    c->sym_addr = (uint64_t *)calloc(n, sizeof(uint64_t));
+    c->sym_undef = (uint8_t *)calloc(n, 1);
+    c->sym_used = (uint8_t *)calloc(n, 1);
+    c->got_slot = (size_t *)malloc(n * sizeof(size_t));
+    c->stub_slot = (size_t *)malloc(n * sizeof(size_t));
+    if (!c->syms || !c->sym_addr || !c->sym_undef || !c->sym_used || !c->got_slot ||
+        !c->stub_slot)
+        return pk_fail(c->err, PK_ERR_NOMEM, "out of memory loading the CPU object");
+    memcpy(c->syms, c->obj + s->sh_offset, n * sizeof(Elf64_Sym));
+    for (i = 0; i < n; i++) c->got_slot[i] = c->stub_slot[i] = PK_NO_SLOT;
     return 0;
 }
 
@@ -207,7 +198,6 @@ static int each_rela(pk_elf_ctx *c, const char *shstr, size_t shstr_size, rela_v
 }
 
 typedef struct scan_state {
-    int any_abs32;
     size_t ngot, nstub;
 } scan_state;
 
@@ -217,10 +207,9 @@ static int scan_one(pk_elf_ctx *c, size_t target, const Elf64_Rela *r, void *u) 
     size_t sym = (size_t)ELF64_R_SYM(r->r_info);
     int f = flags_of(c, type);
     (void)target;
-    if (f & PK_RF_UNKNOWN)
+    if (f & (PK_RF_UNKNOWN | PK_RF_ABS32))
         return pk_fail(c->err, PK_ERR_LOAD, "CPU object: unsupported %s relocation type %u "
                        "(against '%s')", machine_name(c->machine), type, pk_elf_sym_name(c, sym));
-    if (f & PK_RF_ABS32) st->any_abs32 = 1;
     c->sym_used[sym] = 1;
     if ((f & PK_RF_GOT) && c->got_slot[sym] == PK_NO_SLOT) c->got_slot[sym] = st->ngot++;
     if ((f & PK_RF_BRANCH) && c->syms[sym].st_shndx == SHN_UNDEF && sym != 0 &&
@@ -301,46 +290,18 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
         return fail_image(&c, NULL);
     }
     memcpy(c.sh, obj + eh.e_shoff, c.shnum * sizeof(Elf64_Shdr));
-    for (i = 0; i < c.shnum; i++) {
-        const Elf64_Shdr *s = &c.sh[i];
-        c.sec_off[i] = PK_NO_SLOT;
-        if (s->sh_type != SHT_NOBITS && s->sh_type != SHT_NULL &&
-            !range_ok(s->sh_offset, s->sh_size, size)) {
-            pk_fail(err, PK_ERR_LOAD, "CPU object: section %zu (offset %llu, %llu bytes) is out "
-                    "of bounds of the %zu-byte object", i, (unsigned long long)s->sh_offset,
-                    (unsigned long long)s->sh_size, size);
-            return fail_image(&c, NULL);
-        }
-    }
-    if (c.sh[eh.e_shstrndx].sh_type == SHT_STRTAB && c.sh[eh.e_shstrndx].sh_size) {
-        shstr = (const char *)obj + c.sh[eh.e_shstrndx].sh_offset;
-        shstr_size = (size_t)c.sh[eh.e_shstrndx].sh_size;
-        if (shstr[shstr_size - 1] != 0) shstr = NULL;
-    }
+    c.shoff = eh.e_shoff;
+    c.shstrndx = eh.e_shstrndx;
+    for (i = 0; i < c.shnum; i++) c.sec_off[i] = PK_NO_SLOT;
+    if (pk_elf_check(&c)) return fail_image(&c, NULL);
+    shstr = c.shstr;
+    shstr_size = c.shstr_size;
     if (load_symtab(&c)) return fail_image(&c, NULL);
 
     /* Which sections are loaded (checked once), then what the relocations need. */
     for (i = 1; i < c.shnum; i++) {
         const Elf64_Shdr *s = &c.sh[i];
-        uint64_t al = s->sh_addralign ? s->sh_addralign : 1;
-        if (!(s->sh_flags & SHF_ALLOC) || s->sh_type == SHT_NULL) continue;
-        if (s->sh_flags & SHF_TLS) {
-            pk_fail(err, PK_ERR_LOAD, "CPU object: thread-local section %s is not supported",
-                    sec_name(&c, i, shstr, shstr_size));
-            return fail_image(&c, NULL);
-        }
-        if (s->sh_type == SHT_INIT_ARRAY || s->sh_type == SHT_FINI_ARRAY ||
-            s->sh_type == SHT_PREINIT_ARRAY) {
-            pk_fail(err, PK_ERR_LOAD, "CPU object: constructors/destructors (%s) are not "
-                    "supported in kernels", sec_name(&c, i, shstr, shstr_size));
-            return fail_image(&c, NULL);
-        }
-        if ((al & (al - 1)) || al > page || s->sh_size > PK_MAX_IMAGE) {
-            pk_fail(err, PK_ERR_LOAD, "CPU object: section %s has unsupported alignment %llu "
-                    "or size %llu", sec_name(&c, i, shstr, shstr_size),
-                    (unsigned long long)al, (unsigned long long)s->sh_size);
-            return fail_image(&c, NULL);
-        }
+        if (!(s->sh_flags & SHF_ALLOC)) continue;   /* checked: a loadable type */
         c.sec_off[i] = 0;   /* placeholder: loaded; real offset below */
     }
     if (each_rela(&c, shstr, shstr_size, scan_one, &scan)) return fail_image(&c, NULL);
@@ -396,16 +357,9 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
     c.total = off ? off : page;
 
     {
-        int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-        void *m;
-#ifdef MAP_32BIT
-        if (scan.any_abs32) flags |= MAP_32BIT;   /* R_X86_64_32/32S need the low 2 GiB */
-#endif
-        m = mmap(NULL, c.total, PROT_READ | PROT_WRITE, flags, -1, 0);
+        void *m = mmap(NULL, c.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) {
-            pk_fail(err, PK_ERR_LOAD, "CPU object: cannot map %zu bytes%s", c.total,
-                    scan.any_abs32 ? " in the low 2 GiB (object uses absolute 32-bit "
-                                     "relocations; build it position-independent)" : "");
+            pk_fail(err, PK_ERR_LOAD, "CPU object: cannot map %zu bytes", c.total);
             return fail_image(&c, NULL);
         }
         c.base = (uint8_t *)m;

@@ -17,22 +17,30 @@ enum {
 
 int pk_reloc_flags_aarch64(uint32_t type) {
     switch (type) {
-    case 0: case ABS64: case PREL64: case PREL32: case MOVW_UABS_G0: case MOVW_UABS_G0_NC:
-    case MOVW_UABS_G1: case MOVW_UABS_G1_NC: case MOVW_UABS_G2: case MOVW_UABS_G2_NC:
-    case MOVW_UABS_G3: case ADR_PREL_LO21: case ADR_PREL_PG_HI21: case ADR_PREL_PG_HI21_NC:
+    case 0: case ABS64: case PREL64: case MOVW_UABS_G0_NC: case MOVW_UABS_G1_NC:
+    case MOVW_UABS_G2: case MOVW_UABS_G2_NC: case MOVW_UABS_G3: case ADR_PREL_PG_HI21_NC:
     case ADD_ABS_LO12_NC: case LDST8_ABS_LO12_NC: case LDST16_ABS_LO12_NC:
     case LDST32_ABS_LO12_NC: case LDST64_ABS_LO12_NC: case LDST128_ABS_LO12_NC:
-    case TSTBR14: case CONDBR19:
         return 0;
+    case PREL32: case MOVW_UABS_G0: case MOVW_UABS_G1: case ADR_PREL_LO21: case ADR_PREL_PG_HI21:
+    case TSTBR14: case CONDBR19:   /* narrow fields that hold S: inside the image only */
+        return PK_RF_NEAR;
     case ABS32:
         return PK_RF_ABS32;
     case JUMP26: case CALL26:
-        return PK_RF_BRANCH;
+        return PK_RF_BRANCH | PK_RF_CALL;
     case ADR_GOT_PAGE: case LD64_GOT_LO12_NC:
         return PK_RF_GOT;
     default:
         return PK_RF_UNKNOWN;
     }
+}
+
+int pk_reloc_width_aarch64(uint32_t type) {
+    int f = pk_reloc_flags_aarch64(type);
+    if (f & (PK_RF_UNKNOWN | PK_RF_ABS32)) return -1;
+    if (type == 0) return 0;
+    return (type == ABS64 || type == PREL64) ? 8 : 4;
 }
 
 /* ldr x16, .+8; br x16; .quad target */
@@ -60,18 +68,15 @@ int pk_reloc_apply_aarch64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type,
                            int64_t addend) {
     uint64_t S = c->sym_addr[sym], P = s->addr, X = S + (uint64_t)addend;
     int64_t v;
-    size_t width = (type == ABS64 || type == PREL64) ? 8 : 4;
-    if (type == 0) return 0;
-    if (s->room < width) return pk_reloc_fail(c, s, type, sym, "patch runs past its section");
+    int width = pk_reloc_width_aarch64(type);
+    if (width <= 0) return pk_reloc_fail(c, s, type, sym, "unsupported relocation type");
+    if (s->room < (size_t)width) return pk_reloc_fail(c, s, type, sym, "patch runs past its section");
+    if ((type == MOVW_UABS_G0 && X >> 16) || (type == MOVW_UABS_G1 && X >> 32) ||
+        (type == MOVW_UABS_G2 && X >> 48))
+        return pk_reloc_fail(c, s, type, sym, "value does not fit the MOVW group");
     switch (type) {
     case ABS64: pk_put64(s->p, X); return 0;
     case PREL64: pk_put64(s->p, X - P); return 0;
-    case ABS32:
-        v = (int64_t)X;
-        if (v < INT32_MIN || v > (int64_t)UINT32_MAX)
-            return pk_reloc_fail(c, s, type, sym, "value does not fit in 32 bits");
-        pk_put32(s->p, (uint32_t)X);
-        return 0;
     case PREL32:
         v = (int64_t)(X - P);
         if (v < INT32_MIN || v > (int64_t)UINT32_MAX)

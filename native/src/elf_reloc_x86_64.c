@@ -20,9 +20,10 @@ int pk_reloc_flags_x86_64(uint32_t type) {
     case R_X86_64_GOTPC64:
     case R_X86_64_GOTOFF64:
         return 0;
-    case R_X86_64_PC32:      /* may be a call to an external function: allow a trampoline */
+    case R_X86_64_PC32:      /* data or code inside the image: never a trampoline */
+        return PK_RF_NEAR;
     case R_X86_64_PLT32:
-        return PK_RF_BRANCH;
+        return PK_RF_BRANCH | PK_RF_CALL;
     case R_X86_64_32:
     case R_X86_64_32S:
         return PK_RF_ABS32;
@@ -33,6 +34,14 @@ int pk_reloc_flags_x86_64(uint32_t type) {
     default:
         return PK_RF_UNKNOWN;
     }
+}
+
+int pk_reloc_width_x86_64(uint32_t type) {
+    int f = pk_reloc_flags_x86_64(type);
+    if (f & (PK_RF_UNKNOWN | PK_RF_ABS32)) return -1;
+    if (type == R_X86_64_NONE) return 0;
+    return (type == R_X86_64_64 || type == R_X86_64_PC64 || type == R_X86_64_GOTPC64 ||
+            type == R_X86_64_GOTOFF64) ? 8 : 4;
 }
 
 /* 14-byte far jump: jmp *0(%rip); .quad target */
@@ -49,10 +58,9 @@ int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, 
                           int64_t addend) {
     uint64_t S = c->sym_addr[sym], P = s->addr;
     int64_t v;
-    size_t width = (type == R_X86_64_64 || type == R_X86_64_PC64 || type == R_X86_64_GOTPC64 ||
-                    type == R_X86_64_GOTOFF64) ? 8 : 4;
-    if (type == R_X86_64_NONE) return 0;
-    if (s->room < width) return pk_reloc_fail(c, s, type, sym, "patch runs past its section");
+    int width = pk_reloc_width_x86_64(type);
+    if (width <= 0) return pk_reloc_fail(c, s, type, sym, "unsupported relocation type");
+    if (s->room < (size_t)width) return pk_reloc_fail(c, s, type, sym, "patch runs past its section");
     switch (type) {
     case R_X86_64_64:
         pk_put64(s->p, S + (uint64_t)addend);
@@ -64,8 +72,7 @@ int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, 
     case R_X86_64_PLT32:
         v = (int64_t)(S + (uint64_t)addend - P);
         if (!fits_s32(v) || (type == R_X86_64_PLT32 && c->sym_undef[sym])) {
-            int t = ELF64_ST_TYPE(c->syms[sym].st_info);
-            if (c->stub_slot[sym] == PK_NO_SLOT || (type == R_X86_64_PC32 && t == STT_OBJECT))
+            if (type != R_X86_64_PLT32 || c->stub_slot[sym] == PK_NO_SLOT)
                 return pk_reloc_fail(c, s, type, sym, "target is further than +-2 GiB");
             v = (int64_t)((uint64_t)(uintptr_t)(c->base + c->stub_slot[sym]) + (uint64_t)addend - P);
             if (!fits_s32(v)) return pk_reloc_fail(c, s, type, sym, "trampoline out of range");
@@ -81,17 +88,6 @@ int pk_reloc_apply_x86_64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, 
     case R_X86_64_GOTPC32:
         v = (int64_t)(c->got_addr + (uint64_t)addend - P);
         if (!fits_s32(v)) return pk_reloc_fail(c, s, type, sym, "GOT out of range");
-        pk_put32(s->p, (uint32_t)(int32_t)v);
-        return 0;
-    case R_X86_64_32:
-        if (S + (uint64_t)addend > UINT32_MAX)
-            return pk_reloc_fail(c, s, type, sym, "absolute address does not fit in 32 bits");
-        pk_put32(s->p, (uint32_t)(S + (uint64_t)addend));
-        return 0;
-    case R_X86_64_32S:
-        v = (int64_t)(S + (uint64_t)addend);
-        if (!fits_s32(v))
-            return pk_reloc_fail(c, s, type, sym, "absolute address does not fit in 32 bits");
         pk_put32(s->p, (uint32_t)(int32_t)v);
         return 0;
     case R_X86_64_GOTPCREL:

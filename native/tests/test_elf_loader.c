@@ -1,5 +1,6 @@
 /* ELF loader tests: objects built by the system compilers with several code models load,
- * relocate and run correctly; hostile objects are rejected cleanly.
+ * relocate and run correctly, or (only objects built -fno-pic / -mcmodel=large) are refused
+ * as not position-independent; hostile objects are rejected cleanly.
  *   test_elf_loader [--undefined OBJ] [--replay CRASH]... KOBJ.o...   (the Makefile passes every build of kobj.c) */
 #include <math.h>
 #include <stdint.h>
@@ -44,17 +45,28 @@ static int is_executable(const void *addr) {
     return ok;
 }
 
-static void run_kobj(const char *path) {
+/* Built -fno-pic or -mcmodel=large: absolute 32-bit relocations (x86-64) or 8-byte ones in
+ * code are refused, as by the Python loader (a damaged relocation type could not be told apart). */
+static int may_be_refused(const char *path, const char *msg) {
+    return (strstr(path, "nopic") || strstr(path, "large") || strstr(path, "O0")) &&
+           (strstr(msg, "build position-independent") || strstr(msg, "large code model"));
+}
+
+static int run_kobj(const char *path) {
     size_t n;
     uint8_t *obj = t_read_file(path, &n);
     pk_error e;
     pk_elf_image *img;
     CHECK_MSG(obj != NULL, "cannot read %s", path);
-    if (!obj) return;
+    if (!obj) return 0;
     img = pk_elf_load(obj, n, &e);
-    CHECK_MSG(img != NULL, "%s: %s", path, e.message);
     free(obj);   /* the image must not depend on the input bytes */
-    if (!img) return;
+    if (!img && may_be_refused(path, e.message)) {
+        printf("  refused %s as expected: %s\n", path, e.message);
+        return 0;
+    }
+    CHECK_MSG(img != NULL, "%s: %s", path, e.message);
+    if (!img) return 0;
     {
         float fx = SYM(img, f_ff, "t_sqrt_exp")(16.0f);
         double dx = SYM(img, f_dd, "t_pow_sin")(4.0);
@@ -83,6 +95,7 @@ static void run_kobj(const char *path) {
     }
     pk_elf_free(img);
     printf("  loaded and ran %s\n", path);
+    return 1;
 }
 
 static void write16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
@@ -192,12 +205,16 @@ static void replay(const char *path) {
 
 int main(int argc, char **argv) {
     int i, nobj = 0;
+    const char *last_loaded = NULL;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--undefined") == 0 && i + 1 < argc) undefined(argv[++i]);
         else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) replay(argv[++i]);
-        else { run_kobj(argv[i]); nobj++; }
+        else {
+            if (run_kobj(argv[i])) last_loaded = argv[i];
+            nobj++;
+        }
     }
-    CHECK_MSG(nobj > 0, "no objects given");
-    if (nobj) hostile(argv[argc - 1]);
+    CHECK_MSG(nobj > 0 && last_loaded, "no objects given, or none loaded");
+    if (last_loaded) hostile(last_loaded);
     return t_finish("test_elf_loader");
 }
