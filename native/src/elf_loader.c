@@ -471,7 +471,10 @@ pk_elf_image *pk_elf_load(const uint8_t *obj, size_t size, pk_error *err) {
         const Elf64_Sym *s = &c.syms[i];
         int bind = ELF64_ST_BIND(s->st_info);
         const char *name = pk_elf_sym_name(&c, i);
-        if ((bind != STB_GLOBAL && bind != STB_WEAK) || s->st_shndx == SHN_UNDEF || !name[0])
+        /* global functions in the image (checked: in a loaded executable section); not an
+         * absolute address, which a damaged st_shndx could make of a kernel */
+        if ((bind != STB_GLOBAL && bind != STB_WEAK) || ELF64_ST_TYPE(s->st_info) != STT_FUNC ||
+            s->st_shndx == SHN_UNDEF || s->st_shndx >= SHN_LORESERVE || !name[0])
             continue;
         img->syms[img->nsyms].name = strdup(name);
         img->syms[img->nsyms].addr = (void *)(uintptr_t)c.sym_addr[i];
