@@ -6,12 +6,14 @@
 #   2. OpenCL, Vulkan and WebGPU through NVIDIA's drivers: conformance and cross-compile;
 #   3. tools/fuzz.py on cuda, nvptx, opencl, vulkan and webgpu, one process each, in parallel,
 #      FUZZ_COUNT programs each (default 1000) within FUZZ_BUDGET seconds (default 240).
-# Results in $OUT (default ./gpu-out): summary.txt, suite_stdout.log, other.log, fuzz_<target>.log,
+# Results in $OUT (default ./gpu-out), 3 files (the device tool brings back at most 8): summary.txt,
+# logs.tar.gz (every log: the CUDA suite's, OpenCL/Vulkan/WebGPU, one per fuzz target) and
 # fuzz_cases.tar.gz (reduced disagreements, if any). Exit status 0 only when every step passed.
 set -uo pipefail
 REPO=$(pwd)
 [ -f "$REPO/python/polykern/__init__.py" ] || { echo "run this from the polykern repository root" >&2; exit 2; }
-OUT=${OUT:-$REPO/gpu-out}; mkdir -p "$OUT"
+FINAL=${OUT:-$REPO/gpu-out}; mkdir -p "$FINAL"
+OUT=$(mktemp -d /tmp/polykern-correctness.XXXXXX)
 export SITE=${SITE:-/tmp/site} PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 FUZZ_COUNT=${FUZZ_COUNT:-1000}
@@ -23,6 +25,7 @@ echo "== 1. CUDA suite"
 OUT="$OUT/suite" GPU_SUITE_BUDGET=${GPU_SUITE_BUDGET:-300} bash tools/gpu/run_gpu_suite.sh > "$OUT/suite_stdout.log" 2>&1 || RC=1
 cp "$OUT/suite/summary.txt" "$OUT/summary_cuda.txt" 2>/dev/null
 tail -n 15 "$OUT/suite_stdout.log"
+grep -hE "^(FAILED|ERROR) " "$OUT"/suite/pytest_*.log 2>/dev/null | head -n 20
 
 BACKEND_DIRS=$(for d in "$REPO"/backends/*/; do printf ':%s' "${d%/}"; done)
 export PYTHONPATH="$SITE:$REPO/python$BACKEND_DIRS"
@@ -36,6 +39,7 @@ echo "== 2. OpenCL, Vulkan, WebGPU through NVIDIA"
 timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_conformance.py \
     tests/test_cross_compile.py -k "opencl or vulkan or webgpu" > "$OUT/other.log" 2>&1 || RC=1
 tail -n 12 "$OUT/other.log"
+grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
 
 echo "== 3. fuzz: $FUZZ_COUNT programs per target, ${FUZZ_BUDGET}s"
 mkdir -p "$OUT/fuzz_cases"
@@ -47,7 +51,8 @@ for t in "cuda" "nvptx" "opencl" "vulkan" "webgpu"; do
 done
 for p in "${pids[@]}"; do wait "$p" || RC=1; done
 for t in cuda nvptx opencl vulkan webgpu; do echo "$t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
-tar czf "$OUT/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null && rm -rf "$OUT/fuzz_cases"
+grep -h "DISAGREE" "$OUT"/fuzz_*.log | cut -c1-200 | head -n 40
+tar czf "$FINAL/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null
 
 {
     echo "polykern correctness run, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -56,6 +61,7 @@ tar czf "$OUT/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null && rm -rf "$OU
     echo "other runtimes: $(grep -E '[0-9]+ (passed|failed)' "$OUT/other.log" | tail -n 1)"
     for t in cuda nvptx opencl vulkan webgpu; do echo "fuzz $t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
     [ $RC -eq 0 ] && echo "RESULT: ALL PASSED" || echo "RESULT: FAILURES"
-} > "$OUT/summary.txt"
-cat "$OUT/summary.txt"
+} > "$FINAL/summary.txt"
+tar czf "$FINAL/logs.tar.gz" -C "$OUT" --exclude fuzz_cases . 2>/dev/null
+cat "$FINAL/summary.txt"
 exit $RC
