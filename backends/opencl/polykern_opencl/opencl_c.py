@@ -91,8 +91,13 @@ class OpenCLDialect(CDialect):
         return Code(f"{name}({code})")
 
     def int_math(self, unit, func, t, args):
-        if func == "abs" and t.is_signed and t != bool_:  # OpenCL abs() returns the unsigned type
-            return Code(f"({self.type_name(t)})abs({args[0]})", UNARY)
+        if func == "abs" and t.is_signed and t != bool_:  # |MIN| wraps to MIN (polykern.numerics)
+            # not abs(): PoCL's abs(INT_MIN) is poison (the store of (int)abs(INT_MIN) vanished and
+            # max(g, (int)abs(INT_MIN)) gave INT_MAX; fuzz seed 11000071); negate in unsigned instead
+            wide = "long" if t.bits == 64 else "int"
+            name = unit.helper(f"pk_abs_{wide}", f"{_FN} {wide} pk_abs_{wide}({wide} x) {{\n"
+                               f"    return x < 0 ? ({wide})(0 - (u{wide})x) : x;\n}}")
+            return Code(f"({self.type_name(t)}){name}({args[0]})", UNARY)
         if func in ("min", "max") and t != bool_:  # overloaded for every integer type
             if t.bits < 32:  # C promotes uchar * uchar to int: the casts pick the overload of t
                 ty = self.type_name(t)

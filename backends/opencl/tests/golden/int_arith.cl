@@ -2,6 +2,10 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+static inline long pk_abs_long(long x) {
+    return x < 0 ? (long)(0 - (ulong)x) : x;
+}
+
 // i32 //: truncating; x // 0 == x, MIN // -1 == MIN
 static inline int pk_div_i32(int a, int b) {
     return b == 0 ? a : b == -1 ? (int)((uint)0 - (uint)a) : a / b;
@@ -31,6 +35,6 @@ __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __g
     u = b[i];
     b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
-    c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)(long)abs(w) + (ulong)max(w, -7L));
+    c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)(long)pk_abs_long(w) + (ulong)max(w, -7L));
     d[i] = d[i] / 3UL + (d[i] >> 63UL) + min(d[i], d[0]);
 }
