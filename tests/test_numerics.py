@@ -325,8 +325,12 @@ def test_no_silent_fma_contraction(target, kind, T):
     c = np.full(64, -(1 + 2 * eps), T.numpy)
     o = np.ones(64, T.numpy)
     _run(muladd, target, kind, a, a, c, o, n=64)
-    assert not numerics.CONTRACTION_ALLOWED
-    assert (o == 0).all(), f"{kind}: a*b+c was contracted into an fma: got {o[0]!r}, unfused gives 0"
+    fused = T.numpy.type(eps * eps)
+    if numerics.contraction_allowed(kind):  # recorded in the table: either result
+        assert numerics.promise("add", T.name, kind).may_contract
+        assert ((o == 0) | (o == fused)).all(), f"{kind}: a*b+c gave {o[0]!r}: neither 0 nor {fused!r}"
+    else:
+        assert (o == 0).all(), f"{kind}: a*b+c was contracted into an fma: got {o[0]!r}, unfused gives 0"
 
 
 # ------------------------------------------------------------------ the table itself
@@ -580,6 +584,11 @@ def test_c_like_sources_define_division_and_conversion(target):
 
 @pytest.mark.parametrize("target", ["nvptx", "rocm", "hexagon"])
 def test_llvm_gpu_code_defines_division_conversion_and_fmod(target):
+    if target == "rocm":
+        from polykern_rocm import lld
+
+        if not lld.candidates():
+            pytest.skip(f"rocm: no ld.lld here ({lld.INSTALL_HINT})")
     mod = pk.build([_numerics_kernel()], targets=[target]).on(target)
     if "llvm" not in mod.source_formats():
         pytest.skip(f"{target}: no LLVM IR embedded")

@@ -14,7 +14,8 @@ unspecified (but the kernel still runs). ``may_flush_subnormals`` says a subnorm
 zero of the same sign, and a subnormal result may be written as one; the result of an operation
 with a subnormal *input* is then unchecked (lavapipe's log(1e-40) is -88.02: neither log(1e-40) nor
 log(0)). ``unfused_ok`` (only ``fma``) says
-the backend may round the product before the add.
+the backend may round the product before the add. ``may_contract`` (only ``add``/``sub``) says an
+operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT).
 
 Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
 are defined here too: every backend implements exactly these, and the oracle calls them.
@@ -22,6 +23,7 @@ are defined here too: every backend implements exactly these, and the oracle cal
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -38,8 +40,17 @@ MATH_OPS = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh",
             "min", "max", "floor", "ceil")
 OPS = ARITH_OPS + MATH_OPS + ("cast",)
 
-# Floating-point contraction: a*b+c is never fused into an fma unless the kernel calls fma().
+# Floating-point contraction: a*b+c is never fused into an fma unless the kernel calls fma() -- except
+# on the backends listed here, whose source language cannot forbid it: WGSL has no NoContraction, and
+# NVIDIA's Vulkan driver fuses naga's OpFMul + OpFAdd (lavapipe does not). There an add or sub whose
+# operand is a product may be computed from the unrounded product (``Promise.may_contract``).
 CONTRACTION_ALLOWED = False
+MAY_CONTRACT = frozenset({"webgpu"})
+
+
+def contraction_allowed(backend: str) -> bool:
+    """Whether ``backend`` may fuse a*b+c (see MAY_CONTRACT)."""
+    return CONTRACTION_ALLOWED or backend in MAY_CONTRACT
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,7 @@ class Promise:
     may_flush_subnormals: bool = False
     ulp_growth: float = 0.0
     unfused_ok: bool = False
+    may_contract: bool = False
 
 
 EXACT = Promise(0.0)
@@ -114,6 +126,14 @@ _SHADER = {
     "cast": Promise(0.0, **_SHADER_FLUSH),
 }
 
+# Vulkan's table for 16-bit floats is looser (NVIDIA's f16 sin is ~7e-4 off near pi).
+_SHADER_F16 = dict(_SHADER, **{
+    "sin": Promise(4.0, abs_err=2.0 ** -7, domain=(-math.pi, math.pi), **_SHADER_FLUSH),
+    "cos": Promise(4.0, abs_err=2.0 ** -7, domain=(-math.pi, math.pi), **_SHADER_FLUSH),
+    "log": Promise(3.0, abs_err=2.0 ** -7, **_SHADER_FLUSH),
+    "log2": Promise(3.0, abs_err=2.0 ** -7, **_SHADER_FLUSH),
+})
+
 # OpenCL C's full-profile table would allow 2.5 ulp for f32 division and 3 ulp for sqrt; the runtime
 # builds with -cl-fp32-correctly-rounded-divide-sqrt on every device that reports
 # CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (PoCL and NVIDIA do), so they are exact. A device without it
@@ -122,14 +142,14 @@ OPENCL_WITHOUT_CORRECT_ROUNDING = {"div": Promise(2.5), "sqrt": Promise(3.0)}
 
 _BACKEND: Dict[Tuple[str, str], Dict[str, Promise]] = {
     ("vulkan", "f32"): _SHADER,
-    ("vulkan", "f16"): _SHADER,
+    ("vulkan", "f16"): _SHADER_F16,
     # GLSL.std.450 Fma on doubles keeps Vulkan's "inherited from a*b+c" (lavapipe rounds twice); no
     # wider type exists to fuse it exactly as the f16/f32 path does.
     ("vulkan", "f64"): {"fma": Promise(0.0, unfused_ok=True)},
     ("webgpu", "f32"): _SHADER,
-    ("webgpu", "f16"): _SHADER,
+    ("webgpu", "f16"): _SHADER_F16,
     ("metal", "f32"): _SHADER,
-    ("metal", "f16"): _SHADER,
+    ("metal", "f16"): _SHADER_F16,
 }
 
 
@@ -147,9 +167,10 @@ def promise(op: str, dtype: str, backend: str) -> Promise:
     if dtype not in FLOAT_TYPES:
         raise ValueError(f"numerics.promise: unknown dtype {dtype!r}")
     over = _BACKEND.get((backend, dtype), {})
-    if op in over:
-        return over[op]
-    return _LANGUAGE[op][dtype]
+    p = over[op] if op in over else _LANGUAGE[op][dtype]
+    if op in ("add", "sub") and backend in MAY_CONTRACT:
+        p = dataclasses.replace(p, may_contract=True)
+    return p
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -356,6 +377,8 @@ def _describe(p: Promise) -> str:
         parts.append("may be unfused")
     if p.may_flush_subnormals:
         parts.append("FTZ")
+    if p.may_contract:
+        parts.append("may contract a*b+c")
     return ", ".join(parts)
 
 
