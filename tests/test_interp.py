@@ -199,3 +199,21 @@ def test_oracle_agrees_with_the_cpu_backend_on_generated_programs(seed, tmp_path
     case.kernel(str(tmp_path))
     out = fuzzcase.check_target(case, case.oracle(), "llvm")
     assert out.status == "ok", out.detail
+
+
+@pk.kernel
+def mul_add(x: Buffer[f32, "readonly"], o: Buffer[f32]):
+    i = pk.global_id(0)
+    t = x[i] * 3.1
+    o[i] = t + x[i]
+
+
+def test_a_product_plus_addend_is_unchecked_only_where_contraction_is_allowed():
+    x = np.array([1.1, 2.3], np.float32)
+    r = interpret(mul_add, [x, np.zeros(2, np.float32)], grid=1, block=2)
+    assert r.contractible and not prepare(rounding).contractible
+    got = {"x": x, "o": r.buffers["o"].copy()}
+    got["o"][0] = np.nextafter(got["o"][0], np.float32(10))  # what a fused a*b+c may give
+    assert not compare(r, got, "llvm").ok  # llvm never contracts
+    c = compare(r, got, "webgpu")  # numerics.MAY_CONTRACT
+    assert c.ok and c.unchecked == 4

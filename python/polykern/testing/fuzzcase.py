@@ -151,7 +151,8 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         more = f" (+{cmp_.extra} more)" if cmp_.extra else ""
         return Outcome(target, "disagree", "; ".join(str(m) for m in cmp_.mismatches[:6]) + more, "mismatch")
     if cmp_.unchecked and cmp_.unchecked >= sum(len(v) for v in oracle.buffers.values()):
-        return Outcome(target, "unchecked", "subnormal results on a backend that may flush them")
+        return Outcome(target, "unchecked", "subnormal results on a backend that may flush them, or an a*b+c "
+                                            "on a backend that may contract it")
     return Outcome(target, "ok")
 
 

@@ -168,12 +168,14 @@ class Result:
     """Buffers after the launch (every buffer parameter, by name) and, per element, what inexact
     operations fed it: ``None`` (exact), or ``(direct, tags, operands)`` with ``direct`` the one
     inexact ``(op, dtype)`` that computed it from exact ``operands``, or None for a composition of
-    several. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
+    several. ``contractible``: the program has a float add/sub of a product (directly or through a
+    variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
     (a backend that may flush subnormals can then differ anywhere)."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
     subnormal: FrozenSet[str] = frozenset()
+    contractible: bool = False  # some float a*b+c a backend allowed to contract could compute fused
 
 
 # ---------------------------------------------------------------- compiler
@@ -186,6 +188,7 @@ class Program:
         self.fn = fn
         self.taint = _Taint(fn)
         self.taint.check_function()
+        self.contractible = _contractible(fn)
         self.gen = ir.uses_barrier(fn)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
@@ -661,7 +664,7 @@ class Program:
                 out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
-        return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v))
+        return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible)
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]
@@ -679,6 +682,19 @@ class Program:
                                   f"{finished} others finished without it (a barrier in divergent control flow)")
             epoch[0] += 1
             live = at_barrier
+
+
+def _contractible(fn: ir.Function) -> bool:
+    """Is there a float add/sub with an operand that is a product, or a variable ever assigned one?"""
+    def is_mul(e):
+        return isinstance(e, ir.BinOp) and e.op == "mul" and e.type.is_float
+
+    products = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign) and is_mul(s.value)}
+    for e in ir.walk_all_exprs(fn.body):
+        if isinstance(e, ir.BinOp) and e.op in ("add", "sub") and e.type.is_float:
+            if any(is_mul(x) or (isinstance(x, ir.Var) and x.name in products) for x in (e.a, e.b)):
+                return True
+    return False
 
 
 def _mark(mem: _Mem, i: int, tags):
