@@ -7,6 +7,7 @@ survives. In-bounds kernels give the same results checked and unchecked; the def
 import copy
 import inspect
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32, i64, u32
 from polykern.checked_launch import CheckedKernel
 from polykern.errors import ArtifactError, CompileError, LaunchError
+from polykern.ir.nodes import walk_all_exprs
 from polykern.ir.verifier import verify
 from polykern.module import FunctionInfo
 from polykern.passes.bounds_check import ATTR_LENGTHS, bounds_check, decode_accesses
@@ -250,11 +252,44 @@ def atomic_inside_load_index(x: Buffer[f32], c: Buffer[i32]):
     x[0] = x[pk.atomic_add(c, 0, 1)] + 1.0
 
 
-def test_atomic_in_a_nested_index_is_a_located_refusal():
+@pk.kernel
+def atomic_in_loop_condition(x: Buffer[f32], c: Buffer[i32]):
+    while x[pk.atomic_add(c, 0, 1)] < 5.0:
+        x[1] = 1.0
+
+
+def test_atomic_in_a_nested_index_runs_once():
+    k = pk.build([atomic_inside_load_index], bounds_check=True)["atomic_inside_load_index"]
+    x, c = np.array([0, 0, 5, 0], np.float32), np.array([2], np.int32)
+    k(x, c, grid=1, block=1)
+    assert x.tolist() == [6, 0, 5, 0] and c[0] == 3
+    c[0] = 7
+    with pytest.raises(LaunchError, match="read of buffer 'x' at index 7 "):
+        k(x, c, grid=1, block=1)
+    assert c[0] == 8
+
+
+def test_atomic_index_in_a_loop_condition_is_a_located_refusal():
     with pytest.raises(CompileError, match=r"test_bounds_check.py:\d+:\d+: checked mode .* 'x': its index contains "
                                            "an atomic"):
-        pk.build([atomic_inside_load_index], bounds_check=True)
-    pk.build([atomic_inside_load_index])  # fine unchecked
+        pk.build([atomic_in_loop_condition], bounds_check=True)
+    pk.build([atomic_in_loop_condition])  # fine unchecked
+
+
+def test_deeply_nested_indices_grow_the_kernel_linearly():
+    @pk.kernel
+    def chain(a: Buffer[i32], o: Buffer[i32]):
+        o[0] = a[a[a[a[a[a[a[a[a[a[0] & 7] & 7] & 7] & 7] & 7] & 7] & 7] & 7] & 7] + 1 if o[1] > 0 or a[a[a[a[0]]]] > 0 else 0
+
+    size = lambda fn: sum(1 for _ in walk_all_exprs(fn.body))  # noqa: E731
+    before = copy.deepcopy(chain.ir)
+    after = bounds_check(copy.deepcopy(chain.ir))
+    assert size(after) < 30 * size(before)
+    a, o = np.arange(8, dtype=np.int32)[::-1].copy(), np.array([0, 1], np.int32)
+    pk.build([chain], bounds_check=True)["chain"](a, o, grid=1, block=1)
+    plain = np.array([0, 1], np.int32)
+    pk.build([chain])["chain"](a, plain, grid=1, block=1)
+    assert o.tolist() == plain.tolist()
 
 
 def test_pass_output_verifies_and_names_are_fresh():
@@ -319,3 +354,20 @@ def test_every_code_generator_compiles_checked_kernels(kind, monkeypatch):
         for info in first.functions.values():
             for k in range(int(info.attrs["bounds_accesses"])):
                 assert "/" not in json.loads(info.attrs[f"bounds_at_{k}"])[4]
+
+
+def test_fuzzer_in_checked_mode_finds_nothing():
+    """tools/fuzz.py --bounds-check: random in-bounds programs give the oracle's results checked (no
+    false violation, no changed value); a short budget on the CPU backend (the full run is a tool)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, str(repo / "tools" / "fuzz.py"), "--seed", "12", "--count", "200",
+                        "--time-budget", "20", "--targets", "llvm", "--bounds-check", "--no-save"],
+                       capture_output=True, text=True, timeout=600, cwd=repo)
+    assert "ignored" not in p.stdout, p.stdout[-2000:]
+    last = p.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
+    assert m and int(m.group(1)) >= 5 and m.group(2) == "0", p.stdout[-3000:] + p.stderr[-3000:]

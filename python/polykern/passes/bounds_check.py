@@ -11,17 +11,17 @@ The pass appends hidden parameters to the kernel, after the user's:
 
 An access ``base[index]`` is in bounds when ``U(index) < length`` (one unsigned compare also catches
 negative indices: they convert to huge values). The guard records a violation with an atomic
-compare-and-swap on word 0 (only the first violator then writes the index words), so a guard is an
-expression and the pass never moves code across short-circuit operands or loop conditions:
+compare-and-swap on word 0 (only the first violator then writes the index words).
 
-- a store (``Store``), and an atomic that is a whole statement or the whole value of an assignment,
-  run under ``If(guard)``: a bad one is skipped;
-- a load, and an atomic nested in a larger expression, use ``index * guard`` (a bad one touches
-  element 0 instead; the launch then raises, and buffer contents after a violation are unspecified).
-
-The index expression is evaluated again by the guard, which is harmless because indices without
-user atomics are pure; an index holding a user atomic is first assigned to a temporary where the
-access is a whole statement, and refused (located :class:`CompileError`) elsewhere.
+Accesses are moved out of expressions into statements, in evaluation order, each index evaluated
+once into a temporary (``bounds_t<k>``): a load becomes ``if guard: t = base[i] else: t = 0``, a
+store or atomic runs under ``if guard``; so a bad access is skipped (a load reads 0) and the work-item
+goes on. Short-circuit operands keep their meaning (``t = a; if t: {...; t = b}`` for ``a and b``).
+Only the two expressions that run before every loop iteration (a ``while`` condition, a ``for``
+bound) keep their accesses in place, guarded as ``index * guard`` (a bad one touches element 0
+instead; buffer contents after a reported violation are unspecified); an index holding an atomic there
+is refused with a located :class:`CompileError`. Outside loop conditions the kernel grows linearly
+with its accesses.
 
 The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies into the artifact):
 ``bounds_check`` = ``"1"``, ``bounds_user_args`` (the user's parameter count), ``bounds_lengths``
@@ -39,7 +39,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, i32, u32, u64
+from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
@@ -187,7 +187,7 @@ class _Checker:
         return e
 
     def masked(self, e, loc) -> ir.Expr:
-        """``index * guard``: a bad access touches element 0 instead (see the module docstring)."""
+        """``index * guard`` (loop conditions and bounds only): a bad access touches element 0 instead."""
         op = "read" if isinstance(e, ir.Load) else f"atomic_{e.op}"
         g = self.guard(e.base, e.index, op, loc)
         if g is None:
@@ -195,26 +195,67 @@ class _Checker:
         return _bin("mul", e.index, ir.Cast(e.index.type, g))
 
     # ------------------------------------------------------------ statements
-    def hoist(self, index: ir.Expr, loc, out: List[ir.Stmt]) -> ir.Expr:
-        """A statement-level index holding a user atomic is evaluated once, into a temporary."""
-        if not _has_atomic(index):
-            return index
-        name = self.fresh("bounds_idx")
-        self.fn.locals[name] = index.type
-        a = ir.Assign(name, index)
-        a.loc = loc
-        out.append(a)
-        return ir.Var(name, index.type)
+    def temp(self, t: ScalarType, value: Optional[ir.Expr], out: List[ir.Stmt], loc) -> ir.Var:
+        name = self.fresh("bounds_t")
+        self.fn.locals[name] = t
+        if value is not None:
+            a = ir.Assign(name, value)
+            a.loc = loc
+            out.append(a)
+        return ir.Var(name, t)
+
+    def hold(self, e: ir.Expr, out: List[ir.Stmt], loc) -> ir.Expr:
+        """``e`` evaluated once: itself if a variable or constant, else a temporary assigned in ``out``."""
+        return e if isinstance(e, (ir.Var, ir.Const)) else self.temp(e.type, e, out, loc)
+
+    def flat(self, e: ir.Expr, out: List[ir.Stmt], loc) -> ir.Expr:
+        """Move the accesses of ``e`` into guarded statements appended to ``out``, in evaluation order
+        (each index evaluated once, into a temporary); return what is left of ``e``. The right operand
+        of ``land``/``lor`` keeps running only when needed: ``t = a; if t (not t): {...; t = b}``."""
+        loc = e.loc or loc
+        if isinstance(e, ir.BinOp) and e.op in ir.BINOPS_LOGIC:
+            e.a = self.flat(e.a, out, loc)
+            pre: List[ir.Stmt] = []
+            e.b = self.flat(e.b, pre, loc)
+            if not pre:
+                return e
+            t = self.temp(bool_, e.a, out, loc)
+            test = ir.Var(t.name, bool_) if e.op == "land" else ir.UnaryOp("not", ir.Var(t.name, bool_))
+            then = ir.Assign(t.name, e.b)
+            w = ir.If(test, pre + [then], [])
+            then.loc = w.loc = loc
+            out.append(w)
+            return ir.Var(t.name, bool_)
+        if isinstance(e, ir.Call):
+            e.args = [self.flat(a, out, loc) for a in e.args]
+        for name in ("cond", "a", "b", "index", "compare", "value"):  # the order backends evaluate them
+            sub = getattr(e, name, None)
+            if isinstance(sub, ir.Expr):
+                setattr(e, name, self.flat(sub, out, loc))
+        if not isinstance(e, (ir.Load, ir.Atomic)):
+            return e
+        e.index = self.hold(e.index, out, loc)
+        op = "read" if isinstance(e, ir.Load) else f"atomic_{e.op}"
+        g = self.guard(e.base, e.index, op, loc)
+        if g is None:
+            return e
+        result = self.temp(e.type, None, out, loc)
+        zero = _const(False if e.type.is_bool else 0.0 if e.type.is_float else 0, e.type)
+        then, other = ir.Assign(result.name, e), ir.Assign(result.name, zero)
+        w = ir.If(g, [then], [other])
+        then.loc = other.loc = w.loc = loc
+        out.append(w)
+        return ir.Var(result.name, e.type)
 
     def guarded(self, s: ir.Stmt, access, op: str, out: List[ir.Stmt]) -> None:
         """Run statement ``s`` (whose root access is ``access``) only when the access is in bounds."""
         loc = access.loc or s.loc
-        access.index = self.hoist(access.index, loc, out)
-        access.index = self.expr(access.index, loc)
-        for name in ("value", "compare"):
+        access.index = self.flat(access.index, out, loc)
+        for name in ("compare", "value"):
             sub = getattr(access, name, None)
             if isinstance(sub, ir.Expr):
-                setattr(access, name, self.expr(sub, loc))
+                setattr(access, name, self.flat(sub, out, loc))
+        access.index = self.hold(access.index, out, loc)
         g = self.guard(access.base, access.index, op, loc)
         if g is None:
             out.append(s)
@@ -237,14 +278,15 @@ class _Checker:
                 self.guarded(s, s.value, f"atomic_{s.value.op}", out)
                 continue
             if isinstance(s, ir.Assign):
-                s.value = self.expr(s.value, loc)
+                s.value = self.flat(s.value, out, loc)
             elif isinstance(s, ir.ExprStmt):
-                s.expr = self.expr(s.expr, loc)
+                s.expr = self.flat(s.expr, out, loc)
             elif isinstance(s, ir.If):
-                s.cond = self.expr(s.cond, loc)
+                s.cond = self.flat(s.cond, out, loc)
                 s.then, s.orelse = self.block(s.then), self.block(s.orelse)
             elif isinstance(s, ir.For):
-                s.start, s.stop = self.expr(s.start, loc), self.expr(s.stop, loc)
+                # start runs once, before the loop; stop runs before every iteration: guarded in place
+                s.start, s.stop = self.flat(s.start, out, loc), self.expr(s.stop, loc)
                 s.body = self.block(s.body)
             elif isinstance(s, ir.While):
                 s.cond = self.expr(s.cond, loc)
