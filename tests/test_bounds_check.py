@@ -203,7 +203,8 @@ def test_artifact_records_checked_mode_and_still_checks_after_load(tmp_path):
     mod = pk.build([scale], bounds_check=True)
     info = mod.functions["scale"]
     assert info.attrs["bounds_check"] == "1"
-    assert [a.name for a in info.args] == ["n", "x", "y", "x_len", "y_len", "bounds_err"]
+    assert [a.name for a in info.args] == ["n", "x", "y", "bounds_lens", "bounds_err"]
+    assert [a.type_str for a in info.args[3:]] == ["Buffer[u32, readonly]", "Buffer[i32]"]
     path = tmp_path / "checked.kbin"
     mod.export(str(path))
     loaded = pk.load(str(path))
@@ -294,15 +295,25 @@ def test_deeply_nested_indices_grow_the_kernel_linearly():
 
 def test_pass_output_verifies_and_names_are_fresh():
     @pk.kernel
-    def clash(y: Buffer[f32], y_len: u32, bounds_err: i32):
-        y[y_len] = f32(bounds_err)
+    def clash(y: Buffer[f32], bounds_lens: u32, bounds_err: i32):
+        y[bounds_lens] = f32(bounds_err)
 
     fn = verify(bounds_check(copy.deepcopy(clash.ir)))
-    assert [p.name for p in fn.params] == ["y", "y_len", "bounds_err", "y_len1", "bounds_err1"]
+    assert [p.name for p in fn.params] == ["y", "bounds_lens", "bounds_err", "bounds_lens1", "bounds_err1"]
     assert fn.attrs[ATTR_LENGTHS] == "0"
     (acc,) = decode_accesses(fn.attrs)
     assert (acc.array, acc.op, acc.index_type, acc.length) == ("y", "write", "u32", -1)
     assert bounds_check(fn) is fn and len(fn.params) == 5  # idempotent
+
+    @pk.kernel
+    def no_buffers(k: i32):
+        t = pk.local(i32, 4)
+        t[k] = 1
+
+    fn = verify(bounds_check(copy.deepcopy(no_buffers.ir)))
+    assert [p.name for p in fn.params] == ["k", "bounds_err"] and fn.attrs[ATTR_LENGTHS] == ""
+    with pytest.raises(LaunchError, match="write to array 't' at index 4 "):
+        pk.build([no_buffers], bounds_check=True)["no_buffers"](4, grid=1, block=1)
 
 
 def test_malformed_checked_attributes_are_artifact_errors():

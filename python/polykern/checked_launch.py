@@ -2,8 +2,8 @@
 
 ``DeviceModule.get_function`` wraps a checked kernel's device function in a :class:`CheckedKernel`:
 the caller passes the user's arguments only; the wrapper validates them (``check_args`` on the user's
-signature), appends the hidden arguments (each buffer's length, saturated at the check type's
-maximum, and a zeroed error record, a NumPy ``int32`` array that every runtime copies back), launches,
+signature), appends the hidden arguments (a buffer of the buffers' lengths, saturated at the check
+type's maximum, and a zeroed error record, a NumPy ``int32`` array that every runtime copies back), launches,
 and reads the record: the first violation raises a :class:`LaunchError` naming the kernel, the array,
 the kind of access, the index, the array's length and the source line.
 
@@ -65,18 +65,23 @@ class CheckedKernel:
         except (KeyError, ValueError) as e:
             raise ArtifactError(f"{where}: malformed bounds-check attributes ({e})") from None
         args = info.args
-        # one length per user buffer, in parameter order, then the record: exactly what the pass adds
-        ok = (0 <= n_user <= len(args) and lengths == [i for i, a in enumerate(args[:n_user]) if a.is_buffer]
-              and n_user + len(lengths) + 1 == len(args))
+        # what the pass adds: a lengths buffer (one slot per user buffer, in order) if any, then the record
+        buffers = [i for i, a in enumerate(args[:n_user]) if a.is_buffer] if 0 <= n_user <= len(args) else None
+        ok = (buffers is not None and lengths == buffers and self.index_bits in (32, 64)
+              and n_user + (1 if lengths else 0) + 1 == len(args))
         hidden = args[n_user:] if ok else ()
         if ok:
-            ok = all(not a.is_buffer and a.dtype.is_int and not a.dtype.is_signed for a in hidden[:-1]) and (
-                hidden[-1].is_buffer and hidden[-1].dtype == scalar_from_code(0, 32) and not hidden[-1].readonly)
-        ok = ok and self.index_bits in (32, 64) and all(a.dtype.bits == self.index_bits for a in hidden[:-1])
+            rec = hidden[-1]
+            ok = rec.is_buffer and rec.dtype == scalar_from_code(0, 32) and not rec.readonly
+        if ok and lengths:
+            lens = hidden[0]
+            ok = (lens.is_buffer and lens.readonly and lens.dtype.is_int and not lens.dtype.is_signed
+                  and lens.dtype.bits == self.index_bits)
         if not ok:
             raise ArtifactError(f"{where}: its hidden bounds-check parameters do not match its arguments")
         self.lengths = lengths
-        self.length_max = [a.dtype.max_value() for a in hidden[:-1]]
+        self.lens_dtype = hidden[0].dtype.numpy if lengths else None
+        self.length_max = (1 << self.index_bits) - 1
         self.user_info = dataclasses.replace(info, args=args[:n_user])
 
     @property
@@ -98,8 +103,8 @@ class CheckedKernel:
         for a in prepared:
             if isinstance(a, BufferArg) and a.size == 0 and isinstance(a.obj, np.ndarray):
                 call[a.index] = np.zeros(1, a.obj.dtype)
-        for i, top in zip(self.lengths, self.length_max):
-            call.append(min(prepared[i].size, top))
+        if self.lengths:
+            call.append(np.array([min(prepared[i].size, self.length_max) for i in self.lengths], self.lens_dtype))
         record = np.zeros(RECORD_WORDS, np.int32)
         call.append(record)
         self.fn(*call, grid=grid, block=block)

@@ -38,7 +38,7 @@ def test_checked_cuda_c_has_guards_and_hidden_parameters():
     funcs = _checked_corpus()
     src, symbols = cuda_source(funcs)
     assert src.count("atomicCAS") >= len(funcs)
-    assert re.search(r"saxpy[^(]*\([^)]*y_len[^)]*bounds_err", src)
+    assert re.search(r"saxpy[^(]*\([^)]*bounds_lens[^)]*bounds_err", src)
 
 
 @needs_ptxas

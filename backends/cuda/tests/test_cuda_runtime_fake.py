@@ -1263,8 +1263,8 @@ def test_pointer_check_is_repeated_only_for_a_new_object_or_pointer(fake, monkey
 
 # ============================================================== checked mode through this runtime (FAKE)
 def test_checked_kernel_passes_hidden_arguments_and_reads_the_record(fake):
-    """pk.build(..., bounds_check=True) on CUDA: the wrapper appends the buffer lengths (u32) and the
-    error record; the runtime copies the record back before the launch returns."""
+    """pk.build(..., bounds_check=True) on CUDA: the wrapper appends the buffer lengths (a u32 buffer)
+    and the error record; the runtime copies the record back before the launch returns."""
     import copy as _copy
 
     from polykern.passes import run_default_passes
@@ -1278,7 +1278,8 @@ def test_checked_kernel_passes_hidden_arguments_and_reads_the_record(fake):
     seen = []
 
     def emu_checked(gpu, params, grid, block):
-        n, a, x, y, x_len, y_len, err = struct.unpack_from("<ifQQIIQ", params, 0)
+        n, a, x, y, lens, err = struct.unpack_from("<ifQQQQ", params, 0)
+        x_len, y_len = struct.unpack("<II", gpu.read(lens, 8))
         seen.append((n, x_len, y_len))
         if n > y_len:
             gpu.write(err, struct.pack("<iiii", write_id + 1, y_len, 0, 0))

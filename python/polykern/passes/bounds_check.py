@@ -1,11 +1,13 @@
 """Checked mode (``pk.build(..., bounds_check=True)`` or ``POLYKERN_BOUNDS_CHECK=1``): every access to a
 buffer, shared array or local array is checked at run time, on every backend, by this one IR pass.
 
-The pass appends hidden parameters to the kernel, after the user's:
+The pass appends hidden parameters to the kernel, after the user's (buffers only: scalars would
+count against small limits such as Vulkan's 128 bytes of push constants):
 
-- one length per buffer parameter, in parameter order, of the unsigned *check type* ``U`` (``u64`` when
-  the kernel already uses a 64-bit integer type, else ``u32``, so no backend needs a type the kernel
-  did not need): the buffer's element count, saturated at ``U``'s maximum;
+- when the kernel has buffer parameters, ``bounds_lens: Buffer[U, readonly]``: their lengths, in
+  parameter order, in the unsigned *check type* ``U`` (``u64`` when the kernel already uses a 64-bit
+  integer type, else ``u32``, so no backend needs a type the kernel did not need), each the buffer's
+  element count saturated at ``U``'s maximum;
 - the *error record* ``Buffer[i32]`` of :data:`RECORD_WORDS` words, zeroed before the launch:
   ``[access id + 1, index bits 0..31, index bits 32..63, 0]`` of the first violation (0 = none).
 
@@ -25,7 +27,7 @@ with its accesses.
 
 The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies into the artifact):
 ``bounds_check`` = ``"1"``, ``bounds_user_args`` (the user's parameter count), ``bounds_lengths``
-(for each length parameter, the index of its buffer parameter), ``bounds_index_bits`` (32 or 64: the
+(for each slot of ``bounds_lens``, the index of its buffer parameter), ``bounds_index_bits`` (32 or 64: the
 width of ``U``), ``bounds_accesses`` (the number of access sites) and per access id ``k``
 ``bounds_at_<k>`` (ASCII JSON ``[array, op, index type, length or -1 for a buffer, file, line, col,
 source line]``), which ``polykern.checked_launch`` reads to name a violation.
@@ -114,15 +116,17 @@ class _Checker:
         wide = any(t.is_int and t.bits == 64 for t in ir.used_types(fn) if isinstance(t, ScalarType))
         self.utype = u64 if wide else u32
         self.taken = {p.name for p in fn.params} | set(fn.locals) | set(fn.arrays)
-        self.lengths: Dict[str, ir.Var] = {}
+        self.lengths: Dict[str, int] = {}  # buffer parameter -> its slot in the lengths buffer
         self.length_of: List[int] = []
         new_params = []
         for i, p in enumerate(fn.params):
             if isinstance(p.type, BufferType):
-                name = self.fresh(f"{p.name}_len")
-                self.lengths[p.name] = ir.Var(name, self.utype)
+                self.lengths[p.name] = len(self.length_of)
                 self.length_of.append(i)
-                new_params.append(ir.Param(name, self.utype))
+        self.lens = None
+        if self.length_of:
+            self.lens = ir.Param(self.fresh("bounds_lens"), BufferType(self.utype, True))
+            new_params.append(self.lens)
         self.err_name = self.fresh("bounds_err")
         new_params.append(ir.Param(self.err_name, BufferType(i32)))
         self.user_args = len(fn.params)
@@ -151,7 +155,8 @@ class _Checker:
             length: ir.Expr = _const(t.size, self.utype)
             size = t.size
         else:
-            length, size = ir.Var(self.lengths[base.name].name, self.utype), -1
+            lens = ir.Var(self.lens.name, self.lens.type)
+            length, size = ir.Load(lens, _const(self.lengths[base.name], i32)), -1
         aid = len(self.table)
         self.table.append(Access(base.name, op, str(index.type), size, os.path.basename(loc.file) if loc else "",
                                  loc.line if loc else 0, loc.col if loc else 0,
