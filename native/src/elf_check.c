@@ -325,6 +325,13 @@ static int check_rela_entry(pk_elf_ctx *c, size_t ri, size_t k, const Elf64_Rela
         return bad(c, where + 8, "relocation %zu of '%s': relocation type %u reaches external "
                    "symbol '%s' directly (only calls and GOT loads can leave the image)", k, rn,
                    typ, sn);
+    if (c->machine == EM_AARCH64 && width == 4) {
+        const char *why = pk_reloc_insn_problem_aarch64(typ, pk_get32(c->obj + ts->sh_offset +
+                                                                          r->r_offset));
+        if (why)
+            return bad(c, where + 8, "relocation %zu of '%s': the instruction that type %u "
+                       "patches %s", k, rn, typ, why);
+    }
     if (s.st_shndx != SHN_UNDEF && s.st_shndx < SHN_LORESERVE && !loaded[s.st_shndx])
         return bad(c, where + 8, "relocation %zu of '%s' refers to '%s' in section %u, which is "
                    "not loaded", k, rn, sn, s.st_shndx);

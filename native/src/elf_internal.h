@@ -70,6 +70,7 @@ int pk_reloc_flags_aarch64(uint32_t type);
 int pk_reloc_apply_aarch64(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, size_t sym,
                            int64_t addend);
 void pk_stub_write_aarch64(uint8_t *at, uint64_t target);
+const char *pk_reloc_insn_problem_aarch64(uint32_t type, uint32_t insn);
 
 /* Helpers for the relocators */
 int pk_reloc_fail(pk_elf_ctx *c, const pk_reloc_site *s, uint32_t type, size_t sym,

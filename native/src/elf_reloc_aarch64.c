@@ -43,6 +43,57 @@ int pk_reloc_width_aarch64(uint32_t type) {
     return (type == ABS64 || type == PREL64) ? 8 : 4;
 }
 
+/* The instruction a relocation patches must be of the kind the type is for (a damaged type
+ * would otherwise patch another field, e.g. scale a load's offset wrongly): NULL or why not. */
+const char *pk_reloc_insn_problem_aarch64(uint32_t type, uint32_t insn) {
+    int want = -1;
+    switch (type) {
+    case MOVW_UABS_G0: case MOVW_UABS_G0_NC: want = 0; break;
+    case MOVW_UABS_G1: case MOVW_UABS_G1_NC: want = 1; break;
+    case MOVW_UABS_G2: case MOVW_UABS_G2_NC: want = 2; break;
+    case MOVW_UABS_G3: want = 3; break;
+    case LDST8_ABS_LO12_NC: want = 0; break;
+    case LDST16_ABS_LO12_NC: want = 1; break;
+    case LDST32_ABS_LO12_NC: want = 2; break;
+    case LDST64_ABS_LO12_NC: want = 3; break;
+    case LDST128_ABS_LO12_NC: want = 4; break;
+    default: break;
+    }
+    switch (type) {
+    case MOVW_UABS_G0: case MOVW_UABS_G0_NC: case MOVW_UABS_G1: case MOVW_UABS_G1_NC:
+    case MOVW_UABS_G2: case MOVW_UABS_G2_NC: case MOVW_UABS_G3:
+        if ((insn & 0x1F800000u) != 0x12800000u) return "is not a MOVZ/MOVN/MOVK instruction";
+        return (int)((insn >> 21) & 3u) == want ? NULL : "MOVW group and the instruction's shift differ";
+    case LDST8_ABS_LO12_NC: case LDST16_ABS_LO12_NC: case LDST32_ABS_LO12_NC:
+    case LDST64_ABS_LO12_NC: case LDST128_ABS_LO12_NC: {
+        int scale = (int)(insn >> 30);
+        if ((insn & 0x3B000000u) != 0x39000000u)
+            return "is not a load/store with an unsigned offset";
+        if ((insn & 0x04800000u) == 0x04800000u) scale = 4;   /* SIMD&FP, opc 1x: 128-bit */
+        return scale == want ? NULL : "load/store size and relocation scale differ";
+    }
+    case ADD_ABS_LO12_NC:
+        return (insn & 0x7F800000u) == 0x11000000u ? NULL : "is not an ADD (immediate)";
+    case ADR_PREL_PG_HI21: case ADR_PREL_PG_HI21_NC: case ADR_GOT_PAGE:
+        return (insn & 0x9F000000u) == 0x90000000u ? NULL : "is not an ADRP";
+    case ADR_PREL_LO21:
+        return (insn & 0x9F000000u) == 0x10000000u ? NULL : "is not an ADR";
+    case LD64_GOT_LO12_NC:
+        return (insn & 0xFFC00000u) == 0xF9400000u ? NULL : "is not a 64-bit LDR (immediate)";
+    case CALL26:
+        return (insn & 0xFC000000u) == 0x94000000u ? NULL : "is not a BL";
+    case JUMP26:
+        return (insn & 0xFC000000u) == 0x14000000u ? NULL : "is not a B";
+    case CONDBR19:
+        return ((insn & 0xFF000010u) == 0x54000000u || (insn & 0x7E000000u) == 0x34000000u)
+                   ? NULL : "is not a B.cond, CBZ or CBNZ";
+    case TSTBR14:
+        return (insn & 0x7E000000u) == 0x36000000u ? NULL : "is not a TBZ or TBNZ";
+    default:
+        return NULL;   /* data relocations */
+    }
+}
+
 /* ldr x16, .+8; br x16; .quad target */
 void pk_stub_write_aarch64(uint8_t *at, uint64_t target) {
     pk_put32(at, 0x58000050u);
