@@ -382,3 +382,21 @@ def test_fuzzer_in_checked_mode_finds_nothing():
     last = p.stdout.strip().splitlines()[-1]
     m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
     assert m and int(m.group(1)) >= 5 and m.group(2) == "0", p.stdout[-3000:] + p.stderr[-3000:]
+
+
+def test_hidden_lengths_do_not_count_against_push_constants(tmp_path, monkeypatch):
+    """Fuzz seed 79000013: 144 bytes of Vulkan push constants when each length was a scalar (128 allowed)."""
+    import importlib.util
+
+    from polykern.testing import kernelgen
+
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")
+    prog = kernelgen.generate(79000013)
+    path = tmp_path / "fz79000013.py"
+    path.write_text(prog.source)
+    spec = importlib.util.spec_from_file_location("fz79000013", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = getattr(module, prog.name)
+    pk.build([kernel], targets=["vulkan"])
+    pk.build([kernel], targets=["vulkan"], bounds_check=True)
