@@ -40,7 +40,7 @@ from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, f32, f
 from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
-from .spirv_spec import (BUILTIN, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
+from .spirv_spec import (BUILTIN, EXECUTION_MODE, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
                          SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_UNIFORM_MEMORY, SEM_WORKGROUP_MEMORY, Op)
 
 PUSH_CONSTANT_LIMIT = 128  # bytes every Vulkan device guarantees (maxPushConstantsSize)
@@ -327,10 +327,25 @@ class KernelLowering:
         m.entry_point(EXECUTION_MODEL["GLCompute"], f.id, self.fn.name,
                       self.interface if self.version >= (1, 4) else
                       [v for v in self.interface if v in inputs.values()])
+        self.preserve_specials(f.id)
         self.attrs["entry"] = self.fn.name
         self.attrs["spirv"] = f"{self.version[0]}.{self.version[1]}"
         self.attrs["features"] = ",".join(sorted(self.required))
         return m.assemble(), self.attrs
+
+    def preserve_specials(self, fid: int) -> None:
+        """SignedZeroInfNanPreserve (SPV_KHR_float_controls) for every float width the shader declares:
+        without it a driver may assume no NaN/inf/-0 (NVIDIA folds inf - inf and 0 / 0 to 0), and
+        polykern.numerics promises IEEE specials. Core in SPIR-V 1.4; an extension before. The runtime
+        refuses the shader on a device that does not report shaderSignedZeroInfNanPreserveFloatN."""
+        widths = self.m.float_widths()
+        if not widths:
+            return
+        self.m.capability("SignedZeroInfNanPreserve")
+        if self.version < (1, 4):
+            self.m.extension("SPV_KHR_float_controls")
+        for bits in widths:
+            self.m.execution_mode(fid, EXECUTION_MODE["SignedZeroInfNanPreserve"], bits)
 
     def load_params(self):
         if self.push is None:
@@ -509,7 +524,7 @@ class KernelLowering:
             if e.op == "not":
                 return f.val(Op.LogicalNot, self.ty(bool_), a)
             if e.op == "neg":
-                return f.val(Op.FNegate if t.is_float else Op.SNegate, self.ty(t), a)
+                return f.val(Op.FNegate, self.ty(t), a) if t.is_float else self.wrapping_negate(t, a)
             if e.op == "invert":
                 return f.val(Op.Not, self.ty(t), a)
             self.refuse(f"unary operator '{e.op}'", e.loc)
@@ -677,12 +692,25 @@ class KernelLowering:
 
         def magnitude(v):
             neg = f.val(Op.SLessThan, bid, v, zero)
-            return neg, f.val(Op.Bitcast, uid, f.val(Op.Select, tid, neg, f.val(Op.SNegate, tid, v), v))
+            uv = f.val(Op.Bitcast, uid, v)
+            return neg, f.val(Op.Select, uid, neg, f.val(Op.ISub, uid, self.const(ut, 0), uv), uv)
 
         a_neg, ua = magnitude(a)
         ub = magnitude(b)[1] if b_const is None else self.const(ut, abs(int(b_const)) % (1 << t.bits))
         r = f.val(Op.Bitcast, tid, f.val(Op.UMod, uid, ua, ub))
-        return f.val(Op.Select, tid, a_neg, f.val(Op.SNegate, tid, r), r)
+        return f.val(Op.Select, tid, a_neg, self.wrapping_negate(t, r), r)
+
+    def wrapping_negate(self, t: ScalarType, v: int) -> int:
+        """-v of an integer, wrapping (-MIN == MIN), computed as 0 - v in the same-width unsigned type:
+        NVIDIA's Vulkan driver gave abs(MIN) % 25 = 23 where polykern's wrapping semantics give -23
+        (fuzz case fz1000416), as if OpSNegate could not overflow; an unsigned subtraction leaves no
+        overflow to assume away (the OpenCL emitter's pk_abs does the same)."""
+        f = self.f
+        ut = SCALAR_TYPES[f"u{t.bits}"]
+        uid = self.ty(ut)
+        uv = v if not t.is_signed else f.val(Op.Bitcast, uid, v)
+        r = f.val(Op.ISub, uid, self.const(ut, 0), uv)
+        return r if not t.is_signed else f.val(Op.Bitcast, self.ty(t), r)
 
     def short_circuit(self, e: n.BinOp) -> int:
         f = self.f
@@ -733,7 +761,7 @@ class KernelLowering:
             if not t.is_signed:
                 return args[0]
             neg = f.val(Op.SLessThan, self.ty(bool_), args[0], self.const(t, 0))
-            return f.val(Op.Select, tid, neg, f.val(Op.SNegate, tid, args[0]), args[0])
+            return f.val(Op.Select, tid, neg, self.wrapping_negate(t, args[0]), args[0])
         if e.func in ("min", "max"):
             lt = Op.SLessThan if t.is_signed else Op.ULessThan
             less = f.val(lt, self.ty(bool_), args[0], args[1])

@@ -244,6 +244,10 @@ class ModuleBuilder:
     def t_function(self, ret: int, params: Sequence[int] = ()) -> int:
         return self._type(("fn", ret, tuple(params)), Op.TypeFunction, [ret, *params])
 
+    def float_widths(self) -> List[int]:
+        """Bit widths of the float types declared so far, ascending."""
+        return sorted(key[1] for key in self._types if key[0] == "float")
+
     def scalar_info(self, type_id: int) -> Tuple[str, int, bool]:
         return self._scalar_info[type_id]
 

@@ -133,11 +133,12 @@ def _enum(**members):
 
 
 CAPABILITY = _enum(Shader=1, Float16=9, Float64=10, Int64=11, Int64Atomics=12, Int16=22, Int8=39,
-                   StorageBuffer16BitAccess=4433, StorageBuffer8BitAccess=4448)
+                   StorageBuffer16BitAccess=4433, StorageBuffer8BitAccess=4448,
+                   SignedZeroInfNanPreserve=4466)
 ADDRESSING = _enum(Logical=0)
 MEMORY_MODEL = _enum(GLSL450=1)
 EXECUTION_MODEL = _enum(GLCompute=5)
-EXECUTION_MODE = _enum(LocalSize=17)
+EXECUTION_MODE = _enum(LocalSize=17, SignedZeroInfNanPreserve=4461)
 STORAGE_CLASS = _enum(Input=1, Workgroup=4, Function=7, PushConstant=9, StorageBuffer=12)
 DECORATION = _enum(SpecId=1, Block=2, ArrayStride=6, BuiltIn=11, NonWritable=24, Binding=33,
                    DescriptorSet=34, Offset=35, NoContraction=42)

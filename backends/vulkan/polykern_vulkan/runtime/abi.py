@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, Sequence, Tuple
 from polykern.errors import ArtifactError
 from polykern.module import FunctionInfo
 
-from ..spirv_spec import CAPABILITY, MAGIC, Op
+from ..spirv_spec import CAPABILITY, EXECUTION_MODE, MAGIC, Op
 
 __all__ = ["KernelABI", "SLOT_FORMATS"]
 
@@ -32,26 +32,44 @@ def _pairs(text: str, what: str, kernel: str):
         yield item.split("=", 1)
 
 
-def scan_capabilities(binary: bytes, kernel: str) -> FrozenSet[str]:
-    """Capabilities declared by a SPIR-V module (raises ArtifactError for a malformed binary)."""
+def _instructions(binary: bytes, kernel: str):
+    """(opcode, operand words) of every instruction (raises ArtifactError for a malformed binary)."""
     if len(binary) < 20 or len(binary) % 4:
         raise ArtifactError(f"vulkan kernel '{kernel}': the SPIR-V binary has {len(binary)} bytes "
                             "(not a whole number of 32-bit words with a header)")
     words = struct.unpack(f"<{len(binary) // 4}I", binary)
     if words[0] != MAGIC:
         raise ArtifactError(f"vulkan kernel '{kernel}': not a little-endian SPIR-V binary (magic {words[0]:#010x})")
-    caps, i = set(), 5
+    i = 5
     while i < len(words):
         count, opcode = words[i] >> 16, words[i] & 0xFFFF
         if count == 0 or i + count > len(words):
             raise ArtifactError(f"vulkan kernel '{kernel}': truncated SPIR-V instruction at word {i}")
-        if opcode == Op.Capability:
-            cap = words[i + 1]
-            if cap not in _CAP_NAMES:
-                raise ArtifactError(f"vulkan kernel '{kernel}': unknown SPIR-V capability {cap}")
-            caps.add(_CAP_NAMES[cap])
+        yield opcode, words[i + 1:i + count]
         i += count
+
+
+def scan_capabilities(binary: bytes, kernel: str) -> FrozenSet[str]:
+    """Capabilities declared by a SPIR-V module (raises ArtifactError for a malformed binary)."""
+    caps = set()
+    for opcode, ops in _instructions(binary, kernel):
+        if opcode == Op.Capability:
+            if not ops or ops[0] not in _CAP_NAMES:
+                raise ArtifactError(f"vulkan kernel '{kernel}': unknown SPIR-V capability {ops[:1]}")
+            caps.add(_CAP_NAMES[ops[0]])
     return frozenset(caps)
+
+
+def scan_preserved_widths(binary: bytes, kernel: str) -> Tuple[int, ...]:
+    """Float widths the module asks NaN/inf/-0 preservation for (SignedZeroInfNanPreserve modes)."""
+    mode = EXECUTION_MODE["SignedZeroInfNanPreserve"]
+    widths = set()
+    for opcode, ops in _instructions(binary, kernel):
+        if opcode == Op.ExecutionMode and len(ops) >= 2 and ops[1] == mode:
+            if len(ops) != 3 or ops[2] not in (16, 32, 64):
+                raise ArtifactError(f"vulkan kernel '{kernel}': malformed SignedZeroInfNanPreserve mode {list(ops)}")
+            widths.add(ops[2])
+    return tuple(sorted(widths))
 
 
 @dataclass(frozen=True)
@@ -64,6 +82,7 @@ class KernelABI:
     push_size: int
     capabilities: FrozenSet[str]
     shared_bytes: int
+    preserved_widths: Tuple[int, ...] = ()  # float widths whose NaN/inf/-0 the shader needs kept
 
     @property
     def buffer_count(self) -> int:
@@ -110,7 +129,7 @@ class KernelABI:
         except ValueError:
             raise ArtifactError(f"vulkan kernel '{k}': bad spirv version {a['spirv']!r}") from None
         return cls(k, a["entry"], (major, minor), tuple(bindings), tuple(push), size,
-                   scan_capabilities(binary, k), info.shared_bytes)
+                   scan_capabilities(binary, k), info.shared_bytes, scan_preserved_widths(binary, k))
 
     def pack_push_constants(self, values: Sequence) -> bytes:
         """Scalars (NumPy scalars of the declared types, in argument order) -> the push block.

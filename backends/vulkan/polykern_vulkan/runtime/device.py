@@ -73,6 +73,31 @@ def _query_features(handle, api) -> Dict[str, bool]:
     return out
 
 
+FLOAT_CONTROLS_EXT = "VK_KHR_shader_float_controls"  # core in Vulkan 1.2
+PRESERVE_PROPERTIES = {bits: f"shaderSignedZeroInfNanPreserveFloat{bits}" for bits in (16, 32, 64)}
+
+
+def _float_controls_extension(handle, api) -> List[str]:
+    """The device extension to enable for SPV_KHR_float_controls: none on Vulkan 1.2+ (core), else
+    VK_KHR_shader_float_controls where the device has it."""
+    if api >= (1, 2):
+        return []
+    names = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(handle, None)}
+    return [FLOAT_CONTROLS_EXT] if FLOAT_CONTROLS_EXT in names else []
+
+
+def _query_preserve(handle, api, extensions) -> Dict[str, bool]:
+    """shaderSignedZeroInfNanPreserveFloat16/32/64 (VkPhysicalDeviceFloatControlsProperties); all False
+    where the device has neither Vulkan 1.2 nor VK_KHR_shader_float_controls."""
+    if api < (1, 2) and FLOAT_CONTROLS_EXT not in extensions:
+        return {name: False for name in PRESERVE_PROPERTIES.values()}
+    fc = vk.VkPhysicalDeviceFloatControlsProperties(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES)
+    top = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=fc)
+    vk.vkGetPhysicalDeviceProperties2(handle, top)
+    return {name: bool(getattr(fc, name)) for name in PRESERVE_PROPERTIES.values()}
+
+
 def _enable_chain(api, enabled: Dict[str, bool]):
     """A VkPhysicalDeviceFeatures2 chain with exactly ``enabled`` switched on (structs kept alive)."""
     on = {k: vk.VK_TRUE for k, v in enabled.items() if v}
@@ -197,13 +222,16 @@ class Device:
         self.limits = Limits(props.limits)
         self.supported = _query_features(pd.handle, self.api)
         self.enabled = dict(self.supported)
+        extensions = _float_controls_extension(pd.handle, self.api)
+        self.enabled.update(_query_preserve(pd.handle, self.api, extensions))  # properties: always "on"
         top, keep = _enable_chain(self.api, self.enabled)
         queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                            queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
         with vk_call(f"vkCreateDevice on {self.name}"):
             self.handle = vk.vkCreateDevice(pd.handle, vk.VkDeviceCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=top, queueCreateInfoCount=1,
-                pQueueCreateInfos=[queue]), None)
+                pQueueCreateInfos=[queue], enabledExtensionCount=len(extensions),
+                ppEnabledExtensionNames=extensions or None), None)
         del keep
         self.queue = vk.vkGetDeviceQueue(self.handle, self.family, 0)
         mp = vk.vkGetPhysicalDeviceMemoryProperties(pd.handle)
@@ -264,9 +292,10 @@ class Device:
                           name="no memory type")
 
     # -- capabilities
-    def missing_for(self, capabilities, shared_bytes: int) -> List[str]:
-        """Device features a shader with these SPIR-V capabilities needs but this device lacks."""
-        need = set()
+    def missing_for(self, capabilities, shared_bytes: int, preserved_widths=()) -> List[str]:
+        """Device features (and float-controls properties, for the float widths whose NaN/inf/-0 the
+        shader asks preserved) a shader with these SPIR-V capabilities needs but this device lacks."""
+        need = {PRESERVE_PROPERTIES[bits] for bits in preserved_widths}
         for cap in capabilities:
             need.update(CAPABILITY_FEATURES.get(cap, ()))
         if "Int64Atomics" in capabilities and shared_bytes:

@@ -43,7 +43,13 @@ def check_supported(dev: Device, abi: KernelABI) -> None:
         raise DeviceError(f"kernel '{k}' is SPIR-V {abi.spirv_version[0]}.{abi.spirv_version[1]}, which needs Vulkan "
                           f"{need[0]}.{need[1]}; {dev.name} runs Vulkan {dev.api[0]}.{dev.api[1]} (rebuild with a "
                           "lower 'vulkan -spirv=')", name="unsupported SPIR-V")
-    missing = dev.missing_for(abi.capabilities, abi.shared_bytes)
+    missing = dev.missing_for(abi.capabilities, abi.shared_bytes, abi.preserved_widths)
+    lost = [f for f in missing if f.startswith("shaderSignedZeroInfNanPreserve")]
+    if lost:
+        raise DeviceError(f"kernel '{k}' needs NaN/inf/-0 preserved ({', '.join(lost)}, "
+                          f"VkPhysicalDeviceFloatControlsProperties), which {dev.name} does not report: "
+                          "without it the driver may fold inf - inf or 0 / 0 to 0, breaking the IEEE "
+                          "specials polykern.numerics promises", name="VK_ERROR_FEATURE_NOT_PRESENT")
     if missing:
         raise DeviceError(f"kernel '{k}' needs device features {', '.join(missing)} that {dev.name} does not "
                           "support (rebuild with a smaller 'vulkan -features=' and avoid the types/atomics that "
