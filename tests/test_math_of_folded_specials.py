@@ -2,8 +2,8 @@
 their IEEE result, on every runtime present.
 
 Found by the differential fuzzer (seed 11000016): PoCL constant-folds ``ceil(NAN)`` (and floor, exp,
-exp2, tanh of NaN; also ``ceil(x * NAN)``) to poison, and the store ``m[g] = ceil(NAN)`` vanished,
-leaving the buffer's old contents.
+exp2, tanh of NaN; also ``ceil(x * NAN)`` and a NaN it propagates through a local, seed 12000278) to
+poison, and the store ``m[g] = ceil(NAN)`` vanished, leaving the buffer's old contents.
 """
 import math
 
@@ -41,9 +41,12 @@ def test_builtins_of_compile_time_nan(target, kind, T):
             o[5] = x[0] // T(NAN)
             o[6] = pk.ceil(T(INF))
             o[7] = pk.floor(T(-INF))
+            v = T(31.0) - T(INF)  # a local the C compiler propagates (fuzz seed 12000278)
+            o[8] = pk.exp(T(57.0) * (v - v))
+            o[9] = pk.tanh(v - v)
 
     x = np.array([1.5], T.numpy)
-    o = np.full(8, 7.0, T.numpy)
+    o = np.full(10, 7.0, T.numpy)
     try:
         mod = pk.build([folded], targets=[target]).on(kind)
     except pk.errors.KernelTypeError as e:
@@ -51,6 +54,6 @@ def test_builtins_of_compile_time_nan(target, kind, T):
             pytest.skip(f"{kind}: {e}")
         raise
     mod["folded"](x, o, grid=1, block=1)
-    want = [NAN] * 6 + [INF, -INF]
+    want = [NAN] * 6 + [INF, -INF, NAN, NAN]
     assert all((math.isnan(w) and math.isnan(g)) or g == w for g, w in zip(o.tolist(), want)), \
         f"{kind} {T}: got {o.tolist()}"

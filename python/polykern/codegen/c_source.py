@@ -276,13 +276,6 @@ class CDialect:
         return self.int_math(unit, func, t, args)
 
     INT_MATH: Dict[str, str] = {"abs": "abs", "min": "min", "max": "max"}
-    # Math builtins whose constant folding by the device compiler loses a NaN/inf argument (the whole
-    # store vanishes): their arguments go through :meth:`opaque` where the compiler could fold them.
-    FOLD_UNSAFE: Tuple[str, ...] = ()
-
-    def opaque(self, unit: "TranslationUnit", code: Code, t: ScalarType) -> Code:
-        """``code`` as a value the device compiler cannot constant-fold (see ``FOLD_UNSAFE``)."""
-        return code
 
     def int_math(self, unit: "TranslationUnit", func: str, t: ScalarType, args: List[Code]) -> Code:
         """abs/min/max on integers (and bool). Default: 8/16-bit values are computed in int."""
@@ -609,8 +602,6 @@ class KernelEmitter:
             return d.load(unit, self.names[e.base.name], self.expr(e.index), e.type, space_of(e.base.type))
         if isinstance(e, ir.Call):
             args = [self.expr(a) for a in e.args]
-            if e.func in d.FOLD_UNSAFE and e.type.is_float and any(_may_fold_nonfinite(a) for a in e.args):
-                args = [d.opaque(unit, c, a.type) for c, a in zip(args, e.args)]
             return d.math(unit, e.func, e.type, args)
         if isinstance(e, ir.SpecialReg):
             return d.special_reg(e.kind, e.dim)
@@ -624,10 +615,7 @@ class KernelEmitter:
         if t.is_float and op == "mod":
             return d.fmod(self.unit, t, a, b)
         if t.is_float and op == "floordiv":
-            q = self.binop_code("div", t, a, b)
-            if "floor" in d.FOLD_UNSAFE and _may_fold_nonfinite(e):
-                q = d.opaque(self.unit, q, t)
-            return d.math(self.unit, "floor", t, [q])
+            return d.math(self.unit, "floor", t, [self.binop_code("div", t, a, b)])
         return self.binop_code(op, t, a, b)
 
     def binop_code(self, op: str, t: ScalarType, a: Code, b: Code) -> Code:
@@ -744,11 +732,3 @@ def emit_source(funcs: Sequence[ir.Function], dialect: CDialect, header: str = "
         lines.extend(body)
     return "\n".join(lines) + "\n", symbols
 
-
-def _may_fold_nonfinite(e: ir.Expr) -> bool:
-    """Whether a C compiler could know ``e``'s value to be NaN or infinite: it holds a NaN/inf float
-    constant, or is built from constants only."""
-    nodes = list(ir.walk_expr(e))
-    if any(isinstance(x, ir.Const) and x.type.is_float and not math.isfinite(float(x.value)) for x in nodes):
-        return True
-    return not any(isinstance(x, (ir.Var, ir.Load, ir.SpecialReg, ir.Atomic)) for x in nodes)

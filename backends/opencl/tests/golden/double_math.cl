@@ -3,6 +3,26 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
+static inline double pk_ceil_double(double x) {
+    return isnan(x) ? x : ceil(x);
+}
+
+static inline double pk_exp2_double(double x) {
+    return isnan(x) ? x : exp2(x);
+}
+
+static inline double pk_exp_double(double x) {
+    return isnan(x) ? x : exp(x);
+}
+
+static inline double pk_floor_double(double x) {
+    return isnan(x) ? x : floor(x);
+}
+
+static inline double pk_tanh_double(double x) {
+    return isnan(x) ? x : tanh(x);
+}
+
 __kernel void double_math(__global double* x, __global const double* y) {
     int i = 0;
     double a = 0;
@@ -11,5 +31,5 @@ __kernel void double_math(__global double* x, __global const double* y) {
     i = (int)get_global_id(0);
     a = x[i];
     b = y[i];
-    x[i] = sqrt(a) + rsqrt(a) + exp(a) + exp2(a) + log(a) + log2(a) + sin(a) + cos(a) + tanh(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5) + floor(a) + ceil(b) + fmod(a, b) + floor(a / b) + a / b - a * 0.1;
+    x[i] = sqrt(a) + rsqrt(a) + pk_exp_double(a) + pk_exp2_double(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_double(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5) + pk_floor_double(a) + pk_ceil_double(b) + fmod(a, b) + pk_floor_double(a / b) + a / b - a * 0.1;
 }

@@ -2,6 +2,26 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+static inline float pk_ceil_float(float x) {
+    return isnan(x) ? x : ceil(x);
+}
+
+static inline float pk_exp2_float(float x) {
+    return isnan(x) ? x : exp2(x);
+}
+
+static inline float pk_exp_float(float x) {
+    return isnan(x) ? x : exp(x);
+}
+
+static inline float pk_floor_float(float x) {
+    return isnan(x) ? x : floor(x);
+}
+
+static inline float pk_tanh_float(float x) {
+    return isnan(x) ? x : tanh(x);
+}
+
 __kernel void float_math(__global float* x, __global const float* y) {
     int i = 0;
     float a = 0;
@@ -10,5 +30,5 @@ __kernel void float_math(__global float* x, __global const float* y) {
     i = (int)get_global_id(0);
     a = x[i];
     b = y[i];
-    x[i] = sqrt(a) + rsqrt(a) + exp(a) + exp2(a) + log(a) + log2(a) + sin(a) + cos(a) + tanh(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + floor(a) + ceil(b) + fmod(a, b) + floor(a / b) + a / b - a * 0.1f;
+    x[i] = sqrt(a) + rsqrt(a) + pk_exp_float(a) + pk_exp2_float(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_float(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + pk_floor_float(a) + pk_ceil_float(b) + fmod(a, b) + pk_floor_float(a / b) + a / b - a * 0.1f;
 }
