@@ -465,6 +465,9 @@ class WGSLEmitter:
         args = [self.arg(a) for a in e.args]
         if e.type.is_float and e.func not in ("pow", "fma") and all(_is_constant(a) for a in e.args):
             args[0] = self._runtime_value(e.args[0], args[0])
+        if e.func == "abs" and e.type.name == "i32":  # wraps: abs(MIN) == MIN on every driver
+            self.helpers.add("pk_abs_i32")
+            return f"pk_abs_i32({args[0]})"
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"

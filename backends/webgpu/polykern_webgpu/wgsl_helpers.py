@@ -131,5 +131,13 @@ fn pk_log2_f32(x: f32) -> f32 {
 }
 """
 
-HELPERS = {"pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+# Signed abs wrapping (abs(MIN) == MIN) as 0 - x in u32: NVIDIA's Vulkan driver took naga's SAbs as
+# never negative and gave abs(MIN) % 25 = 23, not -23 (fuzz case fz1000416).
+ABS_I32 = """\
+fn pk_abs_i32(x: i32) -> i32 {
+    return bitcast<i32>(select(bitcast<u32>(x), 0u - bitcast<u32>(x), x < 0i));
+}
+"""
+
+HELPERS = {"pk_abs_i32": ABS_I32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

@@ -18,6 +18,10 @@ struct PkLaunch {
 }
 @group(0) @binding(3) var<uniform> pk_launch: PkLaunch;
 
+fn pk_abs_i32(x: i32) -> i32 {
+    return bitcast<i32>(select(bitcast<u32>(x), 0u - bitcast<u32>(x), x < 0i));
+}
+
 fn pk_rem_i32(a: i32, b: i32) -> i32 {
     let ua = select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i);
     let ub = select(bitcast<u32>(b), 0u - bitcast<u32>(b), b < 0i);
@@ -62,7 +66,7 @@ fn control_flow(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(w
     }
     while true {
         acc = acc / 2i;
-        if abs(acc) < 1000i {
+        if pk_abs_i32(acc) < 1000i {
             break;
         }
     }
