@@ -8,6 +8,8 @@ for the device and destroy whatever is left.
 
 Features: every optional shader feature polykern's codegen may use and the device supports is
 enabled; a shader needing one that is missing is refused with a :class:`DeviceError` naming it.
+The float-controls properties shaderSignedZeroInfNanPreserveFloat16/32/64 are read too (recorded
+in ``enabled``): a shader asking NaN/inf/-0 preserved for a width the device lacks is refused.
 """
 from __future__ import annotations
 
