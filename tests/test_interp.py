@@ -217,3 +217,16 @@ def test_a_product_plus_addend_is_unchecked_only_where_contraction_is_allowed():
     assert not compare(r, got, "llvm").ok  # llvm never contracts
     c = compare(r, got, "webgpu")  # numerics.MAY_CONTRACT
     assert c.ok and c.unchecked == 4
+
+
+@pk.kernel
+def range_once(o: Buffer[i32]):
+    n = 3
+    for k in range(n):
+        n += 1
+        o[0] = o[0] + 1
+
+
+def test_range_bounds_are_evaluated_once_as_in_python():
+    r = interpret(range_once, [np.zeros(1, np.int32)], grid=1, block=1)
+    assert r.buffers["o"][0] == 3

@@ -522,7 +522,8 @@ class Program:
         def loop(st):
             budget = st[3]
             st[k] = start(st)
-            while (st[k] > stop(st)) if down else (st[k] < stop(st)):
+            end = stop(st)  # evaluated once, as Python evaluates range()
+            while (st[k] > end) if down else (st[k] < end):
                 budget[0] -= 1
                 if budget[0] < 0:
                     _runaway(where)
@@ -542,7 +543,8 @@ class Program:
         def gloop(st):
             budget = st[3]
             st[k] = start(st)
-            while (st[k] > stop(st)) if down else (st[k] < stop(st)):
+            end = stop(st)
+            while (st[k] > end) if down else (st[k] < end):
                 budget[0] -= 1
                 if budget[0] < 0:
                     _runaway(where)
