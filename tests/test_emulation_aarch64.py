@@ -52,7 +52,10 @@ def kbin_run():
 
 class EmulatedModule:
     """``mod[name](*args, grid=, block=)`` for an aarch64 ``.kbin``: each launch is one
-    ``kbin-run`` process under QEMU. Arguments are checked as every runtime checks them."""
+    ``kbin-run`` process under QEMU. Arguments are checked as every runtime checks them.
+    ``kind`` is the module kind the conformance cases look numeric promises up by (the CPU's)."""
+
+    kind = "llvm"
 
     def __init__(self, runner: str, path: str, functions):
         self.runner, self.path, self.functions = runner, path, functions
