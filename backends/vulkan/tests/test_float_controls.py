@@ -173,3 +173,39 @@ def test_device_without_preservation_refuses(monkeypatch):
                        {"specials_f64": mod.payload["specials_f64"]})["specials_f64"]
     with pytest.raises(DeviceError, match="shaderSignedZeroInfNanPreserveFloat64"):
         check_supported(dev, abi)
+
+
+@needs_runtime
+def test_vulkan_1_1_device_enables_the_float_controls_extension(tmp_path):
+    """On a Vulkan 1.1 device (simulated: the instance's API version capped at 1.1, in a child process)
+    the properties come through VK_KHR_shader_float_controls, which the device is created with."""
+    import os
+    import subprocess
+    import sys
+
+    code = """if True:
+        import numpy as np, polykern as pk
+        from polykern import backends, Buffer, f32
+        from polykern_vulkan.runtime import instance
+        instance.Instance.api = property(lambda self: (1, 1))
+        backends.load_all()
+        from polykern_vulkan.runtime.device import get, FLOAT_CONTROLS_EXT, _float_controls_extension
+        dev = get()
+        assert dev.api == (1, 1) and dev.enabled["shaderSignedZeroInfNanPreserveFloat32"]
+        assert _float_controls_extension(dev.physical.handle, dev.api) == [FLOAT_CONTROLS_EXT]
+
+        @pk.kernel
+        def sub(a: Buffer[f32, "readonly"], o: Buffer[f32]):
+            o[0] = a[0] - a[0]
+
+        o = np.zeros(1, np.float32)
+        pk.build([sub], targets=["vulkan -spirv=1.3"]).on("vulkan")["sub"](np.array([np.inf], np.float32), o,
+                                                                         grid=1, block=1)
+        assert np.isnan(o[0]), o
+        print("ok")
+    """
+    script = tmp_path / "vk11.py"
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
