@@ -672,6 +672,10 @@ class KernelEmitter:
         inner = a.text if a.prec <= UNARY else f"({a.text})"
         if e.op == "not":
             return Code(f"!{inner}", UNARY)
+        if e.op == "neg" and t.is_int and t.is_signed and t.bits >= 32:
+            # -MIN overflows in C (undefined; PoCL gave -(-2**31) % 25 == 23): wrap as the IR says, 0 - x
+            # computed in the unsigned type like every signed + - *.
+            return self.binop_code("sub", t, self.d.int_literal(0, t), a)
         token = "-" if e.op == "neg" else "~"
         if inner.startswith(token):  # "- -x" / "--x" would not read as intended
             inner = f"({inner})"

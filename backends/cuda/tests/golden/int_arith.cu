@@ -25,7 +25,7 @@ extern "C" __global__ void int_arith(int* a, unsigned int* b, long long* c, unsi
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     x = a[i];
     y = a[(int)((unsigned int)i + 1u)];
-    a[i] = (int)((unsigned int)pk_div_i32(x, y) + (unsigned int)pk_rem_i32(x, y) - (unsigned int)(int)((unsigned int)x << (y & 7 & 31)) + (unsigned int)(x >> 3) + (unsigned int)(x ^ y) + (unsigned int)(x | 5) + (unsigned int)~x + (unsigned int)-x);
+    a[i] = (int)((unsigned int)pk_div_i32(x, y) + (unsigned int)pk_rem_i32(x, y) - (unsigned int)(int)((unsigned int)x << (y & 7 & 31)) + (unsigned int)(x >> 3) + (unsigned int)(x ^ y) + (unsigned int)(x | 5) + (unsigned int)~x + (0u - (unsigned int)x));
     u = b[i];
     b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];

@@ -31,7 +31,7 @@ __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __g
     i = (int)get_global_id(0);
     x = a[i];
     y = a[(int)((uint)i + 1u)];
-    a[i] = (int)((uint)pk_div_i32(x, y) + (uint)pk_rem_i32(x, y) - (uint)(int)((uint)x << (y & 7 & 31)) + (uint)(x >> 3) + (uint)(x ^ y) + (uint)(x | 5) + (uint)~x + (uint)-x);
+    a[i] = (int)((uint)pk_div_i32(x, y) + (uint)pk_rem_i32(x, y) - (uint)(int)((uint)x << (y & 7 & 31)) + (uint)(x >> 3) + (uint)(x ^ y) + (uint)(x | 5) + (uint)~x + (0u - (uint)x));
     u = b[i];
     b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
