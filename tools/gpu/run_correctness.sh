@@ -3,7 +3,8 @@
 # correctness run of one GPU kind in one device call (docs/correctness.md, docs/gpu.md):
 #   1. tools/gpu/run_gpu_suite.sh: pycuda setup; CUDA/NVPTX conformance (plain and bounds-checked),
 #      cross-compile, backends/cuda, native;
-#   2. OpenCL, Vulkan and WebGPU through NVIDIA's drivers: conformance and cross-compile;
+#   2. OpenCL, Vulkan and WebGPU through NVIDIA's drivers: conformance and cross-compile; then the numeric
+#      promises, negation and float-controls tests and the saved fuzz cases on every runtime there;
 #   3. tools/fuzz.py on cuda, nvptx, opencl, vulkan and webgpu, one process each, in parallel,
 #      FUZZ_COUNT programs each (default 1000) within FUZZ_BUDGET seconds (default 240).
 # Results in $OUT (default ./gpu-out), 3 files (the device tool brings back at most 8): summary.txt,
@@ -39,6 +40,11 @@ echo "== 2. OpenCL, Vulkan, WebGPU through NVIDIA"
 timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_conformance.py \
     tests/test_cross_compile.py -k "opencl or vulkan or webgpu" > "$OUT/other.log" 2>&1 || RC=1
 tail -n 12 "$OUT/other.log"
+echo "== 2b. numeric promises, negation, Vulkan float controls, saved fuzz cases: every runtime here"
+timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_numerics.py tests/test_negation_sign.py \
+    backends/vulkan/tests/test_float_controls.py tests/fuzz_regressions > "$OUT/promises.log" 2>&1 || RC=1
+tail -n 3 "$OUT/promises.log"
+grep -hE "^(FAILED|ERROR) " "$OUT/promises.log" | head -n 30
 grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
 
 echo "== 3. fuzz: $FUZZ_COUNT programs per target, ${FUZZ_BUDGET}s"
@@ -59,6 +65,7 @@ tar czf "$FINAL/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
     cat "$OUT/summary_cuda.txt" 2>/dev/null
     echo "other runtimes: $(grep -E '[0-9]+ (passed|failed)' "$OUT/other.log" | tail -n 1)"
+    echo "promises/negation/float controls/fuzz cases: $(grep -E '[0-9]+ (passed|failed)' "$OUT/promises.log" | tail -n 1)"
     for t in cuda nvptx opencl vulkan webgpu; do echo "fuzz $t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
     [ $RC -eq 0 ] && echo "RESULT: ALL PASSED" || echo "RESULT: FAILURES"
 } > "$FINAL/summary.txt"
