@@ -20,6 +20,10 @@ Semantics worth knowing when writing a backend:
 - ``land``/``lor`` short-circuit: the right operand is evaluated only if needed.
 - ``For`` runs ``var = start; while var < stop (step > 0) or var > stop
   (step < 0): body; var += step``; ``step`` is a nonzero compile-time constant.
+  As in Python's ``range``, the bounds are evaluated once, before the loop, ``start`` first: the
+  frontend makes ``stop`` a ``Const``, a scalar parameter or a ``Var`` of a temporary the body never
+  assigns (and ``start`` a ``Const``, a ``Var`` or such a temporary), so a backend may re-read
+  ``stop`` on every iteration, as a C ``for`` does, and get the same value.
 - Special registers (``global_id`` ...) have type ``i32``.
 - Atomics return the old value.
 - Every scalar local in ``Function.locals`` starts at zero (backends zero-initialize them); local

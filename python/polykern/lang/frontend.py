@@ -375,10 +375,30 @@ class FunctionTranslator(ExprTranslator):
         if not t.min_value() <= step <= t.max_value():
             raise self.type_error(f"range() step {step} does not fit the loop variable's type {t} "
                                   f"(range {t.min_value()}..{t.max_value()})", args[2])
+        # Python evaluates range()'s bounds once, start first; a C-style loop re-reads `stop` every
+        # iteration (and the body may change it), so a stop that is neither a constant nor a scalar
+        # parameter (which nothing assigns) is copied to a temporary, after a non-trivial start.
+        pre = []
+        if not self._is_fixed(stop):
+            if not isinstance(start, (ir.Const, ir.Var)):
+                start = self._bound_temp(start, pre, it)
+            stop = self._bound_temp(stop, pre, it)
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
-        return [ir.For(name, start, stop, step, body)]
+        return pre + [ir.For(name, start, stop, step, body)]
+
+    def _is_fixed(self, e) -> bool:
+        """Whether ``e`` has one value for the whole kernel: a constant or a scalar parameter."""
+        return isinstance(e, ir.Const) or (isinstance(e, ir.Var) and e.name in self.params)
+
+    def _bound_temp(self, e, pre, node):
+        """A Var of a fresh temporary assigned ``e`` (the assignment is appended to ``pre``)."""
+        tmp = self.new_temp(e.type, node)
+        pre.append(ir.Assign(tmp, e))
+        v = ir.Var(tmp, e.type)
+        v.loc = e.loc
+        return v
 
     def stmt_Break(self, node):
         if self.loop_depth == 0:

@@ -10,6 +10,7 @@ kernel void control_flow(
     int i = 0;
     int acc = 0;
     int k = 0;
+    int v_t0 = 0;
     int j = 0;
 
     i = (int)pk_global_id.x;
@@ -17,7 +18,8 @@ kernel void control_flow(
         return;
     }
     acc = 0;
-    for (k = 0; k < i; k++) {
+    v_t0 = i;
+    for (k = 0; k < v_t0; k++) {
         if (k % 3 == 0) {
             continue;
         } else if (k > 100) {
