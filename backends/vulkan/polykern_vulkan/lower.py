@@ -864,6 +864,8 @@ class KernelLowering:
         from polykern.ir.types import SCALAR_TYPES
 
         if src.bits != dst.bits:
+            if src.is_signed and dst.bits == 64:
+                return self.sign_extend_to_64(v, src, dst)
             if src.is_signed:
                 return f.val(Op.SConvert, self.ty(dst), v)
             wide = SCALAR_TYPES[f"u{dst.bits}"]
@@ -872,6 +874,20 @@ class KernelLowering:
             if src == dst:
                 return v
         return f.val(Op.Bitcast, self.ty(dst), v)
+
+    def sign_extend_to_64(self, v: int, src: ScalarType, dst: ScalarType) -> int:
+        """``v`` (signed, narrower) sign-extended to the 64-bit ``dst`` without OpSConvert to 64 bits:
+        (zero-extended v32 ^ 2**31) - 2**31. Mesa 22.3's lavapipe compares an OpSConvert'ed i32 with
+        a constant as if it had been zero-extended (i64(-1) < 0 was false: fuzz case fz6000113,
+        i64(s) % 21 gave 15); no driver sees a sign extension here to rewrite."""
+        f = self.f
+        if src.bits < 32:
+            v = f.val(Op.SConvert, self.ty(SCALAR_TYPES["i32"]), v)
+        u64_ = SCALAR_TYPES["u64"]
+        wide = f.val(Op.UConvert, self.ty(u64_), f.val(Op.Bitcast, self.ty(u32), v))
+        bias = self.const(u64_, 1 << 31)
+        out = f.val(Op.ISub, self.ty(u64_), f.val(Op.BitwiseXor, self.ty(u64_), wide, bias), bias)
+        return out if dst == u64_ else f.val(Op.Bitcast, self.ty(dst), out)
 
     def f64_to_f32_odd(self, d: int) -> int:
         """``d`` rounded to f32 *to odd* (truncated, lowest bit set when inexact): rounding that to f16
