@@ -59,7 +59,10 @@ class _Ctx:
 
 
 class DriverModule:
-    """``mod[name](*args, grid=, block=)`` for one PTX payload, as the conformance cases expect."""
+    """``mod[name](*args, grid=, block=)`` for one PTX payload, as the conformance cases expect
+    (``kind`` is the module kind the math cases look numeric promises up by)."""
+
+    kind = "cuda"
 
     def __init__(self, ptx: bytes, functions):
         self.functions = functions
