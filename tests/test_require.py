@@ -32,6 +32,19 @@ def test_skip_reasons_name_tiers():
     assert require.tiers_named_by("neither NVRTC nor nvcc is installed here") == []
 
 
+def test_declared_refusals_are_not_lost_tiers():
+    # A backend that refuses a feature skips on every host: that must stay a skip under POLYKERN_REQUIRE.
+    for reason in ("webgpu -shader_f16=true: WGSL has no 64-bit floating-point type",
+                   "vulkan: GLSL.std.450 has no 64-bit transcendental functions (refused at compile time)",
+                   "vulkan: kernel 'folded': exp() on f64: GLSL.std.450 has no 64-bit exp"):
+        assert not require.says_absent(reason), reason
+    for reason in ("no Vulkan runtime here: vulkan could not be imported", "spirv-val not installed",
+                   "OpenCL runtime not available: pyopencl could not be imported",
+                   "no PoCL platform (pip install pocl-binary-distribution)",
+                   "the WebGPU runtime (wgpu) is not registered here", "ld.lld is not installed"):
+        assert require.says_absent(reason), reason
+
+
 def _run_pytest(tmp_path, env_value):
     test = tmp_path / "test_skipper.py"
     test.write_text(textwrap.dedent("""
@@ -40,6 +53,8 @@ def _run_pytest(tmp_path, env_value):
             pytest.skip("no Vulkan runtime here: vulkan could not be imported")
         def test_needs_cuda():
             pytest.skip("no CUDA device")
+        def test_refused_feature():
+            pytest.skip("vulkan: GLSL.std.450 has no 64-bit transcendental functions (refused at compile time)")
     """))
     (tmp_path / "conftest.py").write_text("from polykern.testing.require import pytest_runtest_makereport  # noqa\n")
     env = dict(os.environ)
@@ -53,7 +68,7 @@ def _run_pytest(tmp_path, env_value):
 def test_a_skip_of_a_required_tier_fails_and_others_still_skip(tmp_path):
     p = _run_pytest(tmp_path, "lavapipe")
     assert p.returncode != 0, p.stdout
-    assert "1 failed, 1 skipped" in p.stdout, p.stdout
+    assert "1 failed, 2 skipped" in p.stdout, p.stdout
     assert "POLYKERN_REQUIRE requires tier lavapipe" in p.stdout
     p = _run_pytest(tmp_path, None)
-    assert p.returncode == 0 and "2 skipped" in p.stdout, p.stdout
+    assert p.returncode == 0 and "3 skipped" in p.stdout, p.stdout

@@ -6,8 +6,10 @@ green run). ``POLYKERN_REQUIRE=pocl,lavapipe,wgpu,spirv-val,naga,ld.lld`` names 
 must have; then
 
 - ``tests/test_require.py`` fails for each required tier that is not present (with the probe's reason);
-- a test skipped with a reason that names a required tier fails instead (the pytest hook below, which
-  the repository's root ``conftest.py`` installs for every test directory).
+- a test skipped with a reason that names a required tier *and says it is absent* ("not available",
+  "not installed", "no OpenCL platform", ...) fails instead (the pytest hook below, which the
+  repository's root ``conftest.py`` installs for every test directory). A backend's declared refusal of
+  a feature ("WGSL has no 64-bit floating-point type") stays a skip.
 
 Unknown tier names are an error listing the known ones. Unset or empty: nothing is required.
 """
@@ -93,6 +95,19 @@ def required() -> List[str]:
     return names
 
 
+# How a skip says that what it needs is *absent* (a lost tier), as opposed to a backend's declared refusal
+# of a feature ("WGSL has no 64-bit floating-point type", "refused at compile time"), which is expected
+# on every host and must stay a skip.
+_ABSENT = re.compile(r"not available|unavailable|not installed|not on path|could not be imported|"
+                     r"cannot be imported|not importable|not registered|is not here|not present|"
+                     r"\bno [\w. -]*(runtime|platform|device|adapter)s?\b|does not import")
+
+
+def says_absent(reason: str) -> bool:
+    """True when a skip reason says a runtime, tool or device is absent (not a declared refusal)."""
+    return bool(_ABSENT.search(reason.lower()))
+
+
 def tiers_named_by(reason: str) -> List[str]:
     """The tiers whose words appear in a skip reason (case-insensitive, whole words)."""
     low = reason.lower()
@@ -113,6 +128,8 @@ def pytest_runtest_makereport(item, call):
         reason = str(report.longrepr)
     if hasattr(report, "wasxfail"):
         return
+    if not says_absent(reason):
+        return  # a declared refusal of a feature, not a lost tier
     hit = [t for t in tiers_named_by(reason) if t in required()]
     if hit:
         item._polykern_require_checked = True
