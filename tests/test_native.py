@@ -421,16 +421,18 @@ def test_kbin_inspect_reads_a_growing_file_only_up_to_its_size(native_build, tmp
     path = tmp_path / "growing.kbin"
     path.write_bytes(kb.read_bytes())
     assert subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True).returncode == 0
-    stop = threading.Event()
+    stop, grown = threading.Event(), threading.Event()
 
     def grow():
         with open(path, "ab") as f:
             while not stop.is_set() and f.tell() < (64 << 20):
                 f.write(b"\0" * 65536)
                 f.flush()
+                grown.set()
 
     writer = threading.Thread(target=grow, daemon=True)
     writer.start()
+    assert grown.wait(20), "the writer thread never appended"  # else the first read can win the race
     try:
         for _ in range(5):
             c = subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True, text=True,
