@@ -2,6 +2,11 @@
 MIN (negative), so ``abs(MIN) % 25 == -23`` and ``abs(MIN) < 0``. NVIDIA's Vulkan driver, through our
 SPIR-V and through naga's WGSL, gave 23 (fuzz case fz1000416, tests/fuzz_regressions): it took the
 result of a negation as never negative. Vulkan and WebGPU now negate as 0 - x in the unsigned type.
+
+Open on NVIDIA (H100, driver 580.159.04, 2026-11-23): NVIDIA's compilers (CUDA C and NVPTX through ptxas,
+NVIDIA's OpenCL, NVIDIA's Vulkan) still treat abs(MIN) as non-negative in a comparison and fold the 8/16-bit
+wrap of -MIN away, however the negation is written; those cases are expected failures on NVIDIA devices
+(docs/correctness.md, "Open").
 """
 import numpy as np
 import pytest
@@ -11,6 +16,18 @@ from polykern import Buffer, i8, i16, i32, i64
 from runtimes import runnable_targets
 
 _FEATURE = {"i8": "i8", "i16": "i16", "i64": "i64"}
+_NVIDIA_OPEN = pytest.mark.xfail(strict=False, reason="open on NVIDIA's compilers: abs(MIN) taken as "
+                                 "non-negative, the 8/16-bit wrap of -MIN folded away (docs/correctness.md)")
+
+
+def _on_nvidia(kind: str) -> bool:
+    if kind == "cuda":
+        return True
+    rec = pk.backends.record_for_kind(kind)
+    try:
+        return any("nvidia" in d.lower() for d in rec.devices()["devices"])
+    except Exception:  # noqa: BLE001 - a device listing failure is not NVIDIA
+        return False
 
 
 def _params():
@@ -19,6 +36,8 @@ def _params():
         for T in (i8, i16, i32, i64):
             reason = skips.get(_FEATURE.get(T.name, ""))
             marks = [pytest.mark.skip(reason=f"{target}: {reason}")] if reason else []
+            if not reason and kind != "webgpu" and _on_nvidia(kind):
+                marks.append(_NVIDIA_OPEN)
             out.append(pytest.param(target, kind, T, id=f"{kind}-{T.name}", marks=marks))
     return out
 
