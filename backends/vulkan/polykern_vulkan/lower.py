@@ -29,6 +29,7 @@ integer ops and bitcast to half (see ``f32_to_f16``); f64 -> f16 goes through f3
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
@@ -77,6 +78,10 @@ def push_constant_layout(params) -> List[Tuple[str, int, ScalarType, ScalarType]
         out.append((p.name, offset, slot, p.type))
         offset += size
     return out
+
+
+def _is_positive_zero(e: n.Expr) -> bool:
+    return isinstance(e, n.Const) and e.type.is_float and e.value == 0 and math.copysign(1.0, e.value) > 0
 
 
 def _is_cheap_and_safe(e: n.Expr) -> bool:
@@ -578,6 +583,10 @@ class KernelLowering:
             return f.val(self._CMP[e.op][col], self.ty(bool_), a, b)
         if e.op == "mod" and t.is_float:
             return self.fmod(t, a, b)
+        if t.is_float and e.op in ("mul", "div", "add", "sub"):
+            out = self.with_positive_zero(e, t, a, b)
+            if out is not None:
+                return out
         b_const = e.b.value if isinstance(e.b, n.Const) else None
         if t.is_int and e.op in ("div", "floordiv", "mod"):
             b = self.safe_divisor(t, e.op, a, b, b_const)
@@ -657,6 +666,32 @@ class KernelLowering:
                        f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, x), self.const(ut, sign)))
         res = f.val(Op.Select, tid, small, x, f.val(Op.Bitcast, tid, signed))
         return f.val(Op.Select, tid, special, self.const(t, float("nan")), res)
+
+    def with_positive_zero(self, e: n.BinOp, t: ScalarType, a: int, b: int) -> Optional[int]:
+        """``e`` with a +0.0 constant operand, written so that no +0.0 reaches the driver's folding:
+        lavapipe (Mesa 22.3) ignores SignedZeroInfNanPreserve there and folds x * 0.0 and 0.0 / x to 0,
+        x + 0.0 to x, 0.0 - x to -x (fuzz cases fz6000265, fz6000297: 0.0 * inf was 0, not NaN). It
+        does keep -0.0 operands, so x * +0 = -(x * -0), x / +0 = -(x / -0), +0 / x = -(-0 / x);
+        x + 0 and 0 - x differ
+        from x and -x only at a zero, which becomes +0. None if ``e`` has no +0.0 operand."""
+        pos_a, pos_b = _is_positive_zero(e.a), _is_positive_zero(e.b)
+        if not (pos_a or pos_b):
+            return None
+        f, tid = self.f, self.ty(t)
+        neg_zero = self.const(t, -0.0)
+        if e.op == "mul":
+            prod = self.exact(f.val(Op.FMul, tid, neg_zero, b) if pos_a else f.val(Op.FMul, tid, a, neg_zero))
+            return f.val(Op.FNegate, tid, prod)
+        if e.op == "div":
+            q = f.val(Op.FDiv, tid, neg_zero, b) if pos_a else f.val(Op.FDiv, tid, a, neg_zero)
+            return f.val(Op.FNegate, tid, self.exact(q))
+        if e.op == "add" or (e.op == "sub" and pos_a):
+            x = b if pos_a else a
+            if e.op == "sub":
+                x = f.val(Op.FNegate, tid, x)
+            zero = self.const(t, 0.0)
+            return f.val(Op.Select, tid, f.val(Op.FOrdEqual, self.ty(bool_), x, zero), zero, x)
+        return None  # x - 0.0 == x exactly: folding it is right
 
     def exact(self, v: int) -> int:
         """Decorate float result ``v`` NoContraction: a*b+c is never fused (polykern.numerics)."""
