@@ -1,8 +1,8 @@
 """Replays every case tools/fuzz.py saved here (``<name>.py`` kernel + ``<name>.json`` launch, inputs,
 the oracle's outputs, and where it disagreed) on every runtime present, against the oracle.
 
-A case's ``open_on`` lists the target kinds where the disagreement it records is still unfixed: there
-it is an expected failure (strict: once the bug is fixed the test fails until the kind is removed from
+A case's ``open_on`` lists the target kinds (``kind``, or ``kind@word`` for the devices whose name has that
+word) where the disagreement it records is still unfixed: there it is an expected failure (strict: once the bug is fixed the test fails until the kind is removed from
 ``open_on``), and it must pass everywhere else. The oracle's outputs must still equal the saved ones.
 """
 import glob
@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+import polykern as pk
 from polykern.testing import fuzzcase
 from runtimes import runnable_targets
 
@@ -55,13 +56,29 @@ def test_oracle_still_gives_the_saved_outputs(name):
         np.testing.assert_array_equal(got[buf], want, err_msg=f"{name}: oracle output {buf} changed")
 
 
+def _open_here(open_on, kind):
+    """The ``open_on`` entry that applies to ``kind`` on this host: ``"vulkan"`` (every device of the kind)
+    or ``"vulkan@lavapipe"`` (only where the kind's runtime lists a device whose name has that word)."""
+    for entry in open_on:
+        k, _, word = entry.partition("@")
+        if k != kind:
+            continue
+        if not word:
+            return entry
+        rec = pk.backends.record_for_kind(kind)
+        if rec is not None and any(word.lower() in d.lower() for d in rec.devices()["devices"]):
+            return entry
+    return None
+
+
 @pytest.mark.parametrize("target", [t for t, _, _ in runnable_targets()])
 @pytest.mark.parametrize("name", CASES)
 def test_case_on_runtime(name, target, request):
     case, meta = load_case(name)
     kind = target.split()[0]
-    if kind in meta["open_on"]:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open fuzz finding on {kind} "
-                                                                 "(/work/notes/fuzz-findings.md)"))
+    where = _open_here(meta["open_on"], kind)
+    if where:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open fuzz finding on {where} "
+                                                                 "(docs/correctness.md, 'Open')"))
     out = fuzzcase.check_target(case, case.oracle(), target)
     assert not out.bad, f"{name} on {target}: {out.kind}: {out.detail}"
