@@ -57,3 +57,29 @@ def test_positive_zero_literal_operands(target, kind):
     bad = [(float(X[i]), j, float(got[i, j]), float(want[i, j]))
            for i in range(len(X)) for j in range(N) if not _same(got[i, j], want[i, j])]
     assert not bad, f"{target}: (x, column, got, expected): {bad}"
+
+
+@pk.kernel
+def k_fma_zero_factor(x: Buffer[f32, 'readonly'], r: Buffer[f32]):
+    g = pk.global_id(0)
+    w = x[g]
+    r[g * 3] = pk.fma(0.0, w, 1.5)
+    r[g * 3 + 1] = pk.fma(w, f32(False), 1.5)
+    r[g * 3 + 2] = pk.fma(w, 0.0, -0.0)
+
+
+@pytest.mark.parametrize("target,kind", RUNTIMES)
+def test_fma_with_a_positive_zero_factor(target, kind):
+    backend = target.split()[0]
+    if backend in NO_IEEE_SPECIALS or not numerics.promise("fma", "f32", backend).specials:
+        pytest.skip(f"{backend} does not keep IEEE specials of fma")
+    r = np.zeros(len(X) * 3, np.float32)
+    mod = pk.build([k_fma_zero_factor], targets=[target])
+    mod.on(kind)["k_fma_zero_factor"](X, r, grid=(1, 1, 1), block=(len(X), 1, 1))
+    with np.errstate(all="ignore"):
+        prod = X * np.float32(0.0)
+        want = np.stack([prod + np.float32(1.5), prod + np.float32(1.5), prod + np.float32(-0.0)], axis=1)
+    got = r.reshape(len(X), 3)
+    bad = [(float(X[i]), j, float(got[i, j]), float(want[i, j]))
+           for i in range(len(X)) for j in range(3) if not _same(got[i, j], want[i, j])]
+    assert not bad, f"{target}: (x, column, got, expected): {bad}"

@@ -81,7 +81,12 @@ def push_constant_layout(params) -> List[Tuple[str, int, ScalarType, ScalarType]
 
 
 def _is_positive_zero(e: n.Expr) -> bool:
-    return isinstance(e, n.Const) and e.type.is_float and e.value == 0 and math.copysign(1.0, e.value) > 0
+    """A float +0.0 the driver can see as a constant: a literal, or a cast of an integer/bool zero."""
+    if not e.type.is_float:
+        return False
+    if isinstance(e, n.Cast) and isinstance(e.a, n.Const) and not e.a.type.is_float:
+        return e.a.value == 0
+    return isinstance(e, n.Const) and e.value == 0 and math.copysign(1.0, e.value) > 0
 
 
 def _is_cheap_and_safe(e: n.Expr) -> bool:
@@ -782,6 +787,8 @@ class KernelLowering:
                             "explicitly if that precision is enough", e.loc)
             if e.func not in _GLSL_FLOAT:
                 self.refuse(f"math function {e.func}()", e.loc)
+            if e.func == "fma":
+                args = self.fma_without_positive_zero_factor(e, t, args)
             if e.func == "fma" and t.bits < 64:
                 return self.fused_multiply_add(t, args)
             if e.func == "pow":
@@ -850,6 +857,17 @@ class KernelLowering:
         r = sel(either(f.val(Op.IsNan, bid, x), f.val(Op.IsNan, bid, y)), nan, r)
         r = sel(both(feq(x, c(-1.0)), y_inf), c(1.0), r)
         return sel(either(feq(y, c(0.0)), feq(x, c(1.0))), c(1.0), r)
+
+    def fma_without_positive_zero_factor(self, e: n.Call, t: ScalarType, args: List[int]) -> List[int]:
+        """fma(+0, y, z) as fma(-0, -y, z) (and likewise a +0 second factor): the same product, but no
+        +0.0 factor for lavapipe to fold (fma(0, x, c) gave c for x = inf; see with_positive_zero)."""
+        a, b, c = args
+        tid = self.ty(t)
+        if _is_positive_zero(e.args[0]):
+            a, b = self.const(t, -0.0), self.f.val(Op.FNegate, tid, b)
+        elif _is_positive_zero(e.args[1]):
+            a, b = self.f.val(Op.FNegate, tid, a), self.const(t, -0.0)
+        return [a, b, c]
 
     def fused_multiply_add(self, t: ScalarType, args: List[int]) -> int:
         """Vulkan gives GLSL.std.450 Fma only the precision of a*b+c (llvmpipe does not fuse), so a
