@@ -155,3 +155,11 @@ def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_pa
     assert p.stdout.strip().splitlines()[-1] == "fuzz: 3 programs x 1 targets, 1 disagreements", p.stdout
     assert "fuzz: llvm: disagree 1, ok 2" in p.stdout, p.stdout
     assert p.returncode == 1
+
+
+def test_runner_help_prints():
+    # argparse formats help strings with %: a '%' in the --avoid feature list crashed --help
+    p = subprocess.run([sys.executable, FUZZ, "--help"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "--targets" in p.stdout and "--avoid" in p.stdout

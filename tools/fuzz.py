@@ -112,7 +112,7 @@ def _parser():
     ap.add_argument("--reduce-budget", type=float, default=120.0, help="seconds to shrink one disagreement")
     ap.add_argument("--bounds-check", action="store_true", help="build with pk.build(..., bounds_check=True)")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
-                    "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()))
+                    "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return ap
