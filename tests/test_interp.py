@@ -230,3 +230,74 @@ def range_once(o: Buffer[i32]):
 def test_range_bounds_are_evaluated_once_as_in_python():
     r = interpret(range_once, [np.zeros(1, np.int32)], grid=1, block=1)
     assert r.buffers["o"][0] == 3
+
+
+@pk.kernel
+def nan_in_condition(a: Buffer[f32, "readonly"], o: Buffer[i32]):
+    g = pk.global_id(0)
+    la = pk.local(f32, 2)
+    if la[1] * a[g]:  # 0 * NaN is NaN (true); lavapipe folds 0 * x to 0 (fuzz case fz12000023)
+        o[g] = 1
+
+
+@pk.kernel
+def hidden_specials(a: Buffer[f32, "readonly"], o: Buffer[f32], k: Buffer[i32]):
+    g = pk.global_id(0)
+    o[g] = 1.0 / a[g]           # 1 / inf == 0: a finite result of an infinite operand
+    k[g] = i32(a[g] < 5.0)      # a comparison with an infinity
+    o[g + 2] = pk.exp(-a[g])    # exp(-inf) == 0
+
+
+@pk.kernel
+def copy_only(a: Buffer[f32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = -pk.select(g > 0, a[g], a[0])
+
+
+@pk.kernel
+def add_chain(a: Buffer[f32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = pk.max(2.1, a[g]) + 35.25 - 9.5
+
+
+def test_special_values_are_recorded_where_a_float_operation_sees_or_makes_them():
+    f = np.float32
+    r = interpret(nan_in_condition, [np.array([1.5, np.nan], f), np.full(2, 7, np.int32)], grid=1, block=2)
+    assert list(r.buffers["o"]) == [7, 1] and r.special == {"f32"}
+    r = interpret(nan_in_condition, [np.array([1.5, -2.0], f), np.full(2, 7, np.int32)], grid=1, block=2)
+    assert r.special == frozenset()
+    for x in (np.inf, -np.inf, np.nan):  # each hides the special operand from the result of one operation
+        r = interpret(hidden_specials, [np.array([x, 1.0], f), np.zeros(4, f), np.zeros(2, np.int32)],
+                      grid=1, block=2)
+        assert r.special == {"f32"}, x
+    # copies, select and negation are no float operations: a NaN they move is still checked exactly
+    r = interpret(copy_only, [np.array([np.nan, np.inf], f), np.zeros(2, f)], grid=1, block=2)
+    assert r.special == frozenset()
+
+
+def test_specials_are_unchecked_only_where_the_backend_and_device_do_not_promise_them():
+    a = np.array([1.5, np.nan], np.float32)
+    r = interpret(nan_in_condition, [a, np.full(2, 7, np.int32)], grid=1, block=2)
+    folded = {"a": a, "o": np.array([7, 7], np.int32)}  # what lavapipe gives: the NaN test folded away
+    lavapipe = "vulkan:0: llvmpipe (LLVM 15.0.6, 256 bits) (CPU, Vulkan 1.3.230, lavapipe, Mesa 22.3.6)"
+    nvidia = "vulkan:0: NVIDIA H100 80GB HBM3 (discrete GPU, Vulkan 1.4.312, NVIDIA 580.65.06)"
+    assert not compare(r, folded, "llvm").ok
+    assert not compare(r, folded, "vulkan", device=nvidia).ok
+    assert not compare(r, folded, "vulkan").ok  # an unknown device keeps the backend's promise
+    for backend, device in (("vulkan", lavapipe), ("webgpu", "")):
+        c = compare(r, folded, backend, device=device)
+        assert c.ok and c.unchecked == 4, backend
+    # without a special value, integers stay exact on those devices
+    r = interpret(nan_in_condition, [np.array([1.5, 2.0], np.float32), np.full(2, 7, np.int32)], grid=1, block=2)
+    assert not compare(r, {"a": a, "o": np.array([1, 7], np.int32)}, "vulkan", device=lavapipe).ok
+
+
+def test_add_sub_chains_are_unchecked_only_where_reassociation_is_allowed():
+    x = np.array([1.0, 3.3], np.float32)
+    r = interpret(add_chain, [x, np.zeros(2, np.float32)], grid=1, block=2)
+    assert r.reassociable and not r.contractible and not prepare(mul_add).reassociable
+    got = {"a": x, "o": (np.maximum(np.float32(2.1), x) + np.float32(25.75)).astype(np.float32)}
+    assert not np.array_equal(got["o"], r.buffers["o"])  # the reassociated sum differs (fz11000223)
+    assert not compare(r, got, "llvm").ok and not compare(r, got, "vulkan").ok
+    c = compare(r, got, "webgpu")  # numerics.MAY_REASSOCIATE
+    assert c.ok and c.unchecked == 4

@@ -364,7 +364,8 @@ def test_markdown_table_lists_every_op():
     text = numerics.markdown_table()
     for op in numerics.OPS:
         assert f"| {op} | f32 |" in text
-    assert text.count("\n") == 2 + len(numerics.OPS) * len(numerics.FLOAT_TYPES)
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + len(numerics.OPS) * len(numerics.FLOAT_TYPES)
 
 
 # ------------------------------------------------------------------ nvptx / rocm / hexagon math, on the CPU
@@ -614,3 +615,25 @@ def test_cuda_compiles_without_contraction():
     ptx = pk.build([muladd], targets=["cuda -fmt=ptx"]).on("cuda").inspect_source("ptx")
     assert "fma.rn.f32" not in ptx, "a*b+c was contracted (CUDA compiles with --fmad=false)"
     assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
+
+
+def test_specials_and_reassociation_promises_name_backends_and_drivers():
+    lavapipe = "vulkan:0: llvmpipe (LLVM 15.0.6, 256 bits) (CPU, Vulkan 1.3.230, lavapipe, Mesa 22.3.6)"
+    assert numerics.specials_promised("vulkan") and numerics.specials_promised("vulkan", "NVIDIA H100 80GB HBM3")
+    assert not numerics.specials_promised("vulkan", lavapipe)
+    assert not numerics.specials_promised("webgpu") and not numerics.specials_promised("webgpu", "NVIDIA H100")
+    assert numerics.specials_promised("llvm", lavapipe)  # a driver exception is per backend
+    for b in numerics.BACKENDS:
+        expect = b not in numerics.SPECIALS_NOT_PROMISED
+        assert all(numerics.promise(op, dt, b).specials == expect
+                   for op in ("add", "mul", "div", "sqrt", "exp", "cast") for dt in numerics.FLOAT_TYPES), b
+        assert numerics.promise("add", "f32", b).may_reassociate == (b in numerics.MAY_REASSOCIATE)
+        assert not numerics.promise("mul", "f32", b).may_reassociate
+    with pytest.raises(ValueError, match="unknown backend 'vk'"):
+        numerics.specials_promised("vk")
+    table = numerics.markdown_table()
+    assert "may reassociate" in table and 'vulkan on a device whose name has "lavapipe"' in table
+    # where specials are not promised, a special result agrees with anything; exact values stay exact
+    p = numerics.promise("sub", "f32", "webgpu")
+    assert numerics.agrees(p, "sub", "f32", 0.0, math.nan, (math.inf, math.inf))
+    assert not numerics.agrees(p, "sub", "f32", 1.0, 2.0, (3.0, 1.0))

@@ -15,7 +15,9 @@ zero of the same sign, and a subnormal result may be written as one; the result 
 with a subnormal *input* is then unchecked (lavapipe's log(1e-40) is -88.02: neither log(1e-40) nor
 log(0)). ``unfused_ok`` (only ``fma``) says
 the backend may round the product before the add. ``may_contract`` (only ``add``/``sub``) says an
-operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT).
+operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT). ``may_reassociate``
+(only ``add``/``sub``) says a chain of them may be evaluated in any association (see MAY_REASSOCIATE).
+Whether specials hold can also depend on the device's driver: ``specials_promised(backend, device)``.
 
 Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
 are defined here too: every backend implements exactly these, and the oracle calls them.
@@ -53,6 +55,45 @@ def contraction_allowed(backend: str) -> bool:
     return CONTRACTION_ALLOWED or backend in MAY_CONTRACT
 
 
+# Reassociation: float + and - are evaluated exactly as written, each rounded -- except on the backends
+# listed here: WGSL does not forbid reassociating them, and naga's SPIR-V carries no NoContraction, so
+# lavapipe computes (max(2.1, x) + 35.25) - 9.5 as max(2.1, x) + 25.75 (fuzz case fz11000223). There a
+# float add/sub with an operand that is itself a float add/sub may be computed in any association.
+MAY_REASSOCIATE = frozenset({"webgpu"})
+
+
+def reassociation_allowed(backend: str) -> bool:
+    """Whether ``backend`` may reassociate chains of float + and - (see MAY_REASSOCIATE)."""
+    return backend in MAY_REASSOCIATE
+
+
+# IEEE specials (NaN, infinities, signed zeros) follow C99 Annex F on every backend except:
+# - SPECIALS_NOT_PROMISED: WGSL lets an implementation assume finite math (naga/NVIDIA fold v - v to 0
+#   for v = inf; lavapipe folds inf * 0.0 to 0). There a result that depends on a NaN/inf/-0 operand or
+#   produces one is unspecified (the kernel still runs); every Promise of the backend has specials=False.
+# - SPECIALS_NOT_PRESERVED_BY: devices of a backend whose driver ignores the SPIR-V execution mode
+#   SignedZeroInfNanPreserve that polykern's shaders declare, keyed by a word of the device's name.
+SPECIALS_NOT_PROMISED = frozenset({"webgpu"})
+SPECIALS_NOT_PRESERVED_BY: Dict[str, Dict[str, str]] = {
+    "vulkan": {
+        "lavapipe": "Mesa 22.3 folds 0 * x to 0 for x = NaN/inf/-0 where it can see the zero, e.g. a "
+                    "zero-initialized local, although the shader declares SignedZeroInfNanPreserve "
+                    "(fuzz case fz12000023)",
+    },
+}
+
+
+def specials_promised(backend: str, device_name: str = "") -> bool:
+    """Whether NaN/inf/-0 follow IEEE 754 on ``backend`` running on the device named ``device_name``
+    (a runtime's device description; "" for "any device of the backend", which is the table's promise)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"numerics.specials_promised: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if backend in SPECIALS_NOT_PROMISED:
+        return False
+    name = device_name.lower()
+    return not any(word in name for word in SPECIALS_NOT_PRESERVED_BY.get(backend, {}))
+
+
 @dataclass(frozen=True)
 class Promise:
     ulp: float
@@ -63,6 +104,7 @@ class Promise:
     ulp_growth: float = 0.0
     unfused_ok: bool = False
     may_contract: bool = False
+    may_reassociate: bool = False
 
 
 EXACT = Promise(0.0)
@@ -170,6 +212,10 @@ def promise(op: str, dtype: str, backend: str) -> Promise:
     p = over[op] if op in over else _LANGUAGE[op][dtype]
     if op in ("add", "sub") and backend in MAY_CONTRACT:
         p = dataclasses.replace(p, may_contract=True)
+    if op in ("add", "sub") and backend in MAY_REASSOCIATE:
+        p = dataclasses.replace(p, may_reassociate=True)
+    if backend in SPECIALS_NOT_PROMISED:
+        p = dataclasses.replace(p, specials=False)
     return p
 
 
@@ -359,6 +405,10 @@ def markdown_table() -> str:
         for dt in FLOAT_TYPES:
             cells = [_describe(promise(op, dt, b)) for b in BACKENDS]
             lines.append(f"| {op} | {dt} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for backend, drivers in sorted(SPECIALS_NOT_PRESERVED_BY.items()):
+        for word, why in sorted(drivers.items()):
+            lines.append(f"- {backend} on a device whose name has \"{word}\": NaN unspec. for every op ({why}).")
     return "\n".join(lines) + "\n"
 
 
@@ -379,6 +429,8 @@ def _describe(p: Promise) -> str:
         parts.append("FTZ")
     if p.may_contract:
         parts.append("may contract a*b+c")
+    if p.may_reassociate:
+        parts.append("may reassociate")
     return ", ".join(parts)
 
 

@@ -60,19 +60,26 @@ def _within(direct, operands, ref, got, backend: str) -> Tuple[bool, str]:
     return ok, text
 
 
-def may_differ_anywhere(oracle: Result, backend: str) -> bool:
-    """A subnormal appeared in a type whose arithmetic this backend may flush, or the program has an
-    a*b+c this backend may contract: any value may differ (the oracle models neither)."""
+def may_differ_anywhere(oracle: Result, backend: str, device: str = "") -> bool:
+    """A subnormal appeared in a type whose arithmetic this backend may flush, the program has an
+    a*b+c this backend may contract or an add/sub chain it may reassociate, or a float operation saw or
+    made a NaN/inf where this backend on ``device`` (a device description) does not promise IEEE
+    specials: any value may differ (the oracle models none of these)."""
     if oracle.contractible and numerics.contraction_allowed(backend):
+        return True
+    if oracle.reassociable and numerics.reassociation_allowed(backend):
+        return True
+    if oracle.special and not numerics.specials_promised(backend, device):
         return True
     return any(numerics.promise("add", dt, backend).may_flush_subnormals for dt in oracle.subnormal)
 
 
 def compare(oracle: Result, got: Dict[str, np.ndarray], backend: str, names=None,
-            limit: int = 20) -> Comparison:
-    """Compare ``got`` (buffer name -> array after the launch on ``backend``) with the oracle's."""
+            limit: int = 20, device: str = "") -> Comparison:
+    """Compare ``got`` (buffer name -> array after the launch on ``backend``, on the device described
+    by ``device``) with the oracle's."""
     out = Comparison()
-    if may_differ_anywhere(oracle, backend):
+    if may_differ_anywhere(oracle, backend, device):
         out.unchecked = sum(len(v) for v in oracle.buffers.values())
         return out
     for name in (names if names is not None else sorted(oracle.buffers)):

@@ -9,6 +9,7 @@ or a result the numerics promises do not allow is a disagreement.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -118,6 +119,21 @@ def runtime_present(target: str) -> bool:
     return bool(rec is not None and rec.runtime_available)
 
 
+@functools.lru_cache(maxsize=None)
+def selected_device(kind: str) -> str:
+    """The description of the device the runtime of target kind ``kind`` launches on ("" when unknown):
+    the numeric promises can depend on the driver (numerics.specials_promised)."""
+    from .. import backends, registry
+
+    backends.load_all()
+    tk = registry.get(f"target.kind.{kind}")
+    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
+    if rec is None or not rec.runtime_available:
+        return ""
+    devices = rec.devices().get("devices") or [""]
+    return next((d for d in devices if "[selected]" in d), devices[0])
+
+
 def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = False) -> Outcome:
     """Build ``case`` for ``target``, run it where its runtime exists, and judge it against ``oracle``."""
     import polykern as pk
@@ -146,13 +162,14 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
     got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
-    cmp_ = compare(oracle, got, kind)
+    cmp_ = compare(oracle, got, kind, device=selected_device(kind))
     if cmp_.mismatches:
         more = f" (+{cmp_.extra} more)" if cmp_.extra else ""
         return Outcome(target, "disagree", "; ".join(str(m) for m in cmp_.mismatches[:6]) + more, "mismatch")
     if cmp_.unchecked and cmp_.unchecked >= sum(len(v) for v in oracle.buffers.values()):
-        return Outcome(target, "unchecked", "subnormal results on a backend that may flush them, or an a*b+c "
-                                            "on a backend that may contract it")
+        return Outcome(target, "unchecked", "subnormal results on a backend that may flush them, an a*b+c "
+                                            "or an add/sub chain on a backend that may contract or reassociate "
+                                            "it, or NaN/inf where the device does not promise IEEE specials")
     return Outcome(target, "ok")
 
 

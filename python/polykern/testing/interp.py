@@ -33,7 +33,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType
-from .interp_values import SUBNORMAL_SEEN, OracleError, binop, canon, caster, math_fn, unop, zero
+from .interp_values import SPECIAL_SEEN, SUBNORMAL_SEEN, OracleError, binop, canon, caster, math_fn, unop, zero
 
 # Operations a backend may compute inexactly (their budgets are numerics.promise(op, dtype, backend)).
 INEXACT_CALLS = frozenset(("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma"))
@@ -170,12 +170,18 @@ class Result:
     inexact ``(op, dtype)`` that computed it from exact ``operands``, or None for a composition of
     several. ``contractible``: the program has a float add/sub of a product (directly or through a
     variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
-    (a backend that may flush subnormals can then differ anywhere)."""
+    (a backend that may flush subnormals can then differ anywhere). ``special``: the float types in which
+    some operation had a NaN/inf operand or result (see ``interp_values.SPECIAL_SEEN``; a backend or
+    device without ``numerics.specials_promised`` can then differ anywhere). ``reassociable``: the
+    program has a float add/sub of an add/sub (directly or through a variable), which a backend in
+    ``numerics.MAY_REASSOCIATE`` may evaluate in another association."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
     subnormal: FrozenSet[str] = frozenset()
     contractible: bool = False  # some float a*b+c a backend allowed to contract could compute fused
+    special: FrozenSet[str] = frozenset()
+    reassociable: bool = False
 
 
 # ---------------------------------------------------------------- compiler
@@ -188,7 +194,8 @@ class Program:
         self.fn = fn
         self.taint = _Taint(fn)
         self.taint.check_function()
-        self.contractible = _contractible(fn)
+        self.contractible = _float_chain(fn, ("mul",))
+        self.reassociable = _float_chain(fn, ("add", "sub"))
         self.gen = ir.uses_barrier(fn)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
@@ -615,6 +622,8 @@ class Program:
             raise OracleError(f"kernel '{fn.name}' takes {len(fn.params)} arguments, got {len(args)}")
         for key in SUBNORMAL_SEEN:
             SUBNORMAL_SEEN[key] = False
+        for key in SPECIAL_SEEN:
+            SPECIAL_SEEN[key] = False
         base: List = [None] * self.nslots
         base[3] = [_LOOP_BUDGET]
         mems: Dict[str, _Mem] = {}
@@ -666,7 +675,8 @@ class Program:
                 out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
-        return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible)
+        return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible,
+                      frozenset(k for k, v in SPECIAL_SEEN.items() if v), self.reassociable)
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]
@@ -686,15 +696,16 @@ class Program:
             live = at_barrier
 
 
-def _contractible(fn: ir.Function) -> bool:
-    """Is there a float add/sub with an operand that is a product, or a variable ever assigned one?"""
-    def is_mul(e):
-        return isinstance(e, ir.BinOp) and e.op == "mul" and e.type.is_float
+def _float_chain(fn: ir.Function, inner_ops) -> bool:
+    """Is there a float add/sub with an operand that is a float ``inner_ops`` operation, or a variable
+    ever assigned one? (("mul",): an a*b+c to contract; ("add", "sub"): a chain to reassociate.)"""
+    def is_inner(e):
+        return isinstance(e, ir.BinOp) and e.op in inner_ops and e.type.is_float
 
-    products = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign) and is_mul(s.value)}
+    names = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign) and is_inner(s.value)}
     for e in ir.walk_all_exprs(fn.body):
         if isinstance(e, ir.BinOp) and e.op in ("add", "sub") and e.type.is_float:
-            if any(is_mul(x) or (isinstance(x, ir.Var) and x.name in products) for x in (e.a, e.b)):
+            if any(is_inner(x) or (isinstance(x, ir.Var) and x.name in names) for x in (e.a, e.b)):
                 return True
     return False
 
