@@ -33,7 +33,8 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType
-from .interp_values import SPECIAL_SEEN, SUBNORMAL_SEEN, OracleError, binop, canon, caster, math_fn, unop, zero
+from .interp_sites import SiteFlow, is_site
+from .interp_values import SUBNORMAL_SEEN, OracleError, binop, canon, caster, math_fn, unop, zero
 
 # Operations a backend may compute inexactly (their budgets are numerics.promise(op, dtype, backend)).
 INEXACT_CALLS = frozenset(("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma"))
@@ -56,7 +57,7 @@ def _where(node, fn: ir.Function) -> str:
 class _Mem:
     """A buffer or shared array: values, and who last wrote/read each element in which interval."""
 
-    __slots__ = ("name", "data", "wr", "rd", "taint")
+    __slots__ = ("name", "data", "wr", "rd", "taint", "sites")
 
     def __init__(self, name: str, data: list):
         self.name = name
@@ -64,6 +65,7 @@ class _Mem:
         self.wr: list = [None] * len(data)  # (epoch, work-item id, or the commutative atomic op)
         self.rd: list = [None] * len(data)  # (epoch, work-item id); id -2: several readers
         self.taint: Optional[list] = None
+        self.sites: Optional[list] = None  # per element: the float operations (interp_sites) that fed it
 
 
 # ---------------------------------------------------------------- static taint analysis
@@ -170,18 +172,21 @@ class Result:
     inexact ``(op, dtype)`` that computed it from exact ``operands``, or None for a composition of
     several. ``contractible``: the program has a float add/sub of a product (directly or through a
     variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
-    (a backend that may flush subnormals can then differ anywhere). ``special``: the float types in which
-    some operation had a NaN/inf operand or result (see ``interp_values.SPECIAL_SEEN``; a backend or
-    device without ``numerics.specials_promised`` can then differ anywhere). ``reassociable``: the
-    program has a float add/sub of an add/sub (directly or through a variable), which a backend in
-    ``numerics.MAY_REASSOCIATE`` may evaluate in another association."""
+    (a backend that may flush subnormals can then differ anywhere). ``special``: per buffer, the
+    elements whose value a float operation that saw or made a NaN/inf may have fed (a backend or device
+    without ``numerics.specials_promised`` may give anything there); ``special_anywhere``: such an
+    operation reached control flow or an index (then any element may differ). ``chained`` and
+    ``chained_anywhere``: the same for float add/sub chains, which a backend in
+    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``)."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
     subnormal: FrozenSet[str] = frozenset()
     contractible: bool = False  # some float a*b+c a backend allowed to contract could compute fused
-    special: FrozenSet[str] = frozenset()
-    reassociable: bool = False
+    special: Dict[str, np.ndarray] = field(default_factory=dict)
+    special_anywhere: bool = False
+    chained: Dict[str, np.ndarray] = field(default_factory=dict)
+    chained_anywhere: bool = False
 
 
 # ---------------------------------------------------------------- compiler
@@ -195,7 +200,9 @@ class Program:
         self.taint = _Taint(fn)
         self.taint.check_function()
         self.contractible = _float_chain(fn, ("mul",))
-        self.reassociable = _float_chain(fn, ("add", "sub"))
+        self.flow = SiteFlow(fn)
+        self.special_seen: set = set()  # sites that saw a NaN/inf in the current run
+        self.special_seen_by: Dict[int, set] = {}  # the same per work-item id
         self.gen = ir.uses_barrier(fn)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
@@ -237,6 +244,18 @@ class Program:
         if e.op == "lor":
             return lambda st: a(st) or b(st)
         f = binop(e.op, e.a.type, _where(e, self.fn))
+        if is_site(e):
+            seen, by, k = self.special_seen, self.special_seen_by, id(e)
+
+            def watched(st):
+                x, y = a(st), b(st)
+                r = f(x, y)
+                if (x - x) or (y - y) or (r - r):  # NaN or inf: x - x is NaN
+                    seen.add(k)
+                    by.setdefault(st[1], set()).add(k)
+                return r
+
+            return watched
         return lambda st: f(a(st), b(st))
 
     def _e_UnaryOp(self, e):
@@ -247,6 +266,8 @@ class Program:
     def _e_Cast(self, e):
         a = self._expr(e.a)
         f = caster(e.a.type, e.to)
+        if is_site(e):
+            return self._watch(e, f, (a,))
         return lambda st: f(a(st))
 
     def _e_Select(self, e):
@@ -261,6 +282,8 @@ class Program:
     def _e_Call(self, e):
         f = math_fn(e.func, e.type, _where(e, self.fn))
         args = [self._expr(a) for a in e.args]
+        if is_site(e):
+            return self._watch(e, f, args)
         if len(args) == 1:
             (a,) = args
             return lambda st: f(a(st))
@@ -269,6 +292,21 @@ class Program:
             return lambda st: f(a(st), b(st))
         a, b, c = args
         return lambda st: f(a(st), b(st), c(st))
+
+    def _watch(self, e, f, operands):
+        """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (interp_sites)
+        that saw a NaN/inf operand or result (for a float NaN or inf, ``v - v`` is NaN, which is true)."""
+        seen, by, k = self.special_seen, self.special_seen_by, id(e)
+
+        def watched(st):
+            vals = [x(st) for x in operands]
+            r = f(*vals)
+            if (r - r) or any(v - v for v in vals):
+                seen.add(k)
+                by.setdefault(st[1], set()).add(k)
+            return r
+
+        return watched
 
     _REG = {"global_id": 0, "local_id": 1, "group_id": 2, "local_size": 3, "num_groups": 4}
 
@@ -360,6 +398,7 @@ class Program:
             raise OracleError(f"{where}: unknown atomic_{e.op}()")
         check = self._write_check
         tags = self._store_taint(e.value, e.compare)
+        sites = self._store_sites(e.value, e.compare)
         op = e.op
 
         def atomic(st):
@@ -380,11 +419,32 @@ class Program:
                 data[i] = f(old, v)
             if tags is not None:
                 _mark(mem, i, tags)
+            if sites or mem.sites is not None:
+                _mark_sites(mem, i, sites(st) if sites else None, True)
             return old
 
         return atomic
 
     # ------------------------------------------------------------ statements
+    def _store_sites(self, value, extra=None):
+        """None when no float operation feeds ``value`` (and ``extra``), else a function of the
+        work-item's state giving what the stored element records: (whether an own site already saw a
+        NaN/inf in this work-item, the memory sites, whether an add/sub chain fed it)."""
+        own, mem = self.flow.split(value)
+        if extra is not None:
+            o2, m2 = self.flow.split(extra)
+            own, mem = own | o2, mem | m2
+        if not own and not mem:
+            return None
+        chained = bool((own | mem) & self.flow.chain_sites)
+        by = self.special_seen_by
+
+        def record(st):
+            w = by.get(st[1])
+            return (bool(w and not own.isdisjoint(w)), mem, chained)
+
+        return record
+
     def _store_taint(self, value, extra=None):
         tags = self.taint.tags(value) | (self.taint.tags(extra) if extra is not None else _NONE)
         if not tags:
@@ -414,8 +474,9 @@ class Program:
             return store_local
         check = self._write_check
         tags = self._store_taint(s.value)
+        sites = self._store_sites(s.value)
         if tags is not None and tags[0] is not None:
-            return self._direct_store(s, k, idx, bad, where, tags)
+            return self._direct_store(s, k, idx, bad, where, tags, sites)
 
         def store(st):
             mem, i = st[k], idx(st)
@@ -426,10 +487,12 @@ class Program:
             mem.data[i] = x
             if tags is not None or mem.taint is not None:
                 _mark(mem, i, tags)
+            if sites or mem.sites is not None:
+                _mark_sites(mem, i, sites(st) if sites else None, False)
 
         return store
 
-    def _direct_store(self, s, k, idx, bad, where, tags):
+    def _direct_store(self, s, k, idx, bad, where, tags, sites):
         """A store of one inexact operation on exact operands: also record the operands, which the
         comparison needs (numerics promises depend on them: domains, exponent growth)."""
         e = s.value
@@ -438,6 +501,7 @@ class Program:
              else math_fn(e.func, e.type, where))
         direct, tagset, _ = tags
         check = self._write_check
+        seen, by, site = self.special_seen, self.special_seen_by, id(e)
 
         def store_direct(st):
             mem, i = st[k], idx(st)
@@ -445,9 +509,13 @@ class Program:
                 bad(i, len(mem.data))
             vals = tuple(a(st) for a in args)
             x = f(*vals)
+            if (x - x) or any(v - v for v in vals):  # a NaN/inf (see _watch)
+                seen.add(site)
+                by.setdefault(st[1], set()).add(site)
             check(st, mem, i, where, None)
             mem.data[i] = x
             _mark(mem, i, (direct, tagset, vals))
+            _mark_sites(mem, i, sites(st), False)
 
         return store_direct
 
@@ -622,8 +690,8 @@ class Program:
             raise OracleError(f"kernel '{fn.name}' takes {len(fn.params)} arguments, got {len(args)}")
         for key in SUBNORMAL_SEEN:
             SUBNORMAL_SEEN[key] = False
-        for key in SPECIAL_SEEN:
-            SPECIAL_SEEN[key] = False
+        self.special_seen.clear()
+        self.special_seen_by.clear()
         base: List = [None] * self.nslots
         base[3] = [_LOOP_BUDGET]
         mems: Dict[str, _Mem] = {}
@@ -675,8 +743,10 @@ class Program:
                 out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
+        seen, flow = frozenset(self.special_seen), self.flow
+        special, chained = _loose(mems, seen)
         return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible,
-                      frozenset(k for k, v in SPECIAL_SEEN.items() if v), self.reassociable)
+                      special, bool(seen & flow.global_sites), chained, bool(flow.chain_sites & flow.global_sites))
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]
@@ -714,6 +784,32 @@ def _mark(mem: _Mem, i: int, tags):
     if mem.taint is None:
         mem.taint = [None] * len(mem.data)
     mem.taint[i] = tags
+
+
+_NO_SITES = (False, frozenset(), False)
+
+
+def _mark_sites(mem: _Mem, i: int, rec, accumulate: bool):
+    """Record what fed element ``i`` (see Program._store_sites; None: no float operation)."""
+    if mem.sites is None:
+        mem.sites = [_NO_SITES] * len(mem.data)
+    rec = rec or _NO_SITES
+    if accumulate:
+        old = mem.sites[i]
+        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2])
+    mem.sites[i] = rec
+
+
+def _loose(mems, seen) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """Per buffer with a site recorded: the elements a float operation that saw a NaN/inf may have
+    fed (an own site in the storing work-item, a memory site in any: ``seen``), and those an add/sub
+    chain fed."""
+    special, chained = {}, {}
+    for name, mem in mems.items():
+        if mem.sites is not None:
+            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _ in mem.sites], bool)
+            chained[name] = np.array([c for _, _, c in mem.sites], bool)
+    return special, chained
 
 
 def _runaway(where):

@@ -36,56 +36,22 @@ class OracleError(PolykernError):
 #: may flush subnormals (numerics.Promise.may_flush_subnormals) can then legitimately differ anywhere
 SUBNORMAL_SEEN = {"f16": False, "f32": False}
 
-#: set when a float operation of that type had a NaN or infinite operand or result since the last reset
-#: (a copy, a select or a negation is no operation here): a backend or device that does not promise IEEE
-#: specials (numerics.specials_promised) can then legitimately differ anywhere. A -0 operand matters
-#: only through a result that is an infinity (1 / -0) or its own sign, which no comparison checks.
-SPECIAL_SEEN = {"f16": False, "f32": False, "f64": False}
-
 
 def rounder(t: ScalarType) -> Callable[[float], float]:
     """float -> the nearest value of float type ``t`` (round to nearest even, overflow to inf)."""
-    special, name = SPECIAL_SEEN, t.name
     if t.bits == 64:
-        def rnd64(x):
-            y = float(x)
-            if y - y != 0.0:  # NaN or an infinity
-                special[name] = True
-            return y
-
-        return rnd64
+        return float
     np_t = np.float32 if t.bits == 32 else np.float16
     tiny = float(np.finfo(np_t).tiny)
-    seen = SUBNORMAL_SEEN
+    seen, name = SUBNORMAL_SEEN, t.name
 
     def rnd(x, _t=np_t):
         y = float(_t(x))
-        if -tiny < y < tiny:
-            if y != 0.0:
-                seen[name] = True
-        elif y - y != 0.0:
-            special[name] = True
+        if -tiny < y < tiny and y != 0.0:
+            seen[name] = True
         return y
 
     return rnd
-
-
-def _watch_specials(f: Callable, t: ScalarType) -> Callable:
-    """``f`` (of float operands of type ``t``), recording in SPECIAL_SEEN a NaN/inf operand or result:
-    for operations whose result can hide a special operand (1 / inf, exp(-inf), min(NaN, 1), x < inf,
-    i32(NaN)) or that return an operand unrounded."""
-    special, name = SPECIAL_SEEN, t.name
-
-    def watched(*args):
-        y = f(*args)
-        if not special[name]:
-            for v in args + (y,) if isinstance(y, float) else args:
-                if v - v != 0.0:
-                    special[name] = True
-                    break
-        return y
-
-    return watched
 
 
 def wrapper(t: ScalarType) -> Callable[[int], int]:
@@ -143,7 +109,7 @@ def binop(op: str, t: ScalarType, where: str) -> Callable:
     """The function computing ``a <op> b`` for operands of type ``t`` (``land``/``lor`` excluded:
     the interpreter short-circuits them). ``where`` names the source location for errors."""
     if op in _CMP:
-        return _watch_specials(_CMP[op], t) if t.is_float else _CMP[op]
+        return _CMP[op]
     if t.is_bool:
         return {"and": lambda a, b: a and b, "or": lambda a, b: a or b,
                 "xor": lambda a, b: a != b}[op]
@@ -156,9 +122,9 @@ def binop(op: str, t: ScalarType, where: str) -> Callable:
         if op == "mul":
             return lambda a, b: r(a * b)
         if op == "div":
-            return _watch_specials(lambda a, b: r(_fdiv(a, b)), t)
+            return lambda a, b: r(_fdiv(a, b))
         if op == "mod":
-            return _watch_specials(lambda a, b: r(_fmod(a, b)), t)
+            return lambda a, b: r(_fmod(a, b))
         raise OracleError(f"{where}: operator '{op}' on {t}")
     w = wrapper(t)
     bits = t.bits
@@ -242,7 +208,7 @@ def caster(frm: ScalarType, to: ScalarType) -> Callable:
     if frm.is_float:
         name = to.name
         f2i = numerics.float_to_int  # saturating, NaN -> 0
-        return _watch_specials(lambda a: f2i(a, name), frm)
+        return lambda a: f2i(a, name)
     return wrapper(to)
 
 
@@ -307,16 +273,17 @@ def math_fn(func: str, t: ScalarType, where: str) -> Callable:
         f = _FLOAT_MATH.get(func)
         if f is None:
             raise OracleError(f"{where}: unknown math builtin {func}()")
-        if t.bits == 64 or func in ("min", "max", "abs", "floor", "ceil"):
-            # f64: computed in float64; the others are exact in any type (an input or an integer of it)
-            return _watch_specials(f, t)
+        if t.bits == 64:
+            return f
         r = rounder(t)
+        if func in ("min", "max", "abs", "floor", "ceil"):
+            return f  # exact in any type: the result is one of the inputs or an integer of that type
         n = 3 if func == "fma" else (2 if func == "pow" else 1)
         if n == 1:
-            return _watch_specials(lambda a: r(f(a)), t)
+            return lambda a: r(f(a))
         if n == 2:
-            return _watch_specials(lambda a, b: r(f(a, b)), t)
-        return _watch_specials(lambda a, b, c: r(f(a, b, c)), t)
+            return lambda a, b: r(f(a, b))
+        return lambda a, b, c: r(f(a, b, c))
     w = wrapper(t)
     if func == "abs":
         return lambda a: w(abs(a))

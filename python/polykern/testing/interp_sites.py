@@ -1,0 +1,122 @@
+"""Which float operations of a kernel may feed which values: the oracle's map for the promises that hold
+only for some inputs or some backends (``polykern.numerics.specials_promised``, ``MAY_REASSOCIATE``).
+
+A *site* is one float operation of the IR: a binary operator or comparison on floats, a math builtin
+on floats, or a cast from a float. The analysis is static and flow-insensitive (like the inexact taint
+of ``interp``): a variable or array carries every site that any assignment or store to it may carry, so
+a value's sites over-approximate what fed it. Sites that reach control flow (a condition, a loop bound,
+the index of a store or an atomic) are *global*: when one of them misbehaves, any value may differ.
+
+A value's sites are split in *own* sites (reached through the storing work-item's own expressions and
+variables, which are private) and *memory* sites (reached through a load or an atomic, so possibly
+executed by another work-item). The interpreter records which sites saw a NaN or an infinity (an
+operand or the result), per work-item; a buffer element is not checked where specials are not promised
+when an own site of its stored value saw one in the storing work-item, or a memory site did in any. ``chain_sites`` are the float add/sub operations with an operand that is itself a float
+add/sub (directly or through a variable): a backend that may reassociate can change what they give.
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Tuple
+
+from ..ir import nodes as ir
+
+Sites = FrozenSet[int]
+_NONE: Sites = frozenset()
+
+
+def is_site(e: ir.Expr) -> bool:
+    """Whether ``e`` is a float operation whose result a finite-math backend may compute differently."""
+    if isinstance(e, ir.BinOp):
+        return e.op not in ("land", "lor") and e.a.type.is_float
+    if isinstance(e, ir.Call):
+        return any(a.type.is_float for a in e.args)
+    if isinstance(e, ir.Cast):
+        return e.a.type.is_float
+    return False
+
+
+class SiteFlow:
+    """Sites (``id`` of the IR node) per variable and array of ``fn``; ``split(expr)`` gives an
+    expression's (own, memory) sites, ``of(expr)`` all of them."""
+
+    def __init__(self, fn: ir.Function):
+        self.var: Dict[str, Sites] = {}      # own sites of a variable
+        self.var_mem: Dict[str, Sites] = {}  # memory sites of a variable
+        self.arr: Dict[str, Sites] = {}
+        changed = True
+        while changed:
+            changed = False
+            for s in ir.walk_stmts(fn.body):
+                if isinstance(s, ir.Assign):
+                    changed |= self._assign(s.name, s.value)
+                elif isinstance(s, ir.For):
+                    changed |= self._assign(s.var, s.start) | self._assign(s.var, s.stop)
+                elif isinstance(s, ir.Store):
+                    changed |= _join(self.arr, s.base.name, self.of(s.value))
+                for e in ir.stmt_exprs(s):
+                    for a in ir.walk_expr(e):
+                        if isinstance(a, ir.Atomic):
+                            changed |= _join(self.arr, a.base.name, self.of(a.value) | self.of(a.compare))
+        glob = set()
+        for s in ir.walk_stmts(fn.body):
+            if isinstance(s, (ir.If, ir.While)):
+                glob |= self.of(s.cond)
+            elif isinstance(s, ir.For):
+                glob |= self.of(s.start) | self.of(s.stop)
+            elif isinstance(s, ir.Store):
+                glob |= self.of(s.index)
+            for e in ir.stmt_exprs(s):
+                for a in ir.walk_expr(e):
+                    if isinstance(a, ir.Atomic):
+                        glob |= self.of(a.index)
+        self.global_sites: Sites = frozenset(glob)
+        self.chain_sites: Sites = _chains(fn)
+
+    def _assign(self, name: str, e) -> bool:
+        own, mem = self.split(e)
+        return _join(self.var, name, own) | _join(self.var_mem, name, mem)
+
+    def split(self, e) -> Tuple[Sites, Sites]:
+        if e is None:
+            return _NONE, _NONE
+        own, mem = set(), set()
+        for x in ir.walk_expr(e):
+            if is_site(x):
+                own.add(id(x))
+            elif isinstance(x, ir.Var):
+                own |= self.var.get(x.name, _NONE)
+                mem |= self.var_mem.get(x.name, _NONE)
+            elif isinstance(x, (ir.Load, ir.Atomic)):
+                mem |= self.arr.get(x.base.name, _NONE)
+        return frozenset(own), frozenset(mem)
+
+    def of(self, e) -> Sites:
+        own, mem = self.split(e)
+        return own | mem
+
+
+def _join(table, key, sites) -> bool:
+    old = table.get(key, _NONE)
+    new = old | sites
+    if new != old:
+        table[key] = new
+        return True
+    return False
+
+
+def _chains(fn: ir.Function) -> Sites:
+    def is_addsub(e):
+        return isinstance(e, ir.BinOp) and e.op in ("add", "sub") and e.type.is_float
+
+    assigns = [s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)]
+    sums = {s.name for s in assigns if is_addsub(s.value)}
+    copies = True
+    while copies:  # t = a + b; u = t: u holds a sum too
+        more = {s.name for s in assigns if isinstance(s.value, ir.Var) and s.value.name in sums}
+        copies = not more <= sums
+        sums |= more
+    out = set()
+    for e in ir.walk_all_exprs(fn.body):
+        if is_addsub(e) and any(is_addsub(x) or (isinstance(x, ir.Var) and x.name in sums) for x in (e.a, e.b)):
+            out.add(id(e))
+    return frozenset(out)
