@@ -4,6 +4,7 @@ extern "C" __global__ void control_flow(int n, int* out) {
     int i = 0;
     int acc = 0;
     int k = 0;
+    int v_t0 = 0;
     int j = 0;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
@@ -11,7 +12,8 @@ extern "C" __global__ void control_flow(int n, int* out) {
         return;
     }
     acc = 0;
-    for (k = 0; k < i; k++) {
+    v_t0 = i;
+    for (k = 0; k < v_t0; k++) {
         if (k % 3 == 0) {
             continue;
         } else if (k > 100) {

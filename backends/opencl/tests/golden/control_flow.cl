@@ -6,6 +6,7 @@ __kernel void control_flow(int n, __global int* out) {
     int i = 0;
     int acc = 0;
     int k = 0;
+    int v_t0 = 0;
     int j = 0;
 
     i = (int)get_global_id(0);
@@ -13,7 +14,8 @@ __kernel void control_flow(int n, __global int* out) {
         return;
     }
     acc = 0;
-    for (k = 0; k < i; k++) {
+    v_t0 = i;
+    for (k = 0; k < v_t0; k++) {
         if (k % 3 == 0) {
             continue;
         } else if (k > 100) {
