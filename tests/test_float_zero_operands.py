@@ -40,15 +40,14 @@ def _same(a, b):
     return (np.isnan(a) & np.isnan(b)) | ((a == b) & (np.signbit(a) == np.signbit(b)))
 
 
-# WGSL lets an implementation assume no infinities or NaNs and ignore the sign of zero, and naga's
-# SPIR-V asks for no SignedZeroInfNanPreserve: wgpu on lavapipe gives 0 for inf * 0.0 and inf * -0.0.
-NO_IEEE_SPECIALS = {"webgpu"}
+# Where polykern.numerics promises no IEEE specials (WebGPU: WGSL lets an implementation assume no
+# infinities or NaNs, and naga's SPIR-V asks for no SignedZeroInfNanPreserve) these tests skip.
 
 
 @pytest.mark.parametrize("target,kind", RUNTIMES)
 def test_positive_zero_literal_operands(target, kind):
     backend = target.split()[0]
-    if backend in NO_IEEE_SPECIALS or not numerics.promise("mul", "f32", backend).specials:
+    if not numerics.promise("mul", "f32", backend).specials:
         pytest.skip(f"{backend} does not keep IEEE specials of float arithmetic")
     r = np.zeros(len(X) * N, np.float32)
     mod = pk.build([k_zero_operands], targets=[target])
@@ -71,7 +70,7 @@ def k_fma_zero_factor(x: Buffer[f32, 'readonly'], r: Buffer[f32]):
 @pytest.mark.parametrize("target,kind", RUNTIMES)
 def test_fma_with_a_positive_zero_factor(target, kind):
     backend = target.split()[0]
-    if backend in NO_IEEE_SPECIALS or not numerics.promise("fma", "f32", backend).specials:
+    if not numerics.promise("fma", "f32", backend).specials:
         pytest.skip(f"{backend} does not keep IEEE specials of fma")
     r = np.zeros(len(X) * 3, np.float32)
     mod = pk.build([k_fma_zero_factor], targets=[target])
