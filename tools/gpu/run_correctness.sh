@@ -42,7 +42,8 @@ timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_c
 tail -n 12 "$OUT/other.log"
 echo "== 2b. numeric promises, negation, Vulkan float controls, saved fuzz cases: every runtime here"
 timeout 300 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_numerics.py tests/test_negation_sign.py \
-    backends/vulkan/tests/test_float_controls.py tests/fuzz_regressions > "$OUT/promises.log" 2>&1 || RC=1
+    backends/vulkan/tests/test_float_controls.py tests/fuzz_regressions tests/test_range_bounds.py \
+    tests/test_signed_widening.py tests/test_float_zero_operands.py tests/test_interp.py > "$OUT/promises.log" 2>&1 || RC=1
 tail -n 3 "$OUT/promises.log"
 grep -hE "^(FAILED|ERROR) " "$OUT/promises.log" | head -n 30
 grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
