@@ -172,7 +172,15 @@ class WGSLEmitter:
     def _elem_decl(self, name: str, elem: ScalarType) -> str:
         if name in self.atomic_bases:
             return "atomic<u32>" if elem.is_float else f"atomic<{wty(elem)}>"
+        if elem.is_bool and name in self.fn.shared_arrays:
+            return "u32"  # see _is_shared_bool
         return wty(elem)
+
+    def _is_shared_bool(self, base: ir.Var) -> bool:
+        """A shared bool array lives as u32 0/1 in workgroup memory: NVIDIA's driver (through naga's
+        SPIR-V, H200 and H100, driver 580) read wrong values back from a workgroup array<bool>
+        (fuzz cases fz2000124, fz2000161, fz2000193, fz2000208)."""
+        return base.type.elem.is_bool and base.name in self.fn.shared_arrays
 
     def _decls(self, scalars: List[ir.Param]) -> List[str]:
         out = []
@@ -245,6 +253,8 @@ class WGSLEmitter:
             if s.base.type.elem.is_float:
                 val = f"bitcast<u32>({val})"
             self.line(f"atomicStore(&{name}[{idx}], {val});")
+        elif self._is_shared_bool(s.base):
+            self.line(f"{name}[{idx}] = select(0u, 1u, {val});")
         else:
             self.line(f"{name}[{idx}] = {val};")
 
@@ -459,6 +469,8 @@ class WGSLEmitter:
         if e.base.name in self.atomic_bases:
             text = f"atomicLoad(&{name}[{idx}])"
             return f"bitcast<f32>({text})" if e.type.is_float else text
+        if self._is_shared_bool(e.base):
+            return f"({name}[{idx}] != 0u)"
         return f"{name}[{idx}]"
 
     def _call(self, e: ir.Call) -> str:
