@@ -330,16 +330,18 @@ def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path
     path = tmp_path / "growing.kbin"
     path.write_bytes(base())
     assert artifact.load(path).functions  # the file itself is fine
-    stop = threading.Event()
+    stop, grown = threading.Event(), threading.Event()
 
     def grow():
         with open(path, "ab") as f:
             while not stop.is_set() and f.tell() < (64 << 20):
                 f.write(b"\0" * 65536)
                 f.flush()
+                grown.set()
 
     writer = threading.Thread(target=grow, daemon=True)
     writer.start()
+    assert grown.wait(20), "the writer thread never appended"  # else the first load can win the race
     try:
         for _ in range(5):
             err = _finishes(lambda: artifact.load(path))

@@ -111,9 +111,13 @@ def test_saved_case_round_trips(tmp_path, monkeypatch):
         np.testing.assert_array_equal(arr, oracle.buffers[name])
 
 
+# The runner in a child process sees this process's imports (a Bazel test has no installed polykern).
+_PATH = os.pathsep.join(p for p in sys.path if p)
+
+
 def _fuzz(*argv, timeout=300):
     return subprocess.run([sys.executable, FUZZ, *argv], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO)
+                          cwd=REPO, env=dict(os.environ, PYTHONPATH=_PATH))
 
 
 def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
@@ -147,7 +151,7 @@ def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_pa
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return _real(case, oracle, target, **kw)\n"
         "fuzzcase.check_target = check_target\n")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), _PATH]))
     p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm", "--no-save"],
                        capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert "DISAGREE seed=5000001 target=llvm process-crash" in p.stdout, p.stdout + p.stderr
@@ -160,6 +164,7 @@ def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_pa
 def test_runner_help_prints():
     # argparse formats help strings with %: a '%' in the --avoid feature list crashed --help
     p = subprocess.run([sys.executable, FUZZ, "--help"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=_PATH),
                        timeout=120)
     assert p.returncode == 0, p.stderr
     assert "--targets" in p.stdout and "--avoid" in p.stdout

@@ -37,6 +37,9 @@ _CHILD = textwrap.dedent('''
     from polykern_llvm.runtime import LLVMModule
 
     libc = ctypes.CDLL(None)
+    # libm (expf's home) must be mapped before the reservation, or an interpreter that loads it lazily
+    # (Debian sid's Python under Bazel) maps it below the reservation, next to the images.
+    resolve_external("expf")
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
     NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
