@@ -230,34 +230,10 @@ def _python_verdict(data: bytes):
         return False, e.offset, str(e)
 
 
-def _mutants(data: bytes, rng: random.Random, count: int):
-    n = len(data)
-    for i in range(count):
-        b = bytearray(data)
-        op = i % 5
-        if op == 0:      # truncate
-            b = b[:rng.randrange(n)]
-        elif op == 1:    # flip a few bits anywhere
-            for _ in range(rng.randint(1, 3)):
-                b[rng.randrange(n)] ^= 1 << rng.randrange(8)
-        elif op == 2:    # overwrite a u64 with an extreme length
-            at = rng.randrange(max(1, n - 8))
-            b[at:at + 8] = rng.choice([2 ** 64 - 1, 2 ** 63, 1 << 32, 0, 1, n, n - at]).to_bytes(8, "little")
-        elif op == 3:    # insert or delete bytes
-            at = rng.randrange(n)
-            if rng.random() < 0.5:
-                del b[at:at + rng.randint(1, 16)]
-            else:
-                b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
-        else:            # flip one byte
-            b[rng.randrange(n)] = rng.randrange(256)
-        if rng.random() < 0.75 and len(b) >= 4:   # get past the checksum into the structures
-            b[-4:] = zlib.crc32(bytes(b[:-4])).to_bytes(4, "little")
-        yield bytes(b)
-
-
 @needs_cc
 def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
+    import kbin_corpus  # tests/kbin_corpus.py: the one damage generator
+
     seeds = [f.read_bytes() for f in _golden()]
     compiled = tmp_path / "saxpy.kbin"
     if _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
@@ -266,7 +242,7 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
     checked = accepted = 0
     for seed in seeds:
         assert clib.parse(seed)[0], "a valid artifact was rejected by C"
-        for m in _mutants(seed, rng, 600):
+        for m in kbin_corpus.mutants(seed, rng, 600):
             ok_py, off_py, msg_py = _python_verdict(m)
             ok_c, off_c, msg = clib.parse(m)
             assert ok_c == ok_py, f"C {'accepts' if ok_c else 'rejects'} ({msg}) what Python " \
