@@ -14,6 +14,7 @@ from polykern import artifact, wire
 from polykern.errors import ArtifactError
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import device_module, synthetic_root
+from growing import growing
 
 
 @pytest.fixture(autouse=True)
@@ -325,31 +326,14 @@ def test_fifo_dev_zero_and_directory_are_refused(tmp_path, reader):
 
 
 def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path):
-    import threading
-
     path = tmp_path / "growing.kbin"
     path.write_bytes(base())
     assert artifact.load(path).functions  # the file itself is fine
-    stop, grown = threading.Event(), threading.Event()
-
-    def grow():
-        with open(path, "ab") as f:
-            while not stop.is_set() and f.tell() < (64 << 20):
-                f.write(b"\0" * 65536)
-                f.flush()
-                grown.set()
-
-    writer = threading.Thread(target=grow, daemon=True)
-    writer.start()
-    assert grown.wait(20), "the writer thread never appended"  # else the first load can win the race
-    try:
+    with growing(path):
         for _ in range(5):
             err = _finishes(lambda: artifact.load(path))
             assert isinstance(err, ArtifactError), err
             assert "changed size while being read" in str(err) or "trailing bytes" in str(err), str(err)
-    finally:
-        stop.set()
-        writer.join()
 
 
 # ------------------------------------------------------------------ attribute schema (issue 12, item 9)

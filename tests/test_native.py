@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from growing import growing
 
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE = ROOT / "native"
@@ -391,33 +392,16 @@ def test_kbin_inspect_refuses_what_is_not_a_regular_file(native_build, tmp_path)
 
 @needs_cc
 def test_kbin_inspect_reads_a_growing_file_only_up_to_its_size(native_build, tmp_path):
-    import threading
-
     kb = _golden()[0]
     path = tmp_path / "growing.kbin"
     path.write_bytes(kb.read_bytes())
     assert subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True).returncode == 0
-    stop, grown = threading.Event(), threading.Event()
-
-    def grow():
-        with open(path, "ab") as f:
-            while not stop.is_set() and f.tell() < (64 << 20):
-                f.write(b"\0" * 65536)
-                f.flush()
-                grown.set()
-
-    writer = threading.Thread(target=grow, daemon=True)
-    writer.start()
-    assert grown.wait(20), "the writer thread never appended"  # else the first read can win the race
-    try:
+    with growing(path):
         for _ in range(5):
             c = subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True, text=True,
                                timeout=20)
             assert c.returncode == 1, c.stdout
             assert "changed size while being read" in c.stderr or "trailing bytes" in c.stderr, c.stderr
-    finally:
-        stop.set()
-        writer.join()
 
 
 # ------------------------------------------------------------------ running kernels from C
