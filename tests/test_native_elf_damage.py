@@ -201,18 +201,36 @@ def test_damage_that_crashed_or_misran_the_c_loader_is_refused_by_name(artifact,
         assert verdict == "refused" and "CPU object" in msg and words in msg, (label, verdict, msg)
 
 
+def _data_offsets(obj: bytes) -> set:
+    """Labels of damage that moves a non-executable section's file offset. The C loader accepts data at
+    any in-bounds offset (GNU as leaves .data.rel.ro and .rodata.cst32 unaligned, which is legal), so
+    such a move changes *which bytes are the constants*, like an addend: it may run differently, and
+    must still never crash (docs/correctness.md, section 5.3)."""
+    shoff, = struct.unpack_from("<Q", obj, 40)
+    shnum, = struct.unpack_from("<H", obj, 60)
+    out = set()
+    for i in range(shnum):
+        flags, = struct.unpack_from("<Q", obj, shoff + 64 * i + 8)
+        if not flags & 0x4:  # SHF_EXECINSTR
+            out.add(f"shdr[{i}].sh_offset")
+    return out
+
+
 def _verdicts(art: bytes, obj: bytes, runner: _Runner, mutants: List):
     verdict, want = runner.run(art)
     assert verdict == "ran", want
     counts, bad = Counter(), {}
+    data_moves = _data_offsets(obj)
     for m in mutants:
         verdict, detail = runner.run(_damaged(art, obj, m))
         if verdict == "ran":
             verdict = "ran-identically" if detail == want else "ran-differently"
+            if verdict == "ran-differently" and m[0].split("=")[0] in data_moves:
+                verdict = "ran-data-moved"
         elif verdict == "refused" and "CPU object" not in detail:
             verdict = "refused-unnamed"
         counts[verdict] += 1
-        if verdict not in ("refused", "ran-identically"):
+        if verdict not in ("refused", "ran-identically", "ran-data-moved"):
             bad[m[0]] = (verdict, detail)
     return counts, bad
 

@@ -126,11 +126,11 @@ static int check_sections(pk_elf_ctx *c) {
                        "bounds of the %zu-byte object", i, (unsigned long long)s->sh_offset,
                        (unsigned long long)s->sh_size, c->size);
         }
-        /* GNU as (binutils 2.43+, seen in Debian sid) leaves writable data such as .data.rel.ro at
-         * file offsets its alignment does not divide; the loader copies sections to aligned memory,
-         * so that is harmless there. Code and read-only data (all LLVM emits) must stay aligned. */
-        int data_rw = (s->sh_flags & SHF_WRITE) && !(s->sh_flags & SHF_EXECINSTR);
-        if (s->sh_addralign > 1 && s->sh_offset % s->sh_addralign && !data_rw) {
+        /* GNU as (as in Debian sid) leaves data sections (.data.rel.ro, .rodata.cst32) at file
+         * offsets their alignment does not divide: legal (sh_addralign constrains addresses), and
+         * harmless since the loader copies sections to aligned memory. Code must stay aligned. */
+        int data = !(s->sh_flags & SHF_EXECINSTR);
+        if (s->sh_addralign > 1 && s->sh_offset % s->sh_addralign && !data) {
             free(used);
             return bad(c, shdr_at(c, i, 24), "section %zu offset %llu is not a multiple of its "
                        "alignment %llu", i, (unsigned long long)s->sh_offset,
