@@ -26,7 +26,6 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32
 from polykern import launch_stream as ls
 
 # The native build (make -C native, fixture native_build) and the corpus generator live beside the
@@ -34,6 +33,7 @@ from polykern import launch_stream as ls
 _tn = pytest.importorskip("test_native", reason="tests/test_native.py (the native build) is not here")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "backends", "llvm", "tests"))
 elf_damage = pytest.importorskip("elf_damage", reason="backends/llvm/tests/elf_damage.py is not here")
+exp_axpy, half_round = elf_damage.exp_axpy, elf_damage.half_round
 MAKE, NATIVE, QEMU_AARCH64, _make, native_build = (_tn.MAKE, _tn.NATIVE, _tn.QEMU_AARCH64, _tn._make,
                                                    _tn.native_build)
 
@@ -47,19 +47,6 @@ A64 = "llvm -mtriple=aarch64-linux-gnu"
 
 N = 200
 
-
-@pk.kernel
-def exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + pk.exp(y[i] * 0.25) * 0.5
-
-
-@pk.kernel
-def half_round(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f16]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = f16(x[i] * 3.0 + 0.1)
 
 
 _X = np.linspace(-2, 2, N).astype(np.float32)

@@ -19,6 +19,9 @@ from __future__ import annotations
 import struct
 from typing import Iterator, List, Tuple
 
+import polykern as pk
+from polykern import Buffer, f16, f32, i32
+
 Mutant = Tuple[str, int, int, int]
 
 _EHDR = [("e_ident.class", 4, 1), ("e_ident.data", 5, 1), ("e_ident.version", 6, 1), ("e_ident.osabi", 7, 1),
@@ -36,6 +39,22 @@ _FLAG_BITS = (0x1, 0x2, 0x4, 0x10, 0x20, 0x40, 0x80, 0x200, 0x400, 0x800)
 _TYPES = (0, 1, 2, 3, 4, 7, 8, 9, 11, 14, 17, 18, 0x70000001, 0x6FFF4C03)
 _X86_RELOCS = tuple(range(0, 44))
 _X86_SAME_WIDTH_GOT_FORMS = (9, 26, 41, 42)  # GOTPCREL, GOTPC32, GOTPCRELX, REX_GOTPCRELX: semantic swaps
+
+
+# The two kernels whose object the corpus damages: a libm call (expf, through a trampoline) and the
+# object's own __truncsfhf2 (f16).
+@pk.kernel
+def exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = a * x[i] + pk.exp(y[i] * 0.25) * 0.5
+
+
+@pk.kernel
+def half_round(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f16]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = f16(x[i] * 3.0 + 0.1)
 
 
 def _kind(info: int, shndx: int) -> str:

@@ -20,23 +20,10 @@ from collections import Counter
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32
 
 import elf_damage
+from elf_damage import exp_axpy, half_round
 
-
-@pk.kernel
-def exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + pk.exp(y[i] * 0.25) * 0.5
-
-
-@pk.kernel
-def half_round(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f16]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = f16(x[i] * 3.0 + 0.1)
 
 
 _CHILD = textwrap.dedent('''
