@@ -1,6 +1,4 @@
 """polykern.registry and polykern.backends: registration, discovery, status and messages."""
-import sys
-import textwrap
 import threading
 
 import pytest
@@ -111,42 +109,3 @@ def test_unknown_kind_messages(monkeypatch):
     monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "0")
     assert "POLYKERN_BACKEND_AUTOLOAD=0" in backends.runtime_reason("zzz")
     assert backends.display_name("zzz") == "zzz"
-
-
-def _write_fake_backend(root, name, body):
-    pkg = root / f"polykern_{name}"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(body))
-
-
-def test_discovery_of_polykern_packages_and_autoload_switch(tmp_path, monkeypatch):
-    _write_fake_backend(tmp_path, "zzdisc", """
-        def register_backend():
-            from polykern import backends, registry
-            def codegen():
-                registry.register("target.build.zzdisc", lambda funcs, target: None)
-            def runtime():
-                raise ImportError("zzdriver is missing")
-            return backends.declare("zzdisc", "zzdisc", display_name="ZZ", codegen=codegen, runtime=runtime)
-    """)
-    _write_fake_backend(tmp_path, "zzbroken", "raise RuntimeError('boom at import')\n")
-    _write_fake_backend(tmp_path, "zzsilent", "def register_backend():\n    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    backends._state["loaded"] = False
-    try:
-        monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "0")
-        backends.load_all()
-        assert "zzdisc" not in {r.name for r in backends.records()}
-        monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "1")
-        recs = {r.name: r for r in backends.load_all()}
-        assert recs["zzdisc"].codegen_ok and recs["zzdisc"].origin == "package polykern_zzdisc"
-        assert recs["zzdisc"].runtime_reason == "zzdisc runtime could not be imported: zzdriver is missing"
-        assert registry.get("target.build.zzdisc") is not None
-        assert not recs["zzbroken"].codegen_ok and "boom at import" in recs["zzbroken"].codegen_error
-        assert recs["zzsilent"].codegen_ok and "did not call" in recs["zzsilent"].runtime_reason
-        n = len(backends.records())
-        backends.load_all()  # idempotent
-        assert len(backends.records()) == n
-    finally:
-        for m in ("polykern_zzdisc", "polykern_zzbroken", "polykern_zzsilent"):
-            sys.modules.pop(m, None)

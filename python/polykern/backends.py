@@ -1,8 +1,18 @@
-"""Backend discovery and status (DESIGN.md section 4, docs/internals.md "Package layout").
+"""Backend discovery and status (DESIGN.md section 4, docs/backends.md "Discovery").
 
-Backends are found through the entry-point group ``polykern.backends`` and, for Bazel
-runfiles where no distribution metadata exists, as top-level importable packages named
-``polykern_*``. ``POLYKERN_BACKEND_AUTOLOAD=0`` turns discovery off.
+Backends are found in exactly two ways, never by guessing from importable names:
+
+1. the entry-point group ``polykern.backends`` of the installed distributions (``pip install``;
+   under Bazel each backend's ``:codegen`` target carries a generated ``.dist-info`` with the same
+   entry point, so discovery is the same code path);
+2. ``POLYKERN_BACKEND_PATH`` (for development): ``os.pathsep``-separated entries, each a module
+   name (``polykern_mine``) or the path of a backend package directory (the folder holding its
+   ``__init__.py``, imported from there without touching ``sys.path``). These load first, so a
+   checkout under development wins over an installed copy of the same backend.
+
+A folder named ``polykern_x`` that merely sits on ``sys.path`` (e.g. next to the user's script) is
+never imported. ``POLYKERN_BACKEND_AUTOLOAD=0`` turns discovery off. Both settings are read by the
+first :func:`load_all` of a process.
 
 Each backend's ``register_backend()`` calls :func:`declare`, which registers its codegen
 (always), then tries to import its runtime module and call that module's ``register()``.
@@ -13,8 +23,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import os
-import pkgutil
+import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
@@ -24,12 +36,18 @@ from .errors import BackendUnavailableError
 
 __all__ = [
     "BackendRecord", "declare", "load_all", "status", "records", "record_for_kind", "runtime_missing_message",
-    "runtime_reason", "display_name", "autoload_enabled", "AUTOLOAD_ENV", "ENTRY_POINT_GROUP",
+    "runtime_reason", "display_name", "autoload_enabled", "path_entries", "AUTOLOAD_ENV", "PATH_ENV",
+    "ENTRY_POINT_GROUP",
 ]
 
 AUTOLOAD_ENV = "POLYKERN_BACKEND_AUTOLOAD"
+#: Set (not "", "0", "false"): compiling makes fallback modules even where a runtime exists (module.py reads it).
+FORCE_FALLBACK_ENV = "POLYKERN_COMPILE_FORCE_FALLBACK"
+PATH_ENV = "POLYKERN_BACKEND_PATH"
 ENTRY_POINT_GROUP = "polykern.backends"
+REGISTER_FUNCTION = "register_backend"
 _PKG_PREFIX = "polykern_"
+_MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass
@@ -163,13 +181,50 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
         return rec
 
 
-def _load_package(name: str, modname: str, attr: str, origin: str) -> None:
-    if modname in _attempted_modules:
+def _backend_name(modname: str) -> str:
+    """The name a failed package is listed under: its top-level module without ``polykern_``."""
+    top = modname.split(".")[0]
+    return top[len(_PKG_PREFIX):] if top.startswith(_PKG_PREFIX) and len(top) > len(_PKG_PREFIX) else top
+
+
+def _import_package_dir(path: str):
+    """Import the package whose folder is ``path`` under its folder name, without adding anything
+    to ``sys.path`` (its submodules are found through the package's own search location)."""
+    name = os.path.basename(os.path.normpath(path))
+    init = os.path.join(path, "__init__.py")
+    if not name.isidentifier() or not os.path.isfile(init):
+        raise BackendUnavailableError(f"{PATH_ENV} entry {path!r} is neither a module name nor the path of a "
+                                      "Python package folder (a folder named like an identifier, holding "
+                                      "__init__.py)")
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        where = os.path.dirname(os.path.abspath(getattr(loaded, "__file__", "") or ""))
+        if where != os.path.abspath(path):
+            raise BackendUnavailableError(f"{PATH_ENV} entry {path!r}: a module named {name!r} is already "
+                                          f"imported from {where or 'elsewhere'}")
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[os.path.abspath(path)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        for m in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[m]
+        raise
+    return mod
+
+
+def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "") -> None:
+    """Import one backend package (by module name, or from the folder ``path``) and call its
+    ``attr`` (``register_backend``); a failure becomes a record listed under ``name``."""
+    key = os.path.abspath(path) if path else modname
+    if key in _attempted_modules:
         return
-    _attempted_modules.add(modname)
+    _attempted_modules.add(key)
     declared_before = set(_records)
     try:
-        mod = importlib.import_module(modname)
+        mod = _import_package_dir(path) if path else importlib.import_module(modname)
         fn = getattr(mod, attr, None)
         if not callable(fn):
             raise BackendUnavailableError(f"{modname} has no callable {attr}()")
@@ -191,8 +246,44 @@ def _load_package(name: str, modname: str, attr: str, origin: str) -> None:
                                        runtime_reason=f"{modname}.{attr}() did not call polykern.backends.declare()")
 
 
+def path_entries() -> List[str]:
+    """The entries of ``POLYKERN_BACKEND_PATH`` (``os.pathsep``-separated, blanks dropped)."""
+    return [e.strip() for e in os.environ.get(PATH_ENV, "").split(os.pathsep) if e.strip()]
+
+
+def _is_path(entry: str) -> bool:
+    seps = [os.sep] + ([os.altsep] if os.altsep else [])
+    return any(s in entry for s in seps) or entry.startswith((".", "~"))
+
+
+def _load_path_entry(entry: str) -> None:
+    origin = f"{PATH_ENV} entry {entry!r}"
+    if _is_path(entry):
+        path = os.path.abspath(os.path.expanduser(entry))
+        modname = os.path.basename(os.path.normpath(path))
+        _load_package(_backend_name(modname) or entry, modname, REGISTER_FUNCTION, origin, path=path)
+    elif _MODULE_RE.fullmatch(entry):
+        _load_package(_backend_name(entry), entry, REGISTER_FUNCTION, origin)
+    else:
+        _load_package(entry, entry, REGISTER_FUNCTION, origin, path=entry)  # recorded as a bad entry
+
+
+def _entry_points() -> List[importlib.metadata.EntryPoint]:
+    try:
+        eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception:  # broken dist metadata must not break the compiler; POLYKERN_BACKEND_PATH still works
+        return []
+
+    def dist_name(ep) -> str:
+        dist = getattr(ep, "dist", None)
+        return (dist.metadata["Name"] or "") if dist is not None else ""
+
+    return sorted(eps, key=lambda ep: (ep.name, ep.value, dist_name(ep)))
+
+
 def load_all() -> List[BackendRecord]:
-    """Discover and register every backend once (no-op when POLYKERN_BACKEND_AUTOLOAD=0)."""
+    """Discover and register every backend once (no-op when POLYKERN_BACKEND_AUTOLOAD=0):
+    ``POLYKERN_BACKEND_PATH`` entries first, then the ``polykern.backends`` entry points."""
     if not autoload_enabled():
         return records()
     with _lock:
@@ -200,18 +291,12 @@ def load_all() -> List[BackendRecord]:
             return records()
         _state["loading"] = True
         try:
-            try:
-                eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-            except Exception:  # broken dist metadata must not break the compiler; packages are still scanned
-                eps = []
-            for ep in eps:
+            for entry in path_entries():
+                _load_path_entry(entry)
+            for ep in _entry_points():
                 modname, _, attr = ep.value.partition(":")
-                _load_package(ep.name, modname.strip(), attr.strip() or "register_backend",
-                              f"entry point {ep.value}")
-            for info in sorted(pkgutil.iter_modules(), key=lambda i: i.name):
-                if info.ispkg and info.name.startswith(_PKG_PREFIX) and len(info.name) > len(_PKG_PREFIX):
-                    _load_package(info.name[len(_PKG_PREFIX):], info.name, "register_backend",
-                                  f"package {info.name}")
+                _load_package(ep.name, modname.strip(), attr.strip() or REGISTER_FUNCTION,
+                              f"entry point {ep.name} = {ep.value}")
             _state["loaded"] = True
         finally:
             _state["loading"] = False
@@ -272,8 +357,6 @@ def runtime_missing_message(kind: str, func: str) -> str:
     rec = record_for_kind(kind)
     display = rec.display_name if rec else kind
     if not reason:
-        from .module import FORCE_FALLBACK_ENV
-
         return (f"this {display} module is a compile-only fallback although the {display} runtime is available "
                 f"here (it was built with {FORCE_FALLBACK_ENV} set, or before the runtime was registered); "
                 f"cannot launch '{func}'. Export it and load the artifact with polykern.load() to run it, or "
