@@ -9,7 +9,10 @@ Checks, in a process whose only deps are //backends/<x>:codegen (so the core + p
    ("target.build.*" keys) and imports none of those modules;
 3. no file of polykern_<x> in this process' path is a runtime file, and none imports a binding;
 4. every module loaded comes from the runfiles or the interpreter's standard library, never from an
-   undeclared site-packages.
+   undeclared site-packages;
+5. `polykern.backends.load_all()` discovers exactly this backend, through the `polykern.backends`
+   entry point of the .dist-info that //backends:dist_info.bzl generates into :codegen (Bazel runs
+   have no pip-installed metadata, and discovery never scans sys.path for polykern_* names).
 """
 import ast
 import importlib
@@ -47,6 +50,14 @@ class CodegenIsolation(unittest.TestCase):
         self.assertEqual(loaded, [], "codegen imported device bindings")
         # The runtime module, if the backend tried to import it, must not have been found.
         self.assertNotIn(f"polykern_{BACKEND}.runtime", sys.modules)
+
+    def test_discovered_through_its_entry_point(self):
+        from polykern import backends
+
+        recs = {r.name: r for r in backends.load_all()}
+        self.assertEqual(sorted(recs), [BACKEND], "a codegen-only target must discover exactly its backend")
+        self.assertEqual(recs[BACKEND].origin, f"entry point {BACKEND} = polykern_{BACKEND}:register_backend")
+        self.assertTrue(recs[BACKEND].codegen_ok, recs[BACKEND].codegen_error)
 
     def test_package_has_no_runtime_code(self):
         spec = importlib.util.find_spec("polykern_" + BACKEND)
