@@ -27,4 +27,7 @@ echo "vulkan icd: ${icd:-none}; opencl lib: ${lib:-none}" | tee "$OUT/other_env.
     .whl/typing_extensions-*.whl .whl/cffi-*.whl .whl/pycparser-*.whl .whl/wgpu-*.whl .whl/rendercanvas-*.whl 2>&1 | tail -n 3
 BACKEND_DIRS=$(for d in "$PWD"/backends/*/; do printf ':%s' "${d%/}"; done)
 export PYTHONPATH="$SITE_OTHER:$PWD/python$BACKEND_DIRS${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 POLYKERN_OPENCL_DEVICE=${POLYKERN_OPENCL_DEVICE:-gpu}
+# The backends are not pip-installed here: name them for discovery (docs/backends.md "Discovery").
+POLYKERN_BACKEND_PATH=$(for d in "$PWD"/backends/*/polykern_*/; do d=${d%/}; printf '%s:' "${d##*/}"; done)
+export POLYKERN_BACKEND_PATH=${POLYKERN_BACKEND_PATH%:}
 

@@ -30,6 +30,9 @@ tar czf "$OUT/suite_logs.tar.gz" -C "$TMP" suite 2>/dev/null || true
 
 BACKEND_DIRS=$(for d in "$REPO"/backends/*/; do printf ':%s' "${d%/}"; done)
 export PYTHONPATH="$SITE:$REPO/python$BACKEND_DIRS${PYTHONPATH:+:$PYTHONPATH}"
+# The backends are not pip-installed here: name them for discovery (docs/backends.md "Discovery").
+POLYKERN_BACKEND_PATH=$(for d in "$REPO"/backends/*/polykern_*/; do d=${d%/}; printf '%s:' "${d##*/}"; done)
+export POLYKERN_BACKEND_PATH=${POLYKERN_BACKEND_PATH%:}
 # shellcheck disable=SC1091
 [ -f "$SITE/polykern_env.sh" ] && . "$SITE/polykern_env.sh"
 PY=${PYTHON:-python3}
