@@ -161,6 +161,48 @@ def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_pa
     assert p.returncode == 1
 
 
+def test_a_program_that_hangs_is_a_timeout_and_the_run_goes_on(tmp_path):
+    # The llvm check of program 1 sleeps for an hour in every worker started with this PYTHONPATH, as a
+    # hanging compiler would: the supervisor must kill that worker (and nothing else), count a "timeout"
+    # for program 1 on llvm, still run program 1 on opencl, and run program 2.
+    pidfile = tmp_path / "hung.pid"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "from polykern.testing import fuzzcase\n"
+        "_real = fuzzcase.check_target\n"
+        "def check_target(case, oracle, target, **kw):\n"
+        "    if case.name == 'fz5000001' and target == 'llvm':\n"
+        f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(3600)\n"
+        "    return _real(case, oracle, target, **kw)\n"
+        "fuzzcase.check_target = check_target\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), _PATH]))
+    p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm,opencl",
+                        "--no-save", "--program-timeout", "8"],
+                       capture_output=True, text=True, timeout=240, cwd=REPO, env=env)
+    assert "DISAGREE seed=5000001 target=llvm timeout: building or running it took more than 8 s" in p.stdout, \
+        p.stdout + p.stderr
+    assert "--start 1 --count 1 --targets 'llvm'" in p.stdout  # the replay command
+    assert p.stdout.strip().splitlines()[-1] == "fuzz: 3 programs x 2 targets, 1 disagreements", p.stdout
+    assert "fuzz: llvm: ok 2, timeout 1" in p.stdout and "fuzz: opencl: ok 3" in p.stdout, p.stdout
+    assert p.returncode == 1
+    with pytest.raises(ProcessLookupError):  # the hung worker was killed, not left sleeping
+        os.kill(int(pidfile.read_text()), 0)
+
+
+def test_jobs_give_the_same_programs_and_report_order():
+    one = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v")
+    two = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v", "--jobs", "2")
+
+    def strip(p):
+        return [ln for ln in p.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
+
+    assert strip(one) == strip(two), one.stdout + "\n----\n" + two.stdout + two.stderr
+    assert [ln.split()[1] for ln in strip(two) if ln.startswith("fuzz: seed=")] == \
+        [f"seed={5000000 + i}" for i in range(5)]
+    assert two.stdout.strip().splitlines()[-1] == "fuzz: 5 programs x 1 targets, 0 disagreements"
+
+
 def test_runner_help_prints():
     # argparse formats help strings with %: a '%' in the --avoid feature list crashed --help
     p = subprocess.run([sys.executable, FUZZ, "--help"], capture_output=True, text=True,

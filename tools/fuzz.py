@@ -1,6 +1,7 @@
 """Differential fuzzer: random kernels, every target, the IR interpreter as the oracle.
 
     python tools/fuzz.py --seed S --count N --targets llvm,opencl,vulkan,webgpu [--time-budget SEC]
+                         [--jobs J] [--program-timeout SEC]
 
 For each program (``polykern.testing.kernelgen``, seeded: the same --seed gives the same programs) it
 runs the oracle (``polykern.testing.interp``), builds the program once per target, launches it where the
@@ -15,6 +16,11 @@ target string (``"llvm -mtriple=aarch64-linux-gnu"``, ``"hexagon -mcpu=hexagonv6
 which is the hook for emulated targets: they run wherever their runtime registers. A target whose
 runtime is absent is still compiled (refusals are checked) and is named as skipped.
 
+Programs run in worker processes (``--jobs`` at once); a program that kills its worker (a driver's
+segmentation fault) or takes longer than ``--program-timeout`` seconds on one target (a hanging
+compiler: the worker and what it started are killed) is a disagreement of that program on that
+target ("process-crash", "timeout"), and the run goes on with the next target.
+
 Exit status 0 only when nothing disagreed; the last line is
 ``fuzz: N programs x K targets, D disagreements``.
 """
@@ -25,8 +31,11 @@ import importlib
 import inspect
 import json
 import os
+import queue as queue_mod
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,85 +122,208 @@ def _parser():
     ap.add_argument("--bounds-check", action="store_true", help="build with pk.build(..., bounds_check=True)")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
+    ap.add_argument("--program-timeout", type=float, default=60.0,
+                    help="seconds one program may take on one target (build and run) before its worker is "
+                    "killed and a 'timeout' disagreement is counted for that target (default 60)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes running programs at once (the "
+                    "report stays in program order; --max-saves is shared out between them)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--stride", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--first-target", type=int, default=0, help=argparse.SUPPRESS)
     return ap
 
 
+def _add(into, stats):
+    """Add a worker's counters (``@@PROGRESS``/``@@STATS``) to the run's totals."""
+    into["n"] += stats["n"]
+    into["disagreements"] += stats["disagreements"]
+    into["saves"] += stats["saves"]
+    for t, d in stats["per_target"].items():
+        slot = into["per_target"].setdefault(t, {})
+        for k, v in d.items():
+            slot[k] = slot.get(k, 0) + v
+
+
+class _Lane:
+    """One worker process at a time for the programs ``first, first + stride, ... < end``. When a worker
+    dies or is killed, the next one starts after the program/target it had begun."""
+
+    def __init__(self, lane_id, first, end, stride, max_saves):
+        self.id, self.next, self.end, self.stride, self.max_saves = lane_id, first, end, stride, max_saves
+        self.first_target = 0  # target index to start the next worker's first program at
+        self.proc = None
+        self.done = first >= end
+        self.current = first  # program index begun last (its output is buffered under it)
+
+    def start(self, argv, queue, left, saves_left):
+        cmd = [sys.executable, os.path.abspath(__file__), *argv, "--worker", "--start", str(self.next),
+               "--count", str(self.end - self.next), "--stride", str(self.stride),
+               "--first-target", str(self.first_target), "--max-saves", str(max(0, saves_left))]
+        if left is not None:
+            cmd += ["--time-budget", str(left)]
+        # its own session: a timeout kills the worker and whatever it started (a compiler it runs)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=os.getcwd(),
+                                     start_new_session=True)
+        self.begun = None  # (index, seed, phase) of the last @@BEGIN
+        self.deadline = None
+        self.reducing = False
+        self.timed_out = False
+        self.partial = None
+        self.stats = None
+        threading.Thread(target=_pump, args=(self.proc.stdout, queue, self.id), daemon=True).start()
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _pump(stream, queue, lane_id):
+    for line in stream:
+        queue.put((lane_id, line))
+    queue.put((lane_id, None))
+
+
 def main(argv=None) -> int:
-    """The supervisor: runs the programs in a worker process, so that a driver or compiler that kills
-    the process (a segmentation fault in a runtime) is reported as that program's disagreement on that
-    target, and the run goes on with the next program."""
+    """The supervisor: runs the programs in worker processes (``--jobs`` of them at once, program i in
+    worker lane i mod jobs), so that a driver or compiler that kills the process (a segmentation fault
+    in a runtime) or hangs (longer than ``--program-timeout`` on one program and target) is reported as
+    that program's disagreement on that target, and the run goes on. The workers' output is printed in
+    program order, so the same seed gives the same report whatever ``--jobs`` is."""
     argv = list(sys.argv[1:] if argv is None else argv)
     a = _parser().parse_args(argv)
     if a.worker:
         return worker(a)
+    if a.jobs < 1 or a.program_timeout <= 0:
+        print("fuzz: --jobs must be >= 1 and --program-timeout > 0", file=sys.stderr)
+        return 2
     targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
     running = [t for t in targets if fuzzcase.runtime_present(t)]
     for t in targets:
         if t not in running:
             print(f"fuzz: {t}: skipped (no runtime here: only compiled, refusals checked)", flush=True)
     start_time = time.monotonic()
-    n = disagreements = saves = 0
-    per_target = {t: {} for t in targets}
-    i, end = a.start, a.start + a.count
-    while i < end:
-        left = None if a.time_budget is None else a.time_budget - (time.monotonic() - start_time)
-        if left is not None and left <= 0:
-            break
-        cmd = [sys.executable, os.path.abspath(__file__), *argv, "--worker", "--start", str(i),
-               "--count", str(end - i), "--max-saves", str(max(0, a.max_saves - saves))]
-        if left is not None:
-            cmd += ["--time-budget", str(left)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
-        begun = None
-        stats = None
-        partial = None  # totals after the last program the worker finished
-        for line in proc.stdout:
-            if line.startswith("@@BEGIN "):
-                begun = line.split()[1:]  # index, seed, target
-            elif line.startswith("@@PROGRESS "):
-                partial = json.loads(line[len("@@PROGRESS "):])
-            elif line.startswith("@@STATS "):
-                stats = json.loads(line[len("@@STATS "):])
-            else:
+    totals = {"n": 0, "disagreements": 0, "saves": 0, "per_target": {t: {} for t in targets}}
+    end = a.start + a.count
+    jobs = max(1, min(a.jobs, a.count))
+    # each lane saves at most its share, so which cases are saved does not depend on timing
+    share = -(-a.max_saves // jobs)
+    lanes = [_Lane(k, a.start + k, end, jobs, share) for k in range(jobs)]
+    out = {}  # program index -> its report lines, printed in program order
+    printed = [a.start]
+    q = queue_mod.Queue()
+
+    def left():
+        return None if a.time_budget is None else a.time_budget - (time.monotonic() - start_time)
+
+    def launch(lane):
+        rest = left()
+        if lane.next >= lane.end or (rest is not None and rest <= 0):
+            lane.done, lane.current = True, lane.end
+            return
+        lane.start(argv, q, rest, lane.max_saves)
+
+    def flush():
+        while printed[0] < end:
+            i = printed[0]
+            owner = lanes[(i - a.start) % jobs]
+            if not (owner.done or owner.current > i):
+                return
+            for line in out.pop(i, []):
                 print(line, end="", flush=True)
-        rc = proc.wait()
-        if stats is not None:
-            n += stats["n"]
-            disagreements += stats["disagreements"]
-            saves += stats["saves"]
-            for t, d in stats["per_target"].items():
-                for k, v in d.items():
-                    per_target[t][k] = per_target[t].get(k, 0) + v
-            break
-        # the worker died: blame the program and target it had begun, and go on after it
-        if begun is None:
-            print(f"fuzz: the worker exited with status {rc} before running a program", flush=True)
-            return 2
-        idx, seed, target = int(begun[0]), begun[1], " ".join(begun[2:])
-        n += (partial["n"] if partial else 0) + 1
-        disagreements += 1 + (partial["disagreements"] if partial else 0)
-        if partial:
-            saves += partial["saves"]
-            for t, d in partial["per_target"].items():
-                for k, v in d.items():
-                    per_target[t][k] = per_target[t].get(k, 0) + v
-        if target in per_target:
-            per_target[target]["disagree"] = per_target[target].get("disagree", 0) + 1
-        print(f"fuzz: DISAGREE seed={seed} target={target} process-crash: the process died "
-              f"(status {rc}{', signal ' + str(-rc) if rc < 0 else ''}) while building or running it; "
-              f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets "
-              f"'{target}' --no-save", flush=True)
-        i = idx + 1
+            printed[0] += 1
+
+    def report(lane, line):
+        out.setdefault(lane.current, []).append(line)
+
+    def worker_ended(lane, rc, timed_out):
+        if lane.stats is not None:
+            _add(totals, lane.stats)
+            lane.max_saves -= lane.stats["saves"]
+            lane.done, lane.current = True, lane.end
+            return
+        if lane.partial:
+            _add(totals, lane.partial)
+            lane.max_saves -= lane.partial["saves"]
+        if lane.begun is None:
+            report(lane, f"fuzz: the worker exited with status {rc} before running a program\n")
+            totals["disagreements"] += 1
+            lane.done, lane.current = True, lane.end
+            return
+        idx, seed, phase = lane.begun
+        replay = (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets "
+                  f"'{phase if phase != 'oracle' else a.targets}' --no-save")
+        if timed_out:
+            what = (f"timeout: building or running it took more than {a.program_timeout:g} s; "
+                    f"the worker was killed")
+        else:
+            what = (f"process-crash: the process died (status {rc}{', signal ' + str(-rc) if rc < 0 else ''}) "
+                    f"while building or running it")
+        if lane.reducing:  # the disagreement is counted already; a variant of it hung or crashed
+            report(lane, f"fuzz: seed={seed} target={phase}: shrinking stopped ({what.split(':')[0]} of a "
+                         f"variant); nothing saved; {replay}\n")
+        else:
+            totals["disagreements"] += 1
+            if phase in totals["per_target"]:
+                key = "timeout" if timed_out else "disagree"
+                slot = totals["per_target"][phase]
+                slot[key] = slot.get(key, 0) + 1
+            report(lane, f"fuzz: DISAGREE seed={seed} target={phase} {what}; {replay}\n")
+        k = targets.index(phase) + 1 if phase in targets else len(targets)
+        if k < len(targets):
+            lane.next, lane.first_target = idx, k
+        else:
+            lane.next, lane.first_target = idx + lane.stride, 0
+        launch(lane)
+
+    for lane in lanes:
+        if not lane.done:
+            launch(lane)
+    while not all(lane.done for lane in lanes):
+        try:
+            lane_id, line = q.get(timeout=0.5)
+        except queue_mod.Empty:
+            now = time.monotonic()
+            for lane in lanes:
+                if not lane.done and lane.deadline is not None and now > lane.deadline:
+                    lane.deadline = None
+                    lane.timed_out = True
+                    lane.kill()
+            continue
+        lane = lanes[lane_id]
+        if line is None:
+            rc = lane.proc.wait()
+            worker_ended(lane, rc, lane.timed_out)
+        elif line.startswith("@@BEGIN "):
+            f = line.split()
+            lane.begun = (int(f[1]), f[2], " ".join(f[3:]))
+            lane.current, lane.reducing = int(f[1]), False
+            lane.deadline = time.monotonic() + a.program_timeout
+        elif line.startswith("@@REDUCE"):
+            lane.reducing = True
+            lane.deadline = time.monotonic() + a.reduce_budget + a.program_timeout
+        elif line.startswith("@@PROGRESS "):
+            lane.partial = json.loads(line[len("@@PROGRESS "):])
+        elif line.startswith("@@STATS "):
+            lane.stats = json.loads(line[len("@@STATS "):])
+        else:
+            report(lane, line)
+        flush()
+    flush()
+    for i in sorted(out):
+        for line in out[i]:
+            print(line, end="", flush=True)
     elapsed = time.monotonic() - start_time
+    n, per_target = totals["n"], totals["per_target"]
     for t in targets:
         stats_text = ", ".join(f"{k} {v}" for k, v in sorted(per_target[t].items()))
         print(f"fuzz: {t}: {stats_text or 'nothing run'}")
     first = a.seed * SEED_STRIDE + a.start
     print(f"fuzz: {elapsed:.1f} s, generator seeds {first}..{first + max(n - 1, 0)}")
-    print(f"fuzz: {n} programs x {len(running)} targets, {disagreements} disagreements")
-    return 1 if disagreements else 0
+    print(f"fuzz: {n} programs x {len(running)} targets, {totals['disagreements']} disagreements")
+    return 1 if totals["disagreements"] else 0
 
 
 def worker(a) -> int:
@@ -203,38 +335,44 @@ def worker(a) -> int:
     n = disagreements = saves = 0
     per_target = {t: {} for t in targets}
 
-    def stats_line():
-        print("@@STATS " + json.dumps({"n": n, "disagreements": disagreements, "saves": saves,
-                                       "per_target": per_target}), flush=True)
+    def progress(tag="@@PROGRESS "):
+        print(tag + json.dumps({"n": n, "disagreements": disagreements, "saves": saves,
+                                "per_target": per_target}), flush=True)
 
-    for i in range(a.start, a.start + a.count):
+    for i in range(a.start, a.start + a.count, a.stride):
         if a.time_budget is not None and time.monotonic() - start > a.time_budget:
             break
+        first_target = a.first_target if i == a.start else 0  # a resumed program was counted already
         seed = a.seed * SEED_STRIDE + i
         print(f"@@BEGIN {i} {seed} oracle", flush=True)
         prog = kernelgen.generate(seed, avoid=frozenset(x for x in a.avoid.split(",") if x))
         args = prog.make_args()
         case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features)
-        n += 1
+        if first_target == 0:
+            n += 1
+            progress()
         try:
             oracle = case.oracle()
         except Exception as e:  # noqa: BLE001 - a program the tools cannot judge is a bug in them
-            disagreements += 1
-            print(f"fuzz: DISAGREE seed={seed} oracle/frontend refused a generated program: "
-                  f"{type(e).__name__}: {str(e)[:600]}", flush=True)
+            if first_target == 0:
+                disagreements += 1
+                print(f"fuzz: DISAGREE seed={seed} oracle/frontend refused a generated program: "
+                      f"{type(e).__name__}: {str(e)[:600]}", flush=True)
+                progress()
             continue
-        for t in targets:
+        for t in targets[first_target:]:
             print(f"@@BEGIN {i} {seed} {t}", flush=True)
             out = fuzzcase.check_target(case, oracle, t, bounds_check=a.bounds_check)
             per_target[t][out.status] = per_target[t].get(out.status, 0) + 1
             if a.verbose:
                 print(f"fuzz: seed={seed} {t}: {out.status} {out.detail[:200]}", flush=True)
-            if not out.bad:
+            if out.bad:
+                disagreements += 1
+                print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}", flush=True)
+            progress()
+            if not out.bad or a.no_save or saves >= a.max_saves:
                 continue
-            disagreements += 1
-            print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}", flush=True)
-            if a.no_save or saves >= a.max_saves:
-                continue
+            print("@@REDUCE", flush=True)
             source = prog.source
             if not a.no_reduce:
                 # Variants are built checked where pk.build can: a shrink that drops an index mask then
@@ -257,9 +395,8 @@ def worker(a) -> int:
             saves += 1
             print(f"fuzz: saved {os.path.relpath(path, os.getcwd())} ({len(source.splitlines())} lines)",
                   flush=True)
-        print(f"@@PROGRESS {json.dumps({'n': n, 'disagreements': disagreements, 'saves': saves, 'per_target': per_target})}",
-              flush=True)
-    stats_line()
+            progress()
+    progress("@@STATS ")
     return 0
 
 
