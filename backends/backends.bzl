@@ -1,9 +1,12 @@
 """THE list of polykern backends, and the Bazel targets generated from it.
 
-Adding a backend = a folder backends/<x>/ (polykern_<x>/ + tests/ + a BUILD.bazel that says
-`polykern_backend()`), one `backend(...)` line in BACKENDS below, and one entry point in
-pyproject.toml. Everything else (flags, config_settings, the compiler's deps, aggregates, the
-per-backend tests) is generated from this list.
+Adding an in-tree backend = a folder backends/<x>/ (polykern_<x>/ with register_backend(), tests/, and
+a BUILD.bazel that says `polykern_backend()`) plus one `backend(...)` line in BACKENDS below, then
+`python tools/gen_backends.py` (docs/backends.md, "In-tree backend"). The Bazel targets below are
+generated from the list at load time; the files that cannot load Starlark (the `--config=<x>` lines
+of .bazelrc, pyproject.toml's entry points and extras, requirements.txt) hold blocks that
+tools/gen_backends.py writes from it, and `python tools/gen_backends.py --check`
+(tests/test_backend_list.py) fails, naming the file and the command, while one is stale.
 
 Per backend `x`:
   //backends/x:codegen   py_library: the polykern_x package minus its runtime files; deps = the core
@@ -32,6 +35,8 @@ load("@bazel_skylib//lib:selects.bzl", "selects")
 load("@bazel_skylib//rules:common_settings.bzl", "bool_flag")
 load("@polykern_host_toolchains//:detected.bzl", "DETECTED_TOOLS", "HOST_OS")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
+load("//backends:dist_info.bzl", "backend_dist_info")
+load("//toolchains:extensions.bzl", "TOOLS")
 load("//tests/bazel:pytest.bzl", "pytest_file_tests")
 
 def backend(
@@ -44,6 +49,8 @@ def backend(
         config = None,
         os = None,
         gpu_tag = None,
+        targets = None,
+        codegen_extra = None,
         doc = ""):
     """One backend's facts.
 
@@ -51,14 +58,21 @@ def backend(
       name: the module kind and folder name.
       needs: host tools (//toolchains TOOLS) any one of which makes the runtime usable; the default
         configuration enables the runtime when one is detected.
-      runtime_pip: pip requirements (requirements.txt names) of the runtime: the device binding.
+      runtime_pip: pip requirements of the runtime (the device binding), with their version
+        specifiers ("pycuda>=2024.1"). They form the pip extra polykern[<name>] (with codegen_pip)
+        and lines of requirements.txt; a backend with neither has no extra.
       runtime_modules: top-level Python modules of the binding; codegen must never import them.
-      codegen_pip: extra pip requirements of the codegen (pure Python or tool wheels, never a driver).
+      codegen_pip: extra pip requirements of the codegen (pure Python or tool wheels, never a driver),
+        with their version specifiers.
       runtime_srcs: package-relative files that belong to the runtime besides the defaults
         runtime.py and runtime/**.
-      config: the .bazelrc config that adds this runtime (--config=<config>), if any.
+      config: the .bazelrc config that adds this runtime (--config=<config>), if any: set it only
+        where that runtime works in a Bazel build (it is implemented, and its binding is in
+        runtime_pip).
       os: the @platforms//os constraint the runtime needs, if any.
       gpu_tag: test tag for tests that need this backend's GPU (e.g. requires-gpu-nvidia).
+      targets: the target kinds its codegen registers (default: [name]).
+      codegen_extra: the name of a pip extra holding codegen_pip alone (e.g. "nvrtc"), if any.
       doc: one line for humans.
     """
     return struct(
@@ -71,18 +85,20 @@ def backend(
         config = config,
         os = os,
         gpu_tag = gpu_tag,
+        targets = targets or [name],
+        codegen_extra = codegen_extra,
         doc = doc,
     )
 
 BACKENDS = [
-    backend("llvm", needs = ["host_cpu"], runtime_srcs = ["pool.py", "elf.py", "loader.py", "objfile.py", "relocs.py"], doc = "CPU via LLVM; runtime = polykern ELF loader + ctypes"),
-    backend("cuda", needs = ["cuda_driver"], codegen_pip = ["nvidia-cuda-nvrtc"], runtime_pip = ["pycuda"], runtime_modules = ["pycuda"], config = "cuda", gpu_tag = "requires-gpu-nvidia", doc = "CUDA C / NVPTX; runtime = pycuda on the NVIDIA driver"),
-    backend("rocm", needs = ["rocm_hip"], gpu_tag = "requires-gpu-amd", doc = "AMDGPU code objects; runtime = HIP"),
-    backend("opencl", needs = ["opencl_icd"], runtime_pip = ["pyopencl"], runtime_modules = ["pyopencl"], config = "opencl", doc = "OpenCL C; runtime = pyopencl on any ICD (PoCL on CPU)"),
-    backend("vulkan", needs = ["vulkan_icd"], runtime_pip = ["vulkan"], runtime_modules = ["vulkan"], config = "vulkan", doc = "SPIR-V; runtime = vulkan (cffi) on any ICD (lavapipe on CPU)"),
-    backend("metal", needs = ["metal"], runtime_modules = ["Metal", "objc"], os = "macos", doc = "MSL; runtime = pyobjc Metal on macOS"),
-    backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu"], runtime_modules = ["wgpu"], runtime_srcs = ["wgpu_context.py", "device_array.py"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
-    backend("hexagon", needs = ["qemu_hexagon"], doc = "Hexagon objects via LLVM; runtime = QEMU user-mode emulation"),
+    backend("llvm", needs = ["host_cpu"], runtime_srcs = ["pool.py", "elf.py", "loader.py", "objfile.py", "relocs.py"], config = "llvm", doc = "CPU via LLVM; runtime = polykern ELF loader + ctypes"),
+    backend("cuda", needs = ["cuda_driver"], targets = ["cuda", "nvptx"], codegen_pip = ["nvidia-cuda-nvrtc==13.0.*"], codegen_extra = "nvrtc", runtime_pip = ["pycuda>=2024.1"], runtime_modules = ["pycuda"], config = "cuda", gpu_tag = "requires-gpu-nvidia", doc = "CUDA C / NVPTX; runtime = pycuda on the NVIDIA driver"),
+    backend("rocm", needs = ["rocm_hip"], gpu_tag = "requires-gpu-amd", doc = "AMDGPU code objects; runtime = HIP (not written yet: compile-only)"),
+    backend("opencl", needs = ["opencl_icd"], runtime_pip = ["pyopencl>=2024.1"], runtime_modules = ["pyopencl"], config = "opencl", doc = "OpenCL C; runtime = pyopencl on any ICD (PoCL on CPU)"),
+    backend("vulkan", needs = ["vulkan_icd"], runtime_pip = ["vulkan>=1.3.275"], runtime_modules = ["vulkan"], config = "vulkan", doc = "SPIR-V; runtime = vulkan (cffi) on any ICD (lavapipe on CPU)"),
+    backend("metal", needs = ["metal"], runtime_modules = ["Metal", "objc"], os = "macos", doc = "MSL; runtime = pyobjc Metal on macOS (not written yet: compile-only)"),
+    backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu>=0.19"], runtime_modules = ["wgpu"], runtime_srcs = ["wgpu_context.py", "device_array.py"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
+    backend("hexagon", needs = ["qemu_hexagon"], config = "hexagon", doc = "Hexagon objects via LLVM; runtime = QEMU user-mode emulation (qemu-hexagon-static, clang, ld.lld)"),
 ]
 
 BACKEND_NAMES = [b.name for b in BACKENDS]
@@ -91,12 +107,22 @@ BACKENDS_BY_NAME = {b.name: b for b in BACKENDS}
 # The binding modules of every backend: no codegen may import any of them.
 ALL_RUNTIME_MODULES = sorted({m: None for b in BACKENDS for m in b.runtime_modules}.keys())
 
-def pip(name):
+def pip_name(requirement):
+    """The distribution name of a pip requirement ("pycuda>=2024.1" -> "pycuda")."""
+    for i in range(len(requirement)):
+        if requirement[i] in "<>=!~;[ (":
+            return requirement[:i]
+    return requirement
+
+def pip(requirement):
     """Label of a locked pip requirement."""
-    return Label("@pypi//" + name.lower().replace("-", "_").replace(".", "_"))
+    return Label("@pypi//" + pip_name(requirement).lower().replace("-", "_").replace(".", "_"))
 
 def runtime_detected(b):
     """Whether the host toolchain detection found what backend b's runtime needs."""
+    for t in b.needs:
+        if t not in TOOLS:
+            fail("backend '%s' needs '%s', which is not a tool of toolchains/extensions.bzl TOOLS %s" % (b.name, t, TOOLS))
     if b.os and b.os != HOST_OS:
         return False
     for t in b.needs:
@@ -217,11 +243,13 @@ def polykern_backend(name = None):
     py_library(
         name = "codegen",
         srcs = native.glob([pkg + "/**/*.py"], exclude = runtime_files, allow_empty = True),
+        # The generated .dist-info holds the backend's polykern.backends entry point: discovery
+        # under Bazel is the same entry-point lookup as in a pip install (dist_info.bzl).
         data = native.glob(
             [pkg + "/**"],
             exclude = runtime_files + [pkg + "/**/*.py", pkg + "/**/__pycache__/**", pkg + "/**/*.pyc"],
             allow_empty = True,
-        ),
+        ) + backend_dist_info(name),
         imports = ["."],
         deps = [Label("//:polykern")] + [pip(p) for p in b.codegen_pip],
         visibility = ["//visibility:public"],
