@@ -109,3 +109,23 @@ def test_unknown_kind_messages(monkeypatch):
     monkeypatch.setenv("POLYKERN_BACKEND_AUTOLOAD", "0")
     assert "POLYKERN_BACKEND_AUTOLOAD=0" in backends.runtime_reason("zzz")
     assert backends.display_name("zzz") == "zzz"
+
+
+def test_messages_offer_only_the_fixes_that_exist():
+    """No extra/config: the message offers neither (an in-tree backend without a pip extra or a
+    Bazel config must not print a command that does not exist); an out-of-tree backend names its
+    own install step."""
+    def no_runtime():
+        raise ImportError("no driver here")
+
+    backends.declare("bare", "barek", display_name="Bare", codegen=lambda: None, runtime=no_runtime)
+    assert backends.runtime_missing_message("barek", "k") == (
+        "Bare runtime is not available in this environment (bare runtime could not be imported: no driver here); "
+        "cannot launch 'k'. Load this artifact where the Bare runtime exists.")
+    backends.declare("oot", "ootk", display_name="OOT", install="pip install polykern-oot", hint="on Linux",
+                     extra="ignored-when-install-is-set", codegen=lambda: None, runtime=no_runtime)
+    assert backends.runtime_missing_message("ootk", "k").endswith(
+        "cannot launch 'k'. Run pip install polykern-oot on Linux, or load this artifact where the OOT runtime exists.")
+    rec = backends.declare("absent2", "absent2", display_name="Absent2", codegen=lambda: None,
+                           runtime="polykern.this_runtime_is_not_in_the_build_either")
+    assert rec.runtime_reason == "the Absent2 runtime is not part of this build"

@@ -1,4 +1,4 @@
-"""Backend discovery and status (DESIGN.md section 4, docs/backends.md "Discovery").
+"""Backend discovery and status (docs/backends.md "Discovery" and "Module, registry and fallback").
 
 Backends are found in exactly two ways, never by guessing from importable names:
 
@@ -60,6 +60,7 @@ class BackendRecord:
     extra: str = ""
     config: str = ""
     hint: str = ""
+    install: str = ""
     origin: str = ""
     codegen_ok: bool = False
     codegen_error: str = ""
@@ -80,7 +81,7 @@ class BackendRecord:
         out = {"name": self.name, "module_kinds": list(self.module_kinds), "display_name": self.display_name,
                "origin": self.origin, "codegen_ok": self.codegen_ok, "codegen_error": self.codegen_error,
                "runtime_available": self.runtime_available, "runtime_reason": self.runtime_reason,
-               "extra": self.extra, "config": self.config}
+               "extra": self.extra, "config": self.config, "install": self.install}
         if with_devices:
             d = self.devices()
             out["devices"] = d["devices"]
@@ -129,7 +130,7 @@ def _run_plugin(target: Union[str, Callable[[], Any], None], entry: str):
 
 
 def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name: Optional[str] = None,
-            extra: Optional[str] = None, config: Optional[str] = None, hint: str = "",
+            extra: str = "", config: str = "", hint: str = "", install: str = "",
             codegen: Union[str, Callable[[], Any], None] = None, runtime: Union[str, Callable[[], Any], None] = None,
             devices: Optional[Callable[[], Sequence[Any]]] = None) -> BackendRecord:
     """Declare a backend (called from its ``register_backend()``).
@@ -138,8 +139,11 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
     callable that registers ``target.kind.*`` and ``target.build.*``. ``runtime``: module name
     (imported; its ``register()`` registers ``module.create.<kind>`` and
     ``module.load_from_bytes.<kind>``; an optional ``devices()`` in it lists devices) or a
-    callable. ``display_name`` ("CUDA"), ``extra`` (pip extra), ``config`` (Bazel config) and
-    ``hint`` ("on a host with an NVIDIA driver") feed :func:`runtime_missing_message`.
+    callable. ``display_name`` ("CUDA"), ``extra`` (the polykern pip extra that installs the
+    runtime's binding), ``config`` (the Bazel config that adds the runtime), ``install`` (the
+    install step of an out-of-tree backend, e.g. "pip install polykern-csrc"; used instead of
+    ``extra``) and ``hint`` ("on a host with an NVIDIA driver") feed :func:`runtime_missing_message`;
+    an empty ``extra``/``config``/``install`` means there is none, and the messages do not offer it.
     Declaring a name again returns the existing record.
     """
     kinds = (module_kinds,) if isinstance(module_kinds, str) else tuple(module_kinds)
@@ -148,7 +152,7 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
     with _lock:
         if name in _records and _records[name].codegen_ok:
             return _records[name]
-        rec = BackendRecord(name, kinds, display_name or name, extra or name, config or name, hint,
+        rec = BackendRecord(name, kinds, display_name or name, extra or "", config or "", hint, install or "",
                             origin=_records[name].origin if name in _records else "declared")
         _records[name] = rec
         for k in kinds:
@@ -169,8 +173,11 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
         except Exception as e:
             if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
                 # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
-                rec.runtime_reason = (f"the {rec.display_name} runtime is not part of this build "
-                                      f"(build with --config={rec.config}, or pip install polykern[{rec.extra}])")
+                fixes = [f"build with --config={rec.config}"] if rec.config else []
+                if rec.install or rec.extra:
+                    fixes.append(rec.install or f"pip install polykern[{rec.extra}]")
+                rec.runtime_reason = (f"the {rec.display_name} runtime is not part of this build"
+                                      + (f" ({', or '.join(fixes)})" if fixes else ""))
             else:
                 rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
             return rec
@@ -352,7 +359,8 @@ def runtime_reason(kind: str) -> str:
 
 
 def runtime_missing_message(kind: str, func: str) -> str:
-    """DESIGN.md section 4's message for launching ``func`` on a module that cannot run here."""
+    """The message for launching ``func`` on a module that cannot run here (docs/backends.md
+    "Module, registry and fallback"): why, then every fix that exists for this backend."""
     reason = runtime_reason(kind)  # loads backends first
     rec = record_for_kind(kind)
     display = rec.display_name if rec else kind
@@ -361,9 +369,13 @@ def runtime_missing_message(kind: str, func: str) -> str:
                 f"here (it was built with {FORCE_FALLBACK_ENV} set, or before the runtime was registered); "
                 f"cannot launch '{func}'. Export it and load the artifact with polykern.load() to run it, or "
                 f"rebuild without {FORCE_FALLBACK_ENV}.")
-    extra = rec.extra if rec else kind
-    config = rec.config if rec else kind
-    hint = f" {rec.hint}" if rec and rec.hint else ""
+    fixes = []
+    if rec and (rec.install or rec.extra):
+        fixes.append((f"run {rec.install}" if rec.install else f"install polykern[{rec.extra}]")
+                     + (f" {rec.hint}" if rec.hint else ""))
+    if rec and rec.config:
+        fixes.append(f"build with --config={rec.config}")
+    fixes.append(f"load this artifact where the {display} runtime exists")
+    text = fixes[0] if len(fixes) == 1 else ", ".join(fixes[:-1]) + ", or " + fixes[-1]
     return (f"{display} runtime is not available in this environment ({reason}); cannot launch '{func}'. "
-            f"Install polykern[{extra}]{hint}, build with --config={config}, or load this artifact where the "
-            f"{display} runtime exists.")
+            f"{text[0].upper()}{text[1:]}.")
