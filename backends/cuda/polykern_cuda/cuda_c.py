@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_source import ATOM, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ScalarType, f16, f64
 
 _F32 = {"sqrt": "sqrtf", "rsqrt": "rsqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
@@ -28,7 +28,17 @@ _REG = {"local_id": "threadIdx", "group_id": "blockIdx", "local_size": "blockDim
 _XYZ = "xyz"
 _FN = "static __device__ __forceinline__"
 
+_INDENT = "    "
+_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+
 _HELPERS = {
+    "pk_sg_local_id": (f"""{{fn}} unsigned pk_sg_local_id() {{{{ return {_TID} & 31u; }}}}""", ()),
+    "pk_sg_id": (f"""{{fn}} unsigned pk_sg_id() {{{{ return {_TID} >> 5; }}}}""", ()),
+    "pk_sg_mask": (f"""// the lanes of this thread's warp that exist (the block's last warp may be partial)
+{{fn}} unsigned pk_sg_mask() {{{{
+    unsigned n = blockDim.x * blockDim.y * blockDim.z - ({_TID} & ~31u);
+    return n >= 32u ? 0xffffffffu : (1u << n) - 1u;
+}}}}""", ()),
     "pk_f2h": ("""{fn} unsigned short pk_f2h(float x) {{
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
@@ -133,6 +143,40 @@ class CUDADialect(CDialect):
 
     def barrier(self) -> str:
         return "__syncthreads();"
+
+    def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
+        """Subgroups are warps of 32 lanes over the block's linear thread index (docs/language.md)."""
+        if op == "size":
+            return Code("32")
+        if op in ("local_id", "id"):
+            return Code(f"(int){unit.helper('pk_sg_' + op)}()", UNARY)
+        mask = f"{unit.helper('pk_sg_mask')}()"
+        v = args[0].text
+        if op == "shuffle":  # __shfl_sync reads lane (lane % 32)
+            return Code(f"__shfl_sync({mask}, {v}, {args[1].text})")
+        if op == "shuffle_xor":  # the lane mask's low 5 bits
+            return Code(f"__shfl_xor_sync({mask}, {v}, {args[1].text})")
+        if op == "broadcast_first":
+            return Code(f"__shfl_sync({mask}, {v}, 0)")
+        if op in ("any", "all"):
+            return Code(f"(__{op}_sync({mask}, {v}) != 0)", ATOM)
+        name = f"pk_sg_{op}_{t.name}"
+        if name not in unit.helpers:
+            tn = self.type_name(t)
+            step = self.math(unit, op, t, [Code("v"), Code("__shfl_xor_sync(m, v, o)")]) if op != "add" else \
+                Code("v + __shfl_xor_sync(m, v, o)")
+            if t.is_int and t.is_signed and op == "add":  # wrap, as the IR's integers do
+                ut = self.unsigned_of(t)
+                step = Code(f"({tn})(({ut})v + ({ut})__shfl_xor_sync(m, v, o))")
+            tree = (f"{_INDENT}for (int o = 16; o > 0; o >>= 1) v = {step.text};\n"
+                    f"{_INDENT}return v;")
+            if t.name in ("i32", "u32") and op in ("add", "min", "max"):  # redux.sync on sm_80+
+                tree = (f"#if __CUDA_ARCH__ >= 800\n{_INDENT}return __reduce_{op}_sync(m, v);\n#else\n"
+                        f"{tree}\n#endif")
+            src = (f"// subgroup_{op} over a warp (all lanes get the same result)\n"
+                   f"{_FN} {tn} {name}(unsigned m, {tn} v) {{\n{tree}\n}}")
+            unit.helper(name, src)
+        return Code(f"{name}({mask}, {v})")
 
     def helper_source(self, name: str):
         src, deps = _HELPERS[name]

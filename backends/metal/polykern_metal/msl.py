@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ArrayType, ScalarType, bool_, f32, f64
 
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
@@ -30,6 +30,9 @@ _MATH_F32 = dict(_MATH, **{f: f"precise::{f}" for f in ("sqrt", "rsqrt", "exp", 
                                                        "cos", "tanh", "pow", "fmod")})
 
 # (parameter name, attribute) per special register.
+_SG_REG = {"subgroup_size": ("pk_simd_width", "threads_per_simdgroup"),
+           "subgroup_local_id": ("pk_simd_lane", "thread_index_in_simdgroup"),
+           "subgroup_id": ("pk_simd_group", "simdgroup_index_in_threadgroup")}
 _REG = {"global_id": ("pk_global_id", "thread_position_in_grid"),
         "local_id": ("pk_local_id", "thread_position_in_threadgroup"),
         "group_id": ("pk_group_id", "threadgroup_position_in_grid"),
@@ -102,7 +105,8 @@ class MetalDialect(CDialect):
         for kind, _ in regs:
             if kind not in kinds:
                 kinds.append(kind)
-        params = params + [f"uint3 {_REG[k][0]} [[{_REG[k][1]}]]" for k in kinds]
+        params = params + [f"{'uint' if k in _SG_REG else 'uint3'} {_REG.get(k, _SG_REG.get(k))[0]} "
+                           f"[[{_REG.get(k, _SG_REG.get(k))[1]}]]" for k in kinds]
         if len(params) <= 2:
             return f"kernel void {symbol}({', '.join(params)})"
         inner = ",\n".join(self.indent + p for p in params)
@@ -113,6 +117,20 @@ class MetalDialect(CDialect):
 
     def barrier(self) -> str:
         return "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
+
+    def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
+        """SIMD-group functions (MSL 2.1+); the three registers are kernel parameters."""
+        if op in ("size", "local_id", "id"):
+            return Code(f"(int){_SG_REG['subgroup_' + op][0]}", UNARY)
+        if t.bits == 64:
+            raise self.refuse(f"subgroup_{op}() on {t}", "Metal's SIMD-group functions take 32-bit (and "
+                              "16-bit) values; cast to i32, u32 or f32")
+        v = args[0].text
+        if op in ("shuffle", "shuffle_xor"):  # the lane (mask) modulo the SIMD-group width
+            width = _SG_REG["subgroup_size"][0]
+            return Code(f"simd_{op}({v}, (ushort)((uint){args[1].at(UNARY)} & ({width} - 1u)))")
+        name = {"add": "simd_sum"}.get(op, f"simd_{op}")
+        return Code(f"{name}({v})")
 
     def prologue(self, unit: TranslationUnit) -> List[str]:
         return ["#include <metal_stdlib>", "using namespace metal;"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ArrayType, ScalarType, bool_, f16, f64
 
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
@@ -29,6 +29,7 @@ _MATH.update({"abs": "fabs", "min": "fmin", "max": "fmax"})
 _REG = {"global_id": "get_global_id", "local_id": "get_local_id", "group_id": "get_group_id",
         "local_size": "get_local_size", "num_groups": "get_num_groups"}
 _SPACE = {SPACE_GLOBAL: "__global", SPACE_SHARED: "__local"}
+_SG_REG = {"size": "get_max_sub_group_size", "local_id": "get_sub_group_local_id", "id": "get_sub_group_id"}
 _FN = "static inline"
 _NAN_GUARDED = ("floor", "ceil", "exp", "exp2", "tanh")  # see OpenCLDialect.math
 
@@ -155,11 +156,32 @@ class OpenCLDialect(CDialect):
     def barrier(self) -> str:
         return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
 
+    def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
+        """cl_khr_subgroups (sub_group_reduce_*, any/all, broadcast) and cl_khr_subgroup_shuffle; the
+        codegen refuses kernels with subgroups unless the target declares them (``-subgroups``)."""
+        unit.features.add("subgroups")
+        if op in _SG_REG:
+            return Code(f"(int){_SG_REG[op]}()", UNARY)
+        v = args[0].text
+        if op in ("shuffle", "shuffle_xor"):  # the lane (mask) modulo the subgroup size
+            unit.features.add("subgroup_shuffle")
+            lane = f"(uint){args[1].at(UNARY)} % get_max_sub_group_size()"
+            return Code(f"sub_group_{op}({v}, {lane})")
+        if op == "broadcast_first":  # every lane is active (uniform control flow): lane 0 is the first
+            return Code(f"sub_group_broadcast({v}, 0u)")
+        if op in ("any", "all"):
+            return Code(f"(sub_group_{op}((int){args[0].at(UNARY)}) != 0)", ATOM)
+        return Code(f"sub_group_reduce_{op}({v})")
+
     def prologue(self, unit: TranslationUnit) -> List[str]:
         # OpenCL C contracts a*b+c into fma by default; the language does not (polykern.numerics).
         out = ["#pragma OPENCL FP_CONTRACT OFF"]
         if "f64" in unit.features:
             out.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        if "subgroups" in unit.features:
+            out.append("#pragma OPENCL EXTENSION cl_khr_subgroups : enable")
+        if "subgroup_shuffle" in unit.features:
+            out.append("#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable")
         if "int64_base_atomics" in unit.features:
             out.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
         if "int64_extended_atomics" in unit.features:

@@ -295,6 +295,11 @@ class CDialect:
     def barrier(self) -> str:
         raise NotImplementedError
 
+    def subgroup(self, unit: "TranslationUnit", op: str, t: ScalarType, args: List[Code]) -> Code:
+        """``pk.subgroup_<op>`` (``polykern.ir.SUBGROUP_OPS``; ``t``: the result type, ``args``: the
+        value and, for shuffles, the lane). Raise :meth:`refuse` where the backend lacks it."""
+        raise self.refuse(f"subgroup_{op}()", f"{self.language} has no subgroup operations here")
+
     def atomic(self, unit: "TranslationUnit", op: str, t: ScalarType, space: str, ptr: str,
                value: Code, compare: Optional[Code]) -> Code:
         """Atomic ``op`` on ``*ptr`` (``ptr`` is ``&base[index]``); returns the old value.
@@ -414,6 +419,8 @@ class KernelEmitter:
             self.check_type(p.type.elem if p.is_buffer else p.type)
         regs = sorted({(e.kind, e.dim) for e in ir.walk_all_exprs(fn.body) if isinstance(e, ir.SpecialReg)},
                       key=lambda r: (ir.SPECIAL_REGS.index(r[0]), r[1]))
+        if ir.uses_subgroups(fn):  # every subgroup register (a dialect may need them as parameters)
+            regs += [("subgroup_" + op, 0) for op in ir.SUBGROUP_REGS]
         decls, prologue = [], []
         for i, p in enumerate(fn.params):
             name = self.names[p.name]
@@ -607,7 +614,18 @@ class KernelEmitter:
             return d.special_reg(e.kind, e.dim)
         if isinstance(e, ir.Atomic):
             return self.atomic(e)
+        if isinstance(e, ir.Subgroup):
+            return self.subgroup(e)
         raise self.fail(f"expression {type(e).__name__}", "unknown to the C source emitter", e)
+
+    def subgroup(self, e: ir.Subgroup) -> Code:
+        args = [self.expr(a) for a in e.args]
+        try:
+            return self.d.subgroup(self.unit, e.op, e.type, args)
+        except KernelTypeError as err:
+            if err.loc is None:  # dialects refuse without a location; point at the user's call
+                raise KernelTypeError(err.message, e.loc or self.loc or self.fn.loc) from None
+            raise
 
     def binop(self, e: ir.BinOp) -> Code:
         d, t, op = self.d, e.a.type, e.op

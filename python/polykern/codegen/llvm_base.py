@@ -41,7 +41,7 @@ from typing import Dict, List, Optional
 
 from llvmlite import ir as ll
 
-from ..errors import CompileError
+from ..errors import CompileError, KernelTypeError
 from ..ir import nodes as N
 from ..ir.types import ArrayType, BufferType, ScalarType, f32
 from .llvm_f16 import f16_libcall_ir
@@ -523,6 +523,13 @@ class LLVMKernelEmitter:
 
     def expr_SpecialReg(self, e: N.SpecialReg) -> ll.Value:
         return self.special_reg(e.kind, e.dim)
+
+    def expr_Subgroup(self, e: N.Subgroup) -> ll.Value:
+        return self.subgroup(e)
+
+    def subgroup(self, e: N.Subgroup) -> ll.Value:
+        """``pk.subgroup_<op>`` (a collective is the whole value of an Assign: ir.Subgroup)."""
+        raise KernelTypeError(f"{type(self).__name__}: subgroup_{e.op}() is not supported by this backend", e.loc)
 
     def expr_Load(self, e: N.Load) -> ll.Value:
         ptr, st = self.element_ptr(e.base, e.index)

@@ -196,15 +196,18 @@ def _has_own(stmts: List[N.Stmt], kind) -> bool:
     return False
 
 
-def plan_fission(fn: N.Function) -> FissionPlan:
+def plan_fission(fn: N.Function, pinned: Set[str] = frozenset()) -> FissionPlan:
+    """The plan for ``fn``; the ``pinned`` locals are kept per work-item whatever their use (the
+    operands of subgroup collectives, which other work-items read: llvm_subgroups)."""
     b = _Builder(fn)
     nodes = b.build(fn.body, False)
-    uniform = _uniform_locals(fn, nodes)
+    uniform = _uniform_locals(fn, nodes) - set(pinned)
     nodes = _hoist_uniform(nodes, uniform, {p.name for p in fn.params if not p.is_buffer}, True)
     per_vars, per_arrays = _classify(fn, nodes)
     counts = assign_counts(fn)
-    remat = rematerializable(fn, counts)
+    remat = {k: v for k, v in rematerializable(fn, counts).items() if k not in pinned}
     per_vars -= uniform | set(remat)
+    per_vars |= set(pinned)
     for node in _walk(nodes):
         if isinstance(node, GLoop) and node.kind == "for" and not node.uniform:
             per_vars.update((node.stmt.var, node.stop_var))
@@ -225,6 +228,8 @@ def uniform_expr(e: N.Expr, uniform: Set[str], params: Set[str]) -> bool:
         if isinstance(x, (N.Load, N.Atomic)):
             return False
         if isinstance(x, N.SpecialReg) and x.kind not in _UNIFORM_REGS:
+            return False
+        if isinstance(x, N.Subgroup) and x.op != "size":
             return False
         if isinstance(x, N.Var) and x.name not in uniform and x.name not in params:
             return False
@@ -484,7 +489,8 @@ _ROW_UNIFORM_DIMS = (1, 2)
 
 
 def _pure(e: N.Expr) -> bool:
-    return not any(isinstance(x, (N.Load, N.Atomic)) for x in N.walk_expr(e))
+    return not any(isinstance(x, (N.Load, N.Atomic)) or (isinstance(x, N.Subgroup) and x.collective)
+                   for x in N.walk_expr(e))
 
 
 def _ends_with_return(stmts: List[N.Stmt]) -> bool:

@@ -45,6 +45,7 @@ from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir.types import BufferType
 from .llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
+from .llvm_subgroups import emit_subgroup, lower_collectives
 from .llvm_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform, _stmt_names,
                            plan_fission, plan_row_guards)
 
@@ -109,8 +110,9 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
     # ------------------------------------------------------------------ entry point
     def emit_function(self, fn: N.Function) -> ll.Function:
         self._reset_function_state()
+        fn, pinned = lower_collectives(fn)  # a collective is a fission point (llvm_subgroups)
         self.fn = fn
-        self.plan = plan_fission(fn) if N.uses_barrier(fn) else None
+        self.plan = plan_fission(fn, pinned) if N.uses_barrier(fn) else None
         fty = ll.FunctionType(VOID, [PTR, PTR, I64, I64])
         llfn = ll.Function(self.module, fty, name=fn.name + RANGE_SUFFIX)
         for arg, name in zip(llfn.args, ("args", "launch", "group_begin", "group_end")):
@@ -641,6 +643,9 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         self._remap_state({n.left: 0})
 
     # ------------------------------------------------------------------ special registers
+    def subgroup(self, e: N.Subgroup) -> ll.Value:
+        return emit_subgroup(self, e)
+
     def special_reg(self, kind: str, dim: int) -> ll.Value:
         if kind == "global_id":  # group * size + local < grid * block <= 2**31 (checked at launch)
             b = self.builder

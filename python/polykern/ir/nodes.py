@@ -211,6 +211,43 @@ class Atomic(Expr):
         return out
 
 
+SUBGROUP_REGS = ("size", "local_id", "id")
+SUBGROUP_COLLECTIVES = ("shuffle", "shuffle_xor", "add", "min", "max", "any", "all", "broadcast_first")
+SUBGROUP_OPS = SUBGROUP_REGS + SUBGROUP_COLLECTIVES
+
+
+@dataclass(eq=False)
+class Subgroup(Expr):
+    """A subgroup builtin (``pk.subgroup_<op>``, docs/language.md "Subgroups").
+
+    ``size``/``local_id``/``id`` take no arguments and have type ``i32``; ``any``/``all`` take a bool
+    and give a bool; ``shuffle``/``shuffle_xor`` take ``(value, lane)`` (lane ``i32``), the others
+    ``(value,)``, and give the value's type. A collective (every op but the three registers) is
+    reached by all work-items of the workgroup or none (passes/uniformity.py) and is always the
+    whole right-hand side of an ``Assign`` whose operands contain no other collective (the frontend
+    hoists it into a temporary), so backends and the interpreter meet it at statement level."""
+
+    op: str
+    args: List[Expr] = field(default_factory=list)
+
+    def __post_init__(self):
+        from .types import i32
+
+        if self.op in SUBGROUP_REGS:
+            self.type = i32
+        elif self.op in ("any", "all"):
+            self.type = bool_
+        else:
+            self.type = self.args[0].type
+
+    @property
+    def collective(self) -> bool:
+        return self.op in SUBGROUP_COLLECTIVES
+
+    def children(self):
+        return list(self.args)
+
+
 # ---------------------------------------------------------------- statements
 
 
@@ -364,6 +401,18 @@ def walk_all_exprs(stmts: List[Stmt]):
 
 def uses_barrier(fn: Function) -> bool:
     return any(isinstance(s, Barrier) for s in walk_stmts(fn.body))
+
+
+def subgroup_collective(s: Stmt) -> Optional["Subgroup"]:
+    """The subgroup collective ``s`` evaluates (``t = pk.subgroup_add(v)``), or None."""
+    if isinstance(s, Assign) and isinstance(s.value, Subgroup) and s.value.collective:
+        return s.value
+    return None
+
+
+def uses_subgroups(fn: Function) -> bool:
+    """Whether ``fn`` uses any subgroup builtin."""
+    return any(isinstance(e, Subgroup) for e in walk_all_exprs(fn.body))
 
 
 def used_types(fn: Function) -> set:

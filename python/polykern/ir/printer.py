@@ -27,6 +27,8 @@ def expr_str(e: ir.Expr) -> str:
         return f"{e.func}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, ir.SpecialReg):
         return f"{e.kind}({e.dim})"
+    if isinstance(e, ir.Subgroup):
+        return f"subgroup_{e.op}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, ir.Atomic):
         extra = f"{expr_str(e.compare)}, " if e.compare is not None else ""
         return f"atomic_{e.op}({e.base.name}, {expr_str(e.index)}, {extra}{expr_str(e.value)})"

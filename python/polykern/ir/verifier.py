@@ -9,12 +9,13 @@ import numpy as np
 
 from ..errors import CompileError
 from . import nodes as ir
-from .types import ArrayType, BufferType, ScalarType, bool_
+from .types import ArrayType, BufferType, ScalarType, bool_, i32
 
 
 class _Verifier:
     def __init__(self, fn: ir.Function):
         self.fn = fn
+        self.collective_ok = False  # set by an Assign whose value is a subgroup collective
         self.scope = {p.name: p.type for p in fn.params}
         for name, t in fn.locals.items():
             self._declare(name, t)
@@ -42,6 +43,8 @@ class _Verifier:
             t = self.fn.locals.get(s.name)
             if t is None:
                 self.fail(f"assignment to undeclared local '{s.name}'", s)
+            if ir.subgroup_collective(s) is not None:
+                self.collective_ok = True  # the one place a collective may stand
             self.expect(s.value, t, s)
         elif isinstance(s, ir.Store):
             self.memory(s.base, s.index, s)
@@ -151,8 +154,27 @@ class _Verifier:
                 self.fail("compare operand is required exactly for cas", e)
             if e.compare is not None:
                 self.expect(e.compare, e.type, e)
+        elif isinstance(e, ir.Subgroup):
+            self.subgroup(e)
         else:
             self.fail(f"unknown expression {type(e).__name__}", e)
+
+    def subgroup(self, e):
+        if e.op not in ir.SUBGROUP_OPS:
+            self.fail(f"unknown subgroup op '{e.op}'", e)
+        if e.collective:
+            if not self.collective_ok:
+                self.fail(f"subgroup_{e.op} must be the whole right-hand side of an assignment", e)
+            self.collective_ok = False
+        want = {"size": 0, "local_id": 0, "id": 0, "shuffle": 2, "shuffle_xor": 2}.get(e.op, 1)
+        if len(e.args) != want:
+            self.fail(f"subgroup_{e.op} takes {want} operands, got {len(e.args)}", e)
+        for a in e.args:
+            self.expr(a)
+        if e.op in ("any", "all") and e.args[0].type != bool_:
+            self.fail(f"subgroup_{e.op} needs a bool operand", e)
+        if e.op in ("shuffle", "shuffle_xor") and e.args[1].type != i32:
+            self.fail(f"the lane of subgroup_{e.op} must be i32", e)
 
 
 def verify(fn: ir.Function) -> ir.Function:

@@ -32,9 +32,17 @@ _SPECIAL = ("global_id", "local_id", "group_id", "local_size", "num_groups")
 _MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma", "abs", "min",
          "max", "floor", "ceil")
 _ATOMIC = ("atomic_add", "atomic_min", "atomic_max", "atomic_xchg", "atomic_cas")
-_OTHER = {"barrier": "barrier", "select": "select", "shared": "alloc", "local": "alloc"}
+_OTHER = {"barrier": "barrier", "select": "select", "shared": "alloc", "local": "alloc", "vload": "vector",
+          "vstore": "vector"}
+
+# pk.subgroup_<op> (docs/language.md "Subgroups"): ir.SUBGROUP_OPS with the prefix.
+_SUBGROUP = ("subgroup_size", "subgroup_local_id", "subgroup_id", "subgroup_shuffle", "subgroup_shuffle_xor",
+             "subgroup_add", "subgroup_min", "subgroup_max", "subgroup_any", "subgroup_all",
+             "subgroup_broadcast_first")
 
 BUILTINS = {}
+for _n in _SUBGROUP:
+    BUILTINS[_n] = Builtin(_n, "subgroup")
 for _n in _SPECIAL:
     BUILTINS[_n] = Builtin(_n, "special")
 for _n in _MATH:

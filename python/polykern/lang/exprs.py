@@ -7,7 +7,7 @@ import types as _pytypes
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f32, i32
+from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f32, f64, i32, i64, u32, u64
 from . import builtins as B
 from .typing_rules import coerce, default_type, is_weak, literal, unify
 
@@ -34,6 +34,9 @@ _FOLD = {
 }
 
 _CAST_NAMES = {int: i32, float: f32, bool: bool_}
+# The value types of subgroup shuffles and reductions (docs/language.md "Subgroups"); a backend
+# without 64-bit types refuses those itself.
+_SUBGROUP_TYPES = (i32, u32, i64, u64, f32, f64)
 # Untyped integer constants are exact, but bounded: no type is wider than 64 bits.
 _MAX_LITERAL_BITS = 128
 _CONST_BINOPS = {
@@ -542,6 +545,39 @@ class ExprTranslator:
         a, b = self.scalar_expr(node.args[1]), self.scalar_expr(node.args[2])
         a, b = unify(a, b, "select()", self.loc(node))
         return ir.Select(c, default_type(a), default_type(b))
+
+    def _call_subgroup(self, name, node):
+        """``pk.subgroup_<op>(...)`` (docs/language.md "Subgroups"). A collective is hoisted into a
+        temporary of its own (``ir.Subgroup``'s contract): ``_t = subgroup_add(v)`` runs before the
+        statement that uses it."""
+        op = name[len("subgroup_"):]
+        if op in ir.SUBGROUP_REGS:
+            self._nargs(node, name, 0)
+            return ir.Subgroup(op, [])
+        self._nargs(node, name, 2 if op in ("shuffle", "shuffle_xor") else 1)
+        if op in ("any", "all"):
+            args = [self.cond_expr(node.args[0])]
+        else:
+            v = default_type(self.scalar_expr(node.args[0]))
+            if v.type not in _SUBGROUP_TYPES:
+                hint = "; use subgroup_any/subgroup_all, or cast to i32" if v.type == bool_ else \
+                    "; cast to i32, u32 or f32"
+                raise self.type_error(f"{name}() is not defined for {v.type} (it takes i32, u32, i64, u64, f32 "
+                                      f"or f64{hint})", node)
+            args = [v]
+            if len(node.args) == 2:
+                lane = self.scalar_expr(node.args[1])
+                what = "lane" if op == "shuffle" else "mask"
+                if lane.type != i32 and not is_weak(lane):
+                    raise self.type_error(f"the {what} of {name}() must be i32, got {lane.type}", node)
+                args.append(coerce(lane, i32, f"{what} of {name}()"))
+        call = ir.Subgroup(op, args)
+        call.loc = self.loc(node)
+        tmp = self.new_temp(call.type, node)
+        assign = ir.Assign(tmp, call)
+        assign.loc = call.loc
+        self.pending.append(assign)
+        return ir.Var(tmp, call.type)
 
     def _call_barrier(self, name, node):
         raise self.syntax_error("barrier() is a statement; write it on its own line", node)

@@ -1,4 +1,5 @@
-"""Uniformity analysis: every ``barrier()`` must be reached by all work-items of a workgroup or none.
+"""Uniformity analysis: every ``barrier()`` and every subgroup collective (``pk.subgroup_add`` ...)
+must be reached by all work-items of a workgroup or none.
 
 GPUs leave a barrier that only some work-items reach undefined (a hang, or silently wrong shared
 memory); the CPU backend would define it. The language refuses it at compile time, as WGSL does, with a
@@ -96,6 +97,8 @@ class _Analysis:
             return f"{e.kind}({e.dim})"
         if isinstance(e, ir.Atomic):
             return f"the result of atomic_{e.op}() on '{e.base.name}'"
+        if isinstance(e, ir.Subgroup) and e.op != "size":  # the same within a subgroup at most
+            return f"subgroup_{e.op}()"
         if isinstance(e, ir.Load):
             t = e.base.type
             if isinstance(t, BufferType) and not t.readonly:
@@ -126,6 +129,14 @@ class _Analysis:
 
     def stmt(self, s, ctrl: Optional[str]) -> _Exits:
         if isinstance(s, ir.Assign):
+            sg = ir.subgroup_collective(s)
+            if sg is not None and self.report and ctrl:
+                raise KernelTypeError(
+                    f"subgroup_{sg.op}() is reached only by some work-items of a workgroup: {ctrl}. Every "
+                    "work-item of a workgroup must reach the same subgroup operation (GPUs leave it "
+                    "undefined otherwise); make the condition uniform (computed only from parameters, "
+                    "constants, group_id, local_size, num_groups and readonly Buffers) or move the "
+                    "operation out of it", sg.loc or s.loc)
             self.mark(s.name, self.value(s.value), ctrl, s)
         elif isinstance(s, ir.Store):
             t = s.base.type
@@ -177,7 +188,8 @@ class _Analysis:
 
 
 def check_barrier_uniformity(fn: ir.Function) -> ir.Function:
-    """Raise a located KernelTypeError if a barrier of ``fn`` may be reached by only some work-items."""
-    if ir.uses_barrier(fn):
+    """Raise a located KernelTypeError if a barrier or subgroup collective of ``fn`` may be reached by only
+    some work-items."""
+    if ir.uses_barrier(fn) or any(ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body)):
         _Analysis(fn).run()
     return fn

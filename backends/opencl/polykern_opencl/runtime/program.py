@@ -96,8 +96,8 @@ class Program:
         missing = [x for x in required_extensions(source) if not device.has_extension(x)]
         if missing:
             raise DeviceError(f"OpenCL: the {label} needs {', '.join(missing)}, which {device.name} does not "
-                              "support (its kernels use 64-bit floats or 64-bit atomics); pick another device "
-                              "with POLYKERN_OPENCL_DEVICE or avoid those types", name="missing extension")
+                              "support (its kernels use 64-bit floats, 64-bit atomics or subgroups); pick another "
+                              "device with POLYKERN_OPENCL_DEVICE or avoid those features", name="missing extension")
         options = build_options(device)
         self.options = options
         device.count("program_builds")
