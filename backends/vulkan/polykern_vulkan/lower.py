@@ -41,6 +41,7 @@ from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, f32, f
 from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
+from .spirv_subgroups import declare_subgroup_inputs, lower_subgroup
 from .spirv_spec import (BUILTIN, EXECUTION_MODE, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
                          SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_UNIFORM_MEMORY, SEM_WORKGROUP_MEMORY, Op)
 
@@ -111,6 +112,8 @@ class KernelLowering:
         self.version = version
         self.features = features
         self.m = ModuleBuilder(version)
+        self.subgroup_inputs: List[int] = []  # built-in input variables of the subgroup registers
+        self.subgroup_regs: Dict[str, int] = {}  # subgroup op -> its loaded i32 value
         self.f: Optional[FunctionBuilder] = None
         self.required: set = set()
         self.vars: Dict[str, int] = {}  # scalar name -> Function variable
@@ -331,12 +334,18 @@ class KernelLowering:
             self.arrays[name] = (f.variable(m.t_pointer("Function", arr), name, m.const_null(arr)), "Function")
         self.load_params()
         self.load_specials(specials, inputs)
+        if n.uses_subgroups(self.fn):
+            if self.version < (1, 3):
+                sg = next(e for e in n.walk_all_exprs(self.fn.body) if isinstance(e, n.Subgroup))
+                self.refuse(f"subgroup_{sg.op}() needs SPIR-V 1.3 or later (GroupNonUniform operations); "
+                            f"this target asks for SPIR-V {self.version[0]}.{self.version[1]}", sg.loc)
+            self.subgroup_regs = declare_subgroup_inputs(self)
         self.stmts(self.fn.body)
         if not f.terminated:
             f.op(Op.Return)
         m.entry_point(EXECUTION_MODEL["GLCompute"], f.id, self.fn.name,
                       self.interface if self.version >= (1, 4) else
-                      [v for v in self.interface if v in inputs.values()])
+                      [v for v in self.interface if v in inputs.values() or v in self.subgroup_inputs])
         self.preserve_specials(f.id)
         self.attrs["entry"] = self.fn.name
         self.attrs["spirv"] = f"{self.version[0]}.{self.version[1]}"
@@ -552,6 +561,8 @@ class KernelLowering:
             return self.specials[(e.kind, e.dim)]
         if isinstance(e, n.Atomic):
             return self.atomic(e)
+        if isinstance(e, n.Subgroup):
+            return lower_subgroup(self, e)
         self.refuse(f"expression {type(e).__name__} is not supported by the SPIR-V emitter", e.loc)
 
     _ARITH = {"add": (Op.IAdd, Op.IAdd, Op.FAdd), "sub": (Op.ISub, Op.ISub, Op.FSub),

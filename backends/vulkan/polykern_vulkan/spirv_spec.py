@@ -18,6 +18,20 @@ def version_word(major: int, minor: int) -> int:
 
 class Op:
     Nop = 0
+    # GroupNonUniform (SPIR-V 1.3): subgroups
+    GroupNonUniformAll = 334
+    GroupNonUniformAny = 335
+    GroupNonUniformBroadcastFirst = 338
+    GroupNonUniformShuffle = 345
+    GroupNonUniformShuffleXor = 346
+    GroupNonUniformIAdd = 349
+    GroupNonUniformFAdd = 350
+    GroupNonUniformSMin = 353
+    GroupNonUniformUMin = 354
+    GroupNonUniformFMin = 355
+    GroupNonUniformSMax = 356
+    GroupNonUniformUMax = 357
+    GroupNonUniformFMax = 358
     Name = 5
     MemberName = 6
     Extension = 10
@@ -134,7 +148,8 @@ def _enum(**members):
 
 CAPABILITY = _enum(Shader=1, Float16=9, Float64=10, Int64=11, Int64Atomics=12, Int16=22, Int8=39,
                    StorageBuffer16BitAccess=4433, StorageBuffer8BitAccess=4448,
-                   SignedZeroInfNanPreserve=4466)
+                   SignedZeroInfNanPreserve=4466, GroupNonUniform=61, GroupNonUniformVote=62,
+                   GroupNonUniformArithmetic=63, GroupNonUniformBallot=64, GroupNonUniformShuffle=65)
 ADDRESSING = _enum(Logical=0)
 MEMORY_MODEL = _enum(GLSL450=1)
 EXECUTION_MODEL = _enum(GLCompute=5)
@@ -143,10 +158,12 @@ STORAGE_CLASS = _enum(Input=1, Workgroup=4, Function=7, PushConstant=9, StorageB
 DECORATION = _enum(SpecId=1, Block=2, ArrayStride=6, BuiltIn=11, NonWritable=24, Binding=33,
                    DescriptorSet=34, Offset=35, NoContraction=42)
 BUILTIN = _enum(NumWorkgroups=24, WorkgroupSize=25, WorkgroupId=26, LocalInvocationId=27,
-                GlobalInvocationId=28)
+                GlobalInvocationId=28, SubgroupSize=36, SubgroupId=40, SubgroupLocalInvocationId=41)
 
 SCOPE_DEVICE = 1
 SCOPE_WORKGROUP = 2
+SCOPE_SUBGROUP = 3
+GROUP_OPERATION_REDUCE = 0
 SEM_RELAXED = 0x0
 SEM_ACQUIRE_RELEASE = 0x8
 SEM_UNIFORM_MEMORY = 0x40
@@ -229,6 +246,12 @@ GRAMMAR[Op.AtomicLoad] = ["T", "R", "I", "I", "I"]
 for _op in (Op.AtomicExchange, Op.AtomicIAdd, Op.AtomicSMin, Op.AtomicUMin, Op.AtomicSMax, Op.AtomicUMax):
     GRAMMAR[_op] = ["T", "R", "I", "I", "I", "I"]
 GRAMMAR[Op.AtomicCompareExchange] = ["T", "R", "I", "I", "I", "I", "I", "I"]
+for _op in (Op.GroupNonUniformAll, Op.GroupNonUniformAny, Op.GroupNonUniformBroadcastFirst):
+    GRAMMAR[_op] = ["T", "R", "I", "I"]
+for _op in (Op.GroupNonUniformShuffle, Op.GroupNonUniformShuffleXor):
+    GRAMMAR[_op] = ["T", "R", "I", "I", "I"]
+for _op in range(Op.GroupNonUniformIAdd, Op.GroupNonUniformFMax + 1):
+    GRAMMAR[_op] = ["T", "R", "I", "L", "I"]
 
 ENUMS = {
     "CAPABILITY": CAPABILITY, "ADDRESSING": ADDRESSING, "MEMORY_MODEL": MEMORY_MODEL,

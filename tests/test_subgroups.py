@@ -1,0 +1,188 @@
+"""pk.subgroup_* (docs/language.md "Subgroups"): every op against NumPy on every runtime here, the
+located refusals, and the device code each GPU backend emits (CUDA: shfl.sync / redux.sync in nvcc's
+PTX; Metal: simd_*; OpenCL: sub_group_*; SPIR-V: spirv-val).
+
+The expected values are computed from the mapping the device reports (each work-item writes its
+subgroup_id and subgroup_local_id), so the test holds for any subgroup size and any mapping."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, f32, i32, u32
+from polykern.errors import KernelTypeError
+
+from runtimes import runnable_targets
+
+N, BLOCK = 96, 48  # two groups of 48: with 32-lane warps the second warp of a group is partial
+
+
+@pk.kernel
+def sg_ops(xf: Buffer[f32], xi: Buffer[i32], xu: Buffer[u32], of: Buffer[f32], oi: Buffer[i32],
+           ou: Buffer[u32], ids: Buffer[i32]):
+    i = pk.global_id(0)
+    v = xf[i]
+    w = xi[i]
+    of[i * 4 + 0] = pk.subgroup_add(v)
+    of[i * 4 + 1] = pk.subgroup_min(v) + pk.subgroup_max(v) * 100.0
+    of[i * 4 + 2] = pk.subgroup_shuffle(v, pk.subgroup_local_id() + 1)
+    of[i * 4 + 3] = pk.subgroup_shuffle_xor(v, 1) + pk.subgroup_broadcast_first(v) * 100.0
+    oi[i * 4 + 0] = pk.subgroup_add(w)
+    oi[i * 4 + 1] = pk.subgroup_min(w) * 1000 + pk.subgroup_max(w)
+    oi[i * 4 + 2] = i32(pk.subgroup_any(w > 8)) + 2 * i32(pk.subgroup_all(w > -9))
+    oi[i * 4 + 3] = pk.subgroup_shuffle(w, -1) * 1000 + pk.subgroup_shuffle_xor(w, 2)
+    ou[i * 2 + 0] = pk.subgroup_add(xu[i])
+    ou[i * 2 + 1] = pk.subgroup_max(xu[i]) - pk.subgroup_min(xu[i])
+    ids[i * 3] = pk.subgroup_size()
+    ids[i * 3 + 1] = pk.subgroup_id()
+    ids[i * 3 + 2] = pk.subgroup_local_id()
+
+
+@pk.kernel
+def sg_loop(x: Buffer[f32], out: Buffer[f32], rounds: i32):
+    """Collectives inside a uniform loop, with values carried across them."""
+    i = pk.global_id(0)
+    acc = 0.0
+    v = x[i]
+    for r in range(rounds):
+        v = pk.subgroup_shuffle_xor(v, r + 1) + 1.0
+        acc = acc + pk.subgroup_max(v)
+    out[i] = acc
+
+
+def _groups(ids):
+    """{(group, subgroup id): [work-item indices, by lane]} from the ids the device wrote."""
+    size, sgid, lane = ids[0::3], ids[1::3], ids[2::3]
+    assert (size == size[0]).all() and size[0] in (4, 8, 16, 32, 64, 128)
+    out = {}
+    for i in range(N):
+        out.setdefault((i // BLOCK, int(sgid[i])), {})[int(lane[i])] = i
+    return int(size[0]), out
+
+
+def _targets():
+    out = []
+    for target, kind, skips in runnable_targets():
+        if kind in ("opencl", "webgpu", "hexagon"):
+            continue  # PoCL lacks cl_khr_subgroups (refusal tested below); see the webgpu/hexagon tests
+        out.append(pytest.param(target, id=target))
+    return out
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_every_op_matches_numpy(target):
+    rng = np.random.default_rng(7)
+    xf = (rng.integers(-64, 64, N) / 8).astype(np.float32)  # exact sums in any order
+    xi = rng.integers(-10, 11, N).astype(np.int32)
+    xu = rng.integers(0, 1 << 31, N).astype(np.uint32)  # sums wrap
+    of, oi = np.zeros(4 * N, np.float32), np.zeros(4 * N, np.int32)
+    ou, ids = np.zeros(2 * N, np.uint32), np.zeros(3 * N, np.int32)
+    mod = pk.build([sg_ops], targets=[target])
+    mod["sg_ops"](xf, xi, xu, of, oi, ou, ids, grid=N // BLOCK, block=BLOCK)
+    size, groups = _groups(ids)
+    of, oi, ou = of.reshape(N, 4), oi.reshape(N, 4), ou.reshape(N, 2)
+    for lanes in groups.values():
+        mem = [lanes[k] for k in sorted(lanes)]
+        n = len(mem)
+        assert sorted(lanes) == list(range(n))
+        full = n == size  # shuffles from lanes past a partial subgroup's end are unspecified
+        for k, i in lanes.items():
+            assert of[i, 0] == xf[mem].sum()
+            assert of[i, 1] == xf[mem].min() + xf[mem].max() * 100
+            assert oi[i, 0] == xi[mem].sum()
+            assert oi[i, 1] == xi[mem].min() * 1000 + xi[mem].max()
+            assert oi[i, 2] == int((xi[mem] > 8).any()) + 2 * int((xi[mem] > -9).all())
+            assert ou[i, 0] == np.uint32(xu[mem].astype(np.uint64).sum() % (1 << 32))
+            assert ou[i, 1] == xu[mem].max() - xu[mem].min()
+            if full:
+                assert of[i, 2] == xf[lanes[(k + 1) % size]]
+                assert of[i, 3] == xf[lanes[k ^ 1]] + xf[mem[0]] * 100
+                assert oi[i, 3] == xi[lanes[size - 1]] * 1000 + xi[lanes[k ^ (2 % size)]]
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_collectives_in_a_loop(target):
+    x = np.arange(N, dtype=np.float32)
+    out = np.zeros(N, np.float32)
+    ids = np.zeros(3 * N, np.int32)
+    mod = pk.build([sg_loop, sg_ops], targets=[target])
+    mod["sg_loop"](x, out, 3, grid=N // BLOCK, block=BLOCK)
+    z = np.zeros(4 * N, np.float32)
+    mod["sg_ops"](x, np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
+                  np.zeros(2 * N, np.uint32), ids, grid=N // BLOCK, block=BLOCK)
+    size, groups = _groups(ids)
+    for lanes in groups.values():
+        if len(lanes) != size:
+            continue
+        v = {k: x[i] for k, i in lanes.items()}
+        acc = 0.0
+        for r in range(3):
+            v = {k: v[k ^ ((r + 1) % size)] + 1 for k in v}
+            acc += max(v.values())
+        for i in lanes.values():
+            assert out[i] == acc
+
+
+def test_non_uniform_control_flow_is_refused():
+    with pytest.raises(KernelTypeError, match=r"subgroup_add\(\) is reached only by some work-items") as e:
+        @pk.kernel
+        def bad(x: Buffer[f32]):
+            i = pk.global_id(0)
+            if x[i] > 0.0:
+                x[i] = pk.subgroup_add(x[i])
+
+        bad.ir
+    assert e.value.loc is not None and "x[i] = pk.subgroup_add" in e.value.loc.source_line
+
+
+def test_bool_value_is_refused_with_a_hint():
+    @pk.kernel
+    def bad(x: Buffer[i32]):
+        i = pk.global_id(0)
+        x[i] = i32(pk.subgroup_shuffle(x[i] > 0, 1))
+
+    with pytest.raises(KernelTypeError, match="subgroup_any/subgroup_all"):
+        bad.ir
+
+
+def test_opencl_without_declared_subgroups_is_refused():
+    with pytest.raises(KernelTypeError, match="cl_khr_subgroups") as e:
+        pk.build([sg_ops], targets=["opencl"])
+    assert e.value.loc is not None
+
+
+def test_opencl_with_subgroups_emits_sub_group_functions():
+    src = pk.build([sg_ops], targets=["opencl -subgroups"]).on("opencl").inspect_source("cl")
+    assert "#pragma OPENCL EXTENSION cl_khr_subgroups : enable" in src
+    assert "sub_group_reduce_add(" in src and "sub_group_shuffle_xor(" in src
+
+
+def test_vulkan_needs_spirv_1_3():
+    with pytest.raises(KernelTypeError, match="SPIR-V 1.3"):
+        pk.build([sg_ops], targets=["vulkan -spirv=1.2"])
+
+
+@pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not installed")
+def test_vulkan_shaders_validate():
+    for name, spv in pk.build([sg_ops, sg_loop], targets=["vulkan"]).on("vulkan").payload.items():
+        r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True)
+        assert r.returncode == 0, (name, r.stderr)
+
+
+def test_metal_uses_simd_functions():
+    src = pk.build([sg_ops], targets=["metal"]).on("metal").inspect_source("metal")
+    for name in ("simd_sum(", "simd_min(", "simd_shuffle_xor(", "simd_broadcast_first(", "simd_any(",
+                 "[[thread_index_in_simdgroup]]", "[[threads_per_simdgroup]]"):
+        assert name in src
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("arch, redux", [("sm_75", False), ("sm_90", True)])
+def test_cuda_ptx_has_warp_shuffles(arch, redux):
+    ptx = pk.build([sg_ops], targets=[f"cuda -arch={arch} -fmt=ptx"]).on("cuda").inspect_source("ptx")
+    assert "shfl.sync.bfly.b32" in ptx and "shfl.sync.idx.b32" in ptx and "vote.sync.any.pred" in ptx
+    assert ("redux.sync.add.s32" in ptx) == redux
