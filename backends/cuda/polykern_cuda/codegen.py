@@ -6,16 +6,18 @@ Target ``cuda -arch=sm_XX -fmt=auto|ptx|cubin|cuda``:
 - ``ptx`` / ``cubin``: require a compiler here (BackendUnavailableError naming the fix otherwise);
 - ``cuda``: always ship the source (bytes independent of the host's tools).
 Embedded sources: ``cuda`` (always) and ``ptx`` (when compiled). Every FunctionInfo records
-``entry`` (the C symbol) and ``arch``.
+``entry`` (the C symbol) and ``arch``. Hooks (polykern.hooks): ``polykern.hook.cuda.postproc`` edits
+the CUDA C before anything compiles or stores it; ``polykern.hook.cuda.compile`` replaces NVRTC/nvcc
+(so ``auto`` means ``ptx`` with it); the functions record them (``hook_cuda_*`` attrs).
 """
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from polykern import registry
+from polykern import hooks, registry
 from polykern.codegen.c_source import emit_source
-from polykern.errors import BackendUnavailableError
-from polykern.module import FunctionInfo, create_with_fallback
+from polykern.errors import BackendUnavailableError, CompileError
+from polykern.module import FunctionInfo, create_with_fallback, payload_text
 from polykern.target import Attr, Target, TargetKind
 
 from . import nvptx, toolchain
@@ -60,26 +62,46 @@ def function_map(funcs, symbols: Dict[str, str], arch: str) -> Dict[str, Functio
     return out
 
 
+def _compile(src: str, target: Target, output: str, hook) -> bytes:
+    """CUDA C -> ``output`` ("ptx"/"cubin") with the polykern.hook.cuda.compile hook, else NVRTC/nvcc."""
+    if hook is None:
+        return toolchain.compile_cuda(src, target.attrs["arch"], output)[0]
+    data = hooks.call("cuda", "compile", hook, src, target, output)
+    what = hooks.label("cuda", "compile", hook)
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        got = "empty bytes" if isinstance(data, (bytes, bytearray)) else type(data).__name__
+        raise CompileError(f"{what} returned {got} for {output}; it must return the {output} as non-empty bytes")
+    data = bytes(data)
+    if output == "cubin" and not data.startswith(b"\x7fELF"):
+        raise CompileError(f"{what} returned {data[:8]!r}... for cubin; a cubin is an ELF file (b'\\x7fELF...')")
+    if output == "ptx" and payload_text(data) is None:
+        raise CompileError(f"{what} returned bytes that are not UTF-8 text for ptx; PTX is text")
+    return data
+
+
 def generate(funcs: List, target: Target):
     """(payload, fmt, fmap, sources) for ``funcs`` on a ``cuda`` target."""
     arch, want = target.attrs["arch"], target.attrs["fmt"]
     src, symbols = cuda_source(funcs)
-    fmap = function_map(funcs, symbols, arch)
+    src, hook_attrs = hooks.postprocess("cuda", src, target)  # polykern.hook.cuda.postproc
+    compile_hook = hooks.get("cuda", "compile")
     sources = {"cuda": src}
     if want == "auto":
-        want = "ptx" if toolchain.available_compiler() else "cuda"
+        want = "ptx" if compile_hook is not None or toolchain.available_compiler() else "cuda"
     if want == "cuda":
-        return src.encode("utf-8"), "cuda", fmap, sources
+        return src.encode("utf-8"), "cuda", hooks.record(function_map(funcs, symbols, arch), hook_attrs), sources
+    if compile_hook is not None:
+        hook_attrs[hooks.attr_name("cuda", "compile")] = hooks.identity(compile_hook)
+    fmap = hooks.record(function_map(funcs, symbols, arch), hook_attrs)
     try:
-        ptx, _ = toolchain.compile_cuda(src, arch, "ptx")
+        ptx = _compile(src, target, "ptx", compile_hook)
     except BackendUnavailableError as e:
         raise BackendUnavailableError(f"target '{target}': {e}; or use -fmt=cuda to ship CUDA C that the "
                                       "receiver compiles") from None
     sources["ptx"] = ptx.decode("utf-8")
     if want == "ptx":
         return ptx, "ptx", fmap, sources
-    cubin, _ = toolchain.compile_cuda(src, arch, "cubin")
-    return cubin, "cubin", fmap, sources
+    return _compile(src, target, "cubin", compile_hook), "cubin", fmap, sources
 
 
 def build(funcs: List, target: Target):

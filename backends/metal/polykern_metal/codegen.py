@@ -4,13 +4,19 @@ Payload (layout ``smap``, fmt ``metal``): kernel name -> that kernel's self-cont
 UTF-8 bytes (the runtime makes one MTLLibrary/pipeline per kernel). Embedded source ``metal``: every
 shader, each under a ``// ---- name ----`` line. FunctionInfo attrs: ``entry`` (the MSL function
 name) and ``arg_binding`` = ``buffer-index`` (argument i is ``[[buffer(i)]]``).
+
+Hooks (polykern.hooks): ``polykern.hook.metal.postproc`` edits each shader's MSL;
+``polykern.hook.metal.compile`` (e.g. ``xcrun metal`` on a Mac) turns each into a metallib: the
+payload is then kernel name -> metallib bytes with fmt ``metallib`` (the runtime makes the library
+with ``newLibraryWithData:``), and the MSL stays the embedded source ``metal``.
 """
 from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import hooks, registry
 from polykern.codegen.c_source import emit_source
+from polykern.errors import CompileError
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Target, TargetKind
 
@@ -32,18 +38,40 @@ def metal_shaders(funcs) -> Dict[str, str]:
     return {fn.name: emit_source([fn], DIALECT, HEADER)[0] for fn in funcs}
 
 
+METALLIB_MAGIC = b"MTLB"
+
+
+def _metallib(src: str, target: Target, hook, kernel: str) -> bytes:
+    """One shader's metallib from the polykern.hook.metal.compile hook (e.g. ``xcrun metal``)."""
+    data = hooks.call("metal", "compile", hook, src, target)
+    if not isinstance(data, (bytes, bytearray)) or not bytes(data).startswith(METALLIB_MAGIC):
+        got = f"{bytes(data[:8])!r}..." if isinstance(data, (bytes, bytearray)) else type(data).__name__
+        raise CompileError(f"{hooks.label('metal', 'compile', hook)} returned {got} for kernel '{kernel}'; it must "
+                           f"return a metallib (bytes starting with {METALLIB_MAGIC!r}, what `xcrun metallib` writes)")
+    return bytes(data)
+
+
 def generate(funcs: List, target: Target):
-    """(payload, fmt, fmap, sources) for ``funcs``."""
-    shaders, fmap = {}, {}
+    """(payload, fmt, fmap, sources) for ``funcs``. With the polykern.hook.metal.compile hook the
+    payload is each kernel's metallib (fmt ``metallib``) and the MSL stays the embedded source."""
+    shaders, fmap, hook_attrs = {}, {}, {}
+    compile_hook = hooks.get("metal", "compile")
     for fn in sorted(funcs, key=lambda f: f.name):
         src, symbols = emit_source([fn], DIALECT, HEADER)
+        src, post = hooks.postprocess("metal", src, target)  # polykern.hook.metal.postproc, per shader
+        hook_attrs.update(post)
         shaders[fn.name] = src
         info = FunctionInfo.from_ir(fn)
         fmap[fn.name] = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes,
                                      dict(info.attrs, entry=symbols[fn.name], arg_binding="buffer-index"))
     joined = "\n".join(f"// ---- {name} ----\n{src}" for name, src in shaders.items())
-    payload = {name: src.encode("utf-8") for name, src in shaders.items()}
-    return payload, "metal", fmap, {"metal": joined}
+    if compile_hook is None:
+        payload, fmt = {name: src.encode("utf-8") for name, src in shaders.items()}, "metal"
+    else:
+        payload = {name: _metallib(src, target, compile_hook, name) for name, src in shaders.items()}
+        fmt = "metallib"
+        hook_attrs[hooks.attr_name("metal", "compile")] = hooks.identity(compile_hook)
+    return payload, fmt, hooks.record(fmap, hook_attrs), {"metal": joined}
 
 
 def build(funcs: List, target: Target):

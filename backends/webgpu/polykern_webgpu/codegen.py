@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import hooks, registry
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -24,11 +24,12 @@ TARGET_KIND = TargetKind(
 
 
 def compile_function(fn: ir.Function, target: Target):
-    """(FunctionInfo, WGSL text) of one kernel."""
+    """(FunctionInfo, WGSL text) of one kernel, after the polykern.hook.webgpu.postproc hook."""
     text, attrs = emit_wgsl(fn, f16_ok=bool(target.attrs.get("shader_f16", False)))
+    text, hook_attrs = hooks.postprocess("webgpu", text, target)
     base = FunctionInfo.from_ir(fn)
     info = FunctionInfo(base.name, base.args, base.launch_tags, base.shared_bytes,
-                        {**base.attrs, **attrs})
+                        {**base.attrs, **attrs, **hook_attrs})
     return info, text
 
 

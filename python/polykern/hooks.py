@@ -1,0 +1,164 @@
+"""Build hooks: user functions registered under documented registry keys that post-process the
+generated source or replace a device compiler (docs/backends.md "Hooks"), as TVM's
+``tvm_callback_cuda_postproc`` / ``tvm_callback_cuda_compile`` / ``tvm_callback_metal_compile``.
+
+Register one with :func:`polykern.registry.register` (``override=True`` to replace it)::
+
+    @polykern.registry.register("polykern.hook.cuda.postproc")
+    def add_banner(source, target):
+        return "// built by the nightly job\\n" + source
+
+A hook is part of the build's identity: every function of the module it touched records it in a
+FunctionInfo attribute (``hook_cuda_postproc = "pkg.mod.add_banner sha256:..."``, see
+:func:`identity`), so ``polykern inspect`` shows it and an artifact built with a hook never has the
+bytes of one built without it. The keys are :data:`HOOKS`; a backend calls :func:`postprocess` or
+:func:`call` where its codegen reaches that point, and :func:`record` to stamp its functions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from . import registry
+from .errors import CompileError, PolykernError
+
+__all__ = ["HOOKS", "PREFIX", "key", "attr_name", "get", "identity", "label", "call", "postprocess", "record"]
+
+PREFIX = "polykern.hook."
+
+#: registry key -> (signature, when it is called). The one list of hook keys (docs/backends.md).
+HOOKS: Dict[str, Tuple[str, str]] = {
+    "polykern.hook.cuda.postproc": (
+        "(source: str, target: Target) -> str",
+        "the CUDA C of a `cuda` target, before NVRTC/nvcc (or the compile hook) sees it and before it "
+        "is stored (payload of -fmt=cuda, embedded source `cuda`)"),
+    "polykern.hook.cuda.compile": (
+        "(source: str, target: Target, output: str) -> bytes",
+        "replaces NVRTC/nvcc for a `cuda` target: `output` is 'ptx' (UTF-8 PTX text) or 'cubin' (an ELF "
+        "file); -fmt=auto then means ptx even where no CUDA compiler is installed. Not called for -fmt=cuda"),
+    "polykern.hook.opencl.postproc": (
+        "(source: str, target: Target) -> str",
+        "the OpenCL C of an `opencl` target, before it is stored (payload and embedded source `cl`)"),
+    "polykern.hook.metal.postproc": (
+        "(source: str, target: Target) -> str",
+        "each kernel's MSL shader of a `metal` target, before it is compiled (compile hook) or stored"),
+    "polykern.hook.metal.compile": (
+        "(source: str, target: Target) -> bytes",
+        "compiles each kernel's MSL to a metallib (e.g. `xcrun metal` + `xcrun metallib` on a Mac): the "
+        "module then has fmt `metallib` (kernel -> metallib bytes, which start with b'MTLB') and keeps "
+        "the MSL as its embedded source `metal`"),
+    "polykern.hook.webgpu.postproc": (
+        "(source: str, target: Target) -> str",
+        "each kernel's WGSL shader of a `webgpu` target, before it is stored"),
+}
+
+
+def key(kind: str, point: str) -> str:
+    """``polykern.hook.<kind>.<point>``; ValueError for a key that is not in :data:`HOOKS`."""
+    name = f"{PREFIX}{kind}.{point}"
+    if name not in HOOKS:
+        raise ValueError(f"{name!r} is not a polykern hook; the hooks are: {', '.join(sorted(HOOKS))}")
+    return name
+
+
+def attr_name(kind: str, point: str) -> str:
+    """The FunctionInfo attribute that records hook ``kind``/``point`` (``hook_cuda_postproc``)."""
+    key(kind, point)
+    return f"hook_{kind}_{point}"
+
+
+def get(kind: str, point: str) -> Optional[Callable[..., Any]]:
+    """The function registered for hook ``kind``/``point``, or None. A registered name under
+    ``polykern.hook.`` that is not a hook (a typo would silently never run) is an error."""
+    unknown = [n for n in registry.names(PREFIX) if n not in HOOKS]
+    if unknown:
+        raise PolykernError(f"{unknown[0]!r} is registered but is not a polykern hook, so it would never run; "
+                            f"the hooks are: {', '.join(sorted(HOOKS))} (docs/backends.md \"Hooks\")")
+    fn = registry.get(key(kind, point))
+    if fn is not None and not callable(fn):
+        raise PolykernError(f"{key(kind, point)} is registered but not callable ({type(fn).__name__})")
+    return fn
+
+
+def _qualified_name(fn: Any) -> str:
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    qual = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}.{qual}"
+
+
+def _code_text(fn: Any) -> str:
+    """What defines ``fn``'s behaviour, as stable text: its source (else its bytecode), its
+    defaults and the values it closes over."""
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    parts = []
+    try:
+        parts.append(inspect.getsource(target))
+    except (OSError, TypeError):
+        code = getattr(target, "__code__", None)
+        parts.append(code.co_code.hex() + repr(code.co_consts) if code is not None else "")
+    func = getattr(target, "__func__", target)
+    parts.append(repr(getattr(func, "__defaults__", None)))
+    parts.append(repr(sorted((getattr(func, "__kwdefaults__", None) or {}).items())))
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            parts.append(repr(cell.cell_contents))
+        except ValueError:  # an empty cell
+            parts.append("<empty>")
+    return "\n".join(parts)
+
+
+def identity(fn: Callable[..., Any]) -> str:
+    """``"<module>.<qualname> sha256:<16 hex>"``: the hook's name and a digest of what defines it
+    (its source, defaults and closure values; for a ``functools.partial`` also its bound
+    arguments). A hook whose behaviour depends on anything else (a tool's version, a global)
+    says so with a string attribute ``polykern_hook_identity``, which is digested instead."""
+    base = fn.func if isinstance(fn, functools.partial) else fn
+    name = _qualified_name(base)
+    declared = getattr(fn, "polykern_hook_identity", None)
+    if declared is not None:
+        text = "declared:" + str(declared)
+    else:
+        text = _code_text(base)
+        if isinstance(fn, functools.partial):
+            text += "\n" + repr(fn.args) + repr(sorted(fn.keywords.items()))
+    digest = hashlib.sha256(f"{name}\n{text}".encode("utf-8")).hexdigest()[:16]
+    return f"{name} sha256:{digest}"
+
+
+def label(kind: str, point: str, fn: Callable[..., Any]) -> str:
+    """``"the polykern.hook.cuda.compile hook pkg.mod.fn"``: how messages name a hook."""
+    return f"the {key(kind, point)} hook {_qualified_name(fn)}"
+
+
+def call(kind: str, point: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call hook ``fn`` (registered for ``kind``/``point``); its failures become CompileErrors
+    naming the hook (a PolykernError it raises passes through)."""
+    try:
+        return fn(*args)
+    except PolykernError:
+        raise
+    except Exception as e:
+        raise CompileError(f"{label(kind, point, fn)} failed: {type(e).__name__}: {e}") from e
+
+
+def postprocess(kind: str, source: str, target: Any) -> Tuple[str, Dict[str, str]]:
+    """``(source, attrs)``: ``source`` after the ``polykern.hook.<kind>.postproc`` hook (unchanged
+    without one) and the FunctionInfo attributes that record the hook ({} without one)."""
+    fn = get(kind, "postproc")
+    if fn is None:
+        return source, {}
+    out = call(kind, "postproc", fn, source, target)
+    if not isinstance(out, str):
+        raise CompileError(f"{label(kind, 'postproc', fn)} returned {type(out).__name__}; it must return the "
+                           "new source as str")
+    return out, {attr_name(kind, "postproc"): identity(fn)}
+
+
+def record(fmap: Mapping[str, Any], attrs: Mapping[str, str]) -> Dict[str, Any]:
+    """``fmap`` (name -> FunctionInfo) with ``attrs`` (from :func:`postprocess`) added to every function."""
+    if not attrs:
+        return dict(fmap)
+    return {name: dataclasses.replace(info, attrs={**info.attrs, **attrs}) for name, info in fmap.items()}
