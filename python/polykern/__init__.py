@@ -25,6 +25,8 @@ from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_b
                             subgroup_shuffle_xor, subgroup_size)
 from .lang.builtins import abs, max, min  # noqa: F401,A004
 from .lang.kernel import Kernel, kernel  # noqa: F401
+from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401
+from .lang.functions import Func, func  # noqa: F401
 
 __version__ = "0.1.0"
 

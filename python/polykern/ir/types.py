@@ -146,7 +146,8 @@ class _BufferFactory:
     ``KernelTypeError`` located at the annotation's line in the caller's file.
     """
 
-    FORMS = 'Buffer[T] or Buffer[T, "readonly"] with T a scalar type (f32, i32, ...)'
+    FORMS = ('Buffer[T] or Buffer[T, "readonly"] with T a scalar type (f32, i32, ...) or the name of a '
+             'pk.dtype parameter as a string ("T")')
 
     def __getitem__(self, item) -> BufferType:
         if isinstance(item, tuple):
@@ -157,9 +158,11 @@ class _BufferFactory:
             elem, ro = item[0], True
         else:
             elem, ro = item, False
-        if not isinstance(elem, ScalarType):
+        if not isinstance(elem, ScalarType) and not (isinstance(elem, str) and elem.isidentifier()):
             raise _annotation_error(f"Buffer element must be a scalar type, got {elem!r}; the valid forms "
                                     f"are {self.FORMS}")
+        # A string element (Buffer["T"]) names a pk.dtype parameter; the frontend resolves it when the
+        # kernel is specialized (lang/annotations.py), so no BufferType with a string reaches the IR.
         return BufferType(elem, ro)
 
     def __repr__(self) -> str:

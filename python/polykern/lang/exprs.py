@@ -9,6 +9,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f32, f64, i32, i64, u32, u64
 from . import builtins as B
+from .functions import Func
 from .typing_rules import coerce, default_type, is_weak, literal, unify
 
 _BINOPS = {
@@ -144,6 +145,9 @@ class ExprTranslator:
                 v = None
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
+            if isinstance(v, (bool, float)):  # e.g. a pk.constexpr specialized to 1.5
+                raise self.type_error(f"{what} must be a compile-time integer constant, but "
+                                      f"'{ast.unparse(node)}' is {v!r} ({type(v).__name__})", node)
         raise self.type_error(f"{what} must be a compile-time integer constant (integer literals, names of "
                               f"Python ints and integer operators), got '{ast.unparse(node)}'", node)
 
@@ -455,6 +459,8 @@ class ExprTranslator:
             raise self.syntax_error(f"cannot call '{ast.unparse(node.func)}' in a kernel", node) from None
         if isinstance(fn, ScalarType):
             return self._cast(fn, node)
+        if isinstance(fn, Func):
+            return self.call_function(fn, node, want_value=True)
         if fn in _CAST_NAMES:
             return self._cast(_CAST_NAMES[fn], node)
         if isinstance(fn, B.Builtin):

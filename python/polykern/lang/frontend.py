@@ -15,9 +15,14 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, i32
 from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
+from ..passes.unroll import unroll
 from . import builtins as B
+from .annotations import resolve
 from .exprs import ExprTranslator
+from .functions import Func, FunctionCalls
 from .source import get_kernel_source
+from .specialize import ATTR as SPECIALIZATION_ATTR
+from .specialize import describe, python_scope, type_params
 from .typing_rules import coerce, default_type, is_weak
 
 _UNSUPPORTED_STMT = {
@@ -36,18 +41,23 @@ if hasattr(ast, "TryStar"):
 ARRAY_LIMITS = {"shared": 64 * 1024, "local": 64 * 1024}
 
 
-class FunctionTranslator(ExprTranslator):
-    def __init__(self, pyfunc, check_barriers: bool = True):
+class FunctionTranslator(ExprTranslator, FunctionCalls):
+    """Translates a kernel (``translate``) or, with ``inline`` set, one inlined call of a device
+    function (``translate_inline``, lang/functions.py). ``bindings``: the values of the
+    pk.constexpr / pk.dtype parameters (lang/specialize.py), names the body sees as Python values."""
+
+    def __init__(self, pyfunc, check_barriers: bool = True, bindings=None, src=None, inline=None,
+                 name=None):
         self.pyfunc = pyfunc
         self.check_barriers = check_barriers
-        self.src = get_kernel_source(pyfunc)
-        self.env = dict(pyfunc.__globals__)
-        if pyfunc.__closure__:
-            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
-                try:
-                    self.env[name] = cell.cell_contents
-                except ValueError:
-                    pass
+        self.src = src if src is not None else get_kernel_source(pyfunc)
+        self.env = python_scope(pyfunc)
+        self.bindings = dict(bindings or {})
+        self.env.update(self.bindings)
+        self.type_params = type_params(pyfunc, None)
+        self.constexprs = {p for p, kind in self.type_params if kind == "constexpr"}
+        self.inline = inline
+        self.name = name or pyfunc.__name__
         self.vars: dict = {}  # source name -> type
         self.params: set = set()
         self.loop_depth = 0
@@ -65,11 +75,20 @@ class FunctionTranslator(ExprTranslator):
             hints = typing.get_type_hints(self.pyfunc)
         except Exception:  # noqa: BLE001 - fall back to raw annotations; errors reported per parameter
             hints = dict(getattr(self.pyfunc, "__annotations__", {}))
+        fixed = dict(self.type_params)
+        missing = [f"{p} (pk.{kind})" for p, kind in self.type_params if p not in self.bindings]
+        if missing:
+            raise self.type_error(
+                f"kernel '{self.name}' has parameters fixed at build time without a value: {', '.join(missing)}; "
+                f"build {fdef.name}.specialize({', '.join(p.split()[0] + '=...' for p in missing)})", fdef)
         params = []
         for arg in a.args:
+            if arg.arg in fixed:
+                continue
             t = hints.get(arg.arg)
-            if isinstance(t, str):
-                t = self._eval_annotation(arg.annotation)
+            if isinstance(t, str) or self.bindings:  # a forward reference, or "T" of a pk.dtype parameter
+                t = self._eval_annotation(arg.annotation) if arg.annotation is not None else None
+            t = resolve(t, self._lookup_annotation_text(arg), self.loc(arg))
             if t is None:
                 raise self.type_error(
                     f"parameter '{arg.arg}' needs a type annotation, e.g. {arg.arg}: f32 or "
@@ -83,7 +102,9 @@ class FunctionTranslator(ExprTranslator):
             params.append(ir.Param(arg.arg, t))
         if "return" in hints and hints["return"] is not None and hints["return"] is not type(None):
             raise self.type_error("kernels return nothing; write results to a Buffer", fdef)
-        self.fn = ir.Function(fdef.name, params, [], loc=self.loc(fdef), source=self.src.text)
+        self.fn = ir.Function(self.name, params, [], loc=self.loc(fdef), source=self.src.text)
+        if self.bindings:
+            self.fn.attrs[SPECIALIZATION_ATTR] = describe(self.type_params, self.bindings)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -95,13 +116,26 @@ class FunctionTranslator(ExprTranslator):
         return self.fn
 
     def _eval_annotation(self, node):
+        """What an annotation means: evaluated in the kernel's scope (with its specialization values);
+        a string in it (``"T"``, ``Buffer["T"]``) is looked up there too (lang/annotations.py)."""
         try:
             # The user's own annotation, evaluated in the kernel's module scope as Python would.
-            return eval(compile(ast.Expression(node), self.src.filename, "eval"), self.env)  # noqa: S307
+            value = eval(compile(ast.Expression(node), self.src.filename, "eval"), self.env)  # noqa: S307
         except KernelTypeError as exc:  # e.g. Buffer[f32, "writeonly"]: the message, at this annotation
             raise self.type_error(exc.message, node) from None
         except Exception as exc:  # noqa: BLE001
             raise self.type_error(f"cannot evaluate annotation '{ast.unparse(node)}': {exc}", node) from None
+        return resolve(value, self._lookup_annotation_text(node), self.loc(node))
+
+    def _lookup_annotation_text(self, node):
+        def lookup(text):
+            try:
+                return eval(compile(text, self.src.filename, "eval"), self.env)  # noqa: S307
+            except Exception as exc:  # noqa: BLE001
+                raise self.type_error(f"cannot evaluate '{text}' in the annotation '{ast.unparse(node)}' "
+                                      f"({type(exc).__name__}: {exc}); a name in quotes must be a pk.dtype "
+                                      "parameter or a type", node) from None
+        return lookup
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts) -> list:
@@ -152,6 +186,11 @@ class FunctionTranslator(ExprTranslator):
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)
                 return [ir.Barrier()]
+            if isinstance(fn, Func):  # a device function called for its effects (its value, if any, unused)
+                if v.keywords:
+                    raise self.syntax_error("keyword arguments are not supported in kernel calls", v)
+                self.call_function(fn, v, want_value=False)
+                return []
             e = self.expr(v)
             if not isinstance(e, ir.Atomic):
                 raise self.syntax_error(f"the result of '{ast.unparse(v)}' is unused", node)
@@ -231,7 +270,8 @@ class FunctionTranslator(ExprTranslator):
             self._taken = {n.id for n in ast.walk(self.src.tree) if isinstance(n, ast.Name)}
             self._taken.update(a.arg for a in ast.walk(self.src.tree) if isinstance(a, ast.arg))
         i = 0
-        while f"{base}{i}" in self.vars or f"{base}{i}" in self._taken:
+        while f"{base}{i}" in self.vars or f"{base}{i}" in self._taken or f"{base}{i}" in self.fn.locals \
+                or f"{base}{i}" in self.fn.arrays:
             i += 1
         return f"{base}{i}"
 
@@ -386,7 +426,15 @@ class FunctionTranslator(ExprTranslator):
         self.loop_depth += 1
         body = self.block(node.body)
         self.loop_depth -= 1
-        return pre + [ir.For(name, start, stop, step, body)]
+        loop = ir.For(name, start, stop, step, body)
+        loop.loc = self.loc(node)
+        if self._names_constexpr(it):  # range(BLOCK): unrolled where small enough (passes/unroll.py)
+            return pre + (unroll(loop) or [loop])
+        return pre + [loop]
+
+    def _names_constexpr(self, node) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in self.constexprs and n.id not in self.vars
+                   for n in ast.walk(node))
 
     def _is_fixed(self, e) -> bool:
         """Whether ``e`` has one value for the whole kernel: a constant or a scalar parameter."""
@@ -411,13 +459,16 @@ class FunctionTranslator(ExprTranslator):
         return [ir.Continue()]
 
     def stmt_Return(self, node):
+        if self.inline is not None:
+            return self.inline_return(node)
         if node.value is not None:
             raise self.type_error("kernels cannot return a value; write results to a Buffer", node)
         return [ir.Return()]
 
 
-def translate(pyfunc, check_barriers: bool = True) -> ir.Function:
+def translate(pyfunc, check_barriers: bool = True, bindings=None, name=None) -> ir.Function:
     """The verified IR of ``pyfunc``. ``check_barriers=False`` skips the barrier-uniformity rule
-    (passes/uniformity.py): only for tests of a backend's behaviour on IR the language refuses."""
-    return FunctionTranslator(pyfunc, check_barriers).translate()
+    (passes/uniformity.py): only for tests of a backend's behaviour on IR the language refuses.
+    ``bindings``/``name``: a specialized kernel's values and name (lang/kernel.py)."""
+    return FunctionTranslator(pyfunc, check_barriers, bindings=bindings, name=name).translate()
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import threading
 
-from ..errors import PolykernError
+from ..errors import KernelTypeError, PolykernError
+from .specialize import check_value, specialized_name, type_params
 
 
 class Kernel:
@@ -13,9 +14,11 @@ class Kernel:
     re-raises the same error with the same location.
     """
 
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, bindings=None):
         self.pyfunc = pyfunc
-        self.name = pyfunc.__name__
+        #: values of the kernel's pk.constexpr / pk.dtype parameters bound by :meth:`specialize`
+        self.bindings = dict(bindings or {})
+        self.name = specialized_name(pyfunc.__name__, type_params(pyfunc, None), self.bindings)
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
         self._ir = None
@@ -28,8 +31,24 @@ class Kernel:
                 if self._ir is None:
                     from .frontend import translate
 
-                    self._ir = translate(self.pyfunc)
+                    self._ir = translate(self.pyfunc, bindings=self.bindings, name=self.name)
         return self._ir
+
+    def specialize(self, **values) -> "Kernel":
+        """A kernel with some or all of its ``pk.constexpr`` / ``pk.dtype`` parameters fixed, named
+        deterministically after the values (``saxpy.specialize(T=f16, BLOCK=128).name`` is
+        ``saxpy__T_f16__BLOCK_128``). Unknown or already fixed names are a KernelTypeError."""
+        params = dict(type_params(self.pyfunc, None))
+        bound = dict(self.bindings)
+        for name, value in values.items():
+            if name not in params:
+                have = ", ".join(params) or "none"
+                raise KernelTypeError(f"kernel '{self.name}' has no pk.constexpr or pk.dtype parameter '{name}' "
+                                      f"(its parameters fixed at build time: {have})")
+            if name in bound:
+                raise KernelTypeError(f"kernel '{self.name}' already fixes '{name}' = {bound[name]}")
+            bound[name] = check_value(f"kernel '{self.pyfunc.__name__}'", name, params[name], value)
+        return Kernel(self.pyfunc, bound)
 
     def __call__(self, *args, **kwargs):
         raise PolykernError(

@@ -149,7 +149,7 @@ class _Analysis:
                     "work-item of a workgroup must reach the same barrier() (GPUs hang or corrupt shared "
                     "memory otherwise); make the condition uniform (computed only from parameters, "
                     "constants, group_id, local_size, num_groups and readonly Buffers) or move the "
-                    "barrier out of it", s.loc)
+                    f"barrier out of it{_called_at(s)}", s.loc)
         elif isinstance(s, (ir.Return, ir.Break, ir.Continue)):
             if ctrl is None:
                 return _Exits()
@@ -185,6 +185,12 @@ class _Analysis:
         if isinstance(s, ir.For):
             self.mark(s.var, None, inner, s)
         return _Exits(ret=exits.ret)
+
+
+def _called_at(s) -> str:
+    """Where a barrier inlined from device functions was called (lang/functions.py), innermost first."""
+    sites = getattr(s, "called_at", ())
+    return "".join(f" (in a device function called at {loc})" for loc in sites)
 
 
 def check_barrier_uniformity(fn: ir.Function) -> ir.Function:

@@ -1,0 +1,69 @@
+"""Full unrolling of a ``For`` loop with constant bounds (the frontend applies it to ``range`` loops whose
+bounds are compile-time constants naming a ``pk.constexpr`` parameter).
+
+Each iteration becomes ``var = value; <copy of the body>``, so a ``pk.local`` array indexed by the loop
+variable is indexed by constants after constant propagation (every backend's compiler does it) and can
+live in registers. After the copies ``var`` gets the value the loop would have left (``start`` when it
+runs no iteration, else the last value plus ``step``, wrapped to the type as the loop would).
+
+A loop is left as it is when it would run more than :data:`MAX_TRIPS` iterations, when the copies
+would hold more than :data:`MAX_STMTS` statements, when its body has a ``break`` or ``continue`` of its
+own, or when the body assigns the loop variable.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ..ir import nodes as ir
+from .clone import clone_function
+
+__all__ = ["unroll", "MAX_TRIPS", "MAX_STMTS"]
+
+MAX_TRIPS = 64
+MAX_STMTS = 2048
+
+
+def unroll(loop: ir.For) -> Optional[List[ir.Stmt]]:
+    """The statements that replace ``loop``, or None where it stays a loop."""
+    if not (isinstance(loop.start, ir.Const) and isinstance(loop.stop, ir.Const)):
+        return None
+    values = range(loop.start.value, loop.stop.value, loop.step)
+    if len(values) > MAX_TRIPS:
+        return None
+    if len(values) * sum(1 for _ in ir.walk_stmts(loop.body)) > MAX_STMTS:
+        return None
+    if _own_exit(loop.body) or any(isinstance(s, ir.Assign) and s.name == loop.var or
+                                   isinstance(s, ir.For) and s.var == loop.var for s in ir.walk_stmts(loop.body)):
+        return None
+    t = loop.start.type
+    out: List[ir.Stmt] = []
+    for v in values:
+        out.append(_located(ir.Assign(loop.var, _const(v, t, loop)), loop))
+        out.extend(clone_function(ir.Function("unrolled", [], loop.body)).body)
+    final = _wrap(values[-1] + loop.step, t) if values else loop.start.value
+    out.append(_located(ir.Assign(loop.var, _const(final, t, loop)), loop))
+    return out
+
+
+def _wrap(v: int, t) -> int:
+    v &= (1 << t.bits) - 1
+    return v - (1 << t.bits) if t.is_signed and v >> (t.bits - 1) else v
+
+
+def _own_exit(stmts) -> bool:
+    """A break/continue that leaves this loop (not one of an inner loop)."""
+    for s in stmts:
+        if isinstance(s, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(s, ir.If) and (_own_exit(s.then) or _own_exit(s.orelse)):
+            return True
+    return False
+
+
+def _const(v, t, loop):
+    return _located(ir.Const(v, t), loop)
+
+
+def _located(node, loop):
+    node.loc = loop.loc
+    return node
