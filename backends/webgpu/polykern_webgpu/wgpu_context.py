@@ -25,7 +25,7 @@ _LIMIT_KEYS = (
     "max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
     "max-bindings-per-bind-group", "max-uniform-buffer-binding-size",
 )
-OPTIONAL_FEATURES = ("shader-f16",)
+OPTIONAL_FEATURES = ("shader-f16", "subgroup")
 
 STORAGE_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 UNIFORM_USAGE = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST

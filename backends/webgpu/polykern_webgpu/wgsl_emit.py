@@ -45,6 +45,11 @@ _BUILTIN_INPUTS = (("local_invocation_id", "pk_local_id"), ("workgroup_id", "pk_
 _NEEDS = {"global_id": {"pk_local_id", "pk_group_id"}, "group_id": {"pk_group_id"},
           "local_id": {"pk_local_id"}, "num_groups": set()}
 _XYZ = "xyz"
+_SUBGROUP_INPUTS = {"size": ("subgroup_size", "pk_sg_size"), "local_id": ("subgroup_invocation_id", "pk_sg_lane"),
+                    "id": ("subgroup_id", "pk_sg_id")}
+_SUBGROUP_FN = {"shuffle": "subgroupShuffle", "shuffle_xor": "subgroupShuffleXor", "add": "subgroupAdd",
+                "min": "subgroupMin", "max": "subgroupMax", "any": "subgroupAny", "all": "subgroupAll",
+                "broadcast_first": "subgroupBroadcastFirst"}
 INDENT = "    "
 
 
@@ -70,6 +75,7 @@ class WGSLEmitter:
             if isinstance(e.type, ScalarType) and e.type.name == "f16":
                 self.uses_f16 = True
         self.uses_f16 = self.uses_f16 or any(t.name == "f16" for t in ir.used_types(fn))
+        self.uses_subgroups = ir.uses_subgroups(fn)
         self.assigned = {s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
         self.assigned |= {s.var for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)}
         self.needs_launch = bool(self.regs & {"global_id", "group_id", "num_groups"})
@@ -153,6 +159,8 @@ class WGSLEmitter:
         head.append("@compute @workgroup_size(" + ", ".join(abi.BLOCK_OVERRIDES) + ")")
         used = set().union(*(_NEEDS[k] for k in self.regs)) if self.regs else set()
         builtins = [f"@builtin({b}) {v}: vec3<u32>" for b, v in _BUILTIN_INPUTS if v in used]
+        if self.uses_subgroups:
+            builtins += [f"@builtin({b}) {v}: u32" for b, v in _SUBGROUP_INPUTS.values()]
         head.append(f"fn {self.entry}(" + ", ".join(builtins) + ") {")
         decls = self._decls(scalars)
         head = [ln for k, ln in enumerate(head) if ln or k == 0 or head[k - 1]]  # no double blank lines
@@ -165,8 +173,9 @@ class WGSLEmitter:
         if self.atomic_bases:
             attrs["atomic_buffers"] = ",".join(
                 p.name for p in fn.params if p.name in self.atomic_bases)
-        if self.uses_f16:
-            attrs["features"] = "shader-f16"
+        features = (["shader-f16"] if self.uses_f16 else []) + (["subgroup"] if self.uses_subgroups else [])
+        if features:
+            attrs["features"] = ",".join(features)
         return text, attrs
 
     def _elem_decl(self, name: str, elem: ScalarType) -> str:
@@ -356,7 +365,21 @@ class WGSLEmitter:
             return self._reg(e)
         if isinstance(e, ir.Atomic):
             return self._atomic(e)
+        if isinstance(e, ir.Subgroup):
+            return self._subgroup(e)
         raise TypeError(f"webgpu codegen: unknown expression {type(e).__name__}")
+
+    def _subgroup(self, e: ir.Subgroup) -> str:
+        """WGSL subgroup built-ins (the device feature 'subgroup'). naga (wgpu 0.32) rejects the
+        standard ``enable subgroups;`` and takes them under the feature alone, so none is written."""
+        if e.op in _SUBGROUP_INPUTS:
+            return f"i32({_SUBGROUP_INPUTS[e.op][1]})"
+        v = self.arg(e.args[0])
+        if e.op in ("shuffle", "shuffle_xor"):  # the lane (mask) modulo the subgroup size
+            size = _SUBGROUP_INPUTS["size"][1]
+            lane = f"(bitcast<u32>({self.top(e.args[1])}) & ({size} - 1u))"
+            return f"{_SUBGROUP_FN[e.op]}({v}, {lane})"
+        return f"{_SUBGROUP_FN[e.op]}({v})"
 
     def once(self, e: ir.Expr) -> str:
         """Evaluate ``e`` exactly once, binding it to a ``let`` unless trivial."""
