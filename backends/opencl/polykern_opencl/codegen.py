@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from polykern import registry
+from polykern import hooks, registry
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.errors import KernelTypeError
@@ -53,11 +53,12 @@ def generate(funcs: List, target: Target):
     """(payload, fmt, fmap, sources) for ``funcs``."""
     check_subgroups(funcs, target)
     src, symbols = opencl_source(funcs)
+    src, hook_attrs = hooks.postprocess("opencl", src, target)  # polykern.hook.opencl.postproc
     fmap = {}
     for fn in funcs:
         info = FunctionInfo.from_ir(fn)
         fmap[fn.name] = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes,
-                                     dict(info.attrs, entry=symbols[fn.name]))
+                                     dict(info.attrs, entry=symbols[fn.name], **hook_attrs))
     return src.encode("utf-8"), "cl", fmap, {"cl": src}
 
 
