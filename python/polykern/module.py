@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from . import registry
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
+from .aligned_launch import wrap_if_aligned
 from .checked_launch import wrap_if_checked
 from .ir.types import BufferType, ScalarType, scalar_from_code
 
@@ -339,7 +340,7 @@ class DeviceModule(Module):
 
     def get_function(self, name: str):
         info = self.function_info(name)
-        return wrap_if_checked(info, self._get_function(info))
+        return wrap_if_aligned(info, wrap_if_checked(info, self._get_function(info)))
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")

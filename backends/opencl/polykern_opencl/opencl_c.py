@@ -75,6 +75,15 @@ class OpenCLDialect(CDialect):
     MATH_F32 = _MATH
     MATH_F64 = _MATH
     INT_MATH = {"abs": "abs", "min": "min", "max": "max"}
+    # OpenCL C vector types are aligned to their size: a cast pointer tells the compiler the alignment.
+    VECTOR_STEMS = {"f32": "float", "f64": "double", "i32": "int", "u32": "uint", "i64": "long", "u64": "ulong",
+                    "i16": "short", "u16": "ushort", "i8": "char", "u8": "uchar"}
+
+    def vector_pointer(self, vt, base, readonly):
+        return f"((__global {'const ' if readonly else ''}{vt}*){base})"
+
+    def vector_value(self, vt, parts):
+        return f"({vt})({', '.join(parts)})"
 
     def storage_type(self, t: ScalarType) -> str:
         return "uchar" if t == bool_ else self.TYPE_NAMES[t.name]

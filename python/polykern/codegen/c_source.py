@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
+from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, i32, u32, u64
 from ..numerics import saturation_bounds
 from .c_names import NameTable, kernel_symbol
@@ -314,6 +315,22 @@ class CDialect:
         return f"{base}[{index}] = {value};"
 
     # ---------------------------------------------------------------- declarations
+    # ---------------------------------------------------------------- wide access (ir/vector.py)
+    #: element type name -> the language's vector type name stem (``float`` -> ``float4``); a type
+    #: missing here (and any vector over MAX_VECTOR_BYTES) is emitted as scalar accesses.
+    VECTOR_STEMS: Dict[str, str] = {}
+
+    def vector_type(self, t: ScalarType, n: int) -> Optional[str]:
+        stem = self.VECTOR_STEMS.get(t.name)
+        return f"{stem}{n}" if stem is not None and n * t.nbytes <= MAX_VECTOR_BYTES else None
+
+    def vector_pointer(self, vt: str, base: str, readonly: bool) -> str:
+        """``base`` (a buffer parameter) as a pointer to ``vt``."""
+        return f"(({'const ' if readonly else ''}{vt}*){base})"
+
+    def vector_value(self, vt: str, parts: List[str]) -> str:
+        raise NotImplementedError
+
     def array_decl(self, name: str, arr: ArrayType) -> str:
         return f"{self.storage_type(arr.elem)} {name}[{arr.size}];"
 
@@ -455,8 +472,38 @@ class KernelEmitter:
 
     # ---------------------------------------------------------------- statements
     def block(self, stmts: List[ir.Stmt]) -> None:
-        for s in stmts:
-            self.stmt(s)
+        for group, part in iter_groups(stmts):
+            if group is not None and self.vector_access(group):
+                continue
+            for s in part:
+                self.stmt(s)
+
+    def vector_access(self, g: VecGroup) -> bool:
+        """One vector load/store for a pk.vload/pk.vstore group (False: the dialect has no vector type
+        for it; the caller emits the scalar statements)."""
+        elem = g.base.type.elem
+        vt = self.d.vector_type(elem, g.n)
+        if vt is None:
+            return False
+        outer = self.loc
+        self.loc = g.stmts[0].loc or outer
+        try:
+            self.check_type(elem, g.stmts[0])
+            ptr = self.d.vector_pointer(vt, self.names[g.base.name], g.base.type.readonly)
+            k = self.expr(g.index)
+            if g.kind == "load":
+                tmp = f"pk_e{len(self.temps)}"
+                self.temps.append(f"{vt} {tmp};")
+                self.line(f"{tmp} = {ptr}[{k}];")
+                for j, dest in enumerate(g.dests):
+                    self.line(f"{self.names[dest]} = {tmp}.{'xyzw'[j]};")
+            else:
+                parts = [self.expr(v).text for v in g.values]
+                self.line(f"{ptr}[{k}] = {self.d.vector_value(vt, parts)};")
+        finally:
+            self.subst.clear()
+            self.loc = outer
+        return True
 
     def stmt(self, s: ir.Stmt) -> None:
         outer = self.loc

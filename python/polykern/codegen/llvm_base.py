@@ -44,6 +44,7 @@ from llvmlite import ir as ll
 from ..errors import CompileError, KernelTypeError
 from ..ir import nodes as N
 from ..ir.types import ArrayType, BufferType, ScalarType, f32
+from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
 from .llvm_f16 import f16_libcall_ir
 from .llvm_target import MODULE_NAME
 
@@ -366,10 +367,38 @@ class LLVMKernelEmitter:
 
     # ------------------------------------------------------------------ statements
     def emit_block(self, stmts: List[N.Stmt]) -> None:
-        for s in stmts:
+        for group, part in iter_groups(stmts):
             if self.builder.block.is_terminated:
                 return  # code after break/continue/return is dead
-            self.emit_stmt(s)
+            if group is not None and self.vector_access(group):
+                continue
+            for s in part:
+                if self.builder.block.is_terminated:
+                    return
+                self.emit_stmt(s)
+
+    def vector_access(self, g: VecGroup) -> bool:
+        """One ``<n x T>`` load/store, aligned to its size, for a pk.vload/pk.vstore group of a buffer
+        (ir/vector.py; the launch checked the buffer's alignment). False: emit the scalar statements."""
+        st = g.base.type.elem
+        if st.is_bool or st.name == "f16" or g.n * st.nbytes > MAX_VECTOR_BYTES or g.base.name not in self.buffers:
+            return False
+        ptr, _ = self.buffers[g.base.name]
+        vty = ll.VectorType(mem_type(st), g.n)
+        vptr = self.builder.gep(ptr, [self.index64(g.index)], inbounds=True, source_etype=vty)
+        align = g.n * st.nbytes
+        if g.kind == "load":
+            vec = self.builder.load(vptr, typ=vty, align=align)
+            self.mark_access(vec, g.base.name)
+            for j, dest in enumerate(g.dests):
+                lane = self.builder.extract_element(vec, ll.Constant(ll.IntType(32), j))
+                self.slots[dest].store(self, lane)
+        else:
+            vec = ll.Constant(vty, ll.Undefined)
+            for j, v in enumerate(g.values):
+                vec = self.builder.insert_element(vec, self.expr(v), ll.Constant(ll.IntType(32), j))
+            self.mark_access(self.builder.store(vec, vptr, align=align), g.base.name)
+        return True
 
     def emit_stmt(self, s: N.Stmt) -> None:
         meth = getattr(self, f"stmt_{type(s).__name__}", None)

@@ -17,6 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
+from . import vector_access
 from .annotations import resolve
 from .exprs import ExprTranslator
 from .functions import Func, FunctionCalls
@@ -182,6 +183,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 fn = self.static_value(v.func)
             except KeyError:
                 fn = None
+            if fn is B.BUILTINS["vstore"]:
+                return vector_access.vstore(self, v, node)
             if fn is B.BUILTINS["barrier"]:
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)
@@ -201,6 +204,9 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         if len(node.targets) != 1:
             raise self.syntax_error("chained assignment (a = b = c) is not supported in kernels", node)
         target = node.targets[0]
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Call) \
+                and self._builtin_of(node.value) is B.BUILTINS["vload"]:
+            return vector_access.vload(self, target, node.value, node)
         if isinstance(target, (ast.Tuple, ast.List)):
             raise self.syntax_error("tuple assignment is not supported in kernels; assign one name at a time",
                                     node)
@@ -312,6 +318,15 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         if value.type != elem and not is_weak(value):
             raise self.type_error(f"cannot store {value.type} into {base.type} '{base.name}'", node)
         return ir.Store(base, idx, coerce(value, elem, f"store to '{base.name}'"))
+
+    def _builtin_of(self, call):
+        try:
+            return self.static_value(call.func)
+        except KeyError:
+            return None
+
+    def _call_vector(self, name, node):
+        raise self.syntax_error(f"pk.{name}() is a statement of its own: {vector_access.USAGE[name]}", node)
 
     def _alloc_call(self, call):
         try:
