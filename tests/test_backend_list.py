@@ -59,6 +59,21 @@ def test_pyproject_extras_and_entry_points_are_the_lists():
     assert project["license"] == "Apache-2.0"
 
 
+def test_the_declared_records_agree_with_the_list():
+    """Each in-tree backend's register_backend() declares the extra and config that exist."""
+    from polykern import backends as pkb
+
+    records = {r.name: r for r in pkb.load_all()}
+    for b in gen.read_backends(REPO):
+        rec = records[b.name]
+        assert rec.codegen_ok, rec.codegen_error
+        where = f"backends/{b.name}/polykern_{b.name}/__init__.py"
+        wanted = f"polykern[{b.extra}]" if b.extra else "no extra"
+        assert rec.extra == b.extra, f"{where} declares extra={rec.extra!r}; backends/backends.bzl gives {wanted}"
+        assert rec.config == (b.config or ""), (f"{where} declares config={rec.config!r}; backends/backends.bzl "
+                                                f"gives config={b.config!r}")
+
+
 # ------------------------------------------------------------------ adding a backend, in a copy
 
 def _copy_tree(dst):

@@ -15,5 +15,5 @@ def register_backend():
     from polykern import backends
 
     return backends.declare(
-        "hexagon", "hexagon", display_name="Hexagon", extra="hexagon", config="hexagon", hint=HINT,
+        "hexagon", "hexagon", display_name="Hexagon", config="hexagon", hint=HINT,
         codegen="polykern_hexagon.codegen", runtime="polykern_hexagon.runtime")

@@ -13,5 +13,5 @@ def register_backend():
     from polykern import backends
 
     return backends.declare(
-        "llvm", "llvm", display_name="LLVM CPU", extra="llvm", config="cpu", hint="(llvmlite)",
+        "llvm", "llvm", display_name="LLVM CPU", config="llvm",
         codegen="polykern_llvm.codegen", runtime="polykern_llvm.runtime")

@@ -14,5 +14,5 @@ def register_backend():
     from polykern import backends
 
     return backends.declare(
-        "metal", "metal", display_name="Metal", extra="metal", config="metal", hint=HINT,
+        "metal", "metal", display_name="Metal", hint=HINT,
         codegen="polykern_metal.codegen", runtime="polykern_metal.runtime")

@@ -15,5 +15,5 @@ def register_backend():
     from polykern import backends
 
     return backends.declare(
-        "rocm", "rocm", display_name="ROCm", extra="rocm", config="rocm", hint=HINT,
+        "rocm", "rocm", display_name="ROCm", hint=HINT,
         codegen="polykern_rocm.codegen", runtime="polykern_rocm.runtime")

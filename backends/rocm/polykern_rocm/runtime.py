@@ -10,11 +10,6 @@ from __future__ import annotations
 
 from polykern.errors import BackendUnavailableError
 
-try:
-    from hip import hip  # noqa: F401  (AMD's hip-python bindings)
-except ImportError as e:
-    raise BackendUnavailableError(f"the HIP runtime is not available: hip-python could not be imported ({e}); "
-                                  "it needs ROCm on a host with an AMD GPU") from None
-
-raise BackendUnavailableError("hip-python imports, but polykern's ROCm runtime (module.create.rocm, "
-                              "module.load_from_bytes.rocm) is not implemented yet")
+# Not written yet: say so first (installing hip-python or ROCm would not make rocm modules run).
+raise BackendUnavailableError("polykern's ROCm runtime is not written yet (module.create.rocm and "
+                              "module.load_from_bytes.rocm do not exist): rocm modules are compile-only")
