@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32, u32
+from polykern import Buffer, f32, f64, i32, i64, u32
 from polykern.errors import KernelTypeError
 
 from runtimes import runnable_targets
@@ -52,6 +52,17 @@ def sg_loop(x: Buffer[f32], out: Buffer[f32], rounds: i32):
         v = pk.subgroup_shuffle_xor(v, r + 1) + 1.0
         acc = acc + pk.subgroup_max(v)
     out[i] = acc
+
+
+@pk.kernel
+def sg_wide(a: Buffer[i64], d: Buffer[f64], oa: Buffer[i64], od: Buffer[f64]):
+    i = pk.global_id(0)
+    oa[i * 3] = pk.subgroup_add(a[i])
+    od[i * 3] = pk.subgroup_add(d[i])
+    oa[i * 3 + 1] = pk.subgroup_min(a[i])
+    od[i * 3 + 1] = pk.subgroup_max(d[i])
+    oa[i * 3 + 2] = pk.subgroup_shuffle_xor(a[i], 1)
+    od[i * 3 + 2] = pk.subgroup_shuffle(d[i], pk.subgroup_local_id() + 3)
 
 
 def _groups(ids):
@@ -180,9 +191,46 @@ def test_metal_uses_simd_functions():
         assert name in src
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("arch, redux", [("sm_75", False), ("sm_90", True)])
-def test_cuda_ptx_has_warp_shuffles(arch, redux):
-    ptx = pk.build([sg_ops], targets=[f"cuda -arch={arch} -fmt=ptx"]).on("cuda").inspect_source("ptx")
+@pytest.mark.parametrize("kind", ["cuda", "nvptx"])
+def test_cuda_ptx_has_warp_shuffles(kind, arch, redux):
+    if kind == "cuda" and shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    target = f"cuda -arch={arch} -fmt=ptx" if kind == "cuda" else f"nvptx -arch={arch}"
+    ptx = pk.build([sg_ops, sg_wide], targets=[target]).on("cuda").inspect_source("ptx")
     assert "shfl.sync.bfly.b32" in ptx and "shfl.sync.idx.b32" in ptx and "vote.sync.any.pred" in ptx
     assert ("redux.sync.add.s32" in ptx) == redux
+    assert ("redux.sync.min.u32" in ptx) == redux
+    if shutil.which("ptxas"):
+        r = subprocess.run(["ptxas", f"-arch={arch}", "-o", "/dev/null", "-"], input=ptx.encode(),
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr.decode()
+
+
+@pytest.mark.parametrize("target", [t for t in _targets() if not t.id.startswith("webgpu")])
+def test_64_bit_values(target):
+    """i64/f64 shuffles and reductions (the CUDA paths move them as two 32-bit halves)."""
+    n = N
+    a = (np.arange(n, dtype=np.int64) - 40) * (1 << 40)
+    d = np.arange(n, dtype=np.float64) / 4 + 1e10
+    oa, od = np.zeros(3 * n, np.int64), np.zeros(3 * n, np.float64)
+    ids = np.zeros(3 * n, np.int32)
+    mod = pk.build([sg_wide, sg_ops], targets=[target])
+    mod["sg_wide"](a, d, oa, od, grid=n // BLOCK, block=BLOCK)
+    z = np.zeros(4 * n, np.float32)
+    mod["sg_ops"](z[:n], np.zeros(n, np.int32), np.zeros(n, np.uint32), z, z.astype(np.int32),
+                  np.zeros(2 * n, np.uint32), ids, grid=n // BLOCK, block=BLOCK)
+    size, groups = _groups(ids)
+    oa, od = oa.reshape(n, 3), od.reshape(n, 3)
+    for lanes in groups.values():
+        mem = [lanes[k] for k in sorted(lanes)]
+        for k, i in lanes.items():
+            assert oa[i, 0] == a[mem].sum() and od[i, 0] == d[mem].sum()
+            assert oa[i, 1] == a[mem].min() and od[i, 1] == d[mem].max()
+            if len(mem) == size:
+                assert oa[i, 2] == a[lanes[k ^ 1]] and od[i, 2] == d[lanes[(k + 3) % size]]
+
+
+def test_webgpu_refuses_64_bit_values():
+    with pytest.raises(KernelTypeError, match="i64"):
+        pk.build([sg_wide], targets=["webgpu"])

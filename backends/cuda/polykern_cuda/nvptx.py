@@ -37,6 +37,8 @@ from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
 from polykern.module import create_with_fallback
 
+from .nvptx_subgroups import NVPTXSubgroups, has_redux
+
 TRIPLE = "nvptx64-nvidia-cuda"
 # The lowest PTX ISA version LLVM accepts for each arch, raised to 7.8 (CUDA 11.8) everywhere.
 _MIN_PTX = {"sm_88": 90, "sm_90a": 80, "sm_100": 86, "sm_100a": 86, "sm_103": 88, "sm_103a": 88,
@@ -52,7 +54,7 @@ def ptx_feature(arch: str) -> str:
     return f"+ptx{max(BASE_PTX, _MIN_PTX.get(arch, BASE_PTX))}"
 
 
-class NVPTXEmitter(PortableMath, LLVMKernelEmitter):
+class NVPTXEmitter(NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
@@ -113,7 +115,9 @@ def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:
     arch = target.attrs["arch"]
     features = ptx_feature(arch)
     tm = target_machine(TRIPLE, arch, features, 3)
-    emitter = NVPTXEmitter(TRIPLE, data_layout(tm)).emit(funcs)
+    emitter = NVPTXEmitter(TRIPLE, data_layout(tm))
+    emitter.REDUX = has_redux(arch)  # subgroup reductions: redux.sync on sm_80+
+    emitter.emit(funcs)
     compiled = compile_ir(emitter.render(), TRIPLE, arch, features, 3, emit_object=False, tm=tm)
     ptx = compiled.asm
     fmap = function_map(funcs, emitter.symbols, arch)
