@@ -140,4 +140,5 @@ def test_runtime_is_reported_missing_with_a_reason():
     backends.load_all()
     rec = backends.record_for_kind("rocm")
     assert rec.codegen_ok and not rec.runtime_available
-    assert "HIP" in rec.runtime_reason or "hip" in rec.runtime_reason
+    # Not written yet, and it says so (no install would help).
+    assert "ROCm runtime is not written yet" in rec.runtime_reason
