@@ -1,8 +1,11 @@
 """The damaged-artifact corpus, generated (not stored): seeds x deterministic mutations.
 
-Seeds are the golden artifacts plus synthetic ones that reach every payload layout, nested
-imports, every attribute type of polykern.function_schema, and hostile strings (control
-characters, NUL, invisible/bidi characters, names longer than a quoted message shows).
+Seeds are the golden artifacts of both format versions (tests/golden, tests/golden/v1) plus
+synthetic ones that reach every payload layout, module kinds no backend provides, nested imports,
+every attribute type of polykern.function_schema, and hostile strings (control characters, NUL,
+invisible/bidi characters, names longer than a quoted message shows). Besides the random damage,
+every version-2 seed gets each module's layout id replaced by every id that matters (known ones
+in the wrong place, the first unknown one, 0x7F, 0xFF).
 :func:`corpus` yields (label, bytes); the same seed always gives the same bytes.
 tests/test_native.py feeds each to Python and to the C reader and compares the verdicts byte for
 byte (accepted or not, offset, message, and the full `polykern inspect` / `kbin-inspect` output).
@@ -42,14 +45,20 @@ def _hostile_root(long_names: bool) -> bytes:
 
 
 def seeds() -> List[Tuple[str, bytes]]:
+    from polykern.module import DeviceModule
     from polykern.testing.isolation import isolated
     from polykern.testing.synthetic import device_module, synthetic_root
 
     out = [(f.name, f.read_bytes()) for f in sorted(GOLDEN.glob("*.kbin"))]
+    out += [(f"v1/{f.name}", f.read_bytes()) for f in sorted(GOLDEN.glob("v1/*.kbin"))]
     with isolated():
         every = synthetic_root(("cuda", "rocm", "opencl", "hexagon", "metal", "webgpu"), names=("a", "saxpy"))
         every.imports[0].import_module(device_module("vulkan", names=("a",)))
         out.append(("every_layout", every.export(strip_sources=True)))
+        unknown = synthetic_root(("zz_blob", "llvm"), names=("a", "saxpy"))
+        unknown.imports[0].import_module(DeviceModule("zz_sections", {"a": b"\x00\x01", "b\x1b": b"text\n"}, "zzfmt",
+                                                      {"a": unknown.functions["a"]}, {"zz": "source\n"}))
+        out.append(("unknown_kinds", unknown.export()))
         out.append(("hostile_strings", _hostile_root(False)))
         out.append(("hostile_long_names", _hostile_root(True)))
     return out
@@ -88,10 +97,32 @@ def mutants(data: bytes, rng: random.Random, count: int) -> Iterator[bytes]:
         yield bytes(b)
 
 
+#: Layout ids to try in every module: each known id (wrong for most modules), the first unknown one, 0x7F, 0xFF.
+LAYOUT_IDS = (0, 1, 2, 3, 0x7F, 0xFF)
+
+
+def layout_mutants(data: bytes) -> Iterator[Tuple[str, bytes]]:
+    """(label, bytes): ``data`` (format version 2) with one module's layout id replaced, CRC fixed."""
+    from polykern import wire
+
+    c = wire.decode_container(data)
+    if c.version < 2:
+        return
+    for i, m in enumerate(c.modules):
+        for lid in LAYOUT_IDS:
+            if lid != m.payload[0]:
+                b = bytearray(data)
+                b[m.offset] = lid
+                b[-4:] = zlib.crc32(bytes(b[:-4])).to_bytes(4, "little")
+                yield f"module {i} layout {lid}", bytes(b)
+
+
 def corpus(per_seed: int = 500) -> Iterator[Tuple[str, bytes]]:
-    """(label, bytes) for every seed and ``per_seed`` mutants of it; deterministic."""
+    """(label, bytes) for every seed, its layout mutants and ``per_seed`` random mutants; deterministic."""
     rng = random.Random(SEED)
     for name, data in seeds():
         yield f"{name}", data
+        for label, m in layout_mutants(data):
+            yield f"{name} {label}", m
         for j, m in enumerate(mutants(data, rng, per_seed)):
             yield f"{name}#{j}", m

@@ -90,8 +90,8 @@ def test_bad_magic_and_version():
         wire.decode_container(b"")
     with pytest.raises(ArtifactError, match="truncated magic"):
         wire.decode_container(data[:5])
-    bumped = data[:8] + struct.pack("<I", 2) + data[12:]
-    with pytest.raises(ArtifactError, match="version 2") as e:
+    bumped = data[:8] + struct.pack("<I", 3) + data[12:]
+    with pytest.raises(ArtifactError, match="version 3; this reader supports versions 1 to 2") as e:
         wire.decode_container(recrc(bumped))
     assert e.value.offset == 8
 
@@ -198,9 +198,16 @@ def test_bad_import_trees(indptr, child, match):
 
 
 def test_unknown_kind_second_root_and_missing_root():
-    with pytest.raises(ArtifactError, match="unknown kind 'cudx'") as e:
-        wire.decode_container(_raw_container(_mods("cudx"), [0, 1, 1], [1]))
+    assert wire.decode_container(_raw_container(_mods("cudx"), [0, 1, 1], [1])).modules[1].kind == "cudx"
+    v1 = _raw_container(_mods("cudx"), [0, 1, 1], [1])
+    v1 = recrc(v1[:8] + struct.pack("<I", 1) + v1[12:])
+    with pytest.raises(ArtifactError, match="unknown kind 'cudx'; known kinds: cuda, hexagon, llvm") as e:
+        wire.decode_container(v1)  # version 1 knows only its nine kinds
     assert e.value.offset > 0
+    for bad in ("Cudx", "cu-dx", "9cuda", "x" * 65, ""):
+        with pytest.raises(ArtifactError, match="is not a module kind name") as e:
+            wire.decode_container(_raw_container(_mods(bad), [0, 1, 1], [1]))
+        assert e.value.offset == 20 + 32 + 12 + 8 + len(_mods()[0][1])
     with pytest.raises(ArtifactError, match="second root"):
         wire.decode_container(_raw_container([("root", b""), ("root", b"")], [0, 1, 1], [1]))
     with pytest.raises(ArtifactError, match="must be the root"):
@@ -210,14 +217,18 @@ def test_unknown_kind_second_root_and_missing_root():
 
 
 def test_unknown_kind_by_patching_a_valid_artifact():
+    """Version 2: a kind this build never heard of loads (unavailable) and re-exports as it was."""
     data = base()
     cuda = wire.decode_container(data).modules[1]
     assert cuda.kind == "cuda"
     at = cuda.offset - 8 - 4 - 8  # kind length, "cuda", payload length, payload
-    bad = recrc(data[:at + 8] + b"cudx" + data[at + 12:])
-    with pytest.raises(ArtifactError, match="unknown kind") as e:
-        artifact.load(bad)
-    assert e.value.offset == at
+    other = recrc(data[:at + 8] + b"cudx" + data[at + 12:])
+    root = artifact.load(other)
+    assert [m.kind for m in root.device_modules()][:2] == ["cudx", "opencl"]
+    assert "install the polykern backend that provides the 'cudx' module kind" in root.on("cudx").message()
+    assert root.export() == other
+    with pytest.raises(ArtifactError, match="install the polykern backend that provides the .cudx. module kind"):
+        artifact.load(other, strict=True)
 
 
 def test_trailing_bytes_and_bad_checksum():
@@ -232,12 +243,12 @@ def test_trailing_bytes_and_bad_checksum():
 
 def test_malformed_payload_inside_valid_container():
     root_payload = wire.encode_root_payload({}, [])
-    garbage = b"\x05\x00\x00\x00\x00\x00\x00\x00ptx"  # fmt claims 5 bytes, 3 remain
+    garbage = b"\x01\x05\x00\x00\x00\x00\x00\x00\x00ptx"  # layout 1 (bytes); fmt claims 5 bytes, 3 remain
     data = _raw_container([("root", root_payload), ("cuda", garbage)], [0, 1, 1], [1])
     c = wire.decode_container(data)  # the container itself is fine
     with pytest.raises(ArtifactError, match="cuda module fmt") as e:
         artifact.load(data)
-    assert e.value.offset == c.modules[1].offset
+    assert e.value.offset == c.modules[1].offset + 1
 
 
 def test_root_listing_a_kernel_nobody_provides():

@@ -34,7 +34,7 @@ def test_inspect_human_readable(capsys):
     code, out, err = run_cli(capsys, "inspect", MULTI)
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].startswith("multi_target.kbin: polykern artifact (format 1), 2307 bytes, crc32 0x")
+    assert lines[0].startswith("multi_target.kbin: polykern artifact (format 2), 2323 bytes, crc32 0x")
     assert "  compiler: polykern golden" in lines
     assert "  targets:  cuda -arch=sm_90 | vulkan | webgpu" in lines
     assert any(line.startswith("  reduce_sum(n: i64, src: Buffer[f64, readonly], dst: Buffer[f64])   [group_id.0 "
@@ -104,7 +104,7 @@ def test_run_without_runtime_explains_every_module(capsys):
     assert code == 1 and out == ""
     assert "cannot launch 'saxpy'" in err
     for kind in ("cuda", "vulkan", "webgpu"):
-        assert f"multi_target.kbin contains a '{kind}' module but no {kind} runtime is registered here" in err
+        assert f"multi_target.kbin contains a module of kind '{kind}' but no {kind} runtime is registered here" in err
     code, _, err = run_cli(capsys, "run", MULTI, "nope")
     assert code == 1 and "no kernel named 'nope'" in err and "reduce_sum, saxpy" in err
     code, _, err = run_cli(capsys, "run", MULTI, "saxpy", "--on", "metal")

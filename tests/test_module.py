@@ -111,14 +111,15 @@ def test_fallback_get_function_message_names_backend_and_fix():
 
 
 def test_device_module_validation():
-    with pytest.raises(ValueError):
-        DeviceModule("nosuch", b"", "x", {})
-    with pytest.raises(ValueError):
-        DeviceModule("root", b"", "x", {})
-    with pytest.raises(TypeError):
-        DeviceModule("cuda", {"a": b""}, "ptx", {})
-    with pytest.raises(TypeError):
-        DeviceModule("vulkan", b"spv", "spirv", {})
+    for kind in ("root", "No such", "", "a" * 65):
+        with pytest.raises(ValueError, match="module kind"):
+            DeviceModule(kind, b"", "x", {})
+    # any kind may hold either layout: the payload's type decides (a new backend needs no table)
+    assert DeviceModule("zz_new", {"b": b"2", "a": b"1"}, "bin", {}).layout == "smap"
+    assert DeviceModule("vulkan", b"spv", "spirv", {}).layout == "bytes"
+    for payload in ("text", {"a": "text"}, None):
+        with pytest.raises(TypeError):
+            DeviceModule("cuda", payload, "ptx", {})
     with pytest.raises(ValueError, match="FunctionInfo named 'b'"):
         DeviceModule("cuda", b"", "ptx", {"b": saxpy_info("a")})
     with pytest.raises(ValueError):
@@ -201,12 +202,12 @@ def test_load_without_loader_gives_unavailable_module_and_lossless_reexport(tmp_
     assert cuda.inspect_source("listing") == "cuda: saxpy\n"
     with pytest.raises(ArtifactError) as e:
         cuda.get_function("saxpy")
-    assert str(e.value) == ("k.bin contains a 'cuda' module but no CUDA runtime is registered here (reason: pycuda "
+    assert str(e.value) == ("k.bin contains a module of kind 'cuda' but no CUDA runtime is registered here (reason: pycuda "
                             "could not be imported: No module named 'pycuda'). `polykern inspect` can read it "
                             "without one.")
     assert root.targets == ["cuda", "metal"] and root.metadata["compiler"] == "polykern test"
     assert root.export(metadata=META) == data
-    with pytest.raises(ArtifactError, match="k.bin contains a 'cuda' module but no CUDA runtime"):
+    with pytest.raises(ArtifactError, match="k.bin contains a module of kind 'cuda' but no CUDA runtime"):
         artifact.load(path, strict=True)
     with pytest.raises(ArtifactError, match="cannot read"):
         artifact.load(tmp_path / "missing.kbin")

@@ -111,6 +111,8 @@ class CLib:
             "pk_buffer_free": (None, [vp]),
             "pk_kernel_launch": (ctypes.c_int, [vp, sz, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_uint32 * 3),
                                                 ctypes.POINTER(ctypes.c_uint32 * 3), err]),
+            "pk_artifact_write": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                                                 ctypes.POINTER(sz), err]),
         }
         for name, (res, args) in sig.items():
             fn = getattr(lib, name)
@@ -127,6 +129,20 @@ class CLib:
             return True, None, ""
         assert e.status == 1 and e.has_offset, e.message
         return False, e.offset, e.message.decode("utf-8", "replace")
+
+    def reexport(self, data: bytes) -> bytes:
+        """pk_artifact_write of the parsed ``data``: encoded again from the decoded fields."""
+        e = PkError()
+        buf = ctypes.create_string_buffer(data, len(data))
+        art = self.lib.pk_artifact_parse(buf, len(data), ctypes.byref(e))
+        assert art, e.message
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        try:
+            assert self.lib.pk_artifact_write(art, ctypes.byref(out), ctypes.byref(n), ctypes.byref(e)) == 0, e.message
+            return ctypes.string_at(out, n.value)
+        finally:
+            ctypes.CDLL(None).free(ctypes.cast(out, ctypes.c_void_p))
+            self.lib.pk_artifact_free(art)
 
 
 @pytest.fixture(scope="session")
@@ -150,7 +166,8 @@ def test_c_unit_tests(native_build):
 
 
 def _golden():
-    files = sorted(GOLDEN.glob("*.kbin"))
+    """The golden artifacts of both format versions (the version-1 files are in golden/v1)."""
+    files = sorted(GOLDEN.glob("*.kbin")) + sorted(GOLDEN.glob("v1/*.kbin"))
     if not files:
         pytest.skip("tests/golden has no .kbin files yet (tests/golden/make_golden.py writes them)")
     return files
@@ -214,6 +231,15 @@ def test_kbin_inspect_source_and_errors(native_build, tmp_path):
 
 
 # ------------------------------------------------------------------ differential parsing: C == Python
+
+
+def _python_reexport(data: bytes) -> bytes:
+    """``polykern.load(data).export()`` with no runtime registered (every module unavailable)."""
+    from polykern import artifact
+    from polykern.testing.isolation import isolated
+
+    with isolated():
+        return artifact.load(data).export()
 
 
 def _python_verdict(data: bytes):
@@ -311,14 +337,16 @@ def _c_listing(clib, data: bytes, json_out: bool) -> str:
 
 @needs_cc
 def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
-    """The whole generated corpus (tests/kbin_corpus.py, > 3000 artifacts): libpolykern and
-    polykern.artifact.load accept and refuse the same ones, at the same offset, with the same
-    message, and print the same listing (text and JSON) for those they accept; every 16th also
-    goes through the `kbin-inspect` and `polykern inspect` commands, compared byte for byte."""
+    """The whole generated corpus (tests/kbin_corpus.py, > 3000 artifacts of format versions 1
+    and 2): libpolykern and polykern.artifact.load accept and refuse the same ones, at the same
+    offset, with the same message, print the same listing (text and JSON) for those they accept
+    and encode them again to the same bytes (pk_artifact_write == load().export(); for a version-2
+    artifact, the bytes it was read from); every 16th also goes through the `kbin-inspect` and
+    `polykern inspect` commands, compared byte for byte."""
     import kbin_corpus
 
     inspect = str(native_build / "kbin-inspect")
-    n = refused = 0
+    n = refused = reexported = 0
     raw_control = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
     for i, (label, data) in enumerate(kbin_corpus.corpus()):
         ok_py, off_py, msg_py = _python_verdict(data)
@@ -331,6 +359,11 @@ def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
             code, out, err = _cli("inspect", *flag, str(f))
             assert code == 0 and not raw_control.search(out), (label, flag)
             assert _c_listing(clib, data, bool(flag)) == out, (label, flag)
+        if ok_py:
+            again = _python_reexport(data)
+            assert clib.reexport(data) == again, (label, "C and Python encode the artifact differently")
+            assert again == data or data[8] == 1, (label, "a version-2 artifact did not export to its own bytes")
+            reexported += 1
         if i % 16 == 0:
             for flag in ([], ["--json"]):
                 code, out, err = _cli("inspect", *flag, str(f))
@@ -340,7 +373,7 @@ def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
                 assert c.stderr.decode("utf-8").replace("kbin-inspect: ", "polykern: ", 1) == err, (label, flag)
         n += 1
         refused += not ok_py
-    assert n > 3000 and 0.5 * n < refused < n
+    assert n > 3000 and 0.5 * n < refused < n and reexported == n - refused
 
 
 @needs_cc

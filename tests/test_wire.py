@@ -80,34 +80,73 @@ def test_function_info_exact_bytes():
     assert wire.decode_function_info(expected) == info
 
 
-@pytest.mark.parametrize("kind", ["llvm", "cuda", "rocm", "opencl", "hexagon", "vulkan", "metal", "webgpu"])
+# Payloads go by layout, not by kind: one kind of each in-tree shape, and a kind no backend has.
+@pytest.mark.parametrize("kind", ["llvm", "vulkan", "webgpu", "zz_future9"])
 def test_device_payload_round_trip_byte_identical(kind):
     m = device_module(kind, names=("b_kernel", "a_kernel"))
     data = m.save_to_bytes()
+    assert data[0] == wire.LAYOUTS.index(m.layout)
     fmt, fmap, payload = wire.decode_device_payload(kind, data)
     assert (fmt, fmap, payload) == (m.fmt, m.functions, m.payload)
     assert wire.encode_device_payload(kind, fmt, fmap, payload) == data
     assert list(fmap) == ["a_kernel", "b_kernel"]
 
 
-def test_payload_layout_table():
-    assert wire.PAYLOAD_LAYOUT["vulkan"] == wire.PAYLOAD_LAYOUT["metal"] == "smap"
-    assert wire.PAYLOAD_LAYOUT["webgpu"] == "webgpu"
-    assert {wire.PAYLOAD_LAYOUT[k] for k in ("llvm", "cuda", "rocm", "opencl", "hexagon")} == {"bytes"}
-    with pytest.raises(ValueError):
-        wire.encode_device_payload("nosuchkind", "x", {}, b"")
-    with pytest.raises(ValueError, match="wgsl"):
-        wire.encode_device_payload("webgpu", "spirv", {}, {})
+def test_layout_comes_from_the_payload_not_the_kind():
+    """Any kind may have either layout; the first byte says which (no per-kind table)."""
+    s = lambda t: struct.pack("<Q", len(t)) + t  # noqa: E731
+    blob = wire.encode_device_payload("webgpu", "spv", {}, b"\x01\x02")
+    assert blob == b"\x01" + s(b"spv") + struct.pack("<Q", 0) + s(b"\x01\x02")
+    sections = wire.encode_device_payload("llvm", "o", {}, {"b": b"2", "a": b"1"})
+    assert sections == b"\x02" + s(b"o") + struct.pack("<Q", 0) + struct.pack("<Q", 2) + s(b"a") + s(b"1") \
+        + s(b"b") + s(b"2")
+    assert wire.decode_device_payload("anything", sections) == ("o", {}, {"a": b"1", "b": b"2"})
+    assert wire.payload_layout(b"") == "bytes" and wire.payload_layout({}) == "smap"
+
+
+def test_encode_refuses_what_a_reader_would_refuse():
+    for kind in ("root", "Bad", "", "a-b", "x" * 65, 3):
+        with pytest.raises(ValueError, match="module kind"):
+            wire.encode_device_payload(kind, "x", {}, b"")
+    with pytest.raises(ValueError, match="fmt"):
+        wire.encode_device_payload("webgpu", "", {}, {})
     with pytest.raises(TypeError):
-        wire.encode_device_payload("vulkan", "spirv", {}, b"not a map")
+        wire.encode_device_payload("vulkan", "spirv", {}, ["not", "a", "map"])
+    with pytest.raises(TypeError):
+        wire.encode_device_payload("vulkan", "spirv", {}, {"k": "text, not bytes"})
 
 
-def test_webgpu_layout_has_no_fmt_field():
+@pytest.mark.parametrize("layout_id", [3, 4, 0x7F, 0xFF])
+def test_unknown_layout_id_is_an_artifact_error(layout_id):
+    data = bytearray(device_module("llvm").save_to_bytes())
+    data[0] = layout_id
+    with pytest.raises(ArtifactError, match=f"llvm module has unknown payload layout {layout_id}; known layouts: "
+                                            r"0 \(root\), 1 \(bytes\), 2 \(smap\)") as e:
+        wire.decode_device_payload("llvm", bytes(data))
+    assert e.value.offset == 0
+
+
+def test_root_layout_only_for_the_root():
+    root = wire.encode_root_payload({}, ["llvm"])
+    assert root[0] == 0
+    with pytest.raises(ArtifactError, match=r"payload layout 0 \(root\), which only the root module may have"):
+        wire.decode_device_payload("llvm", root)
+    with pytest.raises(ArtifactError, match=r"the root module has payload layout 1 \(bytes\)"):
+        wire.decode_root_payload(device_module("llvm").save_to_bytes())
+    with pytest.raises(ArtifactError, match="truncated root module payload layout"):
+        wire.decode_root_payload(b"")
+
+
+def test_version_1_payloads_still_decode_by_kind():
+    """Version 1 had no layout byte: the kind gave the layout, and webgpu had no fmt field."""
     m = device_module("webgpu")
-    data = m.save_to_bytes()
-    r = wire.Reader(data)
-    assert r.fmap() == m.functions  # the first field is the function map, not a fmt string
-    assert r.map_str_bytes("shaders") == m.payload
+    body = wire.encode_device_payload("webgpu", "wgsl", m.functions, m.payload)[1 + 8 + 4:]
+    assert wire.decode_device_payload("webgpu", body, version=1) == ("wgsl", m.functions, m.payload)
+    llvm = device_module("llvm")
+    assert wire.decode_device_payload("llvm", llvm.save_to_bytes()[1:], version=1)[2] == llvm.payload
+    with pytest.raises(ArtifactError, match="'zz' is not a device module kind of format version 1"):
+        wire.decode_device_payload("zz", llvm.save_to_bytes()[1:], version=1)
+    assert wire.decode_root_payload(wire.encode_root_payload({}, ["t"])[1:], version=1) == ({}, ["t"])
 
 
 def test_root_payload_round_trip():
@@ -119,7 +158,7 @@ def test_root_payload_round_trip():
 def test_container_round_trip_and_layout():
     root = synthetic_root(("cuda", "vulkan"))
     data = root.export(metadata={"compiler": "polykern test"})
-    assert data[:8] == b"PKBIN\x00\r\n" and struct.unpack_from("<I", data, 8)[0] == 1
+    assert data[:8] == b"PKBIN\x00\r\n" and struct.unpack_from("<I", data, 8)[0] == 2
     assert struct.unpack_from("<Q", data, 12)[0] == 3
     assert struct.unpack_from("<4Q", data, 20) == (0, 2, 2, 2)  # indptr: root has children 1, 2
     assert struct.unpack_from("<2Q", data, 52) == (1, 2)

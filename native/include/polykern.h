@@ -17,7 +17,9 @@
 extern "C" {
 #endif
 
-#define PK_KBIN_VERSION 1u
+/* The format version written by pk_artifact_write; versions PK_KBIN_MIN_VERSION..PK_KBIN_VERSION are read. */
+#define PK_KBIN_VERSION 2u
+#define PK_KBIN_MIN_VERSION 1u
 
 typedef enum pk_status {
     PK_OK = 0,
@@ -79,11 +81,14 @@ typedef struct pk_function_info {
     const pk_kv *attrs;
 } pk_function_info;
 
+/* A module payload's layout. Format version 2: the payload's first byte (the id below), for any
+ * module kind, known here or not. Version 1: from the kind (llvm cuda rocm opencl hexagon: bytes;
+ * vulkan metal: smap; webgpu: its own layout). */
 typedef enum pk_layout {
     PK_LAYOUT_ROOT = 0,    /* fmap; targets */
-    PK_LAYOUT_BYTES = 1,   /* fmt; fmap; payload (llvm cuda rocm opencl hexagon) */
-    PK_LAYOUT_SMAP = 2,    /* fmt; fmap; map<str,bytes> (vulkan metal) */
-    PK_LAYOUT_WEBGPU = 3   /* fmap; map<str,bytes> (fmt is "wgsl") */
+    PK_LAYOUT_BYTES = 1,   /* fmt; fmap; payload (one blob) */
+    PK_LAYOUT_SMAP = 2,    /* fmt; fmap; map<str,bytes> (named sections) */
+    PK_LAYOUT_WEBGPU = 3   /* version 1 only: fmap; map<str,bytes> (fmt is "wgsl") */
 } pk_layout;
 
 typedef struct pk_module {
@@ -102,7 +107,8 @@ typedef struct pk_module {
     const uint64_t *imports;
     size_t num_sources;                 /* fmt -> text, 0 when stripped */
     const pk_kv *sources;
-    const uint8_t *encoded;             /* the module's whole payload entry as stored */
+    const uint8_t *encoded;             /* the module's whole payload entry as stored (format version 2:
+                                           its first byte is the layout id) */
     size_t encoded_size;
     uint64_t offset;                    /* where `encoded` starts in the file */
 } pk_module;
@@ -130,6 +136,8 @@ void pk_artifact_free(pk_artifact *art);
 const pk_function_info *pk_module_find_function(const pk_module *m, const char *name);
 /* Value of a map entry (attrs, meta, sources) or NULL. */
 const pk_str *pk_kv_find(const pk_kv *kv, size_t n, const char *key);
+/* 1 when `kind` is one of the module kinds a format-version-1 artifact may hold (version 2
+ * holds any kind whose name is a lowercase identifier). */
 int pk_is_known_kind(const char *kind);
 /* "f32", "i64", "bool", "f32x4" ... written into buf (NUL-terminated). */
 const char *pk_type_name(uint8_t code, uint8_t bits, uint16_t lanes, char *buf, size_t bufsize);
@@ -150,6 +158,11 @@ const char *pk_function_signature(const pk_function_info *f, char *buf, size_t b
 const char *pk_describe_binary(const uint8_t *data, size_t n, char *buf, size_t bufsize);
 /* 1 when data is UTF-8 text without NUL bytes (PTX, C, WGSL ...) */
 int pk_payload_is_text(const uint8_t *data, size_t n);
+
+/* Encode the parsed artifact again, in format version PK_KBIN_VERSION, from its decoded fields
+ * (modules of every kind, known here or not): the bytes polykern's `load(...).export()` gives.
+ * For a version-2 artifact they are the bytes it was parsed from. *out is malloc'ed (free it). */
+int pk_artifact_write(const pk_artifact *art, uint8_t **out, size_t *size, pk_error *err);
 
 /* CRC-32 (zlib polynomial), continuing from `crc` (start with 0). */
 uint32_t pk_crc32(uint32_t crc, const void *data, size_t size);

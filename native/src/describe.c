@@ -402,7 +402,6 @@ static void jw_module(jw *j, const pk_artifact *art, size_t i) {
     const pk_module *m = &art->modules[i];
     size_t k;
     char sha[65];
-    static const char *layouts[] = {"root", "bytes", "smap", "webgpu"};
     jw_item(j);
     jw_open(j, '{');
     jw_kstr(j, "fmt", &m->fmt);
@@ -428,7 +427,7 @@ static void jw_module(jw *j, const pk_artifact *art, size_t i) {
     jw_close(j, ']');
     jw_kint(j, "index", i);
     jw_kstr(j, "kind", &m->kind);
-    jw_kcstr(j, "layout", layouts[m->layout]);
+    jw_kcstr(j, "layout", pk_layout_name(m->layout));
     jw_kint(j, "offset", m->offset);
     if (m->layout == PK_LAYOUT_BYTES) {
         jw_key(j, "payload");

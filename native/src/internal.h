@@ -90,9 +90,12 @@ int pk_check_function_schema(pk_reader *r, const pk_function_info *f, const char
 void pk_sha256_hex(const void *data, size_t n, char out[65]);
 
 /* ---- module payloads (payload.c) ---- */
-int pk_layout_of_kind(const char *kind, pk_layout *layout);
-int pk_decode_root(pk_reader *r, pk_module *m);
-int pk_decode_device(pk_reader *r, pk_module *m);
+/* format version 1: the layout of a kind, 0 when version 1 has no such kind */
+int pk_v1_layout_of_kind(const char *kind, pk_layout *layout);
+const char *pk_layout_name(pk_layout layout);
+/* decode module m's payload span of format `version` (2: starts with the layout id) */
+int pk_decode_root(pk_reader *r, pk_module *m, uint32_t version);
+int pk_decode_device(pk_reader *r, pk_module *m, uint32_t version);
 
 /* ---- ELF relocatable object loader (elf_loader.c) ---- */
 typedef struct pk_elf_image pk_elf_image;

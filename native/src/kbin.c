@@ -15,12 +15,19 @@
 
 static const uint8_t MAGIC[8] = {'P', 'K', 'B', 'I', 'N', 0, '\r', '\n'};
 
+/* the versions this reader reads are polykern.wire's (kbin_tables.h is generated from it) */
+#if PK_KBIN_VERSION != PK_WIRE_VERSION || PK_KBIN_MIN_VERSION != PK_WIRE_MIN_VERSION
+#error "PK_KBIN_VERSION / PK_KBIN_MIN_VERSION (polykern.h) differ from polykern.wire.VERSION / VERSIONS"
+#endif
+
 typedef struct artifact_impl {
     pk_arena arena;
     uint8_t *bytes;        /* our copy of the artifact */
 } artifact_impl;
 
-/* wire._KIND_RE: ^[a-z][a-z0-9_]{0,63}$ */
+static int str_is_root(const pk_str *k) { return k->len == 4 && memcmp(k->ptr, "root", 4) == 0; }
+
+/* wire.KIND_RE: [a-z][a-z0-9_]{0,63} */
 static int kind_syntax_ok(const pk_str *k) {
     size_t i;
     if (k->len < 1 || k->len > 64 || k->ptr[0] < 'a' || k->ptr[0] > 'z') return 0;
@@ -91,15 +98,20 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
     return 0;
 }
 
-static int read_module_entry(pk_reader *r, pk_module *m, size_t i) {
+/* Version 1: the kind must be one of version 1's (which gives the layout). Version 2: any kind
+ * name; the layout is the payload's first byte, read with the payload. */
+static int read_module_entry(pk_reader *r, pk_module *m, size_t i, uint32_t version) {
     char what[64], q[PK_QUOTE_BUF];
     size_t at = r->pos;
     snprintf(what, sizeof what, "module %zu kind", i);
     if (pk_rd_str(r, &m->kind, what)) return PK_ERR_ARTIFACT;
-    if (!kind_syntax_ok(&m->kind) || !pk_layout_of_kind(m->kind.ptr, &m->layout))
+    if (version == 1 && !pk_v1_layout_of_kind(m->kind.ptr, &m->layout))
         return pk_rd_fail_at(r, at, PK_MSG_UNKNOWN_KIND, (unsigned long long)i, pk_quote_str(&m->kind, q, sizeof q),
-                             PK_KNOWN_KINDS);
-    if ((m->layout == PK_LAYOUT_ROOT) != (i == 0))
+                             PK_V1_KINDS);
+    if (!kind_syntax_ok(&m->kind))
+        return pk_rd_fail_at(r, at, PK_MSG_KIND_NAME, (unsigned long long)i, pk_quote_str(&m->kind, q, sizeof q));
+    if (version != 1) m->layout = str_is_root(&m->kind) ? PK_LAYOUT_ROOT : PK_LAYOUT_BYTES;   /* until decoded */
+    if (str_is_root(&m->kind) != (i == 0))
         return i == 0 ? pk_rd_fail_at(r, at, PK_MSG_ROOT_FIRST)
                       : pk_rd_fail_at(r, at, PK_MSG_SECOND_ROOT, (unsigned long long)i);
     snprintf(what, sizeof what, "module %zu (%s) payload", i, m->kind.ptr);
@@ -109,12 +121,12 @@ static int read_module_entry(pk_reader *r, pk_module *m, size_t i) {
 }
 
 /* Decode module i's payload span (the container is already validated). */
-static int decode_module(pk_reader *whole, pk_module *m, size_t i) {
+static int decode_module(pk_reader *whole, pk_module *m, size_t i, uint32_t version) {
     pk_reader sub = *whole;
     sub.pos = (size_t)m->offset;
     sub.end = sub.pos + m->encoded_size;
-    if (i == 0) return pk_decode_root(&sub, m);
-    return pk_decode_device(&sub, m);
+    if (i == 0) return pk_decode_root(&sub, m, version);
+    return pk_decode_device(&sub, m, version);
 }
 
 /* artifact.load: every kernel the root lists must be provided by some device module */
@@ -184,9 +196,9 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     }
     r.pos = 8;
     if (pk_rd_u32(&r, &art->version, "format version")) goto fail;
-    if (art->version != PK_KBIN_VERSION) {
+    if (art->version < PK_KBIN_MIN_VERSION || art->version > PK_KBIN_VERSION) {
         pk_rd_fail_at(&r, 8, PK_MSG_VERSION, (unsigned long long)art->version,
-                      (unsigned long long)PK_KBIN_VERSION);
+                      (unsigned long long)PK_KBIN_MIN_VERSION, (unsigned long long)PK_KBIN_VERSION);
         goto fail;
     }
     at = r.pos;
@@ -207,7 +219,7 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     art->num_modules = n;
     if (read_tree(&r, mods, n)) goto fail;
     for (i = 0; i < n; i++)
-        if (read_module_entry(&r, &mods[i], i)) goto fail;
+        if (read_module_entry(&r, &mods[i], i, art->version)) goto fail;
     if (pk_rd_flag(&r, &flag, "sources flag")) goto fail;
     art->has_sources = flag;
     if (flag)
@@ -231,7 +243,7 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
         goto fail;
     }
     for (i = 0; i < n; i++)
-        if (decode_module(&r, &mods[i], i)) goto fail;
+        if (decode_module(&r, &mods[i], i, art->version)) goto fail;
     if (check_root_functions(&r, art)) goto fail;
     return art;
 fail:

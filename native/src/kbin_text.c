@@ -1,4 +1,5 @@
-/* The tables shared with Python (kbin_tables.h, generated) and what uses them: module kinds,
+/* The tables shared with Python (kbin_tables.h, generated) and what uses them: version 1's module kinds,
+ * layout names,
  * the FunctionInfo attribute/launch-tag schema, and how artifact strings are shown
  * (polykern.kbin_messages.quote / escape / escape_source, byte for byte). */
 #include <stdio.h>
@@ -8,17 +9,21 @@
 #define PK_KBIN_TABLES_IMPL
 #include "kbin_tables.h"
 
-int pk_layout_of_kind(const char *kind, pk_layout *layout) {
+int pk_v1_layout_of_kind(const char *kind, pk_layout *layout) {
     size_t i;
-    for (i = 0; i < sizeof pk_kind_layouts / sizeof pk_kind_layouts[0]; i++)
-        if (strcmp(pk_kind_layouts[i].kind, kind) == 0) {
-            if (layout) *layout = (pk_layout)pk_kind_layouts[i].layout;
+    for (i = 0; i < sizeof pk_v1_kinds / sizeof pk_v1_kinds[0]; i++)
+        if (strcmp(pk_v1_kinds[i].kind, kind) == 0) {
+            if (layout) *layout = (pk_layout)pk_v1_kinds[i].layout;
             return 1;
         }
     return 0;
 }
 
-int pk_is_known_kind(const char *kind) { return pk_layout_of_kind(kind, NULL); }
+int pk_is_known_kind(const char *kind) { return pk_v1_layout_of_kind(kind, NULL); }
+
+const char *pk_layout_name(pk_layout layout) {
+    return (size_t)layout < sizeof pk_layout_names / sizeof pk_layout_names[0] ? pk_layout_names[layout] : "?";
+}
 
 /* One code point at p[*i]; -1 for a byte that does not start valid UTF-8 (consumes it). */
 static long next_cp(const uint8_t *p, size_t n, size_t *i) {

@@ -1,5 +1,6 @@
-/* Module payloads: FunctionInfo maps and the per-layout payload of every module kind
- * (docs/internals.md "Device module payload, by layout"), checked like polykern.wire. */
+/* Module payloads: FunctionInfo maps and the payload of every module, by its layout
+ * (docs/internals.md "Module payloads"), checked like polykern.wire. Format version 2 payloads
+ * start with their layout id, so a module of any kind decodes; version 1's come from the kind. */
 #include <stdio.h>
 #include <string.h>
 
@@ -104,22 +105,40 @@ static int read_fmap(pk_reader *r, pk_module *m, const char *what) {
     return 0;
 }
 
-int pk_decode_root(pk_reader *r, pk_module *m) {
+/* wire._layout_id: a version-2 payload's first byte; known, and root exactly for the root */
+static int read_layout(pk_reader *r, pk_module *m, const char *what, int root) {
+    size_t at = r->pos;
+    uint8_t id;
+    char w[160];
+    snprintf(w, sizeof w, "%s payload layout", what);
+    if (pk_rd_u8(r, &id, w)) return PK_ERR_ARTIFACT;
+    if (id >= PK_NUM_LAYOUTS)
+        return pk_rd_fail_at(r, at, PK_MSG_LAYOUT_UNKNOWN, what, (unsigned long long)id, PK_KNOWN_LAYOUTS);
+    if (root && id != PK_LAYOUT_ROOT)
+        return pk_rd_fail_at(r, at, PK_MSG_ROOT_LAYOUT, (unsigned long long)id, pk_layout_name((pk_layout)id));
+    if (!root && id == PK_LAYOUT_ROOT) return pk_rd_fail_at(r, at, PK_MSG_LAYOUT_NOT_ROOT, what);
+    m->layout = (pk_layout)id;
+    return 0;
+}
+
+int pk_decode_root(pk_reader *r, pk_module *m, uint32_t version) {
     pk_str *t;
     static const pk_str none = {"", 0};
     m->fmt = none;
+    if (version != 1 && read_layout(r, m, "root module", 1)) return PK_ERR_ARTIFACT;
     if (read_fmap(r, m, "root function map")) return PK_ERR_ARTIFACT;
     if (pk_rd_list_str(r, &t, &m->num_targets, "root targets")) return PK_ERR_ARTIFACT;
     m->targets = t;
     return pk_rd_expect_end(r, "root payload");
 }
 
-int pk_decode_device(pk_reader *r, pk_module *m) {
+int pk_decode_device(pk_reader *r, pk_module *m, uint32_t version) {
     static const pk_str wgsl = {"wgsl", 4};
     char what[100], w[160];
     pk_blob *b;
     snprintf(what, sizeof what, "%s module", m->kind.ptr);
-    if (m->layout == PK_LAYOUT_WEBGPU) {
+    if (version != 1 && read_layout(r, m, what, 0)) return PK_ERR_ARTIFACT;
+    if (m->layout == PK_LAYOUT_WEBGPU) {   /* version 1 only */
         m->fmt = wgsl;
     } else {
         snprintf(w, sizeof w, "%s fmt", what);

@@ -142,8 +142,8 @@ static void test_container_errors(void) {
     EXPECT_ERROR((const uint8_t *)"PKBIN\0\r\nxxxxxxxxxxxxxxxxxxxx", 28, 8, "unsupported artifact format");
     EXPECT_ERROR((const uint8_t *)"XKBIN\0\r\n\1\0\0\0", 12, 0, "bad magic");
     tb_raw(&b, "PKBIN\0\r\n", 8);
-    tb_u32(&b, 2);
-    EXPECT_ERROR(b.p, b.n, 8, "unsupported artifact format version 2");
+    tb_u32(&b, 3);
+    EXPECT_ERROR(b.p, b.n, 8, "unsupported artifact format version 3; this reader supports versions 1 to 2");
     tb_free(&b);
     header(&b, 0);
     tb_u64(&b, 0);
@@ -422,6 +422,79 @@ static void test_describe(void) {
     tb_free(&b);
 }
 
+/* Format version 2: each payload starts with its layout id, so a kind this reader has never
+ * heard of parses, and pk_artifact_write gives back the same bytes; hostile layout ids are refused. */
+static size_t v2_artifact(tbuf *out, uint8_t root_layout, uint8_t dev_layout, const char *kind) {
+    tbuf root = {0}, dev = {0};
+    size_t dev_at;
+    tb_u8(&root, root_layout);
+    tb_u64(&root, 1);
+    tb_str(&root, "saxpy");
+    tb_saxpy_info(&root, "saxpy", NULL);
+    tb_u64(&root, 1);
+    tb_str(&root, kind);
+    tb_u8(&dev, dev_layout);
+    tb_str(&dev, "bin");
+    tb_u64(&dev, 1);
+    tb_str(&dev, "saxpy");
+    tb_saxpy_info(&dev, "saxpy", "saxpy_entry");
+    tb_u64(&dev, 2);
+    tb_str(&dev, "a"); tb_bytes(&dev, "\0\1\2", 3);
+    tb_str(&dev, "b"); tb_bytes(&dev, "text\n", 5);
+    tb_raw(out, "PKBIN\0\r\n", 8);
+    tb_u32(out, 2);
+    tb_u64(out, 2);
+    tb_u64(out, 0); tb_u64(out, 1); tb_u64(out, 1);
+    tb_u64(out, 1);
+    tb_str(out, "root"); tb_bytes(out, root.p, root.n);
+    tb_str(out, kind);
+    dev_at = out->n + 8;
+    tb_bytes(out, dev.p, dev.n);
+    tb_u8(out, 0);
+    tb_u64(out, 0);
+    tb_u32(out, pk_crc32(0, out->p, out->n));
+    tb_free(&root);
+    tb_free(&dev);
+    return dev_at;
+}
+
+static void test_v2_layouts(void) {
+    tbuf b = {0};
+    pk_error e;
+    pk_artifact *a;
+    uint8_t *again = NULL;
+    size_t n = 0, dev_at, root_at = 20 + 24 + 8 + 12 + 8;
+    dev_at = v2_artifact(&b, 0, 2, "zz_never_heard_of");
+    a = parse(&b, &e);
+    CHECK_MSG(a != NULL, "%s", e.message);
+    if (a) {
+        const pk_module *m = &a->modules[1];
+        CHECK(a->version == 2 && m->layout == PK_LAYOUT_SMAP && strcmp(m->fmt.ptr, "bin") == 0);
+        CHECK(m->num_shaders == 2 && m->shaders[1].size == 5 && m->num_functions == 1);
+        CHECK(!pk_is_known_kind(m->kind.ptr) && pk_is_known_kind("vulkan"));
+        CHECK(pk_artifact_write(a, &again, &n, &e) == 0);
+        CHECK(n == b.n && again && memcmp(again, b.p, n) == 0);
+        free(again);
+        pk_artifact_free(a);
+    }
+    tb_free(&b);
+    dev_at = v2_artifact(&b, 0, 3, "zz");
+    EXPECT_ERROR(b.p, b.n, dev_at, "zz module has unknown payload layout 3; known layouts: 0 (root), 1 (bytes), 2 (smap)");
+    tb_free(&b);
+    dev_at = v2_artifact(&b, 0, 255, "zz");
+    EXPECT_ERROR(b.p, b.n, dev_at, "unknown payload layout 255");
+    tb_free(&b);
+    dev_at = v2_artifact(&b, 0, 0, "zz");
+    EXPECT_ERROR(b.p, b.n, dev_at, "zz module has payload layout 0 (root), which only the root module may have");
+    tb_free(&b);
+    v2_artifact(&b, 2, 2, "zz");
+    EXPECT_ERROR(b.p, b.n, root_at, "the root module has payload layout 2 (smap); it must be 0 (root)");
+    tb_free(&b);
+    dev_at = v2_artifact(&b, 0, 2, "Zz");   /* the kind entry: u64 length, "Zz", u64 payload length */
+    EXPECT_ERROR(b.p, b.n, dev_at - 18, "module 1 kind 'Zz' is not a module kind name");
+    tb_free(&b);
+}
+
 int main(void) {
     test_crc_and_sha();
     test_valid();
@@ -430,5 +503,6 @@ int main(void) {
     test_payload_errors();
     test_load_file();
     test_describe();
+    test_v2_layouts();
     return t_finish("test_kbin");
 }

@@ -28,7 +28,7 @@ from .lang.kernel import Kernel, kernel  # noqa: F401
 from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401
 from .lang.functions import Func, func  # noqa: F401
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401
 
 
 def build(kernels, targets=("llvm",), *, bounds_check=None):
@@ -36,6 +36,13 @@ def build(kernels, targets=("llvm",), *, bounds_check=None):
     from .pipeline import build as _build
 
     return _build(kernels, targets, bounds_check=bounds_check)
+
+
+def autotune(configs, key=(), **options):
+    """Decorator: tune a kernel over launch/constexpr configurations; see :mod:`polykern.autotuning`."""
+    from .autotuning import autotune as _autotune
+
+    return _autotune(configs, key, **options)
 
 
 def load(path_or_bytes, strict: bool = False):

@@ -1,10 +1,12 @@
 """The .kbin container: export a module tree, load it back, describe it without a runtime.
 
-- :func:`export` flattens a :class:`RootModule` and its import tree (preorder, root first)
-  into ``wire.encode_container`` bytes; deterministic: no timestamps, no paths, sorted maps.
+- :func:`export` writes a :class:`RootModule` and its import tree (``RootModule.export``; a bare
+  device module is wrapped in a root first).
 - :func:`load` validates the whole container first, then turns each module into a real
   module through ``module.load_from_bytes.<kind>``, or into an :class:`UnavailableModule`
-  when no loader is registered here (``strict=True`` raises instead).
+  when no loader is registered here, including kinds this build has never heard of
+  (``strict=True`` raises instead). Loaders always get format version 2 payload bytes: a
+  version-1 artifact's payloads are re-encoded once, here.
 - :func:`read_artifact` returns a plain description (dicts/lists/str/int) for
   ``polykern inspect``; it never imports or needs a runtime.
 """
@@ -12,130 +14,36 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import struct
-import tempfile
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
 from . import backends, registry, wire
 from .errors import (ArtifactError, BackendUnavailableError, CompileError, DeviceError, PolykernError,
                      RuntimeNotLinkedError)
-from .kbin_messages import escape, message, quote
+from .kbin_file import Source
+from .kbin_file import read as _read
+from .kbin_messages import message, quote
 from .module import Module, RootModule, UnavailableModule, payload_text
+from .version import compiler_version
 
 __all__ = ["export", "load", "read_artifact", "describe_binary", "compiler_version"]
-
-Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
-
-
-def compiler_version() -> str:
-    try:
-        from polykern import __version__  # set by the package once it defines one
-        return str(__version__)
-    except ImportError:
-        pass
-    try:
-        import importlib.metadata
-
-        return importlib.metadata.version("polykern")
-    except Exception:  # not installed as a distribution (e.g. Bazel runfiles)
-        return "0+unknown"
 
 
 # ------------------------------------------------------------------ export
 
 
-def export(root: Module, path: Union[str, "os.PathLike[str]", None] = None, *, strip_sources: bool = False,
+def export(root: Module, path: Union[str, "os.PathLike[str]", None] = None, *, strip_sources: Optional[bool] = None,
            metadata: Optional[Mapping[str, str]] = None) -> bytes:
     """Serialize ``root`` (a RootModule; a bare device module is wrapped in one) to .kbin bytes,
-    writing them to ``path`` (atomically) when given. ``metadata`` entries override defaults."""
+    writing them to ``path`` (atomically) when given; see :meth:`RootModule.export`."""
     if not isinstance(root, Module):
         raise PolykernError(f"export needs a polykern module, got {type(root).__name__}")
     if not isinstance(root, RootModule):
         root = RootModule.collect([root])
-    modules: List[Module] = []
-    index: Dict[int, int] = {}
-    for m in root.walk():
-        if id(m) in index:
-            raise PolykernError(f"the {m.kind} module is imported twice; an artifact holds a tree of modules")
-        index[id(m)] = len(modules)
-        modules.append(m)
-    provided = {name for m in modules[1:] for name in m.functions}
-    missing = sorted(set(root.functions) - provided)
-    if missing:
-        raise PolykernError(f"the root lists kernels no imported module provides: {', '.join(missing)}")
-    for m in modules:
-        for info in m.functions.values():
-            wire.check_function_info(info)
-    children = [[index[id(c)] for c in m.imports] for m in modules]
-    payloads = [(m.kind, m.save_to_bytes()) for m in modules]
-    sources = None if strip_sources else [dict(m.sources) for m in modules]
-    meta = {"compiler": f"polykern {compiler_version()}", "targets": "\n".join(root.targets)}
-    for k, v in dict(metadata or {}).items():
-        if not isinstance(k, str) or not k or not isinstance(v, str):
-            raise PolykernError(f"artifact metadata maps non-empty strings to strings, got {k!r}: {v!r}")
-        meta[k] = v
-    data = wire.encode_container(payloads, children, sources, meta)
-    if path is not None:
-        _write_atomic(os.fspath(path), data)
-    return data
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".kbin-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    return root.export(path, strip_sources=strip_sources, metadata=metadata)
 
 
 # ------------------------------------------------------------------ load
-
-
-_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISSOCK, "a socket"))
-
-
-def _file_type(mode: int) -> str:
-    return next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
-
-
-def _read(src: Source) -> Tuple[bytes, str]:
-    """The bytes of an artifact. A path must name a regular file, and no more than the size it
-    had when opened is read (a FIFO or ``/dev/zero`` would otherwise be read without bound)."""
-    if isinstance(src, (bytes, bytearray, memoryview)):
-        return bytes(src), "the artifact"
-    path = os.fspath(src)
-    shown = escape(os.fsdecode(path))
-    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except OSError as e:
-        raise ArtifactError(f"cannot read {shown}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ArtifactError(message("NOT_REGULAR", shown, _file_type(st.st_mode)))
-        chunks, got = [], 0
-        while got < st.st_size:
-            chunk = os.read(fd, min(st.st_size - got, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        if got != st.st_size or os.read(fd, 1):
-            raise ArtifactError(message("FILE_CHANGED", shown, st.st_size))
-    except OSError as e:
-        raise ArtifactError(f"cannot read {shown}: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks), os.path.basename(os.fsdecode(path))
 
 
 _DEGRADE = (BackendUnavailableError, RuntimeNotLinkedError, DeviceError, CompileError)
@@ -149,7 +57,8 @@ def load(src: Source, strict: bool = False) -> RootModule:
     c = wire.decode_container(data)
     backends.load_all()
     root_entry = c.modules[0]
-    functions, targets = wire.decode_root_payload(data, root_entry.offset, root_entry.offset + len(root_entry.payload))
+    functions, targets = wire.decode_root_payload(data, root_entry.offset, root_entry.offset + len(root_entry.payload),
+                                                  c.version)
     mods: List[Module] = []
     for i, entry in enumerate(c.modules):
         sources = dict(c.sources[i]) if c.sources is not None else {}
@@ -157,13 +66,15 @@ def load(src: Source, strict: bool = False) -> RootModule:
             mods.append(RootModule(functions, (), targets, sources))
             continue
         end = entry.offset + len(entry.payload)
-        decoded = wire.decode_device_payload(entry.kind, data, entry.offset, end)
-        mods.append(_load_device(i, entry, decoded, sources, origin, strict))
+        decoded = wire.decode_device_payload(entry.kind, data, entry.offset, end, c.version)
+        payload = entry.payload if c.version == wire.VERSION else wire.encode_device_payload(entry.kind, *decoded)
+        mods.append(_load_device(i, entry, payload, decoded, sources, origin, strict))
     _link(mods, c.children)
     root = cast(RootModule, mods[0])  # decode_container checked that module 0 is the root
     _check_root_provided(functions, [m.functions for m in mods[1:]], root_entry.offset)
     root.origin = origin  # type: ignore[attr-defined]
-    root.metadata = dict(c.meta)  # type: ignore[attr-defined]
+    root.metadata = dict(c.meta)
+    root.sources_stripped = c.sources is None
     return root
 
 
@@ -186,8 +97,9 @@ def _link(mods: List[Module], children: List[List[int]]) -> None:
         mods[i].imports.extend(mods[k] for k in kids)
 
 
-def _load_device(i: int, entry: wire.ContainerModule, decoded, sources: Dict[str, str], origin: str,
+def _load_device(i: int, entry: wire.ContainerModule, payload: bytes, decoded, sources: Dict[str, str], origin: str,
                  strict: bool) -> Module:
+    """Module ``i`` through its kind's loader, which gets ``payload`` (format version 2 bytes)."""
     kind = entry.kind
     loader = registry.get(f"module.load_from_bytes.{kind}")
     reason = ""
@@ -195,7 +107,7 @@ def _load_device(i: int, entry: wire.ContainerModule, decoded, sources: Dict[str
         reason = backends.runtime_reason(kind) or f"no module.load_from_bytes.{kind} is registered"
     else:
         try:
-            m = loader(entry.payload, sources)
+            m = loader(payload, sources)
         except ArtifactError:
             raise
         except _DEGRADE as e:
@@ -210,7 +122,7 @@ def _load_device(i: int, entry: wire.ContainerModule, decoded, sources: Dict[str
                 raise ArtifactError(f"module.load_from_bytes.{kind} returned {m!r}, not a {kind!r} module",
                                     entry.offset)
             return m
-    um = UnavailableModule(kind, entry.payload, sources, reason, origin, decoded)
+    um = UnavailableModule(kind, payload, sources, reason, origin, decoded)
     if strict:
         raise ArtifactError(um.message(), entry.offset)
     return um
@@ -266,18 +178,19 @@ def read_artifact(src: Source, with_payload_text: bool = True) -> Dict[str, Any]
     device_fmaps = []
     for i, entry in enumerate(c.modules):
         end = entry.offset + len(entry.payload)
-        desc: Dict[str, Any] = {"index": i, "kind": entry.kind, "layout": wire.PAYLOAD_LAYOUT[entry.kind],
-                                "offset": entry.offset, "size": len(entry.payload),
+        desc: Dict[str, Any] = {"index": i, "kind": entry.kind, "offset": entry.offset, "size": len(entry.payload),
                                 "sha256": hashlib.sha256(entry.payload).hexdigest(), "imports": list(c.children[i])}
         if i == 0:
-            fmap, targets = wire.decode_root_payload(data, entry.offset, end)
+            fmap, targets = wire.decode_root_payload(data, entry.offset, end, c.version)
             root_fmap = fmap
             root_functions = [f.to_dict() for f in fmap.values()]
-            desc.update(fmt="", functions=list(fmap), targets=list(targets))
+            desc.update(fmt="", layout="root", functions=list(fmap), targets=list(targets))
         else:
-            fmt, fmap, payload = wire.decode_device_payload(entry.kind, data, entry.offset, end)
+            fmt, fmap, payload = wire.decode_device_payload(entry.kind, data, entry.offset, end, c.version)
             device_fmaps.append(fmap)
-            desc.update(fmt=fmt, functions=list(fmap), function_info=[f.to_dict() for f in fmap.values()])
+            layout = wire.V1_KINDS[entry.kind] if c.version == 1 else wire.payload_layout(payload)
+            desc.update(fmt=fmt, layout=layout, functions=list(fmap),
+                        function_info=[f.to_dict() for f in fmap.values()])
             if isinstance(payload, bytes):
                 desc["payload"] = _payload_dict(payload, with_payload_text)
             else:

@@ -46,11 +46,15 @@ MESSAGES: Dict[str, str] = {
     "ATTR_NAME": "%s has an attribute with an invalid name %s (expected a lowercase identifier)",
     "ATTR_VALUE": "%s attribute %s has an invalid value %s (expected %s)",
     "FMAP_NAME": "%s entry %s describes a function named %s",
-    "NOT_DEVICE_KIND": "%s is not a known device module kind; known: %s",
+    "NOT_DEVICE_KIND": "%s is not a device module kind of format version 1; known: %s",
+    # payload layouts (format version 2: wire._layout_id / native/src/payload.c)
+    "LAYOUT_UNKNOWN": "%s has unknown payload layout %u; known layouts: %s",
+    "LAYOUT_NOT_ROOT": "%s has payload layout 0 (root), which only the root module may have",
+    "ROOT_LAYOUT": "the root module has payload layout %u (%s); it must be 0 (root)",
     # container (wire.decode_container / native/src/kbin.c)
     "DATA_EMPTY": "not a polykern artifact: the data is empty",
     "BAD_MAGIC": "not a polykern artifact: bad magic (the first bytes are %s in hex, expected 504b42494e000d0a)",
-    "VERSION": "unsupported artifact format version %u; this reader supports version %u",
+    "VERSION": "unsupported artifact format version %u; this reader supports versions %u to %u",
     "NO_MODULES": "artifact has no modules (the root module is required)",
     "MODULE_COUNT": "module count %u needs an import index larger than the %u bytes that remain",
     "INDEX_START": "import index must start at 0, got %u",
@@ -60,13 +64,14 @@ MESSAGES: Dict[str, str] = {
     "IMPORTED_TWICE": "module %u is imported twice (the import tree must be a tree)",
     "UNREACHABLE": "module %u is not reachable from the root (import cycle or orphan)",
     "UNKNOWN_KIND": "module %u has unknown kind %s; known kinds: %s",
+    "KIND_NAME": "module %u kind %s is not a module kind name (a lowercase identifier of at most 64 characters)",
     "ROOT_FIRST": "module 0 must be the root module and no other module may be a root",
     "SECOND_ROOT": "module %u is a second root module",
     "CRC_TRAILING": "%u trailing bytes after the checksum",
     "CHECKSUM": "checksum mismatch: stored CRC-32 0x%08x, computed 0x%08x (the artifact is corrupted)",
     # artifact.load / check_root_functions
     "ROOT_MISSING": "the root lists %u kernel(s) that no module provides; the first is %s",
-    # reading the file (artifact._read / pk_artifact_load)
+    # reading the file (kbin_file.read / pk_artifact_load)
     "NOT_REGULAR": "cannot read %s: it is %s, not a regular file",
     "FILE_CHANGED": "cannot read %s: the file changed size while being read (%u bytes expected)",
 }

@@ -33,7 +33,7 @@ from .errors import LaunchError
 from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
 
 if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
-    from .module import ArgInfo, FunctionInfo
+    from .function_info import ArgInfo, FunctionInfo
 
 __all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "check_global_size", "check_grid_limits",
            "MAX_DIM", "MAX_GLOBAL_SIZE", "PORTABLE_MAX_GRID", "MAX_OPENCL_GROUPS", "MISS", "fast_dims",

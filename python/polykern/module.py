@@ -1,27 +1,30 @@
-"""Modules: the compiled form of kernels (DESIGN.md section 4, docs/internals.md "Modules").
+"""Modules: the compiled form of kernels (docs/internals.md "Modules").
 
-- :class:`FunctionInfo` / :class:`ArgInfo` describe a launchable kernel well enough for a
-  runtime to launch it without the compiler.
+- :class:`FunctionInfo` / :class:`ArgInfo` (defined in ``function_info``) describe a launchable
+  kernel well enough for a runtime to launch it without the compiler.
 - :class:`DeviceModule` is the shared base of every real and fallback device module; its
   ``save_to_bytes`` is the one serializer (``wire.encode_device_payload``), which is what
   makes fallback and real modules byte-identical by construction.
 - :class:`FallbackModule` is what a compile host without the runtime produces.
 - :class:`UnavailableModule` is what *loading* produces for a kind with no registered
-  loader: it keeps the raw bytes (re-export is lossless) and explains why it cannot run.
-- :class:`RootModule` holds the launchable functions and imports one module per target.
+  loader (also a kind this build has never heard of): it keeps the raw bytes (re-export is
+  lossless) and says why it cannot run and which backend to install.
+- :class:`RootModule` holds the launchable functions and imports one module per target;
+  :meth:`RootModule.export` writes the ``.kbin`` container.
 """
 from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import registry
-from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
+from . import backends, kbin_file, registry, wire
+from .backends import FORCE_FALLBACK_ENV
 from .aligned_launch import wrap_if_aligned
 from .checked_launch import wrap_if_checked
-from .ir.types import BufferType, ScalarType, scalar_from_code
+from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
+from .function_info import ArgInfo, FunctionInfo
+from .version import compiler_version
 
 __all__ = [
     "ArgInfo", "FunctionInfo", "Module", "DeviceModule", "FallbackModule", "UnavailableModule",
@@ -29,141 +32,9 @@ __all__ = [
     "FORCE_FALLBACK_ENV",
 ]
 
-FORCE_FALLBACK_ENV = "POLYKERN_COMPILE_FORCE_FALLBACK"
-_ARG_KINDS = ("scalar", "buffer")
-
-
-# ------------------------------------------------------------------ function descriptions
-
-
-@dataclass(frozen=True)
-class ArgInfo:
-    """One kernel parameter: a scalar or a 1-D buffer of a DLPack-coded element type."""
-
-    name: str
-    kind: str  # "scalar" | "buffer"
-    code: int
-    bits: int
-    lanes: int = 1
-    readonly: bool = False
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"argument names are non-empty strings, got {self.name!r}")
-        if self.kind not in _ARG_KINDS:
-            raise ValueError(f"argument {self.name!r}: kind must be 'scalar' or 'buffer', got {self.kind!r}")
-        scalar_from_code(self.code, self.bits)  # ValueError for unknown types
-        if not isinstance(self.lanes, int) or not 1 <= self.lanes <= 0xFFFF:
-            raise ValueError(f"argument {self.name!r}: lanes must be in 1..65535, got {self.lanes!r}")
-        if not isinstance(self.readonly, bool):
-            raise ValueError(f"argument {self.name!r}: readonly must be a bool")
-        if self.readonly and self.kind != "buffer":
-            raise ValueError(f"argument {self.name!r}: only buffers can be readonly")
-
-    @property
-    def dtype(self) -> ScalarType:
-        """The scalar type (of the value, or of a buffer's elements)."""
-        return scalar_from_code(self.code, self.bits)
-
-    @property
-    def is_buffer(self) -> bool:
-        return self.kind == "buffer"
-
-    @property
-    def type_str(self) -> str:
-        return str(BufferType(self.dtype, self.readonly)) if self.is_buffer else str(self.dtype)
-
-    @classmethod
-    def scalar(cls, name: str, dtype: ScalarType) -> "ArgInfo":
-        return cls(name, "scalar", dtype.code, dtype.bits)
-
-    @classmethod
-    def buffer(cls, name: str, dtype: ScalarType, readonly: bool = False) -> "ArgInfo":
-        return cls(name, "buffer", dtype.code, dtype.bits, 1, readonly)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "type": self.type_str, "code": self.code,
-                "bits": self.bits, "lanes": self.lanes, "readonly": self.readonly}
-
-
-@dataclass(frozen=True)
-class FunctionInfo:
-    """Everything a runtime needs to launch a kernel without the compiler."""
-
-    name: str
-    args: Tuple[ArgInfo, ...] = ()
-    launch_tags: Tuple[str, ...] = ()
-    shared_bytes: int = 0
-    attrs: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"function names are non-empty strings, got {self.name!r}")
-        args = tuple(self.args)
-        if not all(isinstance(a, ArgInfo) for a in args):
-            raise ValueError(f"function {self.name!r}: args must be ArgInfo instances")
-        names = [a.name for a in args]
-        if len(set(names)) != len(names):
-            raise ValueError(f"function {self.name!r}: duplicate argument names {names}")
-        tags = tuple(self.launch_tags)
-        if not all(isinstance(t, str) and t for t in tags):
-            raise ValueError(f"function {self.name!r}: launch tags are non-empty strings")
-        if not isinstance(self.shared_bytes, int) or not 0 <= self.shared_bytes < (1 << 64):
-            raise ValueError(f"function {self.name!r}: shared_bytes must be a u64, got {self.shared_bytes!r}")
-        attrs = dict(self.attrs)
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()):
-            raise ValueError(f"function {self.name!r}: attrs map str -> str")
-        object.__setattr__(self, "args", args)
-        object.__setattr__(self, "launch_tags", tuple(sorted(set(tags))))
-        object.__setattr__(self, "attrs", dict(sorted(attrs.items())))
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.args, self.launch_tags, self.shared_bytes, tuple(self.attrs.items())))
-
-    def signature(self) -> str:
-        return f"{self.name}({', '.join(f'{a.name}: {a.type_str}' for a in self.args)})"
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "signature": self.signature(), "args": [a.to_dict() for a in self.args],
-                "launch_tags": list(self.launch_tags), "shared_bytes": self.shared_bytes,
-                "attrs": dict(self.attrs)}
-
-    @classmethod
-    def from_ir(cls, fn) -> "FunctionInfo":
-        """Describe an ``ir.Function``: parameters, special registers used, shared memory, barrier use."""
-        from .ir import nodes
-
-        args = []
-        for p in fn.params:
-            if isinstance(p.type, BufferType):
-                args.append(ArgInfo.buffer(p.name, p.type.elem, p.type.readonly))
-            elif isinstance(p.type, ScalarType):
-                args.append(ArgInfo.scalar(p.name, p.type))
-            else:
-                raise ValueError(f"function {fn.name!r}: parameter {p.name!r} has unsupported type {p.type}")
-        tags = set()
-        atomics = False
-        for e in nodes.walk_all_exprs(fn.body):
-            if isinstance(e, nodes.SpecialReg):
-                tags.add(f"{e.kind}.{e.dim}")
-            elif isinstance(e, nodes.Atomic):
-                atomics = True
-        shared = sum(a.elem.nbytes * a.size for a in fn.shared_arrays.values())
-        attrs = dict(fn.attrs)
-        if nodes.uses_barrier(fn):
-            attrs["uses_barrier"] = "1"
-        if atomics:
-            attrs["uses_atomics"] = "1"
-        return cls(fn.name, tuple(args), tuple(sorted(tags)), shared, attrs)
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def _wire():
-    from . import wire  # wire imports this module; import it lazily to keep the cycle one-way
-
-    return wire
 
 
 def force_fallback_enabled() -> bool:
@@ -310,21 +181,13 @@ class DeviceModule(Module):
     def __init__(self, kind: str, payload: Payload, fmt: str, fmap: Mapping[str, FunctionInfo],
                  sources: Optional[Mapping[str, str]] = None):
         super().__init__()
-        layout = _wire().layout_of(kind)
-        if layout == "root":
-            raise ValueError("a device module cannot have kind 'root'")
-        if not isinstance(fmt, str) or (not fmt and layout != "webgpu"):
+        wire.check_kind(kind)
+        if not isinstance(fmt, str) or not fmt:
             raise ValueError(f"{kind} module: fmt must be a non-empty string, got {fmt!r}")
-        if layout == "webgpu":
-            fmt = fmt or "wgsl"
-        if layout == "bytes":
-            if not isinstance(payload, (bytes, bytearray, memoryview)):
-                raise TypeError(f"a {kind} payload is bytes, got {type(payload).__name__}")
-            payload = bytes(payload)
+        if wire.payload_layout(payload) == "bytes":
+            payload = bytes(payload)  # type: ignore[arg-type]
         else:
-            if not isinstance(payload, Mapping):
-                raise TypeError(f"a {kind} payload is a dict[str, bytes] of per-kernel shaders")
-            payload = {str(k): bytes(v) for k, v in sorted(payload.items())}
+            payload = {k: bytes(v) for k, v in sorted(payload.items())}  # type: ignore[union-attr]
         self.kind = kind
         self.fmt = fmt
         self.payload: Payload = payload
@@ -333,10 +196,11 @@ class DeviceModule(Module):
 
     @property
     def layout(self) -> str:
-        return _wire().PAYLOAD_LAYOUT[self.kind]
+        """The payload layout (``wire.LAYOUTS``): "bytes" (one blob) or "smap" (named sections)."""
+        return wire.payload_layout(self.payload)
 
     def save_to_bytes(self) -> bytes:
-        return _wire().encode_device_payload(self.kind, self.fmt, self.functions, self.payload)
+        return wire.encode_device_payload(self.kind, self.fmt, self.functions, self.payload)
 
     def get_function(self, name: str):
         info = self.function_info(name)
@@ -368,19 +232,18 @@ class FallbackModule(DeviceModule):
         raise RuntimeNotLinkedError(self.not_runnable_reason(info.name))
 
     def not_runnable_reason(self, name: str) -> str:
-        from . import backends
-
         return backends.runtime_missing_message(self.kind, name)
 
 
 class UnavailableModule(DeviceModule):
-    """A loaded module whose kind has no registered loader here. Keeps the raw bytes."""
+    """A loaded module whose kind has no registered loader here, or a kind no installed backend
+    provides. Keeps the raw (format version 2) payload bytes: re-export gives them back."""
 
     is_runnable = False
 
     def __init__(self, kind: str, data: bytes, sources: Optional[Mapping[str, str]], reason: str,
                  origin: str = "the artifact", decoded: Optional[Tuple[str, Dict[str, FunctionInfo], Payload]] = None):
-        fmt, fmap, payload = decoded if decoded is not None else _wire().decode_device_payload(kind, data)
+        fmt, fmap, payload = decoded if decoded is not None else wire.decode_device_payload(kind, data)
         super().__init__(kind, payload, fmt, fmap, sources)
         self.raw = bytes(data)
         self.reason = reason
@@ -390,11 +253,13 @@ class UnavailableModule(DeviceModule):
         return self.raw
 
     def message(self) -> str:
-        from . import backends
-
         display = backends.display_name(self.kind)
-        return (f"{self.origin} contains a '{self.kind}' module but no {display} runtime is registered here "
-                f"(reason: {self.reason}). `polykern inspect` can read it without one.")
+        install = ""
+        if backends.record_for_kind(self.kind) is None:  # a kind no installed backend declares
+            install = (f" To run it, install the polykern backend that provides the '{self.kind}' module kind "
+                       f"(a distribution registered in the '{backends.ENTRY_POINT_GROUP}' entry-point group).")
+        return (f"{self.origin} contains a module of kind '{self.kind}' but no {display} runtime is registered "
+                f"here (reason: {self.reason}).{install} `polykern inspect` can read it without one.")
 
     def not_runnable_reason(self, name: str) -> str:
         return self.message()
@@ -463,6 +328,10 @@ class RootModule(Module):
             self.import_module(m)
         self.targets: List[str] = [str(t) for t in targets]
         self.sources = _check_sources(sources)
+        #: Set by ``artifact.load``: the loaded artifact's metadata (``None``: not loaded), and whether its
+        #: sources were stripped; ``export`` keeps both, so a loaded artifact exports again to the same bytes.
+        self.metadata: Optional[Dict[str, str]] = None
+        self.sources_stripped = False
 
     @classmethod
     def collect(cls, imports: Sequence[Module], targets: Sequence[Any] = ()) -> "RootModule":
@@ -481,7 +350,7 @@ class RootModule(Module):
         return [m for m in self.walk() if m is not self]
 
     def save_to_bytes(self) -> bytes:
-        return _wire().encode_root_payload(self.functions, self.targets)
+        return wire.encode_root_payload(self.functions, self.targets)
 
     def get_function(self, name: str) -> Launcher:
         return Launcher(self, self.function_info(name))
@@ -511,10 +380,42 @@ class RootModule(Module):
         raise PolykernError(f"no module has a {fmt or 'source'!r} source; available: "
                             f"{', '.join(have) if have else 'none (sources were stripped?)'}")
 
-    def export(self, path=None, strip_sources: bool = False, metadata: Optional[Mapping[str, str]] = None) -> bytes:
-        from . import artifact
+    def export(self, path: Union[str, "os.PathLike[str]", None] = None, strip_sources: Optional[bool] = None,
+               metadata: Optional[Mapping[str, str]] = None) -> bytes:
+        """The ``.kbin`` bytes of this tree (format version 2), also written to ``path`` (atomically)
+        when given. Deterministic: no timestamps, no paths, sorted maps; modules in preorder, root first.
 
-        return artifact.export(self, path, strip_sources=strip_sources, metadata=metadata)
+        Metadata: the metadata of the artifact this root was loaded from (as it was), else the
+        defaults (compiler, targets); then ``metadata`` on top. ``strip_sources=None`` keeps what was loaded (a stripped
+        artifact stays stripped), so a loaded artifact exports again to the same bytes."""
+        modules: List[Module] = []
+        index: Dict[int, int] = {}
+        for m in self.walk():
+            if id(m) in index:
+                raise PolykernError(f"the {m.kind} module is imported twice; an artifact holds a tree of modules")
+            index[id(m)] = len(modules)
+            modules.append(m)
+        provided = {name for m in modules[1:] for name in m.functions}
+        missing = sorted(set(self.functions) - provided)
+        if missing:
+            raise PolykernError(f"the root lists kernels no imported module provides: {', '.join(missing)}")
+        for m in modules:
+            for info in m.functions.values():
+                wire.check_function_info(info)
+        children = [[index[id(c)] for c in m.imports] for m in modules]
+        payloads = [(m.kind, m.save_to_bytes()) for m in modules]
+        strip = self.sources_stripped if strip_sources is None else strip_sources
+        sources = None if strip else [dict(m.sources) for m in modules]
+        meta = {"compiler": f"polykern {compiler_version()}", "targets": "\n".join(self.targets)} \
+            if self.metadata is None else {}
+        for k, v in {**(self.metadata or {}), **dict(metadata or {})}.items():
+            if not isinstance(k, str) or not k or not isinstance(v, str):
+                raise PolykernError(f"artifact metadata maps non-empty strings to strings, got {k!r}: {v!r}")
+            meta[k] = v
+        data = wire.encode_container(payloads, children, sources, meta)
+        if path is not None:
+            kbin_file.write_atomic(os.fspath(path), data)
+        return data
 
 
 # ------------------------------------------------------------------ create_with_fallback

@@ -4,6 +4,11 @@ Primitives are little-endian; ``str``/``bytes`` are a u64 length + data (str is
 UTF-8); a ``map`` is a u64 count + entries sorted by the UTF-8 bytes of the key;
 a ``list`` is a u64 count + items.
 
+Format version 2 (written): every module payload starts with a u8 *layout id* from the
+closed set :data:`LAYOUTS` (root, bytes, smap), so a reader decodes, inspects and re-exports a
+module of any kind, including kinds it has never heard of. Version 1 (still read): the layout
+came from the module's kind, through the frozen table :data:`V1_KINDS`.
+
 The :class:`Reader` trusts nothing: every length and count is checked against
 the bytes that remain *before* anything is sliced or looped over, so no
 allocation or loop is ever sized by an unchecked field. Every failure is an
@@ -20,52 +25,45 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import ArtifactError, PolykernError
+from .function_info import ARG_KINDS, ArgInfo, FunctionInfo
 from .function_schema import LAUNCH_TAG_KINDS, attr_problem, tag_ok
 from .ir.types import scalar_from_code
 from .kbin_messages import message, quote
-from .module import ArgInfo, FunctionInfo
 
 __all__ = [
-    "MAGIC", "VERSION", "PAYLOAD_LAYOUT", "Reader", "Writer", "Container", "ContainerModule",
+    "MAGIC", "VERSION", "VERSIONS", "LAYOUTS", "V1_KINDS", "Reader", "Writer", "Container", "ContainerModule",
     "encode_function_info", "decode_function_info", "encode_device_payload", "decode_device_payload",
-    "encode_root_payload", "decode_root_payload", "encode_container", "decode_container",
-    "register_payload_layout", "known_kinds", "function_problem", "check_function_info", "BUILTIN_LAYOUT",
+    "encode_root_payload", "decode_root_payload", "encode_container", "decode_container", "payload_layout",
+    "function_problem", "check_function_info", "check_kind", "KIND_RE",
 ]
 
 MAGIC = b"PKBIN\x00\r\n"
-VERSION = 1
+#: The version this writer writes; :data:`VERSIONS` are those this reader reads.
+VERSION = 2
+VERSIONS = (1, 2)
 
-# Module kind -> payload layout. The native C reader mirrors this table.
-PAYLOAD_LAYOUT: Dict[str, str] = {
-    "root": "root",
-    "llvm": "bytes",
-    "cuda": "bytes",
-    "rocm": "bytes",
-    "opencl": "bytes",
-    "hexagon": "bytes",
-    "vulkan": "smap",
-    "metal": "smap",
-    "webgpu": "webgpu",
+#: Version 2's payload layouts, by id (the u8 that starts every module payload). A closed set:
+#: a new layout is a new format version. root: fmap; list targets. bytes: str fmt; fmap; bytes.
+#: smap: str fmt; fmap; map<str, bytes> (named sections, e.g. one shader per kernel).
+LAYOUTS = ("root", "bytes", "smap")
+#: Version 1 only: the module kinds a version-1 artifact may hold and their layouts. Frozen (it
+#: describes files already written; a new kind never goes here). "webgpu" is version 1's
+#: fourth layout: fmap; map<str, bytes>, with no fmt field (the fmt is "wgsl").
+V1_KINDS: Mapping[str, str] = {
+    "root": "root", "llvm": "bytes", "cuda": "bytes", "rocm": "bytes", "opencl": "bytes", "hexagon": "bytes",
+    "vulkan": "smap", "metal": "smap", "webgpu": "webgpu",
 }
-#: The kinds every reader knows (the C reader's table is generated from this; tools/gen_native_tables.py).
-BUILTIN_LAYOUT: Mapping[str, str] = dict(PAYLOAD_LAYOUT)
-_LAYOUTS = ("bytes", "smap", "webgpu", "root")
-_KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_ARG_KINDS = ("scalar", "buffer")
+V1_WEBGPU_FMT = "wgsl"
+#: What a module kind may be: also what keeps an artifact's kind safe to print unquoted.
+KIND_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")  # used with fullmatch
 
 
-def register_payload_layout(kind: str, layout: str) -> None:
-    """Declare the payload layout of a module kind a new backend introduces (one of the
-    existing layouts; the format itself never changes per backend)."""
-    if not _KIND_RE.match(kind) or layout not in _LAYOUTS or layout == "root":
-        raise ValueError(f"bad payload layout registration {kind!r} -> {layout!r}")
-    if PAYLOAD_LAYOUT.get(kind, layout) != layout:
-        raise ValueError(f"module kind {kind!r} already has layout {PAYLOAD_LAYOUT[kind]!r}")
-    PAYLOAD_LAYOUT[kind] = layout
-
-
-def known_kinds() -> List[str]:
-    return sorted(PAYLOAD_LAYOUT)
+def check_kind(kind: object) -> str:
+    """``kind`` if it is a device module kind name (``KIND_RE``, not "root"), else ValueError."""
+    if not isinstance(kind, str) or not KIND_RE.fullmatch(kind) or kind == "root":
+        raise ValueError(f"a device module kind is a lowercase identifier of at most 64 characters other than "
+                         f"'root', got {kind!r}")
+    return kind
 
 
 def _fail(key: str, at: int, *args: object) -> "ArtifactError":
@@ -148,7 +146,7 @@ class Writer:
         self.u64(len(info.args))
         for a in info.args:
             self.str_(a.name)
-            self.u8(_ARG_KINDS.index(a.kind))
+            self.u8(ARG_KINDS.index(a.kind))
             self.u8(a.code)
             self.u8(a.bits)
             self.u16(a.lanes)
@@ -298,7 +296,7 @@ class Reader:
                 raise _fail("ARG_LANES", at + 3, a_what, quote(aname), lanes)
             if readonly and kind == 0:
                 raise _fail("ARG_RO_SCALAR", at + 5, a_what, quote(aname))
-            args.append(ArgInfo(aname, _ARG_KINDS[kind], code, bits, lanes, readonly))
+            args.append(ArgInfo(aname, ARG_KINDS[kind], code, bits, lanes, readonly))
         at = self._pos
         tags = self.list_str(f"{what} launch tags")
         if tags != sorted(set(tags)):
@@ -387,59 +385,64 @@ def decode_function_info(data: bytes) -> FunctionInfo:
 # ------------------------------------------------------------------ module payloads
 
 Payload = Union[bytes, Dict[str, bytes]]
+_KNOWN_LAYOUTS = ", ".join(f"{i} ({name})" for i, name in enumerate(LAYOUTS))
 
 
-def layout_of(kind: str) -> str:
-    try:
-        return PAYLOAD_LAYOUT[kind]
-    except KeyError:
-        raise ValueError(f"unknown module kind {kind!r}; known kinds: {', '.join(known_kinds())}") from None
+def payload_layout(payload: object) -> str:
+    """The version-2 layout of a device payload: "bytes" for one blob, "smap" for named sections."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return "bytes"
+    if isinstance(payload, Mapping) and all(isinstance(k, str) and isinstance(v, (bytes, bytearray))
+                                            for k, v in payload.items()):
+        return "smap"
+    raise TypeError(f"a device payload is bytes or a dict[str, bytes] of named sections, got "
+                    f"{type(payload).__name__}")
 
 
 def encode_device_payload(kind: str, fmt: str, fmap: Mapping[str, FunctionInfo], payload: Payload) -> bytes:
-    """The one serializer of device modules: real and fallback modules both call this."""
-    layout = layout_of(kind)
+    """The one serializer of device modules (real, fallback and unavailable modules alike), in
+    format version 2: the layout id, then fmt, the function map and the payload."""
+    check_kind(kind)
+    if not isinstance(fmt, str) or not fmt:
+        raise ValueError(f"a {kind} module's fmt is a non-empty string, got {fmt!r}")
+    layout = payload_layout(payload)
     w = Writer()
+    w.u8(LAYOUTS.index(layout))
+    w.str_(fmt)
+    w.fmap(fmap)
     if layout == "bytes":
-        if not isinstance(payload, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a {kind!r} payload is bytes, got {type(payload).__name__}")
-        w.str_(fmt)
-        w.fmap(fmap)
-        w.bytes_(payload)
-    elif layout == "smap":
-        _check_smap(kind, payload)
-        w.str_(fmt)
-        w.fmap(fmap)
-        w.map_str_bytes(payload)
-    elif layout == "webgpu":
-        _check_smap(kind, payload)
-        if fmt != "wgsl":
-            raise ValueError(f"webgpu modules always have fmt 'wgsl', got {fmt!r}")
-        w.fmap(fmap)
-        w.map_str_bytes(payload)
+        w.bytes_(payload)  # type: ignore[arg-type]
     else:
-        raise ValueError(f"{kind!r} is not a device module kind")
+        w.map_str_bytes(payload)  # type: ignore[arg-type]
     return w.getvalue()
 
 
-def _check_smap(kind: str, payload: object) -> None:
-    if not isinstance(payload, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, (bytes, bytearray)) for k, v in payload.items()):
-        raise TypeError(f"a {kind!r} payload is a dict[str, bytes] of per-kernel shaders")
+def _layout_id(r: Reader, what: str, root: bool) -> str:
+    """Read a version-2 payload's layout id; it must be known, and root exactly for the root."""
+    at = r.pos
+    lid = r.u8(f"{what} payload layout")
+    if lid >= len(LAYOUTS):
+        raise _fail("LAYOUT_UNKNOWN", at, what, lid, _KNOWN_LAYOUTS)
+    if root and lid != 0:
+        raise _fail("ROOT_LAYOUT", at, lid, LAYOUTS[lid])
+    if not root and lid == 0:
+        raise _fail("LAYOUT_NOT_ROOT", at, what)
+    return LAYOUTS[lid]
 
 
-def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int = 0,
-                          end: Optional[int] = None) -> Tuple[str, Dict[str, FunctionInfo], Payload]:
-    """(fmt, fmap, payload) of a device module; offsets in errors are relative to ``data``."""
-    layout = PAYLOAD_LAYOUT.get(kind)
-    if layout is None or layout == "root":
-        raise _fail("NOT_DEVICE_KIND", start, quote(kind), ", ".join(k for k in known_kinds() if k != "root"))
+def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int = 0, end: Optional[int] = None,
+                          version: int = VERSION) -> Tuple[str, Dict[str, FunctionInfo], Payload]:
+    """(fmt, fmap, payload) of a device module of format ``version``; offsets in errors are
+    relative to ``data``. A version-1 payload's layout comes from its kind (:data:`V1_KINDS`)."""
     r = Reader(data, start, end)
     what = f"{kind} module"
-    if layout == "webgpu":
-        fmt = "wgsl"
+    if version == 1:
+        layout = V1_KINDS.get(kind)
+        if layout is None or layout == "root":
+            raise _fail("NOT_DEVICE_KIND", start, quote(kind), ", ".join(k for k in sorted(V1_KINDS) if k != "root"))
     else:
-        fmt = r.str_(f"{what} fmt")
+        layout = _layout_id(r, what, False)
+    fmt = V1_WEBGPU_FMT if layout == "webgpu" else r.str_(f"{what} fmt")
     fmap = r.fmap(f"{what} function map")
     if layout == "bytes":
         payload: Payload = r.bytes_(f"{what} payload")
@@ -451,14 +454,17 @@ def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int 
 
 def encode_root_payload(fmap: Mapping[str, FunctionInfo], targets: Sequence[str]) -> bytes:
     w = Writer()
+    w.u8(0)
     w.fmap(fmap)
     w.list_str(list(targets))
     return w.getvalue()
 
 
-def decode_root_payload(data: Union[bytes, memoryview], start: int = 0,
-                        end: Optional[int] = None) -> Tuple[Dict[str, FunctionInfo], List[str]]:
+def decode_root_payload(data: Union[bytes, memoryview], start: int = 0, end: Optional[int] = None,
+                        version: int = VERSION) -> Tuple[Dict[str, FunctionInfo], List[str]]:
     r = Reader(data, start, end)
+    if version != 1:
+        _layout_id(r, "root module", True)
     fmap = r.fmap("root function map")
     targets = r.list_str("root targets")
     r.expect_end("root payload")
@@ -493,8 +499,11 @@ def encode_container(modules: Sequence[Tuple[str, bytes]], children: Sequence[Se
         raise ValueError("a container needs at least the root module and one child list per module")
     if sources is not None and len(sources) != n:
         raise ValueError("sources must have one map per module")
-    for kind, _ in modules:
-        layout_of(kind)
+    for i, (kind, _) in enumerate(modules):
+        if (kind == "root") != (i == 0):
+            raise ValueError("module 0, and only module 0, is the root")
+        if i:
+            check_kind(kind)
     w = Writer()
     w.raw(MAGIC)
     w.u32(VERSION)
@@ -535,8 +544,8 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
     r = Reader(data)
     r.raw(len(MAGIC), "magic")
     version = r.u32("format version")
-    if version != VERSION:
-        raise _fail("VERSION", len(MAGIC), version, VERSION)
+    if version not in VERSIONS:
+        raise _fail("VERSION", len(MAGIC), version, VERSIONS[0], VERSIONS[-1])
     at = r.pos
     n = r.u64("module count")
     if n < 1:
@@ -561,8 +570,10 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
     for i in range(n):
         k_at = r.pos
         kind = r.str_(f"module {i} kind")
-        if not _KIND_RE.match(kind) or kind not in PAYLOAD_LAYOUT:
-            raise _fail("UNKNOWN_KIND", k_at, i, quote(kind), ", ".join(known_kinds()))
+        if version == 1 and kind not in V1_KINDS:
+            raise _fail("UNKNOWN_KIND", k_at, i, quote(kind), ", ".join(sorted(V1_KINDS)))
+        if not KIND_RE.fullmatch(kind):
+            raise _fail("KIND_NAME", k_at, i, quote(kind))
         if (kind == "root") != (i == 0):
             raise _fail("ROOT_FIRST", k_at) if i == 0 else _fail("SECOND_ROOT", k_at, i)
         payload = r.bytes_(f"module {i} ({kind}) payload")

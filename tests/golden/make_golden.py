@@ -4,7 +4,10 @@
 
 The artifacts are built from synthetic modules (no compiler, no runtime), so they only change
 when the byte format changes. tests/test_golden.py regenerates them and requires identical
-bytes; the native C reader is tested against the same files and .json descriptions.
+bytes (``POLYKERN_UPDATE_GOLDEN=1`` rewrites them instead); the native C reader is tested against
+the same files and .json descriptions. They are in the format this writer writes (version 2);
+``v1/`` keeps the version-1 files of the first three, written before version 2 existed, which
+every reader must keep reading (and which re-export to the version-2 files here).
 
 The .json is computed from the in-memory modules, not by reading the file back, so it is an
 independent statement of the expected content. Hashes are SHA-256 of the raw bytes; "size"
@@ -22,6 +25,7 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
+from polykern import wire  # noqa: E402
 from polykern.ir.types import bool_, f16, f32, f64, i32, i64, u8  # noqa: E402
 from polykern.module import ArgInfo, DeviceModule, FunctionInfo, Module, RootModule  # noqa: E402
 
@@ -70,6 +74,14 @@ def artifacts() -> Dict[str, Dict[str, Any]]:
     metal.import_module(opencl)  # a nested import: exercises the CSR import tree
     root = RootModule.collect([metal, hexagon], ["metal", "hexagon -mcpu=hexagonv68"])
     out["stripped_nested"] = {"root": root, "strip": True, "meta": {"build": "golden", "zz": "last"}}
+
+    # A kind no backend of this tree provides, first, beside an llvm module: every reader must decode,
+    # show and re-export it from its payload layout alone; launches go to the llvm module.
+    future = _dev("zzfuture", {"saxpy": b"\x00future section\xff", "notes": b"text section\n"}, "zzbin", [SAXPY],
+                  {"zz-asm": "future assembly\n"})
+    llvm2 = _dev("llvm", ELF_X86_REL, "o", [SAXPY], {})
+    out["unknown_kind"] = {"root": RootModule.collect([future, llvm2], ["zzfuture", "llvm"]), "strip": False,
+                           "meta": {}}
     return out
 
 
@@ -99,7 +111,7 @@ def describe(name: str, root: RootModule, strip: bool, meta: Dict[str, str], dat
             else:
                 d["shaders"] = {k: _blob(v) for k, v in sorted(m.payload.items())}
         modules.append(d)
-    return {"file": f"{name}.kbin", "format_version": 1, "size": len(data),
+    return {"file": f"{name}.kbin", "format_version": wire.VERSION, "size": len(data),
             "crc32": f"0x{zlib.crc32(data[:-4]):08x}",
             "metadata": {**META, "targets": "\n".join(root.targets), **meta}, "targets": list(root.targets),
             "sources_embedded": not strip, "functions": [root.functions[k].to_dict() for k in sorted(root.functions)],

@@ -26,12 +26,16 @@ needs_runtime = pytest.mark.skipif(not _runtime_registered(),
                                    reason="the WebGPU runtime (wgpu) is not registered here")
 
 
-def test_payload_layout_is_fmap_then_shader_map(monkeypatch):
+def test_payload_layout_is_the_common_sections_layout(monkeypatch):
+    """Format version 2: webgpu has no layout of its own (version 1's had no fmt field): the
+    layout id of named sections (smap), fmt "wgsl", the function map, one WGSL shader per kernel."""
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")
     mod = build(kernels())
     data = mod.save_to_bytes()
     r = wire.Reader(data)
-    fmap = r.fmap()  # no fmt string first: the layout starts with the function map
+    assert r.u8() == wire.LAYOUTS.index("smap") and mod.layout == "smap"
+    assert r.str_() == "wgsl"
+    fmap = r.fmap()
     shaders = r.map_str_bytes("shaders")
     r.expect_end("payload")
     assert sorted(fmap) == sorted(NAMES) == sorted(shaders)

@@ -1,0 +1,161 @@
+"""No import cycles among polykern's modules and its backends' packages, counting every import
+statement wherever it is (a function-local import that hides a cycle is still a cycle); only
+``if TYPE_CHECKING:`` blocks, which never run, are left out.
+
+An edge A -> B means A's source has ``import B`` / ``from B import x`` (``from P import m`` with
+``P.m`` a module is an edge to ``P.m``). Importing a submodule also runs its parent packages'
+``__init__``; those implicit edges are not counted (every module would then depend on
+``polykern/__init__``), so a package's ``__init__`` must itself import no module that imports it
+back through an explicit chain.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_ROOTS = [ROOT / "python"] + sorted(p for p in (ROOT / "backends").iterdir() if p.is_dir())
+
+#: Cycles someone is removing now: (members, who). The test fails when a listed cycle is gone
+#: (delete its entry) or a cycle not listed exists.
+KNOWN_CYCLES = [
+    ({"polykern_cuda.codegen", "polykern_cuda.nvptx"}, "helper 'onelist' (issue #16, layering)"),
+    ({"polykern_vulkan.runtime.buffers", "polykern_vulkan.runtime.device", "polykern_vulkan.runtime.instance"},
+     "helper 'onelist' (issue #16, layering)"),
+]
+
+
+def _modules() -> Dict[str, Path]:
+    mods = {}
+    for root in SOURCE_ROOTS:
+        if not root.is_dir():
+            continue
+        for f in sorted(root.rglob("*.py")):
+            rel = f.relative_to(root)
+            top = rel.parts[0]
+            if (top != "polykern" and not top.startswith("polykern_")) or "tests" in rel.parts:
+                continue
+            parts = list(rel.with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            mods[".".join(parts)] = f
+    return mods
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    """Every Import/ImportFrom node, skipping the bodies of ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _targets(name: str, path: Path, node, mods: Dict[str, Path]) -> List[str]:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        if node.level:
+            base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in mods else prefix for a in node.names]
+    out = []
+    for target in names:
+        while target not in mods and "." in target:
+            target = target.rsplit(".", 1)[0]
+        if target in mods and target != name:
+            out.append(target)
+    return out
+
+
+def import_graph() -> Dict[str, Set[str]]:
+    mods = _modules()
+    graph: Dict[str, Set[str]] = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        graph[name] = {t for node in _imports(tree) for t in _targets(name, path, node, mods)}
+    return graph
+
+
+def cycles(graph: Dict[str, Set[str]]) -> List[Set[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    out: List[Set[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(comp)
+    return out
+
+
+def _describe(comp: Set[str], graph: Dict[str, Set[str]]) -> str:
+    return "; ".join(f"{m} -> {', '.join(sorted(graph[m] & comp))}" for m in sorted(comp))
+
+
+def test_scanner_sees_function_local_imports_and_skips_type_checking():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert cycles(graph) == [{"a", "b", "c"}]
+    tree = ast.parse("import x\nif TYPE_CHECKING:\n    import y\ndef f():\n    from . import z\n")
+    assert sorted(type(n).__name__ + ":" + (n.names[0].name) for n in _imports(tree)) == ["Import:x", "ImportFrom:z"]
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    assert "polykern.wire" in graph and "polykern.module" in graph, "the scan found no polykern modules"
+    found = cycles(graph)
+    known = [members for members, _ in KNOWN_CYCLES]
+    new = [c for c in found if c not in known]
+    assert not new, "import cycles (function-local imports included):\n" + "\n".join(
+        _describe(c, graph) for c in new)
+    gone = [f"{sorted(members)} ({who})" for members, who in KNOWN_CYCLES if members not in found]
+    assert not gone, f"these known cycles are gone: delete them from KNOWN_CYCLES in {__file__}: {gone}"
+
+
+def test_wire_and_module_do_not_import_each_other():
+    graph = import_graph()
+    assert "polykern.module" not in graph["polykern.wire"]
+    assert graph["polykern.function_info"] <= {"polykern.ir.nodes", "polykern.ir.types"}
