@@ -169,19 +169,25 @@ class CUDADialect(CDialect):
         name = f"pk_sg_{op}_{t.name}"
         if name not in unit.helpers:
             tn = self.type_name(t)
-            step = self.math(unit, op, t, [Code("v"), Code("__shfl_xor_sync(m, v, o)")]) if op != "add" else \
-                Code("v + __shfl_xor_sync(m, v, o)")
+            step = self.math(unit, op, t, [Code("v"), Code("w")]) if op != "add" else Code("v + w")
             if t.is_int and t.is_signed and op == "add":  # wrap, as the IR's integers do
                 ut = self.unsigned_of(t)
-                step = Code(f"({tn})(({ut})v + ({ut})__shfl_xor_sync(m, v, o))")
-            tree = (f"{_INDENT}for (int o = 16; o > 0; o >>= 1) v = {step.text};\n"
-                    f"{_INDENT}return v;")
+                step = Code(f"({tn})(({ut})v + ({ut})w)")
+            # Into lane 0, then broadcast: lane l takes lane l + o only where that lane exists, so a
+            # partial warp (the block's last) reduces over its lanes exactly.
+            unit.helper("pk_sg_local_id")
+            tree = (f"{_INDENT}unsigned lane = pk_sg_local_id(), n = __popc(m);\n"
+                    f"{_INDENT}for (unsigned o = 16; o > 0; o >>= 1) {{\n"
+                    f"{_INDENT}{_INDENT}{tn} w = __shfl_down_sync(m, v, o);\n"
+                    f"{_INDENT}{_INDENT}if (lane + o < n) v = {step.text};\n"
+                    f"{_INDENT}}}\n"
+                    f"{_INDENT}return __shfl_sync(m, v, 0);")
             if t.name in ("i32", "u32") and op in ("add", "min", "max"):  # redux.sync on sm_80+
                 tree = (f"#if __CUDA_ARCH__ >= 800\n{_INDENT}return __reduce_{op}_sync(m, v);\n#else\n"
                         f"{tree}\n#endif")
-            src = (f"// subgroup_{op} over a warp (all lanes get the same result)\n"
+            src = (f"// subgroup_{op} over the lanes m of a warp (all lanes get the same result)\n"
                    f"{_FN} {tn} {name}(unsigned m, {tn} v) {{\n{tree}\n}}")
-            unit.helper(name, src)
+            unit.helper(name, src, ("pk_sg_local_id",))
         return Code(f"{name}({mask}, {v})")
 
     def helper_source(self, name: str):
