@@ -95,6 +95,8 @@ class CUDADialect(CDialect):
     MATH_F32 = _F32
     MATH_F64 = _F64
     INT_MATH = {"abs": "abs", "abs64": "llabs", "min": "min", "max": "max"}
+    opaque_narrow_negation = True
+    asm_keyword = "asm"
     # CUDA's vector types (aligned to their size, so nvcc emits ld/st.global.v2/v4).
     VECTOR_STEMS = {"f32": "float", "f64": "double", "i32": "int", "u32": "uint", "i64": "longlong",
                     "u64": "ulonglong", "i16": "short", "u16": "ushort", "i8": "char", "u8": "uchar"}

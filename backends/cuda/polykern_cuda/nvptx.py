@@ -31,7 +31,7 @@ from typing import Dict, List, Tuple
 from llvmlite import ir as ll
 
 from polykern.codegen.c_names import ascii_ident
-from polykern.codegen.llvm_base import I32, VOID, LLVMKernelEmitter, mem_type
+from polykern.codegen.llvm_base import I32, I64, VOID, LLVMKernelEmitter, mem_type
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
@@ -64,6 +64,38 @@ class NVPTXEmitter(NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.symbols: Dict[str, str] = {}  # kernel name -> PTX .entry name
+
+    # ptxas (driver 580, H100) mis-handles two PTX instructions that LLVM emits for wrapping integer
+    # negation: it takes abs.s32/abs.s64 as never negative (abs(INT_MIN) < 0 was false, and
+    # abs(INT_MIN) % 25 was 23) and loses the 16-bit wrap of neg.s16 (-(-32768) % 25 gave 18). The
+    # same PTX with neg.s32/neg.s64 + selp, and a 16/8-bit negation done as neg.s32 on the
+    # sign-extended value, is right (tools/gpu/neg_probe2.py). The negation goes through inline PTX
+    # so LLVM cannot turn it back into abs or a narrow neg.
+    def _asm_neg(self, v: ll.Value) -> ll.Value:
+        wide = v.type.width == 64
+        ty = I64 if wide else I32
+        fnty = ll.FunctionType(ty, [ty])
+        return self.builder.asm(fnty, "neg.s64 $0, $1;" if wide else "neg.s32 $0, $1;",
+                                "=l,l" if wide else "=r,r", [v], False)
+
+    def _wrapping_neg(self, v: ll.Value) -> ll.Value:
+        b = self.builder
+        if v.type.width >= 32:
+            return self._asm_neg(v)
+        return b.trunc(self._asm_neg(b.sext(v, I32)), v.type)
+
+    def expr_UnaryOp(self, e: N.UnaryOp) -> ll.Value:
+        st = e.a.type
+        if e.op == "neg" and st.is_int and st.is_signed:
+            return self._wrapping_neg(self.expr(e.a))
+        return super().expr_UnaryOp(e)
+
+    def math_call(self, func, st, args):
+        if func == "abs" and st.is_int and st.is_signed:
+            x = args[0]
+            b = self.builder
+            return b.select(b.icmp_signed("<", x, ll.Constant(x.type, 0)), self._wrapping_neg(x), x)
+        return super().math_call(func, st, args)
 
     def kernel_symbol(self, fn: N.Function) -> str:
         """An ASCII PTX identifier (LLVM aborts on others; Python allows Unicode kernel names),

@@ -75,6 +75,7 @@ class OpenCLDialect(CDialect):
     MATH_F32 = _MATH
     MATH_F64 = _MATH
     INT_MATH = {"abs": "abs", "min": "min", "max": "max"}
+    opaque_narrow_negation = True
     # OpenCL C vector types are aligned to their size: a cast pointer tells the compiler the alignment.
     VECTOR_STEMS = {"f32": "float", "f64": "double", "i32": "int", "u32": "uint", "i64": "long", "u64": "ulong",
                     "i16": "short", "u16": "ushort", "i8": "char", "u8": "uchar"}
@@ -104,13 +105,6 @@ class OpenCLDialect(CDialect):
         return super().math(unit, func, t, args)
 
     def int_math(self, unit, func, t, args):
-        if func == "abs" and t.is_signed and t != bool_:  # |MIN| wraps to MIN (polykern.numerics)
-            # not abs(): PoCL's abs(INT_MIN) is poison (the store of (int)abs(INT_MIN) vanished and
-            # max(g, (int)abs(INT_MIN)) gave INT_MAX; fuzz seed 11000071); negate in unsigned instead
-            wide = "long" if t.bits == 64 else "int"
-            name = unit.helper(f"pk_abs_{wide}", f"{_FN} {wide} pk_abs_{wide}({wide} x) {{\n"
-                               f"    return x < 0 ? ({wide})(0 - (u{wide})x) : x;\n}}")
-            return Code(f"({self.type_name(t)}){name}({args[0]})", UNARY)
         if func in ("min", "max") and t != bool_:  # overloaded for every integer type
             if t.bits < 32:  # C promotes uchar * uchar to int: the casts pick the overload of t
                 ty = self.type_name(t)

@@ -284,11 +284,42 @@ class CDialect:
             raise self.refuse(f"{func}() on {t}", "the function is defined for floats only")
         if func == "abs" and not t.is_signed:
             return args[0]
+        if func == "abs" and t != bool_:
+            return self.signed_abs(unit, t, args[0])
         if t.bits < 32 or t == bool_:
             inner = ", ".join(f"(int){a.at(UNARY)}" for a in args)
             return Code(f"({self.type_name(t)}){self.INT_MATH[func]}({inner})", UNARY)
         name = self.INT_MATH.get(f"{func}{t.bits}", self.INT_MATH[func])
         return Code(f"{name}({', '.join(a.text for a in args)})")
+
+    def signed_abs(self, unit: "TranslationUnit", t: ScalarType, x: Code) -> Code:
+        """|x| of a signed integer, |MIN| == MIN (polykern.numerics). Not C's abs() (UB at MIN, and
+        PoCL made it poison) and not a select of a negation that can wrap: ptxas takes PTX's abs.s32
+        as never negative (abs(INT_MIN) < 0 was false on an H100, driver 580), and NVVM turns
+        select(x < 0, 0u - x, x) into abs.s32. MIN is returned as itself; no other negation here can
+        overflow (tools/gpu/neg_probe2.py)."""
+        tn = self.type_name(t)
+        name = f"pk_abs_{t.name}"
+        lo = self.int_literal(t.min_value(), t)
+        src_text = (f"// {t} abs: |MIN| == MIN\n"
+                    f"{self.fn_qualifier} {tn} {name}({tn} x) {{\n"
+                    f"{self.indent}return x == {lo} ? x : x < 0 ? ({tn})(-x) : x;\n}}")
+        return Code(f"{unit.helper(name, src_text)}({x.text})")
+
+    # True: 8/16-bit negations pass through an empty GNU asm statement (CUDA C, OpenCL C). ptxas
+    # loses the 16-bit wrap of neg.s16 (-(-32768) % 25 gave 18, not -18, and -(-32768) < 0 was false,
+    # on an H100 with driver 580, through NVRTC and NVIDIA's OpenCL alike; every C spelling of the
+    # negation reaches neg.s16 through NVVM): behind the asm, later operations see an opaque int.
+    opaque_narrow_negation = False
+    asm_keyword = "__asm__"
+
+    def narrow_negate(self, unit: "TranslationUnit", t: ScalarType, code: Code) -> Code:
+        """-x of an 8/16-bit signed value (``code``: the negation computed in int, cast to the type)."""
+        if not self.opaque_narrow_negation:
+            return code
+        name = unit.helper("pk_opaque_i32", f"{self.fn_qualifier} int pk_opaque_i32(int v) {{\n"
+                           f"{self.indent}{self.asm_keyword} volatile(\"\" : \"+r\"(v));\n{self.indent}return v;\n}}")
+        return Code(f"({self.type_name(t)}){name}({code.text})", UNARY)
 
     def special_reg(self, kind: str, dim: int) -> Code:
         raise NotImplementedError
@@ -746,7 +777,8 @@ class KernelEmitter:
             inner = f"({inner})"
         code = Code(f"{token}{inner}", UNARY)
         if t.is_int and t.bits < 32:
-            return Code(f"({d.type_name(t)})({code.text})", UNARY)
+            code = Code(f"({d.type_name(t)})({code.text})", UNARY)
+            return d.narrow_negate(self.unit, t, code) if e.op == "neg" and t.is_signed else code
         return code
 
     def atomic(self, e: ir.Atomic) -> Code:

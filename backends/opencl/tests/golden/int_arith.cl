@@ -2,8 +2,9 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-static inline long pk_abs_long(long x) {
-    return x < 0 ? (long)(0 - (ulong)x) : x;
+// i64 abs: |MIN| == MIN
+static inline long pk_abs_i64(long x) {
+    return x == (-9223372036854775807L - 1L) ? x : x < 0 ? (long)(-x) : x;
 }
 
 // i32 //: truncating; x // 0 == x, MIN // -1 == MIN
@@ -35,6 +36,6 @@ __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __g
     u = b[i];
     b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
-    c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)(long)pk_abs_long(w) + (ulong)max(w, -7L));
+    c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)pk_abs_i64(w) + (ulong)max(w, -7L));
     d[i] = d[i] / 3UL + (d[i] >> 63UL) + min(d[i], d[0]);
 }

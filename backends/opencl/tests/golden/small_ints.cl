@@ -2,16 +2,22 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-static inline int pk_abs_int(int x) {
-    return x < 0 ? (int)(0 - (uint)x) : x;
+// i8 abs: |MIN| == MIN
+static inline char pk_abs_i8(char x) {
+    return x == (char)(-128) ? x : x < 0 ? (char)(-x) : x;
+}
+
+static inline int pk_opaque_i32(int v) {
+    __asm__ volatile("" : "+r"(v));
+    return v;
 }
 
 __kernel void small_ints(__global char* a, __global uchar* b, __global short* c, __global ushort* d) {
     int i = 0;
 
     i = (int)get_global_id(0);
-    a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + (char)pk_abs_int(a[i])) + max((char)a[i], (char)a[0]));
+    a[i] = (char)((char)((char)((char)((char)(a[i] * a[i]) + (char)((uint)a[i] << (char)3)) - (char)(a[i] / (char)3)) + pk_abs_i8(a[i])) + max((char)a[i], (char)a[0]));
     b[i] = (uchar)((uchar)((uchar)(b[i] * b[i]) - (b[i] >> (uchar)1)) + (uchar)(~b[i]));
-    c[i] = (short)((short)((short)((short)(c[i] * c[i]) + (short)((uint)c[i] << (short)9)) - (short)(-c[i])) + min((short)c[i], (short)c[0]));
+    c[i] = (short)((short)((short)((short)(c[i] * c[i]) + (short)((uint)c[i] << (short)9)) - (short)pk_opaque_i32((short)(-c[i]))) + min((short)c[i], (short)c[0]));
     d[i] = (ushort)((ushort)((ushort)((uint)d[i] * (uint)d[i]) + (ushort)((uint)d[i] << (ushort)15)) + d[i] % (ushort)10);
 }
