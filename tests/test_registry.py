@@ -126,6 +126,11 @@ def test_messages_offer_only_the_fixes_that_exist():
                      extra="ignored-when-install-is-set", codegen=lambda: None, runtime=no_runtime)
     assert backends.runtime_missing_message("ootk", "k").endswith(
         "cannot launch 'k'. Run pip install polykern-oot on Linux, or load this artifact where the OOT runtime exists.")
+    backends.declare("hinted", "hintk", display_name="Hinted", config="hinted", hint="where qemu is installed",
+                     codegen=lambda: None, runtime=no_runtime)
+    assert backends.runtime_missing_message("hintk", "k").endswith(
+        "cannot launch 'k'. Build with --config=hinted, or load this artifact where the Hinted runtime exists "
+        "(where qemu is installed).")
     rec = backends.declare("absent2", "absent2", display_name="Absent2", codegen=lambda: None,
                            runtime="polykern.this_runtime_is_not_in_the_build_either")
     assert rec.runtime_reason == "the Absent2 runtime is not part of this build"

@@ -375,7 +375,10 @@ def runtime_missing_message(kind: str, func: str) -> str:
                      + (f" {rec.hint}" if rec.hint else ""))
     if rec and rec.config:
         fixes.append(f"build with --config={rec.config}")
-    fixes.append(f"load this artifact where the {display} runtime exists")
+    last = f"load this artifact where the {display} runtime exists"
+    if rec and rec.hint and not (rec.install or rec.extra):  # no install step to carry the hint
+        last += f" ({rec.hint})"
+    fixes.append(last)
     text = fixes[0] if len(fixes) == 1 else ", ".join(fixes[:-1]) + ", or " + fixes[-1]
     return (f"{display} runtime is not available in this environment ({reason}); cannot launch '{func}'. "
             f"{text[0].upper()}{text[1:]}.")
