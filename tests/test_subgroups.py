@@ -234,3 +234,22 @@ def test_64_bit_values(target):
 def test_webgpu_refuses_64_bit_values():
     with pytest.raises(KernelTypeError, match="i64"):
         pk.build([sg_wide], targets=["webgpu"])
+
+
+def _have_lld() -> bool:
+    try:
+        from polykern_rocm import lld
+    except ImportError:
+        return False
+    return bool(lld.candidates())
+
+
+@pytest.mark.skipif(not _have_lld(), reason="no ld.lld here (apt install lld)")
+@pytest.mark.parametrize("mcpu, wave", [("gfx90a", 64), ("gfx1100", 32)])
+def test_rocm_wavefront_code_links(mcpu, wave):
+    """The hsaco links (ld.lld, as every rocm build) and moves values with ds_bpermute; the wave size
+    is the target's (the kernels also compile subgroup_size() to that constant)."""
+    mod = pk.build([sg_ops, sg_wide, sg_loop], targets=[f"rocm -mcpu={mcpu}"]).on("rocm")
+    asm = mod.inspect_source("asm")
+    assert "ds_bpermute_b32" in asm
+    assert (".amdhsa_wavefront_size32 1" in asm) == (wave == 32)

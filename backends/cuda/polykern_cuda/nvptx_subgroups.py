@@ -4,8 +4,9 @@ Lanes are numbered by the block's linear thread index (``x + bx * (y + by * z)``
 path (cuda_c.py); the member mask names the lanes of the warp that exist (the block's last warp may
 be partial). ``llvm.nvvm.shfl.sync.{idx,bfly}`` move 32-bit values (64-bit ones as two halves),
 ``llvm.nvvm.vote.{any,all}.sync`` vote, and 32-bit integer add/min/max use ``llvm.nvvm.redux.sync.*``
-(``redux.sync``) on sm_80 and later; everything else reduces with a butterfly of shuffles, after
-which every lane holds the same value (IEEE add and min/max are commutative).
+(``redux.sync``) on sm_80 and later; everything else reduces with ``shfl.sync.down`` into lane 0 (a
+lane takes lane + offset only where that lane exists, so partial warps reduce exactly) and
+broadcasts lane 0's value.
 """
 from __future__ import annotations
 
@@ -83,10 +84,15 @@ class NVPTXSubgroups:
         st = e.type
         if self.REDUX and st.is_int and st.bits == 32:
             return self.call_intrinsic(f"llvm.nvvm.redux.sync.{_REDUX[(e.op, st.is_signed)]}", I32, [v, mask])
+        # Into lane 0, then broadcast: lane l takes lane l + o only where that lane exists, so a
+        # partial warp (the block's last) reduces over its lanes exactly.
+        lane = b.and_(self._sg_tid(), ll.Constant(I32, 31))
+        n = self.call_intrinsic("llvm.ctpop.i32", I32, [mask])
         for offset in (16, 8, 4, 2, 1):
-            other = self._shfl("bfly", mask, v, ll.Constant(I32, offset))
+            other = self._shfl("down", mask, v, ll.Constant(I32, offset))
             if e.op == "add":
-                v = b.fadd(v, other) if st.is_float else b.add(v, other)
+                both = b.fadd(v, other) if st.is_float else b.add(v, other)
             else:
-                v = self.math_call(e.op, st, [v, other])
-        return v
+                both = self.math_call(e.op, st, [v, other])
+            v = b.select(b.icmp_unsigned("<", b.add(lane, ll.Constant(I32, offset)), n), both, v)
+        return self._shfl("idx", mask, v, ll.Constant(I32, 0))

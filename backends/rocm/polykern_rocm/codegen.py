@@ -37,6 +37,7 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
 from polykern.codegen.llvm_devmath import PortableMath
+from .amdgpu_subgroups import AMDGPUSubgroups, wave_size
 from .fallback import ROCmFallbackModule
 from .hsaco import check_hsaco
 from .lld import link_hsaco
@@ -67,7 +68,7 @@ class _StringAttributes(ll.values.FunctionAttributes):
         return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in sorted(self.strings.items())]
 
 
-class AMDGPUEmitter(PortableMath, LLVMKernelEmitter):
+class AMDGPUEmitter(AMDGPUSubgroups, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for AMDGPU (GPU style: one invocation per work-item)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
@@ -153,7 +154,9 @@ def generate(funcs: List, target: Target):
     """(hsaco, "hsaco", fmap, sources) for ``funcs`` on a ``rocm`` target."""
     mcpu, cov = target.attrs["mcpu"], int(target.attrs["code_object"])
     tm = target_machine(TRIPLE, mcpu, "", 3)
-    emitter = AMDGPUEmitter(TRIPLE, data_layout(tm), cov).emit(funcs)
+    emitter = AMDGPUEmitter(TRIPLE, data_layout(tm), cov)
+    emitter.WAVE = wave_size(mcpu)  # subgroups are wavefronts
+    emitter.emit(funcs)
     compiled = compile_ir(emitter.render(), TRIPLE, mcpu, "", 3, tm=tm)
     hsaco, _ = link_hsaco(compiled.obj)
     check_hsaco(hsaco, [fn.name for fn in funcs])
