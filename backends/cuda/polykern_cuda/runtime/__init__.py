@@ -86,3 +86,4 @@ def stats() -> dict:
 def register() -> None:
     registry.register("module.create.cuda", create)
     registry.register("module.load_from_bytes.cuda", load_from_bytes)
+    registry.register("runtime.synchronize.cuda", synchronize)  # pk.autotune waits with it

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from polykern.cache import cache_root
 from polykern.errors import BackendUnavailableError, CompileError
 
 __all__ = ["Tools", "find_tools", "support_objects", "cache_root", "QEMU_CPU", "HARNESS_CPU", "DEBIAN_PACKAGES",

@@ -1,0 +1,326 @@
+"""``pk.autotune``: pick the fastest of a list of launch/constexpr configurations, measured on the device.
+
+::
+
+    @pk.autotune(configs=[{"block": 64}, {"block": 256}, {"block": 256, "UNROLL": 4}], key=["n"])
+    @pk.kernel
+    def saxpy(n: i32, a: f32, x: Buffer[f32], y: Buffer[f32], UNROLL: pk.constexpr): ...
+
+    k = saxpy.build(targets=["cuda -arch=sm_90", "llvm"])      # builds each configuration once, lazily
+    k(n, 2.0, x, y, grid=lambda cfg: ((n + cfg["block"] - 1) // cfg["block"],))
+
+A configuration is a dict: ``"block"`` (the launch's block, an int or a tuple) and the values of the
+kernel's ``pk.constexpr``/``pk.dtype`` parameters (``kernel.specialize(**values)``). ``grid`` may be a
+function of the configuration. ``key`` names kernel parameters whose values form the tuning key: a
+buffer's shape and dtype, a scalar's value.
+
+The first call with a new key runs every configuration on the caller's arguments (``warmup`` runs, then
+``reps`` timed runs, each followed by the runtime's synchronize when it registers
+``runtime.synchronize.<kind>``), takes the median, and caches the fastest on disk in
+``cache.cache_root()/autotune`` (``$POLYKERN_CACHE_DIR``), in one JSON file per kernel, configuration
+list, kernel IR, device (the runtime's device description, with the driver it reports), compiler
+version and key; written atomically. A corrupt or foreign cache file is ignored with a warning and
+rewritten. A configuration that fails to build or launch (a block over the device's limit ...) is
+skipped with a warning; if every one fails, the first error is raised. The written buffers are copied
+before tuning and restored before the real launch (``restore=True``; NumPy arrays and polykern device
+arrays; any other array needs ``restore=False``, for kernels that may run repeatedly).
+
+``POLYKERN_AUTOTUNE=0`` (read on every call; also ``false``/``off``) or ``enabled=False`` turns
+measuring off: the configuration ``pinned`` (default the first) is used, and the cache is neither
+read nor written, so builds and launches are reproducible.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import threading
+import time
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from pathlib import Path
+
+import numpy as np
+
+from . import backends, registry
+from .cache import cache_root, write_atomic
+from .device_array import DeviceArrayBase
+from .errors import LaunchError, PolykernError
+from .ir.printer import function_str
+from .lang.kernel import Kernel
+from .pipeline import build
+from .version import compiler_version
+
+__all__ = ["autotune", "Autotuned", "TunedKernel", "AUTOTUNE_ENV", "autotune_enabled"]
+
+AUTOTUNE_ENV = "POLYKERN_AUTOTUNE"
+CACHE_VERSION = 1
+LAUNCH_KEYS = ("block",)
+
+
+def autotune_enabled(flag: Optional[bool] = None) -> bool:
+    """``enabled=`` when given, else ``POLYKERN_AUTOTUNE`` (off for "0", "false", "off", "no")."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get(AUTOTUNE_ENV, "").strip().lower() not in ("0", "false", "off", "no")
+
+
+def autotune(configs: Sequence[Dict[str, Any]], key: Sequence[str] = (), *, warmup: int = 1, reps: int = 5,
+             enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True) -> Callable[[Kernel], "Autotuned"]:
+    """Decorator for a ``@pk.kernel``: see the module docstring."""
+    def deco(k: Kernel) -> Autotuned:
+        return Autotuned(k, configs, key, warmup=warmup, reps=reps, enabled=enabled, pinned=pinned,
+                         restore=restore)
+    return deco
+
+
+def _canon(v: Any) -> Any:
+    """A JSON-able, deterministic form of a configuration value (types by name)."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (tuple, list)):
+        return [_canon(x) for x in v]
+    return str(v)
+
+
+class Autotuned:
+    """A kernel with its configurations; ``.build(targets)`` gives the launchable :class:`TunedKernel`."""
+
+    def __init__(self, k: Kernel, configs, key, *, warmup=1, reps=5, enabled=None, pinned=0, restore=True):
+        if not isinstance(k, Kernel):
+            raise PolykernError(f"pk.autotune(...) decorates a @pk.kernel, got {k!r}")
+        if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, dict) for c in configs):
+            raise PolykernError("pk.autotune: configs must be a non-empty list of dicts, e.g. "
+                                "[{'block': 128}, {'block': 256}]")
+        if isinstance(key, str) or not all(isinstance(n, str) for n in key):
+            raise PolykernError(f"pk.autotune: key must be a list of parameter names, got {key!r}")
+        params = list(k.pyfunc.__code__.co_varnames[:k.pyfunc.__code__.co_argcount])
+        unknown = [n for n in key if n not in params]
+        if unknown:
+            raise PolykernError(f"pk.autotune of '{k.name}': key names {unknown[0]!r}, which is not a parameter "
+                                f"(parameters: {', '.join(params)})")
+        if not isinstance(pinned, int) or not 0 <= pinned < len(configs):
+            raise PolykernError(f"pk.autotune: pinned must index the {len(configs)} configs, got {pinned!r}")
+        if warmup < 0 or reps < 1:
+            raise PolykernError("pk.autotune: warmup must be >= 0 and reps >= 1")
+        self.kernel, self.key = k, list(key)
+        self.configs = [dict(c) for c in configs]
+        self.warmup, self.reps, self.enabled, self.pinned, self.restore = warmup, reps, enabled, pinned, restore
+        # Fail early on a bad constexpr name or value (the same KernelTypeError specialize gives).
+        self.kernels = [self._specialize(c) for c in self.configs]
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def _specialize(self, cfg: Dict[str, Any]) -> Kernel:
+        values = {k: v for k, v in cfg.items() if k not in LAUNCH_KEYS}
+        return self.kernel.specialize(**values) if values else self.kernel
+
+    def build(self, targets=("llvm",), **build_kw) -> "TunedKernel":
+        return TunedKernel(self, targets, build_kw)
+
+    def __repr__(self) -> str:
+        return f"<polykern autotuned kernel {self.name} ({len(self.configs)} configs)>"
+
+    def __call__(self, *args, **kwargs):
+        raise PolykernError(f"autotuned kernel '{self.name}' runs on a device: build it first, e.g. "
+                            f"k = {self.name}.build(targets=['llvm']); k(..., grid=...)")
+
+
+class TunedKernel:
+    """``k(*args, grid=..., block=None)``: launches the configuration tuned for ``args``' key."""
+
+    def __init__(self, tuned: Autotuned, targets, build_kw):
+        self.tuned, self.targets, self.build_kw = tuned, targets, dict(build_kw)
+        self._launchers: Dict[int, Any] = {}
+        self._chosen: Dict[str, int] = {}
+        self._lock = threading.RLock()
+        self.last_cache_path: Optional[str] = None
+
+    # ---------------------------------------------------------------- building
+    def launcher(self, i: int):
+        """The launcher of configuration ``i`` (built on first use)."""
+        with self._lock:
+            if i not in self._launchers:
+                k = self.tuned.kernels[i]
+                self._launchers[i] = build([k], self.targets, **self.build_kw)[k.name]
+            return self._launchers[i]
+
+    # ---------------------------------------------------------------- the key
+    def _info(self):
+        return self.launcher(self.tuned.pinned).info
+
+    def key_of(self, args: Sequence[Any]) -> List[Any]:
+        names = [a.name for a in self._info().args]
+        out = []
+        for n in self.tuned.key:
+            if n not in names:
+                raise LaunchError(f"autotuned kernel '{self.tuned.name}': key parameter {n!r} is fixed at build "
+                                  "time, not a launch argument")
+            i = names.index(n)
+            if i >= len(args):
+                raise LaunchError(f"autotuned kernel '{self.tuned.name}' takes {len(names)} arguments, got "
+                                  f"{len(args)}")
+            v = args[i]
+            if isinstance(v, (bool, int, float, np.generic)):
+                out.append([n, _canon(v.item() if isinstance(v, np.generic) else v)])
+            else:
+                shape = getattr(v, "shape", None)
+                out.append([n, _canon(tuple(shape) if shape is not None else None),
+                            str(getattr(v, "dtype", type(v).__name__))])
+        return out
+
+    def identity(self, args: Sequence[Any]) -> Dict[str, Any]:
+        """Everything the cached choice depends on (its hash names the cache file)."""
+        module = self.launcher(self.tuned.pinned).resolve()[0]
+        rec = backends.record_for_kind(module.kind)
+        device = rec.devices()["devices"] if rec is not None else []
+        return {
+            "version": CACHE_VERSION, "kernel": self.tuned.name, "compiler": compiler_version(),
+            "module": module.kind, "targets": [str(t) for t in ([self.targets] if isinstance(self.targets, str)
+                                                                else self.targets)],
+            "device": device, "configs": [_canon(sorted(c.items())) for c in self.tuned.configs],
+            "ir": hashlib.sha256("\n".join(function_str(k.ir) for k in self.tuned.kernels).encode()).hexdigest(),
+            "key": self.key_of(args),
+        }
+
+    def cache_path(self, args: Sequence[Any]) -> str:
+        ident = self.identity(args)
+        digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+        return str(cache_root() / "autotune" / f"{self.tuned.name}-{digest}.json")
+
+    # ---------------------------------------------------------------- choosing
+    def choose(self, args: Sequence[Any], grid: Any = None, block: Any = None) -> int:
+        """The index of the configuration used for ``args`` (tuning on first use of the key)."""
+        if not autotune_enabled(self.tuned.enabled):
+            return self.tuned.pinned
+        with self._lock:
+            ident = self.identity(args)
+            memo = json.dumps(ident, sort_keys=True)
+            if memo in self._chosen:
+                return self._chosen[memo]
+            path = self.cache_path(args)
+            self.last_cache_path = path
+            i = self._read_cache(path, ident)
+            if i is None:
+                i, times = self._measure(args, grid, block)
+                self._write_cache(path, ident, i, times)
+            self._chosen[memo] = i
+            return i
+
+    def config(self, args: Sequence[Any], grid: Any = None, block: Any = None) -> Dict[str, Any]:
+        return dict(self.tuned.configs[self.choose(args, grid, block)])
+
+    def _read_cache(self, path: str, ident: Dict[str, Any]) -> Optional[int]:
+        try:
+            with open(path, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            warnings.warn(f"polykern autotune: ignoring unreadable cache file {path} ({e}); tuning again",
+                          RuntimeWarning, stacklevel=4)
+            return None
+        i = data.get("choice") if isinstance(data, dict) else None
+        if not (isinstance(data, dict) and data.get("identity") == ident and isinstance(i, int)
+                and not isinstance(i, bool) and 0 <= i < len(self.tuned.configs)):
+            warnings.warn(f"polykern autotune: ignoring cache file {path} (not a valid record for this kernel, "
+                          "device and key); tuning again", RuntimeWarning, stacklevel=4)
+            return None
+        return i
+
+    def _write_cache(self, path: str, ident: Dict[str, Any], i: int, times: List[Optional[float]]) -> None:
+        record = {"identity": ident, "choice": i, "config": _canon(sorted(self.tuned.configs[i].items())),
+                  "median_seconds": times}
+        try:
+            write_atomic(Path(path), (json.dumps(record, sort_keys=True, indent=1) + "\n").encode())
+        except OSError as e:
+            warnings.warn(f"polykern autotune: cannot write the cache file {path} ({e}); the choice is kept "
+                          "for this process only", RuntimeWarning, stacklevel=4)
+
+    def _launch_dims(self, i: int, grid: Any, block: Any):
+        cfg = self.tuned.configs[i]
+        b = cfg.get("block", block)
+        if b is None:
+            raise LaunchError(f"autotuned kernel '{self.tuned.name}': config {i} has no 'block' and the call gave "
+                              "none")
+        g = grid(dict(cfg)) if callable(grid) else grid
+        if g is None:
+            raise LaunchError(f"autotuned kernel '{self.tuned.name}': grid= is required (a tuple, or a function of "
+                              "the configuration)")
+        return g, b
+
+    def _snapshot(self, args: Sequence[Any]) -> List[Tuple[int, Any]]:
+        if not self.tuned.restore:
+            return []
+        saved = []
+        for idx, a in enumerate(self._info().args):
+            if not a.is_buffer or a.readonly or idx >= len(args):
+                continue
+            v = args[idx]
+            if isinstance(v, np.ndarray):
+                saved.append((idx, v.copy()))
+            elif isinstance(v, DeviceArrayBase):
+                saved.append((idx, v.numpy()))
+            else:
+                raise LaunchError(
+                    f"autotuned kernel '{self.tuned.name}': argument {idx} ('{a.name}') is written by the kernel "
+                    f"and is a {type(v).__name__}, which tuning cannot restore after its trial runs; pass a NumPy "
+                    "or polykern device array, or pk.autotune(..., restore=False) if running the kernel several "
+                    "times gives the same result")
+        return saved
+
+    @staticmethod
+    def _restore(args: Sequence[Any], saved: List[Tuple[int, Any]]) -> None:
+        for idx, copy in saved:
+            v = args[idx]
+            if isinstance(v, np.ndarray):
+                v[...] = copy
+            else:
+                v.copy_from_host(copy)
+
+    def _measure(self, args: Sequence[Any], grid: Any, block: Any) -> Tuple[int, List[Optional[float]]]:
+        saved = self._snapshot(args)
+        times: List[Optional[float]] = []
+        first_error: Optional[BaseException] = None
+        try:
+            for i in range(len(self.tuned.configs)):
+                try:
+                    times.append(self._time(i, args, grid, block))
+                except PolykernError as e:
+                    first_error = first_error or e
+                    times.append(None)
+                    warnings.warn(f"polykern autotune: '{self.tuned.name}' config {i} "
+                                  f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning, stacklevel=5)
+        finally:
+            self._restore(args, saved)
+        ok = [(t, i) for i, t in enumerate(times) if t is not None]
+        if not ok:
+            raise first_error
+        return min(ok)[1], times
+
+    def _time(self, i: int, args: Sequence[Any], grid: Any, block: Any) -> float:
+        launcher = self.launcher(i)
+        g, b = self._launch_dims(i, grid, block)
+        sync = registry.get(f"runtime.synchronize.{launcher.resolve()[0].kind}")
+        for _ in range(self.tuned.warmup):
+            launcher(*args, grid=g, block=b)
+        if sync is not None:
+            sync()
+        samples = []
+        for _ in range(self.tuned.reps):
+            t0 = time.perf_counter()
+            launcher(*args, grid=g, block=b)
+            if sync is not None:
+                sync()
+            samples.append(time.perf_counter() - t0)
+        return statistics.median(samples)
+
+    # ---------------------------------------------------------------- launching
+    def __call__(self, *args, grid: Any = None, block: Any = None):
+        i = self.choose(args, grid, block)
+        g, b = self._launch_dims(i, grid, block)
+        return self.launcher(i)(*args, grid=g, block=b)
