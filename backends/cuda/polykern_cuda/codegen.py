@@ -17,12 +17,13 @@ from typing import Dict, List, Tuple
 from polykern import hooks, registry
 from polykern.codegen.c_source import emit_source
 from polykern.errors import BackendUnavailableError, CompileError
-from polykern.module import FunctionInfo, create_with_fallback, payload_text
+from polykern.module import create_with_fallback, payload_text
 from polykern.target import Attr, Target, TargetKind
 
 from . import nvptx, toolchain
 from .cuda_c import DIALECT
 from .fallback import CUDAFallbackModule
+from .functions import function_map
 
 # What CUDA 13 (NVRTC, nvcc, ptxas) compiles for; "a" = architecture-specific features.
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
@@ -51,15 +52,6 @@ def register() -> None:
 def cuda_source(funcs) -> Tuple[str, Dict[str, str]]:
     """(CUDA C of ``funcs``, {kernel: symbol})."""
     return emit_source(funcs, DIALECT, HEADER)
-
-
-def function_map(funcs, symbols: Dict[str, str], arch: str) -> Dict[str, FunctionInfo]:
-    out = {}
-    for fn in funcs:
-        info = FunctionInfo.from_ir(fn)
-        attrs = dict(info.attrs, entry=symbols[fn.name], arch=arch)
-        out[fn.name] = FunctionInfo(info.name, info.args, info.launch_tags, info.shared_bytes, attrs)
-    return out
 
 
 def _compile(src: str, target: Target, output: str, hook) -> bytes:

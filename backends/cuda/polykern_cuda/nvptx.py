@@ -4,7 +4,7 @@
 NVPTX backend (``nvptx64-nvidia-cuda``, cpu = ``-arch``, ``+ptxNN`` = the lowest PTX ISA version the
 arch needs, never below 7.8, all accepted by ptxas 13.0) turn it into PTX, and returns
 ``create_with_fallback("cuda", ptx_bytes, "ptx", fmap, {"ptx": ptx, "llvm": optimized_ir},
-fallback_cls=CUDAFallbackModule)``. ``fmap`` comes from ``codegen.function_map`` (``entry`` = the PTX
+fallback_cls=CUDAFallbackModule)``. ``fmap`` comes from ``functions.function_map`` (``entry`` = the PTX
 ``.entry`` name, ``arch``), so the CUDA runtime loads this PTX exactly like the CUDA C path's.
 
 Lowering: kernels use the ``ptx_kernel`` calling convention; buffers are ``addrspace(1)`` pointers,
@@ -37,6 +37,8 @@ from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
 from polykern.module import create_with_fallback
 
+from .fallback import CUDAFallbackModule
+from .functions import function_map
 from .nvptx_subgroups import NVPTXSubgroups, has_redux
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -142,8 +144,6 @@ class NVPTXEmitter(NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
 
 def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:
     """(ptx bytes, "ptx", fmap, sources) for ``funcs`` on an ``nvptx`` target."""
-    from .codegen import function_map
-
     arch = target.attrs["arch"]
     features = ptx_feature(arch)
     tm = target_machine(TRIPLE, arch, features, 3)
@@ -157,7 +157,5 @@ def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:
 
 
 def build(funcs, target):
-    from .fallback import CUDAFallbackModule
-
     payload, fmt, fmap, sources = generate(funcs, target)
     return create_with_fallback("cuda", payload, fmt, fmap, sources, fallback_cls=CUDAFallbackModule)

@@ -403,3 +403,22 @@ def test_staging_path_and_clean_exit():
         print("OK", pv.stats()["launches"])
     """, POLYKERN_VULKAN_STAGING="1")
     assert r.returncode == 0 and "OK 2" in r.stdout, r.stdout + r.stderr
+
+
+def test_instance_close_destroys_the_device_first():
+    """The instance closes what registered with before_close (the logical device) before it is
+    destroyed, without importing device.py (no import cycle instance <-> device)."""
+    r = _python("""
+        import numpy as np, polykern as pk
+        import vulkan_kernels as K
+        from polykern_vulkan.runtime import device, instance
+        mod = pk.build([K.saxpy], targets=["vulkan"]).on("vulkan")
+        x = np.arange(64, dtype=np.float32); y = np.ones(64, np.float32)
+        mod["saxpy"](64, 2.0, x, y, grid=1, block=64)
+        dev, inst = device.get(), instance.instance()
+        seen = []
+        inst.before_close(lambda: seen.append((dev.closed, inst.closed)))  # runs first: newest first
+        inst.close()
+        print("SEEN", seen, "AFTER", dev.closed, inst.closed)
+    """)
+    assert r.returncode == 0 and "SEEN [(False, True)] AFTER True True" in r.stdout, r.stdout + r.stderr

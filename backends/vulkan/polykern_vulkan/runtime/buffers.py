@@ -14,20 +14,24 @@ through host-visible "staging" buffers with ``vkCmdCopyBuffer`` in the launch's 
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import vulkan as vk
 
 from polykern.buffer_pool import MIN_CLASS, SizeClassPool, size_class
 
-from .device import DEVICE_LOCAL, HOST_VISIBLE, Device
 from .vkresult import BINDING_ERRORS, device_error
+
+if TYPE_CHECKING:  # the device owns its pool (device.py imports this module)
+    from .device import Device
 
 __all__ = ["Buffer", "BufferPool", "size_class", "POOL_ENV"]
 
 POOL_ENV = "POLYKERN_VULKAN_POOL_MB"
+HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 HOST_CACHED = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
@@ -37,7 +41,7 @@ class Buffer:
 
     __slots__ = ("dev", "kind", "size", "handle", "memory", "mapped", "token", "__weakref__")
 
-    def __init__(self, dev: Device, kind: str, size: int):
+    def __init__(self, dev: "Device", kind: str, size: int):
         self.dev, self.kind, self.size = dev, kind, size
         d = dev.handle
         self.handle = vk.vkCreateBuffer(d, vk.VkBufferCreateInfo(
@@ -85,7 +89,7 @@ class Buffer:
 
 
 class BufferPool(SizeClassPool):
-    def __init__(self, dev: Device):
+    def __init__(self, dev: "Device"):
         super().__init__(dev, POOL_ENV, strict=True)
 
     def acquire(self, nbytes: int, kind: str = "device") -> Buffer:

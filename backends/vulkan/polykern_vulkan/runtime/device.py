@@ -24,6 +24,7 @@ import vulkan as vk
 from polykern.errors import DeviceError
 from polykern.lazy import Lazy
 
+from .buffers import BufferPool
 from .instance import Instance, instance
 from .vkresult import BINDING_ERRORS, device_error, vk_call
 
@@ -48,8 +49,6 @@ CAPABILITY_FEATURES = {
 SPIRV_API = {(1, 0): (1, 0), (1, 1): (1, 1), (1, 2): (1, 1), (1, 3): (1, 1), (1, 4): (1, 2), (1, 5): (1, 2),
              (1, 6): (1, 3)}
 
-HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 ALL_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
               | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 WRITES = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
@@ -256,9 +255,8 @@ class Device:
         self._contexts: List[CommandContext] = []
         self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
-        from .buffers import BufferPool
-
         self.pool = BufferPool(self)
+        inst.before_close(self.close)  # the logical device goes before the instance
 
     # -- bookkeeping
     def count(self, key: str, n: int = 1) -> None:

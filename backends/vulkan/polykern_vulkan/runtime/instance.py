@@ -16,7 +16,7 @@ import atexit
 import os
 import threading
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import vulkan as vk
 
@@ -121,6 +121,7 @@ class Instance:
                                           "is installed or it cannot be loaded") from None
         self._lock = threading.Lock()
         self.closed = False
+        self._before_close: List[Callable[[], None]] = []
         atexit.register(self.close)
         try:
             self.physical: List[PhysicalDevice] = [_describe(i, h) for i, h in
@@ -155,15 +156,21 @@ class Instance:
     def api(self) -> tuple:
         return version_tuple(self.api_version)[:2]
 
+    def before_close(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the instance closes, before it is destroyed (device.py: the logical device)."""
+        with self._lock:
+            self._before_close.append(fn)
+
     def close(self) -> None:
-        """Destroy the instance (at exit, after the logical device: see device.py)."""
+        """Destroy the instance (at exit), after what registered with :meth:`before_close`, newest first."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
-        from . import device as _device  # the logical device goes first
-
-        _device.shutdown()
+            first = self._before_close[::-1]
+            self._before_close.clear()
+        for fn in first:
+            fn()
         vk.vkDestroyInstance(self.handle, None)
 
 
