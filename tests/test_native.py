@@ -472,6 +472,52 @@ def test_run_saxpy_prefers_cuda_then_says_why_it_fell_back(native_build, tmp_pat
 
 @needs_cc
 @needs_cpu_loader
+def test_unknown_kind_beside_llvm_read_shown_reexported_and_run_from_c(native_build, tmp_path):
+    """Format version 2: a module of a kind no backend provides, first in the root's imports, beside
+    a compiled llvm module. kbin-inspect shows it as polykern inspect does, --reexport writes the
+    same bytes, and run_saxpy skips it (saying why) and runs the llvm module."""
+    from polykern import artifact
+    from polykern.module import RootModule
+    from test_kbin_v2 import future_module
+
+    compiled = tmp_path / "saxpy.kbin"
+    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
+    assert p.returncode == 0, p.stderr
+    llvm = artifact.load(compiled).on("llvm")
+    mixed = tmp_path / "mixed.kbin"
+    data = RootModule.collect([future_module(llvm.functions), llvm], ["zz_future", "llvm"]).export(mixed)
+    inspect = str(native_build / "kbin-inspect")
+    for flag in ([], ["--json"]):
+        c = subprocess.run([inspect, *flag, str(mixed)], capture_output=True, text=True)
+        py = _polykern("inspect", *flag, str(mixed))
+        assert c.returncode == 0 and py.returncode == 0, c.stderr + py.stderr
+        assert c.stdout == py.stdout and "zz_future" in c.stdout
+    again = tmp_path / "again.kbin"
+    c = subprocess.run([inspect, "--reexport", str(again), str(mixed)], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    assert again.read_bytes() == data
+    r = subprocess.run([str(native_build / "run_saxpy"), str(mixed), "--n", "10007"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "skipped: module 1 (zz_future)" in r.stdout and "on cpu: " in r.stdout and "OK" in r.stdout
+
+
+@needs_cc
+def test_c_reexports_version_1_golden_as_python_does(native_build, tmp_path):
+    """A version-1 artifact encoded again by C (kbin-inspect --reexport) and by Python
+    (load().export()) gives the same version-2 bytes."""
+    v1_files = sorted(GOLDEN.glob("v1/*.kbin"))
+    assert v1_files, "tests/golden/v1 has the version-1 golden files"
+    for v1 in v1_files:
+        out = tmp_path / v1.name
+        c = subprocess.run([str(native_build / "kbin-inspect"), "--reexport", str(out), str(v1)],
+                           capture_output=True, text=True)
+        assert c.returncode == 0, c.stderr
+        assert v1.read_bytes()[8] == 1 and out.read_bytes() == _python_reexport(v1.read_bytes())
+        assert out.read_bytes()[8] == 2
+
+
+@needs_cc
+@needs_cpu_loader
 def test_foreign_machine_object_is_refused(native_build, tmp_path):
     other = "aarch64-linux-gnu" if platform.machine().lower() in ("x86_64", "amd64") else "x86_64-linux-gnu"
     out = tmp_path / "foreign.kbin"

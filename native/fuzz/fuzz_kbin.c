@@ -1,6 +1,6 @@
 /* libFuzzer target for the .kbin reader and everything that consumes a parsed artifact
  * without running device code: the container and payload parser, the inspect text / JSON /
- * --source printers, and the ELF loader on every "llvm" payload (mapped, relocated, never
+ * --source printers, re-encoding (pk_artifact_write), and the ELF loader on every "llvm" payload (mapped, relocated, never
  * executed). Each input is tried as is and with its trailing CRC-32 recomputed, so mutations
  * get past the checksum into the structures behind it. Build: make -C native fuzz. */
 #include <stdint.h>
@@ -24,6 +24,18 @@ static void consume(const uint8_t *data, size_t size) {
     pk_artifact_describe(art, "fuzz.kbin", sink);
     pk_artifact_write_json(art, "fuzz.kbin", sink);
     pk_artifact_print_source(art, "fuzz.kbin", "ptx", sink, sink);
+    {   /* encoded again: it parses, and a version-2 artifact gives back its own bytes */
+        uint8_t *again;
+        size_t n;
+        pk_artifact *back;
+        if (pk_artifact_write(art, &again, &n, &err) == 0) {
+            if (art->version == PK_KBIN_VERSION && (n != size || memcmp(again, data, n) != 0)) abort();
+            back = pk_artifact_parse(again, n, &err);
+            if (!back) abort();
+            pk_artifact_free(back);
+            free(again);
+        }
+    }
     for (i = 0; i < art->num_modules; i++) {
         const pk_module *m = &art->modules[i];
         if (m->layout == PK_LAYOUT_BYTES && strcmp(m->kind.ptr, "llvm") == 0) {
