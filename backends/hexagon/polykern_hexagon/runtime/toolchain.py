@@ -74,14 +74,6 @@ def find_tools() -> Tools:
     return Tools(qemu, clang, lld)
 
 
-def cache_root() -> Path:
-    base = os.environ.get("POLYKERN_CACHE_DIR")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) / "polykern" if xdg else Path.home() / ".cache" / "polykern"
-
-
 _lock = threading.Lock()
 _objects: Dict[Tools, Tuple[str, ...]] = {}
 
