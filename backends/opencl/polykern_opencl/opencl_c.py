@@ -102,6 +102,18 @@ class OpenCLDialect(CDialect):
                                f"    return isnan(x) ? x : {func}(x);\n}}")
             code = Code(f"{name}({args[0]})")
             return self.round_half(unit, code) if t == f16 and func not in self.EXACT_MATH else code
+        # pow(NaN, NaN) with both NaNs visible to the compiler crashes PoCL 3.1's kernel compiler
+        # (SIGSEGV), or hangs it inside a loop (F13, fuzz seed 8001165): NaN operands never reach pow.
+        # C99 F.9.4.4: pow(x, +-0) and pow(+1, y) are 1 even for a NaN; otherwise a NaN gives NaN.
+        if t.is_float and func == "pow":
+            ty = "double" if t == f64 else "float"
+            one = "1.0" if t == f64 else "1.0f"
+            zero = "0.0" if t == f64 else "0.0f"
+            name = unit.helper(f"pk_pow_{ty}", f"{_FN} {ty} pk_pow_{ty}({ty} x, {ty} y) {{\n"
+                               f"    return (isnan(x) || isnan(y)) ? (x == {one} || y == {zero} ? {one} : x + y)"
+                               f" : pow(x, y);\n}}")
+            code = Code(f"{name}({args[0]}, {args[1]})")
+            return self.round_half(unit, code) if t == f16 else code
         return super().math(unit, func, t, args)
 
     def int_math(self, unit, func, t, args):
