@@ -19,6 +19,10 @@ static inline double pk_floor_double(double x) {
     return isnan(x) ? x : floor(x);
 }
 
+static inline double pk_pow_double(double x, double y) {
+    return (isnan(x) || isnan(y)) ? (x == 1.0 || y == 0.0 ? 1.0 : x + y) : pow(x, y);
+}
+
 static inline double pk_tanh_double(double x) {
     return isnan(x) ? x : tanh(x);
 }
@@ -31,5 +35,5 @@ __kernel void double_math(__global double* x, __global const double* y) {
     i = (int)get_global_id(0);
     a = x[i];
     b = y[i];
-    x[i] = sqrt(a) + rsqrt(a) + pk_exp_double(a) + pk_exp2_double(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_double(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5) + pk_floor_double(a) + pk_ceil_double(b) + fmod(a, b) + pk_floor_double(a / b) + a / b - a * 0.1;
+    x[i] = sqrt(a) + rsqrt(a) + pk_exp_double(a) + pk_exp2_double(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_double(a) + pk_pow_double(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5) + pk_floor_double(a) + pk_ceil_double(b) + fmod(a, b) + pk_floor_double(a / b) + a / b - a * 0.1;
 }

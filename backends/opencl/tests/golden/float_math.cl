@@ -18,6 +18,10 @@ static inline float pk_floor_float(float x) {
     return isnan(x) ? x : floor(x);
 }
 
+static inline float pk_pow_float(float x, float y) {
+    return (isnan(x) || isnan(y)) ? (x == 1.0f || y == 0.0f ? 1.0f : x + y) : pow(x, y);
+}
+
 static inline float pk_tanh_float(float x) {
     return isnan(x) ? x : tanh(x);
 }
@@ -30,5 +34,5 @@ __kernel void float_math(__global float* x, __global const float* y) {
     i = (int)get_global_id(0);
     a = x[i];
     b = y[i];
-    x[i] = sqrt(a) + rsqrt(a) + pk_exp_float(a) + pk_exp2_float(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_float(a) + pow(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + pk_floor_float(a) + pk_ceil_float(b) + fmod(a, b) + pk_floor_float(a / b) + a / b - a * 0.1f;
+    x[i] = sqrt(a) + rsqrt(a) + pk_exp_float(a) + pk_exp2_float(a) + log(a) + log2(a) + sin(a) + cos(a) + pk_tanh_float(a) + pk_pow_float(a, b) + fabs(a) + fmin(a, b) + fmax(a, b) + fma(a, b, 1.5f) + pk_floor_float(a) + pk_ceil_float(b) + fmod(a, b) + pk_floor_float(a / b) + a / b - a * 0.1f;
 }
