@@ -1,5 +1,5 @@
 """Same kernels + same targets = same .kbin bytes, in separate processes with different hash seeds and
-working directories, for every backend at once (DESIGN.md §3: what lets Bazel cache and compare)."""
+working directories, for every backend at once (what lets Bazel cache and compare: docs/bazel.md)."""
 import os
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""The exception hierarchy of polykern (DESIGN.md section 7).
+"""The exception hierarchy of polykern.
 
 Every error a user can trigger derives from :class:`PolykernError`. Errors that
 point at kernel source carry a :class:`SourceLoc` and render as

@@ -1,4 +1,4 @@
-"""Thread-safe lazy realization for runtimes (DESIGN.md section 4).
+"""Thread-safe lazy realization for runtimes (docs/internals.md "Modules").
 
 A runtime module often defers expensive work (JIT-compiling a payload, creating a
 device context) until the first ``get_function``. :class:`Lazy` runs the factory

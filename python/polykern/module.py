@@ -424,7 +424,7 @@ class RootModule(Module):
 def create_with_fallback(kind: str, payload: Payload, fmt: str, fmap: Mapping[str, FunctionInfo],
                          sources: Optional[Mapping[str, str]] = None, *, fallback_cls: Optional[type] = None
                          ) -> Module:
-    """DESIGN.md section 4: the real module if its runtime is registered, else a fallback.
+    """The real module if its runtime is registered, else a fallback (docs/internals.md "Modules").
 
     ``POLYKERN_COMPILE_FORCE_FALLBACK`` is read on every call. ``fallback_cls`` lets a
     backend use its own :class:`FallbackModule` subclass (e.g. for ``source_preference``).

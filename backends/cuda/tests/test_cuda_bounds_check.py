@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import polykern as pk
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.passes import run_default_passes
 from polykern.passes.bounds_check import bounds_check
 from polykern_cuda import toolchain

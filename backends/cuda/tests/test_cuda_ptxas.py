@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.errors import BackendUnavailableError
 from polykern_cuda import toolchain
 from polykern_cuda.codegen import cuda_source

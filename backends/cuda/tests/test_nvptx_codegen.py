@@ -14,7 +14,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, bool_, f16, f32, f64, i8, i32, i64, registry
-from polykern.codegen.c_corpus import NAMES, corpus
+from polykern.testing.c_corpus import NAMES, corpus
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract

@@ -13,7 +13,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, backends, f16, f32, i32, registry
-from polykern.codegen.c_corpus import NAMES, corpus
+from polykern.testing.c_corpus import NAMES, corpus
 from polykern.errors import TargetError
 from polykern.passes import run_default_passes
 from polykern.target import Target

@@ -11,7 +11,7 @@ import pytest
 from polykern.testing.golden import check_golden
 
 from polykern import backends, registry
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.target import Target
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"

@@ -7,7 +7,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.codegen.llvm_fission import GIf, GLoop, Region, plan_fission
+from polykern.passes.barrier_fission import GIf, GLoop, Region, plan_fission
 from polykern import registry
 from polykern.backends import load_all
 from polykern.errors import KernelTypeError

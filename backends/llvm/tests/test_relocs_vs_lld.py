@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from polykern import backends, registry
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.target import Target
 from polykern_llvm.loader import build_image
 from polykern_llvm.objfile import SHT_NOBITS, parse_object

@@ -10,7 +10,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32, u32
-from polykern.codegen.llvm_fission import GLoop, Uniform, plan_fission, plan_row_guards
+from polykern.passes.barrier_fission import GLoop, Uniform, plan_fission, plan_row_guards
 from polykern.ir.verifier import verify
 from polykern.passes import run_default_passes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pathlib
 
 
-from polykern.codegen.c_corpus import NAMES
+from polykern.testing.c_corpus import NAMES
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 

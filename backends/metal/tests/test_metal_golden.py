@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_metal.codegen import metal_shaders
 

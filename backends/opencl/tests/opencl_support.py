@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from polykern.codegen.c_corpus import NAMES
+from polykern.testing.c_corpus import NAMES
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_opencl.codegen import opencl_source
 

@@ -5,7 +5,7 @@ import pytest
 
 import polykern as pk
 from polykern import backends, registry
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.errors import TargetError
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract

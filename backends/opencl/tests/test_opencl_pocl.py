@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern_opencl.codegen import opencl_source
 
 from opencl_support import SUPPORTED, pocl_context

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from polykern import backends, registry
-from polykern.codegen.c_corpus import corpus
+from polykern.testing.c_corpus import corpus
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes

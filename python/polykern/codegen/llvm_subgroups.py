@@ -5,7 +5,7 @@ in which :mod:`llvm_workgroup` runs them) and cut into subgroups of :data:`CPU_S
 consecutive work-items; the last subgroup of a group whose size is not a multiple is partial.
 
 A collective (``t = pk.subgroup_add(v)``) is a communication point among the slice, so it is given
-to barrier fission (:mod:`llvm_fission`) as one: :func:`lower_collectives` rewrites ::
+to barrier fission (:mod:`polykern.passes.barrier_fission`) as one: :func:`lower_collectives` rewrites ::
 
     t = subgroup_add(v)          _sgv0 = v                  (each work-item's operand, kept per
                            -->   barrier()                   work-item: "pinned")

@@ -14,10 +14,10 @@ from the row number) and, innermost, ``local_id(0)``, the loop LLVM vectorizes:
 
 - a kernel without ``barrier()`` is one such loop nest running the whole body (``return``
   skips to the next work-item). Its x loop is versioned per row (see
-  :func:`llvm_fission.plan_row_guards`): when the bounds checks at the top of the kernel hold
+  :func:`polykern.passes.barrier_fission.plan_row_guards`): when the bounds checks at the top of the kernel hold
   for the whole row, a copy of the body without them runs — no predicated stores, so it
   vectorizes — otherwise the general body;
-- a kernel with barriers follows the :mod:`llvm_fission` plan: every region is a loop over
+- a kernel with barriers follows the :mod:`polykern.passes.barrier_fission` plan: every region is a loop over
   the running work-items, barrier-containing control flow runs once per group (plainly, when
   it is uniform), and assignments to uniform locals run once per group.
 
@@ -44,10 +44,10 @@ from llvmlite import ir as ll
 from ..errors import CompileError
 from ..ir import nodes as N
 from ..ir.types import BufferType
+from ..passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
+                                      _stmt_names, plan_fission, plan_row_guards)
 from .llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
 from .llvm_subgroups import emit_subgroup, lower_collectives
-from .llvm_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform, _stmt_names,
-                           plan_fission, plan_row_guards)
 
 __all__ = ["WorkgroupLoopEmitter", "RANGE_SUFFIX"]
 

@@ -32,7 +32,7 @@ with warnings.catch_warnings(record=True) as _warned:
     except Exception as e:  # ImportError (not installed, libcuda.so.1 missing, symbol mismatch), OSError...
         _why = str(e) if isinstance(e, ImportError) else f"{type(e).__name__}: {e}"
         _notes = "; ".join(str(w.message) for w in _warned)
-        # name="pycuda": polykern.backends records "pycuda could not be imported: <why>" (DESIGN section 4)
+        # name="pycuda": polykern.backends records "pycuda could not be imported: <why>" (docs/backends.md "Discovery")
         raise ImportError(_why + (f" (pycuda warned: {_notes})" if _notes else ""), name="pycuda") from e
 for _w in _warned:  # pycuda imported: pass its warnings on
     warnings.warn_explicit(_w.message, _w.category, _w.filename, _w.lineno)
