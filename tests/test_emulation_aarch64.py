@@ -142,7 +142,7 @@ def test_fuzz_programs_agree_with_the_oracle_on_aarch64(kbin_run, tmp_path):
         path = tmp_path / f"fuzz{i}.kbin"
         root.export(str(path))
         args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-        EmulatedModule(kbin_run, str(path), root.imports[0].functions)[case.name](*args, grid=case.grid,
+        EmulatedModule(kbin_run, str(path), root.imports[0].functions)[kernel.name](*args, grid=case.grid,
                                                                                    block=case.block)
         params = [p.name for p in kernel.ir.params]
         got = {n: a for n, a, p in zip(params, args, kernel.ir.params) if p.is_buffer}

@@ -24,19 +24,22 @@ KernelsLike = Union[Kernel, Sequence[Kernel], _pytypes.ModuleType, dict]
 
 def collect_kernels(kernels: KernelsLike) -> List[Kernel]:
     """Kernels from a Kernel, a list of them, a Python module, or a namespace dict (sorted by name)."""
+    templates = []  # kernels of a module or dict still needing .specialize(): skipped, not built
     if isinstance(kernels, Kernel):
         out = [kernels]
-    elif isinstance(kernels, _pytypes.ModuleType):
-        out = sorted((v for v in vars(kernels).values() if isinstance(v, Kernel)), key=lambda k: k.name)
-    elif isinstance(kernels, dict):
-        out = sorted((v for v in kernels.values() if isinstance(v, Kernel)), key=lambda k: k.name)
+    elif isinstance(kernels, (_pytypes.ModuleType, dict)):
+        found = [v for v in (vars(kernels) if isinstance(kernels, _pytypes.ModuleType) else kernels).values()
+                 if isinstance(v, Kernel)]
+        templates = [k for k in found if k.missing]
+        out = sorted((k for k in found if not k.missing), key=lambda k: k.name)
     else:
         out = list(kernels)
         bad = [k for k in out if not isinstance(k, Kernel)]
         if bad:
             raise PolykernError(f"build() takes @pk.kernel functions, got {bad[0]!r}")
     if not out:
-        raise PolykernError("build() got no kernels")
+        skipped = "".join(f"; {k.name} needs .specialize({', '.join(k.missing)})" for k in templates)
+        raise PolykernError(f"build() got no kernels{skipped}")
     names = [k.name for k in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -34,6 +34,11 @@ class Kernel:
                     self._ir = translate(self.pyfunc, bindings=self.bindings, name=self.name)
         return self._ir
 
+    @property
+    def missing(self):
+        """The pk.constexpr / pk.dtype parameters without a value yet (build refuses the kernel)."""
+        return [p for p, _ in type_params(self.pyfunc, None) if p not in self.bindings]
+
     def specialize(self, **values) -> "Kernel":
         """A kernel with some or all of its ``pk.constexpr`` / ``pk.dtype`` parameters fixed, named
         deterministically after the values (``saxpy.specialize(T=f16, BLOCK=128).name`` is

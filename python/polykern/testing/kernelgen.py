@@ -15,7 +15,10 @@ Programs are valid by construction, so the oracle (``polykern.testing.interp``) 
 - ``while`` loops count a fresh counter first thing in their body, so ``continue`` cannot spin;
 - inexact operations (math builtins, float ``/``) are applied to exact operands and stored directly
   into a "math" buffer nobody reads, so each is compared within its own ULP budget;
-- float -> int casts see any value (NaN, infinities, out of range: they saturate, NaN -> 0).
+- float -> int casts see any value (NaN, infinities, out of range: they saturate, NaN -> 0);
+- device functions (``@pk.func`` helpers ``h<k>``) take scalars, an input buffer and a ``pk.constexpr``,
+  may return early (also from inside a loop) and are called from expressions; a kernel may have a
+  ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end.
 """
 from __future__ import annotations
 
@@ -132,6 +135,12 @@ class _Gen:
         self.uses_inexact_f64 = False
         self.block = r.choice([4, 8, 16])
         self.groups = r.choice([1, 2, 3])
+        self.helpers: List[Tuple[str, str, List[Tuple[str, str]]]] = []  # (name, return type, params)
+        self.constexprs: Dict[str, int] = {}  # pk.constexpr names visible here -> value
+        self.call_depth = 0
+        # Whether a program has device functions or a constexpr comes from a second generator, so the
+        # programs of seeds without them are the ones this generator made before they existed.
+        self.frng = random.Random(f"features-{seed}")
 
     # ------------------------------------------------------------------ helpers
     def fresh(self, prefix: str) -> str:
@@ -189,7 +198,17 @@ class _Gen:
             opts += ["reg"]
         if t in self.local_arrays:
             opts += ["local"]
+        calls = [h for h in self.helpers if h[1] == t and self.call_depth < 2
+                 and all(pt[4:] in self.readonly for _, pt in h[2] if pt.startswith("buf:"))]
+        if calls:
+            opts += ["call"]
+        if self.constexprs and t in INTS:
+            opts += ["const"]
         c = r.choice(opts)
+        if c == "call":
+            return self.call(r.choice(calls))
+        if c == "const":  # typed: a bare constant would adapt to its context like a literal
+            return f"{t}({r.choice(sorted(self.constexprs))})"
         if c == "var":
             return r.choice(self.vars[t])
         if c == "in":
@@ -389,6 +408,8 @@ class _Gen:
             rng_ = f"range({r.randint(-3, 2)}, {r.randint(0, 6)}, {r.choice([1, 2, 3])})"
         elif c < 0.9:
             rng_ = f"range({r.randint(3, 7)}, {r.randint(-3, 2)}, {r.choice([-1, -2])})"
+        elif c < 0.95 and self.constexprs:
+            rng_ = f"range({r.choice(sorted(self.constexprs))})"  # unrolled (lang/specialize.py)
         else:
             rng_ = f"range({self.index(2, 3)})"
         self.emit(depth, f"for {v} in {rng_}:")
@@ -415,6 +436,64 @@ class _Gen:
             self.stmt(depth + 1)
         self.vars = saved
         self.loop_depth -= 1
+
+    # ------------------------------------------------------------------ device functions
+    def call(self, helper) -> str:
+        name, _, params = helper
+        self.call_depth += 1
+        args = []
+        for p, pt in params:
+            if pt == "constexpr":
+                args.append(str(self.rng.randint(0, 4)))
+            elif pt.startswith("buf:"):
+                args.append(self.readonly[pt[4:]])
+            else:
+                args.append(self.expr(pt, 1))
+        self.call_depth -= 1
+        return f"{name}({', '.join(args)})"
+
+    def helper(self) -> List[str]:
+        """A @pk.func: scalar parameters, maybe an input buffer and a pk.constexpr, early returns."""
+        r = self.rng
+        name, t = self.fresh("h"), r.choice(self.types)
+        params = [(self.fresh("p"), r.choice(self.types)) for _ in range(r.randint(1, 3))]
+        kernel_state = (self.vars, self.readonly, self.local_arrays, self.lines, self.fixed, self.constexprs)
+        self.vars = {x: [] for x in ALL}
+        for p, pt in params:
+            self.vars[pt].append(p)
+        inputs = {x: self.readonly[x] for x in self.readonly if r.random() < 0.5}
+        self.readonly, self.local_arrays, self.lines, self.fixed = {}, {}, [], set()
+        for x in inputs:
+            b = self.fresh("b")
+            self.readonly[x] = b
+            params.append((b, "buf:" + x))
+        self.constexprs = {}
+        if r.random() < 0.5:
+            c = self.fresh("C")
+            self.constexprs[c] = 0
+            params.append((c, "constexpr"))
+        for _ in range(r.randint(0, 2)):
+            self.declare(0, r.choice(self.types))
+        if r.random() < 0.5:
+            self.emit(0, f"if {self.expr('bool', 2)}:")
+            self.emit(1, f"return {self.expr(t, 2)}")
+        if r.random() < 0.5:
+            k = self.fresh("k")
+            bound = sorted(self.constexprs)[0] if self.constexprs else str(r.randint(0, 4))
+            self.emit(0, f"for {k} in range({bound}):")
+            self.vars["i32"].append(k)
+            self.fixed.add(k)
+            names = [v for v in self.vars[t] if v not in self.fixed]
+            if names:
+                self.emit(1, f"{r.choice(names)} = {self.expr(t, 2)}")
+            self.emit(1, f"if {self.expr('bool', 2)}:")
+            self.emit(2, f"return {self.expr(t, 2)}")
+        self.emit(0, f"return {self.expr(t, 3)}")
+        body = self.lines
+        sig = ", ".join(f"{p}: {_helper_annot(pt)}" for p, pt in params)
+        (self.vars, self.readonly, self.local_arrays, self.lines, self.fixed, self.constexprs) = kernel_state
+        self.helpers.append((name, t, params))
+        return ["", "", "@pk.func", f"def {name}({sig}) -> {_annot(t, None)}:"] + body + [""]
 
     # ------------------------------------------------------------------ program
     def program(self) -> GenProgram:
@@ -453,6 +532,11 @@ class _Gen:
             name = self.fresh("acc")
             self.accs[t] = (name, r.choice(["add", "add", "min", "max"]))
             params.append((name, t, "acc"))
+        helper_lines = []
+        for _ in range(self.frng.choice([0, 0, 0, 1, 2]) if "functions" not in self.avoid else 0):
+            helper_lines += self.helper()
+        if "constexpr" not in self.avoid and self.frng.random() < 0.25:
+            self.constexprs[self.fresh("C")] = self.frng.randint(0, 6)
 
         self.emit(0, "g = pk.global_id(0)")
         self.vars["i32"].append("g")
@@ -502,16 +586,27 @@ class _Gen:
         body = "\n".join(self.lines)
         for name, k in slots.items():
             body = body.replace(f"{{K_{name}}}", str(k))
-        sig = ", ".join(f"{n}: {_annot(t, role)}" for n, t, role in params)
+        sig = ", ".join([f"{c}: pk.constexpr" for c in self.constexprs] +
+                        [f"{n}: {_annot(t, role)}" for n, t, role in params])
         used = {t for _, t, _ in params} | set(self.types)
         feats = {t for t in used if t in FEATURES}
         if any(t == "bool" and role is not None for _, t, role in params):
             feats.add("bool_buffer")
         if self.uses_inexact_f64:
             feats.add("math_f64")
-        src = (HEADER + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n")
+        src = HEADER + "\n".join(helper_lines) + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n"
+        if self.constexprs:  # the module's kernel is the specialized one (its .name says the values)
+            values = ", ".join(f"{c}={v}" for c, v in self.constexprs.items())
+            src += f"\n\n{self.name} = {self.name}.specialize({values})\n"
         return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
                           frozenset(feats), self.seed * 7919 + 17, sizes)
+
+
+def _helper_annot(pt: str) -> str:
+    """A device function parameter: "constexpr", "buf:<type>" (an input buffer) or a scalar type."""
+    if pt == "constexpr":
+        return "pk.constexpr"
+    return _annot(pt[4:], "in") if pt.startswith("buf:") else _annot(pt, None)
 
 
 def _annot(t: str, role) -> str:
@@ -532,7 +627,11 @@ INF = float("inf")'''
 
 
 #: what ``generate(avoid=...)`` can leave out, to keep fuzzing past a known open bug
-AVOIDABLE = {"float_mod": "no float % (C fmod)"}
+AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpers",
+             "constexpr": "no pk.constexpr kernel parameter"}
+#: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
+#: (the seeds that regression tests name)
+BEFORE_FUNCTIONS = frozenset(("functions", "constexpr"))
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset()) -> GenProgram:
