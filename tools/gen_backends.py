@@ -205,8 +205,13 @@ def render_file(root: str, rel: str, backends: List[Backend]) -> Tuple[str, str]
 
 # ------------------------------------------------------------------ rules the tool cannot fix
 
+def _norm(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _pip_name(requirement: str) -> str:
-    return re.split(r"[<>=!~;\[ (]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
+    return _norm(re.split(r"[<>=!~;\[ (]", requirement, maxsplit=1)[0].strip())
 
 
 def _lock_pins(root: str) -> Dict[str, str]:
@@ -215,7 +220,7 @@ def _lock_pins(root: str) -> Dict[str, str]:
             text = f.read()
     except FileNotFoundError:
         return {}
-    return {m.group(1).lower().replace("_", "-"): m.group(2)
+    return {_norm(m.group(1)): m.group(2)
             for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)", text, re.M)}
 
 
