@@ -253,3 +253,42 @@ def test_rocm_wavefront_code_links(mcpu, wave):
     asm = mod.inspect_source("asm")
     assert "ds_bpermute_b32" in asm
     assert (".amdhsa_wavefront_size32 1" in asm) == (wave == 32)
+
+
+def test_oracle_agrees_with_the_cpu_and_knows_float_sums_may_reassociate():
+    """The interpreter (the fuzzer's oracle) runs every op with the CPU's subgroup size; a float
+    subgroup_add is compared as 'may reassociate' (numerics), integer results exactly."""
+    from polykern.testing.compare import compare
+    from polykern.testing.interp import interpret
+
+    rng = np.random.default_rng(3)
+    args = [(rng.integers(-64, 64, N) / 8).astype(np.float32), rng.integers(-10, 11, N).astype(np.int32),
+            rng.integers(0, 1 << 31, N).astype(np.uint32), np.zeros(4 * N, np.float32),
+            np.zeros(4 * N, np.int32), np.zeros(2 * N, np.uint32), np.zeros(3 * N, np.int32)]
+    oracle = interpret(sg_ops, args, N // BLOCK, BLOCK)
+    got = [a.copy() for a in args]
+    pk.build([sg_ops], targets=["llvm"])["sg_ops"](*got, grid=N // BLOCK, block=BLOCK)
+    names = [p.name for p in sg_ops.ir.params]
+    result = compare(oracle, dict(zip(names, got)), "llvm")
+    assert not result.mismatches, result.mismatches
+    assert result.unchecked == N  # of[i*4+0]: the float sums
+    assert (oracle.buffers["oi"] == got[4]).all() and (oracle.buffers["ids"] == got[6]).all()
+    wrong = dict(zip(names, got))
+    wrong["oi"] = wrong["oi"].copy()
+    wrong["oi"][0] += 1
+    assert compare(oracle, wrong, "llvm").mismatches
+
+
+def test_oracle_refuses_a_shuffle_past_a_partial_subgroup():
+    from polykern.testing.interp import OracleError, interpret
+
+    @pk.kernel
+    def rot(x: Buffer[i32]):
+        i = pk.global_id(0)
+        x[i] = pk.subgroup_shuffle(x[i], pk.subgroup_local_id() + 1)
+
+    x = np.arange(12, dtype=np.int32)
+    assert (interpret(rot, [x], 1, 8).buffers["x"][:8] == np.roll(x[:8], -1)).all()
+    with pytest.raises(OracleError, match="partial subgroup"):
+        interpret(rot, [x], 1, 12)
+    assert (interpret(rot, [x], 1, 12, subgroup_size=4).buffers["x"][8:] == [9, 10, 11, 8]).all()

@@ -40,7 +40,9 @@ INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 ARITH_OPS = ("add", "sub", "mul", "div", "mod")   # mod: float % is C's fmod (exact)
 MATH_OPS = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma", "abs",
             "min", "max", "floor", "ceil")
-OPS = ARITH_OPS + MATH_OPS + ("cast",)
+# subgroup_add: pk.subgroup_add of floats, the lanes' values summed in an order the device chooses.
+SUBGROUP_OPS = ("subgroup_add",)
+OPS = ARITH_OPS + MATH_OPS + ("cast",) + SUBGROUP_OPS
 
 # Floating-point contraction: a*b+c is never fused into an fma unless the kernel calls fma() -- except
 # on the backends listed here, whose source language cannot forbid it: WGSL has no NoContraction, and
@@ -114,6 +116,7 @@ EXACT = Promise(0.0)
 # may be looser only where it is listed here, with the reason).
 
 _F16_TRANSCENDENTAL = Promise(2.0)   # computed in f32 (or natively) and rounded to f16
+_SUBGROUP_SUM = Promise(0.0, may_reassociate=True)
 
 _LANGUAGE: Dict[str, Dict[str, Promise]] = {
     "add": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
@@ -138,6 +141,9 @@ _LANGUAGE: Dict[str, Dict[str, Promise]] = {
     "floor": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "ceil": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
     "cast": {"f16": EXACT, "f32": EXACT, "f64": EXACT},
+    # Every add rounded, in an association the device chooses (a tree of shuffles, redux, the CPU's lane
+    # order): the result is some rounded sum of the lanes' values, not one fixed order's.
+    "subgroup_add": {"f16": _SUBGROUP_SUM, "f32": _SUBGROUP_SUM, "f64": _SUBGROUP_SUM},
 }
 
 # Vulkan's precision table ("Precision and Operation of SPIR-V Instructions"); WGSL copies it. Drivers
@@ -166,6 +172,7 @@ _SHADER = {
     "floor": Promise(0.0, **_SHADER_FLUSH),
     "ceil": Promise(0.0, **_SHADER_FLUSH),
     "cast": Promise(0.0, **_SHADER_FLUSH),
+    "subgroup_add": Promise(0.0, may_reassociate=True, **_SHADER_FLUSH),
 }
 
 # Vulkan's table for 16-bit floats is looser (NVIDIA's f16 sin is ~7e-4 off near pi).

@@ -489,6 +489,14 @@ class KernelEmitter:
             self.line(f"{d.type_name(t)} {self.names[name]} = 0;")
         for name, arr in fn.arrays.items():
             self.check_type(arr.elem)
+            if arr.dynamic:
+                try:
+                    decl = d.dynamic_shared_decl(self.names[name], arr)
+                except KernelTypeError as err:
+                    raise KernelTypeError(err.message, err.loc or self.fn.loc) from None
+                if decl is not None:
+                    self.line(decl)
+                continue
             decl = d.array_decl(self.names[name], arr)
             if arr.scope != "shared":  # local arrays start zeroed too; shared ones cannot be initialized
                 decl = decl[:-1] + " = {0};"

@@ -31,9 +31,11 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..codegen.llvm_subgroups import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType
 from .interp_sites import SiteFlow, is_site
+from .interp_subgroups import Request, linear_id, register_value, resolve
 from .interp_values import SUBNORMAL_SEEN, OracleError, binop, canon, caster, math_fn, unop, zero
 
 # Operations a backend may compute inexactly (their budgets are numerics.promise(op, dtype, backend)).
@@ -111,6 +113,8 @@ class _Taint:
                 out.add((x.func, x.type.name))
             elif isinstance(x, ir.BinOp) and x.op in INEXACT_BINOPS and x.type.is_float:
                 out.add((x.op, x.type.name))
+            elif isinstance(x, ir.Subgroup) and x.op == "add" and x.type.is_float:  # any association
+                out.add(("subgroup_add", x.type.name))
             elif isinstance(x, ir.Var):
                 out |= self.var.get(x.name, _NONE)
             elif isinstance(x, (ir.Load, ir.Atomic)):
@@ -195,15 +199,16 @@ class Result:
 class Program:
     """A kernel's IR compiled to closures; ``run(args, grid, block)`` launches it."""
 
-    def __init__(self, fn: ir.Function):
+    def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE):
         self.fn = fn
+        self.subgroup_size = subgroup_size  # work-items per subgroup (interp_subgroups)
         self.taint = _Taint(fn)
         self.taint.check_function()
         self.contractible = _float_chain(fn, ("mul",))
         self.flow = SiteFlow(fn)
         self.special_seen: set = set()  # sites that saw a NaN/inf in the current run
         self.special_seen_by: Dict[int, set] = {}  # the same per work-item id
-        self.gen = ir.uses_barrier(fn)
+        self.gen = ir.uses_barrier(fn) or any(ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body))
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
         for p in fn.params:
@@ -313,6 +318,23 @@ class Program:
     def _e_SpecialReg(self, e):
         r, d = self._REG[e.kind], e.dim
         return lambda st: st[0][r][d]
+
+    def _e_Subgroup(self, e):
+        if e.collective:
+            raise OracleError(f"{_where(e, self.fn)}: subgroup_{e.op} outside an assignment of its own")
+        op, size = e.op, self.subgroup_size
+        return lambda st: register_value(op, linear_id(st[0][1], st[0][3]), size)
+
+    def _g_collective(self, s):
+        """``t = subgroup_<op>(...)``: yields a Request (like a barrier); resumed with the result."""
+        k, node, where = self._slot(s.name, s), s.value, _where(s, self.fn)
+        args = [self._expr(a) for a in node.args]
+
+        def collective(st):
+            st[k] = yield Request(where, node, [a(st) for a in args])
+            return None
+
+        return collective
 
     def _index(self, base: ir.Var, index: ir.Expr):
         k = self._slot(base.name, base)
@@ -538,6 +560,8 @@ class Program:
 
     def _stmt(self, s):
         name = type(s).__name__
+        if self.gen and ir.subgroup_collective(s) is not None:
+            return self._g_collective(s), True
         if self.gen and isinstance(s, (ir.If, ir.For, ir.While, ir.Barrier)):
             return getattr(self, "_g_" + name)(s), True
         m = getattr(self, "_s_" + name, None)
@@ -750,19 +774,30 @@ class Program:
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]
+        sent = [None] * len(live)  # what each work-item is resumed with (a collective's result)
         while live:
-            at_barrier, finished = [], 0
+            at_barrier, finished, stops = [], 0, []
             where = None
-            for gen in live:
+            for gen, value in zip(live, sent):
                 try:
-                    where = next(gen)
+                    where = gen.send(value)
                     at_barrier.append(gen)
+                    stops.append(where)
                 except StopIteration:
                     finished += 1
             if at_barrier and finished:
-                raise OracleError(f"{where}: barrier reached by {len(at_barrier)} work-items of a group while "
-                                  f"{finished} others finished without it (a barrier in divergent control flow)")
-            epoch[0] += 1
+                raise OracleError(f"{getattr(where, 'where', where)}: barrier reached by {len(at_barrier)} "
+                                  f"work-items of a group while {finished} others finished without it (a "
+                                  "barrier in divergent control flow)")
+            sent = [None] * len(at_barrier)
+            requests = [r for r in stops if isinstance(r, Request)]
+            if requests:
+                if len(requests) != len(stops):
+                    raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
+                                      "operation while others reached a barrier (divergent control flow)")
+                sent = resolve(requests, self.subgroup_size)
+            else:  # a subgroup operation orders no memory: only a barrier starts a new interval
+                epoch[0] += 1
             live = at_barrier
 
 
@@ -824,15 +859,16 @@ def _dims(d) -> Tuple[int, int, int]:
     return (d + (1, 1, 1))[:3]
 
 
-def prepare(kernel) -> Program:
-    """A Program for a ``@pk.kernel`` (its IR after the default passes, on a copy) or an ir.Function."""
+def prepare(kernel, subgroup_size: int = CPU_SUBGROUP_SIZE) -> Program:
+    """A Program for a ``@pk.kernel`` (its IR after the default passes, on a copy) or an ir.Function;
+    ``subgroup_size``: work-items per subgroup (the CPU backend's by default)."""
     from ..ir.verifier import verify
     from ..passes import run_default_passes
 
     fn = kernel if isinstance(kernel, ir.Function) else kernel.ir
-    return Program(run_default_passes(verify(copy.deepcopy(fn))))
+    return Program(run_default_passes(verify(copy.deepcopy(fn))), subgroup_size)
 
 
-def interpret(kernel, args: Sequence, grid, block) -> Result:
+def interpret(kernel, args: Sequence, grid, block, subgroup_size: int = CPU_SUBGROUP_SIZE) -> Result:
     """Run ``kernel`` on the oracle; returns every buffer after the launch (inputs are not modified)."""
-    return prepare(kernel).run(args, grid, block)
+    return prepare(kernel, subgroup_size).run(args, grid, block)

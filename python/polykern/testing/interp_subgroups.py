@@ -1,0 +1,87 @@
+"""Subgroup collectives in the oracle (docs/language.md "Subgroups").
+
+The interpreter runs a collective (``t = pk.subgroup_add(v)``) like a barrier: every work-item of
+the group evaluates its operands and stops (a generator yielding a :class:`Request`); once all have,
+:func:`resolve` computes every work-item's result from the requests of its subgroup and the
+interpreter resumes each with its value. Subgroups are consecutive runs of ``size`` work-items in
+the group's linear order (``local_id(0)`` fastest), the last one partial when the group size is not
+a multiple: the CPU backend's scheme, and the linear mapping every GPU backend uses.
+
+Reductions fold in lane order with the language's operations (``interp_values``); a device may
+add floats in another order, which ``numerics`` records (``subgroup_add`` may reassociate) and the
+interpreter's inexact taint carries to every value a float ``subgroup_add`` fed. A shuffle from a lane
+that does not exist (past the end of a partial subgroup) is unspecified: the program has no single
+meaning there, so the oracle refuses it.
+"""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from ..ir import nodes as ir
+from .interp_values import OracleError, binop, math_fn
+
+__all__ = ["Request", "resolve", "register_value", "linear_id"]
+
+
+class Request:
+    """One work-item's arrival at a collective: its operands (value, and the lane for shuffles)."""
+
+    __slots__ = ("where", "node", "values")
+
+    def __init__(self, where: str, node: ir.Subgroup, values: Sequence):
+        self.where, self.node, self.values = where, node, list(values)
+
+
+def resolve(requests: List[Request], size: int) -> List:
+    """The result of each request; ``requests[i]`` comes from the group's work-item ``i`` (linear)."""
+    out: List = [None] * len(requests)
+    first = requests[0]
+    for r in requests:
+        if r.node is not first.node:
+            raise OracleError(f"{r.where}: work-items of one group reached different subgroup operations "
+                              f"({first.where}): a collective in divergent control flow")
+    op, t = first.node.op, first.node.type
+    fold = _folder(op, t, first.where)
+    for base in range(0, len(requests), size):
+        lanes = requests[base:base + size]
+        n = len(lanes)
+        if op in ("shuffle", "shuffle_xor"):
+            for k, r in enumerate(lanes):
+                arg = r.values[1] & (size - 1)
+                src = arg if op == "shuffle" else k ^ arg
+                if src >= n:
+                    raise OracleError(f"{r.where}: subgroup_{op} reads lane {src} of a subgroup of {n} "
+                                      "work-items (a partial subgroup): the value is unspecified")
+                out[base + k] = lanes[src].values[0]
+            continue
+        if op == "broadcast_first":
+            value = lanes[0].values[0]
+        else:
+            value = lanes[0].values[0]
+            for r in lanes[1:]:
+                value = fold(value, r.values[0])
+        for k in range(n):
+            out[base + k] = value
+    return out
+
+
+def _folder(op: str, t, where: str):
+    if op == "add":
+        return binop("add", t, where)
+    if op in ("min", "max"):
+        return math_fn(op, t, where)
+    if op == "any":
+        return lambda a, b: a or b
+    if op == "all":
+        return lambda a, b: a and b
+    return None
+
+
+def register_value(op: str, li: int, size: int) -> int:
+    """subgroup_size / subgroup_local_id / subgroup_id of the group's linear work-item ``li``."""
+    return {"size": size, "local_id": li % size, "id": li // size}[op]
+
+
+def linear_id(lid3, block) -> int:
+    return lid3[0] + block[0] * (lid3[1] + block[1] * lid3[2])
+
