@@ -33,7 +33,7 @@ import json, sys
 import polykern as pk
 from polykern import backends
 from polykern.errors import PolykernError
-from examples_saxpy import saxpy
+from saxpy import saxpy  # examples/saxpy.py
 
 targets = [t for t in sys.argv[1].split(",") if t]
 rows = backends.status()
@@ -48,18 +48,6 @@ messages = {k: backends.runtime_missing_message(k, "saxpy") for r in rows for k 
 print(json.dumps({"rows": rows, "errors": errors, "messages": messages}))
 """
 
-_SAXPY = '''import polykern as pk
-from polykern import Buffer, f32, i32
-
-
-@pk.kernel
-def saxpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + y[i]
-'''
-
-
 def _runtime_files(b, pkg_dir):
     """The files that Bazel's :runtime target takes from polykern_<x>/ (backends.bzl _runtime_files)."""
     out = []
@@ -73,15 +61,15 @@ def _probe(tmp_path, site, name):
     """Run the probe and `polykern backends` with ``site`` (if any) first on sys.path. Python runs
     with -S and the environment's paths spelled out: an editable install's import hook (a .pth
     file) would otherwise find the runtime files that the simulated build leaves out."""
-    (tmp_path / "examples_saxpy.py").write_text(_SAXPY)
     (tmp_path / "probe.py").write_text(_PROBE)
+    examples = os.path.join(REPO, "examples")
     import polykern
 
     if site is None:  # this environment as it is
-        py, paths = [sys.executable], [str(tmp_path)]
+        py, paths = [sys.executable], [examples]
     else:
         py = [sys.executable, "-S"]
-        paths = [str(site), str(tmp_path), os.path.dirname(os.path.dirname(polykern.__file__))]
+        paths = [str(site), examples, os.path.dirname(os.path.dirname(polykern.__file__))]
         paths += [p for p in sys.path if p.endswith("-packages") and os.path.isdir(p)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     targets = ",".join(t for b in BACKENDS for t in b.targets)

@@ -168,27 +168,31 @@ def test_a_folder_without_its_line_is_named(tree):
     assert "backends/toy/ holds a backend that BACKENDS in backends/backends.bzl does not list" in r.stderr
 
 
-def test_an_unknown_tool_names_the_detection_list(tree):
+def _toy_check(tree, old, new):
+    """`--check` after adding the toy backend with ``old`` of its line replaced by ``new`` and generating."""
     _add_toy_folder(tree)
     _add_toy_line(tree)
-    _edit(tree / "backends" / "backends.bzl", '"toy", needs = ["host_cpu"]', '"toy", needs = ["toy_driver"]')
+    _edit(tree / "backends" / "backends.bzl", old, new)
     _run_gen(tree)
     r = _run_gen(tree, "--check")
-    assert "backend 'toy' needs 'toy_driver', which toolchains/extensions.bzl does not detect" in r.stderr
+    assert r.returncode == 1
+    return r.stderr
+
+
+def test_an_unknown_tool_names_the_detection_list(tree):
+    err = _toy_check(tree, '"toy", needs = ["host_cpu"]', '"toy", needs = ["toy_driver"]')
+    assert "backend 'toy' needs 'toy_driver', which toolchains/extensions.bzl does not detect" in err
 
 
 def test_an_unlocked_requirement_names_the_lock_tool(tree):
-    _add_toy_folder(tree)
-    _add_toy_line(tree)
-    _edit(tree / "backends" / "backends.bzl", '"cffi>=1.15"', '"no-such-dist>=1"')
-    _run_gen(tree)
-    r = _run_gen(tree, "--check")
+    err = _toy_check(tree, '"cffi>=1.15"', '"no-such-dist>=1"')
     assert "requirements_lock.txt pins no no-such-dist (requirements.txt: no-such-dist>=1): run tools/update_lock.sh" \
-        in r.stderr
-    _edit(tree / "backends" / "backends.bzl", '"no-such-dist>=1"', '"cffi>=999"')
-    _run_gen(tree)
-    r = _run_gen(tree, "--check")
-    assert "outside cffi>=999: run tools/update_lock.sh" in r.stderr
+        in err
+
+
+def test_a_pin_outside_the_specifier_names_the_lock_tool(tree):
+    err = _toy_check(tree, '"cffi>=1.15"', '"cffi>=999"')
+    assert "outside cffi>=999: run tools/update_lock.sh" in err
 
 
 def test_a_hand_edit_of_a_generated_block_is_stale(tree):
