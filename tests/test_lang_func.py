@@ -12,6 +12,8 @@ from polykern.ir import nodes as ir
 from polykern.testing.interp import interpret
 from runtimes import runnable_targets
 
+import lang_future_kernels
+
 TARGETS = [pytest.param(t, k, id=k) for t, k, _ in runnable_targets()]
 
 
@@ -383,3 +385,44 @@ def test_bounds_check_names_the_access_inside_the_function(target, kind):
     with pytest.raises(LaunchError) as e:
         mod["reads_past"](8, np.ones(8, np.float32), np.zeros(8, np.float32), grid=1, block=8)
     assert f"test_lang_func.py:{_line_of(read_at, 'return x[i + 1]')}:12: return x[i + 1]" in str(e.value)
+
+
+# ---------------------------------------------------------------------- calls in conditions, other modules
+
+
+@pk.func
+def count_call(c: Buffer[i32]) -> i32:
+    return pk.atomic_add(c, 0, 1)
+
+
+@pk.func
+def below(x: Buffer[f32, "readonly"], j: i32, limit: f32) -> bool_:
+    return x[j] < limit
+
+
+@pk.kernel
+def conditions(n: i32, x: Buffer[f32, "readonly"], c: Buffer[i32], y: Buffer[i32], z: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < 3 and count_call(c) >= 0:  # the call runs only where i < 3 (short-circuit)
+        y[i] = 1
+    j = 0
+    while j < n and below(x, j, 2.0):  # the call is evaluated before every iteration
+        j += 1
+    y[i + 8] = j
+    z[i] = lang_future_kernels.twice(f32, x[i]) if i < n else f32(-1.0)  # a function of another module
+
+
+def test_calls_in_conditions_and_from_another_module():
+    n, x = 6, np.array([0, 1, 1.5, 3, 0, 0, 0, 0], np.float32)
+    args = [np.int32(n), x, np.zeros(1, np.int32), np.zeros(16, np.int32), np.zeros(8, np.float32)]
+    for target, kind in [(p.values[0], p.values[1]) for p in TARGETS] + [(None, "oracle")]:
+        a = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+        if target is None:
+            out = interpret(conditions, a, grid=1, block=8).buffers
+            c, y, z = out["c"], out["y"], out["z"]
+        else:
+            pk.build([conditions], targets=[target]).on(kind)["conditions"](*a, grid=1, block=8)
+            c, y, z = a[2], a[3], a[4]
+        assert c.tolist() == [3], kind
+        assert y.tolist() == [1, 1, 1, 0, 0, 0, 0, 0] + [3] * 8, kind
+        assert z.tolist() == [0, 2, 3, 6, 0, 0, -1, -1], kind

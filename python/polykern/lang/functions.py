@@ -26,6 +26,7 @@ from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32
 from .annotations import ArrayParam
+from .decorate import decorate
 from .source import get_kernel_source
 from .specialize import check_value, type_params
 from .typing_rules import coerce, is_weak
@@ -62,13 +63,7 @@ class Func:
 
 def func(fn=None):
     """Decorate a typed Python function as a device function (``@pk.func`` or ``@pk.func()``)."""
-    if fn is None:
-        return func
-    if isinstance(fn, Func):
-        return fn
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise PolykernError(f"@pk.func decorates a Python function, got {fn!r}")
-    return Func(fn)
+    return decorate(fn, Func, func)
 
 
 class InlineCall:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import KernelTypeError, PolykernError
+from .decorate import decorate
 from .specialize import check_value, specialized_name, type_params
 
 
@@ -66,10 +67,4 @@ class Kernel:
 
 def kernel(fn=None):
     """Decorate a typed Python function as a kernel (usable as ``@pk.kernel`` or ``@pk.kernel()``)."""
-    if fn is None:
-        return kernel
-    if isinstance(fn, Kernel):
-        return fn
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise PolykernError(f"@pk.kernel decorates a Python function, got {fn!r}")
-    return Kernel(fn)
+    return decorate(fn, Kernel, kernel)
