@@ -47,6 +47,14 @@ def poly(n: i32, x: Buffer[f64, "readonly"], out: Buffer[i32]):
     if i < n:
         v = x[i] * x[i] - 3.0 * x[i]
         out[i] = i32(pk.floor(v)) // 7 + pk.abs(i32(v)) % 5
+
+
+@pk.kernel
+def histogram(n: i32, x: Buffer[i32, "readonly"], bins: Buffer[i32], top: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        pk.atomic_add(bins, x[i] & 7, 1)
+        pk.atomic_max(top, 0, f32(x[i]) * 0.5)
 '''
 
 CHECK = '''
@@ -69,8 +77,13 @@ on = sys.argv[1]
 mod = root if on == "root" else root.on(on)
 mod["saxpy"](n, 2.5, x, y, grid=(n + 63) // 64, block=64)
 mod["poly"](n, xd, out, grid=(n + 63) // 64, block=64)
+xi = rng.integers(-1000, 1000, n).astype(np.int32)
+bins, top = np.zeros(8, dtype=np.int32), np.full(1, -np.inf, dtype=np.float32)
+mod["histogram"](n, xi, bins, top, grid=(n + 63) // 64, block=64)
 np.testing.assert_array_equal(y, expect)
 np.testing.assert_array_equal(out, want_poly)
+np.testing.assert_array_equal(bins, np.bincount(xi & 7, minlength=8))
+assert top[0] == np.float32(xi.max()) * np.float32(0.5)
 csrc = root.on("csrc")
 print(json.dumps({"csrc_type": type(csrc).__name__, "csrc_runnable": csrc.is_runnable,
                   "ran_on": root["saxpy"].module.kind,
@@ -170,15 +183,47 @@ def test_where_not_installed_the_artifact_loads_inspects_reexports_and_runs_else
     assert (work / "k.kbin").read_bytes() == (work / "k_installed.kbin").read_bytes()
 
 
-def test_refusals_are_located(tmp_path, monkeypatch):
-    """What the example cannot run (work-items run one after another) is refused at compile time,
-    pointing at the user's line."""
-    import polykern as pk
-    from polykern import Buffer, backends, f32, i32
-    from polykern.errors import KernelTypeError
+def _dev_backend(monkeypatch):
+    """The example, loaded in this process from its folder (POLYKERN_BACKEND_PATH), in a private registry."""
+    from polykern import backends
     from polykern.testing.isolation import isolated
 
     monkeypatch.setenv(backends.PATH_ENV, str(EXAMPLE / "src" / "polykern_csrc"))
+    return isolated(loaded=False)
+
+
+@pytest.fixture
+def _forget_example():
+    yield
+    for m in [m for m in sys.modules if m.split(".")[0] == "polykern_csrc"]:
+        del sys.modules[m]
+
+
+def test_fallback_contract(monkeypatch, _forget_example):
+    """The example keeps the fallback contract: a host without a C compiler builds the same bytes."""
+    import polykern as pk
+    from polykern import Buffer, f32, i32, registry
+    from polykern.target import Target
+    from polykern.testing.fallback_contract import check_fallback_contract
+
+    @pk.kernel
+    def scale(n: i32, a: f32, y: Buffer[f32]):
+        i = pk.global_id(0)
+        if i < n:
+            y[i] = a * y[i]
+
+    with _dev_backend(monkeypatch):
+        pk.backends.load_all()
+        report = check_fallback_contract("csrc", lambda: registry.get("target.build.csrc")([scale.ir], Target("csrc")))
+        assert report["compared_with_real"]
+
+
+def test_refusals_are_located(tmp_path, monkeypatch, _forget_example):
+    """What the example cannot run (work-items run one after another) is refused at compile time,
+    pointing at the user's line."""
+    import polykern as pk
+    from polykern import Buffer, f32, i32
+    from polykern.errors import KernelTypeError
 
     @pk.kernel
     def with_barrier(n: i32, y: Buffer[f32]):
@@ -186,9 +231,7 @@ def test_refusals_are_located(tmp_path, monkeypatch):
         pk.barrier()
         y[i] = 1.0
 
-    with isolated(loaded=False):
+    with _dev_backend(monkeypatch):
         with pytest.raises(KernelTypeError, match="barrier\\(\\) is not supported") as e:
             pk.build([with_barrier], targets=["csrc"])
-    for m in [m for m in sys.modules if m.startswith("polykern_csrc")]:
-        del sys.modules[m]
     assert "test_out_of_tree_backend.py" in str(e.value)

@@ -68,9 +68,6 @@ def check_supported(fn) -> None:
     for s in ir.walk_stmts(fn.body):
         if isinstance(s, ir.Barrier):
             raise KernelTypeError(f"csrc backend: barrier() is not supported: {why}", s.loc or fn.loc)
-    for e in ir.walk_all_exprs(fn.body):
-        if isinstance(e, ir.Atomic):
-            raise KernelTypeError(f"csrc backend: atomic_{e.op} is not supported: {why}", e.loc or fn.loc)
     for name, arr in fn.arrays.items():
         if arr.scope == "shared":
             raise KernelTypeError(f"csrc backend: shared memory ('{name}') is not supported: {why}", fn.loc)

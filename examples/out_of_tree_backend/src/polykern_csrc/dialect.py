@@ -1,8 +1,8 @@
 """The C99 dialect of polykern's shared C-like emitter (``polykern.codegen.c_source``).
 
 Work-items run one after another on the host, so whatever needs them to run together is refused at
-compile time with a located ``KernelTypeError``: ``barrier()``, shared memory, atomics. f16 is refused
-too (C99 has no half type). Special registers come from a ``pk_workitem`` the launcher fills in.
+compile time with a located ``KernelTypeError`` (``codegen.check_supported``): ``barrier()`` and shared
+memory; atomics are plain read-modify-writes. f16 is refused too (C99 has no half type). Special registers come from a ``pk_workitem`` the launcher fills in.
 """
 from __future__ import annotations
 
@@ -60,7 +60,30 @@ class CSourceDialect(CDialect):
         raise self.refuse("barrier()", "the csrc backend runs work-items one after another")
 
     def atomic(self, unit, op, t, space, ptr, value, compare):
-        raise self.refuse(f"atomic_{op}", "the csrc example backend has no atomics")
+        """Work-items run one after another, so an atomic is a plain read-modify-write that returns
+        the old value. Integer arithmetic wraps (done in the unsigned type); a float ``atomic_cas``
+        compares bit patterns, as on every polykern backend."""
+        ty, name = self.storage_type(t), f"pk_atomic_{op}_{t.name}"
+        if op == "cas":
+            same = "memcmp(&old, &cmp, sizeof old) == 0" if t.is_float else "old == cmp"
+            unit.features.add("memcmp")
+            body = f"{ty} old = *p;\n    if ({same}) *p = v;\n    return old;"
+            src = f"static inline {ty} {name}({ty}* p, {ty} cmp, {ty} v) {{\n    {body}\n}}"
+            return Code(f"{unit.helper(name, src)}({ptr}, {compare}, {value})")
+        if op == "add":
+            new = "old + v" if t.is_float else f"({ty})(({self.unsigned_of(t)})old + ({self.unsigned_of(t)})v)"
+        elif op in ("min", "max"):
+            if t.is_float:
+                new = f"{self.MATH_F64[op] if t == f64 else self.MATH_F32[op]}(old, v)"
+            else:
+                new = f"v {'<' if op == 'min' else '>'} old ? v : old"
+        elif op == "xchg":
+            new = "v"
+        else:
+            raise self.refuse(f"atomic_{op}", "unknown atomic operation")
+        src = (f"static inline {ty} {name}({ty}* p, {ty} v) {{\n    {ty} old = *p;\n    *p = {new};\n"
+               f"    return old;\n}}")
+        return Code(f"{unit.helper(name, src)}({ptr}, {value})")
 
     def array_decl(self, name: str, arr) -> str:
         if arr.scope == "shared":
@@ -77,7 +100,10 @@ class CSourceDialect(CDialect):
         return f"static void {symbol}({', '.join(params + ['const pk_workitem* pk_wi'])})"
 
     def prologue(self, unit: TranslationUnit) -> List[str]:
-        return ["#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>", "", WORKITEM]
+        includes = ["#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>"]
+        if "memcmp" in unit.features:
+            includes.append("#include <string.h>")
+        return includes + ["", WORKITEM]
 
 
 DIALECT = CSourceDialect()
