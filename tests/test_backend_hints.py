@@ -185,8 +185,7 @@ def test_every_extra_hint_installs_its_requirements(here, cpu_build, wheel):
 
 def test_every_apt_hint_names_packages_that_exist(here, cpu_build):
     _, _, apt = _hints([here, cpu_build])
-    if not apt:
-        return
+    assert any("qemu-user-static" in a for a in apt), apt  # hexagon's hint (the collection itself works)
     if shutil.which("apt-get") is None:
         pytest.skip(f"no apt-get on this host to check {sorted(apt)}")
     for pkgs in sorted(apt):
