@@ -1,0 +1,756 @@
+"""Issue 15's benchmark: "the best kernel each system's users would write", side by side in one run.
+
+    python benchmarks/gpu_peers.py --out OUT [--rounds 7] [--arch 90] [--only sum,matmul]
+    python benchmarks/gpu_peers.py --dry-run --out OUT      # any host: builds + small checks, no GPU
+
+On a GPU host (CuPy; Triton and torch optional; polykern's CUDA runtime; Vulkan through NVIDIA's
+driver where present), for each problem of benchmarks/tuned_problems.py:
+
+- polykern (benchmarks/tuned_kernels.py: grid-stride loops, ``pk.vload``/``pk.vstore``, subgroup
+  reductions in a ``@pk.func``, a second pass instead of atomics, constexpr tiles, ``pk.local``
+  register tiles) built for ``cuda -arch=sm_XX`` and ``nvptx -arch=sm_XX``, and the same source for
+  ``vulkan``;
+- the peers: CuPy built-ins (``x.sum()``, ``x.max()``, ``x.mean()`` + ``x.var()``: CUB; ``a @ b``:
+  cuBLAS SGEMM, TF32 off), Triton's tutorial-style kernels (benchmarks/peers_triton.py: saxpy,
+  fused softmax, layer norm, matmul autotuned in IEEE f32; the stencil of benchmarks/gpu.py), torch
+  (``torch.softmax``, ``torch.nn.functional.layer_norm``).
+
+Every contender's result is checked against NumPy (float64) before timing; a wrong or failing one
+is reported and never timed; a missing peer (no Triton, no torch) is reported as missing. Timing:
+rounds (``--rounds``, >= 5) over all contenders, interleaved; in each round a batch of back-to-back
+calls per contender, timed with CUDA events on the legacy default stream (CUDA contenders) or the
+host clock (Vulkan: each launch is submitted and waited for, so its time includes that round trip;
+the empty-launch time is measured and reported next to it). Reported: median seconds per call,
+the ratio polykern / best peer (median of the per-round ratios, spread = their min-max), the
+issue's targets met/missed, the Vulkan/CUDA ratio. Writes OUT/gpu_peers.json, OUT/gpu_peers.txt
+(the table) and OUT/gpu_peers.png (matplotlib if present). ``--budget-s`` stops starting new
+problems when the time is spent (they are recorded as skipped).
+
+``--dry-run`` needs no GPU and no CuPy: it builds every polykern kernel (full and tiny
+specializations) for cuda (CUDA C through nvcc/NVRTC), nvptx and vulkan, runs the tiny problems on
+the runtimes present (llvm, and Vulkan: lavapipe on a CPU host) against NumPy, compiles the Triton
+kernels ahead of time when Triton is importable, and goes through the same checking, timing,
+reporting and plotting code with NumPy standing in as the peer.
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+os.environ.setdefault("CUPY_TF32", "0")  # cuBLAS SGEMM in full f32 (CuPy's default, made explicit)
+
+import numpy as np  # noqa: E402
+
+import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
+import tuned_problems as tp  # noqa: E402
+
+ORDER = ["sum", "max", "meanvar", "saxpy", "stencil", "softmax", "layernorm", "matmul"]
+# The issue's targets: (problem, what it compares, the peer labels it names, the limit on the time ratio).
+TARGETS = [
+    ("sum", "polykern / CuPy (CUB)", ("cupy",), 1.0),
+    ("max", "polykern / CuPy (CUB)", ("cupy",), 1.0),
+    ("meanvar", "polykern / CuPy (CUB)", ("cupy",), 1.0),
+    ("saxpy", "polykern / Triton", ("triton",), 1.0),
+    ("stencil", "polykern / Triton", ("triton",), 1.0),
+    ("softmax", "polykern / Triton", ("triton",), 1.0),
+    ("layernorm", "polykern / Triton", ("triton",), 1.0),
+    ("matmul", "polykern / cuBLAS SGEMM", ("cupy",), 1.4),
+    ("matmul", "polykern / Triton f32 (no TF32)", ("triton",), 1.0),
+]
+VULKAN_LIMIT = 1.25
+FEATURES = ("pk.func (block reductions), pk.constexpr + kernel.specialize (block/tile sizes, unrolled loops), "
+            "pk.subgroup_add/subgroup_max/subgroup_local_id/subgroup_id, pk.vload/pk.vstore (4 x f32), "
+            "pk.local register tiles, pk.shared staging, pk.fma; a second pass instead of atomics. "
+            "Work-around: lanes counted with pk.subgroup_add(1), not pk.subgroup_size() (llvm internal error, "
+            "see tuned_kernels.py).")
+
+RESULTS: dict = {"problems": {}, "errors": {}, "skipped": [], "features": FEATURES}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def short(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0][:400] if lines else ''}"
+
+
+# ------------------------------------------------------------------ where arrays live
+
+class CupyPlace(tp.Place):
+    name = "cuda"
+
+    def __init__(self):
+        import cupy
+
+        self.cp = cupy
+
+    def put(self, host):
+        return self.cp.asarray(np.ascontiguousarray(host).ravel())
+
+    def empty(self, n):
+        return self.cp.zeros(n, self.cp.float32)
+
+    def get(self, a):
+        return self.cp.asnumpy(a)
+
+    def sync(self):
+        self.cp.cuda.runtime.deviceSynchronize()
+
+
+class VulkanPlace(tp.Place):
+    name = "vulkan"
+
+    def __init__(self):
+        from polykern_vulkan.runtime import device_array
+
+        self.da = device_array
+
+    def put(self, host):
+        return self.da.to_device(np.ascontiguousarray(host).ravel())
+
+    def empty(self, n):
+        return self.da.zeros(n, np.float32)
+
+    def get(self, a):
+        return a.numpy()
+
+    def sync(self):
+        pass  # launches are synchronous
+
+
+class HostPlace(tp.Place):
+    name = "host"
+
+    def sync(self):
+        pass
+
+
+def to_host(v) -> np.ndarray:
+    """A contender's output on the host, whatever it is (CuPy, torch, DeviceArray, NumPy, scalar)."""
+    if hasattr(v, "detach"):
+        return v.detach().float().cpu().numpy()
+    if hasattr(v, "get") and hasattr(v, "__cuda_array_interface__"):
+        return v.get()
+    if hasattr(v, "numpy") and not isinstance(v, np.ndarray):
+        return v.numpy()
+    return np.asarray(v)
+
+
+# ------------------------------------------------------------------ contenders
+
+class Contender:
+    """A callable returning its outputs; ``clock`` says how it is timed; ``place`` syncs its device."""
+
+    def __init__(self, label, fn, clock, place, kind, launches=1):
+        self.label, self.fn, self.clock, self.place, self.kind, self.launches = label, fn, clock, place, kind, launches
+
+
+def polykern_contenders(name, size, host, mods, places, env) -> list:
+    p = tp.PROBLEMS[name]
+    out = []
+    for label, (mod, place, clock) in mods.items():
+        d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+        try:
+            fn = p.run(mod, place, d, dict(env, size=size))
+        except Exception as e:  # noqa: BLE001
+            RESULTS["problems"][name]["status"][label] = short(e)
+            continue
+        launches = {"sum": 2, "max": 2, "meanvar": 4}.get(name, 1)
+        c = Contender(label, fn, clock, place, "polykern", launches)
+        c.arrays = d
+        out.append(c)
+    return out
+
+
+def cupy_peers(name, host, place) -> list:
+    cp = place.cp
+    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    out = []
+    if name in ("sum", "max", "meanvar"):
+        x = d["x"]
+        fn = {"sum": lambda: [x.sum()], "max": lambda: [x.max()],
+              "meanvar": lambda: [x.mean(), x.var()]}[name]
+        label = {"sum": "cupy x.sum() (CUB)", "max": "cupy x.max() (CUB)",
+                 "meanvar": "cupy x.mean(), x.var() (CUB)"}[name]
+        out.append(Contender(label, fn, "events", place, "peer"))
+    elif name == "matmul":
+        (m, k), n = host["a"].shape, host["b"].shape[1]
+        a, b = d["a"].reshape(m, k), d["b"].reshape(k, n)
+        c = cp.empty((m, n), cp.float32)
+        out.append(Contender("cupy a @ b (cuBLAS SGEMM, TF32 off)", lambda: [cp.matmul(a, b, out=c)], "events",
+                             place, "peer"))
+    for c in out:
+        c.arrays = d
+    return out
+
+
+def triton_peers(name, host, place, tri) -> list:
+    """Triton contenders on torch views of CuPy arrays (launched on torch's current stream: the legacy
+    default stream, where the CUDA events are recorded)."""
+    import torch
+
+    import peers_triton
+
+    cp = place.cp
+    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    t = {k: torch.from_dlpack(v) for k, v in d.items() if hasattr(v, "__cuda_array_interface__")}
+    out = []
+    if name == "saxpy":
+        n, a = host["x"].size, float(host["a"])
+        for blk in (1024, 256):
+            g = (n + blk - 1) // blk
+            out.append(Contender(f"triton saxpy (tutorial, BLOCK_SIZE={blk})",
+                                 lambda g=g, blk=blk: (tri["saxpy"][(g,)](t["x"], t["y"], a, n, BLOCK_SIZE=blk),
+                                                       [d["y"]])[1], "events", place, "peer"))
+    elif name == "stencil":
+        h, w = host["src"].shape
+        st = peers_triton.kernels()["stencil"]
+        for blk in (256, 1024):
+            g = ((w + blk - 1) // blk, h)
+            out.append(Contender(f"triton stencil (gpu.py's, BLOCK={blk})",
+                                 lambda g=g, blk=blk: (st[g](t["src"], t["dst"], h, w, BLOCK=blk), [d["dst"]])[1],
+                                 "events", place, "peer"))
+    elif name == "softmax":
+        r, c = host["x"].shape
+        y = cp.empty(r * c, cp.float32)
+        ty = torch.from_dlpack(y)
+        blk, warps = peers_triton.softmax_launch_shape(c)
+        out.append(Contender(f"triton fused softmax (tutorial, {warps} warps)",
+                             lambda: (tri["softmax"][(r,)](ty, t["x"], c, c, c, BLOCK_SIZE=blk, num_warps=warps),
+                                      [y])[1], "events", place, "peer"))
+    elif name == "layernorm":
+        r, c = host["x"].shape
+        y, mean, rstd = cp.empty(r * c, cp.float32), cp.empty(r, cp.float32), cp.empty(r, cp.float32)
+        ty, tm, tr = torch.from_dlpack(y), torch.from_dlpack(mean), torch.from_dlpack(rstd)
+        blk, warps = peers_triton.layernorm_launch_shape(c)
+        out.append(Contender(f"triton layer norm fwd (tutorial, {warps} warps)",
+                             lambda: (tri["layernorm"][(r,)](t["x"], ty, t["w"], t["b"], tm, tr, c, c, tp.LN_EPS,
+                                                             BLOCK_SIZE=blk, num_warps=warps), [y, mean, rstd])[1],
+                             "events", place, "peer"))
+    elif name == "matmul":
+        (m, k), n = host["a"].shape, host["b"].shape[1]
+        c = cp.empty(m * n, cp.float32)
+        tc = torch.from_dlpack(c)
+        mm = tri["matmul"]
+
+        def grid(meta):
+            return ((m + meta["BLOCK_SIZE_M"] - 1) // meta["BLOCK_SIZE_M"]
+                    * ((n + meta["BLOCK_SIZE_N"] - 1) // meta["BLOCK_SIZE_N"]),)
+        out.append(Contender("triton matmul (tutorial, autotuned, f32 ieee)",
+                             lambda: (mm[grid](t["a"], t["b"], tc, m, n, k, k, 1, n, 1, n, 1), [c])[1], "events",
+                             place, "peer"))
+    for x in out:
+        x.arrays = d
+    return out
+
+
+def torch_peers(name, host, place) -> list:
+    import torch
+
+    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    out = []
+    if name == "softmax":
+        r, c = host["x"].shape
+        x = torch.from_dlpack(d["x"]).view(r, c)
+        out.append(Contender("torch.softmax", lambda: [torch.softmax(x, dim=1)], "events", place, "peer"))
+    elif name == "layernorm":
+        r, c = host["x"].shape
+        x = torch.from_dlpack(d["x"]).view(r, c)
+        w, b = torch.from_dlpack(d["w"]), torch.from_dlpack(d["b"])
+        out.append(Contender("torch layer_norm", lambda: [torch.nn.functional.layer_norm(x, (c,), w, b, tp.LN_EPS)],
+                             "events", place, "peer"))
+    for x in out:
+        x.arrays = d
+        x.torch_check = True
+    return out
+
+
+def numpy_peers(name, host, place) -> list:
+    """The dry run's stand-in peers: NumPy as a user writes it (host clock)."""
+    d = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in host.items()}
+    fns = {
+        "sum": lambda: [d["x"].sum()], "max": lambda: [d["x"].max()],
+        "meanvar": lambda: [d["x"].mean(), d["x"].var()],
+        "saxpy": lambda: [np.add(d["y"], d["a"] * d["x"], out=d["y"])],
+        "stencil": lambda: [tp.stencil_reference(d["src"])],
+        "softmax": lambda: [(lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(d["x"] - d["x"].max(1, keepdims=True)))],
+        "layernorm": lambda: [((d["x"] - d["x"].mean(1, keepdims=True))
+                               / np.sqrt(d["x"].var(1, keepdims=True) + np.float32(tp.LN_EPS))) * d["w"] + d["b"],
+                              d["x"].mean(1), 1 / np.sqrt(d["x"].var(1) + np.float32(tp.LN_EPS))],
+        "matmul": lambda: [d["a"] @ d["b"]],
+    }
+    c = Contender(f"numpy ({name})", fns[name], "wall", place, "peer")
+    c.arrays = d
+    return [c]
+
+
+# ------------------------------------------------------------------ checking and timing
+
+def reset(c: Contender, host: dict, names) -> None:
+    for k in names:
+        a = c.arrays[k]
+        if isinstance(a, np.ndarray):
+            a[...] = host[k]
+        elif hasattr(a, "copy_from_host"):
+            a.copy_from_host(np.ascontiguousarray(host[k]).ravel())
+        else:
+            a.set(np.ascontiguousarray(host[k]).ravel())
+
+
+def check_all(name, host, want, contenders) -> list:
+    """The contenders whose result matches the reference; the others' status says why not."""
+    st = RESULTS["problems"][name]["status"]
+    ok = []
+    for c in contenders:
+        try:
+            reset(c, host, tp.PROBLEMS[name].resets)
+            outs = c.fn()
+            c.place.sync()
+            err = tp.check(name, host, [to_host(o) for o in outs], want)
+        except Exception as e:  # noqa: BLE001
+            err = f"FAILED: {short(e)}"
+            traceback.print_exc()
+        st[c.label] = err or "ok"
+        if err:
+            log(f"  {c.label}: {err}")
+        else:
+            ok.append(c)
+    return ok
+
+
+def _events():
+    import cupy as cp
+
+    return cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Stream.null
+
+
+def time_rounds(contenders, rounds: int, target_s: float) -> dict:
+    """label -> [seconds per call, one per round]: round-robin over the contenders, a batch of
+    back-to-back calls each (sized to ``target_s`` from a first timed call)."""
+    ev = _events() if any(c.clock == "events" for c in contenders) else None
+    batch = {}
+    for c in contenders:
+        c.fn()
+        c.place.sync()
+        t0 = time.perf_counter()
+        c.fn()
+        c.place.sync()
+        batch[c.label] = max(1, min(500, int(target_s / max(time.perf_counter() - t0, 1e-6))))
+    out = {c.label: [] for c in contenders}
+    for _ in range(rounds):
+        for c in contenders:
+            n = batch[c.label]
+            c.place.sync()
+            if c.clock == "events":
+                start, end, null = ev
+                start.record(null)
+                for _ in range(n):
+                    c.fn()
+                end.record(null)
+                end.synchronize()
+                import cupy as cp
+
+                out[c.label].append(cp.cuda.get_elapsed_time(start, end) / 1e3 / n)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    c.fn()
+                c.place.sync()
+                out[c.label].append((time.perf_counter() - t0) / n)
+    return out
+
+
+def med(xs):
+    return float(np.median(xs)) if len(xs) else float("nan")
+
+
+def summarize(name: str, times: dict, contenders: list, size) -> dict:
+    """Medians, the best peer, per-round ratios polykern / best peer (and / each named peer family)."""
+    row = RESULTS["problems"][name]
+    kinds = {c.label: c.kind for c in contenders}
+    row["seconds"] = {k: {"median": med(v), "min": min(v), "max": max(v), "rounds": v} for k, v in times.items()}
+    peers = [k for k in times if kinds[k] == "peer"]
+    pks = [k for k in times if kinds[k] == "polykern" and not k.endswith("vulkan")]
+    p = tp.PROBLEMS[name]
+    if p.flops:
+        row["tflops"] = {k: p.flops(size) / med(v) / 1e12 for k, v in times.items()}
+    else:
+        row["GBps"] = {k: p.nbytes(size) / med(v) / 1e9 for k, v in times.items()}
+    if not peers or not pks:
+        return row
+    best_peer = min(peers, key=lambda k: med(times[k]))
+    best_pk = min(pks, key=lambda k: med(times[k]))
+    row["best_peer"], row["best_polykern"] = best_peer, best_pk
+    row["ratio_vs_best_peer"] = {k: _ratio(times[k], times[best_peer]) for k in pks}
+    return row
+
+
+def _ratio(a, b) -> dict:
+    r = [x / y for x, y in zip(a, b)]
+    return {"median": med(r), "min": min(r), "max": max(r)}
+
+
+def targets() -> list:
+    """The issue's targets on this run's figures (the best polykern CUDA target against each named peer)."""
+    out = []
+    for name, what, fams, limit in TARGETS:
+        row = RESULTS["problems"].get(name, {})
+        secs = row.get("seconds", {})
+        peers = [k for k in secs if any(k.startswith(f) for f in fams)]
+        pk = row.get("best_polykern")
+        if not peers or pk is None:
+            out.append({"problem": name, "target": f"{what} <= {limit}", "met": None,
+                        "why": "not measured (a contender is missing or failed: see status)"})
+            continue
+        peer = min(peers, key=lambda k: secs[k]["median"])
+        r = _ratio(secs[pk]["rounds"], secs[peer]["rounds"])
+        out.append({"problem": name, "target": f"{what} <= {limit}", "polykern": pk, "peer": peer, "ratio": r,
+                    "met": r["median"] <= limit})
+    for name in ORDER:
+        v = RESULTS["problems"].get(name, {}).get("vulkan")
+        if v and "ratio_raw" in v:
+            out.append({"problem": name, "target": f"polykern vulkan / polykern cuda <= {VULKAN_LIMIT}",
+                        "ratio": v["ratio_raw"], "ratio_minus_launch": v.get("ratio_minus_launch"),
+                        "met": v["ratio_raw"]["median"] <= VULKAN_LIMIT})
+    return out
+
+
+def vulkan_summary(name: str, times: dict, contenders: list, floor: float) -> None:
+    vk = [c for c in contenders if c.label.endswith("vulkan")]
+    ref = next((k for k in ("polykern-cuda", "polykern-nvptx", "polykern-llvm") if k in times), None)
+    if not vk or ref is None or vk[0].label not in times:
+        return
+    t = times[vk[0].label]
+    row = {"against": ref, "launches_per_call": vk[0].launches, "launch_floor_s": floor,
+           "ratio_raw": _ratio(t, times[ref])}
+    if floor:
+        adj = [max(x - vk[0].launches * floor, 1e-9) for x in t]
+        row["ratio_minus_launch"] = _ratio(adj, times[ref])
+    RESULTS["problems"][name]["vulkan"] = row
+
+
+# ------------------------------------------------------------------ building
+
+def build_modules(targets: dict, sizes: dict) -> dict:
+    """label -> built module (or the error, recorded) of every problem's kernels at these sizes."""
+    import polykern as pk
+
+    kernels = tp.all_kernels(sizes)
+    mods = {}
+    for label, target in targets.items():
+        t0 = time.perf_counter()
+        try:
+            mods[label] = pk.build(kernels, targets=[target])
+            log(f"built {len(kernels)} kernels for {label} ({target}) in {time.perf_counter() - t0:.2f} s")
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"][f"build {label}"] = short(e)
+            log(f"build {label} ({target}) FAILED: {short(e)}")
+            traceback.print_exc()
+    return mods
+
+
+def vulkan_floor(mod, place, rounds: int) -> float:
+    """Seconds per call of an empty Vulkan launch (one group, no work): submit + fence wait."""
+    import tuned_kernels as tk
+
+    k = mod[tk.saxpy_wide.name]
+    x, y = place.empty(4), place.empty(4)
+    c = Contender("vulkan empty launch", lambda: k(0, 1.0, x, y, grid=1, block=64), "wall", place, "polykern")
+    return med(time_rounds([c], rounds, 0.05)["vulkan empty launch"])
+
+
+# ------------------------------------------------------------------ one problem
+
+def run_problem(name, size, mods, peers_fn, env, rounds, target_s, vk_floor) -> None:
+    p = tp.PROBLEMS[name]
+    row = RESULTS["problems"][name] = {"size": size, "status": {}, "notes": list(p.notes)}
+    t0 = time.perf_counter()
+    host = p.make(np.random.default_rng(15), size)
+    want = p.reference(host)
+    contenders = polykern_contenders(name, size, host, mods, env["places"], env)
+    contenders += peers_fn(name, host)
+    ok = check_all(name, host, want, contenders)
+    times = time_rounds(ok, rounds, target_s) if ok else {}
+    summarize(name, times, ok, size)
+    vulkan_summary(name, times, ok, vk_floor)
+    row["wall_s"] = time.perf_counter() - t0
+    line = f"{name:9} " + "  ".join(f"{k} {med(v) * 1e3:.4f}ms" for k, v in times.items())
+    log(line)
+
+
+# ------------------------------------------------------------------ report
+
+def table() -> str:
+    lines = ["| problem | polykern (best CUDA target) | ms | best peer | ms | ratio (spread) | vulkan / cuda |",
+             "|---|---|---|---|---|---|---|"]
+    for name in ORDER:
+        row = RESULTS["problems"].get(name)
+        if not row:
+            continue
+        secs = row.get("seconds", {})
+        pk, peer = row.get("best_polykern"), row.get("best_peer")
+        r = row.get("ratio_vs_best_peer", {}).get(pk) if pk else None
+        vk = row.get("vulkan", {}).get("ratio_raw")
+        bad = {k: v for k, v in row["status"].items() if v != "ok"}
+        lines.append(f"| {name} | {pk or '—'} | {secs[pk]['median'] * 1e3:.4f} |" if pk else f"| {name} | — | — |")
+        lines[-1] += (f" {peer} | {secs[peer]['median'] * 1e3:.4f} |" if peer else " — | — |")
+        lines[-1] += (f" {r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}) |" if r else " — |")
+        lines[-1] += (f" {vk['median']:.2f} ({vk['min']:.2f}–{vk['max']:.2f}) |" if vk else " — |")
+        for k, v in bad.items():
+            lines.append(f"|  | {k}: {v} | | | | | |")
+    lines += ["", "| target | ratio | met |", "|---|---|---|"]
+    for t in RESULTS.get("targets", []):
+        r = t.get("ratio")
+        lines.append(f"| {t['problem']}: {t['target']} | {r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f})"
+                     if r else f"| {t['problem']}: {t['target']} | {t.get('why', '—')}")
+        lines[-1] += f" | {'MET' if t['met'] else 'missed' if t['met'] is False else '—'} |"
+    return "\n".join(lines)
+
+
+def plot(out: str) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no plot (the table and the JSON have every figure)"
+    names = [n for n in ORDER if RESULTS["problems"].get(n, {}).get("best_polykern")]
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+    ax = axes[0]
+    for j, (key, label) in enumerate((("ratio_vs_best_peer", "polykern / best peer"),)):
+        rs = [RESULTS["problems"][n][key][RESULTS["problems"][n]["best_polykern"]] for n in names]
+        ys = [r["median"] for r in rs]
+        err = [[y - r["min"] for y, r in zip(ys, rs)], [r["max"] - y for y, r in zip(ys, rs)]]
+        ax.bar(range(len(names)), ys, 0.6, yerr=err, capsize=3, label=label)
+        for i, y in enumerate(ys):
+            ax.annotate(f"{y:.2f}", (i, y), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=20)
+    ax.set_ylabel("time ratio, polykern / best peer (<1: polykern faster)")
+    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="target 1.0 (matmul vs cuBLAS: 1.4)")
+    ax.set_title("best polykern CUDA target vs the fastest peer (bars: median; whiskers: round spread)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    vn = [n for n in ORDER if RESULTS["problems"].get(n, {}).get("vulkan")]
+    for j, key in enumerate(("ratio_raw", "ratio_minus_launch")):
+        ys = [RESULTS["problems"][n]["vulkan"].get(key, {}).get("median", 0) for n in vn]
+        ax.bar([i + (j - 0.5) * 0.38 for i in range(len(vn))], ys, 0.38,
+               label={"ratio_raw": "host clock per call", "ratio_minus_launch": "minus empty-launch time"}[key])
+    ax.set_xticks(range(len(vn)))
+    ax.set_xticklabels(vn, rotation=20)
+    ax.axhline(VULKAN_LIMIT, color="k", lw=0.8, ls="--", label=f"target {VULKAN_LIMIT}")
+    ax.set_ylabel("polykern vulkan time / polykern CUDA time")
+    ax.set_title("the same kernels on Vulkan", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(out, "gpu_peers.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return f"wrote {path}"
+
+
+def device_info(dry: bool) -> dict:
+    info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
+            "python": sys.version.split()[0], "polykern_git": common.machine().get("git")}
+    for mod in ("polykern", "cupy", "triton", "torch", "pycuda", "vulkan", "numpy"):
+        try:
+            m = __import__(mod)
+            info[mod] = getattr(m, "__version__", None) or getattr(m, "VERSION_TEXT", "?")
+        except Exception as e:  # noqa: BLE001
+            info[mod] = f"missing ({type(e).__name__})"
+    if not dry:
+        import cupy as cp
+
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        info.update(device=name, cc=f"{props['major']}{props['minor']}", sms=props["multiProcessorCount"],
+                    cuda_runtime=cp.cuda.runtime.runtimeGetVersion(), cuda_driver=cp.cuda.runtime.driverGetVersion())
+        try:
+            import subprocess
+
+            info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                            capture_output=True, text=True, timeout=20).stdout.strip()
+        except Exception as e:  # noqa: BLE001
+            info["driver"] = f"unknown ({type(e).__name__})"
+    return info
+
+
+# ------------------------------------------------------------------ main
+
+def _vulkan_place(mods_vk):
+    try:
+        place = VulkanPlace()
+        return place
+    except Exception as e:  # noqa: BLE001
+        RESULTS["errors"]["vulkan runtime"] = short(e)
+        log(f"Vulkan runtime unavailable: {short(e)}")
+        return None
+
+
+def triton_defs():
+    try:
+        import torch  # noqa: F401
+
+        import peers_triton
+
+        return peers_triton.tutorial_defs()
+    except Exception as e:  # noqa: BLE001
+        RESULTS["errors"]["triton"] = f"missing: {short(e)}"
+        log(f"Triton peers missing: {short(e)}")
+        return None
+
+
+def dry_triton(arch: int) -> None:
+    """Compile the Triton peers ahead of time when Triton is importable (a typo check without a GPU)."""
+    try:
+        import peers_triton
+    except Exception as e:  # noqa: BLE001
+        RESULTS["dry_run"]["triton"] = f"missing: {short(e)}"
+        return
+    res = {}
+    for name in peers_triton.TUTORIAL_SIGNATURES:
+        try:
+            peers_triton.compile_tutorial(name, arch)
+            res[name] = "compiled"
+        except ImportError as e:
+            res = f"missing: {short(e)}"
+            break
+        except Exception as e:  # noqa: BLE001
+            res[name] = f"FAILED: {short(e)}"
+    RESULTS["dry_run"]["triton"] = res
+    log(f"triton (ahead of time, sm_{arch}): {res}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="issue 15: polykern kernels against CuPy/CUB, Triton, torch, cuBLAS "
+                                             "(see the module docstring)")
+    ap.add_argument("--out", default=os.path.join(HERE, "out-gpu-peers"), help="output folder (gpu_peers.json, "
+                    "gpu_peers.txt, gpu_peers.png)")
+    ap.add_argument("--arch", type=int, default=90, help="sm_XX of the cuda/nvptx targets (default 90)")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds, at least 5 (default 7)")
+    ap.add_argument("--batch-s", type=float, default=0.03, help="seconds per contender per round (default 0.03)")
+    ap.add_argument("--only", help="comma-separated problems (default: all: " + ",".join(ORDER) + ")")
+    ap.add_argument("--budget-s", type=float, default=400, help="start no new problem after this many seconds")
+    ap.add_argument("--no-vulkan", action="store_true", help="skip the Vulkan runs")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: build for cuda/nvptx/vulkan, check tiny "
+                    "problems on the runtimes here (llvm, vulkan) against NumPy, go through the report")
+    ap.add_argument("--tiny", action="store_true", help="tiny problem sizes (implied by --dry-run)")
+    args = ap.parse_args(argv)
+    if args.rounds < 5 and not args.dry_run:
+        ap.error("--rounds must be at least 5")
+    os.makedirs(args.out, exist_ok=True)
+    t_start = time.perf_counter()
+    names = args.only.split(",") if args.only else ORDER
+    unknown = [n for n in names if n not in tp.PROBLEMS]
+    if unknown:
+        ap.error(f"unknown problem(s) {unknown}; choose from {ORDER}")
+    sizes = dict(tp.TINY if (args.dry_run or args.tiny) else tp.FULL)
+    RESULTS["mode"] = "dry-run" if args.dry_run else "gpu"
+    RESULTS["machine"] = device_info(args.dry_run)
+    RESULTS["sizes"] = sizes
+    log(f"machine: {RESULTS['machine']}")
+    arch = args.arch
+    if args.dry_run:
+        RESULTS["dry_run"] = {}
+        # what the GPU run builds (full sizes) must build here too
+        for label, mod in build_modules({"polykern-cuda": f"cuda -arch=sm_{arch}",
+                                         "polykern-nvptx": f"nvptx -arch=sm_{arch}",
+                                         "polykern-vulkan": "vulkan"}, tp.FULL).items():
+            RESULTS["dry_run"][f"build full {label}"] = "ok"
+        dry_triton(arch)
+        run_targets = {"polykern-llvm": "llvm"}
+        if not args.no_vulkan:
+            run_targets["polykern-vulkan"] = "vulkan"
+        built = build_modules(run_targets, sizes)
+        host = HostPlace()
+        mods = {}
+        if "polykern-llvm" in built:
+            mods["polykern-llvm"] = (built["polykern-llvm"], host, "wall")
+        if "polykern-vulkan" in built:
+            vp = _vulkan_place(built)
+            if vp:
+                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, "wall")
+        env = {"units": 4, "places": None}
+
+        def peers_fn(name, h):
+            return numpy_peers(name, h, host)
+    else:
+        cuda = CupyPlace()
+        env = {"units": RESULTS["machine"]["sms"], "places": None}
+        targets_ = {"polykern-cuda": f"cuda -arch=sm_{arch}", "polykern-nvptx": f"nvptx -arch=sm_{arch}"}
+        if not args.no_vulkan:
+            targets_["polykern-vulkan"] = "vulkan"
+        built = build_modules(targets_, sizes)
+        mods = {k: (built[k], cuda, "events") for k in ("polykern-cuda", "polykern-nvptx") if k in built}
+        if "polykern-vulkan" in built:
+            vp = _vulkan_place(built)
+            if vp:
+                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, "wall")
+        tri = triton_defs()
+        torch_ok = True
+        try:
+            import torch  # noqa: F401
+        except Exception as e:  # noqa: BLE001
+            torch_ok = False
+            RESULTS["errors"]["torch"] = f"missing: {short(e)}"
+
+        def peers_fn(name, h):
+            out = cupy_peers(name, h, cuda)
+            if tri is not None:
+                try:
+                    out += triton_peers(name, h, cuda, tri)
+                except Exception as e:  # noqa: BLE001
+                    RESULTS["problems"][name]["status"]["triton"] = f"FAILED: {short(e)}"
+            if torch_ok:
+                out += torch_peers(name, h, cuda)
+            return out
+    vk_floor = 0.0
+    if "polykern-vulkan" in mods:
+        try:
+            vk_floor = vulkan_floor(mods["polykern-vulkan"][0], mods["polykern-vulkan"][1], 5)
+            RESULTS["vulkan_empty_launch_s"] = vk_floor
+            log(f"vulkan empty launch: {vk_floor * 1e6:.1f} us")
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"]["vulkan empty launch"] = short(e)
+    for name in names:
+        if time.perf_counter() - t_start > args.budget_s:
+            RESULTS["skipped"].append(name)
+            log(f"{name}: skipped (budget of {args.budget_s:.0f} s spent)")
+            continue
+        try:
+            run_problem(name, sizes[name], mods, peers_fn, env, args.rounds, args.batch_s, vk_floor)
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"][f"problem {name}"] = short(e)
+            log(f"{name} FAILED: {short(e)}")
+            traceback.print_exc()
+    RESULTS["targets"] = targets()
+    RESULTS["wall_s"] = time.perf_counter() - t_start
+    txt = table()
+    log(txt)
+    with open(os.path.join(args.out, "gpu_peers.txt"), "w") as f:
+        f.write(txt + "\n")
+    try:
+        log(plot(args.out))
+    except Exception as e:  # noqa: BLE001
+        RESULTS["errors"]["plot"] = short(e)
+        log(f"plot failed: {short(e)}")
+    with open(os.path.join(args.out, "gpu_peers.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1, default=str)
+    log(f"wrote {args.out}/gpu_peers.json in {RESULTS['wall_s']:.1f} s"
+        + (f"; errors: {list(RESULTS['errors'])}" if RESULTS["errors"] else ""))
+    failed = [n for n in names if any(v != "ok" and k.startswith("polykern")
+                                      for k, v in RESULTS["problems"].get(n, {}).get("status", {}).items())]
+    return 1 if failed or any(k.startswith("build") for k in RESULTS["errors"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""polykern kernels written the way issue 15 lets a user write them: grid-stride loops over wide
+(``pk.vload``/``pk.vstore``, 4 x f32) accesses, subgroup reductions (``pk.subgroup_add``/``_max``)
+combined across a work-group in shared memory by a ``@pk.func``, a second pass instead of atomics
+(deterministic, like CUB), constexpr block/tile sizes (``kernel.specialize``) and register tiles
+in ``pk.local`` arrays indexed by unrolled constexpr loops.
+
+The same source builds for every target; benchmarks/gpu_peers.py times it on CUDA (cuda, nvptx)
+and Vulkan, benchmarks/cpu_peers.py on the CPU (llvm). Layout rules the launchers check: the
+row kernels and the stencil need a multiple of 4 columns, the matmul multiples of its tiles.
+
+Work-around (see ``subgroup_count``): on the llvm backend ``pk.subgroup_size()`` in a kernel with
+barriers hit an internal error when this was written (reported to the subgroups work), so the
+number of lanes is counted with ``pk.subgroup_add(1)``: the same value for full subgroups (every
+block size used here is a multiple of every subgroup size).
+"""
+# No ``from __future__ import annotations``: polykern evaluates kernel annotations as objects.
+import polykern as pk
+from polykern import Buffer, f32, i32
+
+LOWEST = -3.4028234663852886e38  # -FLT_MAX: the identity of max over finite f32 data
+LOG2E = 1.4426950408889634
+
+
+# ------------------------------------------------------------------ work-group reductions
+
+@pk.func
+def subgroup_count() -> i32:
+    """Lanes in this subgroup (pk.subgroup_size() for the full subgroups every launch here has)."""
+    return pk.subgroup_add(1)
+
+
+@pk.func
+def block_add(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The sum of ``v`` over the work-group, in every work-item: a subgroup reduction, one partial per
+    subgroup in ``sh`` (at least one slot per subgroup), the partials reduced by every subgroup."""
+    s = pk.subgroup_add(v)
+    sgs = subgroup_count()
+    if pk.subgroup_local_id() == 0:
+        sh[pk.subgroup_id()] = s
+    pk.barrier()
+    nsg = (pk.local_size(0) * pk.local_size(1) + sgs - 1) // sgs
+    t = 0.0
+    j = pk.subgroup_local_id()
+    while j < nsg:
+        t += sh[j]
+        j += sgs
+    t = pk.subgroup_add(t)
+    pk.barrier()  # sh may be reused by the caller's next reduction
+    return t
+
+
+@pk.func
+def block_max(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The maximum of ``v`` over the work-group, in every work-item (as :func:`block_add`)."""
+    s = pk.subgroup_max(v)
+    sgs = subgroup_count()
+    if pk.subgroup_local_id() == 0:
+        sh[pk.subgroup_id()] = s
+    pk.barrier()
+    nsg = (pk.local_size(0) * pk.local_size(1) + sgs - 1) // sgs
+    t = LOWEST
+    j = pk.subgroup_local_id()
+    while j < nsg:
+        t = pk.max(t, sh[j])
+        j += sgs
+    t = pk.subgroup_max(t)
+    pk.barrier()
+    return t
+
+
+# ------------------------------------------------------------------ whole-array reductions (2 passes)
+
+@pk.kernel
+def sum_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
+    """part[group] = sum of this group's grid-stride share of x (float4 loads, two in flight)."""
+    sh = pk.shared(f32, BLOCK)
+    stride = pk.num_groups(0) * BLOCK
+    n4 = n // 4
+    k = pk.global_id(0)
+    acc0 = 0.0
+    acc1 = 0.0
+    while k + stride < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        b0, b1, b2, b3 = pk.vload(x, k + stride, 4)
+        acc0 += (a0 + a1) + (a2 + a3)
+        acc1 += (b0 + b1) + (b2 + b3)
+        k += 2 * stride
+    if k < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        acc0 += (a0 + a1) + (a2 + a3)
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        acc1 += x[t]
+    total = block_add(acc0 + acc1, sh)
+    if pk.local_id(0) == 0:
+        part[pk.group_id(0)] = total
+
+
+@pk.kernel
+def max_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
+    """part[group] = max of this group's grid-stride share of x."""
+    sh = pk.shared(f32, BLOCK)
+    stride = pk.num_groups(0) * BLOCK
+    n4 = n // 4
+    k = pk.global_id(0)
+    m0 = LOWEST
+    m1 = LOWEST
+    while k + stride < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        b0, b1, b2, b3 = pk.vload(x, k + stride, 4)
+        m0 = pk.max(m0, pk.max(pk.max(a0, a1), pk.max(a2, a3)))
+        m1 = pk.max(m1, pk.max(pk.max(b0, b1), pk.max(b2, b3)))
+        k += 2 * stride
+    if k < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        m0 = pk.max(m0, pk.max(pk.max(a0, a1), pk.max(a2, a3)))
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        m1 = pk.max(m1, x[t])
+    total = block_max(pk.max(m0, m1), sh)
+    if pk.local_id(0) == 0:
+        part[pk.group_id(0)] = total
+
+
+@pk.func
+def sqdev4(a0: f32, a1: f32, a2: f32, a3: f32, mean: f32) -> f32:
+    """Sum of the squared deviations of four values from ``mean``."""
+    d0 = a0 - mean
+    d1 = a1 - mean
+    d2 = a2 - mean
+    d3 = a3 - mean
+    return (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)
+
+
+@pk.kernel
+def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], stats: Buffer[f32, "readonly"],
+               part: Buffer[f32]):
+    """part[group] = sum of (x - stats[0])^2 over this group's share (the variance's second pass)."""
+    sh = pk.shared(f32, BLOCK)
+    mean = stats[0]
+    stride = pk.num_groups(0) * BLOCK
+    n4 = n // 4
+    k = pk.global_id(0)
+    acc0 = 0.0
+    acc1 = 0.0
+    while k + stride < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        b0, b1, b2, b3 = pk.vload(x, k + stride, 4)
+        acc0 += sqdev4(a0, a1, a2, a3, mean)
+        acc1 += sqdev4(b0, b1, b2, b3, mean)
+        k += 2 * stride
+    if k < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        acc0 += sqdev4(a0, a1, a2, a3, mean)
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        d = x[t] - mean
+        acc1 += d * d
+    total = block_add(acc0 + acc1, sh)
+    if pk.local_id(0) == 0:
+        part[pk.group_id(0)] = total
+
+
+@pk.kernel
+def sum_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], out: Buffer[f32], slot: i32,
+               scale: f32):
+    """out[slot] = scale * sum(part[:nparts]) (one work-group)."""
+    sh = pk.shared(f32, BLOCK)
+    acc = 0.0
+    j = pk.local_id(0)
+    while j < nparts:
+        acc += part[j]
+        j += BLOCK
+    total = block_add(acc, sh)
+    if pk.local_id(0) == 0:
+        out[slot] = total * scale
+
+
+@pk.kernel
+def max_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], out: Buffer[f32]):
+    """out[0] = max(part[:nparts]) (one work-group)."""
+    sh = pk.shared(f32, BLOCK)
+    m = LOWEST
+    j = pk.local_id(0)
+    while j < nparts:
+        m = pk.max(m, part[j])
+        j += BLOCK
+    total = block_max(m, sh)
+    if pk.local_id(0) == 0:
+        out[0] = total
+
+
+# ------------------------------------------------------------------ elementwise and stencil
+
+@pk.kernel
+def saxpy_wide(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    """y = a * x + y, 4 elements per work-item per step of a grid-stride loop (float4 loads/stores)."""
+    stride = pk.num_groups(0) * pk.local_size(0)
+    n4 = n // 4
+    k = pk.global_id(0)
+    while k < n4:
+        x0, x1, x2, x3 = pk.vload(x, k, 4)
+        y0, y1, y2, y3 = pk.vload(y, k, 4)
+        pk.vstore(y, k, (a * x0 + y0, a * x1 + y1, a * x2 + y2, a * x3 + y3))
+        k += stride
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        y[t] = a * x[t] + y[t]
+
+
+@pk.kernel
+def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], dst: Buffer[f32]):
+    """5-point Jacobi step (edges copied), 4 consecutive points of a row per work-item: float4 loads of
+    the row and of the rows above and below, two scalar loads for the outer neighbours; w % 4 == 0."""
+    q = pk.global_id(0)
+    y = pk.global_id(1)
+    w4 = w // 4
+    if q < w4 and y < h:
+        v = y * w4 + q
+        c0, c1, c2, c3 = pk.vload(src, v, 4)
+        if y == 0 or y == h - 1:
+            pk.vstore(dst, v, (c0, c1, c2, c3))
+        else:
+            u0, u1, u2, u3 = pk.vload(src, v - w4, 4)
+            d0, d1, d2, d3 = pk.vload(src, v + w4, 4)
+            x0 = q * 4
+            i = y * w + x0
+            left = src[i - 1] if x0 > 0 else c0
+            right = src[i + 4] if x0 + 4 < w else c3
+            o0 = 0.2 * (c0 + left + c1 + u0 + d0)
+            o1 = 0.2 * (c1 + c0 + c2 + u1 + d1)
+            o2 = 0.2 * (c2 + c1 + c3 + u2 + d2)
+            o3 = 0.2 * (c3 + c2 + right + u3 + d3)
+            pk.vstore(dst, v, (c0 if x0 == 0 else o0, o1, o2, c3 if x0 + 4 == w else o3))
+
+
+# ------------------------------------------------------------------ rows: softmax, layer norm
+
+@pk.kernel
+def softmax_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, x: Buffer[f32, "readonly"],
+                 out: Buffer[f32]):
+    """out[r] = softmax(x[r]), one work-group per row; the row stays in registers (VPT float4 per
+    work-item: VPT * 4 * BLOCK >= ncols); exp as exp2 of a scaled argument (one ex2 instruction)."""
+    sh = pk.shared(f32, BLOCK)
+    vals = pk.local(f32, VPT * 4)
+    c4 = ncols // 4
+    base = pk.group_id(0) * c4
+    lid = pk.local_id(0)
+    m = LOWEST
+    for j in range(VPT):
+        k = lid + j * BLOCK
+        if k < c4:
+            a0, a1, a2, a3 = pk.vload(x, base + k, 4)
+            vals[j * 4] = a0
+            vals[j * 4 + 1] = a1
+            vals[j * 4 + 2] = a2
+            vals[j * 4 + 3] = a3
+            m = pk.max(m, pk.max(pk.max(a0, a1), pk.max(a2, a3)))
+    m = block_max(m, sh)
+    s = 0.0
+    for j in range(VPT):
+        if lid + j * BLOCK < c4:
+            for e in range(4):
+                ev = pk.exp2((vals[j * 4 + e] - m) * LOG2E)
+                vals[j * 4 + e] = ev
+                s += ev
+    inv = 1.0 / block_add(s, sh)
+    for j in range(VPT):
+        k = lid + j * BLOCK
+        if k < c4:
+            pk.vstore(out, base + k, (vals[j * 4] * inv, vals[j * 4 + 1] * inv, vals[j * 4 + 2] * inv,
+                                      vals[j * 4 + 3] * inv))
+
+
+@pk.kernel
+def layernorm_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, eps: f32, x: Buffer[f32, "readonly"],
+                   wt: Buffer[f32, "readonly"], bias: Buffer[f32, "readonly"], y: Buffer[f32],
+                   mean_out: Buffer[f32], rstd_out: Buffer[f32]):
+    """Layer norm forward as Triton's tutorial defines it: y = (x - mean) * rstd * w + b per row, with the
+    row's mean and rstd = 1 / sqrt(var + eps) written out; two-pass variance on the row in registers."""
+    sh = pk.shared(f32, BLOCK)
+    vals = pk.local(f32, VPT * 4)
+    c4 = ncols // 4
+    row = pk.group_id(0)
+    base = row * c4
+    lid = pk.local_id(0)
+    s = 0.0
+    for j in range(VPT):
+        k = lid + j * BLOCK
+        if k < c4:
+            a0, a1, a2, a3 = pk.vload(x, base + k, 4)
+            vals[j * 4] = a0
+            vals[j * 4 + 1] = a1
+            vals[j * 4 + 2] = a2
+            vals[j * 4 + 3] = a3
+            s += (a0 + a1) + (a2 + a3)
+    mean = block_add(s, sh) / f32(ncols)
+    q = 0.0
+    for j in range(VPT):
+        if lid + j * BLOCK < c4:
+            for e in range(4):
+                d = vals[j * 4 + e] - mean
+                q += d * d
+    rstd = pk.rsqrt(block_add(q, sh) / f32(ncols) + eps)
+    for j in range(VPT):
+        k = lid + j * BLOCK
+        if k < c4:
+            w0, w1, w2, w3 = pk.vload(wt, k, 4)
+            b0, b1, b2, b3 = pk.vload(bias, k, 4)
+            pk.vstore(y, base + k, ((vals[j * 4] - mean) * rstd * w0 + b0, (vals[j * 4 + 1] - mean) * rstd * w1 + b1,
+                                    (vals[j * 4 + 2] - mean) * rstd * w2 + b2,
+                                    (vals[j * 4 + 3] - mean) * rstd * w3 + b3))
+    if lid == 0:
+        mean_out[row] = mean
+        rstd_out[row] = rstd
+
+
+# ------------------------------------------------------------------ matmul (f32, CUDA cores)
+
+@pk.kernel
+def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n: i32, k: i32,
+                a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
+    """C = A @ B (row-major), a BM x BN tile per work-group of (BM/8)*(BN/8) work-items, 8 x 8 results
+    per work-item in registers (``pk.local``), A (transposed) and B tiles of depth BK staged in shared
+    memory with float4 global loads. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
+    (columns likewise): its shared-memory reads are 4 consecutive floats, conflict-free across a warp.
+    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md).
+    Needs m % BM == n % BN == k % BK == 0 and BM * BK == BN * BK == 4 * (work-items per group)."""
+    a_t = pk.shared(f32, BK * BM)   # a_t[kk * BM + r] = A[row0 + r, k0 + kk]
+    b_s = pk.shared(f32, BK * BN)   # b_s[kk * BN + col] = B[k0 + kk, col0 + col]
+    acc = pk.local(f32, 64)
+    ra = pk.local(f32, 8)
+    rb = pk.local(f32, 8)
+    tid = pk.local_id(0)
+    tx = tid % (BN // 8)
+    ty = tid // (BN // 8)
+    row0 = pk.group_id(1) * BM
+    col0 = pk.group_id(0) * BN
+    k4 = k // 4
+    n4 = n // 4
+    ar = tid // (BK // 4)          # this work-item's A row and float4 column in the tile
+    ac = tid % (BK // 4)
+    br = tid // (BN // 4)          # B row and float4 column
+    bc = tid % (BN // 4)
+    for i in range(64):
+        acc[i] = 0.0
+    t = 0
+    while t < k:
+        a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + t // 4 + ac, 4)
+        b0, b1, b2, b3 = pk.vload(b, (t + br) * n4 + col0 // 4 + bc, 4)
+        a_t[(ac * 4) * BM + ar] = a0
+        a_t[(ac * 4 + 1) * BM + ar] = a1
+        a_t[(ac * 4 + 2) * BM + ar] = a2
+        a_t[(ac * 4 + 3) * BM + ar] = a3
+        b_s[br * BN + bc * 4] = b0
+        b_s[br * BN + bc * 4 + 1] = b1
+        b_s[br * BN + bc * 4 + 2] = b2
+        b_s[br * BN + bc * 4 + 3] = b3
+        pk.barrier()
+        for kk in range(BK):
+            for h in range(2):
+                for e in range(4):
+                    ra[h * 4 + e] = a_t[kk * BM + h * (BM // 2) + ty * 4 + e]
+                    rb[h * 4 + e] = b_s[kk * BN + h * (BN // 2) + tx * 4 + e]
+            for i in range(8):
+                for j in range(8):
+                    acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])
+        pk.barrier()
+        t += BK
+    for i in range(8):
+        r = row0 + (i // 4) * (BM // 2) + ty * 4 + i % 4
+        for h in range(2):
+            pk.vstore(c, (r * n + col0 + h * (BN // 2) + tx * 4) // 4,
+                      (acc[i * 8 + h * 4], acc[i * 8 + h * 4 + 1], acc[i * 8 + h * 4 + 2], acc[i * 8 + h * 4 + 3]))

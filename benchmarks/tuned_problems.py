@@ -1,0 +1,342 @@
+"""The issue-15 benchmark problems: sizes, host inputs, NumPy references, and how the polykern
+kernels of tuned_kernels.py run them on any runtime.
+
+A problem's polykern run works on "device arrays" of whatever runtime it targets (CuPy arrays for
+CUDA, ``DeviceArray`` for Vulkan, NumPy for the CPU) through a :class:`Place`; every contender of a
+problem (polykern or peer) is a callable returning its outputs, which :func:`check` compares with
+the reference before anything is timed (a wrong result is reported, never timed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+import tuned_kernels as tk
+
+RED_BLOCK = 256          # work-items per group of the whole-array reductions
+RED_GROUPS_PER_UNIT = 8  # groups per compute unit (SM) of a reduction's first pass
+FINISH_BLOCK = 1024      # the one group of a reduction's second pass
+ROW_BLOCK = 256          # work-items per row of softmax / layer norm
+SAXPY_BLOCK = 256
+STENCIL_BLOCK = (64, 4)
+MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
+LN_EPS = 1e-5
+
+# Full sizes (the issue's): 64M f32 for the reductions and saxpy, 8192^2 stencil, 4096^2 rows, 4096^3 matmul.
+FULL = {"sum": 1 << 26, "max": 1 << 26, "meanvar": 1 << 26, "saxpy": 1 << 26, "stencil": (8192, 8192),
+        "softmax": (4096, 4096), "layernorm": (4096, 4096), "matmul": (4096, 4096, 4096)}
+# Tiny sizes for the dry run and the tests: odd lengths (tails), more groups than compute units.
+TINY = {"sum": 100_003, "max": 100_003, "meanvar": 100_003, "saxpy": 10_007, "stencil": (37, 68),
+        "softmax": (5, 1000), "layernorm": (6, 516), "matmul": (256, 128, 64)}
+
+
+class Place:
+    """Where a run's arrays live. Subclasses: CuPy (CUDA), Vulkan DeviceArray, NumPy (CPU)."""
+
+    name = "host"
+
+    def put(self, host: np.ndarray):
+        return np.ascontiguousarray(host).ravel().copy()
+
+    def empty(self, n: int):
+        return np.zeros(n, np.float32)
+
+    def get(self, a) -> np.ndarray:
+        return np.asarray(a)
+
+
+def row_vpt(ncols: int) -> int:
+    """float4 per work-item that a ROW_BLOCK group needs for one row (the VPT constexpr)."""
+    return max(1, -(-ncols // (4 * ROW_BLOCK)))
+
+
+@dataclass
+class Problem:
+    name: str
+    issue_target: str                      # "cub" | "triton" | "matmul"
+    make: Callable[[np.random.Generator, object], Dict[str, np.ndarray]]
+    reference: Callable[[Dict[str, np.ndarray]], List[np.ndarray]]
+    tol: Callable[[Dict[str, np.ndarray]], tuple]            # (rtol, atol) per problem
+    kernels: Callable[[object], list]                        # size -> specialized polykern kernels
+    run: Callable[[object, Place, Dict[str, object], dict], Callable[[], list]]  # env["size"]: the size
+    nbytes: Callable[[object], int]                          # bytes an ideal kernel moves
+    flops: Optional[Callable[[object], float]] = None
+    resets: tuple = ()                                       # inputs a run overwrites (restored before checks)
+    notes: List[str] = field(default_factory=list)
+
+
+def _vector(rng, size):
+    return {"x": (rng.standard_normal(size, dtype=np.float32) * 2 + 1).astype(np.float32)}
+
+
+def _red_grid(n: int, units: int) -> int:
+    return max(1, min(-(-(n // 4) // RED_BLOCK), units * RED_GROUPS_PER_UNIT))
+
+
+def _red_kernels(size):
+    return [tk.sum_pass.specialize(BLOCK=RED_BLOCK), tk.max_pass.specialize(BLOCK=RED_BLOCK),
+            tk.sqdev_pass.specialize(BLOCK=RED_BLOCK), tk.sum_finish.specialize(BLOCK=FINISH_BLOCK),
+            tk.max_finish.specialize(BLOCK=FINISH_BLOCK)]
+
+
+def _names(size) -> Dict[str, str]:
+    return {k.name.split("__")[0]: k.name for k in _red_kernels(size)}
+
+
+def _red_run(which: str):
+    def run(mod, place: Place, d: dict, env: dict):
+        n = env["size"]
+        g = _red_grid(n, env["units"])
+        x, part = d["x"], place.empty(g)
+        out = place.empty(2)
+        nm = _names(n)
+        p1, fin = mod[nm["sum_pass"]], mod[nm["sum_finish"]]
+        sq = mod[nm["sqdev_pass"]]
+        mx, mfin = mod[nm["max_pass"]], mod[nm["max_finish"]]
+        rb, fb = RED_BLOCK, FINISH_BLOCK
+
+        if which == "sum":
+            def go():
+                p1(n, x, part, grid=g, block=rb)
+                fin(g, part, out, 0, 1.0, grid=1, block=fb)
+                return [out]
+        elif which == "max":
+            def go():
+                mx(n, x, part, grid=g, block=rb)
+                mfin(g, part, out, grid=1, block=fb)
+                return [out]
+        else:
+            inv = float(np.float32(1.0) / np.float32(n))
+
+            def go():
+                p1(n, x, part, grid=g, block=rb)
+                fin(g, part, out, 0, inv, grid=1, block=fb)        # out[0] = mean
+                sq(n, x, out, part, grid=g, block=rb)
+                fin(g, part, out, 1, inv, grid=1, block=fb)        # out[1] = variance (ddof 0)
+                return [out]
+        return go
+    return run
+
+
+def _red_ref(which):
+    def ref(h):
+        x = h["x"].astype(np.float64)
+        if which == "sum":
+            return [np.array([x.sum()])]
+        if which == "max":
+            return [np.array([x.max()])]
+        return [np.array([x.mean(), x.var()])]
+    return ref
+
+
+def _first(outs: List[np.ndarray], k: int) -> List[np.ndarray]:
+    """The first k values of the outputs laid end to end (polykern's result vector holds 2 slots;
+    a peer may return one 0-d array per value)."""
+    return [np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outs])[:k]]
+
+
+def _saxpy_make(rng, n):
+    return {"x": rng.standard_normal(n, dtype=np.float32), "y": rng.standard_normal(n, dtype=np.float32),
+            "a": np.float32(2.5)}
+
+
+def _saxpy_run(mod, place, d, env):
+    n = env["size"]
+    k = mod[tk.saxpy_wide.name]
+    g = max(1, min(-(-(n // 4) // SAXPY_BLOCK), env.get("max_groups", 1 << 30)))
+    a, x, y = float(d["a"]), d["x"], d["y"]
+
+    def go():
+        k(n, a, x, y, grid=g, block=SAXPY_BLOCK)
+        return [y]
+    return go
+
+
+def _stencil_make(rng, hw):
+    h, w = hw
+    return {"src": rng.random((h, w), dtype=np.float32), "dst": np.zeros((h, w), np.float32)}
+
+
+def stencil_reference(src: np.ndarray) -> np.ndarray:
+    out = src.copy()
+    out[1:-1, 1:-1] = np.float32(0.2) * (src[1:-1, 1:-1] + src[1:-1, :-2] + src[1:-1, 2:] + src[:-2, 1:-1]
+                                         + src[2:, 1:-1])
+    return out
+
+
+def _stencil_run(mod, place, d, env):
+    h, w = env["size"]
+    if w % 4:
+        raise ValueError(f"jacobi_wide needs a width that is a multiple of 4, got {w}")
+    k = mod[tk.jacobi_wide.name]
+    bx, by = STENCIL_BLOCK
+    grid = (-(-(w // 4) // bx), -(-h // by))
+    src, dst = d["src"], d["dst"]
+
+    def go():
+        k(h, w, src, dst, grid=grid, block=(bx, by))
+        return [dst]
+    return go
+
+
+def _rows_make(rng, rc):
+    r, c = rc
+    return {"x": rng.standard_normal((r, c), dtype=np.float32) * 3,
+            "w": rng.standard_normal(c, dtype=np.float32), "b": rng.standard_normal(c, dtype=np.float32)}
+
+
+def softmax_reference(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm_reference(x, w, b, eps=LN_EPS):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    return (x - mean) * rstd * w + b, mean.ravel(), rstd.ravel()
+
+
+def _softmax_kernel(rc):
+    return tk.softmax_rows.specialize(BLOCK=ROW_BLOCK, VPT=row_vpt(rc[1]))
+
+
+def _layernorm_kernel(rc):
+    return tk.layernorm_rows.specialize(BLOCK=ROW_BLOCK, VPT=row_vpt(rc[1]))
+
+
+def _check_cols(c: int):
+    if c % 4:
+        raise ValueError(f"the row kernels need a multiple of 4 columns, got {c}")
+
+
+def _softmax_run(mod, place, d, env):
+    r, c = env["size"]
+    _check_cols(c)
+    k = mod[_softmax_kernel((r, c)).name]
+    x, out = d["x"], place.empty(r * c)
+
+    def go():
+        k(c, x, out, grid=r, block=ROW_BLOCK)
+        return [out]
+    return go
+
+
+def _layernorm_run(mod, place, d, env):
+    r, c = env["size"]
+    _check_cols(c)
+    k = mod[_layernorm_kernel((r, c)).name]
+    x, w, b = d["x"], d["w"], d["b"]
+    y, mean, rstd = place.empty(r * c), place.empty(r), place.empty(r)
+
+    def go():
+        k(c, LN_EPS, x, w, b, y, mean, rstd, grid=r, block=ROW_BLOCK)
+        return [y, mean, rstd]
+    return go
+
+
+def _mm_make(rng, mnk):
+    m, n, k = mnk
+    return {"a": rng.standard_normal((m, k), dtype=np.float32), "b": rng.standard_normal((k, n), dtype=np.float32)}
+
+
+MM_CHECK_ROWS = 64
+
+
+def mm_rows(m: int) -> np.ndarray:
+    """The rows of C every matmul contender is checked on (all of them for small m)."""
+    return np.arange(m) if m <= 2 * MM_CHECK_ROWS else np.linspace(0, m - 1, MM_CHECK_ROWS).astype(np.int64)
+
+
+def _mm_ref(h):
+    rows = mm_rows(h["a"].shape[0])
+    return [h["a"][rows].astype(np.float64) @ h["b"].astype(np.float64)]
+
+
+def _mm_kernel(mnk):
+    bm, bn, bk = MM_TILE
+    return tk.sgemm_tiled.specialize(BM=bm, BN=bn, BK=bk)
+
+
+def _mm_run(mod, place, d, env):
+    m, n, k = env["size"]
+    bm, bn, bk = MM_TILE
+    if m % bm or n % bn or k % bk:
+        raise ValueError(f"sgemm_tiled needs m % {bm} == n % {bn} == k % {bk} == 0, got {m}x{n}x{k}")
+    kern = mod[_mm_kernel((m, n, k)).name]
+    a, b, c = d["a"], d["b"], place.empty(m * n)
+    threads = (bm // 8) * (bn // 8)
+
+    def go():
+        kern(m, n, k, a, b, c, grid=(n // bn, m // bm), block=threads)
+        return [c]
+    return go
+
+
+def _rowsel(outs, h):
+    """Matmul outputs reduced to the checked rows."""
+    m, n = h["a"].shape[0], h["b"].shape[1]
+    return [np.asarray(outs[0]).reshape(m, n)[mm_rows(m)]]
+
+
+PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
+    Problem("sum", "cub", lambda rng, n: _vector(rng, n), _red_ref("sum"), lambda h: (1e-5, 1e-3),
+            _red_kernels, _red_run("sum"), lambda n: 4 * n),
+    Problem("max", "cub", lambda rng, n: _vector(rng, n), _red_ref("max"), lambda h: (0, 0),
+            _red_kernels, _red_run("max"), lambda n: 4 * n),
+    Problem("meanvar", "cub", lambda rng, n: _vector(rng, n), _red_ref("meanvar"), lambda h: (1e-4, 1e-5),
+            _red_kernels, _red_run("meanvar"), lambda n: 8 * n,
+            notes=["2 passes over x: mean, then the mean of squared deviations (ddof 0)"]),
+    Problem("saxpy", "triton", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-6),
+            lambda n: [tk.saxpy_wide], _saxpy_run, lambda n: 12 * n, resets=("y",)),
+    Problem("stencil", "triton", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
+            lambda hw: [tk.jacobi_wide], _stencil_run, lambda hw: 8 * hw[0] * hw[1]),
+    Problem("softmax", "triton", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),
+            lambda rc: [_softmax_kernel(rc)], _softmax_run, lambda rc: 8 * rc[0] * rc[1]),
+    Problem("layernorm", "triton", _rows_make, lambda h: list(layernorm_reference(h["x"], h["w"], h["b"])),
+            lambda h: (1e-4, 1e-4), lambda rc: [_layernorm_kernel(rc)], _layernorm_run,
+            lambda rc: 8 * rc[0] * rc[1]),
+    Problem("matmul", "matmul", _mm_make, _mm_ref, lambda h: (1e-4, 1e-3 * np.sqrt(h["a"].shape[1])),
+            lambda mnk: [_mm_kernel(mnk)], _mm_run, lambda mnk: 4 * (mnk[0] * mnk[2] + mnk[2] * mnk[1] + mnk[0] * mnk[1]),
+            flops=lambda mnk: 2.0 * mnk[0] * mnk[1] * mnk[2]),
+]}
+
+# How each problem's outputs are cut down to what the reference holds.
+SELECT = {"sum": lambda outs, h: _first(outs, 1), "max": lambda outs, h: _first(outs, 1),
+          "meanvar": lambda outs, h: _first(outs, 2), "matmul": _rowsel}
+
+
+def check(name: str, host: Dict[str, np.ndarray], outs: List[np.ndarray], want: List[np.ndarray]) -> Optional[str]:
+    """None when ``outs`` (host arrays) match the reference ``want``; else what is wrong."""
+    p = PROBLEMS[name]
+    outs = SELECT.get(name, lambda o, h: o)(outs, host)
+    rtol, atol = p.tol(host)
+    if len(outs) != len(want):
+        return f"{len(outs)} outputs, expected {len(want)}"
+    for i, (o, w) in enumerate(zip(outs, want)):
+        o = np.asarray(o, dtype=np.float64).ravel()
+        w = np.asarray(w, dtype=np.float64).ravel()
+        if o.shape != w.shape:
+            return f"output {i}: {o.size} values, expected {w.size}"
+        bad = ~np.isclose(o, w, rtol=rtol, atol=atol)
+        if name in ("sum", "meanvar"):  # a sum's error grows with the magnitudes summed
+            scale = np.abs(host["x"]).astype(np.float64).sum() / host["x"].size
+            bad = np.abs(o - w) > rtol * np.abs(w) + atol * max(1.0, scale)
+        if bad.any():
+            j = int(np.argmax(bad))
+            return (f"WRONG RESULT: output {i}: {int(bad.sum())} of {o.size} values differ; first at {j}: "
+                    f"{o[j]!r} vs {w[j]!r} (rtol {rtol}, atol {atol})")
+    return None
+
+
+def all_kernels(sizes: Dict[str, object]) -> list:
+    """Every specialized kernel the problems need at these sizes (each once)."""
+    seen, out = set(), []
+    for name, p in PROBLEMS.items():
+        for k in p.kernels(sizes[name]):
+            if k.name not in seen:
+                seen.add(k.name)
+                out.append(k)
+    return out
