@@ -199,3 +199,20 @@ def test_a_hand_edit_of_a_generated_block_is_stale(tree):
     _edit(tree / "pyproject.toml", 'opencl = ["pyopencl>=2024.1"]\n', "")
     r = _run_gen(tree, "--check")
     assert r.returncode == 1 and "pyproject.toml is stale" in r.stderr
+
+
+def test_bazel_dist_info_writes_the_same_entry_points():
+    """backends/dist_info.bzl (the .dist-info Bazel generates per backend) and pyproject.toml name the
+    same entry point for every backend."""
+    import ast
+
+    path = os.path.join(REPO, "backends", "dist_info.bzl")
+    tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "backend_entry_point"]
+    (ret,) = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    assert isinstance(ret.value, ast.BinOp) and isinstance(ret.value.left, ast.Constant), ast.unparse(ret)
+    template = ret.value.left.value
+    for b in gen.read_backends(REPO):
+        assert template % (b.name, b.name) == f"{b.name} = {b.entry_point}", (
+            f"backends/dist_info.bzl backend_entry_point() and tools/gen_backends.py Backend.entry_point differ "
+            f"for {b.name}")
