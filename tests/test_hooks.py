@@ -92,6 +92,12 @@ def test_inspect_shows_the_hook(tmp_path, capsys, monkeypatch):
     assert info["attrs"]["hook_opencl_postproc"].startswith(f"{HERE}.add_define sha256:")
     (info,) = by_kind["llvm"]["function_info"]
     assert not [k for k in info["attrs"] if k.startswith("hook_")]  # only the module the hook touched
+    (root_info,) = desc["functions"]  # the kernel list carries the records of every module's hooks
+    assert root_info["attrs"]["hook_opencl_postproc"] == by_kind["opencl"]["function_info"][0]["attrs"][
+        "hook_opencl_postproc"]
+    assert cli_main(["inspect", str(tmp_path / "k.kbin")]) == 0
+    kernels = capsys.readouterr().out.split("kernels:\n", 1)[1].split("modules:")[0]
+    assert f"hook_opencl_postproc={HERE}.add_define sha256:" in kernels
 
 
 def test_the_edited_source_is_what_the_driver_compiles():

@@ -25,9 +25,11 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 from . import registry
 from .errors import CompileError, PolykernError
 
-__all__ = ["HOOKS", "PREFIX", "key", "attr_name", "get", "identity", "label", "call", "postprocess", "record"]
+__all__ = ["HOOKS", "PREFIX", "ATTR_PREFIX", "key", "attr_name", "get", "identity", "label", "call", "postprocess",
+           "record", "record_on_root"]
 
 PREFIX = "polykern.hook."
+ATTR_PREFIX = "hook_"
 
 #: registry key -> (signature, when it is called). The one list of hook keys (docs/backends.md).
 HOOKS: Dict[str, Tuple[str, str]] = {
@@ -67,7 +69,7 @@ def key(kind: str, point: str) -> str:
 def attr_name(kind: str, point: str) -> str:
     """The FunctionInfo attribute that records hook ``kind``/``point`` (``hook_cuda_postproc``)."""
     key(kind, point)
-    return f"hook_{kind}_{point}"
+    return f"{ATTR_PREFIX}{kind}_{point}"
 
 
 def get(kind: str, point: str) -> Optional[Callable[..., Any]]:
@@ -162,3 +164,14 @@ def record(fmap: Mapping[str, Any], attrs: Mapping[str, str]) -> Dict[str, Any]:
     if not attrs:
         return dict(fmap)
     return {name: dataclasses.replace(info, attrs={**info.attrs, **attrs}) for name, info in fmap.items()}
+
+
+def record_on_root(root: Any) -> None:
+    """Copy every kernel's hook records from the device modules that ran hooks into the root's
+    description of that kernel, so the artifact's kernel list (``polykern inspect``, ``kbin-inspect``)
+    shows which hooks built it."""
+    for name, info in list(root.functions.items()):
+        found = {k: v for m in root.device_modules() if name in m.functions
+                 for k, v in m.functions[name].attrs.items() if k.startswith(ATTR_PREFIX)}
+        if found:
+            root.functions[name] = dataclasses.replace(info, attrs={**info.attrs, **dict(sorted(found.items()))})

@@ -10,7 +10,7 @@ import os
 import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
 
-from . import registry
+from . import hooks, registry
 from .errors import PolykernError, TargetError
 from .ir.verifier import verify
 from .lang.kernel import Kernel
@@ -88,6 +88,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
         root.import_module(builder([clone_function(f) for f in funcs], t))
+    hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root
 
 
