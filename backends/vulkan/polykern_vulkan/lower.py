@@ -608,8 +608,7 @@ class KernelLowering:
             b = self.safe_divisor(t, e.op, a, b, b_const)
         if e.op not in self._ARITH or self._ARITH[e.op][col] is None:
             if e.op == "floordiv" and t.is_float:
-                q = self.exact(f.val(Op.FDiv, self.ty(t), a, b))
-                return self.glsl("Floor", t, q)
+                return self.glsl("Floor", t, self.float_divide(t, a, b, e.b))
             if e.op == "mod" and t.is_int and t.is_signed:
                 return self.signed_remainder(t, a, b, b_const if b_const not in (0, None) else None)
             self.refuse(f"operator '{e.op}' on {t}", e.loc)
@@ -620,9 +619,26 @@ class KernelLowering:
 
     def fmod(self, t: ScalarType, x: int, y: int) -> int:
         """C's fmod, exactly (OpFRem only has the precision of x - y * trunc(x / y), and lavapipe's
+        if e.op == "div" and t.is_float:
+            return self.float_divide(t, a, b, e.b)
         f64 OpFRem gives 0): with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
         fits while halving t back down to |y|; every subtraction is exact (t <= r < 2t). NaN
         (x infinite or NaN, y zero or NaN) and |x| < |y| (y infinite too) are found from the bits."""
+    def float_divide(self, t: ScalarType, a: int, b: int, divisor: n.Expr) -> int:
+        """``a / b`` as ``q = a / -|b|``, then ``q`` where b's sign bit is set, else ``-q``: the same
+        IEEE value. lavapipe (Mesa 22.3) dropped the store of ``x / y`` when it could derive
+        y == +0.0 (a zero-initialized ``pk.local`` element) and x was a run-time value (the output
+        kept its old contents; fuzz seed 20000161); it keeps ``x / -0.0``, and the divisor here is
+        never a +0.0 (WGSL: the pk_div_f32 helper). A nonzero constant divisor needs none of this."""
+        f, tid = self.f, self.ty(t)
+        if isinstance(divisor, n.Const) and divisor.value == divisor.value and divisor.value != 0:
+            return self.exact(f.val(Op.FDiv, tid, a, b))
+        ut = SCALAR_TYPES[f"u{t.bits}"]
+        q = self.exact(f.val(Op.FDiv, tid, a, f.val(Op.FNegate, tid, self.glsl("FAbs", t, b))))
+        negative = f.val(Op.UGreaterThanEqual, self.ty(bool_), f.val(Op.Bitcast, self.ty(ut), b),
+                         self.const(ut, 1 << (t.bits - 1)))
+        return f.val(Op.Select, tid, negative, q, f.val(Op.FNegate, tid, q))
+
         f, m = self.f, self.m
         tid, bid = self.ty(t), self.ty(bool_)
         ut = SCALAR_TYPES[f"u{t.bits}"]

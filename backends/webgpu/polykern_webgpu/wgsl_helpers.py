@@ -139,5 +139,15 @@ fn pk_abs_i32(x: i32) -> i32 {
 }
 """
 
-HELPERS = {"pk_abs_i32": ABS_I32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+# Float / with a divisor that is never +0.0: x / y = q = x / -|y| where y's sign bit is set, else -q.
+# lavapipe (Mesa 22.3) dropped the store of x / y when it could derive y == +0.0 (a zero-initialized
+# local) for a run-time x; it keeps x / -0.0. f16 divides in f32 (one rounding to f16 after it is exact).
+DIV_F32 = """\
+fn pk_div_f32(x: f32, y: f32) -> f32 {
+    let q = x / -abs(y);
+    return select(-q, q, bitcast<u32>(y) >= 0x80000000u);
+}
+"""
+
+HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

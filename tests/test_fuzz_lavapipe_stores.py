@@ -1,0 +1,55 @@
+"""lavapipe (Mesa 22.3) dropped the store of x / y when it could derive y == +0.0 (a zero-initialized
+pk.local element) and x was a run-time value: the output kept its old contents (fuzz seed 20000161 on
+Vulkan; the same through naga on WebGPU). The SPIR-V emitter and the WGSL helper pk_div_f32 now divide
+by -|y| and fix the sign, so the driver never sees a +0.0 divisor. This checks the stored values
+themselves (not through the comparison's exception for specials on lavapipe)."""
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern.testing import fuzzcase
+
+TARGETS = {"vulkan": "vulkan", "webgpu": "webgpu -shader_f16=true"}
+
+SRC = '''import polykern as pk
+from polykern import Buffer, {t}
+@pk.kernel
+def drops(a: Buffer[{t}, "readonly"], o: Buffer[{t}]):
+    g = pk.global_id(0)
+    la = pk.local({t}, 4)
+    nz = -la[3]
+    o[0] = a[0] / la[2]
+    o[1] = a[1] / la[2]
+    o[2] = (a[0] + la[1]) / la[2]
+    o[3] = a[0] / nz
+    o[4] = a[2] / la[2]
+    o[5] = a[0] / (la[2] + la[1])
+    o[6] = -(a[0] / -la[2])
+    o[7] = a[0] // la[2]
+    o[8] = la[1] / la[2]
+    o[9] = a[0] / a[3]
+'''
+
+
+def _cases():
+    for kind, target in TARGETS.items():
+        for t in ("f32", "f16", "f64"):
+            if kind == "webgpu" and t == "f64":
+                continue
+            yield pytest.param(target, t, id=f"{kind}-{t}")
+
+
+@pytest.mark.parametrize("target,t", list(_cases()))
+def test_division_by_a_derived_zero_is_stored(target, t):
+    if not fuzzcase.runtime_present(target):
+        pytest.skip(f"no {target.split()[0]} runtime here")
+    dt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[t]
+    a = np.array([3.0, -2.0, 0.0, 4.0], dt)
+    case = fuzzcase.Case("drops", SRC.format(t=t), (1, 1, 1), (1, 1, 1), [a, np.zeros(10, dt)])
+    want = case.oracle().buffers["o"]
+    np.testing.assert_array_equal(want, np.array([np.inf, -np.inf, np.inf, -np.inf, np.nan, np.inf, np.inf,
+                                                  np.inf, np.nan, 0.75], dt))
+    mod = pk.build([case.kernel()], [target])
+    o = np.full(10, 7.0, dt)  # a dropped store leaves 7
+    mod["drops"](a.copy(), o, grid=(1, 1, 1), block=(1, 1, 1))
+    np.testing.assert_array_equal(o, want)
