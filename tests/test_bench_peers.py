@@ -1,0 +1,92 @@
+"""benchmarks/gpu_peers.py (issue 15's benchmark) without a GPU: the dry run builds every polykern
+kernel of benchmarks/tuned_kernels.py for the GPU targets (full-size specializations, what the GPU
+run builds), runs the tiny problems on the runtimes here (llvm; Vulkan on lavapipe) against NumPy
+and goes through the whole report; and a wrong contender is reported, never timed."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from runtimes import runnable_targets
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, BENCH)
+
+import gpu_peers  # noqa: E402
+import tuned_problems as tp  # noqa: E402
+
+KINDS = {kind for _, kind, _ in runnable_targets()}
+
+
+def _cuda_compiler() -> bool:
+    from polykern_cuda import toolchain
+
+    try:
+        toolchain.nvrtc_version()
+        return True
+    except Exception:  # noqa: BLE001 - no NVRTC: nvcc?
+        return shutil.which("nvcc") is not None
+
+
+def test_help_works():
+    r = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_peers.py"), "--help"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "--dry-run" in r.stdout and "--rounds" in r.stdout
+
+
+def test_dry_run_builds_and_checks_every_kernel(tmp_path):
+    dry = ["nvptx", "vulkan"] + (["cuda"] if _cuda_compiler() else [])
+    argv = ["--dry-run", "--out", str(tmp_path), "--rounds", "2", "--batch-s", "0.002", "--no-triton",
+            "--dry-targets", ",".join(dry)]
+    if "vulkan" not in KINDS:
+        argv.append("--no-vulkan")
+    gpu_peers.RESULTS.update(problems={}, errors={}, skipped=[])
+    rc = gpu_peers.main(argv)
+    res = json.loads((tmp_path / "gpu_peers.json").read_text())
+    assert rc == 0, res["errors"]
+    assert not [k for k in res["errors"] if k.startswith("build")], res["errors"]
+    for t in dry:
+        assert res["dry_run"][f"build full polykern-{t}"] == "ok"
+    ran = ["polykern-llvm"] + (["polykern-vulkan"] if "vulkan" in KINDS else [])
+    for name in gpu_peers.ORDER:
+        row = res["problems"][name]
+        for label in ran:
+            assert row["status"][label] == "ok", (name, label, row["status"])
+            assert len(row["seconds"][label]["rounds"]) == 2
+        assert row["best_peer"].startswith("numpy")
+        assert row["ratio_vs_best_peer"]["polykern-llvm"]["median"] > 0
+    assert (tmp_path / "gpu_peers.txt").read_text().startswith("| problem |")
+
+
+def test_wrong_result_is_reported_and_not_timed():
+    name = "sum"
+    host = tp.PROBLEMS[name].make(np.random.default_rng(0), 1000)
+    want = tp.PROBLEMS[name].reference(host)
+    place = gpu_peers.HostPlace()
+    good = gpu_peers.Contender("right", lambda: [host["x"].sum(dtype=np.float64)], "wall", place, "peer")
+    bad = gpu_peers.Contender("off by one", lambda: [host["x"].sum() + 1.0], "wall", place, "peer")
+    for c in (good, bad):
+        c.arrays = {}
+    gpu_peers.RESULTS["problems"][name] = {"status": {}}
+    ok = gpu_peers.check_all(name, host, want, [good, bad])
+    assert [c.label for c in ok] == ["right"]
+    st = gpu_peers.RESULTS["problems"][name]["status"]
+    assert st["right"] == "ok" and st["off by one"].startswith("WRONG RESULT")
+
+
+@pytest.mark.parametrize("name", ["max", "softmax", "matmul"])
+def test_check_catches_one_wrong_value(name):
+    host = tp.PROBLEMS[name].make(np.random.default_rng(1), tp.TINY[name])
+    want = tp.PROBLEMS[name].reference(host)
+    outs = [np.array(w, dtype=np.float32) for w in want]
+    if name == "matmul":  # the full product, as a contender returns it
+        outs = [(host["a"].astype(np.float64) @ host["b"]).astype(np.float32)]
+    assert tp.check(name, host, outs, want) is None
+    outs[0].ravel()[-1] += np.float32(0.01) * (1 + abs(outs[0].ravel()[-1]))
+    assert tp.check(name, host, outs, want).startswith("WRONG RESULT")
