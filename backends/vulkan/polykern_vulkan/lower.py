@@ -614,16 +614,11 @@ class KernelLowering:
             self.refuse(f"operator '{e.op}' on {t}", e.loc)
         if e.op in ("shl", "shr"):
             b = f.val(Op.BitwiseAnd, self.ty(t), b, self.const(t, t.bits - 1))
+        if e.op == "div" and t.is_float:
+            return self.float_divide(t, a, b, e.b)
         out = f.val(self._ARITH[e.op][col], self.ty(t), a, b)
         return self.exact(out) if t.is_float else out
 
-    def fmod(self, t: ScalarType, x: int, y: int) -> int:
-        """C's fmod, exactly (OpFRem only has the precision of x - y * trunc(x / y), and lavapipe's
-        if e.op == "div" and t.is_float:
-            return self.float_divide(t, a, b, e.b)
-        f64 OpFRem gives 0): with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
-        fits while halving t back down to |y|; every subtraction is exact (t <= r < 2t). NaN
-        (x infinite or NaN, y zero or NaN) and |x| < |y| (y infinite too) are found from the bits."""
     def float_divide(self, t: ScalarType, a: int, b: int, divisor: n.Expr) -> int:
         """``a / b`` as ``q = a / -|b|``, then ``q`` where b's sign bit is set, else ``-q``: the same
         IEEE value. lavapipe (Mesa 22.3) dropped the store of ``x / y`` when it could derive
@@ -639,6 +634,11 @@ class KernelLowering:
                          self.const(ut, 1 << (t.bits - 1)))
         return f.val(Op.Select, tid, negative, q, f.val(Op.FNegate, tid, q))
 
+    def fmod(self, t: ScalarType, x: int, y: int) -> int:
+        """C's fmod, exactly (OpFRem only has the precision of x - y * trunc(x / y), and lavapipe's
+        f64 OpFRem gives 0): with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
+        fits while halving t back down to |y|; every subtraction is exact (t <= r < 2t). NaN
+        (x infinite or NaN, y zero or NaN) and |x| < |y| (y infinite too) are found from the bits."""
         f, m = self.f, self.m
         tid, bid = self.ty(t), self.ty(bool_)
         ut = SCALAR_TYPES[f"u{t.bits}"]

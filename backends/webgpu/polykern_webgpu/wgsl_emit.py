@@ -401,10 +401,6 @@ class WGSLEmitter:
             return f"(!({a} == {b}))"
         if op in _CMP:
             return f"({a} {_CMP[op]} {b})"
-        if op == "floordiv":
-            return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
-        if op == "mod" and t.is_float:  # C's fmod, exact
-            self.helpers.add("pk_fmod_f32")
         if op in ("div", "floordiv") and t.is_float and not _nonzero_const(e.b):
             # pk_div_f32 never divides by a +0.0: lavapipe dropped the store of x / y when it could
             # derive y == +0.0 (a zero-initialized local) for a run-time x (fuzz seed 20000161)
@@ -412,6 +408,10 @@ class WGSLEmitter:
             q = f"pk_div_f32({_strip(a)}, {_strip(b)})" if t.name == "f32" else \
                 f"f16(pk_div_f32(f32({_strip(a)}), f32({_strip(b)})))"
             return f"floor({q})" if op == "floordiv" else q
+        if op == "floordiv":
+            return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
+        if op == "mod" and t.is_float:  # C's fmod, exact
+            self.helpers.add("pk_fmod_f32")
             if t.name == "f32":
                 return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
             return f"f16(pk_fmod_f32(f32({_strip(a)}), f32({_strip(b)})))"
@@ -664,14 +664,14 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
-def _strip(text: str) -> str:
-    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        return text[1:-1]
-    return text
 def _nonzero_const(e) -> bool:
     return isinstance(e, ir.Const) and e.value == e.value and e.value != 0
 
 
+def _strip(text: str) -> str:
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1]
+    return text
 
 
 def _wrap(text: str) -> str:
