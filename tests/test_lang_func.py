@@ -426,3 +426,27 @@ def test_calls_in_conditions_and_from_another_module():
         assert c.tolist() == [3], kind
         assert y.tolist() == [1, 1, 1, 0, 0, 0, 0, 0] + [3] * 8, kind
         assert z.tolist() == [0, 2, 3, 6, 0, 0, -1, -1], kind
+
+
+@pk.func
+def marks(v: i32) -> i32:
+    a = pk.local(i32, 4)  # zero on every call, like a kernel's pk.local array
+    if v > 0:
+        a[v & 3] = v
+    return a[0] + a[1] + a[2] + a[3]
+
+
+@pk.kernel
+def calls_in_a_loop(y: Buffer[i32]):
+    s = 0
+    for r in range(4):
+        s = s * 100 + marks(r)
+    y[pk.global_id(0)] = s
+
+
+@pytest.mark.parametrize("target,kind", TARGETS)
+def test_a_local_array_of_a_function_starts_at_zero_on_every_call(target, kind):
+    y = np.zeros(2, np.int32)
+    pk.build([calls_in_a_loop], targets=[target]).on(kind)["calls_in_a_loop"](y, grid=1, block=2)
+    assert y.tolist() == [10203, 10203]  # 0, 1, 2, 3: not 0, 1, 3, 6
+    assert interpret(calls_in_a_loop, [np.zeros(2, np.int32)], grid=1, block=2).buffers["y"].tolist() == y.tolist()
