@@ -30,15 +30,14 @@ EXAMPLE = REPO / "examples" / "out_of_tree_backend"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist", "golden", "tests")
 
 KERNELS = '''
+import os
+import sys
+
 import polykern as pk
 from polykern import Buffer, f32, f64, i32
 
-
-@pk.kernel
-def saxpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + y[i]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from saxpy import saxpy  # noqa: E402,F401  (examples/saxpy.py, copied beside this file)
 
 
 @pk.kernel
@@ -131,6 +130,7 @@ def venv(tmp_path_factory):
     work = root / "work"
     work.mkdir()
     (work / "kernels.py").write_text(KERNELS)
+    shutil.copy(REPO / "examples" / "saxpy.py", work / "saxpy.py")
     (work / "check.py").write_text(CHECK)
     isolated = _run([py, "-c", "import sys, polykern; print(polykern.__file__); print(sys.path)"], work)
     assert str(env_dir) in isolated.splitlines()[0] and str(REPO) not in isolated
