@@ -294,6 +294,11 @@ def test_cuda_postproc_and_the_users_nvcc(monkeypatch):
         from polykern_cuda import toolchain
 
         toolchain.ptxas_check(cu.payload, "sm_90")
+    rec = backends.record_for_kind("cuda")
+    if rec is not None and rec.runtime_available and rec.devices()["devices"]:  # a GPU host: run the user's PTX
+        from polykern_cuda.conformance import device_arch
+
+        _run_scale(pk.build([scale], targets=[f"cuda -arch={device_arch()}"]))
 
     cubin = pk.build([scale], targets=["cuda -arch=sm_90 -fmt=cubin"]).on("cuda")
     assert cubin.fmt == "cubin" and cubin.payload.startswith(b"\x7fELF")
