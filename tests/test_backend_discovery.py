@@ -168,3 +168,14 @@ def test_folder_next_to_the_users_script_is_not_imported(tmp_path):
     names = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "llvm" in names and "zzstray" not in names
     assert not marker.exists(), marker.read_text()
+
+
+def test_unreadable_metadata_is_listed_not_raised(monkeypatch):
+    def broken(**kw):
+        raise ValueError("bad METADATA in some.dist-info")
+
+    monkeypatch.setattr(backends.importlib.metadata, "entry_points", broken)
+    recs = {r.name: r for r in backends.load_all()}
+    rec = recs["(polykern.backends entry points)"]
+    assert not rec.codegen_ok and "ValueError: bad METADATA in some.dist-info" in rec.codegen_error
+    assert "llvm" not in recs

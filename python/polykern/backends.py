@@ -205,8 +205,8 @@ def _import_package_dir(path: str):
                                       "__init__.py)")
     loaded = sys.modules.get(name)
     if loaded is not None:
-        where = os.path.dirname(os.path.abspath(getattr(loaded, "__file__", "") or ""))
-        if where != os.path.abspath(path):
+        where = os.path.dirname(os.path.realpath(getattr(loaded, "__file__", "") or ""))
+        if where != os.path.realpath(path):
             raise BackendUnavailableError(f"{PATH_ENV} entry {path!r}: a module named {name!r} is already "
                                           f"imported from {where or 'elsewhere'}")
         return loaded
@@ -237,7 +237,7 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
             raise BackendUnavailableError(f"{modname} has no callable {attr}()")
         fn()
     except Exception as e:
-        rec = _records.get(name) or BackendRecord(name, (), name, name, name)
+        rec = _records.get(name) or BackendRecord(name, (), name)
         rec.origin = origin
         rec.codegen_ok = False
         rec.codegen_error = _reason(e, modname)
@@ -249,7 +249,7 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
         if _records[n].origin in ("", "declared"):
             _records[n].origin = origin
     if not new and name not in _records:
-        _records[name] = BackendRecord(name, (), name, name, name, origin=origin, codegen_ok=True,
+        _records[name] = BackendRecord(name, (), name, origin=origin, codegen_ok=True,
                                        runtime_reason=f"{modname}.{attr}() did not call polykern.backends.declare()")
 
 
@@ -277,15 +277,13 @@ def _load_path_entry(entry: str) -> None:
 
 def _entry_points() -> List[importlib.metadata.EntryPoint]:
     try:
-        eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-    except Exception:  # broken dist metadata must not break the compiler; POLYKERN_BACKEND_PATH still works
+        return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (ep.name, ep.value))
+    except Exception as e:  # broken dist metadata must not break the compiler: listed, and the path still works
+        name = f"({ENTRY_POINT_GROUP} entry points)"
+        _records[name] = BackendRecord(name, (), name, origin="importlib.metadata", codegen_error=(
+            f"the installed distributions' metadata could not be read: {type(e).__name__}: {e}"),
+            runtime_reason="not attempted: no entry point could be read")
         return []
-
-    def dist_name(ep) -> str:
-        dist = getattr(ep, "dist", None)
-        return (dist.metadata["Name"] or "") if dist is not None else ""
-
-    return sorted(eps, key=lambda ep: (ep.name, ep.value, dist_name(ep)))
 
 
 def load_all() -> List[BackendRecord]:
