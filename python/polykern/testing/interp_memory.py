@@ -1,0 +1,79 @@
+"""The oracle's memory (``polykern.testing.interp``): buffers and shared arrays with, per element, who
+touched it in which barrier interval (for the race checks) and what fed its value (inexact operations,
+float operations that saw a NaN/inf, add/sub chains); and the ``Result`` of a launch."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Optional, Tuple
+
+import numpy as np
+
+
+class Mem:
+    """A buffer or shared array: values, and who last wrote/read each element in which interval."""
+
+    __slots__ = ("name", "data", "wr", "rd", "taint", "sites")
+
+    def __init__(self, name: str, data: list):
+        self.name = name
+        self.data = data
+        self.wr: list = [None] * len(data)  # (epoch, work-item id, or the commutative atomic op)
+        self.rd: list = [None] * len(data)  # (epoch, work-item id); id -2: several readers
+        self.taint: Optional[list] = None
+        self.sites: Optional[list] = None  # per element: the float operations (interp_sites) that fed it
+
+
+@dataclass
+class Result:
+    """Buffers after the launch (every buffer parameter, by name) and, per element, what inexact
+    operations fed it: ``None`` (exact), or ``(direct, tags, operands)`` with ``direct`` the one
+    inexact ``(op, dtype)`` that computed it from exact ``operands``, or None for a composition of
+    several. ``contractible``: the program has a float add/sub of a product (directly or through a
+    variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
+    (a backend that may flush subnormals can then differ anywhere). ``special``: per buffer, the
+    elements whose value a float operation that saw or made a NaN/inf may have fed (a backend or device
+    without ``numerics.specials_promised`` may give anything there); ``special_anywhere``: such an
+    operation reached control flow or an index (then any element may differ). ``chained`` and
+    ``chained_anywhere``: the same for float add/sub chains, which a backend in
+    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``)."""
+
+    buffers: Dict[str, np.ndarray]
+    taint: Dict[str, list] = field(default_factory=dict)
+    subnormal: FrozenSet[str] = frozenset()
+    contractible: bool = False  # some float a*b+c a backend allowed to contract could compute fused
+    special: Dict[str, np.ndarray] = field(default_factory=dict)
+    special_anywhere: bool = False
+    chained: Dict[str, np.ndarray] = field(default_factory=dict)
+    chained_anywhere: bool = False
+
+
+def mark(mem: Mem, i: int, tags):
+    if mem.taint is None:
+        mem.taint = [None] * len(mem.data)
+    mem.taint[i] = tags
+
+
+_NO_SITES = (False, frozenset(), False)
+
+
+def mark_sites(mem: Mem, i: int, rec, accumulate: bool):
+    """Record what fed element ``i`` (see Program._store_sites; None: no float operation)."""
+    if mem.sites is None:
+        mem.sites = [_NO_SITES] * len(mem.data)
+    rec = rec or _NO_SITES
+    if accumulate:
+        old = mem.sites[i]
+        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2])
+    mem.sites[i] = rec
+
+
+def loose(mems, seen) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """Per buffer with a site recorded: the elements a float operation that saw a NaN/inf may have
+    fed (an own site in the storing work-item, a memory site in any: ``seen``), and those an add/sub
+    chain fed."""
+    special, chained = {}, {}
+    for name, mem in mems.items():
+        if mem.sites is not None:
+            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _ in mem.sites], bool)
+            chained[name] = np.array([c for _, _, c in mem.sites], bool)
+    return special, chained
