@@ -141,8 +141,15 @@ def _check(bin_dir, work, on, **env):
     return json.loads(_run([bin_dir / "python", work / "check.py", on], work, **env).strip().splitlines()[-1])
 
 
-def test_installed_discovered_compiles_exports_and_runs(venv):
+def test_end_to_end_in_a_fresh_virtualenv(venv):
+    """One test (the phases share one virtualenv and one artifact, whichever worker runs it)."""
     bin_dir, work, example = venv
+    _installed_discovered_compiles_exports_and_runs(bin_dir, work, example)
+    _not_installed_loads_inspects_reexports_and_runs_elsewhere(bin_dir, work, example)
+    _development_path_brings_it_back(bin_dir, work, example)
+
+
+def _installed_discovered_compiles_exports_and_runs(bin_dir, work, example):
     _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", example], work)
     rows = {r["name"]: r for r in json.loads(_run([bin_dir / "polykern", "backends", "--json"], work))}
     assert rows["csrc"]["origin"] == "entry point csrc = polykern_csrc:register_backend"
@@ -155,10 +162,7 @@ def test_installed_discovered_compiles_exports_and_runs(venv):
     (work / "k_installed.kbin").write_bytes((work / "k.kbin").read_bytes())
 
 
-def test_where_not_installed_the_artifact_loads_inspects_reexports_and_runs_elsewhere(venv):
-    bin_dir, work, example = venv
-    if not (work / "k_installed.kbin").exists():
-        pytest.skip("needs the artifact of test_installed_discovered_compiles_exports_and_runs")
+def _not_installed_loads_inspects_reexports_and_runs_elsewhere(bin_dir, work, example):
     _run([bin_dir / "python", "-m", "pip", "uninstall", "-q", "-y", "polykern-csrc"], work)
     shutil.copytree(example / "src" / "polykern_csrc", work / "polykern_csrc")  # next to the script: ignored
     try:
@@ -177,7 +181,9 @@ def test_where_not_installed_the_artifact_loads_inspects_reexports_and_runs_else
     finally:
         shutil.rmtree(work / "polykern_csrc")
 
-    # Development: name the package folder, nothing installed.
+
+def _development_path_brings_it_back(bin_dir, work, example):
+    """POLYKERN_BACKEND_PATH naming the package folder: the backend runs again, nothing installed."""
     got = _check(bin_dir, work, "csrc", POLYKERN_BACKEND_PATH=str(example / "src" / "polykern_csrc"))
     assert got["csrc_type"] == "CSourceModule" and got["ran_on"] == "csrc" and got["reexport_same"], got
     assert (work / "k.kbin").read_bytes() == (work / "k_installed.kbin").read_bytes()
