@@ -19,7 +19,7 @@ from .ir.types import (Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16,
 from .lang.builtins import (atomic_add, atomic_cas, atomic_max, atomic_min, atomic_xchg,  # noqa: F401
                             barrier, ceil, cos, exp, exp2, floor, fma, global_id, group_id, local,
                             local_id, local_size, log, log2, num_groups, pow, rsqrt, select, shared,
-                            sin, sqrt, tanh, vload, vstore)
+                            shared_dynamic, sin, sqrt, tanh, vload, vstore)
 from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_broadcast_first,  # noqa: F401
                             subgroup_id, subgroup_local_id, subgroup_max, subgroup_min, subgroup_shuffle,
                             subgroup_shuffle_xor, subgroup_size)

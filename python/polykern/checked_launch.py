@@ -18,6 +18,8 @@ from typing import Any, Callable, List
 import numpy as np
 
 from .errors import ArtifactError, LaunchError
+from .ir.dynamic_shared import ATTR as DYNAMIC_ATTR
+from .ir.dynamic_shared import parse_attr
 from .ir.types import scalar_from_code
 from .launch import BufferArg, check_args
 from .passes.bounds_check import (ATTR, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
@@ -124,6 +126,8 @@ class CheckedKernel:
             what = "buffer"
             pos = next((i for i, a in enumerate(self.user_info.args) if a.name == acc.array), None)
             length = prepared[pos].size if pos is not None else "?"
+            if pos is None and DYNAMIC_ATTR in self.info.attrs:  # the pk.shared_dynamic array
+                what, length = "shared array", prepared[parse_attr(self.info.attrs[DYNAMIC_ATTR])[0]].value
         op = {"read": "read of", "write": "write to"}.get(acc.op, f"{acc.op} on")
         text = (f"kernel '{self.name}': out-of-bounds {op} {what} '{acc.array}' at index {index} "
                 f"(length {length}), at {acc.where}")

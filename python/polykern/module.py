@@ -22,6 +22,7 @@ from . import backends, kbin_file, registry, wire
 from .backends import FORCE_FALLBACK_ENV
 from .aligned_launch import wrap_if_aligned
 from .checked_launch import wrap_if_checked
+from .shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
 from .function_info import ArgInfo, FunctionInfo
 from .version import compiler_version
@@ -204,7 +205,8 @@ class DeviceModule(Module):
 
     def get_function(self, name: str):
         info = self.function_info(name)
-        return wrap_if_aligned(info, wrap_if_checked(info, self._get_function(info)))
+        raw = self._get_function(info)
+        return wrap_if_aligned(info, wrap_if_dynamic(info, wrap_if_checked(info, raw), raw))
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")
@@ -307,8 +309,14 @@ class Launcher:
     def module(self) -> Module:
         return self.resolve()[0]
 
-    def __call__(self, *args, grid=None, block=None):
-        return self.resolve()[1](*args, grid=grid, block=block)
+    def __call__(self, *args, grid=None, block=None, **launch):
+        if launch:  # shared_size= of a kernel with a pk.shared_dynamic array (shared_launch.py)
+            extra = sorted(k for k in launch if k != "shared_size" or dynamic_shared_of(self.info) is None)
+            if extra:
+                raise LaunchError(f"kernel '{self.name}' takes grid=, block= and its arguments; it has no "
+                                  f"launch option {extra[0]}= (shared_size= is for kernels with a "
+                                  "pk.shared_dynamic array)")
+        return self.resolve()[1](*args, grid=grid, block=block, **launch)
 
     def __repr__(self) -> str:
         return f"<Launcher {self.info.signature()}>"

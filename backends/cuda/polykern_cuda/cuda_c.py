@@ -125,6 +125,11 @@ class CUDADialect(CDialect):
             return f"{base}[{index}] = {unit.helper('pk_f2h')}({value.unrounded or value.text});"
         return f"{base}[{index}] = {value};"
 
+    def dynamic_shared_decl(self, name, arr):
+        # One untyped extern array for every kernel (kernels of one file may type theirs differently).
+        return (f"extern __shared__ __align__(16) unsigned char pk_dynamic_shared[]; "
+                f"{self.storage_type(arr.elem)}* {name} = ({self.storage_type(arr.elem)}*)pk_dynamic_shared;")
+
     def array_decl(self, name, arr):
         q = "__shared__ " if arr.scope == "shared" else ""
         return f"{q}{self.storage_type(arr.elem)} {name}[{arr.size}];"

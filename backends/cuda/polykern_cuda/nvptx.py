@@ -120,6 +120,8 @@ class NVPTXEmitter(NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
         """A shared array: an addrspace(3) global with an ASCII name (it becomes a PTX symbol)."""
         ty = ll.ArrayType(mem_type(at.elem), at.size)
         gname = self.module.get_unique_name(f"{self.symbols[self.fn.name]}.{ascii_ident(name)}")
+        if at.dynamic:  # an external symbol keeps its name: only PTX identifier characters
+            return self.alloc_dynamic_shared(f"pk_dynamic_shared_{self.symbols[self.fn.name]}", at)
         gv = ll.GlobalVariable(self.module, ty, name=gname, addrspace=self.SHARED_AS)
         gv.linkage = "internal"
         gv.initializer = ll.Constant(ty, ll.Undefined)

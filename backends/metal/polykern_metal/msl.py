@@ -85,6 +85,13 @@ class MetalDialect(CDialect):
             return Code(f"(bool){base}[{index}]", UNARY)
         return Code(f"{base}[{index}]")
 
+    def dynamic_shared_param(self, name, arr):
+        # setThreadgroupMemoryLength(bytes, index: 0) at dispatch
+        return f"threadgroup {self.storage_type(arr.elem)}* {name} [[threadgroup(0)]]"
+
+    def dynamic_shared_decl(self, name, arr):
+        return None
+
     def array_decl(self, name: str, arr: ArrayType) -> str:
         q = "threadgroup " if arr.scope == "shared" else ""
         return f"{q}{self.storage_type(arr.elem)} {name}[{arr.size}];"

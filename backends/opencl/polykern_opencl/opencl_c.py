@@ -144,6 +144,13 @@ class OpenCLDialect(CDialect):
             return f"vstore_half_rte({value.unrounded or value.text}, {index}, {self._half_ptr(base, space, False)});"
         return f"{base}[{index}] = {value};"
 
+    def dynamic_shared_param(self, name, arr):
+        # The last kernel argument, after every IR parameter: the runtime sets it with clSetKernelArg(size, NULL).
+        return f"__local {'ushort' if arr.elem == f16 else self.storage_type(arr.elem)}* {name}"
+
+    def dynamic_shared_decl(self, name, arr):
+        return None
+
     def array_decl(self, name: str, arr: ArrayType) -> str:
         q = "__local " if arr.scope == "shared" else ""
         elem = "ushort" if arr.elem == f16 else self.storage_type(arr.elem)

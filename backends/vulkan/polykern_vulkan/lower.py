@@ -270,7 +270,12 @@ class KernelLowering:
     def declare_shared(self):
         for name, at in self.fn.shared_arrays.items():
             st = self.storage_type(name, at.elem, False)
-            arr = self.m.t_array(self.ty(st), at.size)
+            if at.dynamic:  # pk.shared_dynamic: its length is specialization constant 3 (one pipeline per size)
+                length = self.m.spec_const_u32(1, 3, "shared_size")
+                arr = self.m.t_array_of_length(self.ty(st), length)
+                self.attrs["spec_ids"] += ",shared_size=3"
+            else:
+                arr = self.m.t_array(self.ty(st), at.size)
             var = self.m.global_variable(self.m.t_pointer("Workgroup", arr), "Workgroup", name)
             self.arrays[name] = (var, "Workgroup")
             self.interface.append(var)

@@ -225,6 +225,10 @@ class ModuleBuilder:
         length_id = self.const_int(32, False, length)
         return self._type(("array", elem, length), Op.TypeArray, [elem, length_id])
 
+    def t_array_of_length(self, elem: int, length_id: int) -> int:
+        """An array whose length is the constant (or specialization constant) ``length_id``."""
+        return self._type(("array_of", elem, length_id), Op.TypeArray, [elem, length_id])
+
     def t_runtime_array(self, elem: int, stride: int) -> int:
         key = ("rtarray", elem, stride)
         fresh = key not in self._types

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Sequence
 
 BLOCK_OVERRIDES = ("pk_block_x", "pk_block_y", "pk_block_z")
+#: The pipeline override sizing a pk.shared_dynamic array (polykern/ir/dynamic_shared.py).
+SHARED_SIZE_OVERRIDE = "pk_shared_size"
 PARAMS_STRUCT = "PkArgs"
 PARAMS_VAR = "pk_args"
 LAUNCH_STRUCT = "PkLaunch"

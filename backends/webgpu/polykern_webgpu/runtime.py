@@ -23,6 +23,7 @@ from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchErro
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
+from polykern.shared_launch import dynamic_shared_of
 
 from . import abi
 from .device_array import DeviceArray, empty, to_device, zeros
@@ -127,12 +128,14 @@ class WebGPUModule(DeviceModule):
             bgl = ctx.device.create_bind_group_layout(entries=entries)
             return bgl, ctx.device.create_pipeline_layout(bind_group_layouts=[bgl])
 
-    def _make_pipeline(self, key: Tuple[str, Tuple[int, int, int]]):
-        name, block = key
+    def _make_pipeline(self, key: Tuple[str, Tuple[int, int, int], int]):
+        name, block, shared_size = key
         ctx = context()
         shader = self._shaders.get(name)
         _, layout = self._layouts.get(name)
         constants = dict(zip(abi.BLOCK_OVERRIDES, block))
+        if shared_size:  # one pipeline per length of the pk.shared_dynamic array
+            constants[abi.SHARED_SIZE_OVERRIDE] = shared_size
         with ctx.lock:
             try:
                 pipeline = ctx.device.create_compute_pipeline(
@@ -151,9 +154,15 @@ class WebGPUKernel:
         self.module = module
         self.info = info
         self.abi = module._abis.get(info.name)
+        self._dyn = dynamic_shared_of(info)  # (size argument, element bytes) of a pk.shared_dynamic array
 
     def __repr__(self) -> str:
         return f"<WebGPUKernel {self.info.signature()}>"
+
+    @property
+    def max_shared_bytes(self) -> int:
+        """maxComputeWorkgroupStorageSize (shared_launch.py checks static + dynamic shared memory against it)."""
+        return int(context().limits["max-compute-workgroup-storage-size"])
 
     def _check_shape(self, ctx, grid, block) -> None:
         lim = ctx.limits
@@ -177,7 +186,8 @@ class WebGPUKernel:
         ctx = context()
         self._check_shape(ctx, grid3, block3)
         module = self.module
-        pipeline = module._pipelines.get((self.info.name, block3))
+        dyn = self._dyn and int(prepared[self._dyn[0]].value)
+        pipeline = module._pipelines.get((self.info.name, block3, dyn or 0))
         bgl, _ = module._layouts.get(self.info.name)
         buffers = [p for p in prepared if isinstance(p, BufferArg)]
         scalars = [p for p in prepared if isinstance(p, ScalarArg)]

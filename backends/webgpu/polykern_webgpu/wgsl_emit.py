@@ -151,8 +151,12 @@ class WGSLEmitter:
         if shared:
             head.append("")
             for name, a in shared.items():
+                size = a.size
+                if a.dynamic:  # pk.shared_dynamic: its length is a pipeline override, set per launch
+                    head.append(f"override {abi.SHARED_SIZE_OVERRIDE}: u32 = 1u;")
+                    size = abi.SHARED_SIZE_OVERRIDE
                 head.append(f"var<workgroup> {self.names[name]}: "
-                            f"array<{self._elem_decl(name, a.elem)}, {a.size}>;")
+                            f"array<{self._elem_decl(name, a.elem)}, {size}>;")
         head.append("")
         for h in sorted(self.helpers):
             head.append(HELPERS[h])

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
+from ..ir.dynamic_shared import dynamic_array
 from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, i32, u32, u64
 from ..numerics import saturation_bounds
@@ -362,6 +363,15 @@ class CDialect:
     def vector_value(self, vt: str, parts: List[str]) -> str:
         raise NotImplementedError
 
+    # ---------------------------------------------------------------- pk.shared_dynamic (ir/dynamic_shared.py)
+    def dynamic_shared_param(self, name: str, arr: ArrayType) -> Optional[str]:
+        """A trailing kernel parameter for the dynamic shared array (OpenCL ``__local T*``), or None."""
+        return None
+
+    def dynamic_shared_decl(self, name: str, arr: ArrayType) -> Optional[str]:
+        """The body's declaration of the dynamic shared array, or None (a parameter holds it)."""
+        raise self.refuse("pk.shared_dynamic()", f"{self.language} here has no dynamic shared memory")
+
     def array_decl(self, name: str, arr: ArrayType) -> str:
         return f"{self.storage_type(arr.elem)} {name}[{arr.size}];"
 
@@ -480,6 +490,9 @@ class KernelEmitter:
                     prologue.append(stmt)
                     continue
             decls.append(d.param_decl(name, p, i))
+        dyn = dynamic_array(fn)
+        if dyn is not None and d.dynamic_shared_param(self.names[dyn[0]], dyn[1]) is not None:
+            decls.append(d.dynamic_shared_param(self.names[dyn[0]], dyn[1]))
         head = d.kernel_signature(self.symbol, decls, regs)
         self.lines = [head + " {"]
         for s in prologue:

@@ -287,6 +287,8 @@ class LLVMKernelEmitter:
 
     def alloc_shared(self, name: str, at: ArrayType):
         """Workgroup memory: a module-level variable in the shared address space by default."""
+        if at.dynamic:
+            return self.alloc_dynamic_shared(f"{self.fn.name}.{name}", at)
         ty = ll.ArrayType(mem_type(at.elem), at.size)
         gv = ll.GlobalVariable(self.module, ty, name=f"{self.fn.name}.{name}", addrspace=self.SHARED_AS)
         gv.linkage = "internal"
@@ -294,6 +296,17 @@ class LLVMKernelEmitter:
         gv.align = self.ARRAY_ALIGN
         zero = ll.Constant(I32, 0)
         return gv.gep([zero, zero])  # a pointer to the first element, like every other array base
+
+    def alloc_dynamic_shared(self, gname: str, at: ArrayType):
+        """The pk.shared_dynamic array (ir/dynamic_shared.py): an external ``[0 x T]`` in the shared
+        address space, which the GPU's loader places at the launch's dynamic shared memory (PTX:
+        ``.extern .shared``)."""
+        ty = ll.ArrayType(mem_type(at.elem), 0)
+        gv = ll.GlobalVariable(self.module, ty, name=gname, addrspace=self.SHARED_AS)
+        gv.linkage = "external"
+        gv.align = 16
+        zero = ll.Constant(I32, 0)
+        return gv.gep([zero, zero])
 
     def alloc_local(self, name: str, at: ArrayType):
         return self.alloca(mem_type(at.elem), ll.Constant(I64, at.size), name=name, align=self.ARRAY_ALIGN)

@@ -43,6 +43,7 @@ from llvmlite import ir as ll
 
 from ..errors import CompileError
 from ..ir import nodes as N
+from ..ir.dynamic_shared import size_param
 from ..ir.types import BufferType
 from ..passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
                                       _stmt_names, plan_fission, plan_row_guards)
@@ -161,7 +162,12 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         per_arrays = plan.per_item_arrays if plan else set()
         for name, at in fn.arrays.items():
             ty = mem_type(at.elem)
-            if at.scope == "shared":
+            if at.dynamic:  # pk.shared_dynamic: its length is a parameter (ir/dynamic_shared.py)
+                n = self.slots[size_param(fn)].value
+                count = self.abuilder.sext(n, I64) if n.type.width < 64 else n
+                ptr = self.alloca(ty, count, name=name, align=self.SHARED_ALIGN)
+                self.arrays[name] = ArrayStorage(ptr, at.elem, 0)
+            elif at.scope == "shared":
                 ptr = self.alloca(ty, _c64(at.size), name=name, align=self.SHARED_ALIGN)
                 self.arrays[name] = ArrayStorage(ptr, at.elem, at.size)
             elif name in per_arrays:

@@ -126,14 +126,17 @@ class BufferType:
 
 @dataclass(frozen=True)
 class ArrayType:
-    """A fixed-size array in workgroup ("shared") or private ("local") memory."""
+    """A fixed-size array in workgroup ("shared") or private ("local") memory; or, with ``dynamic``, the
+    kernel's one ``pk.shared_dynamic`` array, whose length is given at launch (size 0 here; see
+    polykern/ir/dynamic_shared.py)."""
 
     elem: ScalarType
     size: int
     scope: str  # "shared" | "local"
+    dynamic: bool = False
 
     def __str__(self) -> str:
-        return f"{self.scope}[{self.elem} x {self.size}]"
+        return f"{self.scope}[{self.elem} x {'dynamic' if self.dynamic else self.size}]"
 
 
 Type = Union[ScalarType, BufferType, ArrayType]

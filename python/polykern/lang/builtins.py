@@ -33,6 +33,7 @@ _MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "p
          "max", "floor", "ceil")
 _ATOMIC = ("atomic_add", "atomic_min", "atomic_max", "atomic_xchg", "atomic_cas")
 _OTHER = {"barrier": "barrier", "select": "select", "shared": "alloc", "local": "alloc", "vload": "vector",
+          "shared_dynamic": "alloc",
           "vstore": "vector"}
 
 # pk.subgroup_<op> (docs/language.md "Subgroups"): ir.SUBGROUP_OPS with the prefix.

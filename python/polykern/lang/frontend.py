@@ -17,7 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
-from . import vector_access
+from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .exprs import ExprTranslator
 from .functions import Func, FunctionCalls
@@ -333,11 +333,13 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             fn = self.static_value(call.func)
         except KeyError:
             return None
-        if fn is B.BUILTINS["shared"] or fn is B.BUILTINS["local"]:
+        if fn is B.BUILTINS["shared"] or fn is B.BUILTINS["local"] or fn is B.BUILTINS["shared_dynamic"]:
             return fn.name
         return None
 
     def _declare_array(self, target, scope, call):
+        if scope == "shared_dynamic":
+            return dynamic_shared.declare(self, target, call)
         if len(call.args) != 2 or call.keywords:
             raise self.type_error(f"pk.{scope}() takes (type, size), e.g. pk.{scope}(f32, 256)", call)
         try:

@@ -41,6 +41,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
+from ..ir.dynamic_shared import size_param
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
@@ -149,7 +150,9 @@ class _Checker:
         """A bool expression: ``index`` (a fresh copy is made) is in bounds of ``base``, recording the first
         violation when it is not; None when the index is a constant known to be in bounds."""
         t = base.type
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType) and t.dynamic:  # pk.shared_dynamic: its length is a parameter
+            length, size = _cast(self.utype, ir.Var(size_param(self.fn), i32)), -1
+        elif isinstance(t, ArrayType):
             if isinstance(index, ir.Const) and 0 <= int(index.value) < t.size:
                 return None
             length: ir.Expr = _const(t.size, self.utype)

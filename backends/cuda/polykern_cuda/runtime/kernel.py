@@ -25,7 +25,7 @@ precise ``LaunchError``. Threads may launch at once.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import pycuda.driver as drv
@@ -33,6 +33,7 @@ import pycuda.driver as drv
 from polykern.errors import DeviceError, LaunchError
 from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
+from polykern.shared_launch import dynamic_shared_of
 
 from . import abi, libcuda
 from .buffers import Staging
@@ -80,6 +81,28 @@ class CUDAKernel:
         self._is_buffer = tuple(a.is_buffer for a in info.args)
         self._convs = tuple(self._buffer_converter(a) if a.is_buffer else scalar_converter(a) for a in info.args)
         self._dims_ok: set = set()
+        # pk.shared_dynamic: (size argument, element bytes); dynamic bytes a launch may use before
+        # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) must raise the kernel's limit (48 KiB in all)
+        self._dyn = dynamic_shared_of(info)
+        self._dyn_allowed = max(0, 48 * 1024 - info.shared_bytes)
+        self._max_shared: Optional[int] = None
+
+    @property
+    def max_shared_bytes(self) -> int:
+        """Static + dynamic shared memory per block with opt-in (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+        227 KiB on an H100): shared_launch.py checks shared_size= against it."""
+        if self._max_shared is None:
+            with self.dev.scope(), cuda_call(f"querying the shared memory limit for kernel '{self.info.name}'"):
+                self._max_shared = int(self.dev.handle.get_attribute(
+                    drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+        return self._max_shared
+
+    def _dynamic_bytes(self, values) -> int:
+        """sharedMemBytes of a launch: the pk.shared_dynamic array's bytes (0 without one)."""
+        if self._dyn is None:
+            return 0
+        index, elem = self._dyn
+        return int(values[index]) * elem
 
     @property
     def name(self) -> str:
@@ -183,22 +206,29 @@ class CUDAKernel:
                 return False
             values.append(x)
         params = self._struct.pack(*values)
+        shared = self._dynamic_bytes(values)
         if libcuda.current_context() == self._ctx:
-            self._enqueue(g, b, params, streams)
+            self._enqueue(g, b, params, streams, shared)
         else:
             with self.dev.scope():
-                self._enqueue(g, b, params, streams)
+                self._enqueue(g, b, params, streams, shared)
         return True
 
-    def _enqueue(self, grid3, block3, params, streams) -> None:
-        """Queue the launch on the legacy default stream (the primary context must be current)."""
+    def _enqueue(self, grid3, block3, params, streams, shared: int = 0) -> None:
+        """Queue the launch on the legacy default stream (the primary context must be current);
+        ``shared``: the dynamic shared memory bytes."""
         dev = self.dev
         if streams:
             dev.streams.wait_for(streams)
+        if shared > self._dyn_allowed:  # over 48 KiB in all: opt in (the limit was checked before)
+            with cuda_call(f"allowing {shared} bytes of dynamic shared memory for kernel '{self.name}'"):
+                (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry)).set_attribute(
+                    drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+            self._dyn_allowed = shared
         try:
             # one expression: no frame variable keeps the pycuda Function (and its module) alive
             (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry))._launch_kernel(
-                grid3, block3, params, 0, None)
+                grid3, block3, params, shared, None)
         except drv.Error as e:
             e.__traceback__ = None  # its frames may hold the Function (a fake's, or a wrapper's): drop them
             err = device_error(f"launching kernel '{self.name}' (grid {grid3}, block {block3})", e)
@@ -228,7 +258,8 @@ class CUDAKernel:
                     if isinstance(a, BufferArg):
                         staging.add(a)
                 params = abi.pack(self.info, scalars, staging.pointers)
-                self._enqueue(grid3, block3, params, sorted(staging.streams))
+                shared = self._dynamic_bytes([getattr(a, "value", 0) for a in prepared])
+                self._enqueue(grid3, block3, params, sorted(staging.streams), shared)
                 if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back
                     with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
                         drv.Context.synchronize()

@@ -24,6 +24,7 @@ import pyopencl as cl
 from polykern.errors import LaunchError
 from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from polykern.module import ArgInfo, FunctionInfo
+from polykern.shared_launch import dynamic_shared_of
 
 from .clerrors import CL_ERRORS, device_error
 from .device_array import DeviceArray
@@ -56,12 +57,18 @@ class OpenCLKernel:
         self.info = info
         self.device = device
         self.kobj = kobj
+        self._dyn = dynamic_shared_of(info)  # (size argument, element bytes) of a pk.shared_dynamic array
         self._convert: Dict[int, Callable] = {i: scalar_converter(a) for i, a in enumerate(info.args)
                                               if not a.is_buffer}
 
     @property
     def name(self) -> str:
         return self.info.name
+
+    @property
+    def max_shared_bytes(self) -> int:
+        """CL_DEVICE_LOCAL_MEM_SIZE (shared_launch.py checks static + dynamic shared memory against it)."""
+        return self.device.limits.local_mem_size
 
     def __repr__(self) -> str:
         return f"<OpenCLKernel {self.info.signature()} on {self.device.name}>"
@@ -151,6 +158,9 @@ class OpenCLKernel:
             with kobj.lock:  # clSetKernelArg is not thread-safe on one kernel object
                 for i, v in enumerate(values):
                     kobj.kernel.set_arg(i, v)
+                if self._dyn is not None:  # the trailing __local argument: clSetKernelArg(size, NULL)
+                    index, elem = self._dyn
+                    kobj.kernel.set_arg(len(values), cl.LocalMemory(int(prepared[index].value) * elem))
                 enqueued = True
                 event = cl.enqueue_nd_range_kernel(queue, kobj.kernel, gsize, block3)
             waits = [event]

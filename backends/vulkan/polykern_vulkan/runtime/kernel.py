@@ -19,6 +19,7 @@ import vulkan as vk
 from polykern.errors import DeviceError, LaunchError
 from polykern.launch import BufferArg, check_args
 from polykern.module import FunctionInfo
+from polykern.shared_launch import dynamic_shared_of
 
 from .buffers import Buffer
 from .device import CommandContext
@@ -39,10 +40,16 @@ class VulkanKernel:
         self.program = program
         self.abi = program.abi
         self.dev = program.dev
+        self._dyn = dynamic_shared_of(info)  # (size argument, element bytes) of a pk.shared_dynamic array
 
     @property
     def name(self) -> str:
         return self.info.name
+
+    @property
+    def max_shared_bytes(self) -> int:
+        """maxComputeSharedMemorySize (shared_launch.py checks static + dynamic shared memory against it)."""
+        return self.dev.limits.max_shared_bytes
 
     def __repr__(self) -> str:
         return f"<VulkanKernel {self.info.signature()} on {self.dev.name}>"
@@ -92,7 +99,7 @@ class VulkanKernel:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
         self._check_limits(grid3, block3)
         dev, abi = self.dev, self.abi
-        pipeline = self.program.pipeline(block3)
+        pipeline = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
         max_range = dev.limits.max_storage_range
         scalars: List[Any] = [None] * len(prepared)
         bound: List[Tuple[int, Any, int]] = []

@@ -27,9 +27,10 @@ _SPEC_ENTRIES = None
 
 
 def _spec_entries():
+    """Specialization constants 0-2: the block shape; 3: a pk.shared_dynamic array's length."""
     global _SPEC_ENTRIES
     if _SPEC_ENTRIES is None:
-        _SPEC_ENTRIES = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(3)]
+        _SPEC_ENTRIES = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(4)]
     return _SPEC_ENTRIES
 
 
@@ -98,15 +99,17 @@ class KernelProgram:
             raise
         self._pipelines: LazyMap = LazyMap(self._create_pipeline)
 
-    def pipeline(self, block3: Tuple[int, int, int]):
-        """The compute pipeline for this block shape (created on first use, then cached)."""
-        return self._pipelines.get(block3)
+    def pipeline(self, block3: Tuple[int, int, int], shared_size: int = 0):
+        """The compute pipeline for this block shape (and length of the pk.shared_dynamic array, if
+        the kernel has one), created on first use, then cached."""
+        return self._pipelines.get((block3, shared_size) if shared_size else block3)
 
-    def _create_pipeline(self, block3: Tuple[int, int, int]):
+    def _create_pipeline(self, key):
         dev = self.dev
         dev.check_open()
-        data = struct.pack("<3I", *block3)
-        spec = vk.VkSpecializationInfo(mapEntryCount=3, pMapEntries=_spec_entries(), dataSize=len(data),
+        block3, extra = (key, ()) if isinstance(key[0], int) else (key[0], (key[1],))
+        data = struct.pack(f"<{3 + len(extra)}I", *block3, *extra)
+        spec = vk.VkSpecializationInfo(mapEntryCount=3 + len(extra), pMapEntries=_spec_entries(), dataSize=len(data),
                                        pData=vk.ffi.from_buffer(data))
         stage = vk.VkPipelineShaderStageCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
