@@ -4,6 +4,7 @@ memory-bound kernels as a fraction of the copy bandwidth (``np.copyto`` on large
 measured in the same run, and launch overhead per call on a tiny launch.
 
     python benchmarks/cpu.py [--quick] [--json out.json]
+    python benchmarks/cpu.py --tuned [--repeat 9] [--json out.json]   # issue 15: tuned_kernels.py vs Numba/NumPy
 """
 from __future__ import annotations
 
@@ -114,13 +115,146 @@ def launch_overhead(repeat: int) -> dict:
     return {k: median(v) for k, v in times.items()}
 
 
+TUNED_SIZES = {"saxpy": 1 << 24, "sum": 1 << 24, "softmax": (4096, 4096)}
+CHUNK_BLOCK = 64  # work-items per group of sum_chunks on the CPU (one group per core)
+
+
+def _numpy_tuned(name: str, d: dict):
+    """The NumPy a user writes for the issue-15 CPU problems (in place where the problem is)."""
+    if name == "saxpy":
+        t = np.empty_like(d["y"])
+
+        def saxpy():
+            np.multiply(d["x"], d["a"], out=t)
+            return [np.add(t, d["y"], out=d["y"])]
+        return saxpy
+    if name == "sum":
+        return lambda: [d["x"].sum()]
+
+    def softmax():
+        e = np.exp(d["x"] - d["x"].max(axis=1, keepdims=True))
+        e /= e.sum(axis=1, keepdims=True)
+        return [e]
+    return softmax
+
+
+def _numba_tuned(name: str, d: dict):
+    import peers_numba
+
+    if name == "saxpy":
+        disp, _ = peers_numba.compiled("saxpy", d)
+        return lambda: (disp(d["a"], d["x"], d["y"]), [d["y"]])[1]
+    if name == "sum":
+        disp, _ = peers_numba.compiled("reduction", d)
+        return lambda: [disp(d["x"])]
+    d["out"] = np.empty_like(d["x"])
+    disp, _ = peers_numba.compiled("softmax", d)
+    return lambda: (disp(d["x"], d["out"]), [d["out"]])[1]
+
+
+def tuned(repeat: int = 9, quick: bool = False, with_numba: bool = True) -> dict:
+    """Issue 15 on the CPU: the kernels of tuned_kernels.py (saxpy with float4 groups in a grid-stride
+    loop; the 2-pass sum with subgroup reductions; row softmax with the row in registers) on the llvm
+    runtime, and the examples' saxpy, against NumPy and Numba ``parallel=True``. Each contender is checked
+    against NumPy in float64 first (a wrong one is reported, not timed); then ``repeat`` interleaved
+    rounds; per-round ratios polykern / peer, their median and spread (min-max)."""
+    import os
+
+    import polykern as pk
+    import tuned_kernels as tk
+    import tuned_problems as tp
+    from kernels import BY_NAME
+
+    units = os.cpu_count() or 1
+    rows = []
+    for name in ("saxpy", "sum", "softmax"):
+        size = tp.TINY[name] if quick else TUNED_SIZES[name]
+        p = tp.PROBLEMS[name]
+        host = p.make(np.random.default_rng(15), size)
+        want = p.reference(host)
+        place = tp.Place()
+        fns, state = {}, {}
+
+        def fresh():
+            return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in host.items()}
+        for label, target in TARGETS.items():
+            mod = pk.build(p.kernels(size), targets=[target])
+            d = {k: (place.put(v) if isinstance(v, np.ndarray) else v) for k, v in host.items()}
+            fns[f"{label} tuned"], state[f"{label} tuned"] = p.run(mod, place, d, {"size": size, "units": units}), d
+        if name == "sum":  # the CPU's layout: a contiguous chunk per work-item (tuned_kernels.sum_chunks)
+            ks = [tk.sum_chunks.specialize(BLOCK=CHUNK_BLOCK), tk.sum_finish.specialize(BLOCK=CHUNK_BLOCK)]
+            for label, target in TARGETS.items():
+                mod = pk.build(ks, targets=[target])
+                d = fresh()
+                d["part"], d["out"] = np.zeros(units, np.float32), np.zeros(1, np.float32)
+                fns[f"{label} chunks"], state[f"{label} chunks"] = (
+                    lambda c=mod[ks[0].name], f=mod[ks[1].name], d=d: (
+                        c(size, d["x"], d["part"], grid=units, block=CHUNK_BLOCK),
+                        f(units, d["part"], d["out"], 0, 1.0, grid=1, block=CHUNK_BLOCK), [d["out"]])[2]), d
+        if name == "softmax":  # the CPU's layout: a work-item per row (tuned_kernels.softmax_row_loops)
+            r, c = size
+            for label, target in TARGETS.items():
+                k = pk.build([tk.softmax_row_loops], targets=[target])["softmax_row_loops"]
+                d = fresh()
+                d["out"] = np.zeros(r * c, np.float32)
+                fns[f"{label} row loops"], state[f"{label} row loops"] = (
+                    lambda k=k, d=d: (k(r, c, d["x"], d["out"], grid=-(-r // 64), block=64), [d["out"]])[1]), d
+        if name == "saxpy":
+            k = pk.build([BY_NAME["saxpy"].kernel], targets=["llvm"])["saxpy"]
+            d = dict(fresh(), n=size)
+            fns["polykern example saxpy"], state["polykern example saxpy"] = (
+                lambda k=k, d=d: (BY_NAME["saxpy"].launch(k, d), [d["y"]])[1]), d
+        d = fresh()
+        fns["numpy"], state["numpy"] = _numpy_tuned(name, d), d
+        if with_numba:
+            try:
+                d = fresh()
+                fns["numba parallel"], state["numba parallel"] = _numba_tuned(name, d), d
+            except ImportError as e:
+                log(f"numba not available: {e}")
+        status = {}
+        for label, f in list(fns.items()):
+            for r in p.resets:
+                state[label][r][...] = host[r].ravel() if state[label][r].ndim == 1 else host[r]
+            err = tp.check(name, host, [np.asarray(o) for o in f()], want)
+            status[label] = err or "ok"
+            if err:
+                log(f"cpu {name}: {label}: {err}")
+                del fns[label]
+        times = interleaved(fns, repeat, warmup=1, min_time=0.05)
+        med = {k: median(v) for k, v in times.items()}
+        ratios = {}
+        for peer in ("numba parallel", "numpy"):
+            if peer not in times:
+                continue
+            for label in times:
+                if label.startswith("polykern"):
+                    r = [a / b for a, b in zip(times[label], times[peer])]
+                    ratios[f"{label} / {peer}"] = {"median": median(r), "min": min(r), "max": max(r)}
+        rows.append({"problem": name, "size": size, "status": status, "seconds": med, "rounds": times,
+                     "ratios": ratios})
+        log(f"cpu {name:8} " + "  ".join(f"{k} {v * 1e3:.3f}ms" for k, v in med.items()))
+        for k, v in ratios.items():
+            log(f"    {k}: {v['median']:.3f} ({v['min']:.3f}-{v['max']:.3f})")
+    return {"rows": rows, "repeat": repeat}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--only", help="comma-separated kernel names")
     ap.add_argument("--json")
+    ap.add_argument("--tuned", action="store_true", help="issue 15: the tuned kernels (saxpy, sum, row softmax) "
+                    "against NumPy and Numba parallel, interleaved rounds (--repeat, at least 9)")
     args = ap.parse_args(argv)
+    if args.tuned:
+        res = {"issue15": tuned(max(9, args.repeat), args.quick), "machine": machine(),
+               "versions": versions("numpy", "numba", "llvmlite")}
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return 0
     res = run(args.quick, args.repeat, problems=args.only.split(",") if args.only else None)
     res["machine"] = machine()
     res["versions"] = versions("numpy", "numba", "llvmlite")

@@ -55,6 +55,21 @@ def stencil(src, dst):
 def copy(src, dst):
     for i in prange(src.shape[0]):
         dst[i] = src[i]
+
+
+def softmax(x, out):
+    for i in prange(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            m = max(m, x[i, j])
+        s = np.float32(0.0)
+        for j in range(x.shape[1]):
+            e = np.exp(x[i, j] - m)
+            out[i, j] = e
+            s += e
+        inv = np.float32(1.0) / s
+        for j in range(x.shape[1]):
+            out[i, j] *= inv
 '''
 
 NAMES = ("saxpy", "reduction", "matmul", "stencil")
@@ -65,6 +80,7 @@ ARGS = {
     "matmul": lambda d: (d["a"], d["b"], d["c"]),
     "stencil": lambda d: (d["src"], d["dst"]),
     "copy": lambda d: (d["src"], d["dst"]),
+    "softmax": lambda d: (d["x"], d["out"]),
 }
 
 

@@ -162,6 +162,36 @@ def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], stats: B
 
 
 @pk.kernel
+def sum_chunks(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
+    """The CPU's shape of sum_pass: each work-item sums one contiguous chunk of float4 groups into four
+    per-lane accumulators (a prefetch-friendly stream per core; the lanes vectorize), then the group
+    reduces as sum_pass does. On a GPU the same layout would not coalesce."""
+    sh = pk.shared(f32, BLOCK)
+    items = pk.num_groups(0) * BLOCK
+    n4 = n // 4
+    per = (n4 + items - 1) // items
+    k = pk.global_id(0) * per
+    end = pk.min(k + per, n4)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    while k < end:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        s0 += a0
+        s1 += a1
+        s2 += a2
+        s3 += a3
+        k += 1
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        s0 += x[t]
+    total = block_add((s0 + s1) + (s2 + s3), sh)
+    if pk.local_id(0) == 0:
+        part[pk.group_id(0)] = total
+
+
+@pk.kernel
 def sum_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], out: Buffer[f32], slot: i32,
                scale: f32):
     """out[slot] = scale * sum(part[:nparts]) (one work-group)."""
@@ -270,6 +300,26 @@ def softmax_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, x: Buffer[f
         if k < c4:
             pk.vstore(out, base + k, (vals[j * 4] * inv, vals[j * 4 + 1] * inv, vals[j * 4 + 2] * inv,
                                       vals[j * 4 + 3] * inv))
+
+
+@pk.kernel
+def softmax_row_loops(nrows: i32, ncols: i32, x: Buffer[f32, "readonly"], out: Buffer[f32]):
+    """The CPU's shape of softmax_rows: one work-item per row, three loops along it (max; exp and sum;
+    scale), contiguous like a NumPy/Numba row loop. On a GPU it would leave the threads' loads uncoalesced."""
+    r = pk.global_id(0)
+    if r < nrows:
+        base = r * ncols
+        m = x[base]
+        for j in range(1, ncols):
+            m = pk.max(m, x[base + j])
+        s = 0.0
+        for j in range(ncols):
+            e = pk.exp2((x[base + j] - m) * LOG2E)
+            out[base + j] = e
+            s += e
+        inv = 1.0 / s
+        for j in range(ncols):
+            out[base + j] = out[base + j] * inv
 
 
 @pk.kernel

@@ -90,3 +90,16 @@ def test_check_catches_one_wrong_value(name):
     assert tp.check(name, host, outs, want) is None
     outs[0].ravel()[-1] += np.float32(0.01) * (1 + abs(outs[0].ravel()[-1]))
     assert tp.check(name, host, outs, want).startswith("WRONG RESULT")
+
+
+def test_cpu_tuned_contenders_are_checked_and_timed():
+    import cpu
+
+    res = cpu.tuned(repeat=2, quick=True, with_numba=False)
+    labels = set()
+    for row in res["rows"]:
+        assert all(v == "ok" for v in row["status"].values()), row["status"]
+        assert all(len(v) == 2 for v in row["rounds"].values())
+        assert row["ratios"]  # polykern / numpy per round
+        labels.update(row["seconds"])
+    assert {"polykern tuned", "polykern chunks", "polykern row loops", "polykern example saxpy", "numpy"} <= labels
