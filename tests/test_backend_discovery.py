@@ -179,3 +179,22 @@ def test_unreadable_metadata_is_listed_not_raised(monkeypatch):
     rec = recs["(polykern.backends entry points)"]
     assert not rec.codegen_ok and "ValueError: bad METADATA in some.dist-info" in rec.codegen_error
     assert "llvm" not in recs
+
+
+def test_bazel_dist_info_declares_the_entry_points_of_pyproject():
+    """backends/dist_info.bzl writes, for Bazel runs, the same entry point lines pip installs from
+    pyproject.toml: one format for every backend, checked against every pyproject entry point."""
+    import pathlib
+    import re
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    bzl, toml = root / "backends" / "dist_info.bzl", root / "pyproject.toml"
+    if not (bzl.exists() and toml.exists()):
+        pytest.skip("backends/dist_info.bzl and pyproject.toml are not in this test's runfiles (Bazel); "
+                    "the pytest tier checks them")
+    fmt = re.search(r'return "([^"]+)" % \(backend, backend\)', bzl.read_text()).group(1)
+    eps = tomllib.loads(toml.read_text())["project"]["entry-points"]["polykern.backends"]
+    assert eps, "pyproject.toml declares no polykern.backends entry point"
+    for name, value in eps.items():
+        assert fmt % (name, name) == f"{name} = {value}", f"backends/dist_info.bzl and pyproject.toml disagree on {name}"
