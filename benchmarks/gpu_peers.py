@@ -157,7 +157,7 @@ def polykern_contenders(name, size, host, mods, env) -> list:
     p = tp.PROBLEMS[name]
     out = []
     for label, (mod, place, clock) in mods.items():
-        d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+        d = _upload(host, place)
         try:
             fn = p.run(mod, place, d, dict(env, size=size))
         except Exception as e:  # noqa: BLE001
@@ -170,9 +170,20 @@ def polykern_contenders(name, size, host, mods, env) -> list:
     return out
 
 
+def _upload(host, place) -> dict:
+    return {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+
+
+CUPY_PROBLEMS = ("sum", "max", "meanvar", "matmul")
+TRITON_PROBLEMS = ("saxpy", "stencil", "softmax", "layernorm", "matmul")
+TORCH_PROBLEMS = ("softmax", "layernorm")
+
+
 def cupy_peers(name, host, place) -> list:
+    if name not in CUPY_PROBLEMS:
+        return []
     cp = place.cp
-    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    d = _upload(host, place)
     out = []
     if name in ("sum", "max", "meanvar"):
         x = d["x"]
@@ -199,8 +210,10 @@ def triton_peers(name, host, place, tri) -> list:
 
     import peers_triton
 
+    if name not in TRITON_PROBLEMS:
+        return []
     cp = place.cp
-    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    d = _upload(host, place)
     t = {k: torch.from_dlpack(v) for k, v in d.items() if hasattr(v, "__cuda_array_interface__")}
     out = []
     if name == "saxpy":
@@ -255,7 +268,9 @@ def triton_peers(name, host, place, tri) -> list:
 def torch_peers(name, host, place) -> list:
     import torch
 
-    d = {k: (place.put(v) if isinstance(v, np.ndarray) and v.ndim else v) for k, v in host.items()}
+    if name not in TORCH_PROBLEMS:
+        return []
+    d = _upload(host, place)
     out = []
     if name == "softmax":
         r, c = host["x"].shape
@@ -512,6 +527,10 @@ def table() -> str:
         lines.append(f"| {t['problem']}: {t['target']} | {r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f})"
                      if r else f"| {t['problem']}: {t['target']} | {t.get('why', '—')}")
         lines[-1] += f" | {'MET' if t['met'] else 'missed' if t['met'] is False else '—'} |"
+    if RESULTS["errors"]:
+        lines += ["", "Missing or failed: " + "; ".join(f"{k}: {v}" for k, v in RESULTS["errors"].items())]
+    if RESULTS["skipped"]:
+        lines += ["", f"Skipped (time budget): {', '.join(RESULTS['skipped'])}"]
     return "\n".join(lines)
 
 
@@ -657,6 +676,15 @@ def main(argv=None) -> int:
         ap.error(f"unknown problem(s) {unknown}; choose from {ORDER}")
     sizes = dict(tp.TINY if (args.dry_run or args.tiny) else tp.FULL)
     RESULTS["mode"] = "dry-run" if args.dry_run else "gpu"
+    if not args.dry_run:
+        try:
+            import cupy  # noqa: F401
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"]["cupy"] = f"missing: {short(e)}"
+            log(f"CuPy is missing ({short(e)}): the GPU run needs it; --dry-run checks the kernels without a GPU")
+            with open(os.path.join(args.out, "gpu_peers.json"), "w") as f:
+                json.dump(RESULTS, f, indent=1, default=str)
+            return 2
     RESULTS["machine"] = device_info(args.dry_run)
     RESULTS["sizes"] = sizes
     log(f"machine: {RESULTS['machine']}")

@@ -372,7 +372,7 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
                 a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
     """C = A @ B (row-major), a BM x BN tile per work-group of (BM/8)*(BN/8) work-items, 8 x 8 results
     per work-item in registers (``pk.local``), A (transposed) and B tiles of depth BK staged in shared
-    memory with float4 global loads. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
+    memory with float4 global loads, the next tile's loaded into registers while this one is multiplied. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
     (columns likewise): its shared-memory reads are 4 consecutive floats, conflict-free across a warp.
     ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md).
     Needs m % BM == n % BN == k % BK == 0 and BM * BK == BN * BK == 4 * (work-items per group)."""
@@ -394,10 +394,10 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
     bc = tid % (BN // 4)
     for i in range(64):
         acc[i] = 0.0
+    a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + ac, 4)
+    b0, b1, b2, b3 = pk.vload(b, br * n4 + col0 // 4 + bc, 4)
     t = 0
     while t < k:
-        a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + t // 4 + ac, 4)
-        b0, b1, b2, b3 = pk.vload(b, (t + br) * n4 + col0 // 4 + bc, 4)
         a_t[(ac * 4) * BM + ar] = a0
         a_t[(ac * 4 + 1) * BM + ar] = a1
         a_t[(ac * 4 + 2) * BM + ar] = a2
@@ -407,6 +407,9 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
         b_s[br * BN + bc * 4 + 2] = b2
         b_s[br * BN + bc * 4 + 3] = b3
         pk.barrier()
+        if t + BK < k:  # the next tile's loads are in flight while this one is multiplied
+            a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + (t + BK) // 4 + ac, 4)
+            b0, b1, b2, b3 = pk.vload(b, (t + BK + br) * n4 + col0 // 4 + bc, 4)
         for kk in range(BK):
             for h in range(2):
                 for e in range(4):
