@@ -138,6 +138,31 @@ def test_collectives_in_a_loop(target):
             assert out[i] == acc
 
 
+@pk.kernel
+def sg_float_first(o: Buffer[f32], x: Buffer[f32], s: u32):
+    g = pk.global_id(0)
+    o[g] = pk.subgroup_broadcast_first(x[g]) + pk.subgroup_broadcast_first(x[g] * 2.0) + f32(pk.subgroup_min(s + u32(g)))
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_float_broadcasts_next_to_other_collectives(target):
+    """Regression (fuzz seed 1000029): two float broadcast_first, or one beside another collective,
+    aborted lavapipe's LLVM ('Cannot select scalar_to_vector') through Vulkan and WebGPU; a float
+    broadcast_first is now a shuffle from lane 0."""
+    x = np.arange(N, dtype=np.float32) + 0.5
+    o, ids = np.zeros(N, np.float32), np.zeros(3 * N, np.int32)
+    mod = pk.build([sg_float_first, sg_ops], targets=[target])
+    mod["sg_float_first"](o, x, 5, grid=N // BLOCK, block=BLOCK)
+    z = np.zeros(4 * N, np.float32)
+    mod["sg_ops"](z[:N], np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
+                  np.zeros(2 * N, np.uint32), ids, grid=N // BLOCK, block=BLOCK)
+    _, groups = _groups(ids)
+    for lanes in groups.values():
+        first = lanes[0]
+        for i in lanes.values():
+            assert o[i] == x[first] * 3 + 5 + min(lanes.values())
+
+
 def test_non_uniform_control_flow_is_refused():
     with pytest.raises(KernelTypeError, match=r"subgroup_add\(\) is reached only by some work-items") as e:
         @pk.kernel

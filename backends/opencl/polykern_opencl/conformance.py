@@ -37,3 +37,7 @@ def _device_skips() -> Dict[str, str]:
 
 
 SKIPS = {"opencl": _device_skips()}
+
+#: features the codegen refuses at compile time (polykern.testing.kernelgen.FEATURES names)
+REFUSES = {"opencl": {"subgroups": "pk.subgroup_* needs cl_khr_subgroups, which the 'opencl' target does not "
+                                   "declare (build for 'opencl -subgroups' on a device that has it)"}}

@@ -51,6 +51,10 @@ def lower_subgroup(low, e: n.Subgroup) -> int:
         return f.val(Op.GroupNonUniformAny if e.op == "any" else Op.GroupNonUniformAll, rt, scope, v)
     if e.op == "broadcast_first":
         m.capability("GroupNonUniformBallot")
+        if e.type.is_float:  # lane 0 (every lane is active: uniform control flow) by a shuffle: lavapipe
+            # (Mesa 22.3, LLVM 15) aborts on two float BroadcastFirst ("Cannot select scalar_to_vector")
+            m.capability("GroupNonUniformShuffle")
+            return f.val(Op.GroupNonUniformShuffle, rt, scope, v, low.u32c(0))
         return f.val(Op.GroupNonUniformBroadcastFirst, rt, scope, v)
     if e.op in ("shuffle", "shuffle_xor"):
         m.capability("GroupNonUniformShuffle")

@@ -383,6 +383,8 @@ class WGSLEmitter:
             size = _SUBGROUP_INPUTS["size"][1]
             lane = f"(bitcast<u32>({self.top(e.args[1])}) & ({size} - 1u))"
             return f"{_SUBGROUP_FN[e.op]}({v}, {lane})"
+        if e.op == "broadcast_first" and e.type.is_float:  # lane 0 by a shuffle: see spirv_subgroups
+            return f"subgroupShuffle({v}, 0u)"
         return f"{_SUBGROUP_FN[e.op]}({v})"
 
     def once(self, e: ir.Expr) -> str:

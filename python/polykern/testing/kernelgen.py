@@ -33,7 +33,7 @@ ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOATS = ("f16", "f32", "f64")
 #: feature names a backend may refuse (backends declare theirs; see tests/runtimes.py)
-FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64")
+FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64", "subgroups")
 
 N_IN = 16  # input buffer length (indices masked with N_IN - 1)
 N_LOCAL = 8  # pk.local array length
@@ -141,6 +141,8 @@ class _Gen:
         # Whether a program has device functions or a constexpr comes from a second generator, so the
         # programs of seeds without them are the ones this generator made before they existed.
         self.frng = random.Random(f"features-{seed}")
+        self.sgrng = random.Random(f"subgroups-{seed}")  # likewise for the subgroup section
+        self.uses_subgroups = False
 
     # ------------------------------------------------------------------ helpers
     def fresh(self, prefix: str) -> str:
@@ -437,6 +439,45 @@ class _Gen:
         self.vars = saved
         self.loop_depth -= 1
 
+    # ------------------------------------------------------------------ subgroups
+    def subgroup_section(self):
+        """pk.subgroup_* at the top level (uniform control flow), used only in ways whose result does
+        not depend on the device's subgroup size: reductions and votes folded into an accumulator by
+        each subgroup's lane 0 with the accumulator's own (order-free) atomic, shuffles that give a
+        work-item its own value back (masks 1 and 2 stay inside a subgroup: blocks are 4, 8 or 16),
+        broadcasts of group-uniform values, and the ids recombined into local_id(0)."""
+        r = self.sgrng
+        self.uses_subgroups = True
+        lead = "pk.subgroup_local_id() == 0"
+        for t, (acc, op) in sorted(self.accs.items()):
+            if r.random() < 0.7:
+                v = self.fresh("sg")
+                self.emit(0, f"{v} = pk.subgroup_{op}({t}({self.expr(t, 2)}))")
+                self.emit(0, f"if {lead}:")
+                self.emit(1, f"pk.atomic_{op}({acc}, {r.randint(0, N_ACC - 1)}, {v})")
+            if op in ("min", "max") and r.random() < 0.5:  # min of all() / max of any(): the group's vote
+                vote = "all" if op == "min" else "any"
+                v = self.fresh("sg")
+                self.emit(0, f"{v} = {t}(pk.subgroup_{vote}({self.expr('bool', 2)}))")
+                self.emit(0, f"if {lead}:")
+                self.emit(1, f"pk.atomic_{op}({acc}, {r.randint(0, N_ACC - 1)}, {v})")
+        for t in [t for t in self.types if t in ("i32", "u32", "i64", "u64", "f32", "f64")]:
+            if r.random() < 0.5:
+                v = self.fresh("sg")
+                m = r.choice([1, 2])
+                inner = r.choice([f"pk.subgroup_shuffle_xor(pk.subgroup_shuffle_xor({self.expr(t, 2)}, {m}), {m})",
+                                  f"pk.subgroup_shuffle({self.expr(t, 2)}, pk.subgroup_local_id())"])
+                self.emit(0, f"{v} = {t}({inner})")
+                self.vars[t].append(v)
+            if r.random() < 0.3:
+                v = self.fresh("sg")
+                self.emit(0, f"{v} = {t}(pk.subgroup_broadcast_first({t}(pk.group_id(0) * {r.randint(1, 9)})))")
+                self.vars[t].append(v)
+        if r.random() < 0.5:
+            v = self.fresh("sg")
+            self.emit(0, f"{v} = pk.subgroup_id() * pk.subgroup_size() + pk.subgroup_local_id() - lid")
+            self.vars["i32"].append(v)
+
     # ------------------------------------------------------------------ device functions
     def call(self, helper) -> str:
         name, _, params = helper
@@ -559,6 +600,8 @@ class _Gen:
                 self.emit(0, f"{v} = {sh}[(lid + {r.randint(0, self.block - 1)}) & {self.block - 1}]")
                 self.emit(0, "pk.barrier()")
                 self.vars[t].append(v)
+        if "subgroups" not in self.avoid and self.sgrng.random() < 0.3:
+            self.subgroup_section()
         while self.budget > 0:
             self.stmt(0)
         for t in self.outs:
@@ -594,6 +637,8 @@ class _Gen:
             feats.add("bool_buffer")
         if self.uses_inexact_f64:
             feats.add("math_f64")
+        if self.uses_subgroups:
+            feats.add("subgroups")
         src = HEADER + "\n".join(helper_lines) + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n"
         if self.constexprs:  # the module's kernel is the specialized one (its .name says the values)
             values = ", ".join(f"{c}={v}" for c, v in self.constexprs.items())
@@ -628,10 +673,10 @@ INF = float("inf")'''
 
 #: what ``generate(avoid=...)`` can leave out, to keep fuzzing past a known open bug
 AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpers",
-             "constexpr": "no pk.constexpr kernel parameter"}
+             "constexpr": "no pk.constexpr kernel parameter", "subgroups": "no pk.subgroup_* section"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
-BEFORE_FUNCTIONS = frozenset(("functions", "constexpr"))
+BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups"))
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset()) -> GenProgram:
