@@ -317,3 +317,46 @@ def test_oracle_refuses_a_shuffle_past_a_partial_subgroup():
     with pytest.raises(OracleError, match="partial subgroup"):
         interpret(rot, [x], 1, 12)
     assert (interpret(rot, [x], 1, 12, subgroup_size=4).buffers["x"][8:] == [9, 10, 11, 8]).all()
+
+
+def _vulkan_device():
+    try:
+        from polykern_vulkan.runtime import device
+    except Exception:  # noqa: BLE001 - no Vulkan runtime here
+        return None
+    try:
+        return device.get()
+    except Exception:  # noqa: BLE001 - no device
+        return None
+
+
+def test_vulkan_device_reports_subgroups():
+    dev = _vulkan_device()
+    if dev is None:
+        pytest.skip("no Vulkan device here")
+    assert dev.subgroup_size in (4, 8, 16, 32, 64, 128)
+    ids = np.zeros(3 * N, np.int32)
+    z = np.zeros(4 * N, np.float32)
+    pk.build([sg_ops], targets=["vulkan"])["sg_ops"](z[:N], np.zeros(N, np.int32), np.zeros(N, np.uint32), z,
+                                                    z.astype(np.int32), np.zeros(2 * N, np.uint32), ids,
+                                                    grid=N // BLOCK, block=BLOCK)
+    assert ids[0] == dev.subgroup_size  # the SubgroupSize built-in is the device's
+
+
+def test_vulkan_refuses_a_device_without_the_operation_class():
+    """A device whose VkPhysicalDeviceSubgroupProperties lack shuffles gets a DeviceError naming them
+    when the shader is loaded (simulated on the real device by switching the property off)."""
+    from polykern.errors import DeviceError
+
+    dev = _vulkan_device()
+    if dev is None:
+        pytest.skip("no Vulkan device here")
+    key = "subgroup shuffle operations"
+    saved = dev.enabled[key]
+    dev.enabled[key] = False
+    try:
+        mod = pk.build([sg_loop], targets=["vulkan"])
+        with pytest.raises(DeviceError, match=key):
+            mod["sg_loop"](np.zeros(N, np.float32), np.zeros(N, np.float32), 1, grid=N // BLOCK, block=BLOCK)
+    finally:
+        dev.enabled[key] = saved

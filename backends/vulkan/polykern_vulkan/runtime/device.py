@@ -44,7 +44,17 @@ CAPABILITY_FEATURES = {
     "StorageBuffer8BitAccess": ("storageBuffer8BitAccess",),
     "StorageBuffer16BitAccess": ("storageBuffer16BitAccess",),
     "Int64Atomics": ("shaderBufferInt64Atomics",),
+    # pk.subgroup_* (VkPhysicalDeviceSubgroupProperties: compute stage and the operation class)
+    "GroupNonUniform": ("subgroup operations in compute shaders",),
+    "GroupNonUniformVote": ("subgroup vote operations",),
+    "GroupNonUniformArithmetic": ("subgroup arithmetic operations",),
+    "GroupNonUniformBallot": ("subgroup ballot operations",),
+    "GroupNonUniformShuffle": ("subgroup shuffle operations",),
 }
+#: VkSubgroupFeatureFlagBits of each pseudo-feature above (the basic class also needs the compute stage)
+SUBGROUP_OPERATIONS = {"subgroup operations in compute shaders": 0x1, "subgroup vote operations": 0x2,
+                       "subgroup arithmetic operations": 0x4, "subgroup ballot operations": 0x8,
+                       "subgroup shuffle operations": 0x10}
 #: SPIR-V version -> the Vulkan API version that consumes it
 SPIRV_API = {(1, 0): (1, 0), (1, 1): (1, 1), (1, 2): (1, 1), (1, 3): (1, 1), (1, 4): (1, 2), (1, 5): (1, 2),
              (1, 6): (1, 3)}
@@ -97,6 +107,20 @@ def _query_preserve(handle, api, extensions) -> Dict[str, bool]:
     top = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=fc)
     vk.vkGetPhysicalDeviceProperties2(handle, top)
     return {name: bool(getattr(fc, name)) for name in PRESERVE_PROPERTIES.values()}
+
+
+def _query_subgroups(handle, api) -> Dict[str, bool]:
+    """The subgroup operation classes usable in compute shaders (VkPhysicalDeviceSubgroupProperties,
+    Vulkan 1.1), and the subgroup size (``subgroup_size``; 0 before Vulkan 1.1)."""
+    if api < (1, 1):
+        return dict({name: False for name in SUBGROUP_OPERATIONS}, subgroup_size=0)
+    sg = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+    top = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sg)
+    vk.vkGetPhysicalDeviceProperties2(handle, top)
+    compute = bool(sg.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
+    out = {name: compute and bool(sg.supportedOperations & bit) for name, bit in SUBGROUP_OPERATIONS.items()}
+    out["subgroup_size"] = int(sg.subgroupSize)
+    return out
 
 
 def _enable_chain(api, enabled: Dict[str, bool]):
@@ -225,6 +249,9 @@ class Device:
         self.enabled = dict(self.supported)
         extensions = _float_controls_extension(pd.handle, self.api)
         self.enabled.update(_query_preserve(pd.handle, self.api, extensions))  # properties: always "on"
+        subgroups = _query_subgroups(pd.handle, self.api)
+        self.subgroup_size = subgroups.pop("subgroup_size")
+        self.enabled.update(subgroups)  # properties too
         top, keep = _enable_chain(self.api, self.enabled)
         queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                            queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
