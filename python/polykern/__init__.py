@@ -23,6 +23,8 @@ from .lang.builtins import (atomic_add, atomic_cas, atomic_max, atomic_min, atom
 from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_broadcast_first,  # noqa: F401
                             subgroup_id, subgroup_local_id, subgroup_max, subgroup_min, subgroup_shuffle,
                             subgroup_shuffle_xor, subgroup_size)
+from .lang.builtins import (frag_a, frag_acc, frag_b, frag_fill, frag_load, frag_scale,  # noqa: F401
+                            frag_store, mma)
 from .lang.builtins import abs, max, min  # noqa: F401,A004
 from .lang.kernel import Kernel, kernel  # noqa: F401
 from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401

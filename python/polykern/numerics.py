@@ -85,6 +85,27 @@ SPECIALS_NOT_PRESERVED_BY: Dict[str, Dict[str, str]] = {
 }
 
 
+# Matrix fragments (pk.mma, docs/language.md "Matrix fragments"): d = a @ b + c is defined as exact
+# products added to c in k order, each add rounded to f32, an f16 accumulator rounded once at the end
+# (polykern.ir.matrix.reference_mma: what the oracle and the CPU backends compute, bit for bit). Matrix
+# engines (tensor cores, cooperative matrices, simdgroup matrices) add in their own order and with their
+# own internal rounding (NVIDIA's truncates in places), so a device's d may differ from the reference by
+# up to MMA_SUM_ULPS[acc] * (K + 1) * eps(acc) * (|a| @ |b| + |c|) elementwise (mma_error_bound): the
+# classic bound of a sum of K + 1 terms in any order, twice over. Integer accumulators are exact
+# (products exact, sums wrap modulo 2**32) everywhere.
+MMA_SUM_ULPS = {"f32": 2.0, "f16": 2.0, "i32": 0.0}
+
+
+def mma_error_bound(acc: str, a, b, c):
+    """The largest difference (elementwise, float64) a backend's ``a @ b + c`` (of accumulator type
+    ``acc``) may show from the reference; for a chain of mma into one accumulator, pass the
+    concatenated A (columns) and B (rows) of all steps."""
+    a64, b64 = np.abs(np.asarray(a, np.float64)), np.abs(np.asarray(b, np.float64))
+    k = a64.shape[1]
+    eps = float(np.finfo(_NP[acc]).eps) if acc in _NP else 0.0
+    return MMA_SUM_ULPS[acc] * (k + 1) * eps * (a64 @ b64 + np.abs(np.asarray(c, np.float64)))
+
+
 def specials_promised(backend: str, device_name: str = "") -> bool:
     """Whether NaN/inf/-0 follow IEEE 754 on ``backend`` running on the device named ``device_name``
     (a runtime's device description; "" for "any device of the backend", which is the table's promise)."""

@@ -12,6 +12,8 @@ from typing import Iterable, List, Optional, Sequence, Union
 
 from . import hooks, registry
 from .errors import PolykernError, TargetError
+from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
+from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
@@ -86,6 +88,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         if builder is None:
             raise TargetError(f"no code generator is registered for target kind '{t.kind}' "
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
+        for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
+            check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
         root.import_module(builder([clone_function(f) for f in funcs], t))
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")

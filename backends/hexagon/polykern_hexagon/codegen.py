@@ -25,6 +25,7 @@ from typing import Dict, List
 from polykern import registry
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
+from polykern.codegen.llvm_matrix import cpu_support
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -102,3 +103,4 @@ def build(funcs: List, target: Target):
 def register() -> None:
     HEXAGON_KIND.register()
     registry.register("target.build.hexagon", build)
+    registry.register("matrix.support.hexagon", cpu_support)

@@ -26,6 +26,7 @@ from typing import Dict, List
 from polykern import registry
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
+from polykern.codegen.llvm_matrix import cpu_support
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.codegen.llvm_probe import check_cpu_and_features
 from polykern.errors import TargetError
@@ -103,3 +104,4 @@ def build(funcs: List, target: Target):
 def register() -> None:
     LLVM_KIND.register()
     registry.register("target.build.llvm", build)
+    registry.register("matrix.support.llvm", cpu_support)

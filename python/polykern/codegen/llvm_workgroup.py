@@ -48,6 +48,7 @@ from ..ir.types import BufferType
 from ..passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
                                       _stmt_names, plan_fission, plan_row_guards)
 from .llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
+from .llvm_matrix import allocate_fragments, emit_matrix_op
 from .llvm_subgroups import emit_subgroup, lower_collectives
 
 __all__ = ["WorkgroupLoopEmitter", "RANGE_SUFFIX"]
@@ -189,6 +190,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
             self.state = self.alloca(I32, self.nitems, name="state", align=16)
         if plan:
             self.counter = self.alloca(I64, name="running")
+        allocate_fragments(self, fn)
 
     # ------------------------------------------------------------------ zero-initialization
     def _memset(self, ptr, nbytes) -> None:
@@ -647,6 +649,9 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
         b.branch(head)
         b.position_at_end(done)
         self._remap_state({n.left: 0})
+
+    def stmt_MatrixOp(self, s: N.MatrixOp) -> None:
+        emit_matrix_op(self, s)
 
     # ------------------------------------------------------------------ special registers
     def subgroup(self, e: N.Subgroup) -> ll.Value:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
 from ..errors import SourceLoc
-from .types import ArrayType, BufferType, ScalarType, Type, bool_
+from .types import ArrayType, BufferType, FragmentType, ScalarType, Type, bool_
 
 # ---------------------------------------------------------------- expressions
 
@@ -316,6 +316,31 @@ class Barrier(Stmt):
     """Workgroup execution + shared-memory barrier (CUDA __syncthreads)."""
 
 
+MATRIX_OPS = ("fill", "load", "store", "mma", "scale")
+MATRIX_LAYOUTS = ("row", "col")
+
+
+@dataclass(eq=False)
+class MatrixOp(Stmt):
+    """A matrix-fragment operation of the whole subgroup (docs/language.md "Matrix fragments").
+
+    ``frag`` names the fragment (``Function.fragments``) that ``fill``/``load``/``mma``/``scale`` write
+    and ``store`` reads. ``fill``: ``args`` = [value]; ``scale``: [factor] (``frag *= factor``);
+    ``load``/``store``: ``base`` (a Buffer or shared array), ``args`` = [offset, ld]: element (i, j) of the
+    fragment is ``base[offset + i * ld + j]`` (``layout`` "row") or ``base[offset + j * ld + i]`` ("col");
+    ``mma``: ``srcs`` = [a, b, c] and ``frag = a @ b + c``. The operands are the same in every work-item
+    of the subgroup, and the statement is reached by all work-items of the workgroup or none
+    (passes/uniformity.py)."""
+
+    op: str
+    frag: str
+    ftype: FragmentType
+    srcs: List[str] = field(default_factory=list)
+    base: Optional[Var] = None
+    args: List[Expr] = field(default_factory=list)
+    layout: str = "row"
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -340,6 +365,8 @@ class Function:
     source: str = field(default="", repr=False)
     #: Extra FunctionInfo attributes recorded by passes (e.g. the bounds-check access table).
     attrs: Dict[str, str] = field(default_factory=dict, repr=False)
+    #: Matrix fragments (pk.frag_a/frag_b/frag_acc), by name; only MatrixOp statements use them.
+    fragments: Dict[str, FragmentType] = field(default_factory=dict)
 
     @property
     def shared_arrays(self) -> Dict[str, ArrayType]:
@@ -384,6 +411,8 @@ def stmt_exprs(s: Stmt) -> List[Expr]:
         return [s.start, s.stop]
     if isinstance(s, While):
         return [s.cond]
+    if isinstance(s, MatrixOp):
+        return list(s.args)
     return []
 
 
@@ -408,6 +437,11 @@ def subgroup_collective(s: Stmt) -> Optional["Subgroup"]:
     if isinstance(s, Assign) and isinstance(s.value, Subgroup) and s.value.collective:
         return s.value
     return None
+
+
+def uses_matrix(fn: Function) -> bool:
+    """Whether ``fn`` has matrix-fragment operations."""
+    return any(isinstance(s, MatrixOp) for s in walk_stmts(fn.body))
 
 
 def uses_subgroups(fn: Function) -> bool:

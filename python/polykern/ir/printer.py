@@ -56,6 +56,10 @@ def _stmts(stmts, ind, out):
         elif isinstance(s, ir.While):
             out.append(f"{pad}while {expr_str(s.cond)}:")
             _stmts(s.body, ind + 1, out)
+        elif isinstance(s, ir.MatrixOp):
+            ops = [s.base.name] if s.base is not None else []
+            ops += list(s.srcs) + [expr_str(a) for a in s.args]
+            out.append(f"{pad}{s.frag} <- frag_{s.op}({', '.join(ops)}){' col' if s.layout == 'col' else ''}")
         else:
             out.append(f"{pad}{type(s).__name__.lower()}")
 
@@ -67,5 +71,7 @@ def function_str(fn: ir.Function) -> str:
         out.append(f"  local {name}: {t}")
     for name, t in sorted(fn.arrays.items()):
         out.append(f"  {t.scope} {name}: {t.elem}[{t.size}]")
+    for name, ft in sorted(fn.fragments.items()):
+        out.append(f"  fragment {name}: {ft}")
     _stmts(fn.body, 1, out)
     return "\n".join(out) + "\n"

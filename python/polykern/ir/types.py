@@ -139,6 +139,37 @@ class ArrayType:
         return f"{self.scope}[{self.elem} x {'dynamic' if self.dynamic else self.size}]"
 
 
+FRAGMENT_ROLES = ("a", "b", "acc")
+
+
+@dataclass(frozen=True)
+class FragmentType:
+    """A matrix fragment (docs/language.md "Matrix fragments"): one ``rows x cols`` matrix of ``elem``
+    held by a whole subgroup, the ``role`` operand of an ``m x n x k`` multiply-add: ``a`` is m x k,
+    ``b`` is k x n, ``acc`` (the C and D operands) is m x n."""
+
+    role: str  # one of FRAGMENT_ROLES
+    elem: ScalarType
+    m: int
+    n: int
+    k: int
+
+    @property
+    def rows(self) -> int:
+        return self.k if self.role == "b" else self.m
+
+    @property
+    def cols(self) -> int:
+        return self.k if self.role == "a" else self.n
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def __str__(self) -> str:
+        return f"frag_{self.role}[{self.elem}, {self.shape}]"
+
+
 Type = Union[ScalarType, BufferType, ArrayType]
 
 

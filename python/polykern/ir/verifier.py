@@ -74,8 +74,30 @@ class _Verifier:
                 self.fail(f"{type(s).__name__.lower()} outside a loop", s)
         elif isinstance(s, (ir.Return, ir.Barrier)):
             pass
+        elif isinstance(s, ir.MatrixOp):
+            self.matrix(s)
         else:
             self.fail(f"unknown statement {type(s).__name__}", s)
+
+    def matrix(self, s):
+        ft = self.fn.fragments.get(s.frag)
+        if ft is None or ft != s.ftype or any(n not in self.fn.fragments for n in s.srcs):
+            self.fail(f"matrix operation on undeclared or mistyped fragment '{s.frag}'", s)
+        if s.op not in ir.MATRIX_OPS or s.layout not in ir.MATRIX_LAYOUTS:
+            self.fail(f"unknown matrix operation {s.op} ({s.layout})", s)
+        for e in s.args:
+            self.expr(e)
+        if s.op in ("load", "store"):
+            if s.base is None or len(s.args) != 2 or not all(e.type.is_int for e in s.args):
+                self.fail(f"frag_{s.op} needs a memory base and integer offset and ld", s)
+            if s.base.type.elem != ft.elem:
+                self.fail(f"frag_{s.op} of {ft} on '{s.base.name}' ({s.base.type})", s)
+        elif s.op in ("fill", "scale"):
+            if len(s.args) != 1:
+                self.fail(f"frag_{s.op} takes one value", s)
+            self.expect(s.args[0], ft.elem, s)
+        elif len(s.srcs) != 3:
+            self.fail("mma takes three fragments", s)
 
     def memory(self, base, index, node):
         if not isinstance(base, ir.Var) or not isinstance(base.type, (BufferType, ArrayType)):

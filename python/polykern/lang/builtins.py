@@ -41,7 +41,12 @@ _SUBGROUP = ("subgroup_size", "subgroup_local_id", "subgroup_id", "subgroup_shuf
              "subgroup_add", "subgroup_min", "subgroup_max", "subgroup_any", "subgroup_all",
              "subgroup_broadcast_first")
 
+# Matrix fragments (docs/language.md "Matrix fragments"; lang/matrix.py).
+_MATRIX = ("frag_a", "frag_b", "frag_acc", "frag_fill", "frag_load", "frag_store", "frag_scale", "mma")
+
 BUILTINS = {}
+for _n in _MATRIX:
+    BUILTINS[_n] = Builtin(_n, "matrix")
 for _n in _SUBGROUP:
     BUILTINS[_n] = Builtin(_n, "subgroup")
 for _n in _SPECIAL:

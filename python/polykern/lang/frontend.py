@@ -17,6 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
+from . import matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .exprs import ExprTranslator
@@ -185,6 +186,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 fn = None
             if fn is B.BUILTINS["vstore"]:
                 return vector_access.vstore(self, v, node)
+            if isinstance(fn, B.Builtin) and fn.name in matrix.STATEMENTS:
+                return matrix.statement(self, fn.name, v, node)
             if fn is B.BUILTINS["barrier"]:
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)
@@ -211,6 +214,11 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             raise self.syntax_error("tuple assignment is not supported in kernels; assign one name at a time",
                                     node)
         if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+            fn = self._builtin_of(node.value)
+            if isinstance(fn, B.Builtin) and fn.name in matrix.DECLARE:
+                return matrix.declare(self, target, node.value, fn.name)
+            if fn is B.BUILTINS["mma"]:
+                return matrix.mma(self, target, node.value)
             alloc = self._alloc_call(node.value)
             if alloc is not None:
                 return self._declare_array(target, alloc, node.value)
@@ -324,6 +332,9 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             return self.static_value(call.func)
         except KeyError:
             return None
+
+    def _call_matrix(self, name, node):
+        raise self.syntax_error(f"pk.{name}() is a statement of its own: {matrix.USAGE[name]}", node)
 
     def _call_vector(self, name, node):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {vector_access.USAGE[name]}", node)

@@ -142,6 +142,15 @@ class _Analysis:
             t = s.base.type
             if isinstance(t, ArrayType) and t.scope == "local":
                 self.mark(s.base.name, self.value(s.index) or self.value(s.value), ctrl, s)
+        elif isinstance(s, ir.MatrixOp):
+            if self.report and ctrl:
+                op = "mma" if s.op == "mma" else f"frag_{s.op}"
+                raise KernelTypeError(
+                    f"pk.{op}() is reached only by some work-items of a workgroup: {ctrl}. A matrix-fragment "
+                    "operation is done by a whole subgroup together, so every work-item of a workgroup must "
+                    "reach it (GPUs leave it undefined otherwise); make the condition uniform (computed only "
+                    "from parameters, constants, group_id, local_size, num_groups and readonly Buffers) or "
+                    f"move the operation out of it{_called_at(s)}", s.loc)
         elif isinstance(s, ir.Barrier):
             if self.report and ctrl:
                 raise KernelTypeError(
@@ -196,6 +205,6 @@ def _called_at(s) -> str:
 def check_barrier_uniformity(fn: ir.Function) -> ir.Function:
     """Raise a located KernelTypeError if a barrier or subgroup collective of ``fn`` may be reached by only
     some work-items."""
-    if ir.uses_barrier(fn) or any(ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body)):
+    if ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body)):
         _Analysis(fn).run()
     return fn

@@ -39,6 +39,7 @@ from .interp_exprs import ExprCompiler
 from .interp_memory import Mem, Result, loose
 from .interp_sites import SiteFlow
 from .interp_stmts import LOOP_BUDGET, StmtCompiler
+from .interp_fragments import FragmentRequest, MatrixCompiler, resolve_fragments
 from .interp_subgroups import Request, resolve
 from .interp_taint import INEXACT_BINOPS, INEXACT_CALLS, Taint, float_chain
 from .interp_values import SUBNORMAL_SEEN, OracleError, canon, zero
@@ -46,7 +47,7 @@ from .interp_values import SUBNORMAL_SEEN, OracleError, canon, zero
 __all__ = ["INEXACT_BINOPS", "INEXACT_CALLS", "OracleError", "Program", "Result", "prepare", "interpret"]
 
 
-class Program(ExprCompiler, StmtCompiler):
+class Program(ExprCompiler, StmtCompiler, MatrixCompiler):
     """A kernel's IR compiled to closures; ``run(args, grid, block)`` launches it."""
 
     def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE):
@@ -58,7 +59,9 @@ class Program(ExprCompiler, StmtCompiler):
         self.flow = SiteFlow(fn)
         self.special_seen: set = set()  # sites that saw a NaN/inf in the current run
         self.special_seen_by: Dict[int, set] = {}  # the same per work-item id
-        self.gen = ir.uses_barrier(fn) or any(ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body))
+        self.gen = ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(ir.subgroup_collective(s)
+                                                                     for s in ir.walk_stmts(fn.body))
+        self.fragments: dict = {}  # the subgroups' matrices during a run (interp_fragments)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
         for p in fn.params:
@@ -85,6 +88,7 @@ class Program(ExprCompiler, StmtCompiler):
             SUBNORMAL_SEEN[key] = False
         self.special_seen.clear()
         self.special_seen_by.clear()
+        self.fragments = {}
         base: List = [None] * self.nslots
         base[3] = [LOOP_BUDGET]
         mems: Dict[str, Mem] = {}
@@ -160,7 +164,13 @@ class Program(ExprCompiler, StmtCompiler):
                                   "barrier in divergent control flow)")
             sent = [None] * len(at_barrier)
             requests = [r for r in stops if isinstance(r, Request)]
-            if requests:
+            frag_requests = [r for r in stops if isinstance(r, FragmentRequest)]
+            if frag_requests:
+                if len(frag_requests) != len(stops):
+                    raise OracleError(f"{frag_requests[0].where}: some work-items of a group reached a "
+                                      "matrix-fragment operation while others did not (divergent control flow)")
+                resolve_fragments(self, frag_requests, self.subgroup_size, self.fragments)
+            elif requests:
                 if len(requests) != len(stops):
                     raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
                                       "operation while others reached a barrier (divergent control flow)")

@@ -1,0 +1,126 @@
+"""Matrix fragments (docs/language.md "Matrix fragments"): the language's table of shapes and element
+types, the reference multiply-add every backend is compared with, and the refusal a backend gives for a
+combination its hardware lacks.
+
+A fragment is one matrix held by a whole subgroup (``ir.MatrixOp``); how its elements are spread over
+the lanes is the backend's business (WMMA/cooperative-matrix layouts are opaque), so the language offers
+only whole-fragment operations: fill, load, store, mma, scale.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Tuple
+
+import numpy as np
+
+from ..errors import KernelTypeError
+from . import nodes as ir
+from .types import FragmentType, ScalarType
+
+#: Fragment dimensions the language accepts (a backend may support fewer: see ``refuse_unsupported``).
+DIMS = (8, 16, 32)
+#: Input element type -> accumulator types it may be multiplied into.
+ACCUMULATE = {"f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",), "u8": ("i32",)}
+#: Accumulator types: what fragments of role "acc" may hold.
+ACC_TYPES = ("f32", "f16", "i32")
+
+
+def check_type(ft: FragmentType) -> Optional[str]:
+    """Why ``ft`` is not a fragment type of the language, or None."""
+    for d, what in ((ft.m, "M"), (ft.n, "N"), (ft.k, "K")):
+        if d not in DIMS:
+            return f"{what} = {d} is not a fragment dimension (the language has {', '.join(map(str, DIMS))})"
+    name = ft.elem.name
+    if ft.role == "acc" and name not in ACC_TYPES:
+        return f"an accumulator holds {', '.join(ACC_TYPES)}, not {name}"
+    if ft.role != "acc" and name not in ACCUMULATE:
+        return f"an A or B fragment holds {', '.join(ACCUMULATE)}, not {name}"
+    return None
+
+
+def check_mma(a: FragmentType, b: FragmentType, c: FragmentType) -> Optional[str]:
+    """Why ``mma(a, b, c)`` is not well typed, or None."""
+    if (a.role, b.role, c.role) != ("a", "b", "acc"):
+        return (f"mma(a, b, c) takes a frag_a, a frag_b and a frag_acc, got {a.role}, {b.role} and "
+                f"{c.role} fragments")
+    if not (a.m, a.n, a.k) == (b.m, b.n, b.k) == (c.m, c.n, c.k):
+        return f"the fragments' shapes differ: {a.shape}, {b.shape} and {c.shape} (M x N x K)"
+    if a.elem != b.elem:
+        return f"A holds {a.elem} but B holds {b.elem}"
+    if c.elem.name not in ACCUMULATE.get(a.elem.name, ()):
+        return (f"{a.elem} inputs accumulate into {' or '.join(ACCUMULATE[a.elem.name])}, not "
+                f"{c.elem}")
+    return None
+
+
+def mma_types(fn: ir.Function, s: ir.MatrixOp) -> Tuple[FragmentType, FragmentType, FragmentType]:
+    """The A, B and C fragment types of an ``mma`` statement."""
+    return tuple(fn.fragments[n] for n in s.srcs)  # type: ignore[return-value]
+
+
+def combination(fn: ir.Function, s: ir.MatrixOp) -> str:
+    """What a backend must support for ``s``: 'M x N x K inputs -> acc' (for messages and tables)."""
+    if s.op == "mma":
+        a, _, c = mma_types(fn, s)
+        return f"{a.shape} {a.elem} -> {c.elem}"
+    return f"{s.ftype.shape} {s.ftype.elem} ({s.ftype.role})"
+
+
+#: Registry key prefix: ``registry.register(SUPPORT_KEY + kind, support)`` declares that target kind
+#: ``kind`` compiles matrix fragments; ``support(target, fn, stmt)`` gives None for a MatrixOp it can
+#: compile, else why not (the pipeline refuses the kernel, located at the statement). A kind that
+#: registers nothing has no matrix fragments at all.
+SUPPORT_KEY = "matrix.support."
+
+#: Why a target kind without matrix fragments has none (for the refusal message).
+NO_ENGINE = {
+    "opencl": "OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
+              "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
+              "or llvm",
+    "webgpu": "WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part of "
+              "WebGPU); use vulkan or llvm",
+}
+
+
+def check_target(fn: ir.Function, kind: str, target, support=None) -> None:
+    """Refuse ``fn`` for ``target`` (of ``kind``) if it has a MatrixOp the kind cannot compile: every
+    one when ``support`` (the kind's registered predicate, see SUPPORT_KEY) is None."""
+    if not fn.fragments:
+        return
+    for s in ir.walk_stmts(fn.body):
+        if not isinstance(s, ir.MatrixOp):
+            continue
+        what = f"pk.{_builtin(s)} ({combination(fn, s)})"
+        if support is None:
+            why = NO_ENGINE.get(kind)
+            raise KernelTypeError(f"{kind} has no matrix fragments (tensor cores, cooperative matrices): "
+                                  f"{what} cannot be compiled for it" + (f"; {why}" if why else ""), s.loc)
+        why = support(target, fn, s)
+        if why:
+            raise KernelTypeError(f"{kind} does not support {what}: {why}", s.loc)
+
+
+def _builtin(s: ir.MatrixOp) -> str:
+    return "mma" if s.op == "mma" else f"frag_{s.op}"
+
+
+# ---------------------------------------------------------------------------------------------- reference
+
+def reference_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: ScalarType) -> np.ndarray:
+    """``a @ b + c`` as the language defines it (and the oracle and the CPU backend compute it): for
+    float inputs every product is exact (f16/bf16 products fit f32), the sum starts at ``c`` and adds
+    the products in k order, each add rounded to f32; an f16 accumulator is rounded to f16 once at the
+    end. Integer inputs: exact products, sums wrap modulo 2**32. Devices may sum in another order or
+    with other internal rounding: ``numerics.mma_error_bound`` is the difference they may show."""
+    if acc.is_int:
+        a64, b64 = a.astype(np.int64), b.astype(np.int64)
+        d = c.astype(np.int64) + a64 @ b64
+        return ((d + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
+    out = c.astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    for k in range(a.shape[1]):
+        out = out + np.outer(a64[:, k], b64[k, :]).astype(np.float32)
+    return out.astype(acc.numpy)
+
+
+def fragment_names(fn: ir.Function) -> Iterable[str]:
+    return sorted(fn.fragments)

@@ -1,0 +1,360 @@
+"""Matrix fragments (docs/language.md "Matrix fragments"): conformance against NumPy on every runtime
+here that compiles them (shapes, element types, leading dimensions, layouts, accumulate chains), the
+oracle, and the located refusals of the language and of backends without a matrix engine.
+
+CPU backends (llvm, hexagon) compute ``ir.matrix.reference_mma`` bit for bit; a GPU's matrix engine
+is held to ``numerics.mma_error_bound``. Each test group is one subgroup (the block is the device's
+subgroup size, read from the device), so the tile index is the group id: uniform, as the language
+requires of the control flow around fragment operations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i8, i32, u8
+from polykern.errors import KernelSyntaxError, KernelTypeError
+from polykern.ir.matrix import reference_mma
+from polykern.numerics import mma_error_bound
+from polykern.testing.interp import OracleError, interpret
+
+from runtimes import runnable_targets
+
+EXACT_KINDS = ("llvm", "hexagon")  # reference_mma bit for bit
+
+
+@pk.kernel
+def tile_gemm(a: Buffer["TA"], b: Buffer["TA"], c: Buffer["TC"], d: Buffer["TC"], ksteps: i32, lda: i32,
+              ldb: i32, ldc: i32, tiles_n: i32, TA: pk.dtype, TC: pk.dtype, M: pk.constexpr, N: pk.constexpr,
+              K: pk.constexpr, BCOL: pk.constexpr):
+    """d = c + sum over k-steps of A[tile row, step] @ B[step, tile col]: one accumulate chain per tile."""
+    tm = pk.group_id(0) // tiles_n
+    tn = pk.group_id(0) % tiles_n
+    fa = pk.frag_a(TA, M, N, K)
+    fb = pk.frag_b(TA, M, N, K)
+    acc = pk.frag_acc(TC, M, N, K)
+    pk.frag_load(acc, c, tm * M * ldc + tn * N, ldc)
+    for s in range(ksteps):
+        pk.frag_load(fa, a, tm * M * lda + s * K, lda)
+        if BCOL == 1:  # B[k, n] at b[n * ldb + k]
+            pk.frag_load(fb, b, tn * N * ldb + s * K, ldb, "col")
+        else:
+            pk.frag_load(fb, b, s * K * ldb + tn * N, ldb)
+        acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, tm * M * ldc + tn * N, ldc, acc)
+
+
+@pk.kernel
+def fill_scale_store(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32], v: f32):
+    """(A @ B + v) * 0.5 stored column-major (ld 20) into d."""
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb = pk.frag_b(f16, 16, 16, 16)
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(acc, v)
+    pk.frag_load(fa, a, 0, 16)
+    pk.frag_load(fb, b, 0, 16)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_scale(acc, 0.5)
+    pk.frag_store(d, 0, 20, acc, "col")
+
+
+@pk.kernel
+def staged(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32]):
+    """A and B staged through shared memory by all work-items (a barrier between), then one mma per
+    subgroup, stored at the subgroup's own offset (an operand the same within a subgroup only)."""
+    sa = pk.shared(f16, 256)
+    sb = pk.shared(f16, 256)
+    i = pk.local_id(0)
+    n = pk.local_size(0)
+    e = i
+    while e < 256:
+        sa[e] = a[e]
+        sb[e] = b[e]
+        e += n
+    pk.barrier()
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb = pk.frag_b(f16, 16, 16, 16)
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_load(fa, sa, 0, 16)
+    pk.frag_load(fb, sb, 0, 16)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, pk.subgroup_id() * 256, 16, acc)
+
+
+@pk.kernel
+def sg_size(out: Buffer[i32]):
+    out[pk.global_id(0)] = pk.subgroup_size()
+
+
+def _targets():
+    out = []
+    for target, kind, skips in runnable_targets():
+        out.append(pytest.param(target, id=target))
+    return out
+
+
+TARGETS = _targets()
+_SIZES = {}
+
+
+def _subgroup_size(target: str) -> int:
+    if target not in _SIZES:
+        o = np.zeros(1, np.int32)
+        pk.build([sg_size], targets=[target])["sg_size"](o, grid=1, block=1)
+        _SIZES[target] = int(o[0])
+    return _SIZES[target]
+
+
+def _build_or_refusal(kernel, target):
+    """The module, or None when the target kind refuses fragments with a located KernelTypeError."""
+    try:
+        return pk.build([kernel], targets=[target])
+    except KernelTypeError as e:
+        assert target.split()[0] not in EXACT_KINDS, e
+        assert "matrix fragments" in str(e) or "does not support" in str(e), e
+        assert e.loc is not None and e.loc.line > 0
+        return None
+
+
+def _rand(dtype, shape, rng):
+    if np.dtype(dtype).kind == "f":
+        return rng.integers(-8, 9, shape).astype(dtype) / np.asarray(4, dtype)  # exact in f16
+    lo, hi = (-128, 128) if np.dtype(dtype).kind == "i" else (0, 256)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def _rand_wide(dtype, shape, rng):
+    """Values with many significant bits (sums that round in f32)."""
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return _rand(dtype, shape, rng)
+
+
+CASES = [
+    # (TA, TC, M, N, K, k-steps, tiles m x n, B column-major, padding of the leading dimensions)
+    pytest.param(f16, f32, 16, 16, 16, 3, (2, 2), False, 0, id="f16-f32-16x16x16-chain3"),
+    pytest.param(f16, f32, 16, 16, 16, 2, (1, 3), True, 5, id="f16-f32-16x16x16-bcol-ld+5"),
+    pytest.param(f16, f16, 16, 16, 16, 2, (2, 1), False, 3, id="f16-f16-16x16x16"),
+    pytest.param(i8, i32, 16, 16, 16, 2, (2, 2), False, 0, id="i8-i32-16x16x16"),
+    pytest.param(u8, i32, 16, 16, 32, 1, (1, 2), True, 4, id="u8-i32-16x16x32"),
+    pytest.param(i8, i32, 16, 16, 32, 2, (1, 1), False, 0, id="i8-i32-16x16x32"),
+    pytest.param(f16, f32, 32, 8, 16, 2, (1, 2), False, 2, id="f16-f32-32x8x16"),
+    pytest.param(f16, f32, 8, 32, 16, 2, (2, 1), True, 0, id="f16-f32-8x32x16"),
+    pytest.param(f16, f32, 8, 8, 8, 4, (2, 2), False, 1, id="f16-f32-8x8x8"),
+]
+
+
+def _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, rng, wide=False):
+    gen = _rand_wide if wide else _rand
+    tm, tn = tiles
+    kt = K * steps
+    lda, ldb, ldc = kt + pad, (kt if bcol else tn * N) + pad, tn * N + pad
+    A = gen(TA.numpy, (tm * M, lda), rng)
+    Bm = gen(TA.numpy, (kt, tn * N), rng)
+    B = np.zeros((tn * N, ldb) if bcol else (kt, ldb), TA.numpy)
+    if bcol:
+        B[:, :kt] = Bm.T
+    else:
+        B[:, :tn * N] = Bm
+    C = gen(TC.numpy, (tm * M, ldc), rng)
+    want = C.copy()
+    for i in range(tm):
+        for j in range(tn):
+            acc = C[i * M:(i + 1) * M, j * N:(j + 1) * N]
+            for s in range(steps):
+                acc = reference_mma(A[i * M:(i + 1) * M, s * K:(s + 1) * K], Bm[s * K:(s + 1) * K, j * N:(j + 1) * N],
+                                    acc, TC)
+            want[i * M:(i + 1) * M, j * N:(j + 1) * N] = acc
+    args = [A.ravel(), B.ravel(), C.ravel(), C.ravel().copy(), np.int32(steps), np.int32(lda),
+            np.int32(ldb), np.int32(ldc), np.int32(tn)]
+    bound = np.zeros(want.shape)
+    if TC.is_float:
+        for i in range(tm):
+            for j in range(tn):
+                sl = (slice(i * M, (i + 1) * M), slice(j * N, (j + 1) * N))
+                bound[sl] = mma_error_bound(TC.name, A[sl[0], :kt], Bm[:, sl[1]], C[sl])
+    return args, want, bound, tm * tn
+
+
+@pytest.mark.parametrize("TA,TC,M,N,K,steps,tiles,bcol,pad", CASES)
+@pytest.mark.parametrize("target", TARGETS)
+def test_tile_gemm(target, TA, TC, M, N, K, steps, tiles, bcol, pad):
+    kern = tile_gemm.specialize(TA=TA, TC=TC, M=M, N=N, K=K, BCOL=int(bcol))
+    mod = _build_or_refusal(kern, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses {M}x{N}x{K} {TA} -> {TC} at build")
+    args, want, bound, groups = _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, np.random.default_rng(M + K))
+    mod[kern.name](*args, grid=groups, block=_subgroup_size(target))
+    got = args[3].reshape(want.shape)
+    if target.split()[0] in EXACT_KINDS or not TC.is_float:
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert (np.abs(got.astype(np.float64) - want) <= bound).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rounding_in_k_order(target):
+    """Values with many significant bits: the CPU adds in k order in f32 exactly as the reference; a
+    matrix engine stays within numerics.mma_error_bound."""
+    kern = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0)
+    mod = _build_or_refusal(kern, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses fragments")
+    args, want, bound, groups = _problem(f16, f32, 16, 16, 16, 4, (1, 1), False, 0, np.random.default_rng(7),
+                                         wide=True)
+    assert (want != (args[0].reshape(16, 64).astype(np.float64) @ args[1].reshape(64, 16)
+                     + args[2].reshape(16, 16))).any()  # the reference really rounds
+    mod[kern.name](*args, grid=groups, block=_subgroup_size(target))
+    got = args[3].reshape(want.shape)
+    if target.split()[0] in EXACT_KINDS:
+        np.testing.assert_array_equal(got, want)
+    assert (np.abs(got.astype(np.float64) - want) <= bound).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fill_scale_col_store_and_shared(target):
+    rng = np.random.default_rng(3)
+    A, B = _rand(np.float16, (16, 16), rng), _rand(np.float16, (16, 16), rng)
+    want = reference_mma(A, B, np.full((16, 16), 1.5, np.float32), f32) * np.float32(0.5)
+    mod = _build_or_refusal(fill_scale_store, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses fragments")
+    d = np.full(20 * 16, -1.0, np.float32)
+    mod["fill_scale_store"](A.ravel(), B.ravel(), d, np.float32(1.5), grid=1, block=_subgroup_size(target))
+    got = d.reshape(16, 20)[:, :16].T  # column-major, ld 20
+    np.testing.assert_array_equal(got, want)  # small integers / 4: exact everywhere
+    assert (d.reshape(16, 20)[:, 16:] == -1.0).all()  # the padding is not written
+    d2 = np.zeros(512, np.float32)
+    pk.build([staged], targets=[target])["staged"](A.ravel(), B.ravel(), d2, grid=1,
+                                                   block=2 * _subgroup_size(target))
+    want2 = reference_mma(A, B, np.zeros((16, 16), np.float32), f32)
+    np.testing.assert_array_equal(d2.reshape(2, 16, 16), np.stack([want2, want2]))
+
+
+def test_oracle_matches_reference_and_cpu():
+    """The interpreter runs fragments with the reference semantics (so it can judge any backend)."""
+    kern = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
+    args, want, _, groups = _problem(f16, f32, 16, 16, 16, 2, (2, 1), True, 3, np.random.default_rng(11),
+                                     wide=True)
+    res = interpret(kern, args, groups, 8)
+    np.testing.assert_array_equal(res.buffers["d"].reshape(want.shape), want)
+    res2 = interpret(staged, [args[0][:256], args[1][:256], np.zeros(512, np.float32)], 1, 16)
+    A, B = args[0][:256].reshape(16, 16), args[1][:256].reshape(16, 16)
+    want2 = reference_mma(A, B, np.zeros((16, 16), np.float32), f32)
+    np.testing.assert_array_equal(res2.buffers["d"].reshape(2, 16, 16), np.stack([want2, want2]))
+
+
+@pk.kernel
+def lane_offsets(a: Buffer[f16], d: Buffer[f32]):
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb = pk.frag_b(f16, 16, 16, 16)
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_load(fa, a, pk.local_id(0), 16)  # differs between the lanes of a subgroup
+    pk.frag_load(fb, a, 0, 16)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, 0, 16, acc)
+
+
+@pk.kernel
+def unfilled(d: Buffer[f32]):
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_store(d, 0, 16, acc)
+
+
+def test_oracle_refuses_what_has_no_meaning():
+    with pytest.raises(OracleError, match="operands of this matrix-fragment operation differ"):
+        interpret(lane_offsets, [np.zeros(512, np.float16), np.zeros(256, np.float32)], 1, 8)
+    with pytest.raises(OracleError, match="read before it was filled"):
+        interpret(unfilled, [np.zeros(256, np.float32)], 1, 8)
+    with pytest.raises(OracleError, match="out of bounds"):
+        interpret(fill_scale_store, [np.zeros(256, np.float16), np.zeros(256, np.float16),
+                                     np.zeros(256, np.float32), np.float32(0)], 1, 8)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "webgpu"])
+def test_backends_without_a_matrix_engine_refuse(kind):
+    with pytest.raises(KernelTypeError) as ei:
+        pk.build([fill_scale_store], targets=[kind])
+    msg = str(ei.value)
+    assert f"{kind} has no matrix fragments" in msg and "pk.frag_fill" in msg
+    assert ei.value.loc.line == fill_scale_store.ir.body[0].loc.line
+
+
+def _error(src_fn):
+    with pytest.raises((KernelTypeError, KernelSyntaxError)) as ei:
+        src_fn.ir
+    return ei.value
+
+
+def test_language_refusals_are_located():
+    @pk.kernel
+    def bad_shape(d: Buffer[f32]):
+        acc = pk.frag_acc(f32, 16, 16, 12)
+        pk.frag_fill(acc, 0.0)
+
+    e = _error(bad_shape)
+    assert "K = 12 is not a fragment dimension" in str(e) and e.loc.line > 0
+
+    @pk.kernel
+    def bad_mix(a: Buffer[f16], d: Buffer[f32]):
+        fa = pk.frag_a(f16, 16, 16, 16)
+        fb = pk.frag_b(f16, 16, 16, 16)
+        acc = pk.frag_acc(i32, 16, 16, 16)
+        acc = pk.mma(fa, fb, acc)
+
+    assert "f16 inputs accumulate into f32 or f16, not i32" in str(_error(bad_mix))
+
+    @pk.kernel
+    def bad_order(d: Buffer[f32]):
+        fa = pk.frag_a(f16, 16, 16, 16)
+        fb = pk.frag_b(f16, 16, 16, 16)
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        acc = pk.mma(fb, fa, acc)
+
+    assert "takes a frag_a, a frag_b and a frag_acc" in str(_error(bad_order))
+
+    @pk.kernel
+    def bad_elem(d: Buffer[f16]):
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        pk.frag_fill(acc, 0.0)
+        pk.frag_store(d, 0, 16, acc)
+
+    assert "'d' holds f16 but the fragment holds f32" in str(_error(bad_elem))
+
+    @pk.kernel
+    def bad_private(d: Buffer[f32]):
+        t = pk.local(f16, 256)
+        fa = pk.frag_a(f16, 16, 16, 16)
+        pk.frag_load(fa, t, 0, 16)
+
+    assert "not the private array 't'" in str(_error(bad_private))
+
+    @pk.kernel
+    def bad_expr(d: Buffer[f32]):
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        d[0] = pk.mma(acc, acc, acc)
+
+    assert "is a statement of its own" in str(_error(bad_expr))
+
+    @pk.kernel
+    def bad_layout(d: Buffer[f32]):
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        pk.frag_fill(acc, 0.0)
+        pk.frag_store(d, 0, 16, acc, "diagonal")
+
+    assert 'layout of pk.frag_store() is "row" or "col"' in str(_error(bad_layout))
+
+
+def test_divergent_fragment_operation_is_refused():
+    @pk.kernel
+    def divergent(d: Buffer[f32]):
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        pk.frag_fill(acc, 0.0)
+        if pk.local_id(0) < 8:
+            pk.frag_store(d, 0, 16, acc)
+
+    e = _error(divergent)
+    assert "pk.frag_store() is reached only by some work-items" in str(e)
+    assert "local_id(0)" in str(e) and e.loc.source_line.strip().startswith("pk.frag_store")
