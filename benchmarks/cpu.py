@@ -239,6 +239,23 @@ def tuned(repeat: int = 9, quick: bool = False, with_numba: bool = True) -> dict
     return {"rows": rows, "repeat": repeat}
 
 
+def tuned_table(res: dict) -> str:
+    """Markdown: per problem, each contender's median ms and its ratios to Numba parallel and NumPy."""
+    lines = ["| problem (size) | contender | ms | / Numba parallel (spread) | / NumPy (spread) |", "|---|---|---|---|---|"]
+    for row in res["rows"]:
+        size = "x".join(map(str, row["size"])) if isinstance(row["size"], (list, tuple)) else f"2^{row['size'].bit_length() - 1}"
+        for label, sec in row["seconds"].items():
+            cells = []
+            for peer in ("numba parallel", "numpy"):
+                r = row["ratios"].get(f"{label} / {peer}")
+                cells.append(f"{r['median']:.2f} ({r['min']:.2f}–{r['max']:.2f})" if r else "—")
+            lines.append(f"| {row['problem']} ({size}) | {label} | {sec * 1e3:.2f} | {cells[0]} | {cells[1]} |")
+        for label, st in row["status"].items():
+            if st != "ok":
+                lines.append(f"| {row['problem']} | {label} | {st} | | |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -251,6 +268,7 @@ def main(argv=None):
     if args.tuned:
         res = {"issue15": tuned(max(9, args.repeat), args.quick), "machine": machine(),
                "versions": versions("numpy", "numba", "llvmlite")}
+        print(tuned_table(res["issue15"]))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(res, f, indent=1)

@@ -44,6 +44,7 @@ export POLYKERN_BACKEND_PATH=${POLYKERN_BACKEND_PATH%:}
 [ -f "$SITE/polykern_env.sh" ] && . "$SITE/polykern_env.sh"
 
 LEFT=$(( START + BUDGET - $(date +%s) ))
+[ "$LEFT" -gt 90 ] || { echo "only ${LEFT}s left after setup: no benchmark" | tee "$OUT/gpu_peers.log"; exit 3; }
 echo "== benchmarks/gpu_peers.py (${LEFT}s left)"
 timeout --kill-after=5 "$LEFT" "$PY" "$REPO/benchmarks/gpu_peers.py" --out "$OUT" --budget-s $(( LEFT - 60 )) "$@" \
     > "$OUT/gpu_peers.log" 2>&1
