@@ -6,6 +6,8 @@ and NVPTX, ``float4`` in OpenCL C), the launch-time alignment check on every run
 language's errors.
 """
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -269,3 +271,49 @@ def test_errors_are_located():
         pk.vstore(x, 0, (n, n))
 
     assert "cannot store i32 into" in str(_error(wrong_type))
+
+
+# ------------------------------------------------------------------ arrays of vectors (Vulkan, WebGPU)
+
+
+@pk.kernel
+def mixed(n4: i32, x: Buffer[f32], y: Buffer[f32]):
+    """x is read by groups and by a scalar access: it stays an array of scalars; y is written by groups
+    only: an array of vectors on Vulkan and WebGPU."""
+    k = pk.global_id(0)
+    if k < n4:
+        a, b, c, d = pk.vload(x, k, 4)
+        pk.vstore(y, k, (a + x[0], b, c, d))
+
+
+def test_vulkan_and_webgpu_declare_vector_arrays():
+    wgsl = pk.build([scale4, mixed], ["webgpu"]).on("webgpu")
+    src = wgsl.inspect_source()
+    assert re.search(r"var<storage, read> x: array<vec4<f32>>;", src)
+    assert re.search(r"var<storage, read_write> x: array<f32>;", src)  # mixed: scalar x
+    assert src.count("y: array<vec4<f32>>") == 2
+    spv = pk.build([scale4], ["vulkan"]).on("vulkan")
+    text = spv.inspect_source()
+    assert "OpTypeRuntimeArray %v4float" in text and "OpDecorate %_runtimearr_v4float ArrayStride 16" in text
+    assert "OpCompositeConstruct %v4float" in text
+    val = shutil.which("spirv-val")
+    if val is not None:
+        for name, blob in spv.payload.items():
+            r = subprocess.run([val, "--target-env", "vulkan1.1", "-"], input=blob, capture_output=True)
+            assert r.returncode == 0, (name, r.stderr.decode())
+
+
+@pytest.mark.parametrize("target", [t for t, _, _ in TARGETS])
+def test_mixed_scalar_and_vector_access(target):
+    n = 256
+    x = _data(f32, n)
+    y = np.zeros(n, np.float32)
+    pk.build([mixed], [target])["mixed"](n // 4, x, y, grid=n // 4 // 16, block=16)
+    want = x.copy()
+    want[0::4] += x[0]
+    np.testing.assert_array_equal(y, want)
+
+
+def test_metal_casts_to_vector_pointers():
+    src = pk.build([scale4], ["metal"]).on("metal").inspect_source()
+    assert "((device const float4*)x)[" in src and "float4(" in src

@@ -59,6 +59,15 @@ class MetalDialect(CDialect):
     MATH_F32 = _MATH_F32
     MATH_F64 = _MATH
     INT_MATH = {"abs": "abs", "min": "min", "max": "max"}
+    # MSL vector types are aligned to their size (codegen only here: no Metal compiler on this host)
+    VECTOR_STEMS = {"f32": "float", "i32": "int", "u32": "uint", "i64": "long", "u64": "ulong", "i16": "short",
+                    "u16": "ushort", "i8": "char", "u8": "uchar"}
+
+    def vector_pointer(self, vt, base, readonly):
+        return f"((device {'const ' if readonly else ''}{vt}*){base})"
+
+    def vector_value(self, vt, parts):
+        return f"{vt}({', '.join(parts)})"
 
     def unsupported_type(self, t: ScalarType) -> Optional[str]:
         if t == f64:

@@ -38,6 +38,7 @@ from polykern import ir
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as n
 from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, f32, f64, i32, u32
+from polykern.ir.vector import VecGroup, iter_groups, vector_buffers
 from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
@@ -124,6 +125,9 @@ class KernelLowering:
         self.loops: List[_Loop] = []
         self.attrs: Dict[str, str] = {}
         self.block_structs: set = set()
+        # 32-bit buffers accessed only by pk.vload/pk.vstore groups of one width: arrays of vectors
+        self.vec_buffers = {b: k for b, k in vector_buffers(fn).items()
+                            if fn.param(b).type.elem.name in ("f32", "i32", "u32")}
 
     # ------------------------------------------------------------------ errors and features
     def refuse(self, msg: str, loc=None):
@@ -213,11 +217,14 @@ class KernelLowering:
                 if st.bits == 16 and self.version < (1, 3):
                     m.extension("SPV_KHR_16bit_storage")
             elem = self.ty(st)
-            rt = m.t_runtime_array(elem, st.nbytes)
+            lanes = self.vec_buffers.get(p.name, 1)
+            if lanes > 1:  # accessed only by pk.vload/pk.vstore groups: an array of vectors (ir/vector.py)
+                elem = m.t_vector(elem, lanes)
+            rt = m.t_runtime_array(elem, st.nbytes * lanes)
             struct_id = m.t_struct([rt], tag="block")
             if struct_id not in self.block_structs:
                 self.block_structs.add(struct_id)
-                m.name(struct_id, f"Buffer_{st}")
+                m.name(struct_id, f"Buffer_{st}" + (f"x{lanes}" if lanes > 1 else ""))
                 m.decorate(struct_id, "Block")
                 m.member_decorate(struct_id, 0, "Offset", 0)
             ptr = m.t_pointer("StorageBuffer", struct_id)
@@ -392,10 +399,34 @@ class KernelLowering:
 
     # ------------------------------------------------------------------ statements
     def stmts(self, body: List[n.Stmt]):
-        for s in body:
+        for group, part in iter_groups(body):
             if self.f.terminated:
                 return  # the rest of this list is unreachable (after break/continue/return)
-            self.stmt(s)
+            if group is not None and group.base.name in self.vec_buffers:
+                self.vector_access(group)
+                continue
+            for s in part:
+                if self.f.terminated:
+                    return
+                self.stmt(s)
+
+    def vector_access(self, g: VecGroup):
+        """A pk.vload/pk.vstore group on a buffer declared as an array of vectors: one vector load or
+        store (ir/vector.py)."""
+        f, m = self.f, self.m
+        var, _ = self.arrays[g.base.name]
+        scalar = self.ty(g.base.type.elem)
+        vty = m.t_vector(scalar, g.n)
+        idx = self.expr(g.index)
+        if g.index.type.bits < 32:
+            idx = self.convert(idx, g.index.type, i32 if g.index.type.is_signed else u32)
+        ptr = f.val(Op.AccessChain, m.t_pointer("StorageBuffer", vty), var, self.u32c(0), idx)
+        if g.kind == "load":
+            v = f.val(Op.Load, vty, ptr)
+            for j, dest in enumerate(g.dests):
+                f.op(Op.Store, self.vars[dest], f.val(Op.CompositeExtract, scalar, v, j))
+        else:
+            f.op(Op.Store, ptr, f.val(Op.CompositeConstruct, vty, *[self.expr(v) for v in g.values]))
 
     def stmt(self, s: n.Stmt):
         f = self.f

@@ -66,6 +66,7 @@ class Op:
     AccessChain = 65
     Decorate = 71
     MemberDecorate = 72
+    CompositeConstruct = 80
     CompositeExtract = 81
     ConvertFToU = 109
     ConvertFToS = 110
@@ -219,6 +220,7 @@ GRAMMAR = {
     Op.AccessChain: ["T", "R", "I", "I*"],
     Op.Decorate: ["I", "D"],
     Op.MemberDecorate: ["I", "L", "D"],
+    Op.CompositeConstruct: ["T", "R", "I*"],
     Op.CompositeExtract: ["T", "R", "I", "L*"],
     Op.Phi: ["T", "R", "I*"],
     Op.LoopMerge: ["I", "I", "E:LOOP_CONTROL"],

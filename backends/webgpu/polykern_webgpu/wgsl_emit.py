@@ -26,6 +26,7 @@ from typing import Callable, Dict, List, Set, Tuple
 
 from polykern.ir import nodes as ir
 from polykern.ir.types import ArrayType, ScalarType
+from polykern.ir.vector import VecGroup, iter_groups, vector_buffers
 
 from . import abi
 from .wgsl_helpers import HELPERS
@@ -80,6 +81,9 @@ class WGSLEmitter:
         self.assigned |= {s.var for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)}
         self.needs_launch = bool(self.regs & {"global_id", "group_id", "num_groups"})
         self.writes_storage = any(p.is_buffer and not p.type.readonly for p in fn.params)
+        # buffers accessed only by pk.vload/pk.vstore groups of one width: declared array<vecN<T>>
+        self.vec_buffers = {b: n for b, n in vector_buffers(fn).items()
+                            if fn.param(b).type.elem.name in ("f32", "i32", "u32") and b not in self.atomic_bases}
         self.out: List[str] = []
         self.ind = 0
         self._tmp = 0
@@ -183,6 +187,8 @@ class WGSLEmitter:
         return text, attrs
 
     def _elem_decl(self, name: str, elem: ScalarType) -> str:
+        if name in self.vec_buffers:
+            return f"vec{self.vec_buffers[name]}<{wty(elem)}>"
         if name in self.atomic_bases:
             return "atomic<u32>" if elem.is_float else f"atomic<{wty(elem)}>"
         if elem.is_bool and name in self.fn.shared_arrays:
@@ -222,8 +228,24 @@ class WGSLEmitter:
         return ""
 
     def stmts(self, body: List[ir.Stmt]) -> None:
-        for s in body:
-            self.stmt(s)
+        for group, part in iter_groups(body):
+            if group is not None and group.base.name in self.vec_buffers:
+                self._vector_access(group)
+                continue
+            for s in part:
+                self.stmt(s)
+
+    def _vector_access(self, g: VecGroup) -> None:
+        """A pk.vload/pk.vstore group on a buffer declared as array<vecN<T>> (ir/vector.py)."""
+        name, k = self.names[g.base.name], self.top(g.index)
+        if g.kind == "load":
+            v = self.tmp()
+            self.line(f"let {v} = {name}[{k}];")
+            for j, dest in enumerate(g.dests):
+                self.line(f"{self.names[dest]} = {v}.{'xyzw'[j]};")
+        else:
+            parts = ", ".join(self.top(v) for v in g.values)
+            self.line(f"{name}[{k}] = vec{g.n}<{wty(g.base.type.elem)}>({parts});")
 
     def block(self, body: List[ir.Stmt]) -> None:
         self.ind += 1

@@ -158,3 +158,36 @@ def iter_groups(stmts: List[ir.Stmt]):
         step = g.n if g is not None else 1
         yield g, stmts[i:i + step]
         i += step
+
+
+def vector_buffers(fn: ir.Function) -> Dict[str, int]:
+    """Buffer parameter -> width, for every buffer that ``fn`` reads and writes only through intact
+    groups of that one width (no scalar access, no atomic): a backend may declare such a buffer as an
+    array of vectors (WGSL ``array<vec4<f32>>``) and index it by the groups' vector index."""
+    widths: Dict[str, set] = {}
+    grouped: set = set()
+
+    def visit(stmts: List[ir.Stmt]) -> None:
+        for g, part in iter_groups(stmts):
+            if g is not None:
+                widths.setdefault(g.base.name, set()).add(g.n)
+                grouped.update(id(s) for s in part)
+            for s in part:
+                if isinstance(s, ir.If):
+                    visit(s.then)
+                    visit(s.orelse)
+                elif isinstance(s, (ir.For, ir.While)):
+                    visit(s.body)
+
+    visit(fn.body)
+    scalar: set = set()
+    for s in ir.walk_stmts(fn.body):
+        in_group = id(s) in grouped
+        if isinstance(s, ir.Store) and not in_group:
+            scalar.add(s.base.name)
+        for top in ir.stmt_exprs(s):
+            for e in ir.walk_expr(top):
+                if isinstance(e, (ir.Load, ir.Atomic)) and not (in_group and e is getattr(s, "value", None)
+                                                                and isinstance(e, ir.Load)):
+                    scalar.add(e.base.name)
+    return {b: next(iter(w)) for b, w in sorted(widths.items()) if len(w) == 1 and b not in scalar}
