@@ -91,9 +91,10 @@ def _qualified_name(fn: Any) -> str:
     return f"{module}.{qual}"
 
 
-def _code_text(fn: Any) -> str:
-    """What defines ``fn``'s behaviour, as stable text: its source (else its bytecode), its
-    defaults and the values it closes over."""
+def _code_text(fn: Any, depth: int = 0) -> str:
+    """What defines ``fn``'s behaviour, as text that is the same in every process: its source (else
+    its bytecode), its defaults, the values it closes over, and the state of the object it is bound
+    to or is (a callable object: its attributes)."""
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
     parts = []
     try:
@@ -102,14 +103,42 @@ def _code_text(fn: Any) -> str:
         code = getattr(target, "__code__", None)
         parts.append(code.co_code.hex() + repr(code.co_consts) if code is not None else "")
     func = getattr(target, "__func__", target)
-    parts.append(repr(getattr(func, "__defaults__", None)))
-    parts.append(repr(sorted((getattr(func, "__kwdefaults__", None) or {}).items())))
+    parts.append(_value_text(getattr(func, "__defaults__", None), depth))
+    parts.append(_value_text(sorted((getattr(func, "__kwdefaults__", None) or {}).items()), depth))
     for cell in getattr(func, "__closure__", None) or ():
         try:
-            parts.append(repr(cell.cell_contents))
+            parts.append(_value_text(cell.cell_contents, depth))
         except ValueError:  # an empty cell
             parts.append("<empty>")
+    bound = getattr(fn, "__self__", None) if inspect.ismethod(fn) else fn if target is not fn else None
+    if bound is not None and not inspect.ismodule(bound):
+        parts.append(_value_text(bound, depth))
     return "\n".join(parts)
+
+
+def _value_text(value: Any, depth: int) -> str:
+    """``repr(value)`` where that is stable across processes; else what stands for it: a function by
+    its name and :func:`_code_text`, a set sorted, an object of default repr (which shows a memory
+    address) by its type and attributes. Nested values are followed 4 levels deep."""
+    if depth > 4:
+        return f"<{type(value).__qualname__}>"
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return f"{_qualified_name(value)}:{_code_text(value, depth + 1)}"
+    if isinstance(value, functools.partial):
+        return (f"partial({_value_text(value.func, depth + 1)}, {_value_text(value.args, depth + 1)}, "
+                f"{_value_text(sorted(value.keywords.items()), depth + 1)})")
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_value_text(v, depth + 1) for v in value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_value_text(k, depth + 1)}: {_value_text(v, depth + 1)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__ + "(" + ", ".join(_value_text(v, depth + 1) for v in value) + ")"
+    text = repr(value)
+    if type(value).__repr__ is object.__repr__:  # "<pkg.T object at 0x...>": its attributes instead
+        state = getattr(value, "__dict__", None)
+        text = f"<{type(value).__module__}.{type(value).__qualname__} {_value_text(state, depth + 1)}>"
+    return text
 
 
 def identity(fn: Callable[..., Any]) -> str:
