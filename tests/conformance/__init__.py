@@ -1,5 +1,6 @@
 """The cross-backend conformance suite: real kernels checked against NumPy on every runtime present."""
 from .kernels_basic import CASES as _BASIC
 from .kernels_parallel import CASES as _PARALLEL
+from .kernels_subgroups import CASES as _SUBGROUPS
 
-ALL_CASES = _BASIC + _PARALLEL
+ALL_CASES = _BASIC + _PARALLEL + _SUBGROUPS
