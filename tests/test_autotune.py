@@ -160,3 +160,57 @@ def test_foreign_written_array_needs_restore_false(cache_dir):
     k2(64, 1.0, np.ones(64, np.float32), Foreign(y), grid=_grid(64))
     assert (y >= 1).all()
     assert os.listdir(cache_dir)
+
+
+def test_dynamic_shared_size_is_a_configuration(cache_dir):
+    @pk.kernel
+    def block_sum(n: i32, x: Buffer[f32], out: Buffer[f32]):
+        tile = pk.shared_dynamic(f32)
+        l = pk.local_id(0)
+        g = pk.global_id(0)
+        tile[l] = x[g] if g < n else f32(0.0)
+        pk.barrier()
+        if l == 0:
+            s = f32(0.0)
+            for j in range(pk.local_size(0)):
+                s += tile[j]
+            out[pk.group_id(0)] = s
+
+    configs = [{"block": 32, "shared_size": 32}, {"block": 64, "shared_size": lambda cfg: cfg["block"]}]
+    k = pk.autotune(configs=configs, key=["n"], reps=2)(block_sum).build(targets=["llvm"])
+    n = 4096
+    x = np.ones(n, np.float32)
+    out = np.zeros(n // 32, np.float32)
+    k(n, x, out, grid=lambda cfg: (n // cfg["block"],))
+    b = k.config([n, x, out])["block"]
+    np.testing.assert_array_equal(out[:n // b], np.full(n // b, b, np.float32))
+
+
+def test_the_cache_key_is_the_same_in_another_process(cache_dir, tmp_path):
+    """The identity (and so the file name) must not depend on addresses: a second Python process finds
+    the first one's file (configurations holding functions included)."""
+    script = tmp_path / "tune.py"
+    script.write_text(
+        "import sys, numpy as np, polykern as pk\n"
+        "from polykern import Buffer, f32, i32\n"
+        "@pk.kernel\n"
+        "def inc(n: i32, y: Buffer[f32]):\n"
+        "    t = pk.shared_dynamic(f32)\n"
+        "    i = pk.global_id(0)\n"
+        "    t[pk.local_id(0)] = 1.0\n"
+        "    if i < n:\n"
+        "        y[i] = y[i] + t[pk.local_id(0)]\n"
+        "cfgs = [{'block': 32, 'shared_size': 32}, {'block': 64, 'shared_size': lambda cfg: cfg['block']}]\n"
+        "k = pk.autotune(configs=cfgs, key=['n'], reps=1)(inc).build(targets=['llvm'])\n"
+        "y = np.zeros(256, np.float32)\n"
+        "k(256, y, grid=lambda cfg: (256 // cfg['block'],))\n"
+        "assert (y == 1).all()\n"
+        "print(k.last_cache_path)\n")
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=dict(os.environ))
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.strip().endswith(".json")
+    assert len(_files(cache_dir)) == 1

@@ -9,7 +9,8 @@
     k = saxpy.build(targets=["cuda -arch=sm_90", "llvm"])      # builds each configuration once, lazily
     k(n, 2.0, x, y, grid=lambda cfg: ((n + cfg["block"] - 1) // cfg["block"],))
 
-A configuration is a dict: ``"block"`` (the launch's block, an int or a tuple) and the values of the
+A configuration is a dict: ``"block"`` (the launch's block, an int or a tuple), ``"shared_size"`` (the
+length of a ``pk.shared_dynamic`` array, or a function of the configuration) and the values of the
 kernel's ``pk.constexpr``/``pk.dtype`` parameters (``kernel.specialize(**values)``). ``grid`` may be a
 function of the configuration. ``key`` names kernel parameters whose values form the tuning key: a
 buffer's shape and dtype, a scalar's value.
@@ -57,7 +58,7 @@ __all__ = ["autotune", "Autotuned", "TunedKernel", "AUTOTUNE_ENV", "autotune_ena
 
 AUTOTUNE_ENV = "POLYKERN_AUTOTUNE"
 CACHE_VERSION = 1
-LAUNCH_KEYS = ("block",)
+LAUNCH_KEYS = ("block", "shared_size")
 
 
 def autotune_enabled(flag: Optional[bool] = None) -> bool:
@@ -82,6 +83,10 @@ def _canon(v: Any) -> Any:
         return v
     if isinstance(v, (tuple, list)):
         return [_canon(x) for x in v]
+    code = getattr(v, "__code__", None)
+    if code is not None:  # a function of the configuration: by name and code, not by address
+        body = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16]
+        return f"function {getattr(v, '__qualname__', '?')} {body}"
     return str(v)
 
 
@@ -193,7 +198,7 @@ class TunedKernel:
         return str(cache_root() / "autotune" / f"{self.tuned.name}-{digest}.json")
 
     # ---------------------------------------------------------------- choosing
-    def choose(self, args: Sequence[Any], grid: Any = None, block: Any = None) -> int:
+    def choose(self, args: Sequence[Any], grid: Any = None, block: Any = None, shared_size: Any = None) -> int:
         """The index of the configuration used for ``args`` (tuning on first use of the key)."""
         if not autotune_enabled(self.tuned.enabled):
             return self.tuned.pinned
@@ -206,13 +211,14 @@ class TunedKernel:
             self.last_cache_path = path
             i = self._read_cache(path, ident)
             if i is None:
-                i, times = self._measure(args, grid, block)
+                i, times = self._measure(args, (grid, block, shared_size))
                 self._write_cache(path, ident, i, times)
             self._chosen[memo] = i
             return i
 
-    def config(self, args: Sequence[Any], grid: Any = None, block: Any = None) -> Dict[str, Any]:
-        return dict(self.tuned.configs[self.choose(args, grid, block)])
+    def config(self, args: Sequence[Any], grid: Any = None, block: Any = None, shared_size: Any = None
+               ) -> Dict[str, Any]:
+        return dict(self.tuned.configs[self.choose(args, grid, block, shared_size)])
 
     def _read_cache(self, path: str, ident: Dict[str, Any]) -> Optional[int]:
         try:
@@ -241,8 +247,11 @@ class TunedKernel:
             warnings.warn(f"polykern autotune: cannot write the cache file {path} ({e}); the choice is kept "
                           "for this process only", RuntimeWarning, stacklevel=4)
 
-    def _launch_dims(self, i: int, grid: Any, block: Any):
+    def _launch_options(self, i: int, call: Tuple[Any, Any, Any]) -> Dict[str, Any]:
+        """grid=, block= (and shared_size=) of configuration ``i``: from the configuration, else the call's;
+        a function of the configuration is called with it."""
         cfg = self.tuned.configs[i]
+        grid, block, shared = call
         b = cfg.get("block", block)
         if b is None:
             raise LaunchError(f"autotuned kernel '{self.tuned.name}': config {i} has no 'block' and the call gave "
@@ -251,7 +260,11 @@ class TunedKernel:
         if g is None:
             raise LaunchError(f"autotuned kernel '{self.tuned.name}': grid= is required (a tuple, or a function of "
                               "the configuration)")
-        return g, b
+        out = {"grid": g, "block": b}
+        shared = cfg.get("shared_size", shared)
+        if shared is not None:  # a pk.shared_dynamic array's length (docs/language.md 6.2)
+            out["shared_size"] = shared(dict(cfg)) if callable(shared) else shared
+        return out
 
     def _snapshot(self, args: Sequence[Any]) -> List[Tuple[int, Any]]:
         if not self.tuned.restore:
@@ -282,14 +295,14 @@ class TunedKernel:
             else:
                 v.copy_from_host(copy)
 
-    def _measure(self, args: Sequence[Any], grid: Any, block: Any) -> Tuple[int, List[Optional[float]]]:
+    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> Tuple[int, List[Optional[float]]]:
         saved = self._snapshot(args)
         times: List[Optional[float]] = []
         first_error: Optional[BaseException] = None
         try:
             for i in range(len(self.tuned.configs)):
                 try:
-                    times.append(self._time(i, args, grid, block))
+                    times.append(self._time(i, args, call))
                 except PolykernError as e:
                     first_error = first_error or e
                     times.append(None)
@@ -302,25 +315,24 @@ class TunedKernel:
             raise first_error
         return min(ok)[1], times
 
-    def _time(self, i: int, args: Sequence[Any], grid: Any, block: Any) -> float:
+    def _time(self, i: int, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> float:
         launcher = self.launcher(i)
-        g, b = self._launch_dims(i, grid, block)
+        options = self._launch_options(i, call)
         sync = registry.get(f"runtime.synchronize.{launcher.resolve()[0].kind}")
         for _ in range(self.tuned.warmup):
-            launcher(*args, grid=g, block=b)
+            launcher(*args, **options)
         if sync is not None:
             sync()
         samples = []
         for _ in range(self.tuned.reps):
             t0 = time.perf_counter()
-            launcher(*args, grid=g, block=b)
+            launcher(*args, **options)
             if sync is not None:
                 sync()
             samples.append(time.perf_counter() - t0)
         return statistics.median(samples)
 
     # ---------------------------------------------------------------- launching
-    def __call__(self, *args, grid: Any = None, block: Any = None):
-        i = self.choose(args, grid, block)
-        g, b = self._launch_dims(i, grid, block)
-        return self.launcher(i)(*args, grid=g, block=b)
+    def __call__(self, *args, grid: Any = None, block: Any = None, shared_size: Any = None):
+        i = self.choose(args, grid, block, shared_size)
+        return self.launcher(i)(*args, **self._launch_options(i, (grid, block, shared_size)))
