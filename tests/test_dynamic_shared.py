@@ -253,3 +253,12 @@ def test_errors_are_located():
 
     with pytest.raises((KernelSyntaxError, KernelTypeError), match="assigned directly to a name"):
         in_expr.ir
+
+
+def test_interpreter_sizes_it_from_the_hidden_parameter():
+    """The IR interpreter (the fuzz oracle) runs a pk.shared_dynamic kernel with the size argument."""
+    from polykern.testing.interp import interpret
+
+    x = np.arange(48, dtype=np.float32)
+    res = interpret(rev_tile, [48, x, np.zeros(48, np.float32), 16], grid=3, block=16)
+    np.testing.assert_array_equal(np.asarray(res.buffers["y"], np.float32), x.reshape(3, 16)[:, ::-1].reshape(-1))

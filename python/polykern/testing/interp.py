@@ -34,6 +34,7 @@ import numpy as np
 
 from ..codegen.llvm_subgroups import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
+from ..ir.dynamic_shared import size_param
 from ..ir.types import BufferType
 from .interp_exprs import ExprCompiler
 from .interp_memory import Mem, Result, loose
@@ -112,8 +113,9 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler):
             gid3 = (g % grid[0], (g // grid[0]) % grid[1], g // (grid[0] * grid[1]))
             epoch = [g * 1_000_000]  # distinct per group: shared memory is per group anyway
             group_base = list(base)
-            for k, n, a in shared:
-                group_base[k] = Mem(n, [None] * a.size)
+            for k, n, a in shared:  # a pk.shared_dynamic array: as long as its hidden size parameter says
+                size = base[self.slot[size_param(fn)]] if a.dynamic else a.size
+                group_base[k] = Mem(n, [None] * size)
             group_base[2] = epoch
             states = []
             for li in range(gsize):
