@@ -41,7 +41,8 @@ static int kind_syntax_ok(const pk_str *k) {
 static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
     uint64_t *indptr, *child, nedges;
     uint8_t *seen;
-    size_t i, j, indptr_at = r->pos, child_at, *stack, top = 0, reached = 0;
+    size_t i, j, indptr_at = r->pos, child_at, *stack, top = 0, reached = 0, bad_module = 0, bad_pos = 0;
+    int misplaced = 0;
     indptr = (uint64_t *)pk_arena_array(r->arena, n + 1, sizeof *indptr);
     if (!indptr) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
     for (i = 0; i <= n; i++)   /* (n+1)*8 bytes remain: checked by the caller */
@@ -75,26 +76,25 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
         mods[i].imports = child + indptr[i];
         mods[i].num_imports = (size_t)(indptr[i + 1] - indptr[i]);
     }
-    /* each non-root module has exactly one parent: a tree iff all are reachable from 0 */
+    /* each non-root module has exactly one parent: a tree iff all are reachable from 0. The walk is
+     * wire._check_tree's preorder (children pushed in reverse), the only order modules are stored in;
+     * order[] holds the first mismatch (each module is pushed once: top < n). */
     memset(seen, 0, n);
-    seen[0] = 1;
     stack[top++] = 0;
-    reached = 1;
     while (top) {
         size_t m = stack[--top];
-        for (j = 0; j < mods[m].num_imports; j++) {
-            size_t c = (size_t)mods[m].imports[j];
-            if (!seen[c]) {
-                seen[c] = 1;
-                reached++;
-                stack[top++] = c;   /* each module is pushed once: top < n */
-            }
-        }
+        seen[m] = 1;
+        if (m != reached && !misplaced) { misplaced = 1; bad_module = m; bad_pos = reached; }
+        reached++;
+        for (j = mods[m].num_imports; j-- > 0;) stack[top++] = (size_t)mods[m].imports[j];
     }
     if (reached != n)
         for (i = 0; i < n; i++)
             if (!seen[i])
                 return pk_rd_fail_at(r, child_at, PK_MSG_UNREACHABLE, (unsigned long long)i);
+    if (misplaced)
+        return pk_rd_fail_at(r, child_at, PK_MSG_PREORDER, (unsigned long long)bad_module,
+                             (unsigned long long)bad_pos);
     return 0;
 }
 

@@ -38,6 +38,7 @@
 #define PK_MSG_CHILD_RANGE "import child index %llu out of range (modules 1..%llu)"
 #define PK_MSG_IMPORTED_TWICE "module %llu is imported twice (the import tree must be a tree)"
 #define PK_MSG_UNREACHABLE "module %llu is not reachable from the root (import cycle or orphan)"
+#define PK_MSG_PREORDER "module %llu comes at position %llu of a preorder walk of the import tree; modules are stored in that order (root first, each module before the modules it imports, in import order)"
 #define PK_MSG_UNKNOWN_KIND "module %llu has unknown kind %s; known kinds: %s"
 #define PK_MSG_KIND_NAME "module %llu kind %s is not a module kind name (a lowercase identifier of at most 64 characters)"
 #define PK_MSG_ROOT_FIRST "module 0 must be the root module and no other module may be a root"

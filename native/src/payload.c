@@ -142,7 +142,7 @@ int pk_decode_device(pk_reader *r, pk_module *m, uint32_t version) {
         m->fmt = wgsl;
     } else {
         snprintf(w, sizeof w, "%s fmt", what);
-        if (pk_rd_str(r, &m->fmt, w)) return PK_ERR_ARTIFACT;
+        if (pk_rd_name(r, &m->fmt, w)) return PK_ERR_ARTIFACT;
     }
     snprintf(w, sizeof w, "%s function map", what);
     if (read_fmap(r, m, w)) return PK_ERR_ARTIFACT;

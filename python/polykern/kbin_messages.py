@@ -63,6 +63,8 @@ MESSAGES: Dict[str, str] = {
     "CHILD_RANGE": "import child index %u out of range (modules 1..%u)",
     "IMPORTED_TWICE": "module %u is imported twice (the import tree must be a tree)",
     "UNREACHABLE": "module %u is not reachable from the root (import cycle or orphan)",
+    "PREORDER": "module %u comes at position %u of a preorder walk of the import tree; modules are stored in "
+                "that order (root first, each module before the modules it imports, in import order)",
     "UNKNOWN_KIND": "module %u has unknown kind %s; known kinds: %s",
     "KIND_NAME": "module %u kind %s is not a module kind name (a lowercase identifier of at most 64 characters)",
     "ROOT_FIRST": "module 0 must be the root module and no other module may be a root",

@@ -442,7 +442,7 @@ def decode_device_payload(kind: str, data: Union[bytes, memoryview], start: int 
             raise _fail("NOT_DEVICE_KIND", start, quote(kind), ", ".join(k for k in sorted(V1_KINDS) if k != "root"))
     else:
         layout = _layout_id(r, what, False)
-    fmt = V1_WEBGPU_FMT if layout == "webgpu" else r.str_(f"{what} fmt")
+    fmt = V1_WEBGPU_FMT if layout == "webgpu" else r.name(f"{what} fmt")
     fmap = r.fmap(f"{what} function map")
     if layout == "bytes":
         payload: Payload = r.bytes_(f"{what} payload")
@@ -601,13 +601,16 @@ def _check_tree(children: List[List[int]], flat: List[int], n: int, child_at: in
         if seen[c]:
             raise _fail("IMPORTED_TWICE", child_at + 8 * j, c)
         seen[c] = True
-    # Every non-root module has exactly one parent; it is a tree iff all are reachable from 0.
-    reached, stack = {0}, [0]
+    # Every non-root module has exactly one parent; it is a tree iff all are reachable from 0. The
+    # walk is Module.walk's preorder, the only order a writer stores modules in (so re-export keeps bytes).
+    order, stack = [], [0]
     while stack:
-        for c in children[stack.pop()]:
-            if c not in reached:
-                reached.add(c)
-                stack.append(c)
-    if len(reached) != n:
-        missing = min(set(range(n)) - reached)
+        m = stack.pop()
+        order.append(m)
+        stack.extend(reversed(children[m]))
+    if len(order) != n:
+        missing = min(set(range(n)) - set(order))
         raise _fail("UNREACHABLE", child_at, missing)
+    for position, m in enumerate(order):
+        if m != position:
+            raise _fail("PREORDER", child_at, m, position)

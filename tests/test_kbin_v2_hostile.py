@@ -1,0 +1,66 @@
+"""Hostile `.kbin` bytes found by a red-team pass over format version 2 (issue #16): each is valid at
+the container level and used to get past one reader but not the other, or to load but not export
+again to the same bytes. Python (polykern.artifact.load) and C (libpolykern) must give the same
+verdict, offset and message; an accepted artifact exports again, from either, to its own bytes."""
+from __future__ import annotations
+
+import pytest
+
+from polykern import wire
+from polykern.errors import ArtifactError
+from polykern.function_info import ArgInfo, FunctionInfo
+from test_native import _python_reexport, _python_verdict, clib, native_build, needs_cc  # noqa: F401 (fixtures)
+
+
+def _fn(name: str) -> FunctionInfo:
+    return FunctionInfo(name, [ArgInfo("x", "buffer", 2, 32, 1, False)], [], 0, {})
+
+
+def _device(fmt: str, names=("k",), blob: bytes = b"code") -> bytes:
+    """A version-2 device payload written field by field (so fmt may be what no writer writes)."""
+    w = wire.Writer()
+    w.u8(wire.LAYOUTS.index("bytes"))
+    w.str_(fmt)
+    w.fmap({n: _fn(n) for n in names})
+    w.bytes_(blob)
+    return w.getvalue()
+
+
+def _artifact(modules, children) -> bytes:
+    """A version-2 container of ``modules`` [(kind, payload)] after the root, tree ``children``."""
+    root = wire.encode_root_payload({}, [k for k, _ in modules])
+    return wire.encode_container([("root", root), *modules], children, None, {})
+
+
+def _same_verdict(clib, data: bytes):
+    py = _python_verdict(data)
+    assert clib.parse(data) == py, "C and Python disagree"
+    return py
+
+
+@needs_cc
+@pytest.mark.parametrize("kind", ["zzfuture", "llvm"])
+def test_an_empty_fmt_is_refused_by_both_readers(clib, kind):
+    """Was: C accepted the module, Python's load raised ValueError (not an ArtifactError)."""
+    data = _artifact([(kind, _device(""))], [[1], []])
+    ok, offset, msg = _same_verdict(clib, data)
+    assert not ok and msg.startswith(f"{kind} module fmt is empty"), msg
+    with pytest.raises(ArtifactError, match="fmt is empty"):
+        wire.decode_device_payload(kind, _device(""))
+
+
+@needs_cc
+def test_modules_out_of_preorder_are_refused_by_both_readers(clib, monkeypatch):
+    """Was: accepted by both; C exported the modules in the stored order, Python in preorder (its
+    only order), so the re-exported bytes differed from each other and from the input."""
+    mods = [("zza", _device("a", ("a",))), ("zzb", _device("b", ("b",))), ("zzc", _device("c", ("c",)))]
+    in_order = _artifact(mods, [[1, 3], [2], [], []])      # root -> zza -> zzb; root -> zzc
+    ok, _, _ = _same_verdict(clib, in_order)
+    assert ok and _python_reexport(in_order) == in_order and clib.reexport(in_order) == in_order
+    with monkeypatch.context() as m:  # the writer refuses to write it (it checks what it writes)
+        m.setattr(wire, "decode_container", lambda data: None)
+        swapped = _artifact(mods, [[1], [3, 2], [], []])  # root -> zza -> (zzc, zzb): preorder 0 1 3 2
+    ok, offset, msg = _same_verdict(clib, swapped)
+    assert not ok and msg.startswith("module 3 comes at position 2 of a preorder walk of the import tree"), msg
+    with pytest.raises(ArtifactError, match="preorder"):
+        _artifact(mods, [[1], [3, 2], [], []])
