@@ -47,6 +47,9 @@ PATH_ENV = "POLYKERN_BACKEND_PATH"
 ENTRY_POINT_GROUP = "polykern.backends"
 REGISTER_FUNCTION = "register_backend"
 _PKG_PREFIX = "polykern_"
+#: What a failing plugin may raise without ending discovery: sys.exit() in a plugin (some packages
+#: exit when a dependency is missing) is recorded like any other failure. KeyboardInterrupt is not.
+_PLUGIN_FAILURES = (Exception, SystemExit)
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -161,7 +164,7 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
             if codegen is not None:
                 _run_plugin(codegen, "register")
             rec.codegen_ok = True
-        except Exception as e:
+        except _PLUGIN_FAILURES as e:
             rec.codegen_error = _reason(e, codegen if isinstance(codegen, str) else f"{name} codegen")
             rec.runtime_reason = "not attempted: the codegen failed to load"
             return rec
@@ -170,7 +173,7 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
             return rec
         try:
             mod = _run_plugin(runtime, "register")
-        except Exception as e:
+        except _PLUGIN_FAILURES as e:
             if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
                 # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
                 fixes = [f"build with --config={rec.config}"] if rec.config else []
@@ -232,11 +235,13 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
     declared_before = set(_records)
     try:
         mod = _import_package_dir(path) if path else importlib.import_module(modname)
-        fn = getattr(mod, attr, None)
+        fn = mod
+        for part in attr.split("."):  # an entry point may name a dotted attribute (module:Class.method)
+            fn = getattr(fn, part, None)
         if not callable(fn):
             raise BackendUnavailableError(f"{modname} has no callable {attr}()")
         fn()
-    except Exception as e:
+    except _PLUGIN_FAILURES as e:
         rec = _records.get(name) or BackendRecord(name, (), name)
         rec.origin = origin
         rec.codegen_ok = False
