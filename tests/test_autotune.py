@@ -3,7 +3,6 @@ wins is not asserted (timings), but the cache file's creation, reuse, key and ro
 results of every launch."""
 import json
 import os
-import warnings
 
 import numpy as np
 import pytest
