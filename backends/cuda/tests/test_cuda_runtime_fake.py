@@ -66,6 +66,8 @@ class FakeGPU:
                       "unload": 0, "stream_sync": [], "sync": 0, "push": 0, "events": []}
         self.launch_error = None  # next launches fail with this cuLaunchKernel error text (a lost context)
         self.launches = []  # (name, grid, block, params)
+        self.shared = []  # sharedMemBytes of each launch
+        self.fn_attrs = {}  # (function name, attribute) -> value set by cuFuncSetAttribute
         self.load_failures = 0  # next N module loads fail
         self.alloc_failures = 0  # next N allocations fail with out of memory
         self.pending_fault = None
@@ -175,9 +177,10 @@ class FakeGPU:
             Error, LogicError, LaunchError, RuntimeError_, MemoryError_)
         d.device_attribute = types.SimpleNamespace(
             MAX_BLOCK_DIM_X=1, MAX_BLOCK_DIM_Y=2, MAX_BLOCK_DIM_Z=3, MAX_GRID_DIM_X=4, MAX_GRID_DIM_Y=5,
-            MAX_GRID_DIM_Z=6, MAX_THREADS_PER_BLOCK=7, MULTIPROCESSOR_COUNT=8)
-        limits = {1: 1024, 2: 1024, 3: 64, 4: 2 ** 31 - 1, 5: 65535, 6: 65535, 7: 1024, 8: 132}
-        d.function_attribute = types.SimpleNamespace(MAX_THREADS_PER_BLOCK=0, NUM_REGS=4)
+            MAX_GRID_DIM_Z=6, MAX_THREADS_PER_BLOCK=7, MULTIPROCESSOR_COUNT=8, MAX_SHARED_MEMORY_PER_BLOCK_OPTIN=9)
+        limits = {1: 1024, 2: 1024, 3: 64, 4: 2 ** 31 - 1, 5: 65535, 6: 65535, 7: 1024, 8: 132, 9: 232448}
+        d.function_attribute = types.SimpleNamespace(MAX_THREADS_PER_BLOCK=0, NUM_REGS=4,
+                                                     MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
 
         def init():
             if gpu.init_error:
@@ -277,9 +280,17 @@ class FakeGPU:
                 gpu.current("cuFuncGetAttribute")
                 return gpu.fn_max_threads if a == 0 else 32
 
+            def set_attribute(self, a, value):
+                gpu.current("cuFuncSetAttribute")
+                gpu.fn_attrs[(self.name, a)] = value
+
             def _launch_kernel(self, grid, block, params, shared, stream):
                 gpu.current("cuLaunchKernel")
                 assert isinstance(grid, tuple) and isinstance(block, tuple) and stream is None
+                if shared > gpu.fn_attrs.get((self.name, 8), 48 * 1024):
+                    raise LaunchError("cuLaunchKernel failed: invalid argument (dynamic shared memory over the "
+                                      "function's limit)")
+                gpu.shared.append(shared)
                 if gpu.launch_error:
                     raise LaunchError(f"cuLaunchKernel failed: {gpu.launch_error}")
                 gpu.calls["launch"] += 1
@@ -1290,3 +1301,37 @@ def test_checked_kernel_passes_hidden_arguments_and_reads_the_record(fake):
     with pytest.raises(LaunchError, match=r"kernel 'saxpy': out-of-bounds write to buffer 'y' at index 3 \(length 3\)"):
         k(5, 1.0, np.ones(5, np.float32), np.ones(3, np.float32), grid=1, block=8)
     assert seen == [(4, 4, 4), (5, 5, 3)]
+
+
+@pk.kernel
+def rev_tile(n: pk.i32, x: pk.Buffer[pk.f32], y: pk.Buffer[pk.f32]):
+    tile = pk.shared_dynamic(pk.f32)
+    i = pk.local_id(0)
+    tile[i] = x[i]
+    pk.barrier()
+    y[i] = tile[pk.local_size(0) - 1 - i]
+
+
+def test_dynamic_shared_memory_is_the_launchs_shared_bytes_with_opt_in(fake):
+    """pk.shared_dynamic: sharedMemBytes = shared_size * element bytes (fast and slow paths); above 48 KiB
+    the kernel opts in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) once; over the device's
+    opt-in limit (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) is a LaunchError before anything is launched."""
+    gpu, rt = fake
+    info = FunctionInfo.from_ir(rev_tile.ir)
+    info = FunctionInfo(info.name, info.args, info.launch_tags, 0, dict(info.attrs, entry="rev_tile", arch="sm_90"))
+    assert info.attrs["dynamic_shared"] == "3,4"
+    mod = make_module(rt, names=("rev_tile",), infos={"rev_tile": info})
+    k = mod.get_function("rev_tile")
+    assert k.limit == 232448
+    x = rt.to_device(np.zeros(64, np.float32))
+    y = rt.empty(64, np.float32)
+    k(64, x, y, grid=1, block=64, shared_size=64)            # slow path first, then the fast path
+    k(64, x, y, grid=1, block=64, shared_size=256)
+    k(64, np.zeros(64, np.float32), np.zeros(64, np.float32), grid=1, block=64, shared_size=20000)
+    k(64, x, y, grid=1, block=64, shared_size=30000)
+    k(64, x, y, grid=1, block=64, shared_size=100)
+    assert gpu.shared == [256, 1024, 80000, 120000, 400]
+    assert gpu.fn_attrs == {("rev_tile", 8): 120000}
+    with pytest.raises(LaunchError, match="shared_size=60000 is 240000 bytes; the device's limit is 232448"):
+        k(64, x, y, grid=1, block=64, shared_size=60000)
+    assert len(gpu.shared) == 5
