@@ -20,7 +20,7 @@ from polykern.errors import BackendUnavailableError, CompileError
 from polykern.module import create_with_fallback, payload_text
 from polykern.target import Attr, Target, TargetKind
 
-from . import nvptx, toolchain
+from . import mma_sync, nvptx, toolchain
 from .cuda_c import DIALECT
 from .fallback import CUDAFallbackModule
 from .functions import function_map
@@ -47,6 +47,8 @@ def register() -> None:
     NVPTX_KIND.register()
     registry.register("target.build.cuda", build)
     registry.register("target.build.nvptx", nvptx.build)
+    registry.register("matrix.support.cuda", mma_sync.supported)
+    registry.register("matrix.support.nvptx", mma_sync.supported)
 
 
 def cuda_source(funcs) -> Tuple[str, Dict[str, str]]:

@@ -39,6 +39,7 @@ from polykern.module import create_with_fallback
 
 from .fallback import CUDAFallbackModule
 from .functions import function_map
+from .nvptx_matrix import NVPTXMatrix
 from .nvptx_subgroups import NVPTXSubgroups, has_redux
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -56,7 +57,7 @@ def ptx_feature(arch: str) -> str:
     return f"+ptx{max(BASE_PTX, _MIN_PTX.get(arch, BASE_PTX))}"
 
 
-class NVPTXEmitter(NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
+class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4

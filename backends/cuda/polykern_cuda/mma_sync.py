@@ -1,0 +1,221 @@
+"""Matrix fragments on NVIDIA GPUs (cuda and nvptx): the warp-level ``mma.sync`` tensor-core
+instruction of sm_80+, with each fragment held in the registers of the warp's 32 lanes.
+
+A fragment is tiled into the blocks of ``mma.sync.aligned.m16n8k16.row.col`` (A: 16x16, B: 16x8,
+C/D: 16x8), and each lane holds the elements the PTX ISA assigns it ("Matrix Fragments for
+mma.m16n8k16"), with ``g = lane >> 2`` (groupID) and ``t = lane & 3`` (threadID_in_group):
+
+- f16 A: element i (0..7) at row ``g + 8 * ((i >> 1) & 1)``, column ``2t + (i & 1) + 8 * (i >> 2)``;
+  f16 B: element i (0..3) at row ``2t + (i & 1) + 8 * (i >> 1)``, column ``g``;
+- s8/u8 A: element i (0..7) at row ``g + 8 * (i >> 2)``, column ``4t + (i & 3)``;
+  s8/u8 B: element i (0..3) at row ``4t + i``, column ``g``;
+- C/D (f32 or s32): element i (0..3) at row ``g + 8 * (i >> 1)``, column ``2t + (i & 1)``.
+
+``frag_load``/``frag_store`` move exactly those elements with plain loads and stores (any address, any
+leading dimension, row- or column-major: no alignment rule beyond the element's), so every fragment
+of one role has one register layout and ``mma`` never depends on how its operands were loaded; f16
+pairs and 8-bit quads are packed into the 32-bit registers the instruction reads (first element in
+the low bits). An ``M x N x K`` mma is ``M/16 * N/8`` output blocks, each accumulated over ``K/16``
+instructions in k order. An f16 accumulator is kept in f32 registers and rounded to f16 after each
+``mma`` (the language's reference: ``ir.matrix.reference_mma``); its loads and stores convert.
+
+The tables here are shared by the CUDA C dialect (``cuda_c.py``: inline PTX) and the NVPTX emitter.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from polykern.ir import nodes as ir
+from polykern.ir.matrix import mma_types
+from polykern.ir.types import FragmentType
+
+__all__ = ["supported", "slots", "instructions", "ptx_mma", "register_count", "MIN_ARCH"]
+
+MIN_ARCH = 80
+#: (M, N, K) the tiling covers: M a multiple of 16, N of 8, K of 16 (within the language's dims).
+SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (16, 32))
+_INPUTS = {"f16": "f16", "i8": "s8", "u8": "u8"}
+_ACC = {"f16": ("f32", "f16"), "i8": ("i32",), "u8": ("i32",)}
+
+# A coordinate: (constant, coefficient of g, coefficient of t).
+Coord = Tuple[int, int, int]
+
+
+def _arch(target) -> int:
+    return int("".join(ch for ch in target.attrs["arch"][3:] if ch.isdigit()))
+
+
+def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
+    """The ``matrix.support.cuda``/``nvptx`` predicate (ir/matrix.py)."""
+    if _arch(target) < MIN_ARCH:
+        return f"mma.sync needs sm_{MIN_ARCH} or newer; the target is {target.attrs['arch']}"
+    ft = s.ftype if s.op != "mma" else mma_types(fn, s)[0]
+    if (ft.m, ft.n, ft.k) not in SHAPES:
+        return ("the mma.sync tiling covers M in 16, 32; N in 8, 16, 32; K in 16, 32 (shape "
+                f"{ft.shape})")
+    if s.op == "mma":
+        a, _, c = mma_types(fn, s)
+        if a.elem.name not in _INPUTS or c.elem.name not in _ACC[a.elem.name]:
+            return f"mma.sync takes f16 -> f32/f16 and i8/u8 -> i32, not {a.elem} -> {c.elem}"
+    elif ft.role != "acc" and ft.elem.name not in _INPUTS:
+        return f"mma.sync takes f16, i8 or u8 inputs, not {ft.elem}"
+    return None
+
+
+def _block(ft: FragmentType, i: int) -> Tuple[Coord, Coord]:
+    """(row, column) of element ``i`` of one instruction block of a fragment of ``ft``."""
+    byte = ft.elem.bits == 8
+    if ft.role == "a":
+        if byte:
+            return (8 * (i >> 2), 1, 0), (i & 3, 0, 4)
+        return (8 * ((i >> 1) & 1), 1, 0), ((i & 1) + 8 * (i >> 2), 0, 2)
+    if ft.role == "b":
+        if byte:
+            return (i, 0, 4), (0, 1, 0)
+        return ((i & 1) + 8 * (i >> 1), 0, 2), (0, 1, 0)
+    return (8 * (i >> 1), 1, 0), (i & 1, 0, 2)
+
+
+def _blocks(ft: FragmentType) -> Tuple[int, int, int, int, int]:
+    """(block rows, block cols, rows per block, cols per block, elements per lane per block)."""
+    if ft.role == "a":
+        return ft.m // 16, ft.k // 16, 16, 16, 8
+    if ft.role == "b":
+        return ft.k // 16, ft.n // 8, 16, 8, 4
+    return ft.m // 16, ft.n // 8, 16, 8, 4
+
+
+def slots(ft: FragmentType) -> List[Tuple[Coord, Coord]]:
+    """Every element a lane holds of a fragment of ``ft``, in register order: (row, column)."""
+    br, bc, rows, cols, per = _blocks(ft)
+    out = []
+    for r in range(br):
+        for c in range(bc):
+            for i in range(per):
+                (r0, rg, rt), (c0, cg, ct) = _block(ft, i)
+                out.append(((r * rows + r0, rg, rt), (c * cols + c0, cg, ct)))
+    return out
+
+
+def register_count(ft: FragmentType) -> int:
+    """32-bit registers per block of ``ft`` (elements packed 2 per f16 register, 4 per byte)."""
+    per = _blocks(ft)[4]
+    return per // (4 if ft.elem.bits == 8 else 2) if ft.role != "acc" else per
+
+
+def instructions(a: FragmentType, c: FragmentType) -> List[Tuple[int, int, int]]:
+    """The instructions of ``mma`` in order: (A block, B block, C block) indices; each C block gets
+    its k blocks in k order."""
+    kb, nb = a.k // 16, c.n // 8
+    out = []
+    for mi in range(c.m // 16):
+        for ni in range(nb):
+            for ki in range(kb):
+                out.append((mi * kb + ki, ki * nb + ni, mi * nb + ni))
+    return out
+
+
+def ptx_mma(a: FragmentType) -> str:
+    """The instruction (accumulating in place: D and C are the same registers %0-%3) for inputs of
+    ``a``'s element type: operands %0-%3 D/C, then A's registers, then B's."""
+    if a.elem.bits == 8:
+        t = _INPUTS[a.elem.name]
+        return (f"mma.sync.aligned.m16n8k16.row.col.s32.{t}.{t}.s32 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, "
+                "{%0, %1, %2, %3};")
+    return ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};")
+
+
+# ------------------------------------------------------------------------------------------ CUDA C
+
+_C_STORAGE = {"f16": "unsigned short", "i8": "signed char", "u8": "unsigned char"}
+_C_ACC = {"f32": "float", "f16": "float", "i32": "int"}
+
+
+def _c_name(em, name: str) -> str:
+    """The C array of fragment ``name`` (declared at the top of the kernel on first use)."""
+    names = em.__dict__.setdefault("_pk_fragments", {})
+    if name not in names:
+        ft = em.fn.fragments[name]
+        c = f"pk_frag{len(names)}"
+        ctype = _C_ACC[ft.elem.name] if ft.role == "acc" else _C_STORAGE[ft.elem.name]
+        em.temps.append(f"{ctype} {c}[{len(slots(ft))}];  /* {name}: {ft} */")
+        names[name] = c
+    return names[name]
+
+
+def _coord(c: Coord) -> str:
+    k, g, t = c
+    parts = [p for p in (str(k) if k else "", f"{g} * pk_g" if g else "", f"{t} * pk_t" if t else "") if p]
+    return "(" + " + ".join(parts or ["0"]) + ")"
+
+
+def emit_c(em, s: ir.MatrixOp) -> None:
+    """``s`` as CUDA C (``em``: the c_source KernelEmitter of the cuda dialect)."""
+    unit = em.unit
+    ft = s.ftype
+    d = _c_name(em, s.frag)
+    n = len(slots(ft))
+    if s.op == "fill":
+        v = em.expr(s.args[0])
+        if ft.role != "acc" and ft.elem.name == "f16":
+            v = f"{unit.helper('pk_f2h')}({v})"
+        em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {v};")
+        return
+    if s.op == "scale":
+        em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {d}[pk_i] * {em.expr(s.args[0])};")
+        if ft.elem.name == "f16":
+            em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {unit.helper('pk_f16')}({d}[pk_i]);")
+        return
+    if s.op == "mma":
+        _emit_c_mma(em, s, d)
+        return
+    off, ld = (em.expr(a) for a in s.args)
+    base = em.names[s.base.name]
+    em.line("{")
+    em.depth += 1
+    em.line(f"unsigned pk_ln = {unit.helper('pk_sg_local_id')}(); int pk_g = (int)(pk_ln >> 2), "
+            "pk_t = (int)(pk_ln & 3u);")
+    em.line(f"long long pk_o = (long long)({off}), pk_ld = (long long)({ld});")
+    f16_acc = ft.role == "acc" and ft.elem.name == "f16"
+    for j, (r, c) in enumerate(slots(ft)):
+        if s.layout == "col":
+            r, c = c, r
+        at = f"{base}[pk_o + {_coord(r)} * pk_ld + {_coord(c)}]"
+        if s.op == "load":
+            em.line(f"{d}[{j}] = {unit.helper('pk_h2f') + '(' + at + ')' if f16_acc else at};")
+        else:
+            em.line(f"{at} = {unit.helper('pk_f2h') + '(' + d + f'[{j}])' if f16_acc else f'{d}[{j}]'};")
+    em.depth -= 1
+    em.line("}")
+
+
+def _emit_c_mma(em, s: ir.MatrixOp, d: str) -> None:
+    a_t, b_t, c_t = mma_types(em.fn, s)
+    a, b, c = (_c_name(em, n) for n in s.srcs)
+    if c != d:
+        em.line(f"for (int pk_i = 0; pk_i < {len(slots(c_t))}; pk_i++) {d}[pk_i] = {c}[pk_i];")
+    byte = a_t.elem.bits == 8
+    per_a, per_b = _blocks(a_t)[4], _blocks(b_t)[4]
+    out = '"+r"' if c_t.elem.is_int else '"+f"'
+    asm = ptx_mma(a_t)
+
+    def regs(arr: str, block: int, per: int) -> List[str]:
+        k = 4 if byte else 2
+        base = block * per
+        out_regs = []
+        for r in range(per // k):
+            if byte:
+                parts = [f"((unsigned)(unsigned char){arr}[{base + 4 * r + q}] << {8 * q})" for q in range(4)]
+            else:
+                parts = [f"(unsigned){arr}[{base + 2 * r}]", f"((unsigned){arr}[{base + 2 * r + 1}] << 16)"]
+            out_regs.append('"r"(' + " | ".join(parts) + ")")
+        return out_regs
+
+    for ab, bb, cb in instructions(a_t, c_t):
+        outs = ", ".join(f"{out}({d}[{4 * cb + q}])" for q in range(4))
+        ins = ", ".join(regs(a, ab, per_a) + regs(b, bb, per_b))
+        em.line(f'asm volatile("{asm}" : {outs} : {ins});')
+    if c_t.elem.name == "f16":
+        f16 = em.unit.helper("pk_f16")
+        em.line(f"for (int pk_i = 0; pk_i < {len(slots(c_t))}; pk_i++) {d}[pk_i] = {f16}({d}[pk_i]);")

@@ -1,0 +1,134 @@
+"""Matrix fragments for the ``nvptx`` target: the same mma.sync scheme as the CUDA C path
+(``mma_sync.py``: lane layout, tiling, instruction), in LLVM IR. A fragment is a private array of the
+lane's elements (constant indices only, so LLVM keeps it in registers); ``mma`` packs them into 32-bit
+registers and calls the instruction through inline PTX."""
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from polykern.codegen.llvm_base import I32, I64, mem_type, value_type
+from polykern.ir import nodes as N
+from polykern.ir.matrix import mma_types
+from polykern.ir.types import FragmentType, f32
+
+from .mma_sync import _blocks, instructions, ptx_mma, slots
+
+_F32 = value_type(f32)
+
+
+def _elem_type(ft: FragmentType) -> ll.Type:
+    """Register type of one element: accumulators of f16 are kept in f32 (mma_sync.py)."""
+    if ft.role == "acc" and ft.elem.is_float:
+        return _F32
+    return mem_type(ft.elem)
+
+
+class NVPTXMatrix:
+    """Mixin of NVPTXEmitter: ``stmt_MatrixOp``."""
+
+    def _fragment(self, name: str):
+        store = self.__dict__.setdefault("_pk_fragments", {})
+        key = (id(self.fn), name)
+        if key not in store:
+            ft = self.fn.fragments[name]
+            n = len(slots(ft))
+            store[key] = (self.alloca(_elem_type(ft), ll.Constant(I64, n), name=f"frag.{name}"), ft)
+        return store[key]
+
+    def _slot(self, ptr, ft: FragmentType, j: int):
+        return self.builder.gep(ptr, [ll.Constant(I64, j)], inbounds=True, source_etype=_elem_type(ft))
+
+    def stmt_MatrixOp(self, s: N.MatrixOp) -> None:
+        b = self.builder
+        ptr, ft = self._fragment(s.frag)
+        ety = _elem_type(ft)
+        n = len(slots(ft))
+        if s.op in ("fill", "scale"):
+            v = self.expr(s.args[0])
+            if v.type != ety:
+                v = b.fpext(v, ety)
+            for j in range(n):
+                p = self._slot(ptr, ft, j)
+                x = v if s.op == "fill" else b.fmul(b.load(p, typ=ety), v)
+                if s.op == "scale" and ft.elem.name == "f16":
+                    x = b.fpext(b.fptrunc(x, mem_type(ft.elem)), ety)
+                b.store(x, p)
+            return
+        if s.op == "mma":
+            self._mma(s, ptr, ft)
+            return
+        self._memory(s, ptr, ft)
+
+    def _memory(self, s: N.MatrixOp, ptr, ft: FragmentType) -> None:
+        b = self.builder
+        name = s.base.name
+        if name in self.buffers:
+            mptr, st = self.buffers[name]
+        else:
+            mptr, st = self.arrays[name].ptr, self.arrays[name].st
+        mty, ety = mem_type(st), _elem_type(ft)
+        off, ld = (self.index64(a) for a in s.args)
+        lane = b.zext(b.and_(self._sg_tid(), ll.Constant(I32, 31)), I64)
+        g, t = b.lshr(lane, ll.Constant(I64, 2)), b.and_(lane, ll.Constant(I64, 3))
+
+        def coord(c):
+            k, cg, ct = c
+            v = ll.Constant(I64, k)
+            if cg:
+                v = b.add(v, b.mul(g, ll.Constant(I64, cg)))
+            if ct:
+                v = b.add(v, b.mul(t, ll.Constant(I64, ct)))
+            return v
+
+        for j, (r, c) in enumerate(slots(ft)):
+            if s.layout == "col":
+                r, c = c, r
+            idx = b.add(off, b.add(b.mul(coord(r), ld), coord(c)))
+            mp = b.gep(mptr, [idx], inbounds=True, source_etype=mty)
+            fp = self._slot(ptr, ft, j)
+            if s.op == "load":
+                v = b.load(mp, typ=mty)
+                b.store(b.fpext(v, ety) if v.type != ety else v, fp)
+            else:
+                v = b.load(fp, typ=ety)
+                b.store(b.fptrunc(v, mty) if v.type != mty else v, mp)
+
+    def _mma(self, s: N.MatrixOp, dptr, dt: FragmentType) -> None:
+        b = self.builder
+        a_t, b_t, c_t = mma_types(self.fn, s)
+        (aptr, _), (bptr, _), (cptr, _) = (self._fragment(x) for x in s.srcs)
+        acc = _elem_type(c_t)
+        if cptr is not dptr:
+            for j in range(len(slots(c_t))):
+                b.store(b.load(self._slot(cptr, c_t, j), typ=acc), self._slot(dptr, dt, j))
+        byte = a_t.elem.bits == 8
+        k = 4 if byte else 2
+        per_a, per_b = _blocks(a_t)[4], _blocks(b_t)[4]
+        in_ty = mem_type(a_t.elem)
+
+        def regs(p, ft, block, per):
+            out = []
+            for r in range(per // k):
+                word = ll.Constant(I32, 0)
+                for q in range(k):
+                    v = b.load(self._slot(p, ft, block * per + r * k + q), typ=in_ty)
+                    bits = b.zext(v if byte else b.bitcast(v, ll.IntType(16)), I32)
+                    word = b.or_(word, b.shl(bits, ll.Constant(I32, (8 if byte else 16) * q)))
+                out.append(word)
+            return out
+
+        text = ptx_mma(a_t).replace("%", "$")
+        cons = "f" if c_t.elem.is_float else "r"
+        for ab, bb, cb in instructions(a_t, c_t):
+            ins = regs(aptr, a_t, ab, per_a) + regs(bptr, b_t, bb, per_b)
+            cs = [self._slot(dptr, dt, 4 * cb + q) for q in range(4)]
+            cvals = [b.load(p, typ=acc) for p in cs]
+            fnty = ll.FunctionType(ll.LiteralStructType([acc] * 4), [I32] * len(ins) + [acc] * 4)
+            constraint = ",".join([f"={cons}"] * 4 + ["r"] * len(ins) + ["0", "1", "2", "3"])
+            res = b.asm(fnty, text, constraint, ins + cvals, True)
+            for q, p in enumerate(cs):
+                b.store(b.extract_value(res, q), p)
+        if c_t.elem.name == "f16":
+            for j in range(len(slots(c_t))):
+                p = self._slot(dptr, dt, j)
+                b.store(b.fpext(b.fptrunc(b.load(p, typ=acc), mem_type(c_t.elem)), acc), p)
