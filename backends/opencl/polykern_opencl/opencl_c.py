@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
+from polykern.ir import nodes as ir
 from polykern.ir.types import ArrayType, ScalarType, bool_, f16, f64
 
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
@@ -174,6 +175,16 @@ class OpenCLDialect(CDialect):
 
     def special_reg(self, kind: str, dim: int) -> Code:
         return Code(f"(int){_REG[kind]}({dim})", UNARY)
+
+    def loop_guard(self, fn):
+        # PoCL's kernel compiler (ImplicitLoopBarriers) puts a barrier into a loop with a uniform
+        # trip count in a kernel that has barriers, and its uniformity analysis misses a work-item's
+        # earlier `return`: that work-item ran the loop anyway and its stores happened (F12, fuzz
+        # seed 8001124 of the 19:08 generator). A loop condition that depends on the work-item
+        # (always true) keeps PoCL from adding that barrier.
+        if not (ir.uses_barrier(fn) and any(isinstance(s, ir.Return) for s in ir.walk_stmts(fn.body))):
+            return None
+        return "const bool pk_wi = get_local_id(0) < get_local_size(0);", "pk_wi"
 
     def barrier(self) -> str:
         return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"

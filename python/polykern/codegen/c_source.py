@@ -394,12 +394,12 @@ class CDialect:
         """Source of helper ``name`` and the helpers it calls."""
         raise KeyError(name)
 
-    # ---------------------------------------------------------------- errors
-    def matrix(self, em: "KernelEmitter", s: ir.MatrixOp) -> None:
-        """Emit a matrix-fragment statement (docs/language.md "Matrix fragments") into ``em``; dialects
-        whose target kind registers matrix.support.<kind> (ir/matrix.py) override this."""
-        raise em.fail("matrix fragments", f"the {self.language} emitter has no matrix engine", s)
+    def loop_guard(self, fn: ir.Function) -> Optional[Tuple[str, str]]:
+        """(a declaration at the top of kernel ``fn``, a condition that every loop condition is
+        and-ed with), or None: where a dialect's compiler needs loops marked (OpenCL on PoCL)."""
+        return None
 
+    # ---------------------------------------------------------------- errors
     def refuse(self, feature: str, reason: str, loc: Optional[SourceLoc] = None) -> KernelTypeError:
         return KernelTypeError(f"{self.name} backend: {feature} is not supported: {reason}", loc)
 
@@ -457,6 +457,7 @@ class KernelEmitter:
         self.checked: set = set()
         self.subst: Dict[int, Code] = {}  # id(IR node) -> temporary holding its value
         self.temps: List[str] = []        # declarations of those temporaries
+        self.guard = ""                    # CDialect.loop_guard's condition, "" for none
 
     # ---------------------------------------------------------------- helpers
     def fail(self, feature: str, reason: str, node=None) -> KernelTypeError:
@@ -502,6 +503,10 @@ class KernelEmitter:
         self.lines = [head + " {"]
         for s in prologue:
             self.line(s)
+        guard = d.loop_guard(fn)
+        if guard is not None:
+            self.line(guard[0])
+            self.guard = guard[1] + " && "
         for name, t in fn.locals.items():  # the IR promises zero-initialized locals
             self.check_type(t)
             self.line(f"{d.type_name(t)} {self.names[name]} = 0;")
@@ -639,10 +644,11 @@ class KernelEmitter:
             elif t.bits < 32:  # keep the wrap-around of the IR type
                 sign = "+" if s.step > 0 else "-"
                 step = f"{v} = ({self.d.type_name(t)})({v} {sign} {abs(s.step)})"
-            self.line(f"for ({v} = {self.expr(s.start)}; {v} {cmp} {self.expr(s.stop).at(ADD)}; {step}) {{")
+            self.line(f"for ({v} = {self.expr(s.start)}; {self.guard}{v} {cmp} {self.expr(s.stop).at(ADD)}; {step}) {{")
             self.nested(s.body)
         elif isinstance(s, ir.While):
-            self.line(f"while ({self.expr(s.cond)}) {{")
+            cond = self.expr(s.cond)
+            self.line(f"while ({self.guard}({cond})) {{" if self.guard else f"while ({cond}) {{")
             self.nested(s.body)
         elif isinstance(s, ir.Break):
             self.line("break;")
@@ -652,8 +658,6 @@ class KernelEmitter:
             self.line("return;")
         elif isinstance(s, ir.Barrier):
             self.line(self.d.barrier())
-        elif isinstance(s, ir.MatrixOp):
-            self.d.matrix(self, s)
         else:
             raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
 
