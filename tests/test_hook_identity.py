@@ -72,7 +72,7 @@ def hooks_by_name():
 
 
 def _identities_in_a_process(seed: str) -> dict:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join(sys.path)}  # polykern as here
     out = subprocess.run([sys.executable, "-c", _PRINT, str(HERE.parent)], capture_output=True, text=True, env=env,
                          timeout=120, check=True).stdout
     return json.loads(out)

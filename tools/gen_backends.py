@@ -87,6 +87,22 @@ def _literal(node: ast.expr, path: str, what: str):
     return tuple(value) if isinstance(value, list) else value
 
 
+#: The backend() arguments that are lists of strings, and those that are a string or None (the rest: a string).
+_LIST_FIELDS = ("needs", "runtime_pip", "runtime_modules", "codegen_pip", "runtime_srcs", "targets")
+_OPTIONAL_FIELDS = ("config", "os", "gpu_tag", "codegen_extra")
+
+
+def _check_type(key: str, value, lineno: int) -> None:
+    if key in _LIST_FIELDS:
+        ok, want = isinstance(value, tuple) and all(isinstance(v, str) for v in value), "a list of strings"
+    elif key in _OPTIONAL_FIELDS:
+        ok, want = value is None or isinstance(value, str), "a string or None"
+    else:
+        ok, want = isinstance(value, str), "a string"
+    if not ok:
+        raise ListError(f"{LIST_FILE}:{lineno}: backend() argument {key} must be {want}, got {value!r}")
+
+
 def read_backends(root: str = ROOT) -> List[Backend]:
     """BACKENDS of backends/backends.bzl under ``root``, in list order."""
     path = os.path.join(root, LIST_FILE)
@@ -109,6 +125,8 @@ def read_backends(root: str = ROOT) -> List[Backend]:
             kw[k.arg] = _literal(k.value, LIST_FILE, k.arg)
         if "name" not in kw or "needs" not in kw:
             raise ListError(f"{LIST_FILE}:{call.lineno}: backend() needs a name and needs")
+        for k, v in kw.items():
+            _check_type(k, v, call.lineno)
         kw["targets"] = kw.get("targets") or (kw["name"],)
         out.append(Backend(**kw))
     names = [b.name for b in out]
@@ -255,15 +273,36 @@ def problems(root: str, backends: List[Backend]) -> List[str]:
         if os.path.isdir(os.path.join(bdir, entry, f"polykern_{entry}")) and entry not in listed:
             out.append(f"backends/{entry}/ holds a backend that BACKENDS in {LIST_FILE} does not list: add a "
                        f'backend("{entry}", ...) line there (or remove the folder)')
+    for what, values in (("config", [(b.name, b.config) for b in backends if b.config]),
+                         ("target kind", [(b.name, t) for b in backends for t in b.targets])):
+        owners: Dict[str, List[str]] = {}
+        for backend_name, value in values:
+            owners.setdefault(value, []).append(backend_name)
+        for value, names in owners.items():
+            if len(names) > 1:
+                out.append(f"{LIST_FILE}: {what} {value!r} belongs to more than one backend ({', '.join(names)}); "
+                           "each backend needs its own")
+    for b in backends:
+        if b.config and not re.fullmatch(r"[a-z][a-z0-9_-]*", b.config):
+            out.append(f"{LIST_FILE}: backend '{b.name}' config {b.config!r} must be a lowercase name (it becomes "
+                       f"the .bazelrc line build:{b.config} and --config={b.config})")
     pins = _lock_pins(root)
     for r in render_requirements(backends):
+        try:
+            from packaging.requirements import InvalidRequirement, Requirement
+        except ImportError:  # the generator runs with a bare python3 too; the pin check needs packaging
+            Requirement = None  # type: ignore[assignment,misc]
+        else:
+            try:
+                Requirement(r)
+            except InvalidRequirement as e:
+                out.append(f"{LIST_FILE}: {r!r} is not a pip requirement (PEP 508): {str(e).splitlines()[0]}")
+                continue
         name = _pip_name(r)
         if name not in pins:
             out.append(f"{LOCK_FILE} pins no {name} (requirements.txt: {r}): run tools/update_lock.sh")
             continue
-        try:
-            from packaging.requirements import Requirement
-        except ImportError:  # the generator runs with a bare python3 too; the pin check needs packaging
+        if Requirement is None:
             continue
         if not Requirement(r).specifier.contains(pins[name], prereleases=True):
             out.append(f"{LOCK_FILE} pins {name}=={pins[name]}, outside {r}: run tools/update_lock.sh")
