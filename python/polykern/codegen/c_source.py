@@ -400,6 +400,11 @@ class CDialect:
         return None
 
     # ---------------------------------------------------------------- errors
+    def matrix(self, em: "KernelEmitter", s: ir.MatrixOp) -> None:
+        """Emit a matrix-fragment statement (docs/language.md "Matrix fragments") into ``em``; dialects
+        whose target kind registers matrix.support.<kind> (ir/matrix.py) override this."""
+        raise em.fail("matrix fragments", f"the {self.language} emitter has no matrix engine", s)
+
     def refuse(self, feature: str, reason: str, loc: Optional[SourceLoc] = None) -> KernelTypeError:
         return KernelTypeError(f"{self.name} backend: {feature} is not supported: {reason}", loc)
 
@@ -658,6 +663,8 @@ class KernelEmitter:
             self.line("return;")
         elif isinstance(s, ir.Barrier):
             self.line(self.d.barrier())
+        elif isinstance(s, ir.MatrixOp):
+            self.d.matrix(self, s)
         else:
             raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
 
