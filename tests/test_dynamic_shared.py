@@ -262,3 +262,14 @@ def test_interpreter_sizes_it_from_the_hidden_parameter():
     x = np.arange(48, dtype=np.float32)
     res = interpret(rev_tile, [48, x, np.zeros(48, np.float32), 16], grid=3, block=16)
     np.testing.assert_array_equal(np.asarray(res.buffers["y"], np.float32), x.reshape(3, 16)[:, ::-1].reshape(-1))
+
+
+def test_cli_run_passes_the_shared_size(tmp_path, capsys):
+    from polykern.cli import main
+
+    path = tmp_path / "k.kbin"
+    pk.build([rev_tile], ["llvm"]).export(path)
+    assert main(["run", str(path), "rev_tile", "--n", "256", "--block", "64"]) == 0
+    assert main(["run", str(path), "rev_tile", "--n", "256", "--block", "64", "--shared-size", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "ran rev_tile(n: i32, x: Buffer[f32], y: Buffer[f32])" in out

@@ -7,6 +7,7 @@ exit 1 (2 for usage errors); a :class:`PolykernError` never shows a traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -57,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--grid", metavar="X[,Y[,Z]]", help="workgroups (default: ceil(n / block x))")
     r.add_argument("--block", metavar="X[,Y[,Z]]", help="workgroup size (default 64)")
     r.add_argument("--on", metavar="KIND", help="run on this module kind (default: first runnable)")
+    r.add_argument("--shared-size", type=int, metavar="N", help="length of the kernel's pk.shared_dynamic array, "
+                   "if it has one (default: the block's work-item count)")
     r.add_argument("--seed", type=int, default=0)
 
     b = sub.add_parser("backends", help="list backends: codegen, runtime, devices")
@@ -283,11 +286,15 @@ def _run(args) -> int:
 
     from .artifact import load
     from .checked_launch import user_visible
+    from .shared_launch import dynamic_shared_of
 
     if args.n < 1:
         raise _UsageError("--n must be positive")
     root = load(args.artifact)
     info = user_visible(root.function_info(args.kernel))  # a checked kernel's hidden arguments are passed for us
+    dyn = dynamic_shared_of(info)
+    if dyn is not None:  # its hidden length argument is passed as shared_size=
+        info = dataclasses.replace(info, args=info.args[:dyn[0]])
     fn = root.on(args.on)[args.kernel] if args.on else root[args.kernel]
     rng = np.random.default_rng(args.seed)
     values: List[Any] = []
@@ -305,8 +312,12 @@ def _run(args) -> int:
     block = _dims(args.block, "block") or (64,)
     grid = _dims(args.grid, "grid") or (-(-args.n // block[0]),)
     where = fn.module.kind if hasattr(fn, "module") else (args.on or "?")
+    launch: Dict[str, Any] = {}
+    if dyn is not None:
+        launch["shared_size"] = args.shared_size or block[0] * (block[1] if len(block) > 1 else 1) * \
+            (block[2] if len(block) > 2 else 1)
     start = time.perf_counter()
-    fn(*values, grid=grid, block=block)
+    fn(*values, grid=grid, block=block, **launch)
     elapsed = time.perf_counter() - start
     print(f"ran {info.signature()} on {where}: grid {grid} block {block}, n={args.n}, {elapsed * 1e3:.3f} ms "
           "(first launch, includes any JIT)")
