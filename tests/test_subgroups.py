@@ -186,3 +186,22 @@ def test_vulkan_refuses_a_device_without_the_operation_class():
             mod["sg_loop"](np.zeros(N, np.float32), np.zeros(N, np.float32), 1, grid=N // BLOCK, block=BLOCK)
     finally:
         dev.enabled[key] = saved
+
+
+def test_opencl_device_without_the_extension_is_refused_at_load():
+    """'opencl -subgroups' on a device that does not report cl_khr_subgroups (PoCL's CPU device): a
+    DeviceError naming the extensions when the program is built for the device."""
+    from polykern.errors import DeviceError
+
+    mod = pk.build([sg_ops], targets=["opencl -subgroups"])
+    try:
+        from polykern_opencl.runtime import device
+        dev = device.get()
+    except Exception:  # noqa: BLE001 - no OpenCL runtime or device here
+        pytest.skip("no OpenCL device here")
+    if dev.has_extension("cl_khr_subgroups") and dev.has_extension("cl_khr_subgroup_shuffle"):
+        pytest.skip(f"{dev.name} has the subgroup extensions (the conformance probe runs it)")
+    z = np.zeros(4 * N, np.float32)
+    with pytest.raises(DeviceError, match="cl_khr_subgroups"):
+        mod.on("opencl")["sg_ops"](z[:N], np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
+                                   np.zeros(2 * N, np.uint32), np.zeros(3 * N, np.int32), grid=N // BLOCK, block=BLOCK)
