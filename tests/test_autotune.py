@@ -213,3 +213,28 @@ def test_the_cache_key_is_the_same_in_another_process(cache_dir, tmp_path):
     assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout.strip().endswith(".json")
     assert len(_files(cache_dir)) == 1
+
+
+def test_webgpu_registers_a_synchronize_that_waits():
+    """Launches with WebGPU device arrays return once submitted: autotune's timing needs the queue's wait."""
+    from polykern import backends, registry
+
+    backends.load_all()
+    rec = backends.record_for_kind("webgpu")
+    if rec is None or not rec.runtime_available:
+        pytest.skip("no WebGPU runtime here")
+    sync = registry.get("runtime.synchronize.webgpu")
+    assert sync is not None
+
+    @pk.kernel
+    def inc(n: i32, y: Buffer[f32]):
+        i = pk.global_id(0)
+        if i < n:
+            y[i] = y[i] + 1.0
+
+    from polykern_webgpu.device_array import to_device
+    y = to_device(np.zeros(1 << 16, np.float32))
+    k = pk.autotune(configs=[{"block": 64}, {"block": 128}], key=["n"], reps=2)(inc).build(targets=["webgpu"])
+    k(1 << 16, y, grid=lambda cfg: ((1 << 16) // cfg["block"],))
+    sync()
+    assert (y.numpy() == 1).all()

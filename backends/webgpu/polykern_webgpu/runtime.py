@@ -282,6 +282,18 @@ def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None):
     return WebGPUModule(payload, fmt, fmap, sources)
 
 
+def synchronize() -> None:
+    """Wait until the work submitted to the device's queue is done (launches with device arrays return
+    after submitting; pk.autotune times with this)."""
+    ctx = context()
+    with ctx.lock:  # reading a buffer back waits for the queue's earlier work (wgpu-py 0.32's
+        # on_submitted_work_done_sync fails with wgpu-native's callback signature)
+        probe = ctx.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+        ctx.device.queue.read_buffer(probe)
+        probe.destroy()
+
+
 def register() -> None:
     registry.register("module.create.webgpu", create)
     registry.register("module.load_from_bytes.webgpu", load_from_bytes)
+    registry.register("runtime.synchronize.webgpu", synchronize)
