@@ -20,7 +20,7 @@ The first call with a new key runs every configuration on the caller's arguments
 ``runtime.synchronize.<kind>``), takes the median, and caches the fastest on disk in
 ``cache.cache_root()/autotune`` (``$POLYKERN_CACHE_DIR``), in one JSON file per kernel, configuration
 list, kernel IR, device (the runtime's device description, with the driver it reports), compiler
-version and key; written atomically. A corrupt or foreign cache file is ignored with a warning and
+version, build hooks (their records, ``hooks.identity``) and key; written atomically. A corrupt or foreign cache file is ignored with a warning and
 rewritten. A configuration that fails to build or launch (a block over the device's limit ...) is
 skipped with a warning; if every one fails, the first error is raised. The written buffers are copied
 before tuning and restored before the real launch (``restore=True``; NumPy arrays and polykern device
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backends, registry
+from . import backends, hooks, registry
 from .cache import cache_root, write_atomic
 from .device_array import DeviceArrayBase
 from .errors import LaunchError, PolykernError
@@ -189,6 +189,9 @@ class TunedKernel:
                                                                 else self.targets)],
             "device": device, "configs": [_canon(sorted(c.items())) for c in self.tuned.configs],
             "ir": hashlib.sha256("\n".join(function_str(k.ir) for k in self.tuned.kernels).encode()).hexdigest(),
+            # the build hooks that made the measured code (docs/backends.md "Hooks"): another hook, another choice
+            "hooks": [list(kv) for kv in sorted({(k, v) for f in module.functions.values() for k, v in f.attrs.items()
+                                                 if k.startswith(hooks.ATTR_PREFIX)})],
             "key": self.key_of(args),
         }
 
