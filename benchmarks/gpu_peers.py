@@ -437,6 +437,9 @@ def targets() -> list:
             out.append({"problem": name, "target": f"polykern vulkan / {v['against']} <= {VULKAN_LIMIT}",
                         "ratio": v["ratio_raw"], "ratio_minus_launch": v.get("ratio_minus_launch"),
                         "met": v["ratio_raw"]["median"] <= VULKAN_LIMIT})
+    if RESULTS.get("mode") == "dry-run":  # tiny sizes on CPU runtimes: the report's shape, not a measurement
+        for t in out:
+            t["met"] = None
     return out
 
 
@@ -556,7 +559,8 @@ def plot(out: str) -> str:
             ax.annotate(f"{y:.2f}", (i, y), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=20)
-    ax.set_ylabel("time ratio, polykern / best peer (<1: polykern faster)")
+    ax.set_yscale("log")  # 0.5 and 2 equally far from 1
+    ax.set_ylabel("time ratio, polykern / best peer (<1: polykern faster; log scale)")
     ax.axhline(1.0, color="k", lw=0.8, ls="--", label="target 1.0 (matmul vs cuBLAS: 1.4)")
     ax.set_title("best polykern CUDA target vs the fastest peer (bars: median; whiskers: round spread)", fontsize=9)
     ax.legend(fontsize=7)
