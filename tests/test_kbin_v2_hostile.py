@@ -64,3 +64,14 @@ def test_modules_out_of_preorder_are_refused_by_both_readers(clib, monkeypatch):
     assert not ok and msg.startswith("module 3 comes at position 2 of a preorder walk of the import tree"), msg
     with pytest.raises(ArtifactError, match="preorder"):
         _artifact(mods, [[1], [3, 2], [], []])
+
+
+@needs_cc
+def test_messages_naming_a_64_character_kind_are_whole_in_c(clib):
+    """Was: C cut "module 1 (<64-character kind>) payload" at 63 bytes (a version-1 kind was short)."""
+    kind = "z" * 64
+    data = _artifact([(kind, _device("elf"))], [[1], []])
+    assert _same_verdict(clib, data)[0]
+    cut = data.rindex(kind.encode()) + len(kind) + 4  # inside the module's payload length
+    ok, offset, msg = _same_verdict(clib, data[:cut])
+    assert not ok and f"module 1 ({kind}) payload" in msg, msg

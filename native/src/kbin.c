@@ -101,7 +101,7 @@ static int read_tree(pk_reader *r, pk_module *mods, size_t n) {
 /* Version 1: the kind must be one of version 1's (which gives the layout). Version 2: any kind
  * name; the layout is the payload's first byte, read with the payload. */
 static int read_module_entry(pk_reader *r, pk_module *m, size_t i, uint32_t version) {
-    char what[64], q[PK_QUOTE_BUF];
+    char what[128], q[PK_QUOTE_BUF];   /* "module <u64> (<64-character kind>) payload" fits */
     size_t at = r->pos;
     snprintf(what, sizeof what, "module %zu kind", i);
     if (pk_rd_str(r, &m->kind, what)) return PK_ERR_ARTIFACT;
