@@ -633,6 +633,29 @@ def triton_defs():
         return None
 
 
+def dry_validate(label: str, mod, arch: int) -> str:
+    """The dry run's check of what a GPU driver would be given: PTX through ptxas (as the driver's JIT
+    would assemble it), SPIR-V through spirv-val (Vulkan 1.1 rules, subgroup operations included)."""
+    import shutil
+    import subprocess
+
+    if label in ("polykern-cuda", "polykern-nvptx"):
+        if not shutil.which("ptxas"):
+            return "built (ptxas not found: PTX not assembled)"
+        ptx = mod.on("cuda").inspect_source("ptx")
+        r = subprocess.run(["ptxas", f"-arch=sm_{arch}", "-o", os.devnull, "-"], input=ptx.encode(),
+                           capture_output=True, timeout=300)
+        return "ok (ptxas)" if r.returncode == 0 else f"FAILED: ptxas: {r.stderr.decode()[:400]}"
+    if not shutil.which("spirv-val"):
+        return "built (spirv-val not found)"
+    for name, spv in mod.on("vulkan").payload.items():
+        r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True,
+                           timeout=120)
+        if r.returncode:
+            return f"FAILED: spirv-val {name}: {r.stderr.decode()[:400]}"
+    return "ok (spirv-val)"
+
+
 def dry_triton(arch: int) -> None:
     """Compile the Triton peers ahead of time when Triton is importable (a typo check without a GPU)."""
     try:
@@ -703,8 +726,11 @@ def main(argv=None) -> int:
         bad = [t for t in wanted if t not in full]
         if bad:
             ap.error(f"--dry-targets: unknown {bad}; choose from {sorted(full)}")
-        for label in build_modules({f"polykern-{t}": full[t] for t in wanted}, tp.FULL):
-            RESULTS["dry_run"][f"build full {label}"] = "ok"
+        for label, mod in build_modules({f"polykern-{t}": full[t] for t in wanted}, tp.FULL).items():
+            v = RESULTS["dry_run"][f"build full {label}"] = dry_validate(label, mod, arch)
+            log(f"full-size {label}: {v}")
+            if v.startswith("FAILED"):
+                RESULTS["errors"][f"build full {label}"] = v
         if not args.no_triton:
             dry_triton(arch)
         run_targets = {"polykern-llvm": "llvm"}

@@ -51,8 +51,8 @@ def test_dry_run_builds_and_checks_every_kernel(tmp_path):
     res = json.loads((tmp_path / "gpu_peers.json").read_text())
     assert rc == 0, res["errors"]
     assert not [k for k in res["errors"] if k.startswith("build")], res["errors"]
-    for t in dry:
-        assert res["dry_run"][f"build full polykern-{t}"] == "ok"
+    for t in dry:  # built, and assembled by ptxas / validated by spirv-val where those are installed
+        assert res["dry_run"][f"build full polykern-{t}"].startswith(("ok", "built")), res["dry_run"]
     ran = ["polykern-llvm"] + (["polykern-vulkan"] if "vulkan" in KINDS else [])
     for name in gpu_peers.ORDER:
         row = res["problems"][name]
