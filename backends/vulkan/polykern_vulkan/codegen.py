@@ -16,6 +16,7 @@ from polykern.target import Target
 from .fallback import VulkanFallbackModule
 from .features import parse_features, parse_version, target_kind
 from .lower import lower_kernel
+from .spirv_matrix import supported as matrix_supported
 from .spirv_text import disassemble
 
 TARGET_KIND = target_kind()
@@ -44,3 +45,4 @@ def build(funcs: List[ir.Function], target: Target) -> Module:
 def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.vulkan", build)
+    registry.register("matrix.support.vulkan", matrix_supported)

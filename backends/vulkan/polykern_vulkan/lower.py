@@ -42,6 +42,7 @@ from polykern.ir.vector import VecGroup, iter_groups, vector_buffers
 from polykern.numerics import saturation_bounds
 
 from .spirv_builder import FunctionBuilder, ModuleBuilder
+from .spirv_matrix import declare_matrix, lower_matrix_op
 from .spirv_subgroups import declare_subgroup_inputs, lower_subgroup
 from .spirv_spec import (BUILTIN, EXECUTION_MODE, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
                          SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_UNIFORM_MEMORY, SEM_WORKGROUP_MEMORY, Op)
@@ -352,6 +353,8 @@ class KernelLowering:
                 self.refuse(f"subgroup_{sg.op}() needs SPIR-V 1.3 or later (GroupNonUniform operations); "
                             f"this target asks for SPIR-V {self.version[0]}.{self.version[1]}", sg.loc)
             self.subgroup_regs = declare_subgroup_inputs(self)
+        if self.fn.fragments:  # matrix fragments: SPV_KHR_cooperative_matrix (spirv_matrix.py)
+            declare_matrix(self)
         self.stmts(self.fn.body)
         if not f.terminated:
             f.op(Op.Return)
@@ -458,6 +461,8 @@ class KernelLowering:
         elif isinstance(s, n.Barrier):
             sem = SEM_ACQUIRE_RELEASE | SEM_WORKGROUP_MEMORY | SEM_UNIFORM_MEMORY
             f.op(Op.ControlBarrier, self.u32c(SCOPE_WORKGROUP), self.u32c(SCOPE_WORKGROUP), self.u32c(sem))
+        elif isinstance(s, n.MatrixOp):
+            lower_matrix_op(self, s)
         else:
             self.refuse(f"statement {type(s).__name__} is not supported by the SPIR-V emitter", s.loc)
 

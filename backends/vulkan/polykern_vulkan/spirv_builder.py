@@ -167,6 +167,13 @@ class ModuleBuilder:
         if name not in self.extensions:
             self.extensions.append(name)
 
+    def use_vulkan_memory_model(self) -> None:
+        """The Vulkan memory model instead of GLSL450 (SPV_KHR_cooperative_matrix requires it)."""
+        self.capability("VulkanMemoryModel")
+        if self.version < (1, 5):
+            self.extension("SPV_KHR_vulkan_memory_model")
+        self._memory_model = encode_inst(Op.MemoryModel, [0, 3])  # Logical Vulkan
+
     def ext_import(self, name: str) -> int:
         if name not in self._ext_imports:
             self._ext_imports[name] = self.new_id()

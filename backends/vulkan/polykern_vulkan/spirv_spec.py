@@ -138,6 +138,12 @@ class Op:
     BranchConditional = 250
     Return = 253
     Unreachable = 255
+    # SPV_KHR_cooperative_matrix: matrix fragments (spirv_matrix.py)
+    MatrixTimesScalar = 143
+    TypeCooperativeMatrixKHR = 4456
+    CooperativeMatrixLoadKHR = 4457
+    CooperativeMatrixStoreKHR = 4458
+    CooperativeMatrixMulAddKHR = 4459
 
 
 OP_NAMES = {v: "Op" + k for k, v in vars(Op).items() if not k.startswith("_")}
@@ -150,9 +156,10 @@ def _enum(**members):
 CAPABILITY = _enum(Shader=1, Float16=9, Float64=10, Int64=11, Int64Atomics=12, Int16=22, Int8=39,
                    StorageBuffer16BitAccess=4433, StorageBuffer8BitAccess=4448,
                    SignedZeroInfNanPreserve=4466, GroupNonUniform=61, GroupNonUniformVote=62,
-                   GroupNonUniformArithmetic=63, GroupNonUniformBallot=64, GroupNonUniformShuffle=65)
+                   GroupNonUniformArithmetic=63, GroupNonUniformBallot=64, GroupNonUniformShuffle=65,
+                   CooperativeMatrixKHR=6022, VulkanMemoryModel=5345)
 ADDRESSING = _enum(Logical=0)
-MEMORY_MODEL = _enum(GLSL450=1)
+MEMORY_MODEL = _enum(GLSL450=1, Vulkan=3)
 EXECUTION_MODEL = _enum(GLCompute=5)
 EXECUTION_MODE = _enum(LocalSize=17, SignedZeroInfNanPreserve=4461)
 STORAGE_CLASS = _enum(Input=1, Workgroup=4, Function=7, PushConstant=9, StorageBuffer=12)
@@ -254,6 +261,11 @@ for _op in (Op.GroupNonUniformShuffle, Op.GroupNonUniformShuffleXor):
     GRAMMAR[_op] = ["T", "R", "I", "I", "I"]
 for _op in range(Op.GroupNonUniformIAdd, Op.GroupNonUniformFMax + 1):
     GRAMMAR[_op] = ["T", "R", "I", "L", "I"]
+GRAMMAR[Op.MatrixTimesScalar] = ["T", "R", "I", "I"]
+GRAMMAR[Op.TypeCooperativeMatrixKHR] = ["R", "I", "I", "I", "I", "I"]  # component, scope, rows, cols, use
+GRAMMAR[Op.CooperativeMatrixLoadKHR] = ["T", "R", "I", "I", "I"]  # pointer, layout, stride
+GRAMMAR[Op.CooperativeMatrixStoreKHR] = ["I", "I", "I", "I"]  # pointer, object, layout, stride
+GRAMMAR[Op.CooperativeMatrixMulAddKHR] = ["T", "R", "I", "I", "I", "L*"]  # a, b, c, operands
 
 ENUMS = {
     "CAPABILITY": CAPABILITY, "ADDRESSING": ADDRESSING, "MEMORY_MODEL": MEMORY_MODEL,

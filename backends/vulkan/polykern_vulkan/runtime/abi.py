@@ -17,6 +17,7 @@ from polykern.errors import ArtifactError
 from polykern.module import FunctionInfo
 
 from ..spirv_spec import CAPABILITY, EXECUTION_MODE, MAGIC, Op
+from .coopmat import needs_of
 
 __all__ = ["KernelABI", "SLOT_FORMATS"]
 
@@ -72,6 +73,14 @@ def scan_preserved_widths(binary: bytes, kernel: str) -> Tuple[int, ...]:
     return tuple(sorted(widths))
 
 
+def _matrix_needs(kernel: str, attrs) -> Tuple:
+    try:
+        return tuple(needs_of(attrs))
+    except ValueError:
+        raise ArtifactError(f"vulkan kernel '{kernel}': bad cooperative_matrix attribute "
+                            f"{attrs.get('cooperative_matrix')!r}") from None
+
+
 @dataclass(frozen=True)
 class KernelABI:
     name: str
@@ -83,6 +92,7 @@ class KernelABI:
     capabilities: FrozenSet[str]
     shared_bytes: int
     preserved_widths: Tuple[int, ...] = ()  # float widths whose NaN/inf/-0 the shader needs kept
+    matrix: Tuple = ()  # (M, N, K, (A, B, C, result)) of its matrix fragments (runtime/coopmat.py)
 
     @property
     def buffer_count(self) -> int:
@@ -129,7 +139,8 @@ class KernelABI:
         except ValueError:
             raise ArtifactError(f"vulkan kernel '{k}': bad spirv version {a['spirv']!r}") from None
         return cls(k, a["entry"], (major, minor), tuple(bindings), tuple(push), size,
-                   scan_capabilities(binary, k), info.shared_bytes, scan_preserved_widths(binary, k))
+                   scan_capabilities(binary, k), info.shared_bytes, scan_preserved_widths(binary, k),
+                   _matrix_needs(k, a))
 
     def pack_push_constants(self, values: Sequence) -> bytes:
         """Scalars (NumPy scalars of the declared types, in argument order) -> the push block.

