@@ -633,6 +633,28 @@ def triton_defs():
         return None
 
 
+def ptxas_info(mod, arch: int):
+    """(assembled, {kernel: "Used N registers, ... smem"} or ptxas's error): ``ptxas -v`` on the module's PTX
+    (registers, spills and shared memory of every kernel, for reading the timings)."""
+    import re
+    import subprocess
+
+    ptx = mod.on("cuda").inspect_source("ptx")
+    r = subprocess.run(["ptxas", "-v", f"-arch=sm_{arch}", "-o", os.devnull, "-"], input=ptx.encode(),
+                       capture_output=True, timeout=300)
+    err = r.stderr.decode()
+    if r.returncode:
+        return False, err[:400]
+    info, cur = {}, None
+    for line in err.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?(\w+)'?", line)
+        if m:
+            cur = m.group(1)
+        elif cur and ("Used" in line or "spill" in line):
+            info[cur] = (info.get(cur, "") + " " + line.split(":", 1)[-1].strip()).strip()
+    return True, info
+
+
 def dry_validate(label: str, mod, arch: int) -> str:
     """The dry run's check of what a GPU driver would be given: PTX through ptxas (as the driver's JIT
     would assemble it), SPIR-V through spirv-val (Vulkan 1.1 rules, subgroup operations included)."""
@@ -642,10 +664,9 @@ def dry_validate(label: str, mod, arch: int) -> str:
     if label in ("polykern-cuda", "polykern-nvptx"):
         if not shutil.which("ptxas"):
             return "built (ptxas not found: PTX not assembled)"
-        ptx = mod.on("cuda").inspect_source("ptx")
-        r = subprocess.run(["ptxas", f"-arch=sm_{arch}", "-o", os.devnull, "-"], input=ptx.encode(),
-                           capture_output=True, timeout=300)
-        return "ok (ptxas)" if r.returncode == 0 else f"FAILED: ptxas: {r.stderr.decode()[:400]}"
+        ok, info = ptxas_info(mod, arch)
+        RESULTS.setdefault("ptxas", {})[label] = info
+        return "ok (ptxas)" if ok else f"FAILED: ptxas: {info}"
     if not shutil.which("spirv-val"):
         return "built (spirv-val not found)"
     for name, spv in mod.on("vulkan").payload.items():
@@ -757,6 +778,14 @@ def main(argv=None) -> int:
             targets_["polykern-vulkan"] = "vulkan"
         built = build_modules(targets_, sizes)
         mods = {k: (built[k], cuda, "events") for k in ("polykern-cuda", "polykern-nvptx") if k in built}
+        for k in mods:  # registers / spills / shared memory per kernel, where ptxas is on PATH
+            try:
+                import shutil
+
+                if shutil.which("ptxas"):
+                    RESULTS.setdefault("ptxas", {})[k] = ptxas_info(built[k], arch)[1]
+            except Exception as e:  # noqa: BLE001
+                RESULTS["errors"][f"ptxas {k}"] = short(e)
         if "polykern-vulkan" in built:
             vp = _vulkan_place()
             if vp:
