@@ -109,6 +109,31 @@ def declared_refusals(target_kind: str) -> Dict[str, str]:
     return dict(getattr(conf, "REFUSES", {}).get(target_kind, {}))
 
 
+def numerics_backend(target_kind: str) -> str:
+    """The backend whose numeric promises (``polykern.numerics``) ``target_kind`` keeps: its own name for
+    an in-tree kind, else what its backend declares in ``polykern_<x>.conformance.NUMERICS``
+    (``{target kind: in-tree backend name}``; an out-of-tree backend states which promises it keeps)."""
+    from .. import backends, numerics, registry
+
+    if target_kind in numerics.BACKENDS:
+        return target_kind
+    backends.load_all()
+    tk = registry.get(f"target.kind.{target_kind}")
+    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
+    conf = None
+    if rec is not None:
+        try:
+            conf = importlib.import_module(f"polykern_{rec.name}.conformance")
+        except ModuleNotFoundError:
+            conf = None
+    like = dict(getattr(conf, "NUMERICS", {}) or {}).get(target_kind)
+    if like not in numerics.BACKENDS:
+        raise ValueError(f"target kind {target_kind!r} declares no numeric promises: its backend's conformance "
+                         f"module must map it to one of {', '.join(numerics.BACKENDS)} in NUMERICS "
+                         f"(docs/backends.md){f' (it names {like!r})' if like else ''}")
+    return like
+
+
 def runtime_present(target: str) -> bool:
     from .. import backends, registry
     from ..target import Target
@@ -162,7 +187,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
     got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
-    cmp_ = compare(oracle, got, kind, device=selected_device(kind))
+    cmp_ = compare(oracle, got, numerics_backend(kind), device=selected_device(kind))
     if cmp_.mismatches:
         more = f" (+{cmp_.extra} more)" if cmp_.extra else ""
         return Outcome(target, "disagree", "; ".join(str(m) for m in cmp_.mismatches[:6]) + more, "mismatch")

@@ -33,7 +33,7 @@ ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOATS = ("f16", "f32", "f64")
 #: feature names a backend may refuse (backends declare theirs; see tests/runtimes.py)
-FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64", "subgroups")
+FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64", "subgroups", "barrier")
 
 N_IN = 16  # input buffer length (indices masked with N_IN - 1)
 N_LOCAL = 8  # pk.local array length
@@ -142,6 +142,7 @@ class _Gen:
         # programs of seeds without them are the ones this generator made before they existed.
         self.frng = random.Random(f"features-{seed}")
         self.sgrng = random.Random(f"subgroups-{seed}")  # likewise for the subgroup section
+        self.uses_barrier = False
         self.uses_subgroups = False
 
     # ------------------------------------------------------------------ helpers
@@ -592,6 +593,7 @@ class _Gen:
         if r.random() < 0.4:
             t = r.choice(self.types)
             sh = self.fresh("sh")
+            self.uses_barrier = True
             self.emit(0, f"{sh} = pk.shared({'bool_' if t == 'bool' else t}, {self.block})")
             for _ in range(r.randint(1, 2)):
                 self.emit(0, f"{sh}[lid] = {self.expr(t, 3)}")
@@ -639,6 +641,8 @@ class _Gen:
             feats.add("math_f64")
         if self.uses_subgroups:
             feats.add("subgroups")
+        if self.uses_barrier:  # shared memory between barriers: work-items that run together
+            feats.add("barrier")
         src = HEADER + "\n".join(helper_lines) + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n"
         if self.constexprs:  # the module's kernel is the specialized one (its .name says the values)
             values = ", ".join(f"{c}={v}" for c, v in self.constexprs.items())
