@@ -317,3 +317,8 @@ def test_mixed_scalar_and_vector_access(target):
 def test_metal_casts_to_vector_pointers():
     src = pk.build([scale4], ["metal"]).on("metal").inspect_source()
     assert "((device const float4*)x)[" in src and "float4(" in src
+
+
+def test_rocm_has_dwordx4_accesses():
+    asm = pk.build([scale4], ["rocm -mcpu=gfx90a"]).on("rocm").inspect_source("asm")
+    assert "global_load_dwordx4" in asm and "global_store_dwordx4" in asm
