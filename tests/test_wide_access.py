@@ -322,3 +322,20 @@ def test_metal_casts_to_vector_pointers():
 def test_rocm_has_dwordx4_accesses():
     asm = pk.build([scale4], ["rocm -mcpu=gfx90a"]).on("rocm").inspect_source("asm")
     assert "global_load_dwordx4" in asm and "global_store_dwordx4" in asm
+
+
+def test_vector_buffers_need_one_width_and_no_scalar_access():
+    from polykern.ir.vector import vector_buffers
+
+    @pk.kernel
+    def widths(x: Buffer[f32], y: Buffer[f32], z: Buffer[f32]):
+        k = pk.global_id(0)
+        for j in range(2):
+            a, b = pk.vload(x, k + j, 2)          # x: groups of 2 and of 4 -> scalar
+            c, d, e, f = pk.vload(x, k, 4)
+            pk.vstore(y, k, (a, b, c, d + e + f))   # y: groups of 4 only, in a loop -> vector
+        pk.atomic_add(z, 0, 1.0)                    # z: atomics -> scalar
+        g, h = pk.vload(z, k, 2)
+        pk.vstore(z, k + 1, (g, h))
+
+    assert vector_buffers(widths.ir) == {"y": 4}
