@@ -401,6 +401,8 @@ def summarize(name: str, times: dict, contenders: list, size) -> dict:
         row["tflops"] = {k: p.flops(size) / med(v) / 1e12 for k, v in times.items()}
     else:
         row["GBps"] = {k: p.nbytes(size) / med(v) / 1e9 for k, v in times.items()}
+        if RESULTS.get("copy_GBps"):
+            row["fraction_of_copy_bandwidth"] = {k: v / RESULTS["copy_GBps"] for k, v in row["GBps"].items()}
     if not peers or not pks:
         return row
     best_peer = min(peers, key=lambda k: med(times[k]))
@@ -477,6 +479,15 @@ def build_modules(targets: dict, sizes: dict) -> dict:
     return mods
 
 
+def copy_bandwidth(place, rounds: int) -> float:
+    """GB/s (bytes read + written) of ``cupy.copyto`` on 256 MiB: the memory-bound kernels' yardstick."""
+    cp = place.cp
+    src = cp.ones(1 << 26, cp.float32)
+    dst = cp.empty_like(src)
+    c = Contender("copy", lambda: cp.copyto(dst, src), "events", place, "peer")
+    return 2 * src.nbytes / med(time_rounds([c], rounds, 0.03)["copy"]) / 1e9
+
+
 def vulkan_floor(mod, place, rounds: int) -> float:
     """Seconds per call of an empty Vulkan launch (one group, no work): submit + fence wait."""
     import tuned_kernels as tk
@@ -509,8 +520,8 @@ def run_problem(name, size, mods, peers_fn, env, rounds, target_s, vk_floor) -> 
 # ------------------------------------------------------------------ report
 
 def table() -> str:
-    lines = ["| problem | polykern (best target but Vulkan) | ms | best peer | ms | ratio (spread) | vulkan / cuda |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| problem | polykern (best target but Vulkan) | ms | best peer | ms | ratio (spread) | vulkan / cuda "
+             "| of copy bw or TFLOP/s: polykern, peer |", "|---|---|---|---|---|---|---|---|"]
     for name in ORDER:
         row = RESULTS["problems"].get(name)
         if not row:
@@ -524,8 +535,10 @@ def table() -> str:
         lines[-1] += (f" {peer} | {secs[peer]['median'] * 1e3:.4f} |" if peer else " — | — |")
         lines[-1] += (f" {r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}) |" if r else " — |")
         lines[-1] += (f" {vk['median']:.2f} ({vk['min']:.2f}–{vk['max']:.2f}) |" if vk else " — |")
+        rate = row.get("fraction_of_copy_bandwidth") or row.get("tflops") or {}
+        lines[-1] += (f" {rate[pk]:.3g}, {rate[peer]:.3g} |" if pk in rate and peer in rate else " — |")
         for k, v in bad.items():
-            lines.append(f"|  | {k}: {v} | | | | | |")
+            lines.append(f"|  | {k}: {v} | | | | | | |")
     lines += ["", "| target | ratio | met |", "|---|---|---|"]
     for t in RESULTS.get("targets", []):
         r = t.get("ratio")
@@ -808,6 +821,12 @@ def main(argv=None) -> int:
             if torch_ok:
                 out += torch_peers(name, h, cuda)
             return out
+    if not args.dry_run:
+        try:
+            RESULTS["copy_GBps"] = copy_bandwidth(CupyPlace(), args.rounds)
+            log(f"device copy (cupy.copyto, 256 MiB): {RESULTS['copy_GBps']:.0f} GB/s (read + write)")
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"]["copy bandwidth"] = short(e)
     vk_floor = 0.0
     if "polykern-vulkan" in mods:
         try:
