@@ -43,3 +43,13 @@ def test_a_wrong_type_is_named_and_nothing_is_written(tree, old, new, expected):
 def test_a_clash_or_a_bad_value_is_named(tree, old, new, expected):
     (gen_err, check_err), _, _ = _both_modes(tree, old, new)
     assert f"gen_backends: backends/backends.bzl: {expected}" in check_err, check_err
+
+
+@pytest.mark.parametrize("line", ['BACKENDS.append(backend("zzextra", needs = ["host_cpu"]))',
+                                  'BACKENDS += [backend("zzextra", needs = ["host_cpu"])]'])
+def test_a_backend_added_outside_the_list_is_named(tree, line):
+    """Was: ignored (the generator read only `BACKENDS = [...]`) while Bazel's list had one more backend."""
+    path = tree / "backends" / "backends.bzl"
+    path.write_text(path.read_text() + "\n" + line + "\n")
+    r = _run_gen(tree, "--check")
+    assert r.returncode == 1 and "BACKENDS is changed after its `BACKENDS = [...]`" in r.stderr, r.stderr

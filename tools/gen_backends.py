@@ -109,6 +109,19 @@ def read_backends(root: str = ROOT) -> List[Backend]:
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), filename=path)
     value = _assignment(tree, "BACKENDS", LIST_FILE)
+    for node in tree.body:  # the one literal list is the whole list: Bazel would see what this tool would not
+        if isinstance(node, ast.Assign):
+            changed = [] if node.value is value else node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            changed = [node.target]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func,
+                                                                                           ast.Attribute):
+            changed = [node.value.func.value]  # BACKENDS.append(...)
+        else:
+            changed = []
+        if any(isinstance(c, ast.Name) and c.id == "BACKENDS" for c in changed):
+            raise ListError(f"{LIST_FILE}:{node.lineno}: BACKENDS is changed after its `BACKENDS = [...]`; "
+                            "add a backend(...) line to that list instead")
     if not isinstance(value, ast.List):
         raise ListError(f"{LIST_FILE}:{value.lineno}: BACKENDS must be a list of backend(...) lines")
     fields = set(Backend.__dataclass_fields__)
