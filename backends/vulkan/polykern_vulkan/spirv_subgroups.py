@@ -27,6 +27,7 @@ def declare_subgroup_inputs(low) -> dict:
     """Declare and load the three subgroup built-ins (u32 inputs) of ``low`` (a KernelLowering whose
     function has begun); returns {op: i32 value id} and records the variables as interface inputs."""
     m, f = low.m, low.f
+    m.capability("GroupNonUniform")  # the SubgroupSize/Id/LocalInvocationId built-ins need it, collectives or not
     uint = m.t_int(32, False)
     out = {}
     for op, builtin in _REGS:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import f16, f32, i8, i32, u8
+from polykern import Buffer, f16, f32, i8, i32, u8
 from polykern.errors import DeviceError
 from polykern_vulkan.features import VULKAN_ENV
 from polykern_vulkan.runtime import coopmat
@@ -110,3 +110,18 @@ def test_device_without_the_extension_refuses_the_kernel():
                                 np.float32(1), grid=1, block=32)
     assert "uses matrix fragments (SPV_KHR_cooperative_matrix)" in str(ei.value)
     assert coopmat.EXTENSION in str(ei.value)
+
+
+@pk.kernel
+def subgroup_ids_only(out: Buffer[i32]):
+    out[pk.global_id(0)] = pk.subgroup_id() * 100 + pk.subgroup_local_id()
+
+
+@pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not installed")
+def test_subgroup_registers_alone_declare_group_non_uniform():
+    """The GEMM example reads pk.subgroup_id() without any collective: the SubgroupId/SubgroupSize
+    built-ins still need OpCapability GroupNonUniform (spirv-val refused the shader before)."""
+    binary = shaders(subgroup_ids_only, "vulkan")["subgroup_ids_only"]
+    assert "OpCapability GroupNonUniform" in disassemble(binary)
+    r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=binary, capture_output=True)
+    assert r.returncode == 0, r.stderr.decode()

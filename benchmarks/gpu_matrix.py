@@ -1,0 +1,271 @@
+"""Issue 13's benchmark: an f16 GEMM with f32 accumulation on the matrix engine, polykern vs cuBLAS.
+
+    python benchmarks/gpu_matrix.py --out OUT [--size 4096] [--rounds 7] [--arch 90]
+    python benchmarks/gpu_matrix.py --dry-run --out OUT     # any host: builds + a small CPU check, no GPU
+
+Contenders (C = A @ B, A and B f16 row-major, size^3):
+- polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
+  tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
+  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32;
+- cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
+  (``torch.matmul``, f16 out) where torch is importable;
+- Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
+
+Every contender is checked before timing (64 sampled rows against a float64 product: polykern within
+``numerics.mma_error_bound``, f16-output peers within 2^-9 relative to the row's |A| @ |B|); a wrong
+one is reported and not timed. Timing: ``--rounds`` rounds over all contenders, interleaved; per
+round a batch of back-to-back calls, CUDA events on the legacy default stream (CUDA contenders), the
+host clock for Vulkan (each launch submitted and waited for; the empty-launch time is reported).
+Reported: median seconds and TFLOP/s per contender, polykern / cuBLAS time ratios (median of the
+per-round ratios, spread = min-max), the issue's targets (CUDA >= 60% of cuBLAS's throughput, Vulkan
+within 1.5x of CUDA). Writes OUT/gpu_matrix.json.
+
+``--dry-run`` needs no GPU: it builds the full-size kernel for cuda (NVRTC/nvcc; ptxas -v:
+registers, shared memory), nvptx (ptxas) and vulkan (spirv-val; POLYKERN_SPIRV_VAL names a
+SPIRV-Tools 2023.4+ spirv-val where the system's predates SPV_KHR_cooperative_matrix), runs the GEMM
+on llvm at 256^3 against NumPy, and goes through the timing and reporting code with NumPy's matmul
+as the peer.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
+import gemm_f16 as G  # noqa: E402
+from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, ptxas_info,  # noqa: E402
+                       short, time_rounds)
+
+CUDA_TARGET = 0.60  # polykern cuda throughput / cuBLAS's
+VULKAN_LIMIT = 1.5  # polykern vulkan time / polykern cuda time
+CHECK_ROWS = 64
+
+RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run": {}}
+
+
+def build(targets, tiles):
+    import polykern as pk
+
+    mods = {}
+    for label, target in targets.items():
+        t0 = time.perf_counter()
+        try:
+            mods[label] = pk.build(G.kernels(tiles), targets=[target])
+            RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"][label] = f"build: {short(e)}"
+            log(f"{label}: build failed: {short(e)}")
+    return mods
+
+
+def validate(label, mod, arch):
+    """What a driver would be given: PTX through ptxas -v, SPIR-V through spirv-val."""
+    if label != "polykern-vulkan":
+        ok, info = ptxas_info(mod, arch)
+        return {"ptxas": "ok" if ok else "FAILED", "kernels": info}
+    tool = os.environ.get("POLYKERN_SPIRV_VAL") or "spirv-val"
+    out = {}
+    for name, spv in mod.on("vulkan").payload.items():
+        try:
+            r = subprocess.run([tool, "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True, timeout=120)
+        except FileNotFoundError:
+            return {"spirv-val": "not found"}
+        err = r.stderr.decode()
+        out[name] = "ok" if r.returncode == 0 else (
+            "spirv-val predates SPV_KHR_cooperative_matrix" if "6022" in err else f"FAILED: {err[:300]}")
+    return {"spirv-val": out}
+
+
+def check_rows(c, a, b, rows, f16_out: bool) -> float:
+    """Worst error in units of what is allowed (<= 1 passes)."""
+    if not f16_out:
+        return G.check(c, a, b, rows)
+    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a[rows].astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1e-30
+    return float((np.abs(c[rows].astype(np.float64) - ref) / (scale * 2.0 ** -9)).max())
+
+
+def contenders(size, a, b, mods, places, sg_sizes, dry):
+    """[(Contender, read C back as an (n, n) host array, f16 output?)]"""
+    out = []
+    n = size
+    tiles = G.GPU_TILES if not dry else G.SMALL_TILES
+    for label, mod in mods.items():
+        place = places[label]
+        da, db, dc = place.put(a), place.put(b), place.empty(n * n)
+        sg = sg_sizes[label]
+
+        def fn(mod=mod, da=da, db=db, dc=dc, sg=sg):
+            G.launch(mod, da, db, dc, n, n, n, tiles, sg)
+            return [dc]
+
+        clock = "events" if label in ("polykern-cuda", "polykern-nvptx") else "host"
+        c = Contender(label, fn, clock, place, "polykern")
+        out.append((c, lambda dc=dc, place=place: place.get(dc).reshape(n, n), False))
+    if dry:
+        place = places["numpy"]
+        c = Contender("numpy matmul (f32)", lambda: [a.astype(np.float32) @ b.astype(np.float32)], "host", place, "peer")
+        out.append((c, lambda: (a.astype(np.float32) @ b.astype(np.float32)), False))
+        return out
+    cp = places["cupy"].cp
+    ga, gb = cp.asarray(a), cp.asarray(b)
+    gc = cp.empty((n, n), cp.float16)
+    out.append((Contender("cuBLAS via cupy.matmul (f16 out, f32 compute)", lambda: [cp.matmul(ga, gb, out=gc)],
+                          "events", places["cupy"], "peer"), lambda: cp.asnumpy(gc), True))
+    try:
+        import torch
+
+        ta, tb = torch.as_tensor(ga, device="cuda"), torch.as_tensor(gb, device="cuda")
+        tc = torch.empty((n, n), dtype=torch.float16, device="cuda")
+        out.append((Contender("cuBLAS via torch.matmul (f16 out)", lambda: [torch.matmul(ta, tb, out=tc)], "events",
+                              places["cupy"], "peer"), lambda: tc.float().cpu().numpy(), True))
+    except Exception as e:  # noqa: BLE001
+        RESULTS["errors"]["torch"] = f"missing: {short(e)}"
+    try:
+        import peers_triton
+        import torch
+
+        mm = peers_triton.tutorial_defs()["matmul"]
+        ta, tb = torch.as_tensor(ga, device="cuda"), torch.as_tensor(gb, device="cuda")
+        tc32 = torch.empty((n, n), dtype=torch.float32, device="cuda")
+
+        def triton_fn():
+            grid = lambda meta: (((n + meta["BLOCK_SIZE_M"] - 1) // meta["BLOCK_SIZE_M"])  # noqa: E731
+                                 * ((n + meta["BLOCK_SIZE_N"] - 1) // meta["BLOCK_SIZE_N"]),)
+            mm[grid](ta, tb, tc32, n, n, n, ta.stride(0), ta.stride(1), tb.stride(0), tb.stride(1),
+                     tc32.stride(0), tc32.stride(1))
+            return [tc32]
+
+        out.append((Contender("Triton matmul tutorial (f16 in, f32 out)", triton_fn, "events", places["cupy"], "peer"),
+                    lambda: tc32.cpu().numpy(), False))
+    except Exception as e:  # noqa: BLE001
+        RESULTS["errors"]["triton"] = f"missing: {short(e)}"
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--target-s", type=float, default=0.05, help="seconds per contender per round (batch size)")
+    ap.add_argument("--only", default="cuda,nvptx,vulkan", help="polykern targets to run")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    dry = args.dry_run
+    RESULTS["device"] = device_info(dry)
+    RESULTS["config"] = {"size": args.size, "rounds": args.rounds, "arch": args.arch, "tiles": G.GPU_TILES,
+                         "dry_run": dry}
+    want = set(args.only.split(","))
+    targets = {f"polykern-{k}": t for k, t in (("cuda", f"cuda -arch=sm_{args.arch}"),
+                                               ("nvptx", f"nvptx -arch=sm_{args.arch}"), ("vulkan", "vulkan"))
+               if k in want}
+    mods = build(targets, G.GPU_TILES)
+    if dry:
+        for label, mod in mods.items():
+            try:
+                RESULTS["dry_run"][label] = validate(label, mod, args.arch)
+            except Exception as e:  # noqa: BLE001
+                RESULTS["dry_run"][label] = f"FAILED: {short(e)}"
+            log(f"{label}: {RESULTS['dry_run'][label]}")
+        size = 256
+        run_mods = build({"polykern-llvm": "llvm"}, G.SMALL_TILES)
+        places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
+    else:
+        size = args.size
+        run_mods = mods
+        places = {"cupy": CupyPlace()}
+        for label in run_mods:
+            places[label] = VulkanPlace() if label == "polykern-vulkan" else places["cupy"]
+    sg_sizes = {}
+    for label, mod in list(run_mods.items()):
+        try:
+            sg_sizes[label] = G.device_subgroup_size(mod)
+        except Exception as e:  # noqa: BLE001
+            RESULTS["errors"][label] = f"launch: {short(e)}"
+            run_mods.pop(label)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size)).astype(np.float16)
+    b = rng.standard_normal((size, size)).astype(np.float16)
+    rows = np.sort(rng.choice(size, min(CHECK_ROWS, size), replace=False))
+    good = []
+    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry):
+        try:
+            c.fn()
+            c.place.sync()
+            err = check_rows(read(), a, b, rows, f16_out)
+            ok = err <= 1.0
+            RESULTS["contenders"][c.label] = {"check": "ok" if ok else "WRONG", "error_of_bound": round(err, 4)}
+            log(f"{c.label}: check {'ok' if ok else 'WRONG'} (error {err:.3g} of the bound)")
+            if ok:
+                good.append(c)
+        except Exception as e:  # noqa: BLE001
+            RESULTS["contenders"][c.label] = {"check": f"FAILED: {short(e)}"}
+            log(f"{c.label}: FAILED {short(e)}\n{traceback.format_exc(limit=3)}")
+    times = time_rounds(good, args.rounds, args.target_s) if good else {}
+    flop = 2.0 * size ** 3
+    for c in good:
+        ts = times[c.label]
+        RESULTS["contenders"][c.label].update(median_s=med(ts), tflops=flop / med(ts) / 1e12, rounds_s=ts)
+    summarize(times, dry)
+    path = os.path.join(args.out, "gpu_matrix.json")
+    with open(path, "w") as f:
+        json.dump(RESULTS, f, indent=1, default=str)
+    log(table())
+    log(f"wrote {path}")
+    return 0
+
+
+def _ratio(xs, ys) -> dict:
+    r = [x / y for x, y in zip(xs, ys)]
+    return {"median": med(r), "min": min(r), "max": max(r)} if r else {}
+
+
+def summarize(times: dict, dry: bool) -> None:
+    labels = list(times)
+    pk_labels = [k for k in labels if k.startswith("polykern")]
+    peers = [k for k in labels if not k.startswith("polykern")]
+    for p in pk_labels:
+        for q in peers:
+            RESULTS["ratios"][f"{p} / {q}"] = _ratio(times[p], times[q])
+    blas = [q for q in peers if "cuBLAS" in q]
+    for p in ("polykern-cuda", "polykern-nvptx"):
+        if p in times and blas:
+            best = min(blas, key=lambda q: med(times[q]))
+            r = _ratio(times[best], times[p])  # throughput ratio = time(cuBLAS) / time(polykern)
+            RESULTS["targets"].append({"what": f"{p} throughput / {best}", "value": r, "target": f">= {CUDA_TARGET}",
+                                       "met": bool(r) and r["median"] >= CUDA_TARGET})
+    if "polykern-vulkan" in times and "polykern-cuda" in times:
+        r = _ratio(times["polykern-vulkan"], times["polykern-cuda"])
+        RESULTS["targets"].append({"what": "polykern-vulkan time / polykern-cuda time", "value": r,
+                                   "target": f"<= {VULKAN_LIMIT}", "met": r["median"] <= VULKAN_LIMIT})
+
+
+def table() -> str:
+    lines = [f"{'contender':58s} {'check':8s} {'median ms':>10s} {'TFLOP/s':>9s}"]
+    for label, r in RESULTS["contenders"].items():
+        ms = f"{r['median_s'] * 1e3:10.3f}" if "median_s" in r else f"{'-':>10s}"
+        tf = f"{r['tflops']:9.1f}" if "tflops" in r else f"{'-':>9s}"
+        lines.append(f"{label:58s} {str(r.get('check'))[:8]:8s} {ms} {tf}")
+    for t in RESULTS["targets"]:
+        v = t["value"]
+        lines.append(f"target {t['what']}: {v.get('median', float('nan')):.3f} (spread {v.get('min', 0):.3f}-"
+                     f"{v.get('max', 0):.3f}), want {t['target']}: {'met' if t['met'] else 'MISSED'}")
+    for k, v in RESULTS["errors"].items():
+        lines.append(f"error {k}: {v}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""C = A @ B with f16 inputs and f32 accumulation on the matrix engine (docs/language.md "Matrix
+fragments"): tensor cores on cuda/nvptx (mma.sync), cooperative matrices on Vulkan (NVIDIA), the
+reference arithmetic on the CPU (llvm).
+
+A group computes a BM x BN tile of C. Each k-step all work-items stage a BM x BK tile of A and a
+BK x BN tile of B in shared memory (barrier), then every subgroup multiplies its 32 x 64 part of the
+tile: 2 x 4 accumulators of 16 x 16, each fed by one of 2 A and one of 4 B fragments per 16-wide
+k-slice (8 mma per 6 fragment loads). The subgroup count, (BM // 32) * (BN // 64), does not depend
+on the device: the block is that many subgroups of the device's size (``subgroup_width``).
+m, n and k must be multiples of BM, BN and BK (``launch`` checks).
+"""
+import numpy as np
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i32
+
+WARP_M, WARP_N = 32, 64  # a subgroup's tile
+
+
+@pk.kernel
+def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
+             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
+    sa = pk.shared(f16, BM * BK)
+    sb = pk.shared(f16, BK * BN)
+    tid = pk.local_id(0)
+    nt = pk.local_size(0)
+    sg = pk.subgroup_id()
+    wr = (sg // (BN // 64)) * 32
+    wc = (sg % (BN // 64)) * 64
+    row0 = pk.group_id(1) * BM
+    col0 = pk.group_id(0) * BN
+    fa0 = pk.frag_a(f16, 16, 16, 16)
+    fa1 = pk.frag_a(f16, 16, 16, 16)
+    fb0 = pk.frag_b(f16, 16, 16, 16)
+    fb1 = pk.frag_b(f16, 16, 16, 16)
+    fb2 = pk.frag_b(f16, 16, 16, 16)
+    fb3 = pk.frag_b(f16, 16, 16, 16)
+    c00 = pk.frag_acc(f32, 16, 16, 16)
+    c01 = pk.frag_acc(f32, 16, 16, 16)
+    c02 = pk.frag_acc(f32, 16, 16, 16)
+    c03 = pk.frag_acc(f32, 16, 16, 16)
+    c10 = pk.frag_acc(f32, 16, 16, 16)
+    c11 = pk.frag_acc(f32, 16, 16, 16)
+    c12 = pk.frag_acc(f32, 16, 16, 16)
+    c13 = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(c00, 0.0)
+    pk.frag_fill(c01, 0.0)
+    pk.frag_fill(c02, 0.0)
+    pk.frag_fill(c03, 0.0)
+    pk.frag_fill(c10, 0.0)
+    pk.frag_fill(c11, 0.0)
+    pk.frag_fill(c12, 0.0)
+    pk.frag_fill(c13, 0.0)
+    for k0 in range(0, k, BK):
+        e = tid
+        while e < BM * BK:
+            sa[e] = a[(row0 + e // BK) * k + k0 + e % BK]
+            e += nt
+        e = tid
+        while e < BK * BN:
+            sb[e] = b[(k0 + e // BN) * n + col0 + e % BN]
+            e += nt
+        pk.barrier()
+        for kk in range(0, BK, 16):
+            pk.frag_load(fa0, sa, wr * BK + kk, BK)
+            pk.frag_load(fa1, sa, (wr + 16) * BK + kk, BK)
+            pk.frag_load(fb0, sb, kk * BN + wc, BN)
+            pk.frag_load(fb1, sb, kk * BN + wc + 16, BN)
+            pk.frag_load(fb2, sb, kk * BN + wc + 32, BN)
+            pk.frag_load(fb3, sb, kk * BN + wc + 48, BN)
+            c00 = pk.mma(fa0, fb0, c00)
+            c01 = pk.mma(fa0, fb1, c01)
+            c02 = pk.mma(fa0, fb2, c02)
+            c03 = pk.mma(fa0, fb3, c03)
+            c10 = pk.mma(fa1, fb0, c10)
+            c11 = pk.mma(fa1, fb1, c11)
+            c12 = pk.mma(fa1, fb2, c12)
+            c13 = pk.mma(fa1, fb3, c13)
+        pk.barrier()
+    top = (row0 + wr) * n + col0 + wc
+    bottom = top + 16 * n
+    pk.frag_store(c, top, n, c00)
+    pk.frag_store(c, top + 16, n, c01)
+    pk.frag_store(c, top + 32, n, c02)
+    pk.frag_store(c, top + 48, n, c03)
+    pk.frag_store(c, bottom, n, c10)
+    pk.frag_store(c, bottom + 16, n, c11)
+    pk.frag_store(c, bottom + 32, n, c12)
+    pk.frag_store(c, bottom + 48, n, c13)
+
+
+@pk.kernel
+def subgroup_width(out: Buffer[i32]):
+    out[0] = pk.subgroup_size()
+
+
+#: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
+GPU_TILES = (128, 128, 32)
+SMALL_TILES = (64, 64, 16)
+
+
+def kernels(tiles=GPU_TILES):
+    bm, bn, bk = tiles
+    return [gemm_f16.specialize(BM=bm, BN=bn, BK=bk), subgroup_width]
+
+
+def warps(tiles) -> int:
+    return (tiles[0] // WARP_M) * (tiles[1] // WARP_N)
+
+
+def device_subgroup_size(mod) -> int:
+    out = np.zeros(1, np.int32)
+    mod["subgroup_width"](out, grid=1, block=1)
+    return int(out[0])
+
+
+def launch(mod, a, b, c, m, n, k, tiles, sg_size):
+    bm, bn, bk = tiles
+    if m % bm or n % bn or k % bk:
+        raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
+    mod[gemm_f16.specialize(BM=bm, BN=bn, BK=bk).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
+                                                        grid=(n // bn, m // bm), block=warps(tiles) * sg_size)
+
+
+def check(c, a, b, rows=None) -> float:
+    """The largest |C - A @ B| (float64 reference) over ``rows`` (all by default), in units of the
+    bound polykern.numerics promises for an f32 accumulation of that length (must be <= 1)."""
+    from polykern.numerics import mma_error_bound
+
+    rows = np.arange(a.shape[0]) if rows is None else rows
+    a64 = a[rows].astype(np.float64)
+    ref = a64 @ b.astype(np.float64)
+    bound = mma_error_bound("f32", a[rows], b, np.zeros_like(ref)) + 1e-30
+    return float((np.abs(c[rows].astype(np.float64) - ref) / bound).max())
+
+
+def run(mod, rng, m=128, n=128, k=64, tiles=SMALL_TILES):
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    launch(mod, a.ravel(), b.ravel(), c.ravel(), m, n, k, tiles, device_subgroup_size(mod))
+    worst = check(c, a, b)
+    assert worst <= 1.0, f"gemm_f16 off by {worst:.2f} x the promised bound"
+    return f"gemm_f16: {m}x{k} @ {k}x{n} (f16 in, f32 accumulate) OK, error {worst:.3f} of the bound"
+
+
+if __name__ == "__main__":
+    from _run import main
+
+    raise SystemExit(main(kernels(SMALL_TILES), run))
