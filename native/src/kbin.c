@@ -129,19 +129,28 @@ static int decode_module(pk_reader *whole, pk_module *m, size_t i, uint32_t vers
     return pk_decode_device(&sub, m, version);
 }
 
-/* artifact.load: every kernel the root lists must be provided by some device module */
+static int cmp_name_ptr(const void *a, const void *b) {
+    return pk_str_cmp(*(const pk_str *const *)a, *(const pk_str *const *)b);
+}
+
+/* artifact.load: every kernel the root lists must be provided by some device module. The device
+ * modules' function names are sorted once and searched, O((R + F) log F), never R x F. */
 static int check_root_functions(pk_reader *r, const pk_artifact *art) {
     const pk_module *root = &art->modules[0];
-    size_t i, j, k, missing = 0, first = 0;
+    const pk_str **names;
+    size_t i, j, k, total = 0, missing = 0, first = 0;
     char q[PK_QUOTE_BUF];
-    for (i = 0; i < root->num_functions; i++) {   /* both sides are sorted by name: merge-like scan */
-        int found = 0;
-        for (j = 1; j < art->num_modules && !found; j++) {
-            const pk_module *m = &art->modules[j];
-            for (k = 0; k < m->num_functions && !found; k++)
-                found = pk_str_cmp(&m->functions[k].name, &root->functions[i].name) == 0;
-        }
-        if (!found && !missing++) first = i;
+    if (!root->num_functions) return 0;
+    for (j = 1; j < art->num_modules; j++) total += art->modules[j].num_functions;
+    names = (const pk_str **)pk_arena_array(r->arena, total ? total : 1, sizeof *names);
+    if (!names) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory");
+    total = 0;
+    for (j = 1; j < art->num_modules; j++)
+        for (k = 0; k < art->modules[j].num_functions; k++) names[total++] = &art->modules[j].functions[k].name;
+    qsort(names, total, sizeof *names, cmp_name_ptr);
+    for (i = 0; i < root->num_functions; i++) {
+        const pk_str *key = &root->functions[i].name;
+        if (!bsearch(&key, names, total, sizeof *names, cmp_name_ptr) && !missing++) first = i;
     }
     if (missing)
         return pk_rd_fail_at(r, (size_t)root->offset, PK_MSG_ROOT_MISSING, (unsigned long long)missing,
