@@ -374,10 +374,12 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
     per work-item in registers (``pk.local``), A (transposed) and B tiles of depth BK staged in shared
     memory with float4 global loads, the next tile's loaded into registers while this one is multiplied. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
     (columns likewise): its shared-memory reads are 4 consecutive floats, conflict-free across a warp.
-    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md).
+    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md). Both
+    tiles live in the one ``pk.shared_dynamic`` array (``shared_size=BK * (BM + BN)`` at launch): CUDA C
+    declares it 16-byte aligned, so nvcc reads 4 floats per ``ld.shared.v4`` (with static ``pk.shared``
+    arrays, 4-byte aligned in CUDA C, it emitted 4 scalar loads each; NVPTX vectorizes either way).
     Needs m % BM == n % BN == k % BK == 0 and BM * BK == BN * BK == 4 * (work-items per group)."""
-    a_t = pk.shared(f32, BK * BM)   # a_t[kk * BM + r] = A[row0 + r, k0 + kk]
-    b_s = pk.shared(f32, BK * BN)   # b_s[kk * BN + col] = B[k0 + kk, col0 + col]
+    tiles = pk.shared_dynamic(f32)  # launched with shared_size=BK * (BM + BN): A tile, then B tile
     acc = pk.local(f32, 64)
     ra = pk.local(f32, 8)
     rb = pk.local(f32, 8)
@@ -398,14 +400,14 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
     b0, b1, b2, b3 = pk.vload(b, br * n4 + col0 // 4 + bc, 4)
     t = 0
     while t < k:
-        a_t[(ac * 4) * BM + ar] = a0
-        a_t[(ac * 4 + 1) * BM + ar] = a1
-        a_t[(ac * 4 + 2) * BM + ar] = a2
-        a_t[(ac * 4 + 3) * BM + ar] = a3
-        b_s[br * BN + bc * 4] = b0
-        b_s[br * BN + bc * 4 + 1] = b1
-        b_s[br * BN + bc * 4 + 2] = b2
-        b_s[br * BN + bc * 4 + 3] = b3
+        tiles[(ac * 4) * BM + ar] = a0
+        tiles[(ac * 4 + 1) * BM + ar] = a1
+        tiles[(ac * 4 + 2) * BM + ar] = a2
+        tiles[(ac * 4 + 3) * BM + ar] = a3
+        tiles[BK * BM + br * BN + bc * 4] = b0
+        tiles[BK * BM + br * BN + bc * 4 + 1] = b1
+        tiles[BK * BM + br * BN + bc * 4 + 2] = b2
+        tiles[BK * BM + br * BN + bc * 4 + 3] = b3
         pk.barrier()
         if t + BK < k:  # the next tile's loads are in flight while this one is multiplied
             a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + (t + BK) // 4 + ac, 4)
@@ -413,8 +415,8 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
         for kk in range(BK):
             for h in range(2):
                 for e in range(4):
-                    ra[h * 4 + e] = a_t[kk * BM + h * (BM // 2) + ty * 4 + e]
-                    rb[h * 4 + e] = b_s[kk * BN + h * (BN // 2) + tx * 4 + e]
+                    ra[h * 4 + e] = tiles[kk * BM + h * (BM // 2) + ty * 4 + e]
+                    rb[h * 4 + e] = tiles[BK * BM + kk * BN + h * (BN // 2) + tx * 4 + e]
             for i in range(8):
                 for j in range(8):
                     acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])

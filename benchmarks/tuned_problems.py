@@ -273,7 +273,7 @@ def _mm_run(mod, place, d, env):
     threads = (bm // 8) * (bn // 8)
 
     def go():
-        kern(m, n, k, a, b, c, grid=(n // bn, m // bm), block=threads)
+        kern(m, n, k, a, b, c, grid=(n // bn, m // bm), block=threads, shared_size=bk * (bm + bn))
         return [c]
     return go
 
