@@ -66,7 +66,8 @@ TARGETS = [
 VULKAN_LIMIT = 1.25
 FEATURES = ("pk.func (block reductions), pk.constexpr + kernel.specialize (block/tile sizes, unrolled loops), "
             "pk.subgroup_add/subgroup_max/subgroup_local_id/subgroup_id, pk.vload/pk.vstore (4 x f32), "
-            "pk.local register tiles, pk.shared staging, pk.fma; a second pass instead of atomics. "
+            "pk.local register tiles, pk.shared / pk.shared_dynamic (matmul tiles) staging, pk.fma; a second pass "
+            "instead of atomics. "
             "Work-around: lanes counted with pk.subgroup_add(1), not pk.subgroup_size() (llvm internal error, "
             "see tuned_kernels.py).")
 
