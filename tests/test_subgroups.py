@@ -205,3 +205,19 @@ def test_opencl_device_without_the_extension_is_refused_at_load():
     with pytest.raises(DeviceError, match="cl_khr_subgroups"):
         mod.on("opencl")["sg_ops"](z[:N], np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
                                    np.zeros(2 * N, np.uint32), np.zeros(3 * N, np.int32), grid=N // BLOCK, block=BLOCK)
+
+
+def test_a_collective_in_a_device_function_under_a_divergent_if_is_refused_with_the_call_site():
+    @pk.func
+    def total(v: f32) -> f32:
+        return pk.subgroup_add(v)
+
+    @pk.kernel
+    def k(x: Buffer[f32], o: Buffer[f32]):
+        i = pk.global_id(0)
+        if x[i] > 0.0:
+            o[i] = total(x[i])
+
+    with pytest.raises(KernelTypeError, match="in a device function called at") as e:
+        k.ir
+    assert "pk.subgroup_add(v)" in e.value.loc.source_line

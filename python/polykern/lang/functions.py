@@ -169,7 +169,7 @@ class FunctionCalls:
             if t.scope == "local":
                 stmts.extend(self._zero_array(rename[name][0], t, call_loc))
         for s in ir.walk_stmts(body):
-            if isinstance(s, ir.Barrier):
+            if isinstance(s, ir.Barrier) or ir.subgroup_collective(s) is not None:  # uniformity's messages
                 s.called_at = getattr(s, "called_at", ()) + (call_loc,)
         self.pending.extend(stmts + body)
         if not want_value:

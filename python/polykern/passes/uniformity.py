@@ -136,7 +136,7 @@ class _Analysis:
                     "work-item of a workgroup must reach the same subgroup operation (GPUs leave it "
                     "undefined otherwise); make the condition uniform (computed only from parameters, "
                     "constants, group_id, local_size, num_groups and readonly Buffers) or move the "
-                    "operation out of it", sg.loc or s.loc)
+                    f"operation out of it{_called_at(s)}", sg.loc or s.loc)  # subgroup collective
             self.mark(s.name, self.value(s.value), ctrl, s)
         elif isinstance(s, ir.Store):
             t = s.base.type
