@@ -20,6 +20,8 @@ from typing import List, Optional, Sequence, Tuple
 from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ArrayType, ScalarType, bool_, f32, f64
 
+from . import msl_matrix
+
 _MATH = {f: f for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma",
                         "floor", "ceil", "fmod")}
 _MATH.update({"abs": "fabs", "min": "fmin", "max": "fmax"})
@@ -133,6 +135,10 @@ class MetalDialect(CDialect):
 
     def barrier(self) -> str:
         return "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
+
+    def matrix(self, em, s) -> None:
+        """Matrix fragments: simdgroup matrices (msl_matrix.py)."""
+        msl_matrix.emit(em, s)
 
     def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
         """SIMD-group functions (MSL 2.1+); the three registers are kernel parameters."""

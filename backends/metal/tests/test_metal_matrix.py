@@ -1,0 +1,52 @@
+"""Matrix fragments in MSL (msl_matrix.py): golden shaders of a fragment GEMM tile (row- and
+column-major loads, an accumulate chain) and of fill/scale/column-major store, structural checks,
+and the refusal of integer fragments. No MSL compiler runs on Linux: the goldens are reviewed by
+people and compiled by the Metal runtime on macOS.
+
+Regenerate after an intended change with
+    POLYKERN_UPDATE_GOLDEN=1 python -m pytest backends/metal/tests/test_metal_matrix.py
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+import polykern as pk
+from polykern import f16, f32, i8, i32
+from polykern.errors import KernelTypeError
+from polykern.passes import run_default_passes
+from polykern.testing.golden import check_golden
+from polykern_metal.codegen import metal_shaders
+
+from metal_support import GOLDEN
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
+from test_matrix import fill_scale_store, tile_gemm  # noqa: E402
+
+GEMM = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
+
+
+@pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale")],
+                         ids=["tile_gemm", "fill_scale_store"])
+def test_golden_msl(kernel, golden):
+    text = metal_shaders([run_default_passes(kernel.ir)])[kernel.name]
+    check_golden(GOLDEN / f"{golden}.metal", text)
+    for a, b in ("{}", "()", "[]"):
+        assert text.count(a) == text.count(b), f"unbalanced {a}{b}"
+
+
+def test_tiles_and_calls():
+    text = metal_shaders([run_default_passes(GEMM.ir)])[GEMM.name]
+    assert "simdgroup_float8x8 pk_frag0[2][2];" in text  # the 16 x 16 accumulator: 2 x 2 tiles
+    assert len(re.findall(r"simdgroup_multiply_accumulate\(", text)) == 8  # 4 output tiles x 2 k tiles
+    assert ", true);" in text and ", false);" in text  # the column-major B loads transposed
+
+
+def test_integer_fragments_are_refused():
+    kern = tile_gemm.specialize(TA=i8, TC=i32, M=16, N=16, K=16, BCOL=0)
+    with pytest.raises(KernelTypeError) as ei:
+        pk.build([kern], targets=["metal"])
+    assert "metal does not support" in str(ei.value) and "half and float, not i32" in str(ei.value)
