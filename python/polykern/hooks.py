@@ -185,6 +185,12 @@ def postprocess(kind: str, source: str, target: Any) -> Tuple[str, Dict[str, str
     if not isinstance(out, str):
         raise CompileError(f"{label(kind, 'postproc', fn)} returned {type(out).__name__}; it must return the "
                            "new source as str")
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate (os.fsdecode, errors="surrogateescape")
+        raise CompileError(f"{label(kind, 'postproc', fn)} returned text that cannot be stored as UTF-8 (a lone "
+                           f"surrogate {out[e.start]!r} at index {e.start}); decode what it reads as UTF-8 "
+                           "or escape it") from None
     return out, {attr_name(kind, "postproc"): identity(fn)}
 
 
