@@ -8,18 +8,15 @@ import textwrap
 import pytest
 
 from polykern import backends, registry
-from polykern.testing.isolation import isolated
-from test_backend_discovery import _CODEGEN, _DECLARING, _dist_info, _package
+from test_backend_discovery import _CODEGEN, _DECLARING, _dist_info, _isolated, _package  # noqa: F401 (fixture)
 
 _MODULES = ("polykern_zzexit", "polykern_zzexitreg", "polykern_zznest", "polykern_zzfine")
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch):
-    monkeypatch.delenv("POLYKERN_BACKEND_AUTOLOAD", raising=False)
-    monkeypatch.delenv(backends.PATH_ENV, raising=False)
-    with isolated(loaded=False):
-        yield
+def _forget_modules():
+    """Inside test_backend_discovery's isolation (_isolated): the packages made here are imported afresh."""
+    yield
     for m in [m for m in sys.modules if m.split(".")[0] in _MODULES]:
         del sys.modules[m]
 
