@@ -161,11 +161,11 @@ def polykern_contenders(name, size, host, mods, env) -> list:
     p = tp.PROBLEMS[name]
     out = []
     for label, (mod, place, clock) in mods.items():
-        d = _upload(host, place)
-        try:
+        try:  # a runtime that cannot take the arrays fails this contender only
+            d = _upload(host, place)
             fn = p.run(mod, place, d, dict(env, size=size))
         except Exception as e:  # noqa: BLE001
-            RESULTS["problems"][name]["status"][label] = short(e)
+            RESULTS["problems"][name]["status"][label] = f"FAILED: {short(e)}"
             continue
         launches = {"sum": 2, "max": 2, "meanvar": 4}.get(name, 1)
         c = Contender(label, fn, clock, place, "polykern", launches)
@@ -350,40 +350,60 @@ def _events():
     return cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Stream.null
 
 
-def time_rounds(contenders, rounds: int, target_s: float) -> dict:
+def time_rounds(contenders, rounds: int, target_s: float, status=None) -> dict:
     """label -> [seconds per call, one per round]: round-robin over the contenders, a batch of
-    back-to-back calls each (sized to ``target_s`` from a first timed call)."""
+    back-to-back calls each (sized to ``target_s`` from a first timed call). A contender that raises is
+    dropped, its error put in ``status`` (when given), and the others go on."""
     ev = _events() if any(c.clock == "events" for c in contenders) else None
     batch = {}
     for c in contenders:
-        c.fn()
-        c.place.sync()
-        t0 = time.perf_counter()
-        c.fn()
-        c.place.sync()
+        try:
+            c.fn()
+            c.place.sync()
+            t0 = time.perf_counter()
+            c.fn()
+            c.place.sync()
+        except Exception as e:  # noqa: BLE001
+            if status is None:
+                raise
+            status[c.label] = f"FAILED while timing: {short(e)}"
+            continue
         batch[c.label] = max(1, min(500, int(target_s / max(time.perf_counter() - t0, 1e-6))))
+    contenders = [c for c in contenders if c.label in batch]
     out = {c.label: [] for c in contenders}
     for _ in range(rounds):
-        for c in contenders:
+        for c in list(contenders):
             n = batch[c.label]
-            c.place.sync()
-            if c.clock == "events":
-                start, end, null = ev
-                start.record(null)
-                for _ in range(n):
-                    c.fn()
-                end.record(null)
-                end.synchronize()
-                import cupy as cp
-
-                out[c.label].append(cp.cuda.get_elapsed_time(start, end) / 1e3 / n)
-            else:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    c.fn()
-                c.place.sync()
-                out[c.label].append((time.perf_counter() - t0) / n)
+            try:
+                _timed_batch(c, n, ev, out)
+            except Exception as e:  # noqa: BLE001
+                if status is None:
+                    raise
+                status[c.label] = f"FAILED while timing: {short(e)}"
+                contenders.remove(c)
+                del out[c.label]
     return out
+
+
+def _timed_batch(c, n: int, ev, out: dict) -> None:
+    """One round of ``c``: ``n`` back-to-back calls, seconds per call appended to ``out[c.label]``."""
+    c.place.sync()
+    if c.clock == "events":
+        import cupy as cp
+
+        start, end, null = ev
+        start.record(null)
+        for _ in range(n):
+            c.fn()
+        end.record(null)
+        end.synchronize()
+        out[c.label].append(cp.cuda.get_elapsed_time(start, end) / 1e3 / n)
+    else:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            c.fn()
+        c.place.sync()
+        out[c.label].append((time.perf_counter() - t0) / n)
 
 
 def med(xs):
@@ -510,7 +530,8 @@ def run_problem(name, size, mods, peers_fn, env, rounds, target_s, vk_floor) -> 
     contenders = polykern_contenders(name, size, host, mods, env)
     contenders += peers_fn(name, host)
     ok = check_all(name, host, want, contenders)
-    times = time_rounds(ok, rounds, target_s) if ok else {}
+    times = time_rounds(ok, rounds, target_s, row["status"]) if ok else {}
+    ok = [c for c in ok if c.label in times]
     summarize(name, times, ok, size)
     vulkan_summary(name, times, ok, vk_floor)
     row["wall_s"] = time.perf_counter() - t0
@@ -813,14 +834,14 @@ def main(argv=None) -> int:
             RESULTS["errors"]["torch"] = f"missing: {short(e)}"
 
         def peers_fn(name, h):
-            out = cupy_peers(name, h, cuda)
-            if tri is not None:
+            out = []
+            for fam, make in (("cupy", lambda: cupy_peers(name, h, cuda)),
+                              ("triton", lambda: triton_peers(name, h, cuda, tri) if tri is not None else []),
+                              ("torch", lambda: torch_peers(name, h, cuda) if torch_ok else [])):
                 try:
-                    out += triton_peers(name, h, cuda, tri)
+                    out += make()
                 except Exception as e:  # noqa: BLE001
-                    RESULTS["problems"][name]["status"]["triton"] = f"FAILED: {short(e)}"
-            if torch_ok:
-                out += torch_peers(name, h, cuda)
+                    RESULTS["problems"][name]["status"][fam] = f"FAILED: {short(e)}"
             return out
     if not args.dry_run:
         try:

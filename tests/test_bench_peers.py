@@ -103,3 +103,21 @@ def test_cpu_tuned_contenders_are_checked_and_timed():
         assert row["ratios"]  # polykern / numpy per round
         labels.update(row["seconds"])
     assert {"polykern tuned", "polykern chunks", "polykern row loops", "polykern example saxpy", "numpy"} <= labels
+
+
+def test_contender_failing_while_timed_is_dropped_and_others_timed():
+    place = gpu_peers.HostPlace()
+    calls = {"n": 0}
+
+    def flaky():
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise RuntimeError("device lost")
+        return []
+
+    good = gpu_peers.Contender("steady", lambda: [], "wall", place, "peer")
+    bad = gpu_peers.Contender("flaky", flaky, "wall", place, "peer")
+    status = {}
+    times = gpu_peers.time_rounds([bad, good], 3, 0.0, status)
+    assert list(times) == ["steady"] and len(times["steady"]) == 3
+    assert status["flaky"].startswith("FAILED while timing: RuntimeError: device lost")
