@@ -8,7 +8,7 @@
 #      GPU_PEERS_SKIP_SETUP=1 where it already ran)
 #   2. tools/gpu/other_env.sh: Vulkan (and OpenCL) through NVIDIA's drivers
 #   3. benchmarks/gpu_peers.py --out $OUT (polykern cuda/nvptx/vulkan against CuPy/CUB, Triton, torch, cuBLAS)
-# Everything stays within GPU_PEERS_BUDGET seconds (default 470, for an 8-minute call): the benchmark gets
+# Everything stays within GPU_PEERS_BUDGET seconds (default 460, for an 8-minute call): the benchmark gets
 # what setup left, minus 20 s, as its --budget-s (it starts no new problem after that and still writes
 # its results). $OUT receives 6 files: setup.log other_env.txt gpu_peers.log gpu_peers.json gpu_peers.txt
 # gpu_peers.png. Exit status: the benchmark's (0: every polykern kernel built and checked correct).
@@ -18,7 +18,7 @@ REPO=$(pwd)
 OUT=${OUT:-$REPO/gpu-out}
 mkdir -p "$OUT"
 START=$(date +%s)
-BUDGET=${GPU_PEERS_BUDGET:-470}
+BUDGET=${GPU_PEERS_BUDGET:-460}
 export SITE=${SITE:-/tmp/site} PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 WORK=$(mktemp -d /tmp/polykern-peers.XXXXXX)
