@@ -37,6 +37,8 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
 from polykern.codegen.llvm_devmath import PortableMath
+from .amdgpu_matrix import AMDGPUMatrix
+from .amdgpu_matrix import supported as matrix_supported
 from .amdgpu_subgroups import AMDGPUSubgroups, wave_size
 from .fallback import ROCmFallbackModule
 from .hsaco import check_hsaco
@@ -68,7 +70,7 @@ class _StringAttributes(ll.values.FunctionAttributes):
         return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in sorted(self.strings.items())]
 
 
-class AMDGPUEmitter(AMDGPUSubgroups, PortableMath, LLVMKernelEmitter):
+class AMDGPUEmitter(AMDGPUMatrix, AMDGPUSubgroups, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for AMDGPU (GPU style: one invocation per work-item)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
@@ -171,3 +173,4 @@ def build(funcs: List, target: Target):
 def register() -> None:
     ROCM_KIND.register()
     registry.register("target.build.rocm", build)
+    registry.register("matrix.support.rocm", matrix_supported)
