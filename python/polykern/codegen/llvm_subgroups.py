@@ -15,8 +15,9 @@ The ``barrier()`` splits the region there, so every work-item of the group has s
 before any reads its slice's. This is exact under the rule every collective follows (it is reached
 by all work-items of the group or none: passes/uniformity.py). The cost is the barrier's: the
 operands live in per-work-item storage and the work-item loop is split in two at each collective.
-The reading side (:func:`emit_collective`) folds the slice in lane order (a fixed order: sums are
-reproducible run to run), so each work-item does ``CPU_SUBGROUP_SIZE`` steps per reduction.
+The reading side (:func:`emit_subgroup`) folds the slice in lane order (a fixed order: sums are
+reproducible run to run), unrolled and branch-free, so each work-item does ``CPU_SUBGROUP_SIZE`` steps
+per reduction.
 """
 from __future__ import annotations
 
@@ -115,24 +116,23 @@ def emit_subgroup(em, e: N.Subgroup) -> ll.Value:
         # A lane past the end of a partial subgroup: unspecified (docs/language.md); here the own value.
         return value_at(b.select(b.icmp_unsigned("<", src, end), src, item))
     st = e.args[0].type
-    acc = em.alloca(vslot.ty, name=f"sg_{e.op}")
-    b.store(value_at(base), acc)
-
-    def step(j, _latch):
-        bb = em.builder
-        x, y = bb.load(acc, typ=vslot.ty), value_at(j)
+    # Unrolled, branch-free: lane j's operand (clamped into the slice, so always a valid load) joins
+    # where lane j exists; lane order, so float sums are the same run to run.
+    last = b.sub(end, _c(1))
+    acc = value_at(base)
+    for j in range(1, CPU_SUBGROUP_SIZE):
+        lane = b.add(base, _c(j))
+        x = value_at(b.select(b.icmp_unsigned("<", lane, end), lane, last))
         if e.op == "any":
-            r = bb.or_(x, y)
+            both = b.or_(acc, x)
         elif e.op == "all":
-            r = bb.and_(x, y)
+            both = b.and_(acc, x)
         elif e.op == "add":
-            r = bb.fadd(x, y) if st.is_float else bb.add(x, y)
+            both = b.fadd(acc, x) if st.is_float else b.add(acc, x)
         else:
-            r = em.math_call(e.op, st, [x, y])
-        bb.store(r, acc)
-
-    em.counted_loop(b.add(base, _c(1)), end, f"sg_{e.op}", step, cold=True)
-    return em.builder.load(acc, typ=vslot.ty)
+            both = em.math_call(e.op, st, [acc, x])
+        acc = b.select(b.icmp_unsigned("<", lane, end), both, acc)
+    return acc
 
 
 def _c(v: int) -> ll.Constant:
