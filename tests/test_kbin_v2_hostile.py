@@ -96,3 +96,25 @@ def test_checking_the_roots_kernels_is_not_quadratic_in_c(clib):
     start = time.perf_counter()
     assert clib.parse(data)[0]
     assert time.perf_counter() - start < 8.0
+
+
+@needs_cc
+def test_c_finds_the_runnable_module_among_more_than_64(native_build, tmp_path):
+    """Was: pk_program_load_first walked the import tree with a 64-entry stack that silently dropped
+    what did not fit, the root's FIRST imports: an llvm module before 70 others was never tried."""
+    import subprocess
+
+    from polykern import artifact
+    from polykern.module import DeviceModule, RootModule
+    from test_native import EXAMPLES, _polykern
+
+    compiled = tmp_path / "saxpy.kbin"
+    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
+    assert p.returncode == 0, p.stderr
+    llvm = artifact.load(compiled).on("llvm")
+    others = [DeviceModule(f"zz{i}", b"future", "zzbin", llvm.functions) for i in range(70)]
+    many = tmp_path / "many.kbin"
+    RootModule.collect([llvm, *others], ["llvm"] + [m.kind for m in others]).export(many)
+    r = subprocess.run([str(native_build / "run_saxpy"), str(many), "--n", "1001"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "on cpu: " in r.stdout and "OK" in r.stdout, r.stdout + r.stderr

@@ -94,25 +94,28 @@ pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err)
 pk_program *pk_program_load_first(const pk_artifact *art, const char *kind, const char *function,
                                   pk_error *err) {
     char why[1024];
-    size_t stack[64], top = 0, len = 0, tried = 0, j;
+    size_t *stack, top = 0, len = 0, tried = 0, j;
     pk_error e;
     if (err) memset(err, 0, sizeof *err);
     why[0] = 0;
     if (!art) { pk_fail(err, PK_ERR_NOT_FOUND, "no artifact"); return NULL; }
-    /* preorder walk of the import tree, children in order */
-    for (j = art->modules[0].num_imports; j > 0 && top < 64; j--)
+    /* preorder walk of the import tree, children in order; a tree: each module is pushed once */
+    stack = (size_t *)malloc(art->num_modules * sizeof *stack);
+    if (!stack) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    for (j = art->modules[0].num_imports; j > 0; j--)
         stack[top++] = (size_t)art->modules[0].imports[j - 1];
     while (top) {
         size_t i = stack[--top];
         const pk_module *m = &art->modules[i];
         pk_program *p;
-        for (j = m->num_imports; j > 0 && top < 64; j--) stack[top++] = (size_t)m->imports[j - 1];
+        for (j = m->num_imports; j > 0; j--) stack[top++] = (size_t)m->imports[j - 1];
         if (kind && strcmp(kind, m->kind.ptr) != 0) continue;
         if (function && !pk_module_find_function(m, function)) continue;
         tried++;
         p = pk_program_load(art, i, &e);
         if (p) {
             memcpy(p->skipped, why, sizeof why);
+            free(stack);
             return p;
         }
         if (len < sizeof why - 1) {
@@ -122,6 +125,7 @@ pk_program *pk_program_load_first(const pk_artifact *art, const char *kind, cons
             if (len > sizeof why - 1) len = sizeof why - 1;
         }
     }
+    free(stack);
     if (!tried)
         pk_fail(err, PK_ERR_NOT_FOUND, "no %s%smodule%s%s in this artifact", kind ? kind : "",
                 kind ? " " : "device ", function ? " has function " : "",
