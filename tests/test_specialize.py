@@ -256,3 +256,15 @@ def test_a_module_build_skips_unspecialized_kernels():
     assert "axpy__T_f32" in root and "axpy" not in root
     with pytest.raises(pk.errors.PolykernError, match=r"got no kernels; axpy needs .specialize\(T\)"):
         pk.build({"generic": axpy}, targets=["llvm"])
+
+
+COMPILE_TARGETS = ["llvm", "opencl", "vulkan", "webgpu", "metal", "cuda -arch=sm_90", "nvptx -arch=sm_90",
+                   "rocm -mcpu=gfx90a", "hexagon"]
+
+
+@pytest.mark.parametrize("target", COMPILE_TARGETS)
+def test_specialized_kernels_with_functions_compile_for_every_backend(target, monkeypatch):
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only, where no toolchain is here
+    k = block_sums.specialize(T=f32, BLOCK=64)
+    root = pk.build([k], targets=[target])
+    assert k.name in root
