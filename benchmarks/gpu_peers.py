@@ -44,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 os.environ.setdefault("CUPY_TF32", "0")  # cuBLAS SGEMM in full f32 (CuPy's default, made explicit)
+os.environ.setdefault("CUPY_ACCELERATORS", "cub")  # x.sum()/max()/mean()/var() through CUB (recorded in the JSON)
 
 import numpy as np  # noqa: E402
 
@@ -633,7 +634,14 @@ def device_info(dry: bool) -> dict:
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
         info.update(device=name, cc=f"{props['major']}{props['minor']}", sms=props["multiProcessorCount"],
-                    cuda_runtime=cp.cuda.runtime.runtimeGetVersion(), cuda_driver=cp.cuda.runtime.driverGetVersion())
+                    cuda_runtime=cp.cuda.runtime.runtimeGetVersion(), cuda_driver=cp.cuda.runtime.driverGetVersion(),
+                    cupy_accelerators=os.environ.get("CUPY_ACCELERATORS"))
+        try:
+            from cupy._core import _accelerator
+
+            info["cupy_reduction_accelerators"] = list(_accelerator.get_reduction_accelerators())  # 1 = CUB
+        except Exception as e:  # noqa: BLE001 - informational
+            info["cupy_reduction_accelerators"] = f"unknown ({type(e).__name__})"
         try:
             import subprocess
 
