@@ -282,15 +282,15 @@ def main(argv=None) -> int:
         if not lane.done:
             launch(lane)
     while not all(lane.done for lane in lanes):
+        now = time.monotonic()  # checked on every line: another lane's output must not delay a kill
+        for lane in lanes:
+            if not lane.done and lane.deadline is not None and now > lane.deadline:
+                lane.deadline = None
+                lane.timed_out = True
+                lane.kill()
         try:
             lane_id, line = q.get(timeout=0.5)
         except queue_mod.Empty:
-            now = time.monotonic()
-            for lane in lanes:
-                if not lane.done and lane.deadline is not None and now > lane.deadline:
-                    lane.deadline = None
-                    lane.timed_out = True
-                    lane.kill()
             continue
         lane = lanes[lane_id]
         if line is None:
