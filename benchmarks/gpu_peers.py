@@ -100,9 +100,6 @@ class CupyPlace(tp.Place):
     def empty(self, n):
         return self.cp.zeros(n, self.cp.float32)
 
-    def get(self, a):
-        return self.cp.asnumpy(a)
-
     def sync(self):
         self.cp.cuda.runtime.deviceSynchronize()
 
@@ -120,9 +117,6 @@ class VulkanPlace(tp.Place):
 
     def empty(self, n):
         return self.da.zeros(n, np.float32)
-
-    def get(self, a):
-        return a.numpy()
 
     def sync(self):
         pass  # launches are synchronous

@@ -33,7 +33,8 @@ TINY = {"sum": 100_003, "max": 100_003, "meanvar": 100_003, "saxpy": 10_007, "st
 
 
 class Place:
-    """Where a run's arrays live. Subclasses: CuPy (CUDA), Vulkan DeviceArray, NumPy (CPU)."""
+    """Where a run's arrays live (``put`` a host array there, ``empty`` a zeroed f32 vector). This one:
+    NumPy (the CPU); benchmarks/gpu_peers.py adds CuPy (CUDA) and Vulkan ``DeviceArray``."""
 
     name = "host"
 
@@ -42,9 +43,6 @@ class Place:
 
     def empty(self, n: int):
         return np.zeros(n, np.float32)
-
-    def get(self, a) -> np.ndarray:
-        return np.asarray(a)
 
 
 def row_vpt(ncols: int) -> int:
@@ -55,7 +53,6 @@ def row_vpt(ncols: int) -> int:
 @dataclass
 class Problem:
     name: str
-    issue_target: str                      # "cub" | "triton" | "matmul"
     make: Callable[[np.random.Generator, object], Dict[str, np.ndarray]]
     reference: Callable[[Dict[str, np.ndarray]], List[np.ndarray]]
     tol: Callable[[Dict[str, np.ndarray]], tuple]            # (rtol, atol) per problem
@@ -288,23 +285,23 @@ def _rowsel(outs, h):
 # multiply-add (half an ulp of a*x, |a*x| < 16); softmax/layer norm admit fast exp/rsqrt; the matmul's
 # atol grows with sqrt(k) like f32 accumulation error (TF32 would exceed it).
 PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
-    Problem("sum", "cub", lambda rng, n: _vector(rng, n), _red_ref("sum"), lambda h: (0, 0),
+    Problem("sum", lambda rng, n: _vector(rng, n), _red_ref("sum"), lambda h: (0, 0),
             _red_kernels, _red_run("sum"), lambda n: 4 * n),
-    Problem("max", "cub", lambda rng, n: _vector(rng, n), _red_ref("max"), lambda h: (0, 0),
+    Problem("max", lambda rng, n: _vector(rng, n), _red_ref("max"), lambda h: (0, 0),
             _red_kernels, _red_run("max"), lambda n: 4 * n),
-    Problem("meanvar", "cub", lambda rng, n: _vector(rng, n), _red_ref("meanvar"), lambda h: (1e-5, 1e-6),
+    Problem("meanvar", lambda rng, n: _vector(rng, n), _red_ref("meanvar"), lambda h: (1e-5, 1e-6),
             _red_kernels, _red_run("meanvar"), lambda n: 8 * n,
             notes=["2 passes over x: mean, then the mean of squared deviations (ddof 0)"]),
-    Problem("saxpy", "triton", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-5),
+    Problem("saxpy", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-5),
             lambda n: [tk.saxpy_wide], _saxpy_run, lambda n: 12 * n, resets=("y",)),
-    Problem("stencil", "triton", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
+    Problem("stencil", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
             lambda hw: [tk.jacobi_wide], _stencil_run, lambda hw: 8 * hw[0] * hw[1]),
-    Problem("softmax", "triton", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),
+    Problem("softmax", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),
             lambda rc: [_softmax_kernel(rc)], _softmax_run, lambda rc: 8 * rc[0] * rc[1]),
-    Problem("layernorm", "triton", _rows_make, lambda h: list(layernorm_reference(h["x"], h["w"], h["b"])),
+    Problem("layernorm", _rows_make, lambda h: list(layernorm_reference(h["x"], h["w"], h["b"])),
             lambda h: (1e-4, 1e-4), lambda rc: [_layernorm_kernel(rc)], _layernorm_run,
             lambda rc: 8 * rc[0] * rc[1]),
-    Problem("matmul", "matmul", _mm_make, _mm_ref, lambda h: (1e-4, 1e-3 * np.sqrt(h["a"].shape[1])),
+    Problem("matmul", _mm_make, _mm_ref, lambda h: (1e-4, 1e-3 * np.sqrt(h["a"].shape[1])),
             lambda mnk: [_mm_kernel(mnk)], _mm_run, lambda mnk: 4 * (mnk[0] * mnk[2] + mnk[2] * mnk[1] + mnk[0] * mnk[1]),
             flops=lambda mnk: 2.0 * mnk[0] * mnk[1] * mnk[2]),
 ]}
