@@ -85,11 +85,11 @@ def _located(s: N.Stmt, like: N.Stmt) -> N.Stmt:
 def emit_subgroup(em, e: N.Subgroup) -> ll.Value:
     """The value of ``e`` in the current work-item of ``em`` (a WorkgroupLoopEmitter)."""
     b = em.builder
+    if e.op == "size":  # uniform, so barrier fission may compute it before the work-item loops
+        return ll.Constant(_I32, CPU_SUBGROUP_SIZE)
     if em.item is None:
         raise CompileError("internal error: subgroup op outside a work-item loop")
     item = em.item
-    if e.op == "size":
-        return ll.Constant(_I32, CPU_SUBGROUP_SIZE)
     if e.op == "local_id":
         return b.trunc(b.and_(item, _c(CPU_SUBGROUP_SIZE - 1)), _I32)
     if e.op == "id":
