@@ -377,3 +377,19 @@ def test_divergent_fragment_operation_is_refused():
     e = _error(divergent)
     assert "pk.frag_store() is reached only by some work-items" in str(e)
     assert "local_id(0)" in str(e) and e.loc.source_line.strip().startswith("pk.frag_store")
+
+
+def test_checked_mode_guards_fragment_memory():
+    """bounds_check=True checks a fragment load/store's lowest and highest element (the operation is
+    skipped and the violation named); before, a too-short buffer was silently overrun."""
+    from polykern.errors import LaunchError
+
+    mod = pk.build([fill_scale_store], targets=["llvm"], bounds_check=True)
+    ones = np.ones(256, np.float16)
+    with pytest.raises(LaunchError, match=r"out-of-bounds frag_store on buffer 'd' at index 315 \(length 100\)"):
+        mod["fill_scale_store"](ones, ones, np.zeros(100, np.float32), np.float32(1), grid=1, block=8)
+    d = np.zeros(320, np.float32)
+    mod["fill_scale_store"](ones, ones, d, np.float32(1), grid=1, block=8)
+    assert (d.reshape(16, 20)[:, :16] == 8.5).all()
+    with pytest.raises(LaunchError, match=r"out-of-bounds frag_load on buffer 'a'"):
+        mod["fill_scale_store"](ones[:100], ones, d, np.float32(1), grid=1, block=8)

@@ -42,7 +42,10 @@ MATH_OPS = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh",
             "min", "max", "floor", "ceil")
 # subgroup_add: pk.subgroup_add of floats, the lanes' values summed in an order the device chooses.
 SUBGROUP_OPS = ("subgroup_add",)
-OPS = ARITH_OPS + MATH_OPS + ("cast",) + SUBGROUP_OPS
+# mma: pk.mma's float sums (docs/language.md "Matrix fragments"), in an order and with internal rounding
+# the matrix engine chooses; the bound a device meets is mma_error_bound (below).
+MATRIX_OPS = ("mma",)
+OPS = ARITH_OPS + MATH_OPS + ("cast",) + SUBGROUP_OPS + MATRIX_OPS
 
 # Floating-point contraction: a*b+c is never fused into an fma unless the kernel calls fma() -- except
 # on the backends listed here, whose source language cannot forbid it: WGSL has no NoContraction, and
@@ -165,6 +168,9 @@ _LANGUAGE: Dict[str, Dict[str, Promise]] = {
     # Every add rounded, in an association the device chooses (a tree of shuffles, redux, the CPU's lane
     # order): the result is some rounded sum of the lanes' values, not one fixed order's.
     "subgroup_add": {"f16": _SUBGROUP_SUM, "f32": _SUBGROUP_SUM, "f64": _SUBGROUP_SUM},
+    # The accumulator types (f64 has no fragments; listed so the table is complete). Not a per-element
+    # ulp budget: the oracle leaves elements an mma fed unchecked, tests use mma_error_bound.
+    "mma": {"f16": _SUBGROUP_SUM, "f32": _SUBGROUP_SUM, "f64": _SUBGROUP_SUM},
 }
 
 # Vulkan's precision table ("Precision and Operation of SPIR-V Instructions"); WGSL copies it. Drivers

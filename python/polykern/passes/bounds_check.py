@@ -299,8 +299,30 @@ class _Checker:
             elif isinstance(s, ir.While):
                 s.cond = self.expr(s.cond, loc)
                 s.body = self.block(s.body)
+            elif isinstance(s, ir.MatrixOp):
+                s.args = [self.hold(self.flat(a, out, loc), out, loc) for a in s.args]
+                g = self.matrix_guard(s, loc) if s.op in ("load", "store") else None
+                if g is not None:  # the same in the whole subgroup (its operands are)
+                    w = ir.If(g, [s], [])
+                    w.loc = loc
+                    out.append(w)
+                    continue
             out.append(s)
         return out
+
+    def matrix_guard(self, s: ir.MatrixOp, loc) -> Optional[ir.Expr]:
+        """A fragment load/store touches ``offset + i * ld + j`` (row-major; ``j * ld + i`` column-major)
+        for the fragment's rows i and columns j: its lowest and highest elements are checked, and the
+        whole operation is skipped when either is out of bounds."""
+        off, ld = s.args
+        t = off.type
+        major, minor = (s.ftype.rows, s.ftype.cols) if s.layout == "row" else (s.ftype.cols, s.ftype.rows)
+        span = _bin("mul", _cast(t, copy.deepcopy(ld)), _const(major - 1, t))
+        lo = _bin("add", copy.deepcopy(off), ir.Call("min", [span, _const(0, t)]))
+        hi = _bin("add", _bin("add", copy.deepcopy(off), ir.Call("max", [copy.deepcopy(span), _const(0, t)])),
+                  _const(minor - 1, t))
+        g_lo, g_hi = (self.guard(s.base, e, f"frag_{s.op}", loc) for e in (lo, hi))
+        return _bin("land", g_lo, g_hi) if g_lo is not None and g_hi is not None else (g_lo or g_hi)
 
 
 def bounds_check(fn: ir.Function) -> ir.Function:
