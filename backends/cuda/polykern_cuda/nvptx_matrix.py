@@ -7,6 +7,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I32, I64, mem_type, value_type
+from polykern.codegen.llvm_matrix import lane_fragment
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType, f32
@@ -27,13 +28,8 @@ class NVPTXMatrix:
     """Mixin of NVPTXEmitter: ``stmt_MatrixOp``."""
 
     def _fragment(self, name: str):
-        store = self.__dict__.setdefault("_pk_fragments", {})
-        key = (id(self.fn), name)
-        if key not in store:
-            ft = self.fn.fragments[name]
-            n = len(slots(ft))
-            store[key] = (self.alloca(_elem_type(ft), ll.Constant(I64, n), name=f"frag.{name}"), ft)
-        return store[key]
+        ft = self.fn.fragments[name]
+        return lane_fragment(self, name, len(slots(ft)), _elem_type(ft)), ft
 
     def _slot(self, ptr, ft: FragmentType, j: int):
         return self.builder.gep(ptr, [ll.Constant(I64, j)], inbounds=True, source_etype=_elem_type(ft))

@@ -20,6 +20,7 @@ from typing import Optional
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I32, I64, mem_type
+from polykern.codegen.llvm_matrix import lane_fragment
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType
@@ -63,13 +64,8 @@ class AMDGPUMatrix:
     """Mixin of AMDGPUEmitter: ``stmt_MatrixOp``."""
 
     def _fragment(self, name: str):
-        store = self.__dict__.setdefault("_pk_fragments", {})
-        key = (id(self.fn), name)
-        if key not in store:
-            ft = self.fn.fragments[name]
-            n = 4 * len(_blocks(ft))
-            store[key] = (self.alloca(mem_type(ft.elem), ll.Constant(I64, n), name=f"frag.{name}"), ft)
-        return store[key]
+        ft = self.fn.fragments[name]
+        return lane_fragment(self, name, 4 * len(_blocks(ft)), mem_type(ft.elem)), ft
 
     def _elem(self, ptr, ft: FragmentType, j: int):
         return self.builder.gep(ptr, [ll.Constant(I64, j)], inbounds=True, source_etype=mem_type(ft.elem))

@@ -160,3 +160,14 @@ def cpu_support(target, fn: N.Function, s: N.MatrixOp):
     """The ``matrix.support.<kind>`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
     and type of the language compiles (ir/matrix.py)."""
     return None
+
+
+def lane_fragment(em, name: str, count: int, ety: ll.Type):
+    """GPU emitters (nvptx, rocm) keep each fragment as a private array of the lane's ``count``
+    elements of ``ety`` (constant indices only, so LLVM keeps it in registers): the array of ``name``
+    in the current kernel, made on first use."""
+    store = em.__dict__.setdefault("_pk_fragments", {})
+    key = (id(em.fn), name)
+    if key not in store:
+        store[key] = em.alloca(ety, ll.Constant(I64, count), name=f"frag.{name}")
+    return store[key]
