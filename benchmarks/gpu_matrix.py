@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
 import gemm_f16 as G  # noqa: E402
 from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, ptxas_info,  # noqa: E402
-                       short, time_rounds)
+                       short, time_rounds, to_host)
 
 CUDA_TARGET = 0.60  # polykern cuda throughput / cuBLAS's
 VULKAN_LIMIT = 1.5  # polykern vulkan time / polykern cuda time
@@ -110,7 +110,7 @@ def contenders(size, a, b, mods, places, sg_sizes, dry):
 
         clock = "events" if label in ("polykern-cuda", "polykern-nvptx") else "host"
         c = Contender(label, fn, clock, place, "polykern")
-        out.append((c, lambda dc=dc, place=place: place.get(dc).reshape(n, n), False))
+        out.append((c, lambda dc=dc: to_host(dc).reshape(n, n), False))
     if dry:
         place = places["numpy"]
         c = Contender("numpy matmul (f32)", lambda: [a.astype(np.float32) @ b.astype(np.float32)], "host", place, "peer")
@@ -224,7 +224,9 @@ def main(argv=None) -> int:
         json.dump(RESULTS, f, indent=1, default=str)
     log(table())
     log(f"wrote {path}")
-    return 0
+    bad = [k for k, v in RESULTS["contenders"].items() if k.startswith("polykern") and v.get("check") != "ok"]
+    bad += [k for k in RESULTS["errors"] if k.startswith("polykern")]
+    return 1 if bad else 0  # 0: every polykern kernel built and checked correct
 
 
 def _ratio(xs, ys) -> dict:

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 13 (matrix fragments) in one device call, run ON the GPU machine from the repository root with
+# .whl/ and .gl/ carried:
+#
+#     OUT=<dir> bash tools/gpu/run_gpu_matrix.sh
+#
+#   1. tools/gpu/gpu_setup.sh: pycuda for polykern's CUDA runtime -> $SITE (GPU_MATRIX_SKIP_SETUP=1 skips it
+#      where it already ran in this machine's life)
+#   2. tools/gpu/other_env.sh: Vulkan through NVIDIA's driver (VK_KHR_cooperative_matrix)
+#   3. the fragment tests on every runtime found (cuda, nvptx, NVIDIA Vulkan; llvm): tests/test_matrix.py,
+#      backends/cuda/tests/test_mma_sync.py, backends/vulkan/tests/test_vulkan_matrix.py -> $OUT/matrix_tests.log
+#   4. benchmarks/gpu_matrix.py --out $OUT (f16 GEMM 4096^3: cuda/nvptx/vulkan vs cuBLAS, Triton) ->
+#      $OUT/gpu_matrix.json, $OUT/gpu_matrix.log
+# Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the benchmark what is left.
+set -uo pipefail
+REPO=$(pwd)
+[ -f "$REPO/benchmarks/gpu_matrix.py" ] || { echo "run this from the polykern repository root" >&2; exit 2; }
+OUT=${OUT:-$REPO/gpu-out}
+mkdir -p "$OUT"
+START=$(date +%s)
+BUDGET=${GPU_MATRIX_BUDGET:-460}
+export SITE=${SITE:-/tmp/site} PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+WORK=$(mktemp -d /tmp/polykern-matrix.XXXXXX)
+export WORK
+if [ "${GPU_MATRIX_SKIP_SETUP:-0}" != 1 ]; then
+    timeout --kill-after=5 300 bash "$REPO/tools/gpu/gpu_setup.sh" > "$OUT/setup.log" 2>&1
+    echo "setup exit $?"
+    [ -f "$WORK/env.sh" ] && cp "$WORK/env.sh" "$SITE/polykern_env.sh"
+fi
+# shellcheck disable=SC1091
+OUT="$OUT" . "$REPO/tools/gpu/other_env.sh" > "$OUT/other_env.log" 2>&1 || echo "other_env.sh failed: no Vulkan"
+export PYTHONPATH="$SITE:$PYTHONPATH"
+# shellcheck disable=SC1091
+[ -f "$SITE/polykern_env.sh" ] && . "$SITE/polykern_env.sh"
+echo "== fragment tests"
+timeout --kill-after=5 150 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_matrix.py \
+    backends/cuda/tests/test_mma_sync.py backends/vulkan/tests/test_vulkan_matrix.py > "$OUT/matrix_tests.log" 2>&1
+echo "pytest exit $?"; tail -n 25 "$OUT/matrix_tests.log"
+LEFT=$(( START + BUDGET - $(date +%s) ))
+[ "$LEFT" -gt 60 ] || { echo "only ${LEFT}s left: no benchmark"; exit 3; }
+echo "== benchmarks/gpu_matrix.py (${LEFT}s left)"
+timeout --kill-after=5 "$LEFT" "$PY" "$REPO/benchmarks/gpu_matrix.py" --out "$OUT" "$@" > "$OUT/gpu_matrix.log" 2>&1
+RC=$?
+tail -n 20 "$OUT/gpu_matrix.log"
+rm -rf "$WORK"
+echo "== done in $(( $(date +%s) - START ))s; gpu_matrix.py exit $RC"
+exit $RC
