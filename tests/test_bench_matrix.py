@@ -1,0 +1,26 @@
+"""benchmarks/gpu_matrix.py (issue 13's benchmark) without a GPU: the dry run builds the full-size
+GEMM for cuda, nvptx and vulkan (ptxas, spirv-val where present), runs it on llvm against NumPy and
+writes the report; a polykern kernel that fails is the exit status."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_dry_run_builds_checks_and_reports(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_matrix.py"), "--dry-run", "--out",
+                        str(tmp_path), "--rounds", "2", "--target-s", "0.01"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads((tmp_path / "gpu_matrix.json").read_text())
+    assert res["contenders"]["polykern-llvm"]["check"] == "ok"
+    assert res["contenders"]["polykern-llvm"]["error_of_bound"] <= 1.0
+    assert res["contenders"]["polykern-llvm"]["median_s"] > 0
+    assert set(res["dry_run"]["build_s"]) >= {"polykern-cuda", "polykern-nvptx", "polykern-vulkan", "polykern-llvm"}
+    if shutil.which("ptxas"):
+        for label in ("polykern-cuda", "polykern-nvptx"):
+            assert res["dry_run"][label]["ptxas"] == "ok", res["dry_run"][label]
+            assert any("smem" in v for v in res["dry_run"][label]["kernels"].values())
