@@ -118,3 +118,25 @@ def test_c_finds_the_runnable_module_among_more_than_64(native_build, tmp_path):
     r = subprocess.run([str(native_build / "run_saxpy"), str(many), "--n", "1001"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and "on cpu: " in r.stdout and "OK" in r.stdout, r.stdout + r.stderr
+
+
+@needs_cc
+def test_inspect_source_lists_every_note_and_format_in_c(native_build, tmp_path):
+    """Was: kbin-inspect --source kept 16 notes and 64 available formats (and cut a long fmt at 128
+    bytes); polykern inspect --source prints them all. Version 2's open kinds make 70 modules plausible."""
+    import subprocess
+
+    from polykern.module import DeviceModule, RootModule
+    from test_native import _cli
+
+    mods = [DeviceModule(f"zz{i}", b"\x00binary", "zzbin", {"k": _fn("k")}, {f"src{i:02d}": "text"})
+            for i in range(70)]
+    f = tmp_path / "k.kbin"
+    RootModule.collect(mods, [m.kind for m in mods]).export(f)
+    for fmt in ("zzbin", "src07", "nope" * 50):
+        code, out, err = _cli("inspect", "--source", fmt, str(f))
+        c = subprocess.run([str(native_build / "kbin-inspect"), "--source", fmt, str(f)], capture_output=True,
+                           text=True)
+        assert (c.returncode, c.stdout) == (code, out)
+        assert c.stderr.replace("kbin-inspect: ", "polykern: ") == err.replace("kbin-inspect: ", "polykern: ")
+    assert err.count("; src") == 0 and err.count("src69") == 1 and code == 1

@@ -1,6 +1,7 @@
 /* What `polykern inspect` prints (python/polykern/cli.py _describe_lines, _print_source and
  * artifact.read_artifact as JSON), reproduced byte for byte from a parsed artifact. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -504,23 +505,53 @@ static void module_header(FILE *out, size_t i, const pk_module *m, const char *f
     fprintf(out, " =====\n");
 }
 
+/* What module i shows for --source fmt: 1 its embedded source `fmt`, 2 its payload (fmt is its own fmt
+ * and the payload is text), -1 a note (fmt is its own fmt but the payload is binary), 0 nothing. */
+static int source_kind(const pk_module *m, size_t i, const char *fmt) {
+    if (pk_kv_find(m->sources, m->num_sources, fmt)) return 1;
+    if (!i || !str_is(&m->fmt, fmt)) return 0;
+    if (m->layout == PK_LAYOUT_BYTES) return pk_payload_is_text(m->payload, m->payload_size) ? 2 : -1;
+    return m->num_shaders && all_shaders_text(m) ? 2 : -1;
+}
+
+/* "module [i] kind: fmt 'F' is binary (what); no 'F' source is embedded" (cli._print_source) */
+static void write_note(FILE *f, size_t i, const pk_module *m, const char *fmt) {
+    char what[160];
+    size_t fl = strlen(fmt);
+    if (m->layout == PK_LAYOUT_BYTES)
+        pk_describe_binary(m->payload, m->payload_size, what, sizeof what);
+    else
+        snprintf(what, sizeof what, "%zu binary shaders", m->num_shaders);
+    fprintf(f, "module [%zu] %s: fmt '", i, m->kind.ptr);
+    pk_write_escaped(f, fmt, fl, 0);
+    fprintf(f, "' is binary (%s); no '", what);
+    pk_write_escaped(f, fmt, fl, 0);
+    fprintf(f, "' source is embedded");
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return pk_str_cmp(*(const pk_str *const *)a, *(const pk_str *const *)b);
+}
+
+/* Every module's text for fmt, then the notes; or the error with every note and every available
+ * format (no limit on either: the same text as polykern inspect --source). */
 int pk_artifact_print_source(const pk_artifact *art, const char *file, const char *fmt, FILE *out,
                              FILE *err_out) {
-    size_t i, k, shown = 0, nnotes = 0, fl = strlen(fmt);
-    char notes[16][640], efmt[128];
-    pk_escape(fmt, fl, efmt, sizeof efmt);
-    for (i = 0; i < art->num_modules; i++) {
-        const pk_module *m = &art->modules[i];
-        const pk_str *text = pk_kv_find(m->sources, m->num_sources, fmt);
-        int is_fmt = i && str_is(&m->fmt, fmt);
-        if (!text && is_fmt) {
-            if (m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) {
-                module_header(out, i, m, fmt);
+    size_t i, k, shown = 0, fl = strlen(fmt), na = 0, total = 0;
+    const pk_str **avail;
+    for (i = 0; i < art->num_modules; i++) shown += source_kind(&art->modules[i], i, fmt) > 0;
+    if (shown) {
+        for (i = 0; i < art->num_modules; i++) {
+            const pk_module *m = &art->modules[i];
+            const pk_str *text = pk_kv_find(m->sources, m->num_sources, fmt);
+            int how = source_kind(m, i, fmt);
+            if (how <= 0) continue;
+            module_header(out, i, m, fmt);
+            if (how == 1) {
+                rstrip_nl_write(out, text->ptr, text->len);
+            } else if (m->layout == PK_LAYOUT_BYTES) {
                 rstrip_nl_write(out, (const char *)m->payload, m->payload_size);
-                shown++;
-                continue;
-            } else if (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m)) {
-                module_header(out, i, m, fmt);
+            } else {
                 /* "\n".join(f"// ---- {escape(n)} ----\n{escape_source(text)}") then rstrip("\n") */
                 for (k = 0; k < m->num_shaders; k++) {
                     fprintf(out, "%s// ---- ", k ? "\n" : "");
@@ -531,71 +562,53 @@ int pk_artifact_print_source(const pk_artifact *art, const char *file, const cha
                     else
                         rstrip_nl_write(out, (const char *)m->shaders[k].data, m->shaders[k].size);
                 }
-                shown++;
-                continue;
-            } else {
-                char what[160];
-                if (m->layout == PK_LAYOUT_BYTES)
-                    pk_describe_binary(m->payload, m->payload_size, what, sizeof what);
-                else
-                    snprintf(what, sizeof what, "%zu binary shaders", m->num_shaders);
-                if (nnotes < 16)
-                    snprintf(notes[nnotes], sizeof notes[0], "module [%zu] %s: fmt '%s' is binary "
-                             "(%s); no '%s' source is embedded", i, m->kind.ptr, efmt, what, efmt);
-                else
-                    continue;
-                nnotes++;
             }
         }
-        if (text) {
-            module_header(out, i, m, fmt);
-            rstrip_nl_write(out, text->ptr, text->len);
-            shown++;
-        }
-    }
-    if (shown) {
-        for (k = 0; k < nnotes; k++) fprintf(err_out, "kbin-inspect: note: %s\n", notes[k]);
+        for (i = 0; i < art->num_modules; i++)
+            if (source_kind(&art->modules[i], i, fmt) < 0) {
+                fprintf(err_out, "kbin-inspect: note: ");
+                write_note(err_out, i, &art->modules[i], fmt);
+                fputc('\n', err_out);
+            }
         return 0;
     }
     fprintf(err_out, "kbin-inspect: error: no module of ");
     pk_write_escaped(err_out, file, strlen(file), 0);
-    fprintf(err_out, " has a '%s' source", efmt);
-    for (k = 0; k < nnotes; k++) fprintf(err_out, "; %s", notes[k]);
-    {
-        /* available formats: every source key plus text fmts, sorted unique */
-        const pk_str *avail[64];
-        size_t na = 0, a, b;
-        for (i = 0; i < art->num_modules; i++) {
-            const pk_module *m = &art->modules[i];
-            const pk_str *cand[65];
-            size_t nc = 0;
-            for (k = 0; k < m->num_sources && nc < 64; k++) cand[nc++] = &m->sources[k].key;
-            if (i && m->fmt.len &&
-                ((m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) ||
-                 (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m))))
-                cand[nc++] = &m->fmt;
-            for (a = 0; a < nc; a++) {
-                for (b = 0; b < na && pk_str_cmp(avail[b], cand[a]) != 0; b++) {}
-                if (b == na && na < 64) avail[na++] = cand[a];
-            }
+    fprintf(err_out, " has a '");
+    pk_write_escaped(err_out, fmt, fl, 0);
+    fprintf(err_out, "' source");
+    for (i = 0; i < art->num_modules; i++)
+        if (source_kind(&art->modules[i], i, fmt) < 0) {
+            fprintf(err_out, "; ");
+            write_note(err_out, i, &art->modules[i], fmt);
         }
-        for (a = 1; a < na; a++)   /* insertion sort */
-            for (b = a; b > 0 && pk_str_cmp(avail[b - 1], avail[b]) > 0; b--) {
-                const pk_str *t = avail[b];
-                avail[b] = avail[b - 1];
-                avail[b - 1] = t;
-            }
-        if (na) {
-            fprintf(err_out, "; available: ");
-            for (a = 0; a < na; a++) {
-                if (a) fprintf(err_out, ", ");
-                pk_write_escaped(err_out, avail[a]->ptr, avail[a]->len, 0);
-            }
-        } else {
-            fprintf(err_out, "%s", art->has_sources ? "; none embedded"
-                                                    : "; the artifact was built with --strip-sources");
-        }
+    /* available formats: every source key plus text fmts, sorted unique */
+    for (i = 0; i < art->num_modules; i++) total += art->modules[i].num_sources + 1;
+    avail = (const pk_str **)malloc(total * sizeof *avail);
+    if (!avail) {
+        fprintf(err_out, "; out of memory\n");
+        return 1;
     }
+    for (i = 0; i < art->num_modules; i++) {
+        const pk_module *m = &art->modules[i];
+        for (k = 0; k < m->num_sources; k++) avail[na++] = &m->sources[k].key;
+        if (i && m->fmt.len &&
+            ((m->layout == PK_LAYOUT_BYTES && pk_payload_is_text(m->payload, m->payload_size)) ||
+             (m->layout != PK_LAYOUT_BYTES && m->num_shaders && all_shaders_text(m))))
+            avail[na++] = &m->fmt;
+    }
+    qsort(avail, na, sizeof *avail, cmp_str_ptr);
+    if (na) {
+        fprintf(err_out, "; available: ");
+        for (i = 0; i < na; i++) {
+            if (i && pk_str_cmp(avail[i - 1], avail[i]) == 0) continue;
+            if (i) fprintf(err_out, ", ");
+            pk_write_escaped(err_out, avail[i]->ptr, avail[i]->len, 0);
+        }
+    } else {
+        fprintf(err_out, "%s", art->has_sources ? "; none embedded" : "; the artifact was built with --strip-sources");
+    }
+    free(avail);
     fputc('\n', err_out);
     return 1;
 }
