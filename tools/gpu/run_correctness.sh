@@ -51,6 +51,20 @@ tail -n 3 "$OUT/promises.log"
 grep -hE "^(FAILED|ERROR) " "$OUT/promises.log" | head -n 30
 grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
 
+echo "== 2c. language features (issue 15/16) on every runtime here, and their GPU probes"
+timeout 240 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_subgroups.py tests/test_issue15_redteam.py \
+    tests/test_wide_access.py tests/test_dynamic_shared.py tests/test_autotune.py tests/test_lang_func.py \
+    tests/test_specialize.py tests/test_hooks.py tests/test_kbin_v2.py > "$OUT/features.log" 2>&1 || RC=1
+timeout 120 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_conformance.py -k subgroup \
+    >> "$OUT/features.log" 2>&1 || RC=1
+tail -n 3 "$OUT/features.log"
+grep -hE "^(FAILED|ERROR) " "$OUT/features.log" | head -n 30
+ARCH=sm_${GPU_ARCH:-90}
+timeout 120 "$PY" tools/gpu/subgroups_probe.py "cuda -arch=$ARCH" "nvptx -arch=$ARCH" vulkan webgpu "opencl -subgroups" \
+    > "$OUT/probe_subgroups.log" 2>&1 || RC=1
+timeout 120 "$PY" tools/gpu/wide_probe.py --arch "$ARCH" > "$OUT/probe_wide.log" 2>&1 || RC=1
+tail -n 12 "$OUT/probe_subgroups.log" "$OUT/probe_wide.log"
+
 echo "== 3. fuzz: $FUZZ_COUNT programs per target, ${FUZZ_BUDGET}s"
 mkdir -p "$OUT/fuzz_cases"
 pids=()
@@ -70,6 +84,8 @@ tar czf "$FINAL/fuzz_cases.tar.gz" -C "$OUT" fuzz_cases 2>/dev/null
     cat "$OUT/summary_cuda.txt" 2>/dev/null
     echo "other runtimes: $(grep -E '[0-9]+ (passed|failed)' "$OUT/other.log" | tail -n 1)"
     echo "promises/negation/float controls/fuzz cases: $(grep -E '[0-9]+ (passed|failed)' "$OUT/promises.log" | tail -n 1)"
+    echo "language features: $(grep -E '[0-9]+ (passed|failed)' "$OUT/features.log" | tail -n 1)"
+    for f in "$OUT"/probe_*.log; do echo "$(basename "$f" .log): $(tail -n 1 "$f")"; done
     for t in cuda nvptx opencl vulkan webgpu; do echo "fuzz $t: $(tail -n 1 "$OUT/fuzz_$t.log")"; done
     [ $RC -eq 0 ] && echo "RESULT: ALL PASSED" || echo "RESULT: FAILURES"
 } > "$FINAL/summary.txt"
