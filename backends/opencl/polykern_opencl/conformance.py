@@ -40,7 +40,8 @@ def _device_skips() -> Dict[str, str]:
 _TARGET_SKIPS = {"subgroups": "pk.subgroup_* needs cl_khr_subgroups, which the 'opencl' target does not declare "
                               "(PoCL's CPU device lacks it)"}
 
-SKIPS = {"opencl": dict(_device_skips(), **_TARGET_SKIPS)}
+SKIPS = {"opencl": dict(_device_skips(), **_TARGET_SKIPS,
+                         matrix="OpenCL has no standard matrix extension: matrix fragments are refused at build")}
 
 #: features the codegen refuses at compile time (polykern.testing.kernelgen.FEATURES names)
 REFUSES = {"opencl": dict(_TARGET_SKIPS)}
