@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +19,7 @@ import weakref
 from typing import Mapping, Optional
 
 from polykern import registry, wire
-from polykern.errors import BackendUnavailableError, CompileError, LaunchError
+from polykern.errors import ArtifactError, BackendUnavailableError, CompileError, LaunchError
 from polykern.launch import BufferArg, check_args
 from polykern.module import DeviceModule, FunctionInfo
 
@@ -96,7 +97,26 @@ def create(payload, fmt: str, fmap, sources: Optional[Mapping[str, str]] = None)
 
 def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None) -> CSourceModule:
     fmt, fmap, payload = wire.decode_device_payload("csrc", data)
+    problem = _problem(fmt, fmap, payload)
+    if problem is not None:
+        raise ArtifactError(f"csrc module: {problem}")
     return CSourceModule(payload, fmt, fmap, sources)
+
+
+def _problem(fmt: str, fmap: Mapping[str, FunctionInfo], payload) -> Optional[str]:
+    """What a launch would trip over in a loaded module (the codegen never writes it), found at load."""
+    if not isinstance(payload, bytes):
+        return "the payload is named sections; a csrc module is one C source (layout bytes)"
+    if fmt != "c":
+        return f"fmt {fmt!r}; a csrc module's fmt is 'c'"
+    text = payload.decode("utf-8", "replace")
+    for name, info in fmap.items():
+        entry = info.attrs.get("entry")
+        if entry is None:
+            return f"function {name!r} has no 'entry' attribute (the C function that launches it)"
+        if not (entry.isascii() and entry.isidentifier()) or not re.search(rf"\b{entry}\s*\(", text):
+            return f"function {name!r}: entry {entry!r} is not a C identifier defined in the source"
+    return None
 
 
 def devices():
