@@ -125,3 +125,26 @@ def test_subgroup_registers_alone_declare_group_non_uniform():
     assert "OpCapability GroupNonUniform" in disassemble(binary)
     r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=binary, capture_output=True)
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_enumeration_sets_stype_and_reads_the_driver_list():
+    """coopmat.enumerate_properties (how the NVIDIA list is read) on an enumeration lavapipe has:
+    the Vulkan 1.3 tool properties, through the same loader path."""
+    from polykern_vulkan.runtime import device
+
+    try:
+        dev = device.get()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Vulkan device here: {e}")
+    if dev.api < (1, 3):
+        pytest.skip("vkGetPhysicalDeviceToolProperties is Vulkan 1.3")
+    import vulkan as vk
+
+    items = coopmat.enumerate_properties(dev.instance.handle, dev.physical.handle,
+                                         "vkGetPhysicalDeviceToolProperties", "VkPhysicalDeviceToolProperties",
+                                         vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TOOL_PROPERTIES)
+    assert isinstance(items, list)
+    assert all(int(t.sType) == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TOOL_PROPERTIES for t in items)
+    with pytest.raises(RuntimeError, match="not exported"):
+        coopmat.enumerate_properties(dev.instance.handle, dev.physical.handle, "vkNoSuchFunctionKHR",
+                                     "VkPhysicalDeviceToolProperties", 0)

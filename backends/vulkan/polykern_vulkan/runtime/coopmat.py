@@ -36,6 +36,26 @@ class Support:
         return ", ".join(f"{m}x{n}x{k} {','.join(t)}" for m, n, k, t in sorted(self.combos)) or "none"
 
 
+def enumerate_properties(instance_handle, physical_handle, function: str, struct: str, stype: int) -> list:
+    """An instance-level ``VkResult f(VkPhysicalDevice, uint32_t*, T*)`` enumeration, called through
+    vkGetInstanceProcAddr with every element's ``sType`` set (the python binding's own wrapper passes
+    zeroed structs, which the valid usage of such queries forbids)."""
+    addr = vk.lib.vkGetInstanceProcAddr(instance_handle, vk.ffi.new("char[]", function.encode()))
+    if addr == vk.ffi.NULL:
+        raise RuntimeError(f"{function} is not exported by the Vulkan loader")
+    fn = vk.ffi.cast(f"PFN_{function}", addr)
+    count = vk.ffi.new("uint32_t*")
+    if fn(physical_handle, count, vk.ffi.NULL) != vk.VK_SUCCESS:
+        raise RuntimeError(f"{function} failed to count")
+    items = vk.ffi.new(f"{struct}[]", count[0])
+    for i in range(count[0]):
+        items[i].sType = stype
+    result = fn(physical_handle, count, items)
+    if result not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
+        raise RuntimeError(f"{function} returned {result}")
+    return [items[i] for i in range(count[0])]
+
+
 def query(instance_handle, physical_handle, api) -> Support:
     names = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(physical_handle, None)}
     if EXTENSION not in names:
@@ -50,8 +70,10 @@ def query(instance_handle, physical_handle, api) -> Support:
         vk.vkGetPhysicalDeviceFeatures2(physical_handle, top)
         if not feat.cooperativeMatrix:
             return Support(missing=f"the device offers {EXTENSION} but not its cooperativeMatrix feature")
-        get = vk.vkGetInstanceProcAddr(instance_handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
-        props = get(physical_handle)
+        props = enumerate_properties(instance_handle, physical_handle,
+                                     "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR",
+                                     "VkCooperativeMatrixPropertiesKHR",
+                                     vk.VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR)
     except Exception as e:  # noqa: BLE001 - a binding or driver failure: no fragments, and why
         return Support(missing=f"querying {EXTENSION} failed ({type(e).__name__}: {e})")
     combos = set()
