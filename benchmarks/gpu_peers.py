@@ -10,10 +10,12 @@ driver where present), for each problem of benchmarks/tuned_problems.py:
   reductions in a ``@pk.func``, a second pass instead of atomics, constexpr tiles, ``pk.local``
   register tiles) built for ``cuda -arch=sm_XX`` and ``nvptx -arch=sm_XX``, and the same source for
   ``vulkan``;
-- the peers: CuPy built-ins (``x.sum()``, ``x.max()``, ``x.mean()`` + ``x.var()``: CUB; ``a @ b``:
+- the peers: CuPy built-ins (``x.sum()``, ``x.max()``, ``x.mean()`` + ``x.var()``: CUB; CuPy's own
+  two passes for the variance, ``x.mean()`` then a ``ReductionKernel`` of ``(x - m)^2``; ``a @ b``:
   cuBLAS SGEMM, TF32 off), Triton's tutorial-style kernels (benchmarks/peers_triton.py: saxpy,
   fused softmax, layer norm, matmul autotuned in IEEE f32; the stencil of benchmarks/gpu.py), torch
-  (``torch.softmax``, ``torch.nn.functional.layer_norm``).
+  (``torch.var_mean``, ``torch.softmax``, ``torch.nn.functional.layer_norm``, ``torch.mm`` with
+  ``allow_tf32 = False``: cuBLAS SGEMM).
 
 Every contender's result is checked against NumPy (float64) before timing; a wrong or failing one
 is reported and never timed; a missing peer (no Triton, no torch) is reported as missing. Timing:
@@ -61,7 +63,7 @@ TARGETS = [
     ("stencil", "polykern / Triton", ("triton",), 1.0),
     ("softmax", "polykern / Triton", ("triton",), 1.0),
     ("layernorm", "polykern / Triton", ("triton",), 1.0),
-    ("matmul", "polykern / cuBLAS SGEMM", ("cupy",), 1.4),
+    ("matmul", "polykern / cuBLAS SGEMM", ("cupy", "torch.mm"), 1.4),
     ("matmul", "polykern / Triton f32 (no TF32)", ("triton",), 1.0),
 ]
 VULKAN_LIMIT = 1.25
@@ -175,7 +177,16 @@ def _upload(host, place) -> dict:
 
 CUPY_PROBLEMS = ("sum", "max", "meanvar", "matmul")
 TRITON_PROBLEMS = ("saxpy", "stencil", "softmax", "layernorm", "matmul")
-TORCH_PROBLEMS = ("softmax", "layernorm")
+TORCH_PROBLEMS = ("meanvar", "softmax", "layernorm", "matmul")
+
+
+def _with_arrays(contenders: list, d: dict) -> list:
+    """The contenders, each given the arrays ``d`` it works on (reset before checks). A function of its
+    own: a ``for x in out`` loop in a peer builder rebound the name its lambdas closed over (the GPU run
+    of 22:12 UTC passed a Contender to torch.softmax and as cupy.matmul's ``out``)."""
+    for one in contenders:
+        one.arrays = d
+    return contenders
 
 
 def cupy_peers(name, host, place) -> list:
@@ -191,15 +202,22 @@ def cupy_peers(name, host, place) -> list:
         label = {"sum": "cupy x.sum() (CUB)", "max": "cupy x.max() (CUB)",
                  "meanvar": "cupy x.mean(), x.var() (CUB)"}[name]
         out.append(Contender(label, fn, "events", place, "peer"))
+    if name == "meanvar":  # x.var() took 49 ms on the H100: CuPy's own two passes, each one reduction
+        sqdev = cp.ReductionKernel("T x, T m", "T y", "(x - m) * (x - m)", "a + b",
+                                   "y = a / (_in_ind.size() / _out_ind.size())", "0", "pk_bench_sqdev_mean")
+
+        def two_pass():
+            m = x.mean()
+            return [m, sqdev(x, m)]
+        out.append(Contender("cupy two-pass (x.mean(), ReductionKernel of (x - m)^2)", two_pass, "events", place,
+                             "peer"))
     elif name == "matmul":
         (m, k), n = host["a"].shape, host["b"].shape[1]
         a, b = d["a"].reshape(m, k), d["b"].reshape(k, n)
-        c = cp.empty((m, n), cp.float32)
-        out.append(Contender("cupy a @ b (cuBLAS SGEMM, TF32 off)", lambda: [cp.matmul(a, b, out=c)], "events",
+        cm = cp.empty((m, n), cp.float32)
+        out.append(Contender("cupy a @ b (cuBLAS SGEMM, TF32 off)", lambda: [cp.matmul(a, b, out=cm)], "events",
                              place, "peer"))
-    for c in out:
-        c.arrays = d
-    return out
+    return _with_arrays(out, d)
 
 
 def triton_peers(name, host, place, tri) -> list:
@@ -234,19 +252,19 @@ def triton_peers(name, host, place, tri) -> list:
         r, c = host["x"].shape
         y = cp.empty(r * c, cp.float32)
         ty = torch.from_dlpack(y)
-        blk, warps = peers_triton.softmax_launch_shape(c)
+        row_block, warps = peers_triton.softmax_launch_shape(c)
         out.append(Contender(f"triton fused softmax (tutorial, {warps} warps)",
-                             lambda: (tri["softmax"][(r,)](ty, t["x"], c, c, c, BLOCK_SIZE=blk, num_warps=warps),
-                                      [y])[1], "events", place, "peer"))
+                             lambda: (tri["softmax"][(r,)](ty, t["x"], c, c, c, BLOCK_SIZE=row_block,
+                                                           num_warps=warps), [y])[1], "events", place, "peer"))
     elif name == "layernorm":
         r, c = host["x"].shape
         y, mean, rstd = cp.empty(r * c, cp.float32), cp.empty(r, cp.float32), cp.empty(r, cp.float32)
         ty, tm, tr = torch.from_dlpack(y), torch.from_dlpack(mean), torch.from_dlpack(rstd)
-        blk, warps = peers_triton.layernorm_launch_shape(c)
+        row_block, warps = peers_triton.layernorm_launch_shape(c)
         out.append(Contender(f"triton layer norm fwd (tutorial, {warps} warps)",
                              lambda: (tri["layernorm"][(r,)](t["x"], ty, t["w"], t["b"], tm, tr, c, c, tp.LN_EPS,
-                                                             BLOCK_SIZE=blk, num_warps=warps), [y, mean, rstd])[1],
-                             "events", place, "peer"))
+                                                             BLOCK_SIZE=row_block, num_warps=warps),
+                                      [y, mean, rstd])[1], "events", place, "peer"))
     elif name == "matmul":
         (m, k), n = host["a"].shape, host["b"].shape[1]
         c = cp.empty(m * n, cp.float32)
@@ -259,9 +277,7 @@ def triton_peers(name, host, place, tri) -> list:
         out.append(Contender("triton matmul (tutorial, autotuned, f32 ieee)",
                              lambda: (mm[grid](t["a"], t["b"], tc, m, n, k, k, 1, n, 1, n, 1), [c])[1], "events",
                              place, "peer"))
-    for x in out:
-        x.arrays = d
-    return out
+    return _with_arrays(out, d)
 
 
 def torch_peers(name, host, place) -> list:
@@ -271,7 +287,24 @@ def torch_peers(name, host, place) -> list:
         return []
     d = _upload(host, place)
     out = []
-    if name == "softmax":
+    if name == "meanvar":
+        xv = torch.from_dlpack(d["x"])
+
+        def var_mean():
+            v, m = torch.var_mean(xv, correction=0)
+            return [m, v]
+        out.append(Contender("torch.var_mean", var_mean, "events", place, "peer"))
+    elif name == "matmul":
+        (m, k), n = host["a"].shape, host["b"].shape[1]
+        ta, tb = torch.from_dlpack(d["a"]).view(m, k), torch.from_dlpack(d["b"]).view(k, n)
+        tc = torch.empty((m, n), dtype=torch.float32, device=ta.device)
+        torch.backends.cuda.matmul.allow_tf32 = False  # SGEMM in full f32 (torch's default, made explicit)
+
+        def mm():
+            torch.mm(ta, tb, out=tc)
+            return [tc]
+        out.append(Contender("torch.mm (cuBLAS SGEMM, TF32 off)", mm, "events", place, "peer"))
+    elif name == "softmax":
         r, c = host["x"].shape
         x = torch.from_dlpack(d["x"]).view(r, c)
         out.append(Contender("torch.softmax", lambda: [torch.softmax(x, dim=1)], "events", place, "peer"))
@@ -282,9 +315,7 @@ def torch_peers(name, host, place) -> list:
         out.append(Contender("torch layer_norm (y only)",
                              lambda: [torch.nn.functional.layer_norm(x, (c,), w, b, tp.LN_EPS)], "events", place,
                              "peer", outputs=1))
-    for x in out:
-        x.arrays = d
-    return out
+    return _with_arrays(out, d)
 
 
 def numpy_peers(name, host, place) -> list:

@@ -121,3 +121,51 @@ def test_contender_failing_while_timed_is_dropped_and_others_timed():
     times = gpu_peers.time_rounds([bad, good], 3, 0.0, status)
     assert list(times) == ["steady"] and len(times["steady"]) == 3
     assert status["flaky"].startswith("FAILED while timing: RuntimeError: device lost")
+
+
+def _loops_rebinding_closed_over_names(source: str) -> list:
+    """(function, name) for every ``for`` loop of a function that rebinds a name which a lambda or nested
+    function of it reads from the enclosing scope: the closure then sees the loop's last value, not the
+    array it was made for. (Defaults such as ``lambda blk=blk:`` are evaluated at once and do not count.)"""
+    import ast
+
+    scopes = (ast.Lambda, ast.FunctionDef)
+
+    def own_nodes(fn):  # the nodes of fn's own scope (not inside a nested function or lambda)
+        todo = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+        while todo:
+            n = todo.pop()
+            yield n
+            if not isinstance(n, scopes):
+                todo.extend(ast.iter_child_nodes(n))
+
+    def free_names(inner):
+        body = list(own_nodes(inner))
+        local = {a.arg for a in inner.args.args + inner.args.kwonlyargs}
+        local |= {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        free = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+        for n in body:
+            if isinstance(n, scopes):
+                free |= free_names(n) - local
+        return free
+
+    bad = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        nodes = list(own_nodes(fn))
+        captured = set().union(*[free_names(n) for n in nodes if isinstance(n, scopes)])
+        for loop in nodes:
+            if isinstance(loop, ast.For):
+                bad += [(fn.name, t.id) for t in ast.walk(loop.target) if isinstance(t, ast.Name) and t.id in captured]
+    return bad
+
+
+def test_no_peer_builder_rebinds_what_its_closures_use():
+    """The GPU run of 22:12 UTC: ``for x in out: x.arrays = d`` after ``lambda: torch.softmax(x)`` handed a
+    Contender to torch.softmax / layer_norm, and ``for c in out`` did the same to cupy.matmul's ``out=c``."""
+    src = open(os.path.join(BENCH, "gpu_peers.py")).read()
+    assert _loops_rebinding_closed_over_names(src) == []
+    # the check itself sees the 22:12 UTC shape
+    demo = "def f(out, x):\n    out.append(lambda: g(x))\n    for x in out:\n        x.arrays = 1\n"
+    assert _loops_rebinding_closed_over_names(demo) == [("f", "x")]
