@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32
+from polykern import Buffer, i32
+from polykern.errors import LaunchError
 from polykern.testing.interp import interpret
 from runtimes import runnable_targets
 
@@ -33,3 +34,41 @@ def test_subgroup_size_read_before_a_barrier(target, kind, skips):
     if kind in ("llvm", "hexagon"):  # the oracle's subgroup size is the CPU's
         assert interpret(size_before_barrier, [np.zeros(16, np.int32)], grid=1, block=16).buffers["out"].tolist() \
             == out.tolist()
+
+
+@pk.kernel
+def writes_both(a: Buffer[i32], b: Buffer[i32]):
+    i = pk.global_id(0)
+    if i < 4:
+        a[i] = 10 + i
+    else:
+        b[i - 2] = 20 + i  # through b: elements 2 + (i - 2) of the array when b = z[2:]
+
+
+@pk.kernel
+def reads_twice(a: Buffer[i32, "readonly"], b: Buffer[i32, "readonly"], c: Buffer[i32]):
+    i = pk.global_id(0)
+    c[i] = a[i] + b[i]
+
+
+@pytest.mark.parametrize("target,kind,skips", TARGETS)
+def test_one_host_array_for_two_written_parameters(target, kind, skips):
+    """Runtimes that copy each host argument lost the writes through one of two views of one array
+    (webgpu and hexagon with the same array twice; opencl, vulkan and webgpu with overlapping views):
+    now it is the one memory the CPU gives, or a LaunchError naming both arguments."""
+    f = pk.build([writes_both, reads_twice], targets=[target]).on(kind)
+    for views in ("same", "overlapping"):
+        z = np.zeros(10, np.int32)
+        a, b = (z, z) if views == "same" else (z[:8], z[2:])
+        try:
+            f["writes_both"](a, b, grid=1, block=6)
+        except LaunchError as e:
+            assert "arguments 'a' and 'b'" in str(e) and "writes 'a'" in str(e)
+            continue
+        if views == "same":  # work-items 0-3 and 4-5 both write elements 2 and 3: either order
+            assert z[:2].tolist() == [10, 11] and z[4:].tolist() == [0] * 6
+        else:
+            assert z[:6].tolist() == [10, 11, 12, 13, 24, 25]
+    z, c = np.arange(8, dtype=np.int32), np.zeros(8, np.int32)
+    f["reads_twice"](z, z, c, grid=1, block=8)  # read-only twice is fine everywhere
+    assert c.tolist() == (2 * np.arange(8)).tolist()

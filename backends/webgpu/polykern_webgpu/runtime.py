@@ -20,6 +20,7 @@ import wgpu.backends.wgpu_native  # noqa: F401  (loads the native library: fail 
 
 from polykern import registry, wire
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
+from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
@@ -183,6 +184,7 @@ class WebGPUKernel:
 
     def __call__(self, *args, grid=None, block=None):
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        check_host_overlaps(self.info.name, "webgpu", prepared)
         ctx = context()
         self._check_shape(ctx, grid3, block3)
         module = self.module

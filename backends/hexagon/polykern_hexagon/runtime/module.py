@@ -22,6 +22,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from polykern.errors import DeviceError, LaunchError
+from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import BufferArg, check_args
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
@@ -127,6 +128,7 @@ class HexagonKernel:
 
     def __call__(self, *args, grid=None, block=None):
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        check_host_overlaps(self.name, "hexagon", prepared)
         for d in range(3):
             if f"global_id.{d}" in self.info.launch_tags and grid3[d] * block3[d] > MAX_GLOBAL_ID + 1:
                 raise LaunchError(f"kernel '{self.name}': grid[{d}] * block[{d}] = {grid3[d] * block3[d]} "

@@ -12,7 +12,8 @@ Scalar ABI (opencl_c.py): every scalar is passed as its declared C type (``int``
 0/1 and buffers of f16 hold halves: NumPy's ``bool_``/``float16`` bytes exactly.
 
 The same host array passed for two parameters gets one device buffer (the kernel sees one memory);
-partially overlapping views of one array are copied separately.
+partially overlapping views of one array would be copied separately, so one that the kernel writes
+is refused (polykern/host_aliasing.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import numpy as np
 import pyopencl as cl
 
 from polykern.errors import LaunchError
+from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.shared_launch import dynamic_shared_of
@@ -120,6 +122,7 @@ class OpenCLKernel:
     # ------------------------------------------------------------ launch
     def __call__(self, *args: Any, grid=None, block=None) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        check_host_overlaps(self.info.name, "opencl", prepared, same_ok=True)
         self._check_limits(grid3, block3)
         dev = self.device
         queue = dev.queue

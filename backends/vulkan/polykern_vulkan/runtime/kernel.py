@@ -7,7 +7,8 @@ into push constants, one command buffer (staging copies, dispatch, barriers) sub
 for. Launches from many threads run concurrently, each with its own command context.
 
 The same host array passed for two parameters gets one device buffer (so the kernel sees one
-memory); partially overlapping views of one array are copied separately.
+memory); partially overlapping views of one array would be copied separately, so one that the kernel writes
+is refused (polykern/host_aliasing.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 import vulkan as vk
 
 from polykern.errors import DeviceError, LaunchError
+from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import BufferArg, check_args
 from polykern.module import FunctionInfo
 from polykern.shared_launch import dynamic_shared_of
@@ -97,6 +99,7 @@ class VulkanKernel:
 
     def __call__(self, *args: Any, grid=None, block=None) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        check_host_overlaps(self.name, "vulkan", prepared, same_ok=True)
         self._check_limits(grid3, block3)
         dev, abi = self.dev, self.abi
         pipeline = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
