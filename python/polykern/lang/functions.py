@@ -19,7 +19,7 @@ Uniformity (barriers) and bounds checking then see the calls' bodies like any ot
 from __future__ import annotations
 
 import ast
-import threading
+import functools
 from typing import List, Optional
 
 from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
@@ -42,16 +42,11 @@ class Func:
         self.name = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
-        self._src = None
-        self._lock = threading.Lock()
 
-    @property
+    @functools.cached_property
     def src(self):
-        if self._src is None:
-            with self._lock:
-                if self._src is None:
-                    self._src = get_kernel_source(self.pyfunc)
-        return self._src
+        """The parsed source (read once; parsing twice in a race gives the same result)."""
+        return get_kernel_source(self.pyfunc)
 
     def __call__(self, *args, **kwargs):
         raise PolykernError(f"device function '{self.name}' can only be called inside a @pk.kernel or another "
