@@ -53,3 +53,17 @@ def test_a_backend_added_outside_the_list_is_named(tree, line):
     path.write_text(path.read_text() + "\n" + line + "\n")
     r = _run_gen(tree, "--check")
     assert r.returncode == 1 and "BACKENDS is changed after its `BACKENDS = [...]`" in r.stderr, r.stderr
+
+
+def test_a_missing_or_unparsable_file_is_named(tree):
+    """Was: a FileNotFoundError or SyntaxError traceback."""
+    (tree / ".bazelrc").unlink()
+    for args in ((), ("--check",)):
+        r = _run_gen(tree, *args)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert "gen_backends: .bazelrc: cannot read it (No such file or directory)" in r.stderr
+    path = tree / "backends" / "backends.bzl"
+    path.write_text(path.read_text() + "\nBROKEN = [\n")
+    r = _run_gen(tree, "--check")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "gen_backends: backends/backends.bzl:" in r.stderr and "cannot parse it" in r.stderr

@@ -71,6 +71,18 @@ class ListError(ValueError):
     """backends/backends.bzl (or toolchains/extensions.bzl) cannot be read as the list it should be."""
 
 
+def _parse(root: str, rel: str) -> ast.Module:
+    """``rel`` (a .bzl file) as a Python syntax tree; a missing or unparsable file is a ListError."""
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            return ast.parse(f.read(), filename=rel)
+    except OSError as e:
+        raise ListError(f"{rel}: cannot read it ({e.strerror})") from None
+    except SyntaxError as e:
+        raise ListError(f"{rel}:{e.lineno}: cannot parse it ({e.msg}); the list is read with Python's parser, so "
+                        "keep it to literal backend(...) calls") from None
+
+
 def _assignment(tree: ast.Module, name: str, path: str) -> ast.expr:
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
@@ -105,9 +117,7 @@ def _check_type(key: str, value, lineno: int) -> None:
 
 def read_backends(root: str = ROOT) -> List[Backend]:
     """BACKENDS of backends/backends.bzl under ``root``, in list order."""
-    path = os.path.join(root, LIST_FILE)
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
+    tree = _parse(root, LIST_FILE)
     value = _assignment(tree, "BACKENDS", LIST_FILE)
     for node in tree.body:  # the one literal list is the whole list: Bazel would see what this tool would not
         if isinstance(node, ast.Assign):
@@ -151,9 +161,7 @@ def read_backends(root: str = ROOT) -> List[Backend]:
 
 def read_tools(root: str = ROOT) -> List[str]:
     """TOOLS of toolchains/extensions.bzl: the host tools that detection looks for."""
-    path = os.path.join(root, TOOLS_FILE)
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
+    tree = _parse(root, TOOLS_FILE)
     return list(_literal(_assignment(tree, "TOOLS", TOOLS_FILE), TOOLS_FILE, "TOOLS"))
 
 
@@ -226,8 +234,11 @@ def _replace_block(text: str, block: str, lines: List[str], path: str) -> str:
 
 def render_file(root: str, rel: str, backends: List[Backend]) -> Tuple[str, str]:
     """(current text, text with every generated block of ``rel`` rewritten)."""
-    with open(os.path.join(root, rel), encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ListError(f"{rel}: cannot read it ({e.strerror}); it holds generated blocks") from None
     new = text
     for block, fn in BLOCKS[rel]:
         new = _replace_block(new, block, fn(backends), rel)
