@@ -45,7 +45,8 @@ from .spirv_builder import FunctionBuilder, ModuleBuilder
 from .spirv_matrix import declare_matrix, lower_matrix_op
 from .spirv_subgroups import declare_subgroup_inputs, lower_subgroup
 from .spirv_spec import (BUILTIN, EXECUTION_MODE, EXECUTION_MODEL, GLSL, SCOPE_DEVICE, SCOPE_WORKGROUP,
-                         SEM_ACQUIRE_RELEASE, SEM_RELAXED, SEM_UNIFORM_MEMORY, SEM_WORKGROUP_MEMORY, Op)
+                         SEM_ACQUIRE_RELEASE, SEM_MAKE_AVAILABLE, SEM_MAKE_VISIBLE, SEM_RELAXED, SEM_UNIFORM_MEMORY,
+                         SEM_WORKGROUP_MEMORY, Op)
 
 PUSH_CONSTANT_LIMIT = 128  # bytes every Vulkan device guarantees (maxPushConstantsSize)
 _SPECIAL_BUILTIN = {"global_id": "GlobalInvocationId", "local_id": "LocalInvocationId",
@@ -460,6 +461,8 @@ class KernelLowering:
             f.op(Op.Return)
         elif isinstance(s, n.Barrier):
             sem = SEM_ACQUIRE_RELEASE | SEM_WORKGROUP_MEMORY | SEM_UNIFORM_MEMORY
+            if self.m.vulkan_memory_model:  # (matrix fragments) availability and visibility are explicit
+                sem |= SEM_MAKE_AVAILABLE | SEM_MAKE_VISIBLE
             f.op(Op.ControlBarrier, self.u32c(SCOPE_WORKGROUP), self.u32c(SCOPE_WORKGROUP), self.u32c(sem))
         elif isinstance(s, n.MatrixOp):
             lower_matrix_op(self, s)

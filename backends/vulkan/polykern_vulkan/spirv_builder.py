@@ -141,6 +141,7 @@ class ModuleBuilder:
         self.extensions: List[str] = []
         self._ext_imports: Dict[str, int] = {}
         self._memory_model = encode_inst(Op.MemoryModel, [0, 1])  # Logical GLSL450
+        self.vulkan_memory_model = False
         self._entry_points: List[List[int]] = []
         self._exec_modes: List[List[int]] = []
         self._names: List[List[int]] = []
@@ -173,6 +174,7 @@ class ModuleBuilder:
         if self.version < (1, 5):
             self.extension("SPV_KHR_vulkan_memory_model")
         self._memory_model = encode_inst(Op.MemoryModel, [0, 3])  # Logical Vulkan
+        self.vulkan_memory_model = True
 
     def ext_import(self, name: str) -> int:
         if name not in self._ext_imports:

@@ -176,6 +176,9 @@ SEM_RELAXED = 0x0
 SEM_ACQUIRE_RELEASE = 0x8
 SEM_UNIFORM_MEMORY = 0x40
 SEM_WORKGROUP_MEMORY = 0x100
+# Vulkan memory model only: a barrier's writes made available, and the others' made visible.
+SEM_MAKE_AVAILABLE = 0x2000
+SEM_MAKE_VISIBLE = 0x4000
 
 # GLSL.std.450 extended instructions.
 GLSL = _enum(FAbs=4, SAbs=5, Floor=8, Ceil=9, Sin=13, Cos=14, Tanh=21, Pow=26, Exp=27, Log=28,

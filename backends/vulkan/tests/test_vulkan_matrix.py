@@ -148,3 +148,15 @@ def test_enumeration_sets_stype_and_reads_the_driver_list():
     with pytest.raises(RuntimeError, match="not exported"):
         coopmat.enumerate_properties(dev.instance.handle, dev.physical.handle, "vkNoSuchFunctionKHR",
                                      "VkPhysicalDeviceToolProperties", 0)
+
+
+def test_barriers_make_memory_available_under_the_vulkan_memory_model():
+    """A kernel with fragments uses the Vulkan memory model, where a barrier's availability and
+    visibility are explicit: the staging barrier of examples/gemm_f16.py-style kernels carries them."""
+    from test_matrix import staged
+
+    text = disassemble(shaders(staged, "vulkan")["staged"])
+    sem = int(next(line for line in text.splitlines() if "OpControlBarrier" in line).split("%uint_")[-1])
+    assert sem & 0x2000 and sem & 0x4000 and sem & 0x100 and sem & 0x8
+    plain = disassemble(shaders(subgroup_ids_only, "vulkan")["subgroup_ids_only"])
+    assert "OpMemoryModel Logical GLSL450" in plain  # kernels without fragments keep GLSL450
