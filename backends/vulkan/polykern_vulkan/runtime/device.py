@@ -27,6 +27,7 @@ from polykern.lazy import Lazy
 from . import coopmat
 from .buffers import BufferPool
 from .instance import Instance, instance
+from .timestamps import TimestampQueries, env_wants_timestamps, support_problem
 from .vkresult import BINDING_ERRORS, device_error, vk_call
 
 __all__ = ["Device", "CommandContext", "get", "shutdown", "STAGING_ENV", "TIMEOUT_ENV"]
@@ -179,6 +180,8 @@ class CommandContext:
         self.capacity = 0
         self.dpool = None
         self._grow(capacity)
+        self.timer: Optional[TimestampQueries] = None  # made on the first timed launch (timestamps.py)
+        self.timed = False  # this recording writes the timestamps
         self.token = dev.own(self._destroy)
 
     def _grow(self, capacity: int) -> None:
@@ -195,6 +198,8 @@ class CommandContext:
     def _destroy(self) -> None:
         d = self.dev.handle
         vk.vkDestroyDescriptorPool(d, self.dpool, None)
+        if self.timer is not None:
+            self.timer.destroy()
         vk.vkDestroyFence(d, self.fence, None)
         vk.vkDestroyCommandPool(d, self.pool, None)  # frees the command buffer
 
@@ -210,6 +215,11 @@ class CommandContext:
             flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         # Earlier submissions' device writes (kernels, copies) -> everything this one does.
         self.barrier(WORK_STAGES, WRITES, WORK_STAGES, ALL_ACCESS)
+        self.timed = self.dev.timestamps
+        if self.timed:
+            if self.timer is None:
+                self.timer = TimestampQueries(d, self.dev.timestamp_bits, self.dev.timestamp_period_ns)
+            self.timer.start(self.cmd)
 
     def barrier(self, src_stage, src_access, dst_stage, dst_access) -> None:
         mb = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=src_access,
@@ -235,6 +245,8 @@ class CommandContext:
         vk.vkCmdCopyBuffer(self.cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)])
 
     def end(self) -> None:
+        if self.timed:
+            self.timer.stop(self.cmd)
         # Device writes -> host reads after the fence.
         self.barrier(WORK_STAGES, WRITES, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkEndCommandBuffer(self.cmd)
@@ -252,6 +264,9 @@ class Device:
         self.family = pd.compute_family
         props = vk.vkGetPhysicalDeviceProperties(pd.handle)
         self.limits = Limits(props.limits)
+        self.timestamp_period_ns = float(props.limits.timestampPeriod)
+        fam = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd.handle)[self.family]
+        self.timestamp_bits = int(fam.timestampValidBits)
         self.supported = _query_features(pd.handle, self.api)
         self.enabled = dict(self.supported)
         extensions = _float_controls_extension(pd.handle, self.api)
@@ -290,6 +305,11 @@ class Device:
         self._owned: Dict[int, Callable[[], None]] = {}
         self._tokens = itertools.count(1)
         self._contexts: List[CommandContext] = []
+        self.timestamps = False  # set_timestamps: GPU time of every launch into gpu_seconds (timestamps.py)
+        self.gpu_seconds = 0.0
+        self.last_gpu_seconds: Optional[float] = None
+        if env_wants_timestamps():
+            self.set_timestamps(True)
         self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
         self.pool = BufferPool(self)
@@ -318,6 +338,15 @@ class Device:
     def check_open(self) -> None:
         if self.closed:
             raise DeviceError("the Vulkan device was shut down (interpreter exit)", name="VK_ERROR_DEVICE_LOST")
+
+    def set_timestamps(self, on: bool = True) -> None:
+        """Time every launch on the device from now on (or stop): ``gpu_seconds`` sums the launches'
+        device times, ``last_gpu_seconds`` holds the latest. DeviceError where the queue cannot."""
+        if on:
+            why = support_problem(self.name, self.timestamp_bits, self.timestamp_period_ns)
+            if why:
+                raise DeviceError(f"Vulkan: cannot time launches on the device: {why}", name="timestamps")
+        self.timestamps = bool(on)
 
     # -- memory types
     def memory_type(self, type_bits: int, preferences) -> int:
@@ -377,6 +406,11 @@ class Device:
                 raise err from None
             with vk_call("vkResetFences"):
                 vk.vkResetFences(self.handle, 1, [ctx.fence])
+            if ctx.timed:
+                took = ctx.timer.seconds()
+                with self._lock:
+                    self.gpu_seconds += took
+                    self.last_gpu_seconds = took
         except DeviceError as e:
             e.submitted = submitted  # type: ignore[attr-defined]
             if not submitted:
