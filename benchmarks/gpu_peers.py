@@ -21,8 +21,10 @@ Every contender's result is checked against NumPy (float64) before timing; a wro
 is reported and never timed; a missing peer (no Triton, no torch) is reported as missing. Timing:
 rounds (``--rounds``, >= 5) over all contenders, interleaved; in each round a batch of back-to-back
 calls per contender, timed with CUDA events on the legacy default stream (CUDA contenders) or the
-host clock (Vulkan: each launch is submitted and waited for, so its time includes that round trip;
-the empty-launch time is measured and reported next to it). Reported: median seconds per call,
+Vulkan timestamp queries (Vulkan: ``vkCmdWriteTimestamp`` around each launch's commands, the device's
+``timestampPeriod``: GPU time like the CUDA events'; the host time, where each launch is submitted and
+waited for, is reported beside it, with the empty launch's host and GPU time; where the queue has no
+timestamps, the host clock alone). Reported: median seconds per call,
 the ratio polykern / best peer (median of the per-round ratios, spread = their min-max), the
 issue's targets met/missed, the Vulkan/CUDA ratio. Writes OUT/gpu_peers.json, OUT/gpu_peers.txt
 (the table) and OUT/gpu_peers.png (matplotlib if present). ``--budget-s`` stops starting new
@@ -107,12 +109,28 @@ class CupyPlace(tp.Place):
 
 
 class VulkanPlace(tp.Place):
+    """Vulkan DeviceArrays; launches timed on the device with timestamp queries where the queue has
+    them (``clock`` "vk-gpu": the counterpart of CUDA events; the host time is kept beside it)."""
     name = "vulkan"
 
     def __init__(self):
-        from polykern_vulkan.runtime import device_array
+        from polykern.errors import DeviceError
+        from polykern_vulkan.runtime import device, device_array
 
         self.da = device_array
+        self.dev = device.get()
+        try:
+            self.dev.set_timestamps(True)
+            self.clock = "vk-gpu"
+        except DeviceError as e:
+            RESULTS["errors"]["vulkan timestamps"] = short(e)
+            self.clock = "wall"
+        RESULTS["vulkan_clock"] = {"vk-gpu": "GPU timestamps (vkCmdWriteTimestamp, timestampPeriod "
+                                             f"{self.dev.timestamp_period_ns} ns); host clock beside",
+                                   "wall": "host clock (submit + fence wait per launch)"}[self.clock]
+
+    def gpu_seconds(self) -> float:
+        return self.dev.gpu_seconds
 
     def put(self, host):
         return self.da.to_device(np.ascontiguousarray(host).ravel())
@@ -152,6 +170,7 @@ class Contender:
     def __init__(self, label, fn, clock, place, kind, launches=1, outputs=None):
         self.label, self.fn, self.clock, self.place, self.kind, self.launches = label, fn, clock, place, kind, launches
         self.outputs = outputs
+        self.host_rounds: list = []  # clock "vk-gpu": the host's seconds per call, one per round
 
 
 def polykern_contenders(name, size, host, mods, env) -> list:
@@ -424,6 +443,13 @@ def _timed_batch(c, n: int, ev, out: dict) -> None:
         end.record(null)
         end.synchronize()
         out[c.label].append(cp.cuda.get_elapsed_time(start, end) / 1e3 / n)
+    elif c.clock == "vk-gpu":  # device time from timestamp queries; the host's time kept beside it
+        g0, t0 = c.place.gpu_seconds(), time.perf_counter()
+        for _ in range(n):
+            c.fn()
+        host = time.perf_counter() - t0
+        out[c.label].append((c.place.gpu_seconds() - g0) / n)
+        c.host_rounds.append(host / n)
     else:
         t0 = time.perf_counter()
         for _ in range(n):
@@ -484,7 +510,8 @@ def targets() -> list:
         v = RESULTS["problems"].get(name, {}).get("vulkan")
         if v and "ratio_raw" in v:
             out.append({"problem": name, "target": f"polykern vulkan / {v['against']} <= {VULKAN_LIMIT}",
-                        "ratio": v["ratio_raw"], "ratio_minus_launch": v.get("ratio_minus_launch"),
+                        "clock": v.get("clock"), "ratio": v["ratio_raw"], "ratio_host": v.get("ratio_host"),
+                        "ratio_minus_launch": v.get("ratio_minus_launch"),
                         "met": v["ratio_raw"]["median"] <= VULKAN_LIMIT})
     if RESULTS.get("mode") == "dry-run":  # tiny sizes on CPU runtimes: the report's shape, not a measurement
         for t in out:
@@ -498,10 +525,14 @@ def vulkan_summary(name: str, times: dict, contenders: list, floor: float) -> No
     if not vk or ref is None or vk[0].label not in times:
         return
     t = times[vk[0].label]
-    row = {"against": ref, "launches_per_call": vk[0].launches, "launch_floor_s": floor,
+    row = {"against": ref, "clock": vk[0].clock, "launches_per_call": vk[0].launches, "launch_floor_s": floor,
            "ratio_raw": _ratio(t, times[ref])}
-    if floor:
-        adj = [max(x - vk[0].launches * floor, 1e-9) for x in t]
+    host = vk[0].host_rounds if vk[0].clock == "vk-gpu" else t
+    if vk[0].clock == "vk-gpu" and host:
+        row["host_seconds"] = {"median": med(host), "min": min(host), "max": max(host), "rounds": list(host)}
+        row["ratio_host"] = _ratio(host, times[ref])
+    if floor and host:
+        adj = [max(x - vk[0].launches * floor, 1e-9) for x in host]
         row["ratio_minus_launch"] = _ratio(adj, times[ref])
     RESULTS["problems"][name]["vulkan"] = row
 
@@ -541,8 +572,12 @@ def vulkan_floor(mod, place, rounds: int) -> float:
 
     k = mod[tk.saxpy_wide.name]
     x, y = place.empty(4), place.empty(4)
-    c = Contender("vulkan empty launch", lambda: k(0, 1.0, x, y, grid=1, block=64), "wall", place, "polykern")
-    return med(time_rounds([c], rounds, 0.05)["vulkan empty launch"])
+    c = Contender("vulkan empty launch", lambda: k(0, 1.0, x, y, grid=1, block=64), place.clock, place, "polykern")
+    t = time_rounds([c], rounds, 0.05)["vulkan empty launch"]
+    if c.clock == "vk-gpu":
+        RESULTS["vulkan_empty_launch_gpu_s"] = med(t)
+        return med(c.host_rounds)
+    return med(t)
 
 
 # ------------------------------------------------------------------ one problem
@@ -569,7 +604,7 @@ def run_problem(name, size, mods, peers_fn, env, rounds, target_s, vk_floor) -> 
 
 def table() -> str:
     lines = ["| problem | polykern (best target but Vulkan) | ms | best peer | ms | ratio (spread) | vulkan / cuda "
-             "| of copy bw or TFLOP/s: polykern, peer |", "|---|---|---|---|---|---|---|---|"]
+             "(GPU time where timed; host) | of copy bw or TFLOP/s: polykern, peer |", "|---|---|---|---|---|---|---|---|"]
     for name in ORDER:
         row = RESULTS["problems"].get(name)
         if not row:
@@ -578,11 +613,13 @@ def table() -> str:
         pk, peer = row.get("best_polykern"), row.get("best_peer")
         r = row.get("ratio_vs_best_peer", {}).get(pk) if pk else None
         vk = row.get("vulkan", {}).get("ratio_raw")
+        vk_host = row.get("vulkan", {}).get("ratio_host")
         bad = {k: v for k, v in row["status"].items() if v != "ok"}
         lines.append(f"| {name} | {pk or '—'} | {secs[pk]['median'] * 1e3:.4f} |" if pk else f"| {name} | — | — |")
         lines[-1] += (f" {peer} | {secs[peer]['median'] * 1e3:.4f} |" if peer else " — | — |")
         lines[-1] += (f" {r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}) |" if r else " — |")
-        lines[-1] += (f" {vk['median']:.2f} ({vk['min']:.2f}–{vk['max']:.2f}) |" if vk else " — |")
+        lines[-1] += (f" {vk['median']:.2f} ({vk['min']:.2f}–{vk['max']:.2f})"
+                      + (f"; host {vk_host['median']:.2f}" if vk_host else "") + " |" if vk else " — |")
         rate = row.get("fraction_of_copy_bandwidth") or row.get("tflops") or {}
         lines[-1] += (f" {rate[pk]:.3g}, {rate[peer]:.3g} |" if pk in rate and peer in rate else " — |")
         for k, v in bad.items():
@@ -627,10 +664,14 @@ def plot(out: str) -> str:
     ax.legend(fontsize=7)
     ax = axes[1]
     vn = [n for n in ORDER if RESULTS["problems"].get(n, {}).get("vulkan")]
-    for j, key in enumerate(("ratio_raw", "ratio_minus_launch")):
+    timed = any(RESULTS["problems"][n]["vulkan"].get("clock") == "vk-gpu" for n in vn)
+    keys = ("ratio_raw", "ratio_host", "ratio_minus_launch") if timed else ("ratio_raw", "ratio_minus_launch")
+    names_ = {"ratio_raw": "GPU timestamps per call" if timed else "host clock per call",
+              "ratio_host": "host clock per call", "ratio_minus_launch": "host clock minus empty-launch time"}
+    wd = 0.8 / len(keys)
+    for j, key in enumerate(keys):
         ys = [RESULTS["problems"][n]["vulkan"].get(key, {}).get("median", 0) for n in vn]
-        ax.bar([i + (j - 0.5) * 0.38 for i in range(len(vn))], ys, 0.38,
-               label={"ratio_raw": "host clock per call", "ratio_minus_launch": "minus empty-launch time"}[key])
+        ax.bar([i + (j - (len(keys) - 1) / 2) * wd for i in range(len(vn))], ys, wd, label=names_[key])
     ax.set_xticks(range(len(vn)))
     ax.set_xticklabels(vn, rotation=20)
     ax.axhline(VULKAN_LIMIT, color="k", lw=0.8, ls="--", label=f"target {VULKAN_LIMIT}")
@@ -833,7 +874,7 @@ def main(argv=None) -> int:
         if "polykern-vulkan" in built:
             vp = _vulkan_place()
             if vp:
-                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, "wall")
+                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, vp.clock)
         env = {"units": 4}
 
         def peers_fn(name, h):
@@ -857,7 +898,7 @@ def main(argv=None) -> int:
         if "polykern-vulkan" in built:
             vp = _vulkan_place()
             if vp:
-                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, "wall")
+                mods["polykern-vulkan"] = (built["polykern-vulkan"], vp, vp.clock)
         tri = triton_defs()
         torch_ok = True
         try:
@@ -887,7 +928,9 @@ def main(argv=None) -> int:
         try:
             vk_floor = vulkan_floor(mods["polykern-vulkan"][0], mods["polykern-vulkan"][1], 5)
             RESULTS["vulkan_empty_launch_s"] = vk_floor
-            log(f"vulkan empty launch: {vk_floor * 1e6:.1f} us")
+            log(f"vulkan empty launch: {vk_floor * 1e6:.1f} us on the host"
+                + (f", {RESULTS['vulkan_empty_launch_gpu_s'] * 1e6:.1f} us on the GPU"
+                   if "vulkan_empty_launch_gpu_s" in RESULTS else ""))
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"]["vulkan empty launch"] = short(e)
     for name in names:

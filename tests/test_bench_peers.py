@@ -62,6 +62,12 @@ def test_dry_run_builds_and_checks_every_kernel(tmp_path):
         assert row["best_peer"].startswith("numpy")
         assert row["ratio_vs_best_peer"]["polykern-llvm"]["median"] > 0
     assert (tmp_path / "gpu_peers.txt").read_text().startswith("| problem |")
+    if "vulkan" in KINDS:  # lavapipe has timestamp queries: Vulkan timed on the device, the host time beside
+        vk = res["problems"]["sum"]["vulkan"]
+        assert vk["clock"] == "vk-gpu" and vk["ratio_raw"]["median"] > 0 and vk["ratio_host"]["median"] > 0
+        gpu, host = res["problems"]["sum"]["seconds"]["polykern-vulkan"], vk["host_seconds"]
+        assert 0 < gpu["median"] < host["median"]
+        assert 0 < res["vulkan_empty_launch_gpu_s"] < res["vulkan_empty_launch_s"]
 
 
 def test_wrong_result_is_reported_and_not_timed():
