@@ -41,3 +41,31 @@ def test_the_exact_result_at_the_maximum_agrees(backend):
         p = numerics.promise("fma", dtype, backend)
         assert numerics.agrees(p, "fma", dtype, ref, ref, (ref, 1.0, 0.0))
         assert not numerics.agrees(p, "fma", dtype, np.inf, ref, (ref, 1.0, 0.0))  # still strict
+
+
+MUL_SRC = '''import polykern as pk
+from polykern import Buffer, f32
+@pk.kernel
+def prod(s: f32, a: Buffer[f32, "readonly"], o: Buffer[f32]):
+    t = s * s
+    o[0] = pk.min(a[0], (s * s) * -2.4)
+    o[1] = t * f32(-2.4)
+    o[2] = s * f32(-2.4)
+'''
+
+
+def test_a_product_of_a_product_may_be_reassociated_only_where_promised():
+    # naga -> lavapipe computed (s * s) * -2.4 as s * (s * -2.4) (fuzz seed 33001069)
+    s = np.float32(65.30282)
+    case = fuzzcase.Case("prod", MUL_SRC, (1, 1, 1), (1, 1, 1), [s, np.array([0.0], np.float32),
+                                                                np.zeros(3, np.float32)])
+    oracle = case.oracle()
+    assert oracle.chained["o"].tolist() == [True, True, False]
+    other = np.float32(s * np.float32(s * np.float32(-2.4)))
+    assert other != oracle.buffers["o"][1]  # the two associations differ for this s
+    got = {"a": oracle.buffers["a"], "o": np.array([other, other, oracle.buffers["o"][2]], np.float32)}
+    assert numerics.promise("mul", "f32", "webgpu").may_reassociate
+    assert compare.compare(oracle, got, "webgpu").mismatches == []
+    for backend in ("llvm", "opencl", "vulkan", "cuda"):
+        assert not numerics.promise("mul", "f32", backend).may_reassociate
+        assert [m.index for m in compare.compare(oracle, got, backend).mismatches] == [0, 1]

@@ -628,7 +628,8 @@ def test_specials_and_reassociation_promises_name_backends_and_drivers():
         assert all(numerics.promise(op, dt, b).specials == expect
                    for op in ("add", "mul", "div", "sqrt", "exp", "cast") for dt in numerics.FLOAT_TYPES), b
         assert numerics.promise("add", "f32", b).may_reassociate == (b in numerics.MAY_REASSOCIATE)
-        assert not numerics.promise("mul", "f32", b).may_reassociate
+        assert numerics.promise("mul", "f32", b).may_reassociate == (b in numerics.MAY_REASSOCIATE)
+        assert not numerics.promise("div", "f32", b).may_reassociate
     with pytest.raises(ValueError, match="unknown backend 'vk'"):
         numerics.specials_promised("vk")
     table = numerics.markdown_table()

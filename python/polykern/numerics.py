@@ -16,7 +16,7 @@ with a subnormal *input* is then unchecked (lavapipe's log(1e-40) is -88.02: nei
 log(0)). ``unfused_ok`` (only ``fma``) says
 the backend may round the product before the add. ``may_contract`` (only ``add``/``sub``) says an
 operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT). ``may_reassociate``
-(only ``add``/``sub``) says a chain of them may be evaluated in any association (see MAY_REASSOCIATE).
+(``add``/``sub``, and ``mul``) says a chain of them may be evaluated in any association (see MAY_REASSOCIATE).
 Whether specials hold can also depend on the device's driver: ``specials_promised(backend, device)``.
 
 Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
@@ -63,12 +63,14 @@ def contraction_allowed(backend: str) -> bool:
 # Reassociation: float + and - are evaluated exactly as written, each rounded -- except on the backends
 # listed here: WGSL does not forbid reassociating them, and naga's SPIR-V carries no NoContraction, so
 # lavapipe computes (max(2.1, x) + 35.25) - 9.5 as max(2.1, x) + 25.75 (fuzz case fz11000223). There a
-# float add/sub with an operand that is itself a float add/sub may be computed in any association.
+# float add/sub with an operand that is itself a float add/sub may be computed in any association, and
+# so may a float product with an operand that is itself a product: naga->lavapipe computes
+# (s * s) * -2.4 as s * (s * -2.4) (fuzz seed 33001069: -10234.7002, not -10234.6992).
 MAY_REASSOCIATE = frozenset({"webgpu"})
 
 
 def reassociation_allowed(backend: str) -> bool:
-    """Whether ``backend`` may reassociate chains of float + and - (see MAY_REASSOCIATE)."""
+    """Whether ``backend`` may reassociate chains of float + and -, or of float * (see MAY_REASSOCIATE)."""
     return backend in MAY_REASSOCIATE
 
 
@@ -246,7 +248,7 @@ def promise(op: str, dtype: str, backend: str) -> Promise:
     p = over[op] if op in over else _LANGUAGE[op][dtype]
     if op in ("add", "sub") and backend in MAY_CONTRACT:
         p = dataclasses.replace(p, may_contract=True)
-    if op in ("add", "sub") and backend in MAY_REASSOCIATE:
+    if op in ("add", "sub", "mul") and backend in MAY_REASSOCIATE:
         p = dataclasses.replace(p, may_reassociate=True)
     if backend in SPECIALS_NOT_PROMISED:
         p = dataclasses.replace(p, specials=False)

@@ -11,8 +11,10 @@ A value's sites are split in *own* sites (reached through the storing work-item'
 variables, which are private) and *memory* sites (reached through a load or an atomic, so possibly
 executed by another work-item). The interpreter records which sites saw a NaN or an infinity (an
 operand or the result), per work-item; a buffer element is not checked where specials are not promised
-when an own site of its stored value saw one in the storing work-item, or a memory site did in any. ``chain_sites`` are the float add/sub operations with an operand that is itself a float
-add/sub (directly or through a variable): a backend that may reassociate can change what they give.
+when an own site of its stored value saw one in the storing work-item, or a memory site did in any.
+``chain_sites`` are the float add/sub operations with an operand that is itself a float add/sub, and the
+float products with a product operand (directly or through a variable): a backend that may reassociate
+can change what they give.
 """
 from __future__ import annotations
 
@@ -105,18 +107,22 @@ def _join(table, key, sites) -> bool:
 
 
 def _chains(fn: ir.Function) -> Sites:
-    def is_addsub(e):
-        return isinstance(e, ir.BinOp) and e.op in ("add", "sub") and e.type.is_float
-
+    """Float add/sub operations with an add/sub operand, and float products with a product operand
+    (directly or through variables assigned one): what numerics.MAY_REASSOCIATE lets a backend
+    evaluate in another association."""
     assigns = [s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)]
-    sums = {s.name for s in assigns if is_addsub(s.value)}
-    copies = True
-    while copies:  # t = a + b; u = t: u holds a sum too
-        more = {s.name for s in assigns if isinstance(s.value, ir.Var) and s.value.name in sums}
-        copies = not more <= sums
-        sums |= more
     out = set()
-    for e in ir.walk_all_exprs(fn.body):
-        if is_addsub(e) and any(is_addsub(x) or (isinstance(x, ir.Var) and x.name in sums) for x in (e.a, e.b)):
-            out.add(id(e))
+    for ops in (("add", "sub"), ("mul",)):
+        def is_link(e, ops=ops):
+            return isinstance(e, ir.BinOp) and e.op in ops and e.type.is_float
+
+        held = {s.name for s in assigns if is_link(s.value)}
+        copies = True
+        while copies:  # t = a + b; u = t: u holds a sum too
+            more = {s.name for s in assigns if isinstance(s.value, ir.Var) and s.value.name in held}
+            copies = not more <= held
+            held |= more
+        for e in ir.walk_all_exprs(fn.body):
+            if is_link(e) and any(is_link(x) or (isinstance(x, ir.Var) and x.name in held) for x in (e.a, e.b)):
+                out.add(id(e))
     return frozenset(out)
