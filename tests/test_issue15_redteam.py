@@ -6,7 +6,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.errors import LaunchError
+from polykern.errors import KernelTypeError, LaunchError
 from polykern.testing.interp import interpret
 from runtimes import runnable_targets
 
@@ -100,3 +100,25 @@ def test_five_f32_collectives_in_one_expression(request, target, kind, skips):
     ref = interpret(five_collectives, [x, np.zeros(16, np.float32)], grid=1, block=16,
                     subgroup_size=size).buffers["o"]
     assert o.tolist() == ref.tolist()
+
+
+@pk.kernel
+def collective_in_while_condition(x: Buffer[i32], o: Buffer[i32]):
+    i = pk.global_id(0)
+    v = x[i]
+    s = 0
+    while pk.subgroup_any(v > 0):  # the same in a subgroup, not in the work-group
+        s += pk.subgroup_add(v)
+        v -= 1
+    o[i] = s
+
+
+def test_refusal_in_a_while_whose_condition_needs_statements_names_its_lines():
+    """The exit a while condition with a collective (or a device function call) is lowered to was
+    unlocated: the refusal said "the 'break' at an unknown line"."""
+    with pytest.raises(KernelTypeError) as e:
+        pk.build([collective_in_while_condition], targets=["llvm"])
+    line = collective_in_while_condition.pyfunc.__code__.co_firstlineno + 5  # the decorator, def, three statements, the while
+    msg = str(e.value)
+    assert "unknown line" not in msg
+    assert f"the 'break' at line {line} is taken only by some work-items" in msg

@@ -397,7 +397,9 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         self.loop_depth -= 1
         if pre:
             # The condition needs statements each iteration: while True: pre; if not cond: break; body
-            exit_ = ir.If(ir.UnaryOp("not", cond), [ir.Break()], [])
+            stop = ir.Break()
+            exit_ = ir.If(ir.UnaryOp("not", cond), [stop], [])
+            stop.loc = exit_.loc = self.loc(node.test)  # messages about the exit name the condition's line
             true = ir.Const(True, cond.type)
             return [ir.While(true, pre + [exit_] + body)]
         return [ir.While(cond, body)]
