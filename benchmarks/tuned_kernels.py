@@ -266,35 +266,78 @@ def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], dst: Buffer[f32]):
 
 # ------------------------------------------------------------------ rows: softmax, layer norm
 
+@pk.func
+def group_max_once(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The maximum of ``v`` over the work-group, in every work-item: ``pk.subgroup_max``, one partial per
+    subgroup in ``sh``, one barrier, the partials reduced again by every subgroup. No trailing barrier:
+    ``sh`` must not be written again in this launch (each reduction of a kernel gets its own array)."""
+    s = pk.subgroup_max(v)
+    sgs = pk.subgroup_size()
+    if pk.subgroup_local_id() == 0:
+        sh[pk.subgroup_id()] = s
+    pk.barrier()
+    nsg = (pk.local_size(0) + sgs - 1) // sgs
+    t = LOWEST
+    j = pk.subgroup_local_id()
+    while j < nsg:
+        t = pk.max(t, sh[j])
+        j += sgs
+    return pk.subgroup_max(t)
+
+
+@pk.func
+def group_add_once(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The sum of ``v`` over the work-group, in every work-item (as :func:`group_max_once`: one barrier,
+    ``sh`` used once)."""
+    s = pk.subgroup_add(v)
+    sgs = pk.subgroup_size()
+    if pk.subgroup_local_id() == 0:
+        sh[pk.subgroup_id()] = s
+    pk.barrier()
+    nsg = (pk.local_size(0) + sgs - 1) // sgs
+    t = 0.0
+    j = pk.subgroup_local_id()
+    while j < nsg:
+        t += sh[j]
+        j += sgs
+    return pk.subgroup_add(t)
+
+
 @pk.kernel
 def softmax_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, x: Buffer[f32, "readonly"],
                  out: Buffer[f32]):
-    """out[r] = softmax(x[r]), one work-group per row; the row stays in registers (VPT float4 per
-    work-item: VPT * 4 * BLOCK >= ncols); exp as exp2 of a scaled argument (one ex2 instruction)."""
-    sh = pk.shared(f32, BLOCK)
+    """out[r] = softmax(x[r]), the way Triton's fused softmax runs: one work-group per row, the row in
+    registers (VPT float4 per work-item, VPT * 4 * BLOCK >= ncols; 512 x 2 for 4096 columns). Every
+    work-item issues all its float4 loads before using any (a column past the row reloads the row's
+    last float4 and counts as -FLT_MAX: no branch between the loads), then a subgroup max + one
+    shared-memory combine, exp as ``pk.exp2`` of a log2(e)-scaled argument, a subgroup sum + one
+    combine, and float4 stores. Two barriers in all (each reduction has its own shared array)."""
+    shm = pk.shared(f32, BLOCK)
+    shs = pk.shared(f32, BLOCK)
     vals = pk.local(f32, VPT * 4)
     c4 = ncols // 4
     base = pk.group_id(0) * c4
     lid = pk.local_id(0)
+    for j in range(VPT):
+        a0, a1, a2, a3 = pk.vload(x, base + pk.min(lid + j * BLOCK, c4 - 1), 4)
+        vals[j * 4] = a0
+        vals[j * 4 + 1] = a1
+        vals[j * 4 + 2] = a2
+        vals[j * 4 + 3] = a3
     m = LOWEST
     for j in range(VPT):
-        k = lid + j * BLOCK
-        if k < c4:
-            a0, a1, a2, a3 = pk.vload(x, base + k, 4)
-            vals[j * 4] = a0
-            vals[j * 4 + 1] = a1
-            vals[j * 4 + 2] = a2
-            vals[j * 4 + 3] = a3
-            m = pk.max(m, pk.max(pk.max(a0, a1), pk.max(a2, a3)))
-    m = block_max(m, sh)
+        if lid + j * BLOCK < c4:
+            m = pk.max(m, pk.max(pk.max(vals[j * 4], vals[j * 4 + 1]), pk.max(vals[j * 4 + 2], vals[j * 4 + 3])))
+    m = group_max_once(m, shm)
+    ms = m * LOG2E
     s = 0.0
     for j in range(VPT):
-        if lid + j * BLOCK < c4:
-            for e in range(4):
-                ev = pk.exp2((vals[j * 4 + e] - m) * LOG2E)
-                vals[j * 4 + e] = ev
-                s += ev
-    inv = 1.0 / block_add(s, sh)
+        live = lid + j * BLOCK < c4
+        for e in range(4):
+            ev = pk.exp2(vals[j * 4 + e] * LOG2E - ms)
+            vals[j * 4 + e] = ev
+            s += ev if live else 0.0
+    inv = 1.0 / group_add_once(s, shs)
     for j in range(VPT):
         k = lid + j * BLOCK
         if k < c4:
@@ -327,31 +370,51 @@ def layernorm_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, eps: f32,
                    wt: Buffer[f32, "readonly"], bias: Buffer[f32, "readonly"], y: Buffer[f32],
                    mean_out: Buffer[f32], rstd_out: Buffer[f32]):
     """Layer norm forward as Triton's tutorial defines it: y = (x - mean) * rstd * w + b per row, with the
-    row's mean and rstd = 1 / sqrt(var + eps) written out; two-pass variance on the row in registers."""
-    sh = pk.shared(f32, BLOCK)
+    row's mean and rstd = 1 / sqrt(var + eps) written out. One work-group per row, the row in registers
+    (all float4 loads issued first, as in :func:`softmax_rows`), mean and variance in one pass over the
+    registers: the sums of d = x - K and d * d with K the row's first element (shifted data: no
+    cancellation when the mean is far from 0), both combined across subgroups with one barrier."""
+    sh1 = pk.shared(f32, BLOCK)
+    sh2 = pk.shared(f32, BLOCK)
     vals = pk.local(f32, VPT * 4)
     c4 = ncols // 4
     row = pk.group_id(0)
     base = row * c4
     lid = pk.local_id(0)
+    for j in range(VPT):
+        a0, a1, a2, a3 = pk.vload(x, base + pk.min(lid + j * BLOCK, c4 - 1), 4)
+        vals[j * 4] = a0
+        vals[j * 4 + 1] = a1
+        vals[j * 4 + 2] = a2
+        vals[j * 4 + 3] = a3
+    shift = x[base * 4]
     s = 0.0
-    for j in range(VPT):
-        k = lid + j * BLOCK
-        if k < c4:
-            a0, a1, a2, a3 = pk.vload(x, base + k, 4)
-            vals[j * 4] = a0
-            vals[j * 4 + 1] = a1
-            vals[j * 4 + 2] = a2
-            vals[j * 4 + 3] = a3
-            s += (a0 + a1) + (a2 + a3)
-    mean = block_add(s, sh) / f32(ncols)
     q = 0.0
-    for j in range(VPT):
-        if lid + j * BLOCK < c4:
-            for e in range(4):
-                d = vals[j * 4 + e] - mean
-                q += d * d
-    rstd = pk.rsqrt(block_add(q, sh) / f32(ncols) + eps)
+    for j in range(VPT):  # selects, not branches: no load is sunk past a branch
+        live = lid + j * BLOCK < c4
+        for e in range(4):
+            d = vals[j * 4 + e] - shift if live else 0.0
+            s += d
+            q += d * d
+    s = pk.subgroup_add(s)
+    q = pk.subgroup_add(q)
+    sgs = pk.subgroup_size()
+    if pk.subgroup_local_id() == 0:
+        sh1[pk.subgroup_id()] = s
+        sh2[pk.subgroup_id()] = q
+    pk.barrier()
+    nsg = (BLOCK + sgs - 1) // sgs
+    s = 0.0
+    q = 0.0
+    i = pk.subgroup_local_id()
+    while i < nsg:
+        s += sh1[i]
+        q += sh2[i]
+        i += sgs
+    inv_n = 1.0 / f32(ncols)
+    ds = pk.subgroup_add(s) * inv_n  # mean of d
+    mean = shift + ds
+    rstd = pk.rsqrt(pk.max(pk.subgroup_add(q) * inv_n - ds * ds, 0.0) + eps)
     for j in range(VPT):
         k = lid + j * BLOCK
         if k < c4:

@@ -18,7 +18,7 @@ import tuned_kernels as tk
 RED_BLOCK = 256          # work-items per group of the whole-array reductions
 RED_GROUPS_PER_UNIT = 8  # groups per compute unit (SM) of a reduction's first pass
 FINISH_BLOCK = 1024      # the one group of a reduction's second pass
-ROW_BLOCK = 256          # work-items per row of softmax / layer norm
+ROW_BLOCK = 512          # work-items per row of softmax / layer norm (Triton's softmax: 16 warps; 2 float4 each)
 SAXPY_BLOCK = 256
 STENCIL_BLOCK = (64, 4)
 MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
