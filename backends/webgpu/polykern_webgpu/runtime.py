@@ -184,7 +184,7 @@ class WebGPUKernel:
 
     def __call__(self, *args, grid=None, block=None):
         grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.info.name, "webgpu", prepared)
+        check_host_overlaps(self.info.name, "webgpu", prepared, same_ok=True, mixed_ok=False)
         ctx = context()
         self._check_shape(ctx, grid3, block3)
         module = self.module
@@ -199,8 +199,16 @@ class WebGPUKernel:
         with ctx.lock:
             try:
                 entries = []
+                same: Dict[Tuple[int, int], Any] = {}  # one host array for several parameters: one buffer
                 for binding, arg in enumerate(buffers):
-                    buf = self._bind_buffer(ctx, arg, limit, borrowed, readback)
+                    key = (arg.ptr, arg.nbytes) if arg.is_host and not isinstance(arg.obj, DeviceArray) else None
+                    buf = same.get(key) if key is not None else None
+                    if buf is None:
+                        buf = self._bind_buffer(ctx, arg, limit, borrowed, readback)
+                        if key is not None:
+                            same[key] = buf
+                    elif not arg.info.readonly and all(b is not buf for _, b in readback):
+                        readback.append((arg, buf))
                     entries.append({"binding": binding, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
                 if self.abi.params_binding is not None:
                     data = abi.pack_scalars(self.abi.slots, [s.value for s in scalars], self.abi.params_size)
