@@ -134,3 +134,18 @@ def test_refusal_in_a_while_whose_condition_needs_statements_names_its_lines():
     msg = str(e.value)
     assert "unknown line" not in msg
     assert f"the 'break' at line {line} is taken only by some work-items" in msg
+
+
+def test_webgpu_one_device_array_readonly_and_written_is_named():
+    """wgpu refuses one buffer bound read-only and read-write in a dispatch; that was a DeviceError
+    quoting wgpu's validation report, now a LaunchError naming both parameters."""
+    if not any(k == "webgpu" for _, k, _ in runnable_targets()):
+        pytest.skip("no WebGPU runtime here")
+    from polykern_webgpu.device_array import to_device
+    d = to_device(np.arange(8, dtype=np.int32))
+    f = pk.build([in_place], targets=["webgpu"]).on("webgpu")["in_place"]
+    with pytest.raises(LaunchError, match="arguments 'x' and 'y' are one buffer, one readonly and one written"):
+        f(d, d, grid=1, block=8)
+    e = to_device(np.zeros(8, np.int32))
+    f(d, e, grid=1, block=8)
+    assert e.numpy().tolist() == list(range(1, 9))

@@ -17,13 +17,9 @@ from .launch import BufferArg
 __all__ = ["check_host_overlaps"]
 
 
-def check_host_overlaps(kernel: str, runtime: str, prepared: Sequence[object], same_ok: bool = False,
-                        mixed_ok: bool = True) -> None:
-    """Refuse two host buffer arguments whose bytes overlap when the kernel writes either of them.
-
-    ``same_ok``: the runtime binds one device buffer for the identical memory passed twice; ``mixed_ok``:
-    also when one parameter is readonly and the other written (WebGPU refuses to bind one buffer both
-    read-only and read-write in a dispatch)."""
+def check_host_overlaps(kernel: str, runtime: str, prepared: Sequence[object], same_ok: bool = False) -> None:
+    """Refuse two host buffer arguments whose bytes overlap when the kernel writes either of them
+    (``same_ok``: except the identical memory twice, which the runtime binds as one device buffer)."""
     host = [a for a in prepared if isinstance(a, BufferArg) and a.is_host and a.nbytes]
     if len(host) < 2:
         return
@@ -33,14 +29,9 @@ def check_host_overlaps(kernel: str, runtime: str, prepared: Sequence[object], s
                 continue
             if not (a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes):
                 continue
-            written = a if not a.info.readonly else b
             if same_ok and (a.ptr, a.nbytes) == (b.ptr, b.nbytes):
-                if mixed_ok or a.info.readonly == b.info.readonly:
-                    continue
-                raise LaunchError(
-                    f"kernel '{kernel}': arguments '{a.name}' and '{b.name}' are the same host array, one readonly "
-                    f"and one written ('{written.name}'); the {runtime} runtime cannot bind one buffer both "
-                    "read-only and read-write. Pass separate arrays (e.g. a .copy())")
+                continue
+            written = a if not a.info.readonly else b
             raise LaunchError(
                 f"kernel '{kernel}': arguments '{a.name}' and '{b.name}' are the same host memory (or overlapping "
                 f"views of one array) and the kernel writes '{written.name}'; the {runtime} runtime copies each "

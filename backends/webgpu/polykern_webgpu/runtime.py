@@ -184,7 +184,7 @@ class WebGPUKernel:
 
     def __call__(self, *args, grid=None, block=None):
         grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.info.name, "webgpu", prepared, same_ok=True, mixed_ok=False)
+        check_host_overlaps(self.info.name, "webgpu", prepared, same_ok=True)
         ctx = context()
         self._check_shape(ctx, grid3, block3)
         module = self.module
@@ -200,6 +200,7 @@ class WebGPUKernel:
             try:
                 entries = []
                 same: Dict[Tuple[int, int], Any] = {}  # one host array for several parameters: one buffer
+                access: Dict[int, BufferArg] = {}  # id(wgpu buffer) -> the first argument bound to it
                 for binding, arg in enumerate(buffers):
                     key = (arg.ptr, arg.nbytes) if arg.is_host and not isinstance(arg.obj, DeviceArray) else None
                     buf = same.get(key) if key is not None else None
@@ -209,6 +210,7 @@ class WebGPUKernel:
                             same[key] = buf
                     elif not arg.info.readonly and all(b is not buf for _, b in readback):
                         readback.append((arg, buf))
+                    _one_access(self.info.name, arg, buf, access)
                     entries.append({"binding": binding, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
                 if self.abi.params_binding is not None:
                     data = abi.pack_scalars(self.abi.slots, [s.value for s in scalars], self.abi.params_size)
@@ -268,6 +270,17 @@ class WebGPUKernel:
             if not arg.info.readonly:
                 readback.append((arg, buf))
         return buf
+
+
+def _one_access(kernel: str, arg: BufferArg, buf: Any, access: Dict[int, BufferArg]) -> None:
+    """wgpu refuses one buffer bound read-only and read-write in a dispatch (a DeviceArray passed for a
+    readonly and a written parameter): a LaunchError naming both instead of its validation error."""
+    first = access.setdefault(id(buf), arg)
+    if first.info.readonly != arg.info.readonly:
+        written = arg if not arg.info.readonly else first
+        raise LaunchError(f"kernel '{kernel}': arguments '{first.name}' and '{arg.name}' are one buffer, one readonly "
+                          f"and one written ('{written.name}'); WebGPU cannot bind one buffer both read-only and "
+                          "read-write. Pass separate arrays")
 
 
 def _chunks(grid: Tuple[int, int, int], limit: int):
