@@ -140,3 +140,22 @@ def test_inspect_source_lists_every_note_and_format_in_c(native_build, tmp_path)
         assert (c.returncode, c.stdout) == (code, out)
         assert c.stderr.replace("kbin-inspect: ", "polykern: ") == err.replace("kbin-inspect: ", "polykern: ")
     assert err.count("; src") == 0 and err.count("src69") == 1 and code == 1
+
+
+@needs_cc
+@pytest.mark.parametrize("where", ["sources", "metadata"])
+def test_an_empty_source_format_or_metadata_key_is_refused_by_both_readers(clib, where, monkeypatch):
+    """Was: both readers accepted it; Python's load then raised ValueError (a module's sources map
+    format names, never empty, to text) or its export refused the metadata (never write what you
+    cannot read back: export's own rule), while C re-exported it."""
+    root = wire.encode_root_payload({}, ["zzfuture"])
+    modules = [("root", root), ("zzfuture", _device("zz"))]
+    sources, meta = ([{}, {"": "text"}], {}) if where == "sources" else (None, {"": "x"})
+    with pytest.raises(ArtifactError, match="is empty"):  # the writer reads back what it writes
+        wire.encode_container(modules, [[1], []], sources, meta)
+    with monkeypatch.context() as m:
+        m.setattr(wire, "decode_container", lambda data: None)
+        data = wire.encode_container(modules, [[1], []], sources, meta)
+    ok, offset, msg = _same_verdict(clib, data)
+    key = "module 1 sources" if where == "sources" else "metadata"
+    assert not ok and msg.startswith(f"key of {key} is empty"), msg

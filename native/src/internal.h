@@ -66,6 +66,7 @@ int pk_rd_name(pk_reader *r, pk_str *s, const char *what);
 int pk_rd_list_str(pk_reader *r, pk_str **out, size_t *n, const char *what);
 /* map<str,str> / map<str,bytes>, keys strictly increasing */
 int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what);
+int pk_rd_map_names(pk_reader *r, pk_kv **out, size_t *n, const char *what);   /* keys non-empty */
 int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what);
 int pk_rd_expect_end(pk_reader *r, const char *what);
 /* Index of the first byte of the first invalid UTF-8 sequence (as Python's decoder reports

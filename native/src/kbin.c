@@ -235,10 +235,10 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
         for (i = 0; i < n; i++) {
             char what[48];
             snprintf(what, sizeof what, "module %zu sources", i);
-            if (pk_rd_map_str(&r, (pk_kv **)&mods[i].sources, &mods[i].num_sources, what))
+            if (pk_rd_map_names(&r, (pk_kv **)&mods[i].sources, &mods[i].num_sources, what))
                 goto fail;
         }
-    if (pk_rd_map_str(&r, &meta, &art->num_meta, "metadata")) goto fail;
+    if (pk_rd_map_names(&r, &meta, &art->num_meta, "metadata")) goto fail;
     art->meta = meta;
     crc_at = r.pos;
     if (pk_rd_u32(&r, &art->crc32, "checksum")) goto fail;

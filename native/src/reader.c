@@ -143,19 +143,20 @@ int pk_str_cmp(const pk_str *a, const pk_str *b) {
     return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
 }
 
-/* shared by both map readers: key, order check; the value is read by the caller */
-static int map_key(pk_reader *r, pk_str *key, const pk_str *prev, const char *what) {
+/* shared by the map readers: key (non-empty when `names`), order check; the value is read by the caller */
+static int map_key(pk_reader *r, pk_str *key, const pk_str *prev, const char *what, int names) {
     size_t at = r->pos;
     char kw[200], q1[PK_QUOTE_BUF], q2[PK_QUOTE_BUF];
     snprintf(kw, sizeof kw, "key of %s", what);
     if (pk_rd_str(r, key, kw)) return PK_ERR_ARTIFACT;
+    if (names && !key->len) return pk_rd_fail_at(r, at, PK_MSG_EMPTY, kw);
     if (prev && pk_str_cmp(key, prev) <= 0)
         return pk_rd_fail_at(r, at, PK_MSG_UNSORTED, what, pk_quote_str(key, q1, sizeof q1),
                              pk_quote_str(prev, q2, sizeof q2));
     return 0;
 }
 
-int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
+static int map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what, int names) {
     size_t i;
     pk_kv *kv;
     char vw[200], q[PK_QUOTE_BUF];
@@ -163,12 +164,20 @@ int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
     kv = (pk_kv *)pk_arena_array(r->arena, *n, sizeof *kv);
     if (!kv) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     for (i = 0; i < *n; i++) {
-        if (map_key(r, &kv[i].key, i ? &kv[i - 1].key : NULL, what)) return PK_ERR_ARTIFACT;
+        if (map_key(r, &kv[i].key, i ? &kv[i - 1].key : NULL, what, names)) return PK_ERR_ARTIFACT;
         snprintf(vw, sizeof vw, "%s[%s]", what, pk_quote_str(&kv[i].key, q, sizeof q));
         if (pk_rd_str(r, &kv[i].value, vw)) return PK_ERR_ARTIFACT;
     }
     *out = kv;
     return 0;
+}
+
+int pk_rd_map_str(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
+    return map_str(r, out, n, what, 0);
+}
+
+int pk_rd_map_names(pk_reader *r, pk_kv **out, size_t *n, const char *what) {
+    return map_str(r, out, n, what, 1);
 }
 
 int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what) {
@@ -179,7 +188,7 @@ int pk_rd_map_bytes(pk_reader *r, pk_blob **out, size_t *n, const char *what) {
     b = (pk_blob *)pk_arena_array(r->arena, *n, sizeof *b);
     if (!b) return pk_fail(r->err, PK_ERR_NOMEM, "out of memory reading %s", what);
     for (i = 0; i < *n; i++) {
-        if (map_key(r, &b[i].name, i ? &b[i - 1].name : NULL, what)) return PK_ERR_ARTIFACT;
+        if (map_key(r, &b[i].name, i ? &b[i - 1].name : NULL, what, 0)) return PK_ERR_ARTIFACT;
         snprintf(vw, sizeof vw, "%s[%s]", what, pk_quote_str(&b[i].name, q, sizeof q));
         if (pk_rd_span(r, &b[i].data, &b[i].size, vw)) return PK_ERR_ARTIFACT;
     }

@@ -255,12 +255,14 @@ class Reader:
     def list_str(self, what: str) -> List[str]:
         return [self.str_(f"{what}[{i}]") for i in range(self.length(what, 8))]
 
-    def _map(self, what: str, read_value, item_size: int) -> dict:
+    def _map(self, what: str, read_value, item_size: int, names: bool = False) -> dict:
         out = {}
         prev = None
         for _ in range(self.length(what, item_size)):
             at = self._pos
             key = self.str_(f"key of {what}")
+            if names and not key:
+                raise _fail("EMPTY", at, f"key of {what}")
             enc = key.encode("utf-8")
             if prev is not None and enc <= prev:
                 raise _fail("UNSORTED", at, what, quote(key), quote(prev.decode()))
@@ -268,8 +270,9 @@ class Reader:
             out[key] = read_value(f"{what}[{quote(key)}]")
         return out
 
-    def map_str_str(self, what: str) -> Dict[str, str]:
-        return self._map(what, self.str_, 16)
+    def map_str_str(self, what: str, names: bool = False) -> Dict[str, str]:
+        """A map of str to str; ``names``: every key is non-empty (a format name, a metadata key)."""
+        return self._map(what, self.str_, 16, names)
 
     def map_str_bytes(self, what: str) -> Dict[str, bytes]:
         return self._map(what, self.bytes_, 16)
@@ -580,8 +583,8 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
         modules.append(ContainerModule(kind, payload, r.pos - len(payload)))
     sources = None
     if r.flag("sources flag"):
-        sources = [r.map_str_str(f"module {i} sources") for i in range(n)]
-    meta = r.map_str_str("metadata")
+        sources = [r.map_str_str(f"module {i} sources", names=True) for i in range(n)]
+    meta = r.map_str_str("metadata", names=True)
     crc_at = r.pos
     crc = r.u32("checksum")
     if r.remaining:
