@@ -166,3 +166,63 @@ def test_webgpu_f16_needs_the_target_switch():
 
 def test_opencl_subgroups_need_the_target_switch():
     pk.build([_subgroups()], targets=["opencl -subgroups=true"])
+
+
+# ---------------------------------------------------------------- the atomics table of section 5
+def _atomics_table():
+    """``[(types, backends, cell)]`` parsed from the "| element type | ..." table of docs/language.md."""
+    lines = _doc().splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("| element type |"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")][1:]
+    cells = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        row = [c.strip() for c in line.strip("|").split("|")]
+        types = [t.strip(" `") for t in row[0].split(",")]
+        for col, cell in zip(header, row[1:]):
+            cells.append((types, [b.strip() for b in col.split(",")], cell))
+    return cells
+
+
+def _atomic(t):
+    @pk.kernel
+    def updates(x: Buffer[t], s: Buffer[t]):
+        i = pk.global_id(0)
+        pk.atomic_add(x, i, 1)
+        pk.atomic_max(x, i, 2)
+        pk.atomic_cas(s, i, 0, 1)
+    return updates
+
+
+def _atomic_params():
+    out = []
+    for types, backends, cell in _atomics_table():
+        for b in backends:
+            for t in types:
+                out.append(pytest.param(t, b, cell, id=f"{t}-{b}"))
+    return out
+
+
+def test_the_atomics_table_covers_every_backend_and_type():
+    seen_b = {b for _, bs, _ in _atomics_table() for b in bs}
+    seen_t = {t for ts, _, _ in _atomics_table() for t in ts}
+    assert seen_b == set(BACKENDS)
+    assert seen_t == {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "f32", "f64"}
+
+
+@pytest.mark.parametrize("tname,backend,cell", _atomic_params())
+def test_each_atomics_cell_is_what_the_code_generator_does(tname, backend, cell):
+    kernel = _atomic(getattr(pk, tname))
+    target = {"cuda": "cuda -arch=sm_90", "nvptx": "nvptx -arch=sm_90"}.get(backend, backend)
+    if cell.startswith("no"):  # the atomics, or the type itself (WebGPU, Metal)
+        with pytest.raises(KernelTypeError):
+            pk.build([kernel], targets=[target])
+    elif cell.startswith("with `-"):  # a target attribute switches it on: refused without it
+        switch = cell.split("`")[1]
+        with pytest.raises(KernelTypeError, match=switch.split("=")[-1].split(",")[-1]):
+            pk.build([kernel], targets=[target])
+        pk.build([kernel], targets=[target + " " + switch])
+    else:
+        assert cell.startswith("yes"), cell
+        pk.build([kernel], targets=[target])
