@@ -8,10 +8,8 @@ The same source builds for every target; benchmarks/gpu_peers.py times it on CUD
 and Vulkan, benchmarks/cpu_peers.py on the CPU (llvm). Layout rules the launchers check: the
 row kernels and the stencil need a multiple of 4 columns, the matmul multiples of its tiles.
 
-Work-around (see ``subgroup_count``): on the llvm backend ``pk.subgroup_size()`` in a kernel with
-barriers hit an internal error when this was written (reported to the subgroups work), so the
-number of lanes is counted with ``pk.subgroup_add(1)``: the same value for full subgroups (every
-block size used here is a multiple of every subgroup size).
+The lanes of a subgroup are ``pk.subgroup_size()`` (an llvm internal error with it in kernels with
+barriers, worked around here with ``pk.subgroup_add(1)`` until 22:30 UTC, is fixed).
 """
 # No ``from __future__ import annotations``: polykern evaluates kernel annotations as objects.
 import polykern as pk
@@ -24,36 +22,12 @@ LOG2E = 1.4426950408889634
 # ------------------------------------------------------------------ work-group reductions
 
 @pk.func
-def subgroup_count() -> i32:
-    """Lanes in this subgroup (pk.subgroup_size() for the full subgroups every launch here has)."""
-    return pk.subgroup_add(1)
-
-
-@pk.func
-def block_add(v: f32, sh: pk.Shared[f32]) -> f32:
-    """The sum of ``v`` over the work-group, in every work-item: a subgroup reduction, one partial per
-    subgroup in ``sh`` (at least one slot per subgroup), the partials reduced by every subgroup."""
-    s = pk.subgroup_add(v)
-    sgs = subgroup_count()
-    if pk.subgroup_local_id() == 0:
-        sh[pk.subgroup_id()] = s
-    pk.barrier()
-    nsg = (pk.local_size(0) * pk.local_size(1) + sgs - 1) // sgs
-    t = 0.0
-    j = pk.subgroup_local_id()
-    while j < nsg:
-        t += sh[j]
-        j += sgs
-    t = pk.subgroup_add(t)
-    pk.barrier()  # sh may be reused by the caller's next reduction
-    return t
-
-
-@pk.func
-def block_max(v: f32, sh: pk.Shared[f32]) -> f32:
-    """The maximum of ``v`` over the work-group, in every work-item (as :func:`block_add`)."""
+def group_max_once(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The maximum of ``v`` over the work-group, in every work-item: ``pk.subgroup_max``, one partial per
+    subgroup in ``sh``, one barrier, the partials reduced again by every subgroup. No trailing barrier:
+    ``sh`` must not be written again in this launch (each reduction of a kernel gets its own array)."""
     s = pk.subgroup_max(v)
-    sgs = subgroup_count()
+    sgs = pk.subgroup_size()
     if pk.subgroup_local_id() == 0:
         sh[pk.subgroup_id()] = s
     pk.barrier()
@@ -63,35 +37,56 @@ def block_max(v: f32, sh: pk.Shared[f32]) -> f32:
     while j < nsg:
         t = pk.max(t, sh[j])
         j += sgs
-    t = pk.subgroup_max(t)
+    return pk.subgroup_max(t)
+
+
+@pk.func
+def group_add_once(v: f32, sh: pk.Shared[f32]) -> f32:
+    """The sum of ``v`` over the work-group, in every work-item (as :func:`group_max_once`: one barrier,
+    ``sh`` used once)."""
+    s = pk.subgroup_add(v)
+    sgs = pk.subgroup_size()
+    if pk.subgroup_local_id() == 0:
+        sh[pk.subgroup_id()] = s
     pk.barrier()
-    return t
+    nsg = (pk.local_size(0) * pk.local_size(1) + sgs - 1) // sgs
+    t = 0.0
+    j = pk.subgroup_local_id()
+    while j < nsg:
+        t += sh[j]
+        j += sgs
+    return pk.subgroup_add(t)
 
 
 # ------------------------------------------------------------------ whole-array reductions (2 passes)
 
 @pk.kernel
-def sum_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
-    """part[group] = sum of this group's grid-stride share of x (float4 loads, two in flight)."""
+def sum_pass(BLOCK: pk.constexpr, U: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
+    """part[group] = sum of this group's grid-stride share of x: U float4 loads in flight per work-item
+    per step (each into its own accumulator, so the loads do not wait for each other's adds)."""
     sh = pk.shared(f32, BLOCK)
+    acc = pk.local(f32, U)
+    for u in range(U):
+        acc[u] = 0.0
     stride = pk.num_groups(0) * BLOCK
     n4 = n // 4
     k = pk.global_id(0)
-    acc0 = 0.0
-    acc1 = 0.0
-    while k + stride < n4:
+    while k + (U - 1) * stride < n4:
+        for u in range(U):
+            a0, a1, a2, a3 = pk.vload(x, k + u * stride, 4)
+            acc[u] += (a0 + a1) + (a2 + a3)
+        k += U * stride
+    while k < n4:
         a0, a1, a2, a3 = pk.vload(x, k, 4)
-        b0, b1, b2, b3 = pk.vload(x, k + stride, 4)
-        acc0 += (a0 + a1) + (a2 + a3)
-        acc1 += (b0 + b1) + (b2 + b3)
-        k += 2 * stride
-    if k < n4:
-        a0, a1, a2, a3 = pk.vload(x, k, 4)
-        acc0 += (a0 + a1) + (a2 + a3)
+        acc[0] += (a0 + a1) + (a2 + a3)
+        k += stride
     t = n4 * 4 + pk.global_id(0)
     if t < n:
-        acc1 += x[t]
-    total = block_add(acc0 + acc1, sh)
+        acc[0] += x[t]
+    s = 0.0
+    for u in range(U):
+        s += acc[u]
+    total = group_add_once(s, sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
 
@@ -117,7 +112,7 @@ def max_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buff
     t = n4 * 4 + pk.global_id(0)
     if t < n:
         m1 = pk.max(m1, x[t])
-    total = block_max(pk.max(m0, m1), sh)
+    total = group_max_once(pk.max(m0, m1), sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
 
@@ -156,7 +151,7 @@ def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], stats: B
     if t < n:
         d = x[t] - mean
         acc1 += d * d
-    total = block_add(acc0 + acc1, sh)
+    total = group_add_once(acc0 + acc1, sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
 
@@ -186,7 +181,7 @@ def sum_chunks(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Bu
     t = n4 * 4 + pk.global_id(0)
     if t < n:
         s0 += x[t]
-    total = block_add((s0 + s1) + (s2 + s3), sh)
+    total = group_add_once((s0 + s1) + (s2 + s3), sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
 
@@ -201,7 +196,7 @@ def sum_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], 
     while j < nparts:
         acc += part[j]
         j += BLOCK
-    total = block_add(acc, sh)
+    total = group_add_once(acc, sh)
     if pk.local_id(0) == 0:
         out[slot] = total * scale
 
@@ -215,7 +210,7 @@ def max_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], 
     while j < nparts:
         m = pk.max(m, part[j])
         j += BLOCK
-    total = block_max(m, sh)
+    total = group_max_once(m, sh)
     if pk.local_id(0) == 0:
         out[0] = total
 
@@ -265,43 +260,6 @@ def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], dst: Buffer[f32]):
 
 
 # ------------------------------------------------------------------ rows: softmax, layer norm
-
-@pk.func
-def group_max_once(v: f32, sh: pk.Shared[f32]) -> f32:
-    """The maximum of ``v`` over the work-group, in every work-item: ``pk.subgroup_max``, one partial per
-    subgroup in ``sh``, one barrier, the partials reduced again by every subgroup. No trailing barrier:
-    ``sh`` must not be written again in this launch (each reduction of a kernel gets its own array)."""
-    s = pk.subgroup_max(v)
-    sgs = pk.subgroup_size()
-    if pk.subgroup_local_id() == 0:
-        sh[pk.subgroup_id()] = s
-    pk.barrier()
-    nsg = (pk.local_size(0) + sgs - 1) // sgs
-    t = LOWEST
-    j = pk.subgroup_local_id()
-    while j < nsg:
-        t = pk.max(t, sh[j])
-        j += sgs
-    return pk.subgroup_max(t)
-
-
-@pk.func
-def group_add_once(v: f32, sh: pk.Shared[f32]) -> f32:
-    """The sum of ``v`` over the work-group, in every work-item (as :func:`group_max_once`: one barrier,
-    ``sh`` used once)."""
-    s = pk.subgroup_add(v)
-    sgs = pk.subgroup_size()
-    if pk.subgroup_local_id() == 0:
-        sh[pk.subgroup_id()] = s
-    pk.barrier()
-    nsg = (pk.local_size(0) + sgs - 1) // sgs
-    t = 0.0
-    j = pk.subgroup_local_id()
-    while j < nsg:
-        t += sh[j]
-        j += sgs
-    return pk.subgroup_add(t)
-
 
 @pk.kernel
 def softmax_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, x: Buffer[f32, "readonly"],

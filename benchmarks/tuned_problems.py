@@ -17,6 +17,11 @@ import tuned_kernels as tk
 
 RED_BLOCK = 256          # work-items per group of the whole-array reductions
 RED_GROUPS_PER_UNIT = 8  # groups per compute unit (SM) of a reduction's first pass
+RED_UNROLL = 2           # float4 loads in flight per work-item in sum_pass
+# The sum's first pass in several shapes, all timed (the best is polykern's figure, as pk.autotune would
+# choose): variant -> (work-items per group, float4 loads in flight, groups per compute unit).
+SUM_VARIANTS = {"": (RED_BLOCK, RED_UNROLL, RED_GROUPS_PER_UNIT), "4 in flight": (256, 4, 8),
+                "4 in flight, 512 x 4 per SM": (512, 4, 4)}
 FINISH_BLOCK = 1024      # the one group of a reduction's second pass
 ROW_BLOCK = 512          # work-items per row of softmax / layer norm (Triton's softmax: 16 warps; 2 float4 each)
 SAXPY_BLOCK = 256
@@ -61,6 +66,7 @@ class Problem:
     nbytes: Callable[[object], int]                          # bytes an ideal kernel moves
     flops: Optional[Callable[[object], float]] = None
     resets: tuple = ()                                       # inputs a run overwrites (restored before checks)
+    variants: tuple = ("",)                                  # env["variant"] of run: "" is the default shape
     notes: List[str] = field(default_factory=list)
 
 
@@ -71,36 +77,40 @@ def _vector(rng, size):
     return {"x": (rng.integers(-16, 17, size) / 8).astype(np.float32)}
 
 
-def _red_grid(n: int, units: int) -> int:
-    return max(1, min(-(-(n // 4) // RED_BLOCK), units * RED_GROUPS_PER_UNIT))
+def _red_grid(n: int, units: int, block: int = RED_BLOCK, per_unit: int = RED_GROUPS_PER_UNIT) -> int:
+    return max(1, min(-(-(n // 4) // block), units * per_unit))
+
+
+def _sum_pass(variant: str):
+    block, unroll, _ = SUM_VARIANTS[variant]
+    return tk.sum_pass.specialize(BLOCK=block, U=unroll)
 
 
 def _red_kernels(size):
-    return [tk.sum_pass.specialize(BLOCK=RED_BLOCK), tk.max_pass.specialize(BLOCK=RED_BLOCK),
-            tk.sqdev_pass.specialize(BLOCK=RED_BLOCK), tk.sum_finish.specialize(BLOCK=FINISH_BLOCK),
-            tk.max_finish.specialize(BLOCK=FINISH_BLOCK)]
-
-
-def _names(size) -> Dict[str, str]:
-    return {k.name.split("__")[0]: k.name for k in _red_kernels(size)}
+    return [_sum_pass(v) for v in SUM_VARIANTS] + [
+        tk.max_pass.specialize(BLOCK=RED_BLOCK), tk.sqdev_pass.specialize(BLOCK=RED_BLOCK),
+        tk.sum_finish.specialize(BLOCK=FINISH_BLOCK), tk.max_finish.specialize(BLOCK=FINISH_BLOCK)]
 
 
 def _red_run(which: str):
     def run(mod, place: Place, d: dict, env: dict):
         n = env["size"]
+        variant = env.get("variant", "")
+        sb, _, per_unit = SUM_VARIANTS[variant]
         g = _red_grid(n, env["units"])
-        x, part = d["x"], place.empty(g)
+        gs = _red_grid(n, env["units"], sb, per_unit)  # the sum's first pass (its variant's shape)
+        x, part = d["x"], place.empty(max(g, gs))
         out = place.empty(2)
-        nm = _names(n)
-        p1, fin = mod[nm["sum_pass"]], mod[nm["sum_finish"]]
-        sq = mod[nm["sqdev_pass"]]
-        mx, mfin = mod[nm["max_pass"]], mod[nm["max_finish"]]
+        p1, fin = mod[_sum_pass(variant).name], mod[tk.sum_finish.specialize(BLOCK=FINISH_BLOCK).name]
+        sq = mod[tk.sqdev_pass.specialize(BLOCK=RED_BLOCK).name]
+        mx = mod[tk.max_pass.specialize(BLOCK=RED_BLOCK).name]
+        mfin = mod[tk.max_finish.specialize(BLOCK=FINISH_BLOCK).name]
         rb, fb = RED_BLOCK, FINISH_BLOCK
 
         if which == "sum":
             def go():
-                p1(n, x, part, grid=g, block=rb)
-                fin(g, part, out, 0, 1.0, grid=1, block=fb)
+                p1(n, x, part, grid=gs, block=sb)
+                fin(gs, part, out, 0, 1.0, grid=1, block=fb)
                 return [out]
         elif which == "max":
             def go():
@@ -111,8 +121,8 @@ def _red_run(which: str):
             inv = float(np.float32(1.0) / np.float32(n))
 
             def go():
-                p1(n, x, part, grid=g, block=rb)
-                fin(g, part, out, 0, inv, grid=1, block=fb)        # out[0] = mean
+                p1(n, x, part, grid=gs, block=sb)
+                fin(gs, part, out, 0, inv, grid=1, block=fb)       # out[0] = mean
                 sq(n, x, out, part, grid=g, block=rb)
                 fin(g, part, out, 1, inv, grid=1, block=fb)        # out[1] = variance (ddof 0)
                 return [out]
@@ -286,7 +296,7 @@ def _rowsel(outs, h):
 # atol grows with sqrt(k) like f32 accumulation error (TF32 would exceed it).
 PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
     Problem("sum", lambda rng, n: _vector(rng, n), _red_ref("sum"), lambda h: (0, 0),
-            _red_kernels, _red_run("sum"), lambda n: 4 * n),
+            _red_kernels, _red_run("sum"), lambda n: 4 * n, variants=tuple(SUM_VARIANTS)),
     Problem("max", lambda rng, n: _vector(rng, n), _red_ref("max"), lambda h: (0, 0),
             _red_kernels, _red_run("max"), lambda n: 4 * n),
     Problem("meanvar", lambda rng, n: _vector(rng, n), _red_ref("meanvar"), lambda h: (1e-5, 1e-6),

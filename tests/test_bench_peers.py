@@ -62,6 +62,11 @@ def test_dry_run_builds_and_checks_every_kernel(tmp_path):
         assert row["best_peer"].startswith("numpy")
         assert row["ratio_vs_best_peer"]["polykern-llvm"]["median"] > 0
     assert (tmp_path / "gpu_peers.txt").read_text().startswith("| problem |")
+    sum_row = res["problems"]["sum"]
+    for variant in tp.SUM_VARIANTS:  # each shape of the sum's first pass checked (exactly) and timed
+        if variant:
+            assert sum_row["status"][f"polykern-llvm [{variant}]"] == "ok", sum_row["status"]
+            assert len(sum_row["seconds"][f"polykern-llvm [{variant}]"]["rounds"]) == 2
     if "vulkan" in KINDS:  # lavapipe has timestamp queries: Vulkan timed on the device, the host time beside
         vk = res["problems"]["sum"]["vulkan"]
         assert vk["clock"] == "vk-gpu" and vk["ratio_raw"]["median"] > 0 and vk["ratio_host"]["median"] > 0
