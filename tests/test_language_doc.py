@@ -20,6 +20,8 @@ TARGET_OF = {"cuda": "cuda -arch=sm_90", "nvptx": "nvptx -arch=sm_90", "webgpu":
 
 
 def _doc() -> str:
+    if not DOC.exists():  # Bazel runfiles hold no docs/ (as for test_numerics' correctness.md check)
+        pytest.skip("docs/language.md is not in this tree")
     return DOC.read_text()
 
 
@@ -196,6 +198,8 @@ def _atomic(t):
 
 
 def _atomic_params():
+    if not DOC.exists():
+        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason="docs/language.md is not in this tree"))]
     out = []
     for types, backends, cell in _atomics_table():
         for b in backends:
