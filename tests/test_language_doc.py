@@ -230,3 +230,15 @@ def test_each_atomics_cell_is_what_the_code_generator_does(tname, backend, cell)
     else:
         assert cell.startswith("yes"), cell
         pk.build([kernel], targets=[target])
+
+
+def test_every_section_link_names_a_heading():
+    """``(#anchor)`` links resolve to a heading (GitHub's slugs: lower case, punctuation dropped,
+    spaces to '-')."""
+    import re
+
+    text = _doc()
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+    bad = sorted({a for a in re.findall(r"\]\(#([^)]+)\)", text) if a not in slugs})
+    assert not bad, f"links to no heading: {bad}"
