@@ -94,8 +94,8 @@ def check_rows(c, a, b, rows, f16_out: bool) -> float:
     return float((np.abs(c[rows].astype(np.float64) - ref) / (scale * 2.0 ** -9)).max())
 
 
-def contenders(size, a, b, mods, places, sg_sizes, dry):
-    """[(Contender, read C back as an (n, n) host array, f16 output?)]"""
+def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True):
+    """[(Contender, read C back as an (n, n) host array, f16 output?)]; ``peers``: cuBLAS, Triton too."""
     out = []
     n = size
     tiles = G.GPU_TILES if not dry else G.SMALL_TILES
@@ -115,6 +115,8 @@ def contenders(size, a, b, mods, places, sg_sizes, dry):
         place = places["numpy"]
         c = Contender("numpy matmul (f32)", lambda: [a.astype(np.float32) @ b.astype(np.float32)], "host", place, "peer")
         out.append((c, lambda: (a.astype(np.float32) @ b.astype(np.float32)), False))
+        return out
+    if not peers:
         return out
     cp = places["cupy"].cp
     ga, gb = cp.asarray(a), cp.asarray(b)
@@ -161,6 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--target-s", type=float, default=0.05, help="seconds per contender per round (batch size)")
     ap.add_argument("--only", default="cuda,nvptx,vulkan", help="polykern targets to run")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     dry = args.dry_run
@@ -200,7 +203,7 @@ def main(argv=None) -> int:
     b = rng.standard_normal((size, size)).astype(np.float16)
     rows = np.sort(rng.choice(size, min(CHECK_ROWS, size), replace=False))
     good = []
-    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry):
+    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry, not args.no_peers):
         try:
             c.fn()
             c.place.sync()

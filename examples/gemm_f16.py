@@ -15,13 +15,17 @@ import polykern as pk
 from polykern import Buffer, f16, f32, i32
 
 WARP_M, WARP_N = 32, 64  # a subgroup's tile
+#: Padding of each shared row, in elements: rows of BK + 8 (BN + 8) f16 start 16 bytes apart modulo
+#: 128, so the 8 rows one ldmatrix phase reads fall in distinct banks (cuda: mma_sync.py), and stay
+#: 16-byte aligned.
+PAD = 8
 
 
 @pk.kernel
 def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
              BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
-    sa = pk.shared(f16, BM * BK)
-    sb = pk.shared(f16, BK * BN)
+    sa = pk.shared(f16, BM * (BK + PAD))
+    sb = pk.shared(f16, BK * (BN + PAD))
     tid = pk.local_id(0)
     nt = pk.local_size(0)
     sg = pk.subgroup_id()
@@ -54,20 +58,20 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     for k0 in range(0, k, BK):
         e = tid
         while e < BM * BK:
-            sa[e] = a[(row0 + e // BK) * k + k0 + e % BK]
+            sa[e // BK * (BK + PAD) + e % BK] = a[(row0 + e // BK) * k + k0 + e % BK]
             e += nt
         e = tid
         while e < BK * BN:
-            sb[e] = b[(k0 + e // BN) * n + col0 + e % BN]
+            sb[e // BN * (BN + PAD) + e % BN] = b[(k0 + e // BN) * n + col0 + e % BN]
             e += nt
         pk.barrier()
         for kk in range(0, BK, 16):
-            pk.frag_load(fa0, sa, wr * BK + kk, BK)
-            pk.frag_load(fa1, sa, (wr + 16) * BK + kk, BK)
-            pk.frag_load(fb0, sb, kk * BN + wc, BN)
-            pk.frag_load(fb1, sb, kk * BN + wc + 16, BN)
-            pk.frag_load(fb2, sb, kk * BN + wc + 32, BN)
-            pk.frag_load(fb3, sb, kk * BN + wc + 48, BN)
+            pk.frag_load(fa0, sa, wr * (BK + PAD) + kk, BK + PAD)
+            pk.frag_load(fa1, sa, (wr + 16) * (BK + PAD) + kk, BK + PAD)
+            pk.frag_load(fb0, sb, kk * (BN + PAD) + wc, BN + PAD)
+            pk.frag_load(fb1, sb, kk * (BN + PAD) + wc + 16, BN + PAD)
+            pk.frag_load(fb2, sb, kk * (BN + PAD) + wc + 32, BN + PAD)
+            pk.frag_load(fb3, sb, kk * (BN + PAD) + wc + 48, BN + PAD)
             c00 = pk.mma(fa0, fb0, c00)
             c01 = pk.mma(fa0, fb1, c01)
             c02 = pk.mma(fa0, fb2, c02)

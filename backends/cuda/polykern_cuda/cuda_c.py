@@ -133,7 +133,7 @@ class CUDADialect(CDialect):
                 f"{self.storage_type(arr.elem)}* {name} = ({self.storage_type(arr.elem)}*)pk_dynamic_shared;")
 
     def array_decl(self, name, arr):
-        q = "__shared__ " if arr.scope == "shared" else ""
+        q = "__shared__ __align__(16) " if arr.scope == "shared" else ""  # vector and ldmatrix accesses
         return f"{q}{self.storage_type(arr.elem)} {name}[{arr.size}];"
 
     def param_decl(self, name, p, index):

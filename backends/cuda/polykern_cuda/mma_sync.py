@@ -27,7 +27,7 @@ from typing import List, Optional, Tuple
 
 from polykern.ir import nodes as ir
 from polykern.ir.matrix import mma_types
-from polykern.ir.types import FragmentType
+from polykern.ir.types import ArrayType, FragmentType
 
 __all__ = ["supported", "slots", "instructions", "ptx_mma", "register_count", "MIN_ARCH"]
 
@@ -177,6 +177,11 @@ def emit_c(em, s: ir.MatrixOp) -> None:
     em.line(f"unsigned pk_ln = {unit.helper('pk_sg_local_id')}(); int pk_g = (int)(pk_ln >> 2), "
             "pk_t = (int)(pk_ln & 3u);")
     em.line(f"long long pk_o = (long long)({off}), pk_ld = (long long)({ld});")
+    fast = ldmatrix_groups(ft, s.layout) if s.op == "load" and _in_shared(s.base) else None
+    if fast is not None:
+        _emit_c_ldmatrix(em, ft, s.layout, base, d, fast)
+        em.line("} else {")
+        em.depth += 1
     f16_acc = ft.role == "acc" and ft.elem.name == "f16"
     for j, (r, c) in enumerate(slots(ft)):
         if s.layout == "col":
@@ -186,8 +191,80 @@ def emit_c(em, s: ir.MatrixOp) -> None:
             em.line(f"{d}[{j}] = {unit.helper('pk_h2f') + '(' + at + ')' if f16_acc else at};")
         else:
             em.line(f"{at} = {unit.helper('pk_f2h') + '(' + d + f'[{j}])' if f16_acc else f'{d}[{j}]'};")
+    if fast is not None:
+        em.depth -= 1
+        em.line("}")
     em.depth -= 1
     em.line("}")
+
+
+# ------------------------------------------------------------------------------ ldmatrix (shared f16)
+#
+# ``ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].shared.b16`` loads 2 or 4 8x8 matrices of 16-bit
+# elements; lane l gives the address of row ``l & 7`` of matrix ``l >> 3``, and register q of lane
+# (g, t) receives elements (g, 2t), (g, 2t+1) of matrix q (with ``.trans``: (2t, g), (2t+1, g)).
+# Each 32-bit register of an f16 A or B fragment holds such a pair: an 8x8 sub-matrix whose pair runs
+# along k (A: row g, columns 2t, 2t+1; B: rows 2t, 2t+1, column g). So when k is contiguous in memory
+# (A row-major, B column-major) the plain form loads it, otherwise ``.trans``; the rows must be 16-byte
+# aligned, which the kernel checks at run time (uniform in the warp: the fragment's offset and leading
+# dimension are), keeping the element-wise path for any other address.
+
+
+def _in_shared(base: ir.Var) -> bool:
+    return isinstance(base.type, ArrayType) and base.type.scope == "shared"
+
+
+def ldmatrix_groups(ft: FragmentType, layout: str) -> Optional[List[List[Tuple[int, int]]]]:
+    """The ldmatrix instructions loading a fragment of ``ft`` from memory of ``layout``: per
+    instruction, per register, the sub-matrix origin (k, other) in fragment coordinates; None where
+    ldmatrix does not apply (8-bit elements, accumulators)."""
+    if ft.role == "acc" or ft.elem.bits != 16:
+        return None
+    origins = []
+    sl = slots(ft)
+    for r in range(0, len(sl), 2):
+        (r0, _, _), (c0, _, _) = sl[r]
+        origins.append((c0, r0) if ft.role == "a" else (r0, c0))
+    return [origins[i:i + 4] for i in range(0, len(origins), 4)]
+
+
+def ldmatrix_trans(ft: FragmentType, layout: str) -> bool:
+    """Whether the fragment's pairs (along k) are strided in memory of ``layout`` (``.trans``)."""
+    k_contiguous = (ft.role == "a") == (layout != "col")
+    return not k_contiguous
+
+
+def _emit_c_ldmatrix(em, ft: FragmentType, layout: str, base: str, d: str, groups) -> None:
+    trans = ldmatrix_trans(ft, layout)
+    em.line("unsigned pk_sa;")
+    em.line('asm("{ .reg .u64 pk_p; cvta.to.shared.u64 pk_p, %1; cvt.u32.u64 %0, pk_p; }" : "=r"(pk_sa) : '
+            f'"l"({base} + pk_o));')
+    em.line("if (((pk_sa & 15u) | (unsigned)(pk_ld & 7)) == 0u) {")
+    em.depth += 1
+    em.line("unsigned pk_q = pk_ln >> 3, pk_j = pk_ln & 7u, pk_r[4];")
+    reg = 0
+    for group in groups:
+        n = len(group)
+        # lane l's matrix: l >> 3 (x2: lanes 16-31 repeat 0-15's addresses, which ldmatrix ignores)
+        k0 = " : ".join(f"pk_q % {n}u == {q}u ? {kq}u" for q, (kq, _) in enumerate(group[:-1])) or ""
+        m0 = " : ".join(f"pk_q % {n}u == {q}u ? {mq}u" for q, (_, mq) in enumerate(group[:-1])) or ""
+        k_expr = f"({k0} : {group[-1][0]}u)" if k0 else f"{group[-1][0]}u"
+        m_expr = f"({m0} : {group[-1][1]}u)" if m0 else f"{group[-1][1]}u"
+        if trans:
+            row, col = f"({k_expr} + pk_j)", m_expr
+        else:
+            row, col = f"({m_expr} + pk_j)", k_expr
+        em.line(f"{{ unsigned pk_a = pk_sa + 2u * ({row} * (unsigned)pk_ld + {col});")
+        outs = ", ".join(f'"=r"(pk_r[{q}])' for q in range(n))
+        regs = ", ".join(f"%{q}" for q in range(n))
+        em.line(f'  asm volatile("ldmatrix.sync.aligned.m8n8.x{n}{".trans" if trans else ""}.shared.b16 '
+                f'{{{regs}}}, [%{n}];" : {outs} : "r"(pk_a));')
+        for q in range(n):
+            em.line(f"  {d}[{2 * (reg + q)}] = (unsigned short)pk_r[{q}]; "
+                    f"{d}[{2 * (reg + q) + 1}] = (unsigned short)(pk_r[{q}] >> 16);")
+        em.line("}")
+        reg += n
+    em.depth -= 1
 
 
 def _emit_c_mma(em, s: ir.MatrixOp, d: str) -> None:

@@ -97,3 +97,57 @@ def test_refusals_name_the_feature(kind):
         pk.build([small], targets=[f"{kind} -arch=sm_90"])
     assert f"{kind} does not support pk.frag_fill (8x8x8 f32 (acc))" in str(ei.value)
     assert "tiling covers M in 16, 32" in str(ei.value)
+
+
+@pytest.mark.parametrize("role,shape", [("a", (16, 16, 16)), ("a", (32, 8, 32)), ("b", (16, 8, 16)),
+                                        ("b", (16, 32, 32)), ("b", (32, 16, 16))])
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_ldmatrix_tables_give_each_lane_its_slots(role, shape, layout):
+    """ldmatrix as the PTX ISA defines it (lane l addresses row l & 7 of matrix l >> 3; register q of
+    lane (g, t) gets (g, 2t), (g, 2t+1) of matrix q, transposed with .trans), fed the addresses the
+    lowering computes from ldmatrix_groups, hands every lane exactly the elements slots() assigns it."""
+    ft = FragmentType(role, f16, *shape)
+    groups = mma_sync.ldmatrix_groups(ft, layout)
+    trans = mma_sync.ldmatrix_trans(ft, layout)
+    ld, off = 40, 24
+    rows, cols = ft.rows, ft.cols
+    mem = list(range(off + ld * max(rows, cols) + 64))
+
+    def at(r, c):
+        return off + (r * ld + c if layout == "row" else c * ld + r)
+
+    got = {lane: [] for lane in range(32)}
+    for group in groups:
+        n = len(group)
+        assert n in (2, 4)
+        addr = {}
+        for lane in range(32):
+            q, j = (lane >> 3) % n, lane & 7
+            kq, mq = group[q]
+            row, col = (kq + j, mq) if trans else (mq + j, kq)
+            addr[lane] = off + row * ld + col
+            assert addr[lane] % 8 == 0  # 16-byte rows when the base and ld are
+        for lane in range(32):
+            g, t = lane >> 2, lane & 3
+            for q in range(n):
+                rowa = [mem[addr[8 * q + j] + i] for j in range(8) for i in range(8)]
+                m8 = [rowa[8 * j:8 * j + 8] for j in range(8)]
+                pair = (m8[2 * t][g], m8[2 * t + 1][g]) if trans else (m8[g][2 * t], m8[g][2 * t + 1])
+                got[lane].extend(pair)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        want = [mem[at(r0 + rg * g + rt * t, c0 + cg * g + ct * t)]
+                for (r0, rg, rt), (c0, cg, ct) in mma_sync.slots(ft)]
+        assert got[lane] == want, lane
+
+
+def test_ldmatrix_only_for_shared_f16_operands():
+    """A shared f16 A/B fragment load gets the ldmatrix path (behind the alignment check); a global
+    one, an accumulator and 8-bit fragments keep the element-wise loads."""
+    assert mma_sync.ldmatrix_groups(FragmentType("acc", f32, 16, 16, 16), "row") is None
+    assert mma_sync.ldmatrix_groups(FragmentType("a", i8, 16, 16, 16), "row") is None
+    src, _ = cuda_source([run_default_passes(k.ir) for k in KERNELS])
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in src
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in src
+    plain, _ = cuda_source([run_default_passes(KERNELS[0].ir)])
+    assert "ldmatrix" not in plain
