@@ -26,6 +26,7 @@ from polykern.lazy import Lazy
 
 from . import coopmat
 from .buffers import BufferPool
+from .descriptor_sets import DescriptorSets
 from .instance import Instance, instance
 from .timestamps import TimestampQueries, env_wants_timestamps, support_problem
 from .vkresult import BINDING_ERRORS, device_error, vk_call
@@ -163,9 +164,21 @@ class Limits:
         self.max_storage_buffers = int(lim.maxPerStageDescriptorStorageBuffers)
 
 
+_BARRIERS: Dict[Tuple[int, int], object] = {}  # (src, dst access) -> VkMemoryBarrier, made once
+
+
+def _memory_barrier(src_access: int, dst_access: int):
+    mb = _BARRIERS.get((src_access, dst_access))
+    if mb is None:
+        mb = _BARRIERS[(src_access, dst_access)] = vk.VkMemoryBarrier(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=src_access, dstAccessMask=dst_access)
+    return mb
+
+
 class CommandContext:
     """What one launch records into: its own command pool (so threads never share one), a command
-    buffer, a fence, and a descriptor pool for one set of ``capacity`` storage buffers."""
+    buffer, a fence, and its descriptor sets (descriptor_sets.py: kept across launches with the same
+    bindings). The structs every launch passes (begin and submit info, barriers) are made once."""
 
     def __init__(self, dev: "Device", capacity: int):
         self.dev = dev
@@ -177,27 +190,18 @@ class CommandContext:
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=self.pool,
             level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
         self.fence = vk.vkCreateFence(d, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
-        self.capacity = 0
-        self.dpool = None
-        self._grow(capacity)
+        self.begin_info = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                                      flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        self.submit_info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                           pCommandBuffers=[self.cmd])
+        self.sets = DescriptorSets(dev, capacity)
         self.timer: Optional[TimestampQueries] = None  # made on the first timed launch (timestamps.py)
         self.timed = False  # this recording writes the timestamps
         self.token = dev.own(self._destroy)
 
-    def _grow(self, capacity: int) -> None:
-        d = self.dev.handle
-        if self.dpool is not None:
-            vk.vkDestroyDescriptorPool(d, self.dpool, None)
-            self.dpool = None
-        self.dpool = vk.vkCreateDescriptorPool(d, vk.VkDescriptorPoolCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=1, poolSizeCount=1,
-            pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                descriptorCount=capacity)]), None)
-        self.capacity = capacity
-
     def _destroy(self) -> None:
         d = self.dev.handle
-        vk.vkDestroyDescriptorPool(d, self.dpool, None)
+        self.sets.destroy()
         if self.timer is not None:
             self.timer.destroy()
         vk.vkDestroyFence(d, self.fence, None)
@@ -206,13 +210,10 @@ class CommandContext:
     # -- recording
     def begin(self, descriptors: int) -> None:
         d = self.dev.handle
-        if descriptors > self.capacity:
-            self._grow(max(descriptors, 2 * self.capacity))
+        if descriptors > self.sets.capacity:
+            self.sets.grow(max(descriptors, 2 * self.sets.capacity))
         vk.vkResetCommandPool(d, self.pool, 0)
-        vk.vkResetDescriptorPool(d, self.dpool, 0)
-        vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        vk.vkBeginCommandBuffer(self.cmd, self.begin_info)
         # Earlier submissions' device writes (kernels, copies) -> everything this one does.
         self.barrier(WORK_STAGES, WRITES, WORK_STAGES, ALL_ACCESS)
         self.timed = self.dev.timestamps
@@ -222,24 +223,13 @@ class CommandContext:
             self.timer.start(self.cmd)
 
     def barrier(self, src_stage, src_access, dst_stage, dst_access) -> None:
-        mb = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=src_access,
-                                dstAccessMask=dst_access)
-        vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
+        vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 1, [_memory_barrier(src_access, dst_access)], 0,
+                                None, 0, None)
 
     def descriptor_set(self, layout, buffers: List[Tuple[int, object, int]]):
-        """Allocate the set for ``layout`` and point binding b at each (b, VkBuffer, range)."""
-        d = self.dev.handle
-        dset = vk.vkAllocateDescriptorSets(d, vk.VkDescriptorSetAllocateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, descriptorPool=self.dpool,
-            descriptorSetCount=1, pSetLayouts=[layout]))[0]
-        if buffers:
-            writes = [vk.VkWriteDescriptorSet(
-                sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dset, dstBinding=b, descriptorCount=1,
-                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=rng)])
-                for b, buf, rng in buffers]
-            vk.vkUpdateDescriptorSets(d, len(writes), writes, 0, None)
-        return dset
+        """The set for ``layout`` with binding b pointing at each (b, VkBuffer, range) (reused when a
+        launch of this context bound the same ones: descriptor_sets.py)."""
+        return self.sets.get(layout, buffers)
 
     def copy(self, src, dst, nbytes: int) -> None:
         vk.vkCmdCopyBuffer(self.cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)])
@@ -304,6 +294,7 @@ class Device:
         self._queue_lock = threading.Lock()
         self._owned: Dict[int, Callable[[], None]] = {}
         self._tokens = itertools.count(1)
+        self.release_epoch = 0  # advanced by every release: handles the driver may reuse (descriptor_sets.py)
         self._contexts: List[CommandContext] = []
         self.timestamps = False  # set_timestamps: GPU time of every launch into gpu_seconds (timestamps.py)
         self.gpu_seconds = 0.0
@@ -330,6 +321,7 @@ class Device:
         """Destroy an owned object now (no-op once the device is shut down: shutdown destroyed it)."""
         with self._lock:
             destroy = self._owned.pop(token, None)
+            self.release_epoch += 1
             if self.closed:
                 return
         if destroy is not None:
@@ -389,12 +381,10 @@ class Device:
                 ctx.begin(descriptors)
                 record(ctx)
                 ctx.end()
-            info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
-                                   pCommandBuffers=[ctx.cmd])
             with self._queue_lock:
                 self.check_open()
                 with vk_call(f"vkQueueSubmit ({what})"):
-                    vk.vkQueueSubmit(self.queue, 1, [info], ctx.fence)
+                    vk.vkQueueSubmit(self.queue, 1, [ctx.submit_info], ctx.fence)
                 submitted = True
             try:
                 vk.vkWaitForFences(self.handle, 1, [ctx.fence], vk.VK_TRUE, self.timeout_ns)
