@@ -149,3 +149,34 @@ def test_webgpu_one_device_array_readonly_and_written_is_named():
     e = to_device(np.zeros(8, np.int32))
     f(d, e, grid=1, block=8)
     assert e.numpy().tolist() == list(range(1, 9))
+
+
+@pk.kernel
+def sum_in_2d_block(o: Buffer[i32]):
+    o[pk.local_id(1) * pk.local_size(0) + pk.local_id(0)] = pk.subgroup_add(1)
+
+
+@pk.kernel
+def lane_in_2d_block(o: Buffer[i32]):
+    o[pk.local_id(1) * pk.local_size(0) + pk.local_id(0)] = pk.subgroup_local_id()
+
+
+def test_webgpu_subgroups_in_a_2d_block():
+    """WGSL declared all three subgroup built-ins in every subgroup kernel, and naga refuses the lane
+    and id built-ins in a 2-D work-group: any subgroup kernel failed at pipeline creation with a
+    DeviceError quoting wgpu. Now only the built-ins read are declared (a reduction runs), and a kernel
+    that reads the lane or id in a 2-D block is a LaunchError saying why."""
+    if not any(k == "webgpu" for _, k, _ in runnable_targets()):
+        pytest.skip("no WebGPU runtime here")
+    target = next(t for t, k, _ in runnable_targets() if k == "webgpu")
+    mod = pk.build([sum_in_2d_block, lane_in_2d_block, size_before_barrier], targets=[target]).on("webgpu")
+    probe = np.zeros(16, np.int32)
+    mod["size_before_barrier"](probe, grid=1, block=16)
+    size = int(probe[0])
+    o = np.zeros(16, np.int32)
+    mod["sum_in_2d_block"](o, grid=1, block=(8, 2))
+    assert o.tolist() == [min(size, 16)] * 16
+    with pytest.raises(LaunchError, match="refuses those built-ins in a work-group of more than one dimension"):
+        mod["lane_in_2d_block"](o, grid=1, block=(8, 2))
+    mod["lane_in_2d_block"](o, grid=1, block=16)
+    assert o.tolist() == [i % size for i in range(16)]

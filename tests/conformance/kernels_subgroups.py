@@ -71,8 +71,8 @@ def sg_float_first(o: Buffer[f32], x: Buffer[f32], s: u32):
 def device_subgroups(mod):
     """(subgroup size, {(group, subgroup id): {lane: work-item}}) as the device of ``mod`` reports them."""
     z = np.zeros(4 * N, np.float32)
-    ids = np.zeros(3 * N, np.int32)
-    mod["sg_ops"](z[:N], np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
+    ids = np.zeros(3 * N, np.int32)  # separate arrays: one array for two written parameters is refused
+    mod["sg_ops"](np.zeros(N, np.float32), np.zeros(N, np.int32), np.zeros(N, np.uint32), z, z.astype(np.int32),
                   np.zeros(2 * N, np.uint32), ids, grid=N // BLOCK, block=BLOCK)
     return groups_of(ids)
 

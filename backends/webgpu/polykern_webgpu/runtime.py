@@ -143,6 +143,12 @@ class WebGPUModule(DeviceModule):
                     label=f"{name}{block}", layout=layout,
                     compute={"module": shader, "entry_point": self._abis.get(name).entry, "constants": constants})
             except Exception as e:
+                code = payload_text(self.payload[name]) or ""
+                if block[1] * block[2] > 1 and any(f"@builtin({b})" in code for b in _SUBGROUP_ID_BUILTINS):
+                    raise LaunchError(
+                        f"webgpu kernel '{name}' reads pk.subgroup_local_id() or pk.subgroup_id(), and wgpu (naga) "
+                        f"refuses those built-ins in a work-group of more than one dimension (block {block}); "
+                        "launch a 1-D block and compute the 2-D indices from local_id(0)") from e
                 raise _gpu_error(f"cannot create the compute pipeline of '{name}' for block {block}", e) from e
             self.pipelines_built += 1
             return pipeline
@@ -270,6 +276,9 @@ class WebGPUKernel:
             if not arg.info.readonly:
                 readback.append((arg, buf))
         return buf
+
+
+_SUBGROUP_ID_BUILTINS = ("subgroup_invocation_id", "subgroup_id")
 
 
 def _one_access(kernel: str, arg: BufferArg, buf: Any, access: Dict[int, BufferArg]) -> None:

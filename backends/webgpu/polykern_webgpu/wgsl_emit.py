@@ -167,8 +167,10 @@ class WGSLEmitter:
         head.append("@compute @workgroup_size(" + ", ".join(abi.BLOCK_OVERRIDES) + ")")
         used = set().union(*(_NEEDS[k] for k in self.regs)) if self.regs else set()
         builtins = [f"@builtin({b}) {v}: vec3<u32>" for b, v in _BUILTIN_INPUTS if v in used]
-        if self.uses_subgroups:
-            builtins += [f"@builtin({b}) {v}: u32" for b, v in _SUBGROUP_INPUTS.values()]
+        if self.uses_subgroups:  # only those read: naga refuses the lane and id built-ins in 2-D/3-D work-groups
+            ops = {e.op for e in ir.walk_all_exprs(self.fn.body) if isinstance(e, ir.Subgroup)}
+            ops |= {"size"} if ops & {"shuffle", "shuffle_xor"} else set()  # lanes are taken modulo the size
+            builtins += [f"@builtin({b}) {v}: u32" for op, (b, v) in _SUBGROUP_INPUTS.items() if op in ops]
         head.append(f"fn {self.entry}(" + ", ".join(builtins) + ") {")
         decls = self._decls(scalars)
         head = [ln for k, ln in enumerate(head) if ln or k == 0 or head[k - 1]]  # no double blank lines
