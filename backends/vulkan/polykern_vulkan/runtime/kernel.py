@@ -56,6 +56,19 @@ class VulkanKernel:
     def __repr__(self) -> str:
         return f"<VulkanKernel {self.info.signature()} on {self.dev.name}>"
 
+    def _check_subgroup_rows(self, block3) -> None:
+        """lavapipe (Mesa 22.3) runs a 2-D/3-D workgroup whose x size is not a multiple of its subgroup size
+        as subgroups of one row each, yet numbers SubgroupId as if they were consecutive runs of the linear
+        index: two rows share an id (and lanes), so a reduction over per-subgroup partials indexed by
+        pk.subgroup_id() silently lost half of a (4, 4) block. Refused there."""
+        dev, size = self.dev, self.dev.subgroup_size
+        if ("GroupNonUniform" in self.abi.capabilities and block3[1] * block3[2] > 1 and size
+                and block3[0] % size and dev.name.startswith("llvmpipe")):
+            raise LaunchError(f"kernel '{self.name}' uses pk.subgroup_* and block {block3} has an x size that is "
+                              f"not a multiple of {dev.name}'s subgroup size {size}: lavapipe forms its subgroups "
+                              "from rows there but numbers them as if linear (wrong subgroup ids); launch a 1-D "
+                              f"block, or one whose x size is a multiple of {size}")
+
     def _check_limits(self, grid3, block3) -> None:
         lim = self.dev.limits
         where = f"kernel '{self.name}'"
@@ -101,6 +114,7 @@ class VulkanKernel:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
         check_host_overlaps(self.name, "vulkan", prepared, same_ok=True)
         self._check_limits(grid3, block3)
+        self._check_subgroup_rows(block3)
         dev, abi = self.dev, self.abi
         pipeline = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
         max_range = dev.limits.max_storage_range
