@@ -24,6 +24,8 @@ SUM_VARIANTS = {"": (RED_BLOCK, RED_UNROLL, RED_GROUPS_PER_UNIT), "4 in flight":
                 "4 in flight, 512 x 4 per SM": (512, 4, 4)}
 FINISH_BLOCK = 1024      # the one group of a reduction's second pass
 ROW_BLOCK = 512          # work-items per row of softmax / layer norm (Triton's softmax: 16 warps; 2 float4 each)
+# Softmax / layer norm in other group sizes too, all timed (the best counts): variant -> work-items per row.
+ROW_VARIANTS = {"": ROW_BLOCK, "256 per row": 256, "1024 per row": 1024}
 SAXPY_BLOCK = 256
 STENCIL_BLOCK = (64, 4)
 MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
@@ -50,9 +52,9 @@ class Place:
         return np.zeros(n, np.float32)
 
 
-def row_vpt(ncols: int) -> int:
-    """float4 per work-item that a ROW_BLOCK group needs for one row (the VPT constexpr)."""
-    return max(1, -(-ncols // (4 * ROW_BLOCK)))
+def row_vpt(ncols: int, block: int = ROW_BLOCK) -> int:
+    """float4 per work-item that a group of ``block`` needs for one row (the VPT constexpr)."""
+    return max(1, -(-ncols // (4 * block)))
 
 
 @dataclass
@@ -209,12 +211,14 @@ def layernorm_reference(x, w, b, eps=LN_EPS):
     return (x - mean) * rstd * w + b, mean.ravel(), rstd.ravel()
 
 
-def _softmax_kernel(rc):
-    return tk.softmax_rows.specialize(BLOCK=ROW_BLOCK, VPT=row_vpt(rc[1]))
+def _softmax_kernel(rc, variant: str = ""):
+    block = ROW_VARIANTS[variant]
+    return tk.softmax_rows.specialize(BLOCK=block, VPT=row_vpt(rc[1], block))
 
 
-def _layernorm_kernel(rc):
-    return tk.layernorm_rows.specialize(BLOCK=ROW_BLOCK, VPT=row_vpt(rc[1]))
+def _layernorm_kernel(rc, variant: str = ""):
+    block = ROW_VARIANTS[variant]
+    return tk.layernorm_rows.specialize(BLOCK=block, VPT=row_vpt(rc[1], block))
 
 
 def _check_cols(c: int):
@@ -225,11 +229,12 @@ def _check_cols(c: int):
 def _softmax_run(mod, place, d, env):
     r, c = env["size"]
     _check_cols(c)
-    k = mod[_softmax_kernel((r, c)).name]
+    variant = env.get("variant", "")
+    k, block = mod[_softmax_kernel((r, c), variant).name], ROW_VARIANTS[variant]
     x, out = d["x"], place.empty(r * c)
 
     def go():
-        k(c, x, out, grid=r, block=ROW_BLOCK)
+        k(c, x, out, grid=r, block=block)
         return [out]
     return go
 
@@ -237,12 +242,13 @@ def _softmax_run(mod, place, d, env):
 def _layernorm_run(mod, place, d, env):
     r, c = env["size"]
     _check_cols(c)
-    k = mod[_layernorm_kernel((r, c)).name]
+    variant = env.get("variant", "")
+    k, block = mod[_layernorm_kernel((r, c), variant).name], ROW_VARIANTS[variant]
     x, w, b = d["x"], d["w"], d["b"]
     y, mean, rstd = place.empty(r * c), place.empty(r), place.empty(r)
 
     def go():
-        k(c, LN_EPS, x, w, b, y, mean, rstd, grid=r, block=ROW_BLOCK)
+        k(c, LN_EPS, x, w, b, y, mean, rstd, grid=r, block=block)
         return [y, mean, rstd]
     return go
 
@@ -307,10 +313,11 @@ PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
     Problem("stencil", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
             lambda hw: [tk.jacobi_wide], _stencil_run, lambda hw: 8 * hw[0] * hw[1]),
     Problem("softmax", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),
-            lambda rc: [_softmax_kernel(rc)], _softmax_run, lambda rc: 8 * rc[0] * rc[1]),
+            lambda rc: [_softmax_kernel(rc, v) for v in ROW_VARIANTS], _softmax_run, lambda rc: 8 * rc[0] * rc[1],
+            variants=tuple(ROW_VARIANTS)),
     Problem("layernorm", _rows_make, lambda h: list(layernorm_reference(h["x"], h["w"], h["b"])),
-            lambda h: (1e-4, 1e-4), lambda rc: [_layernorm_kernel(rc)], _layernorm_run,
-            lambda rc: 8 * rc[0] * rc[1]),
+            lambda h: (1e-4, 1e-4), lambda rc: [_layernorm_kernel(rc, v) for v in ROW_VARIANTS], _layernorm_run,
+            lambda rc: 8 * rc[0] * rc[1], variants=tuple(ROW_VARIANTS)),
     Problem("matmul", _mm_make, _mm_ref, lambda h: (1e-4, 1e-3 * np.sqrt(h["a"].shape[1])),
             lambda mnk: [_mm_kernel(mnk)], _mm_run, lambda mnk: 4 * (mnk[0] * mnk[2] + mnk[2] * mnk[1] + mnk[0] * mnk[1]),
             flops=lambda mnk: 2.0 * mnk[0] * mnk[1] * mnk[2]),
