@@ -27,6 +27,9 @@ ROW_BLOCK = 512          # work-items per row of softmax / layer norm (Triton's 
 # Softmax / layer norm in other group sizes too, all timed (the best counts): variant -> work-items per row.
 ROW_VARIANTS = {"": ROW_BLOCK, "256 per row": 256, "1024 per row": 1024}
 SAXPY_BLOCK = 256
+# saxpy_wide's grid in several sizes, all timed (the best counts): variant -> (float4 per work-item, groups
+# per compute unit at most or 0: no cap). The kernel's grid-stride loop covers any grid.
+SAXPY_VARIANTS = {"": (1, 0), "2 float4 per work-item": (2, 0), "16 groups per SM": (1, 16)}
 STENCIL_BLOCK = (64, 4)
 MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
 LN_EPS = 1e-5
@@ -157,7 +160,10 @@ def _saxpy_make(rng, n):
 def _saxpy_run(mod, place, d, env):
     n = env["size"]
     k = mod[tk.saxpy_wide.name]
-    g = max(1, min(-(-(n // 4) // SAXPY_BLOCK), env.get("max_groups", 1 << 30)))
+    per, per_unit = SAXPY_VARIANTS[env.get("variant", "")]
+    g = max(1, -(-(n // 4) // (SAXPY_BLOCK * per)))
+    if per_unit:
+        g = min(g, env["units"] * per_unit)
     a, x, y = float(d["a"]), d["x"], d["y"]
 
     def go():
@@ -309,7 +315,7 @@ PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
             _red_kernels, _red_run("meanvar"), lambda n: 8 * n,
             notes=["2 passes over x: mean, then the mean of squared deviations (ddof 0)"]),
     Problem("saxpy", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-5),
-            lambda n: [tk.saxpy_wide], _saxpy_run, lambda n: 12 * n, resets=("y",)),
+            lambda n: [tk.saxpy_wide], _saxpy_run, lambda n: 12 * n, resets=("y",), variants=tuple(SAXPY_VARIANTS)),
     Problem("stencil", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
             lambda hw: [tk.jacobi_wide], _stencil_run, lambda hw: 8 * hw[0] * hw[1]),
     Problem("softmax", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),
