@@ -1,7 +1,9 @@
-"""Descriptor sets kept across launches (runtime/descriptor_sets.py), on the host's device (lavapipe here):
-a loop of launches with the same buffers writes one set, results stay right, more binding lists than a
-context keeps (pool reset) stay right, and any destroyed object drops the kept sets (a VkBuffer handle
-may be reused after its buffer is destroyed)."""
+"""Descriptor sets kept across launches (runtime/descriptor_sets.py) and launches replayed from their
+recorded command buffers (CommandContext.prepare), on the host's device (lavapipe here): a loop of
+launches with the same buffers writes one set and records once, results stay right, a different scalar or
+grid is recorded anew (never replayed with the old values), more binding lists than a context keeps stay
+right, any destroyed object drops the kept sets and command buffers (a VkBuffer handle may be reused after
+its buffer is destroyed), and replayed launches still write their timestamps."""
 import numpy as np
 import pytest
 
@@ -82,3 +84,84 @@ def test_host_arrays_still_copy_in_and_back(saxpy):
         y = np.full(n, float(k), np.float32)
         saxpy(n, 3.0, x, y, grid=4, block=256)
         np.testing.assert_allclose(y, 3 * x + k)
+
+
+def _replayed(dev):
+    return dev.stats["launches_replayed"]
+
+
+def test_a_loop_of_identical_launches_replays_the_recorded_one(saxpy, dev):
+    n = 1000
+    xh, yh, x, y = _pair(n, 11)
+    saxpy(n, 1.0, x, y, grid=4, block=256)
+    before = _replayed(dev)
+    for _ in range(10):
+        saxpy(n, 1.0, x, y, grid=4, block=256)
+    assert _replayed(dev) == before + 10
+    np.testing.assert_allclose(y.numpy(), yh + 11 * xh, rtol=1e-5)
+
+
+def test_other_scalars_or_grid_are_recorded_not_replayed_with_old_values(saxpy, dev):
+    n = 1000
+    xh, yh, x, y = _pair(n, 12)
+    want = yh.astype(np.float64)
+    for a, grid in [(1.0, 4), (2.0, 4), (1.0, 4), (2.0, 1), (2.0, 4), (2.0, 1)]:
+        saxpy(n, a, x, y, grid=grid, block=256)
+        want[:grid * 256] += a * xh[:grid * 256]
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+
+
+def test_a_destroyed_object_drops_the_replayed_launches(saxpy, dev):
+    n = 500
+    xh, yh, x, y = _pair(n, 13)
+    saxpy(n, 1.0, x, y, grid=2, block=256)
+    saxpy(n, 1.0, x, y, grid=2, block=256)
+    before = _replayed(dev)
+    dev.release(dev.own(lambda: None))
+    saxpy(n, 1.0, x, y, grid=2, block=256)
+    assert _replayed(dev) == before  # recorded again
+    saxpy(n, 1.0, x, y, grid=2, block=256)
+    assert _replayed(dev) == before + 1
+    np.testing.assert_allclose(y.numpy(), yh + 4 * xh, rtol=1e-5)
+
+
+def test_replayed_launches_write_their_timestamps(saxpy, dev):
+    n = 1 << 16
+    xh, yh, x, y = _pair(n, 14)
+    dev.set_timestamps(True)
+    try:
+        saxpy(n, 1.0, x, y, grid=n // 256, block=256)
+        before, g0 = _replayed(dev), dev.gpu_seconds
+        for _ in range(3):
+            saxpy(n, 1.0, x, y, grid=n // 256, block=256)
+            assert dev.last_gpu_seconds > 0
+        assert _replayed(dev) == before + 3 and dev.gpu_seconds > g0
+    finally:
+        dev.set_timestamps(False)
+    saxpy(n, 1.0, x, y, grid=n // 256, block=256)  # timestamps off: recorded without them
+    np.testing.assert_allclose(y.numpy(), yh + 5 * xh, rtol=1e-5)
+
+
+def test_threads_replaying_their_own_launches(saxpy, dev):
+    import threading
+
+    n, rounds = 2000, 25
+    pairs = [_pair(n, 20 + t) for t in range(4)]
+    errors = []
+
+    def work(t):
+        try:
+            _, _, x, y = pairs[t]
+            for _ in range(rounds):
+                saxpy(n, float(t + 1), x, y, grid=8, block=256)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t, (xh, yh, _, y) in enumerate(pairs):
+        np.testing.assert_allclose(y.numpy(), yh + rounds * (t + 1) * xh, rtol=1e-5)

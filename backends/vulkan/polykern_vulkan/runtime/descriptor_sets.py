@@ -24,12 +24,13 @@ SETS = 16  # sets kept per context (a loop alternating up to 16 launch shapes re
 
 
 class DescriptorSets:
-    def __init__(self, dev, capacity: int):
+    def __init__(self, dev, capacity: int, on_reset=lambda: None):
         self.dev = dev
         self.pool = None
         self.capacity = 0
         self.sets: Dict[tuple, object] = {}
         self.epoch = dev.release_epoch
+        self.on_reset = on_reset  # called whenever the kept sets go (what recorded them must go too)
         self.grow(capacity)
 
     def grow(self, capacity: int) -> None:
@@ -39,6 +40,7 @@ class DescriptorSets:
             vk.vkDestroyDescriptorPool(d, self.pool, None)
             self.pool = None
         self.sets.clear()
+        self.on_reset()
         self.pool = vk.vkCreateDescriptorPool(d, vk.VkDescriptorPoolCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=SETS, poolSizeCount=1,
             pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -48,14 +50,27 @@ class DescriptorSets:
     def _reset(self) -> None:
         vk.vkResetDescriptorPool(self.dev.handle, self.pool, 0)
         self.sets.clear()
+        self.on_reset()
+
+    def check_epoch(self) -> None:
+        """Drop every kept set if an object was destroyed since they were written (a handle may name
+        another object now)."""
+        epoch = self.dev.release_epoch
+        if epoch != self.epoch:
+            self._reset()
+            self.epoch = epoch
+
+    def make_room(self) -> None:
+        """Make sure the next :meth:`get` cannot reset the pool (a launch being recorded for replay
+        must not lose the set it binds while it is recorded)."""
+        self.check_epoch()
+        if len(self.sets) >= SETS:
+            self._reset()
 
     def get(self, layout, buffers: List[Tuple[int, object, int]]):
         """The set for ``layout`` with binding b pointing at each (b, VkBuffer, range): the cached one for
         these bindings, else a new one (written once)."""
-        epoch = self.dev.release_epoch
-        if epoch != self.epoch:  # a buffer (or layout) was destroyed since: a handle may name another now
-            self._reset()
-            self.epoch = epoch
+        self.check_epoch()
         key = (layout, tuple(buffers))
         dset = self.sets.get(key)
         if dset is not None:

@@ -26,7 +26,7 @@ from polykern.lazy import Lazy
 
 from . import coopmat
 from .buffers import BufferPool
-from .descriptor_sets import DescriptorSets
+from .descriptor_sets import SETS, DescriptorSets
 from .instance import Instance, instance
 from .timestamps import TimestampQueries, env_wants_timestamps, support_problem
 from .vkresult import BINDING_ERRORS, device_error, vk_call
@@ -194,26 +194,84 @@ class CommandContext:
                                                       flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self.submit_info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
                                            pCommandBuffers=[self.cmd])
-        self.sets = DescriptorSets(dev, capacity)
+        # Launches kept for replay (execute's ``keep``): key -> (command buffer, its submit info), recorded
+        # once from keep_pool; they bind kept descriptor sets, so they go whenever those go.
+        self.kept: Dict[tuple, Tuple[object, object]] = {}
+        self.spare: List[object] = []  # kept command buffers reset to the initial state, to record again
+        self.keep_pool = None
+        self.begin_kept = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, flags=0)
+        self.sets = DescriptorSets(dev, capacity, on_reset=self._drop_kept)
         self.timer: Optional[TimestampQueries] = None  # made on the first timed launch (timestamps.py)
         self.timed = False  # this recording writes the timestamps
         self.token = dev.own(self._destroy)
 
+    def _drop_kept(self) -> None:
+        if self.keep_pool is not None and (self.kept or self.spare):
+            vk.vkResetCommandPool(self.dev.handle, self.keep_pool, 0)  # every kept buffer to the initial state
+        self.spare.extend(cmd for cmd, _ in self.kept.values())
+        self.kept.clear()
+
     def _destroy(self) -> None:
         d = self.dev.handle
         self.sets.destroy()
+        if self.keep_pool is not None:
+            vk.vkDestroyCommandPool(d, self.keep_pool, None)
         if self.timer is not None:
             self.timer.destroy()
         vk.vkDestroyFence(d, self.fence, None)
         vk.vkDestroyCommandPool(d, self.pool, None)  # frees the command buffer
 
     # -- recording
-    def begin(self, descriptors: int) -> None:
-        d = self.dev.handle
+    def prepare(self, record: Callable[["CommandContext"], None], descriptors: int, keep) -> object:
+        """The submit info of this launch: recorded now by ``record(ctx)`` into the one-time command
+        buffer, or, with a ``keep`` key (everything the recording depends on besides the context's
+        descriptor sets: pipeline, bindings, push constants, grid), replayed from the command buffer a
+        launch with the same key recorded (and timestamps the same way), else recorded into a new one
+        and kept (at most SETS per context)."""
         if descriptors > self.sets.capacity:
             self.sets.grow(max(descriptors, 2 * self.sets.capacity))
-        vk.vkResetCommandPool(d, self.pool, 0)
-        vk.vkBeginCommandBuffer(self.cmd, self.begin_info)
+        if keep is None:
+            self.begin(descriptors)
+            record(self)
+            self.end()
+            return self.submit_info
+        self.sets.check_epoch()
+        key = (keep, self.dev.timestamps)
+        hit = self.kept.get(key)
+        if hit is not None:
+            self.timed = self.dev.timestamps
+            self.dev.count("launches_replayed")
+            return hit[1]
+        self.sets.make_room()  # no descriptor pool reset (which drops the kept buffers) while recording
+        if len(self.kept) >= SETS:
+            self._drop_kept()
+        d = self.dev.handle
+        if self.keep_pool is None:
+            self.keep_pool = vk.vkCreateCommandPool(d, vk.VkCommandPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=self.dev.family), None)
+        cmd = self.spare.pop() if self.spare else vk.vkAllocateCommandBuffers(d, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=self.keep_pool,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        one_time, self.cmd = self.cmd, cmd
+        try:
+            self.begin(descriptors, kept=True)
+            record(self)
+            self.end()
+        except BaseException:
+            self.spare.append(cmd)
+            self._drop_kept()  # resets cmd (maybe left recording) with the others
+            raise
+        finally:
+            self.cmd = one_time
+        info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[cmd])
+        self.kept[key] = (cmd, info)
+        return info
+
+    def begin(self, descriptors: int, kept: bool = False) -> None:
+        d = self.dev.handle
+        if not kept:
+            vk.vkResetCommandPool(d, self.pool, 0)
+        vk.vkBeginCommandBuffer(self.cmd, self.begin_kept if kept else self.begin_info)
         # Earlier submissions' device writes (kernels, copies) -> everything this one does.
         self.barrier(WORK_STAGES, WRITES, WORK_STAGES, ALL_ACCESS)
         self.timed = self.dev.timestamps
@@ -369,22 +427,23 @@ class Device:
         with vk_call("creating a command context"):
             return CommandContext(self, max(16, descriptors))
 
-    def execute(self, record: Callable[[CommandContext], None], descriptors: int = 0, what: str = "launch") -> None:
-        """Record with ``record(ctx)``, submit, wait. A failure after submission (timeout, device lost)
-        raises DeviceError with ``submitted = True``: the context (and anything the caller bound) may
-        still be in use by the device and must not be reused."""
+    def execute(self, record: Callable[[CommandContext], None], descriptors: int = 0, what: str = "launch",
+                keep=None) -> None:
+        """Record with ``record(ctx)``, submit, wait. ``keep``: a hashable key of everything the recording
+        depends on but the descriptor sets (CommandContext.prepare): a launch with a key a former launch
+        of the context had replays that one's command buffer instead of recording. A failure after
+        submission (timeout, device lost) raises DeviceError with ``submitted = True``: the context (and
+        anything the caller bound) may still be in use by the device and must not be reused."""
         self.check_open()
         ctx = self._acquire_context(descriptors)
         submitted = False
         try:
             with vk_call(f"recording the {what}"):
-                ctx.begin(descriptors)
-                record(ctx)
-                ctx.end()
+                info = ctx.prepare(record, descriptors, keep)
             with self._queue_lock:
                 self.check_open()
                 with vk_call(f"vkQueueSubmit ({what})"):
-                    vk.vkQueueSubmit(self.queue, 1, [ctx.submit_info], ctx.fence)
+                    vk.vkQueueSubmit(self.queue, 1, [info], ctx.fence)
                 submitted = True
             try:
                 vk.vkWaitForFences(self.handle, 1, [ctx.fence], vk.VK_TRUE, self.timeout_ns)

@@ -165,7 +165,9 @@ class VulkanKernel:
                     for src, dst, n in copies_out:
                         ctx.copy(src.handle, dst.handle, max(n, 1))
 
-            dev.execute(record, descriptors=len(bound), what=f"launch of kernel '{self.name}'")
+            # only DeviceArrays bound: the same pipeline, buffers, scalars and grid replay the recorded launch
+            keep = None if host_copies else (pipeline, tuple(bound), push, grid3)
+            dev.execute(record, descriptors=len(bound), what=f"launch of kernel '{self.name}'", keep=keep)
             dev.count("launches")
             for hc in written:  # only writable parameters are copied back
                 hc.host[:] = hc.src.mapped[:hc.nbytes]
