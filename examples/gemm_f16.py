@@ -56,14 +56,15 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     pk.frag_fill(c12, 0.0)
     pk.frag_fill(c13, 0.0)
     for k0 in range(0, k, BK):
-        e = tid
+        # A's and B's tiles (the same size: BM == BN) together, 4 elements each per work-item and step,
+        # every load before the stores: 8 loads in flight instead of one
+        e = tid * 4
         while e < BM * BK:
-            sa[e // BK * (BK + PAD) + e % BK] = a[(row0 + e // BK) * k + k0 + e % BK]
-            e += nt
-        e = tid
-        while e < BK * BN:
-            sb[e // BN * (BN + PAD) + e % BN] = b[(k0 + e // BN) * n + col0 + e % BN]
-            e += nt
+            a0, a1, a2, a3 = pk.vload(a, ((row0 + e // BK) * k + k0 + e % BK) // 4, 4)
+            b0, b1, b2, b3 = pk.vload(b, ((k0 + e // BN) * n + col0 + e % BN) // 4, 4)
+            pk.vstore(sa, (e // BK * (BK + PAD) + e % BK) // 4, (a0, a1, a2, a3))
+            pk.vstore(sb, (e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
+            e += nt * 4
         pk.barrier()
         for kk in range(0, BK, 16):
             pk.frag_load(fa0, sa, wr * (BK + PAD) + kk, BK + PAD)
@@ -120,6 +121,8 @@ def device_subgroup_size(mod) -> int:
 
 def launch(mod, a, b, c, m, n, k, tiles, sg_size):
     bm, bn, bk = tiles
+    if bm != bn:
+        raise ValueError(f"gemm_f16 stages A's and B's tiles in one loop: BM must equal BN, got {bm}, {bn}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
     mod[gemm_f16.specialize(BM=bm, BN=bn, BK=bk).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),

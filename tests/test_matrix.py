@@ -84,6 +84,32 @@ def staged(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32]):
 
 
 @pk.kernel
+def staged_layouts(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32], COL: pk.constexpr, OFF: pk.constexpr):
+    """32 x 32 A and B tiles staged into padded shared rows (ld 40) at element offset OFF, loaded row-
+    or column-major (cuda: ldmatrix, its .trans form, or element-wise where OFF is not a multiple of 8)."""
+    sa = pk.shared(f16, 32 * 40 + 8)
+    sb = pk.shared(f16, 32 * 40 + 8)
+    e = pk.local_id(0)
+    while e < 32 * 32:
+        sa[OFF + e // 32 * 40 + e % 32] = a[e]
+        sb[OFF + e // 32 * 40 + e % 32] = b[e]
+        e += pk.local_size(0)
+    pk.barrier()
+    fa = pk.frag_a(f16, 32, 32, 32)
+    fb = pk.frag_b(f16, 32, 32, 32)
+    acc = pk.frag_acc(f32, 32, 32, 32)
+    pk.frag_fill(acc, 0.0)
+    if COL == 1:
+        pk.frag_load(fa, sa, OFF, 40, "col")
+        pk.frag_load(fb, sb, OFF, 40, "col")
+    else:
+        pk.frag_load(fa, sa, OFF, 40)
+        pk.frag_load(fb, sb, OFF, 40)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, 0, 32, acc)
+
+
+@pk.kernel
 def sg_size(out: Buffer[i32]):
     out[pk.global_id(0)] = pk.subgroup_size()
 
@@ -249,6 +275,22 @@ def test_fill_scale_col_store_and_shared(target):
             block=2 * _subgroup_size(target))
     want2 = reference_mma(A, B, np.zeros((16, 16), np.float32), f32)
     np.testing.assert_array_equal(d2.reshape(2, 16, 16), np.stack([want2, want2]))
+
+
+@pytest.mark.parametrize("col,off", [(0, 8), (1, 8), (0, 4), (1, 4)])
+@pytest.mark.parametrize("target", TARGETS)
+def test_shared_layouts_and_offsets(target, col, off):
+    rng = np.random.default_rng(17)
+    Ma, Mb = _rand(np.float16, (32, 32), rng), _rand(np.float16, (32, 32), rng)
+    A, B = (Ma.T, Mb.T) if col else (Ma, Mb)  # column-major: memory holds the transpose
+    kern = staged_layouts.specialize(COL=col, OFF=off)
+    mod = _build_or_refusal(kern, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses 32x32x32 fragments")
+    d = np.zeros(32 * 32, np.float32)
+    _launch(mod, kern.name, target, Ma.ravel(), Mb.ravel(), d, grid=1, block=_subgroup_size(target))
+    want = reference_mma(np.ascontiguousarray(A), np.ascontiguousarray(B), np.zeros((32, 32), np.float32), f32)
+    np.testing.assert_array_equal(d.reshape(32, 32), want)  # small integers: exact everywhere
 
 
 def test_oracle_matches_reference_and_cpu():

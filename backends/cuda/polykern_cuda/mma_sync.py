@@ -29,6 +29,8 @@ from polykern.ir import nodes as ir
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import ArrayType, FragmentType
 
+from .divisibility import Divisibility
+
 __all__ = ["supported", "slots", "instructions", "ptx_mma", "register_count", "MIN_ARCH"]
 
 MIN_ARCH = 80
@@ -132,14 +134,23 @@ _C_STORAGE = {"f16": "unsigned short", "i8": "signed char", "u8": "unsigned char
 _C_ACC = {"f32": "float", "f16": "float", "i32": "int"}
 
 
+def _packed(ft: FragmentType) -> bool:
+    """f16 A/B fragments are held as the instruction's 32-bit registers (element pairs, first in the low
+    half): half the registers of one 16-bit value each, whichever way they were loaded."""
+    return ft.role != "acc" and ft.elem.name == "f16"
+
+
 def _c_name(em, name: str) -> str:
     """The C array of fragment ``name`` (declared at the top of the kernel on first use)."""
     names = em.__dict__.setdefault("_pk_fragments", {})
     if name not in names:
         ft = em.fn.fragments[name]
         c = f"pk_frag{len(names)}"
-        ctype = _C_ACC[ft.elem.name] if ft.role == "acc" else _C_STORAGE[ft.elem.name]
-        em.temps.append(f"{ctype} {c}[{len(slots(ft))}];  /* {name}: {ft} */")
+        if _packed(ft):
+            em.temps.append(f"unsigned {c}[{len(slots(ft)) // 2}];  /* {name}: {ft}, f16 pairs */")
+        else:
+            ctype = _C_ACC[ft.elem.name] if ft.role == "acc" else _C_STORAGE[ft.elem.name]
+            em.temps.append(f"{ctype} {c}[{len(slots(ft))}];  /* {name}: {ft} */")
         names[name] = c
     return names[name]
 
@@ -158,8 +169,10 @@ def emit_c(em, s: ir.MatrixOp) -> None:
     n = len(slots(ft))
     if s.op == "fill":
         v = em.expr(s.args[0])
-        if ft.role != "acc" and ft.elem.name == "f16":
-            v = f"{unit.helper('pk_f2h')}({v})"
+        if _packed(ft):
+            em.line(f"{{ unsigned pk_h = (unsigned){unit.helper('pk_f2h')}({v}); "
+                    f"for (int pk_i = 0; pk_i < {n // 2}; pk_i++) {d}[pk_i] = pk_h | (pk_h << 16); }}")
+            return
         em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {v};")
         return
     if s.op == "scale":
@@ -177,25 +190,32 @@ def emit_c(em, s: ir.MatrixOp) -> None:
     em.line(f"unsigned pk_ln = {unit.helper('pk_sg_local_id')}(); int pk_g = (int)(pk_ln >> 2), "
             "pk_t = (int)(pk_ln & 3u);")
     em.line(f"long long pk_o = (long long)({off}), pk_ld = (long long)({ld});")
-    fast = ldmatrix_groups(ft, s.layout) if s.op == "load" and _in_shared(s.base) else None
+    fast = ldmatrix_groups(ft, s.layout) if s.op == "load" and _ldmatrix_aligned(em, s) else None
     if fast is not None:
         _emit_c_ldmatrix(em, ft, s.layout, base, d, fast)
-        em.line("} else {")
-        em.depth += 1
-    f16_acc = ft.role == "acc" and ft.elem.name == "f16"
-    for j, (r, c) in enumerate(slots(ft)):
-        if s.layout == "col":
-            r, c = c, r
-        at = f"{base}[pk_o + {_coord(r)} * pk_ld + {_coord(c)}]"
-        if s.op == "load":
-            em.line(f"{d}[{j}] = {unit.helper('pk_h2f') + '(' + at + ')' if f16_acc else at};")
-        else:
-            em.line(f"{at} = {unit.helper('pk_f2h') + '(' + d + f'[{j}])' if f16_acc else f'{d}[{j}]'};")
-    if fast is not None:
-        em.depth -= 1
-        em.line("}")
+    else:
+        for line in _element_lines(unit, ft, s.op, s.layout, d, base + "[pk_o + {}]"):
+            em.line(line)
     em.depth -= 1
     em.line("}")
+
+
+def _element_lines(unit, ft: FragmentType, op: str, layout: str, d: str, at: str) -> List[str]:
+    """A fragment's element-wise load or store in C (``pk_g``, ``pk_t``, ``pk_ld`` in scope);
+    ``at``: the memory access with ``{}`` for the element's offset."""
+    out = []
+    f16_acc = ft.role == "acc" and ft.elem.name == "f16"
+    for j, (r, c) in enumerate(slots(ft)):
+        if layout == "col":
+            r, c = c, r
+        el = at.format(f"{_coord(r)} * pk_ld + {_coord(c)}")
+        if _packed(ft):  # a load
+            out.append(f"{d}[{j // 2}] {'=' if j % 2 == 0 else '|='} (unsigned){el}{' << 16' if j % 2 else ''};")
+        elif op == "load":
+            out.append(f"{d}[{j}] = {unit.helper('pk_h2f') + '(' + el + ')' if f16_acc else el};")
+        else:
+            out.append(f"{el} = {unit.helper('pk_f2h') + '(' + d + f'[{j}])' if f16_acc else f'{d}[{j}]'};")
+    return out
 
 
 # ------------------------------------------------------------------------------ ldmatrix (shared f16)
@@ -205,13 +225,19 @@ def emit_c(em, s: ir.MatrixOp) -> None:
 # (g, t) receives elements (g, 2t), (g, 2t+1) of matrix q (with ``.trans``: (2t, g), (2t+1, g)).
 # Each 32-bit register of an f16 A or B fragment holds such a pair: an 8x8 sub-matrix whose pair runs
 # along k (A: row g, columns 2t, 2t+1; B: rows 2t, 2t+1, column g). So when k is contiguous in memory
-# (A row-major, B column-major) the plain form loads it, otherwise ``.trans``; the rows must be 16-byte
-# aligned, which the kernel checks at run time (uniform in the warp: the fragment's offset and leading
-# dimension are), keeping the element-wise path for any other address.
+# (A row-major, B column-major) the plain form loads it, otherwise ``.trans``. The rows must be 16-byte
+# aligned: used where the offset and leading dimension are provably multiples of 8 elements
+# (divisibility.py) in a shared array (declared 16-byte aligned), else the element-wise loads. (A
+# run-time check with both paths costs gemm_f16 ~40 registers, halving its occupancy.)
 
 
-def _in_shared(base: ir.Var) -> bool:
-    return isinstance(base.type, ArrayType) and base.type.scope == "shared"
+def _ldmatrix_aligned(em, s: ir.MatrixOp) -> bool:
+    if not (isinstance(s.base.type, ArrayType) and s.base.type.scope == "shared"):
+        return False
+    div = em.__dict__.get("_pk_divisibility")
+    if div is None or div[0] is not em.fn:
+        div = em.__dict__["_pk_divisibility"] = (em.fn, Divisibility(em.fn))
+    return all(div[1].multiple_of(a, 8) for a in s.args)
 
 
 def ldmatrix_groups(ft: FragmentType, layout: str) -> Optional[List[List[Tuple[int, int]]]]:
@@ -239,9 +265,7 @@ def _emit_c_ldmatrix(em, ft: FragmentType, layout: str, base: str, d: str, group
     em.line("unsigned pk_sa;")
     em.line('asm("{ .reg .u64 pk_p; cvta.to.shared.u64 pk_p, %1; cvt.u32.u64 %0, pk_p; }" : "=r"(pk_sa) : '
             f'"l"({base} + pk_o));')
-    em.line("if (((pk_sa & 15u) | (unsigned)(pk_ld & 7)) == 0u) {")
-    em.depth += 1
-    em.line("unsigned pk_q = pk_ln >> 3, pk_j = pk_ln & 7u, pk_r[4];")
+    em.line("unsigned pk_q = pk_ln >> 3, pk_j = pk_ln & 7u;")
     reg = 0
     for group in groups:
         n = len(group)
@@ -255,16 +279,12 @@ def _emit_c_ldmatrix(em, ft: FragmentType, layout: str, base: str, d: str, group
         else:
             row, col = f"({m_expr} + pk_j)", k_expr
         em.line(f"{{ unsigned pk_a = pk_sa + 2u * ({row} * (unsigned)pk_ld + {col});")
-        outs = ", ".join(f'"=r"(pk_r[{q}])' for q in range(n))
+        outs = ", ".join(f'"=r"({d}[{reg + q}])' for q in range(n))
         regs = ", ".join(f"%{q}" for q in range(n))
         em.line(f'  asm volatile("ldmatrix.sync.aligned.m8n8.x{n}{".trans" if trans else ""}.shared.b16 '
                 f'{{{regs}}}, [%{n}];" : {outs} : "r"(pk_a));')
-        for q in range(n):
-            em.line(f"  {d}[{2 * (reg + q)}] = (unsigned short)pk_r[{q}]; "
-                    f"{d}[{2 * (reg + q) + 1}] = (unsigned short)(pk_r[{q}] >> 16);")
         em.line("}")
         reg += n
-    em.depth -= 1
 
 
 def _emit_c_mma(em, s: ir.MatrixOp, d: str) -> None:
@@ -282,10 +302,10 @@ def _emit_c_mma(em, s: ir.MatrixOp, d: str) -> None:
         base = block * per
         out_regs = []
         for r in range(per // k):
-            if byte:
-                parts = [f"((unsigned)(unsigned char){arr}[{base + 4 * r + q}] << {8 * q})" for q in range(4)]
-            else:
-                parts = [f"(unsigned){arr}[{base + 2 * r}]", f"((unsigned){arr}[{base + 2 * r + 1}] << 16)"]
+            if not byte:
+                out_regs.append(f'"r"({arr}[{base // 2 + r}])')
+                continue
+            parts = [f"((unsigned)(unsigned char){arr}[{base + 4 * r + q}] << {8 * q})" for q in range(4)]
             out_regs.append('"r"(' + " | ".join(parts) + ")")
         return out_regs
 

@@ -13,14 +13,16 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f16, f32, i8, i32, u8
 from polykern.errors import BackendUnavailableError, KernelTypeError
+from polykern.ir import nodes as ir
 from polykern.ir.types import FragmentType
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern_cuda import mma_sync, nvptx, toolchain
+from polykern_cuda.divisibility import Divisibility
 from polykern_cuda.codegen import cuda_source
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from test_matrix import fill_scale_store, staged, tile_gemm  # noqa: E402
+from test_matrix import fill_scale_store, staged, staged_layouts, tile_gemm  # noqa: E402
 
 KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
            tile_gemm.specialize(TA=f16, TC=f16, M=32, N=8, K=32, BCOL=1),
@@ -141,13 +143,49 @@ def test_ldmatrix_tables_give_each_lane_its_slots(role, shape, layout):
         assert got[lane] == want, lane
 
 
-def test_ldmatrix_only_for_shared_f16_operands():
-    """A shared f16 A/B fragment load gets the ldmatrix path (behind the alignment check); a global
-    one, an accumulator and 8-bit fragments keep the element-wise loads."""
+def test_ldmatrix_only_where_provably_aligned():
+    """A shared f16 A/B fragment load whose offset and leading dimension are provably multiples of 8
+    elements gets ldmatrix (.trans for row-major B and column-major A); an offset of 4, a global source,
+    accumulators and 8-bit fragments keep the element-wise loads."""
     assert mma_sync.ldmatrix_groups(FragmentType("acc", f32, 16, 16, 16), "row") is None
     assert mma_sync.ldmatrix_groups(FragmentType("a", i8, 16, 16, 16), "row") is None
-    src, _ = cuda_source([run_default_passes(k.ir) for k in KERNELS])
-    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in src
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in src
-    plain, _ = cuda_source([run_default_passes(KERNELS[0].ir)])
-    assert "ldmatrix" not in plain
+
+    def src(*kernels):
+        return cuda_source([run_default_passes(k.ir) for k in kernels])[0]
+
+    row, col = src(staged_layouts.specialize(COL=0, OFF=8)), src(staged_layouts.specialize(COL=1, OFF=8))
+    # A row-major: plain; B row-major: .trans (32x32 fragments: 4 x4 instructions each)
+    assert row.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert row.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
+    assert col.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert col.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
+    assert "ldmatrix" not in src(staged_layouts.specialize(COL=0, OFF=4))
+    assert "ldmatrix" not in src(KERNELS[0])  # global memory
+    assert "ldmatrix" in src(staged)
+
+
+@pk.kernel
+def _div(x: Buffer[i32], p: i32):
+    a = pk.subgroup_id() * 32
+    b = a + 16 * p
+    c = a + p
+    e = 0
+    for i in range(0, p, 8):
+        e = i << 3
+    x[0] = a + b + c + e
+
+
+def test_divisibility():
+    fn = run_default_passes(_div.ir)
+    div = Divisibility(fn)
+    value = {s.name: s.value for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
+
+    def var(name):
+        return ir.Var(name, i32)
+
+    assert div.multiple_of(var("a"), 32) and not div.multiple_of(var("a"), 64)
+    assert div.multiple_of(var("b"), 16) and not div.multiple_of(var("b"), 32)
+    assert not div.multiple_of(var("c"), 2)  # p: a parameter, unknown
+    assert div.multiple_of(var("e"), 64) and not div.multiple_of(var("e"), 128)
+    assert not div.multiple_of(var("p"), 2)
+    assert value  # the kernel kept its locals
