@@ -3,8 +3,10 @@ import itertools
 
 import pytest
 
-from polykern import backends, registry
+from polykern import backends, registry, wire
+from polykern.errors import ArtifactError
 from polykern.module import DeviceModule, FallbackModule, create_with_fallback
+from polykern.payload_formats import PayloadFormats, registry_key
 from polykern.testing.fallback_contract import check_fallback_contract, forced_fallback
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import saxpy_info
@@ -17,6 +19,7 @@ def _isolated(monkeypatch):
     with isolated():
         backends.declare("opencl", "opencl", display_name="OpenCL", extra="opencl", config="opencl",
                          hint="with an OpenCL ICD", runtime=_no_pyopencl)
+        registry.register(registry_key("opencl"), PayloadFormats("bytes", ("cl",)))
         yield
 
 
@@ -100,3 +103,26 @@ def test_contract_requires_the_fix_in_the_message():
 
     with pytest.raises(AssertionError, match="how to fix"):
         check_fallback_contract("opencl", lambda: Vague("opencl", b"x", "cl", {"saxpy": saxpy_info()}, {"cl": "x"}))
+
+
+def test_contract_needs_the_declared_payloads():
+    registry.remove(registry_key("opencl"))
+    with pytest.raises(AssertionError, match=r"module.payload.opencl is None, not the PayloadFormats"):
+        check_fallback_contract("opencl", _build)
+
+
+def test_a_module_its_kind_does_not_declare_is_refused_at_build():
+    registry.register(registry_key("opencl"), PayloadFormats("bytes", ("spir",)), override=True)
+    with pytest.raises(ArtifactError, match=r"opencl module: payload layout 1 \(bytes\) with fmt 'cl' is not one "
+                                            r"that opencl modules hold; they accept layout 1 \(bytes\) with fmt 'spir'"):
+        check_fallback_contract("opencl", _build)
+
+
+def test_contract_compares_the_verdicts_with_the_runtime_loader():
+    def load(data, sources):
+        fmt, fmap, payload = wire.decode_device_payload("opencl", data)
+        return RealOpenCL("opencl", payload, fmt, fmap, sources)
+
+    registry.register("module.load_from_bytes.opencl", load)
+    assert check_fallback_contract("opencl", _build)["kind"] == "opencl"
+    assert registry.get("module.load_from_bytes.opencl") is load  # put back after the fallback verdict

@@ -14,8 +14,9 @@ import pytest
 import polykern as pk
 from polykern import backends
 from polykern.errors import ArtifactError
-from polykern.module import DeviceModule, RootModule
+from polykern.module import RootModule
 from polykern.testing.isolation import isolated
+from polykern.testing.kbin_rewrite import replace_module
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "examples" / "out_of_tree_backend" / "src" / "polykern_csrc"
@@ -41,8 +42,8 @@ def csrc(tmp_path_factory):
 def _with(good, **change):
     fields = dict(payload=good.payload, fmt=good.fmt, fmap=good.functions)
     fields.update(change)
-    return RootModule.collect([DeviceModule("csrc", fields["payload"], fields["fmt"], fields["fmap"])],
-                              ["csrc"]).export()
+    return replace_module(RootModule.collect([good], ["csrc"]).export(), 1, fields["fmt"], fields["fmap"],
+                          fields["payload"])
 
 
 def _attrs(good, **attrs):
@@ -59,10 +60,12 @@ def test_the_example_runs_what_its_codegen_writes(csrc):
 
 
 @pytest.mark.parametrize("case,expected", [
-    ("no_entry", "function 'saxpy' has no 'entry' attribute"),
+    ("no_entry", "csrc module: kernel 'saxpy' has no 'entry' attribute (fmt 'c': csrc kernels carry 'entry')"),
     ("bad_entry", "function 'saxpy': entry 'no_such_symbol' is not a C identifier defined in the source"),
-    ("sections", "the payload is named sections; a csrc module is one C source (layout bytes)"),
-    ("fmt", "fmt 'ptx'; a csrc module's fmt is 'c'"),
+    ("sections", "csrc module: payload layout 2 (smap) with fmt 'c' is not one that csrc modules hold; they accept "
+                 "layout 1 (bytes) with fmt 'c'"),
+    ("fmt", "csrc module: payload layout 1 (bytes) with fmt 'ptx' is not one that csrc modules hold; they accept "
+            "layout 1 (bytes) with fmt 'c'"),
 ])
 def test_what_the_codegen_never_writes_is_refused_at_load(csrc, case, expected):
     data = {"no_entry": lambda: _with(csrc, fmap=_attrs(csrc, entry=None)),

@@ -24,6 +24,7 @@ from .kbin_file import Source
 from .kbin_file import read as _read
 from .kbin_messages import message, quote
 from .module import Module, RootModule, UnavailableModule, payload_text
+from .payload_formats import check_registered
 from .version import compiler_version
 
 __all__ = ["export", "load", "read_artifact", "describe_binary", "compiler_version"]
@@ -101,6 +102,10 @@ def _load_device(i: int, entry: wire.ContainerModule, payload: bytes, decoded, s
                  strict: bool) -> Module:
     """Module ``i`` through its kind's loader, which gets ``payload`` (format version 2 bytes)."""
     kind = entry.kind
+    try:  # the kind's accepted layout/fmt: the same verdict with the runtime (loader) or without it
+        check_registered(kind, *decoded)
+    except ArtifactError as e:
+        raise ArtifactError(f"module {i}: {e}", entry.offset) from None
     loader = registry.get(f"module.load_from_bytes.{kind}")
     reason = ""
     if loader is None:

@@ -579,7 +579,8 @@ def test_missing_entry_is_a_device_error_with_the_code(fake):
 
 
 @pytest.mark.parametrize("fmt,payload,match", [
-    ("sass", b"x", "unknown payload format 'sass'"),
+    ("sass", b"x", r"cuda module: payload layout 1 \(bytes\) with fmt 'sass' is not one that cuda modules hold; "
+             r"they accept layout 1 \(bytes\) with fmt 'ptx' or 'cubin' or 'cuda'"),
     ("ptx", b"\x00\x01", "UTF-8 text without NUL"),
     ("ptx", b"// no kernels here", r"declares no kernel \(.entry\)"),
     ("cubin", b"not an elf", "ELF cubin or a fatbinary"),

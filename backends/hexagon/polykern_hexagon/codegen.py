@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import payload_formats, registry
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.codegen.llvm_matrix import cpu_support
@@ -109,4 +109,5 @@ def build(funcs: List, target: Target):
 def register() -> None:
     HEXAGON_KIND.register()
     registry.register("target.build.hexagon", build)
+    registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
     registry.register("matrix.support.hexagon", cpu_support)

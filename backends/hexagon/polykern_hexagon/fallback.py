@@ -12,6 +12,7 @@ import threading
 from typing import Dict, Mapping
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 __all__ = ["PendingHexagonAsm", "PendingAsmSources", "HexagonFallbackModule"]
 
@@ -60,3 +61,5 @@ class HexagonFallbackModule(PendingAsmSources, FallbackModule):
     """``inspect_source()`` shows the Hexagon assembly; ``inspect_source("llvm")`` the LLVM IR."""
 
     source_preference = ("asm", "llvm")
+    #: The payloads these modules hold (the codegen writes them; the loaders accept only these).
+    payload_formats = PayloadFormats("bytes", ("o",))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import payload_formats, registry
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_matrix import cpu_support
@@ -104,4 +104,5 @@ def build(funcs: List, target: Target):
 def register() -> None:
     LLVM_KIND.register()
     registry.register("target.build.llvm", build)
+    registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
     registry.register("matrix.support.llvm", cpu_support)

@@ -12,6 +12,7 @@ import threading
 from typing import Dict, Mapping
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 SOURCE_PREFERENCE = ("asm", "ll")
 
@@ -59,3 +60,5 @@ class LLVMFallbackModule(LazyAsmSources, FallbackModule):
     """``inspect_source()`` shows the assembly; ``inspect_source("ll")`` the optimized LLVM IR."""
 
     source_preference = SOURCE_PREFERENCE
+    #: The payloads these modules hold (the codegen writes them; the loaders accept only these).
+    payload_formats = PayloadFormats("bytes", ("o",))

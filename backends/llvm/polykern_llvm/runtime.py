@@ -32,9 +32,10 @@ from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_glo
                              normalize_dims)
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
+from polykern.payload_formats import check_payload
 
 from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
-from .fallback import SOURCE_PREFERENCE, LazyAsmSources
+from .fallback import SOURCE_PREFERENCE, LazyAsmSources, LLVMFallbackModule
 from .loader import check_relocations, load_image, unresolved
 from .objfile import ObjectPlan, parse_object
 from .pool import pool
@@ -297,6 +298,7 @@ def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo], sources: 
 
 def load_from_bytes(data: bytes, sources: Dict[str, str]) -> LLVMModule:
     fmt, fmap, payload = wire.decode_device_payload("llvm", data)
+    check_payload("llvm", LLVMFallbackModule.payload_formats, fmt, fmap, payload)  # before anything trusts it
     return LLVMModule(payload, fmt, fmap, sources)
 
 

@@ -3,9 +3,12 @@ real module (one serializer, ``DeviceModule.save_to_bytes``), inspectable, not r
 from __future__ import annotations
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 
 class MetalFallbackModule(FallbackModule):
     """``inspect_source()`` shows every kernel's MSL."""
 
     source_preference = ("metal",)
+    #: The payloads these modules hold (the codegen writes them; the loaders accept only these).
+    payload_formats = PayloadFormats("smap", ("metal", "metallib"), section_per_function=True)

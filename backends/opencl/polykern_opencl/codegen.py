@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from polykern import hooks, registry
+from polykern import hooks, payload_formats, registry
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.errors import KernelTypeError
@@ -42,6 +42,7 @@ def check_subgroups(funcs: List, target: Target) -> None:
 def register() -> None:
     OPENCL_KIND.register()
     registry.register("target.build.opencl", build)
+    registry.register(payload_formats.registry_key("opencl"), OpenCLFallbackModule.payload_formats)
 
 
 def opencl_source(funcs) -> Tuple[str, Dict[str, str]]:

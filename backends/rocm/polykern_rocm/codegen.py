@@ -28,7 +28,7 @@ from typing import Dict, List
 
 from llvmlite import ir as ll
 
-from polykern import registry
+from polykern import payload_formats, registry
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
@@ -173,4 +173,5 @@ def build(funcs: List, target: Target):
 def register() -> None:
     ROCM_KIND.register()
     registry.register("target.build.rocm", build)
+    registry.register(payload_formats.registry_key("rocm"), ROCmFallbackModule.payload_formats)
     registry.register("matrix.support.rocm", matrix_supported)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import payload_formats, registry
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
@@ -45,4 +45,5 @@ def build(funcs: List[ir.Function], target: Target) -> Module:
 def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.vulkan", build)
+    registry.register(payload_formats.registry_key("vulkan"), VulkanFallbackModule.payload_formats)
     registry.register("matrix.support.vulkan", matrix_supported)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 
 class VulkanFallbackModule(FallbackModule):
     """``inspect_source()`` shows the SPIR-V disassembly ("spirv-asm") by default."""
 
     source_preference = ("spirv-asm",)
+    #: The payloads these modules hold (the codegen writes them; the loaders accept only these).
+    payload_formats = PayloadFormats("smap", ("spirv",), section_per_function=True)

@@ -86,7 +86,8 @@ def _payload(mutate_info=None, mutate_shader=None, fmt="spirv"):
     ("no_entry", "launch ABI attributes missing: entry"),
     ("bad_bindings", "bindings"),
     ("bad_push", "push constant"),
-    ("fmt", "is not 'spirv'"),
+    ("fmt", r"vulkan module: payload layout 2 \(smap\) with fmt 'spirv-asm' is not one that vulkan modules hold; "
+            r"they accept layout 2 \(smap\) with fmt 'spirv'"),
 ])
 def test_loader_validates_before_trusting(case, match):
     load = registry.get("module.load_from_bytes.vulkan")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import hooks, registry
+from polykern import hooks, payload_formats, registry
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -48,3 +48,4 @@ def build(funcs: List[ir.Function], target: Target) -> Module:
 def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.webgpu", build)
+    registry.register(payload_formats.registry_key("webgpu"), WebGPUFallbackModule.payload_formats)

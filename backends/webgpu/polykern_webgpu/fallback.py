@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 
 class WebGPUFallbackModule(FallbackModule):
     source_preference = ("wgsl",)
+    #: The payloads these modules hold (the codegen writes them; the loaders accept only these).
+    payload_formats = PayloadFormats("smap", ("wgsl",), section_per_function=True, attrs=("entry",))

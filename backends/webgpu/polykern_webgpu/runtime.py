@@ -24,9 +24,11 @@ from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
+from polykern.payload_formats import check_payload
 from polykern.shared_launch import dynamic_shared_of
 
 from . import abi
+from .fallback import WebGPUFallbackModule
 from .device_array import DeviceArray, empty, to_device, zeros
 from .wgpu_context import STORAGE_USAGE, UNIFORM_USAGE, context, context_error, devices
 
@@ -311,6 +313,7 @@ def create(payload, fmt: str, fmap: Mapping[str, FunctionInfo], sources: Optiona
 
 def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None):
     fmt, fmap, payload = wire.decode_device_payload("webgpu", data)
+    check_payload("webgpu", WebGPUFallbackModule.payload_formats, fmt, fmap, payload)  # before anything trusts it
     return WebGPUModule(payload, fmt, fmap, sources)
 
 

@@ -14,7 +14,11 @@ without; it raises ``AssertionError`` (this is test code) describing the first v
 - ``save_to_bytes`` is identical to the real module's (runtime present) or across two
   fallback builds (runtime absent), and the exported artifacts are identical too;
 - ``get_function`` raises ``RuntimeNotLinkedError`` naming the kernel, the backend and the fix;
-- ``inspect_source`` works for the default and for every embedded format.
+- ``inspect_source`` works for the default and for every embedded format;
+- the kind declares the payloads it holds (``module.payload.<kind>``, a ``PayloadFormats``) and
+  its module is one of them; its artifact, and the same artifact with the module rewritten to a fmt
+  or layout the kind does not hold, get the same verdict with the runtime's loader and without it
+  (the rewritten ones: an ``ArtifactError`` naming the kind, the layout and the fmt).
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ import contextlib
 import os
 from typing import Any, Callable, Dict, Iterator, Optional
 
-from .. import backends, registry
-from ..errors import RuntimeNotLinkedError
+from .. import artifact, backends, registry, wire
+from ..errors import ArtifactError, RuntimeNotLinkedError
+from ..kbin_messages import quote
 from ..module import FORCE_FALLBACK_ENV, Module, RootModule
+from ..payload_formats import PayloadFormats, registry_key
+from .kbin_rewrite import rewrite_module
 
 __all__ = ["check_fallback_contract", "forced_fallback"]
 
@@ -97,6 +104,8 @@ def check_fallback_contract(kind: str, build: Callable[[], Module]) -> Dict[str,
         _check(real.functions == fb1.functions, kind, "fallback and real modules describe different functions")
         _check(_artifact(real) == _artifact(fb1), kind, "fallback and real modules export different artifacts")
 
+    _check_payload_verdicts(kind, fb1)
+
     display = backends.display_name(kind)
     for name in fb1.functions:
         try:
@@ -123,3 +132,50 @@ def check_fallback_contract(kind: str, build: Callable[[], Module]) -> Dict[str,
         _check(real.inspect_source() == default, kind, "real and fallback default inspect_source() differ")
     return {"kind": kind, "compared_with_real": real is not None, "functions": sorted(fb1.functions),
             "bytes": len(data), "source_formats": sorted(fb1.sources)}
+
+
+def _verdict(data: bytes) -> str:
+    """What loading ``data`` gives: "loaded" or the ArtifactError's message."""
+    try:
+        artifact.load(data)
+    except ArtifactError as e:
+        return str(e)
+    return "loaded"
+
+
+def _verdicts(kind: str, data: bytes) -> Dict[str, str]:
+    """{"runtime": verdict with the kind's loader (when registered), "fallback": verdict without it}."""
+    key = f"module.load_from_bytes.{kind}"
+    loader = registry.get(key)
+    out = {"fallback": ""}
+    if loader is not None:
+        out["runtime"] = _verdict(data)
+        registry.remove(key)
+    try:
+        out["fallback"] = _verdict(data)
+    finally:
+        if loader is not None:
+            registry.register(key, loader, override=True)
+    return out
+
+
+def _check_payload_verdicts(kind: str, fb: Module) -> None:
+    accepted = registry.get(registry_key(kind))
+    _check(isinstance(accepted, PayloadFormats), kind, f"{registry_key(kind)} is {accepted!r}, not the "
+           "PayloadFormats its codegen registers (the layout and fmts its modules hold)")
+    assert isinstance(accepted, PayloadFormats)
+    layout = getattr(fb, "layout", "")
+    _check(layout == accepted.layout and fb.fmt in accepted.fmts, kind,
+           f"the module (layout {layout}, fmt {fb.fmt!r}) is not one the kind declares: {accepted.describe()}")
+    good = _artifact(fb)
+    for verdict in _verdicts(kind, good).values():
+        _check(verdict == "loaded", kind, f"its own artifact does not load: {verdict}")
+    other = "bytes" if accepted.layout == "smap" else "smap"
+    unheld = "x" + "".join(accepted.fmts)  # a fmt none of the accepted ones is
+    for change, layout_id, fmt in ((dict(fmt=unheld), accepted.layout, unheld), (dict(layout=other), other, fb.fmt)):
+        verdicts = _verdicts(kind, rewrite_module(good, 1, **change))
+        _check(len(set(verdicts.values())) == 1, kind, f"with {change} the runtime and the fallback disagree: {verdicts}")
+        text = verdicts["fallback"]
+        for needle in (f"{kind} module", f"layout {wire.LAYOUTS.index(layout_id)} ({layout_id})",
+                       f"fmt {quote(fmt)}", accepted.describe()):
+            _check(needle in text, kind, f"loading with {change} does not say {needle!r}: {text}")

@@ -26,8 +26,10 @@ from polykern import wire
 from polykern.errors import ArtifactError, DeviceError
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
+from polykern.payload_formats import check_payload
 
 from .. import toolchain
+from ..fallback import CUDAFallbackModule
 from . import cubin
 from . import device as _device
 from .cuerrors import HINTS, NAMES, cuda_call
@@ -36,7 +38,7 @@ from .kernel import CUDAKernel
 
 __all__ = ["CUDAModule", "create", "load_from_bytes", "FORMATS"]
 
-FORMATS = ("ptx", "cubin", "cuda")
+FORMATS = CUDAFallbackModule.payload_formats.fmts  # the one declaration (fallback.py)
 _ELF = b"\x7fELF"
 _FATBIN = b"\x50\xed\x55\xba"  # fatbinary magic 0xBA55ED50, little-endian
 
@@ -85,8 +87,7 @@ def _unload_all(loaded: List[_Loaded]) -> None:
 
 
 def _validate(fmt: str, payload: bytes, fmap: Mapping[str, FunctionInfo]) -> None:
-    if fmt not in FORMATS:
-        raise ArtifactError(f"cuda module: unknown payload format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    check_payload("cuda", CUDAFallbackModule.payload_formats, fmt, fmap, payload)  # layout and fmt first
     if fmt in ("ptx", "cuda") and payload_text(payload) is None:
         raise ArtifactError(f"cuda module: a {fmt!r} payload must be UTF-8 text without NUL bytes")
     if fmt == "ptx" and fmap and ".entry" not in payload.decode("utf-8"):

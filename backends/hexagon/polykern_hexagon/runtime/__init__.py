@@ -13,7 +13,9 @@ from typing import Dict, List
 
 from polykern import registry, wire
 from polykern.module import FunctionInfo
+from polykern.payload_formats import check_payload
 
+from ..fallback import HexagonFallbackModule
 from .module import HexagonModule
 from .toolchain import QEMU_CPU, find_tools
 
@@ -28,6 +30,7 @@ def create(payload: bytes, fmt: str, fmap: Dict[str, FunctionInfo], sources: Dic
 
 def load_from_bytes(data: bytes, sources: Dict[str, str]) -> HexagonModule:
     fmt, fmap, payload = wire.decode_device_payload("hexagon", data)
+    check_payload("hexagon", HexagonFallbackModule.payload_formats, fmt, fmap, payload)  # before anything trusts it
     return HexagonModule(payload, fmt, fmap, sources)
 
 

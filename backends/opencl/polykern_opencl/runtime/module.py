@@ -19,7 +19,9 @@ from polykern import wire
 from polykern.errors import ArtifactError
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
+from polykern.payload_formats import check_payload
 
+from ..fallback import OpenCLFallbackModule
 from . import device as _device
 from .device_array import DeviceArray, empty, to_device, zeros
 from .kernel import OpenCLKernel
@@ -115,4 +117,5 @@ def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
 
 def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None) -> OpenCLModule:
     fmt, fmap, payload = wire.decode_device_payload("opencl", data)
+    check_payload("opencl", OpenCLFallbackModule.payload_formats, fmt, fmap, payload)  # before anything trusts it
     return OpenCLModule(payload, fmt, fmap, sources)

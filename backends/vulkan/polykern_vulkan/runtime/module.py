@@ -17,7 +17,9 @@ import numpy as np
 from polykern import wire
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo
+from polykern.payload_formats import check_payload
 
+from ..fallback import VulkanFallbackModule
 from . import device as _device
 from .abi import parse_module
 from .device_array import DeviceArray, to_device
@@ -83,4 +85,5 @@ def create(payload: Dict[str, bytes], fmt: str, fmap: Mapping[str, FunctionInfo]
 
 def load_from_bytes(data: bytes, sources: Dict[str, str]) -> VulkanModule:
     fmt, fmap, payload = wire.decode_device_payload("vulkan", data)
+    check_payload("vulkan", VulkanFallbackModule.payload_formats, fmt, fmap, payload)  # before anything trusts it
     return VulkanModule(payload, fmt, fmap, sources)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import registry
+from polykern import payload_formats, registry
 from polykern.codegen.c_source import emit_source
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as ir
@@ -50,6 +50,7 @@ _LAUNCHER = """void {entry}(void *const *pk_args, const int64_t *pk_dims) {{
 def register() -> None:
     CSRC_KIND.register()
     registry.register("target.build.csrc", build)
+    registry.register(payload_formats.registry_key("csrc"), CSourceFallbackModule.payload_formats)
 
 
 def _launcher(fn, symbol: str, entry: str) -> str:

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from polykern.module import FallbackModule
+from polykern.payload_formats import PayloadFormats
 
 
 class CSourceFallbackModule(FallbackModule):
     source_preference = ("c",)
+    #: The payloads a csrc module holds: one C source whose launchers the kernels' 'entry' attributes name
+    #: (registered as module.payload.csrc, so a host without this backend's runtime gives the same verdict).
+    payload_formats = PayloadFormats("bytes", ("c",), attrs=("entry",))

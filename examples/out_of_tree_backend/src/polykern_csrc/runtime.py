@@ -22,6 +22,9 @@ from polykern import registry, wire
 from polykern.errors import ArtifactError, BackendUnavailableError, CompileError, LaunchError
 from polykern.launch import BufferArg, check_args
 from polykern.module import DeviceModule, FunctionInfo
+from polykern.payload_formats import check_payload
+
+from .fallback import CSourceFallbackModule
 
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
 
@@ -97,23 +100,19 @@ def create(payload, fmt: str, fmap, sources: Optional[Mapping[str, str]] = None)
 
 def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None) -> CSourceModule:
     fmt, fmap, payload = wire.decode_device_payload("csrc", data)
-    problem = _problem(fmt, fmap, payload)
+    check_payload("csrc", CSourceFallbackModule.payload_formats, fmt, fmap, payload)  # layout, fmt, 'entry'
+    problem = _problem(fmap, payload)
     if problem is not None:
         raise ArtifactError(f"csrc module: {problem}")
     return CSourceModule(payload, fmt, fmap, sources)
 
 
-def _problem(fmt: str, fmap: Mapping[str, FunctionInfo], payload) -> Optional[str]:
-    """What a launch would trip over in a loaded module (the codegen never writes it), found at load."""
-    if not isinstance(payload, bytes):
-        return "the payload is named sections; a csrc module is one C source (layout bytes)"
-    if fmt != "c":
-        return f"fmt {fmt!r}; a csrc module's fmt is 'c'"
+def _problem(fmap: Mapping[str, FunctionInfo], payload: bytes) -> Optional[str]:
+    """What a launch would trip over in a loaded module (the codegen never writes it), found at load
+    (after ``check_payload``: one C source, and every kernel has its 'entry')."""
     text = payload.decode("utf-8", "replace")
     for name, info in fmap.items():
-        entry = info.attrs.get("entry")
-        if entry is None:
-            return f"function {name!r} has no 'entry' attribute (the C function that launches it)"
+        entry = info.attrs["entry"]
         if not (entry.isascii() and entry.isidentifier()) or not re.search(rf"\b{entry}\s*\(", text):
             return f"function {name!r}: entry {entry!r} is not a C identifier defined in the source"
     return None
