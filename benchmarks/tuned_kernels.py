@@ -61,9 +61,13 @@ def group_add_once(v: f32, sh: pk.Shared[f32]) -> f32:
 # ------------------------------------------------------------------ whole-array reductions (2 passes)
 
 @pk.kernel
-def sum_pass(BLOCK: pk.constexpr, U: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
+def sum_pass(BLOCK: pk.constexpr, U: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], xt: Buffer[f32, "readonly"],
+             part: Buffer[f32]):
     """part[group] = sum of this group's grid-stride share of x: U float4 loads in flight per work-item
-    per step (each into its own accumulator, so the loads do not wait for each other's adds)."""
+    per step (each into its own accumulator, so the loads do not wait for each other's adds). ``xt`` is
+    the same array, for the n % 4 elements past the last float4: x itself is touched only by float4
+    groups, so Vulkan and WebGPU declare it an array of vec4 (16-byte loads; a scalar access anywhere
+    would make every access scalar there, ir/vector.py)."""
     sh = pk.shared(f32, BLOCK)
     acc = pk.local(f32, U)
     for u in range(U):
@@ -82,7 +86,7 @@ def sum_pass(BLOCK: pk.constexpr, U: pk.constexpr, n: i32, x: Buffer[f32, "reado
         k += stride
     t = n4 * 4 + pk.global_id(0)
     if t < n:
-        acc[0] += x[t]
+        acc[0] += xt[t]
     s = 0.0
     for u in range(U):
         s += acc[u]
@@ -92,8 +96,9 @@ def sum_pass(BLOCK: pk.constexpr, U: pk.constexpr, n: i32, x: Buffer[f32, "reado
 
 
 @pk.kernel
-def max_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
-    """part[group] = max of this group's grid-stride share of x."""
+def max_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], xt: Buffer[f32, "readonly"],
+             part: Buffer[f32]):
+    """part[group] = max of this group's grid-stride share of x (``xt``: x again, for the tail; see sum_pass)."""
     sh = pk.shared(f32, BLOCK)
     stride = pk.num_groups(0) * BLOCK
     n4 = n // 4
@@ -111,7 +116,7 @@ def max_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], part: Buff
         m0 = pk.max(m0, pk.max(pk.max(a0, a1), pk.max(a2, a3)))
     t = n4 * 4 + pk.global_id(0)
     if t < n:
-        m1 = pk.max(m1, x[t])
+        m1 = pk.max(m1, xt[t])
     total = group_max_once(pk.max(m0, m1), sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
@@ -128,9 +133,10 @@ def sqdev4(a0: f32, a1: f32, a2: f32, a3: f32, mean: f32) -> f32:
 
 
 @pk.kernel
-def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], stats: Buffer[f32, "readonly"],
-               part: Buffer[f32]):
-    """part[group] = sum of (x - stats[0])^2 over this group's share (the variance's second pass)."""
+def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], xt: Buffer[f32, "readonly"],
+               stats: Buffer[f32, "readonly"], part: Buffer[f32]):
+    """part[group] = sum of (x - stats[0])^2 over this group's share (the variance's second pass; ``xt``:
+    x again, for the tail; see sum_pass)."""
     sh = pk.shared(f32, BLOCK)
     mean = stats[0]
     stride = pk.num_groups(0) * BLOCK
@@ -149,7 +155,7 @@ def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], stats: B
         acc0 += sqdev4(a0, a1, a2, a3, mean)
     t = n4 * 4 + pk.global_id(0)
     if t < n:
-        d = x[t] - mean
+        d = xt[t] - mean
         acc1 += d * d
     total = group_add_once(acc0 + acc1, sh)
     if pk.local_id(0) == 0:
@@ -219,7 +225,8 @@ def max_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], 
 
 @pk.kernel
 def saxpy_wide(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    """y = a * x + y, 4 elements per work-item per step of a grid-stride loop (float4 loads/stores)."""
+    """y = a * x + y on the first n // 4 * 4 elements, 4 per work-item per step of a grid-stride loop
+    (float4 loads/stores only: an array of vec4 on Vulkan/WebGPU); :func:`saxpy_tail` does the rest."""
     stride = pk.num_groups(0) * pk.local_size(0)
     n4 = n // 4
     k = pk.global_id(0)
@@ -228,7 +235,12 @@ def saxpy_wide(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
         y0, y1, y2, y3 = pk.vload(y, k, 4)
         pk.vstore(y, k, (a * x0 + y0, a * x1 + y1, a * x2 + y2, a * x3 + y3))
         k += stride
-    t = n4 * 4 + pk.global_id(0)
+
+
+@pk.kernel
+def saxpy_tail(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    """y = a * x + y on the n % 4 elements past saxpy_wide's last float4 (launched only when there are any)."""
+    t = n // 4 * 4 + pk.global_id(0)
     if t < n:
         y[t] = a * x[t] + y[t]
 
@@ -345,7 +357,7 @@ def layernorm_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, eps: f32,
         vals[j * 4 + 1] = a1
         vals[j * 4 + 2] = a2
         vals[j * 4 + 3] = a3
-    shift = x[base * 4]
+    shift, k1, k2, k3 = pk.vload(x, base, 4)  # the row's first element (a float4: x stays vector-only)
     s = 0.0
     q = 0.0
     for j in range(VPT):  # selects, not branches: no load is sunk past a branch

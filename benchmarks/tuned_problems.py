@@ -114,21 +114,21 @@ def _red_run(which: str):
 
         if which == "sum":
             def go():
-                p1(n, x, part, grid=gs, block=sb)
+                p1(n, x, x, part, grid=gs, block=sb)
                 fin(gs, part, out, 0, 1.0, grid=1, block=fb)
                 return [out]
         elif which == "max":
             def go():
-                mx(n, x, part, grid=g, block=rb)
+                mx(n, x, x, part, grid=g, block=rb)
                 mfin(g, part, out, grid=1, block=fb)
                 return [out]
         else:
             inv = float(np.float32(1.0) / np.float32(n))
 
             def go():
-                p1(n, x, part, grid=gs, block=sb)
+                p1(n, x, x, part, grid=gs, block=sb)
                 fin(gs, part, out, 0, inv, grid=1, block=fb)       # out[0] = mean
-                sq(n, x, out, part, grid=g, block=rb)
+                sq(n, x, x, out, part, grid=g, block=rb)
                 fin(g, part, out, 1, inv, grid=1, block=fb)        # out[1] = variance (ddof 0)
                 return [out]
         return go
@@ -159,7 +159,7 @@ def _saxpy_make(rng, n):
 
 def _saxpy_run(mod, place, d, env):
     n = env["size"]
-    k = mod[tk.saxpy_wide.name]
+    k, tail = mod[tk.saxpy_wide.name], mod[tk.saxpy_tail.name]
     per, per_unit = SAXPY_VARIANTS[env.get("variant", "")]
     g = max(1, -(-(n // 4) // (SAXPY_BLOCK * per)))
     if per_unit:
@@ -168,6 +168,8 @@ def _saxpy_run(mod, place, d, env):
 
     def go():
         k(n, a, x, y, grid=g, block=SAXPY_BLOCK)
+        if n % 4:
+            tail(n, a, x, y, grid=1, block=4)
         return [y]
     return go
 
@@ -315,7 +317,7 @@ PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
             _red_kernels, _red_run("meanvar"), lambda n: 8 * n,
             notes=["2 passes over x: mean, then the mean of squared deviations (ddof 0)"]),
     Problem("saxpy", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-5),
-            lambda n: [tk.saxpy_wide], _saxpy_run, lambda n: 12 * n, resets=("y",), variants=tuple(SAXPY_VARIANTS)),
+            lambda n: [tk.saxpy_wide, tk.saxpy_tail], _saxpy_run, lambda n: 12 * n, resets=("y",), variants=tuple(SAXPY_VARIANTS)),
     Problem("stencil", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),
             lambda hw: [tk.jacobi_wide], _stencil_run, lambda hw: 8 * hw[0] * hw[1]),
     Problem("softmax", _rows_make, lambda h: [softmax_reference(h["x"])], lambda h: (1e-4, 1e-7),

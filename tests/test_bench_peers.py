@@ -201,3 +201,17 @@ def test_row_kernels_issue_every_row_load_before_any_branch(name):
     assert len([p for p in loads if p < first_branch]) == 2, body[:first_branch]
     assert "shfl.sync" in body and ".local" not in body
     assert len(re.findall(r"st\.global\.v4", body)) == 2
+
+
+def test_streamed_inputs_are_vector_only_so_vulkan_declares_arrays_of_vec4():
+    """A scalar access anywhere (the n % 4 tail, layer norm's shift) made Vulkan/WebGPU declare a buffer as
+    scalars and split every float4 into 4 loads; the tails now read an alias (xt) or run in saxpy_tail."""
+    from polykern.ir.vector import vector_buffers
+
+    want = {"sum_pass": {"x"}, "max_pass": {"x"}, "sqdev_pass": {"x"}, "saxpy_wide": {"x", "y"},
+            "softmax_rows": {"x", "out"}, "layernorm_rows": {"x", "wt", "bias", "y"}}
+    for kern in tp.all_kernels(tp.FULL):
+        base = kern.name.split("__")[0]
+        if base in want:
+            vec = vector_buffers(kern.ir)
+            assert want[base] <= set(vec) and set(vec[b] for b in want[base]) == {4}, (kern.name, vec)
