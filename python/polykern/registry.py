@@ -7,6 +7,8 @@ Like TVM's FFI registry, every extension point of polykern is a string key
 - ``target.kind.<target kind>``     a :class:`polykern.target.TargetKind` (attribute schema);
 - ``module.create.<kind>``          real runtime module factory (runtime plugins only);
 - ``module.load_from_bytes.<kind>`` real loader (runtime plugins only).
+- ``module.payload.<kind>``         the payloads the kind's modules hold (``payload_formats.PayloadFormats``;
+                                    registered by the codegen).
 
 The registry is process-global and thread-safe. Registering a name twice is an
 error unless ``override=True`` — two backends silently fighting over one key
