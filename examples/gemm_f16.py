@@ -56,15 +56,31 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     pk.frag_fill(c12, 0.0)
     pk.frag_fill(c13, 0.0)
     for k0 in range(0, k, BK):
-        # A's and B's tiles (the same size: BM == BN) together, 4 elements each per work-item and step,
-        # every load before the stores: 8 loads in flight instead of one
+        # A's and B's tiles (the same size: BM == BN) together, 4 groups of 4 elements of each per
+        # work-item and step, every load before the stores: 32 loads in flight (on a GPU the step's
+        # staging is bound by the global loads' latency, not their bandwidth)
         e = tid * 4
         while e < BM * BK:
+            e1 = e + nt * 4
+            e2 = e + nt * 8
+            e3 = e + nt * 12
             a0, a1, a2, a3 = pk.vload(a, ((row0 + e // BK) * k + k0 + e % BK) // 4, 4)
+            a4, a5, a6, a7 = pk.vload(a, ((row0 + e1 // BK) * k + k0 + e1 % BK) // 4, 4)
+            a8, a9, a10, a11 = pk.vload(a, ((row0 + e2 // BK) * k + k0 + e2 % BK) // 4, 4)
+            a12, a13, a14, a15 = pk.vload(a, ((row0 + e3 // BK) * k + k0 + e3 % BK) // 4, 4)
             b0, b1, b2, b3 = pk.vload(b, ((k0 + e // BN) * n + col0 + e % BN) // 4, 4)
+            b4, b5, b6, b7 = pk.vload(b, ((k0 + e1 // BN) * n + col0 + e1 % BN) // 4, 4)
+            b8, b9, b10, b11 = pk.vload(b, ((k0 + e2 // BN) * n + col0 + e2 % BN) // 4, 4)
+            b12, b13, b14, b15 = pk.vload(b, ((k0 + e3 // BN) * n + col0 + e3 % BN) // 4, 4)
             pk.vstore(sa, (e // BK * (BK + PAD) + e % BK) // 4, (a0, a1, a2, a3))
+            pk.vstore(sa, (e1 // BK * (BK + PAD) + e1 % BK) // 4, (a4, a5, a6, a7))
+            pk.vstore(sa, (e2 // BK * (BK + PAD) + e2 % BK) // 4, (a8, a9, a10, a11))
+            pk.vstore(sa, (e3 // BK * (BK + PAD) + e3 % BK) // 4, (a12, a13, a14, a15))
             pk.vstore(sb, (e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
-            e += nt * 4
+            pk.vstore(sb, (e1 // BN * (BN + PAD) + e1 % BN) // 4, (b4, b5, b6, b7))
+            pk.vstore(sb, (e2 // BN * (BN + PAD) + e2 % BN) // 4, (b8, b9, b10, b11))
+            pk.vstore(sb, (e3 // BN * (BN + PAD) + e3 % BN) // 4, (b12, b13, b14, b15))
+            e += nt * 16
         pk.barrier()
         for kk in range(0, BK, 16):
             pk.frag_load(fa0, sa, wr * (BK + PAD) + kk, BK + PAD)
@@ -123,6 +139,9 @@ def launch(mod, a, b, c, m, n, k, tiles, sg_size):
     bm, bn, bk = tiles
     if bm != bn:
         raise ValueError(f"gemm_f16 stages A's and B's tiles in one loop: BM must equal BN, got {bm}, {bn}")
+    if (bm * bk) % (warps(tiles) * sg_size * 16):
+        raise ValueError(f"gemm_f16's staging moves 16 elements of A and B per work-item and round: a "
+                         f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles) * sg_size} work-items")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
     mod[gemm_f16.specialize(BM=bm, BN=bn, BK=bk).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),

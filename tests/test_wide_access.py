@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, f64, i32, i64, u8, u16
+from polykern import Buffer, f16, f32, f64, i32, i64, u8, u16
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
 from polykern.ir import nodes as ir
 from polykern.ir.vector import ALIGN_ATTR, iter_groups, lane_of
 from runtimes import runnable_targets
 
 TARGETS = runnable_targets()
-_FEATURE = {"u8": "i8", "u16": "i16", "i64": "i64", "f64": "f64"}
+_FEATURE = {"u8": "i8", "u16": "i16", "i64": "i64", "f64": "f64", "f16": "f16"}
 
 
 @pk.kernel
@@ -84,7 +84,7 @@ def test_scale4_matches_numpy(target):
     np.testing.assert_array_equal(y, want)
 
 
-@pytest.mark.parametrize("target,T", _params([f32, i32, f64, i64, u8, u16]))
+@pytest.mark.parametrize("target,T", _params([f32, i32, f64, i64, u8, u16, f16]))
 def test_vload2_vstore2(target, T):
     n = 1024
     x = _data(T, n)
@@ -99,7 +99,7 @@ def test_vload2_vstore2(target, T):
     np.testing.assert_array_equal(x, want_x)
 
 
-@pytest.mark.parametrize("target,T", _params([f32, i32, u8, f64]))
+@pytest.mark.parametrize("target,T", _params([f32, i32, u8, f64, f16]))
 def test_vload4_reversed_groups(target, T):
     n = 512
     x = _data(T, n)
@@ -186,6 +186,20 @@ def test_cuda_ptx_has_vector_loads_and_stores():
     ptx = dev.inspect_source("ptx")
     assert re.search(r"ld\.global(\.nc)?\.v4\.f32", ptx), ptx
     assert "st.global.v4.f32" in ptx
+
+
+def test_cuda_f16_groups_are_ushort_vectors():
+    """f16 is stored as its bits in CUDA C: a group is one ushort4 access, its lanes converted."""
+    from polykern_cuda import toolchain
+
+    if toolchain.available_compiler() is None:
+        pytest.skip("neither NVRTC nor nvcc is installed here")
+    dev = pk.build([_rev4(f16)], ["cuda -arch=sm_90"]).on("cuda")
+    src = dev.inspect_source("cuda")
+    assert "((ushort4*)x)[" in src and "make_ushort4(" in src and "pk_h2f(" in src
+    ptx = dev.inspect_source("ptx")
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u16|b16)", ptx), ptx
+    assert re.search(r"st\.global\.v4\.(u16|b16)", ptx), ptx
 
 
 def test_nvptx_has_vector_loads_and_stores():

@@ -100,11 +100,21 @@ class CUDADialect(CDialect):
     opaque_narrow_negation = True
     asm_keyword = "asm"
     # CUDA's vector types (aligned to their size, so nvcc emits ld/st.global.v2/v4).
+    # f16 is stored as its bits (unsigned short): its vectors are ushort2/4, converted lane by lane
     VECTOR_STEMS = {"f32": "float", "f64": "double", "i32": "int", "u32": "uint", "i64": "longlong",
-                    "u64": "ulonglong", "i16": "short", "u16": "ushort", "i8": "char", "u8": "uchar"}
+                    "u64": "ulonglong", "i16": "short", "u16": "ushort", "i8": "char", "u8": "uchar",
+                    "f16": "ushort"}
 
     def vector_value(self, vt, parts):
         return f"make_{vt}({', '.join(parts)})"
+
+    def vector_lane(self, unit, lane, t):
+        return f"{unit.helper('pk_h2f')}({lane})" if t == f16 else lane
+
+    def vector_part(self, unit, value, t):
+        if t != f16:
+            return value.text
+        return value.bits if value.bits is not None else f"{unit.helper('pk_f2h')}({value.unrounded or value.text})"
 
     def float_special(self, value: float, t: ScalarType) -> Code:
         if t == f64:

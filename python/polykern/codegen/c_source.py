@@ -363,6 +363,14 @@ class CDialect:
     def vector_value(self, vt: str, parts: List[str]) -> str:
         raise NotImplementedError
 
+    def vector_lane(self, unit: "TranslationUnit", lane: str, t: ScalarType) -> str:
+        """The value of a loaded vector's lane (C text ``lane``) as a ``t`` local."""
+        return lane
+
+    def vector_part(self, unit: "TranslationUnit", value: Code, t: ScalarType) -> str:
+        """A ``t`` value as a lane of a vector to store."""
+        return value.text
+
     # ---------------------------------------------------------------- pk.shared_dynamic (ir/dynamic_shared.py)
     def dynamic_shared_param(self, name: str, arr: ArrayType) -> Optional[str]:
         """A trailing kernel parameter for the dynamic shared array (OpenCL ``__local T*``), or None."""
@@ -563,9 +571,10 @@ class KernelEmitter:
                 self.temps.append(f"{vt} {tmp};")
                 self.line(f"{tmp} = {ptr}[{k}];")
                 for j, dest in enumerate(g.dests):
-                    self.line(f"{self.names[dest]} = {tmp}.{'xyzw'[j]};")
+                    lane = self.d.vector_lane(self.unit, f"{tmp}.{'xyzw'[j]}", elem)
+                    self.line(f"{self.names[dest]} = {lane};")
             else:
-                parts = [self.expr(v).text for v in g.values]
+                parts = [self.d.vector_part(self.unit, self.expr(v), elem) for v in g.values]
                 self.line(f"{ptr}[{k}] = {self.d.vector_value(vt, parts)};")
         finally:
             self.subst.clear()

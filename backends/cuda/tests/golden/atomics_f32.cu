@@ -28,7 +28,7 @@ static __device__ __forceinline__ float pk_atomic_min_f32(float* p, float v) {
 extern "C" __global__ void atomics_f32(float* x, float v) {
     int i = 0;
     float old = 0;
-    __shared__ float acc[4];
+    __shared__ __align__(16) float acc[4];
     float pk_e0;
     float pk_e1;
 

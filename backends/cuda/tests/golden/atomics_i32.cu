@@ -3,7 +3,7 @@
 extern "C" __global__ void atomics_i32(int* a, unsigned int* b) {
     int i = 0;
     int old = 0;
-    __shared__ int counts[16];
+    __shared__ __align__(16) int counts[16];
     int pk_e0;
     int pk_e1;
     unsigned int pk_e2;

@@ -19,7 +19,7 @@ extern "C" __global__ void half_math(int n, unsigned short pk_arg1, unsigned sho
     float s = pk_h2f(pk_arg1);
     int i = 0;
     float h = 0;
-    __shared__ unsigned short t[64];
+    __shared__ __align__(16) unsigned short t[64];
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     t[(int)threadIdx.x] = y[i];

@@ -3,7 +3,7 @@
 extern "C" __global__ void shared_reduce(const float* x, float* out) {
     int lid = 0;
     int s = 0;
-    __shared__ float tile[256];
+    __shared__ __align__(16) float tile[256];
 
     lid = (int)threadIdx.x;
     tile[lid] = x[(int)((unsigned int)(int)blockIdx.x * (unsigned int)(int)blockDim.x + (unsigned int)lid)];
