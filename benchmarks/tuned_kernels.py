@@ -401,13 +401,16 @@ def layernorm_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, eps: f32,
 # ------------------------------------------------------------------ matmul (f32, CUDA cores)
 
 @pk.kernel
-def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n: i32, k: i32,
+def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.constexpr, m: i32, n: i32, k: i32,
                 a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
     """C = A @ B (row-major), a BM x BN tile per work-group of (BM/8)*(BN/8) work-items, 8 x 8 results
     per work-item in registers (``pk.local``), A (transposed) and B tiles of depth BK staged in shared
     memory with float4 global loads, the next tile's loaded into registers while this one is multiplied. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
     (columns likewise): its shared-memory reads are 4 consecutive floats, conflict-free across a warp.
-    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md). Both
+    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md). FUSED=0
+    accumulates with ``a * b + c`` instead (two roundings): for Vulkan, where an f32 ``pk.fma`` is computed
+    in f64 (GLSL Fma may round twice, so the backend widens: 3 conversions, DMUL, DADD, 1 conversion per
+    fma; the 22:12 H100 run's Vulkan matmul took 42 ms, 11x CUDA). Both
     tiles live in the one ``pk.shared_dynamic`` array (``shared_size=BK * (BM + BN)`` at launch): CUDA C
     declares it 16-byte aligned, so nvcc reads 4 floats per ``ld.shared.v4`` (with static ``pk.shared``
     arrays, 4-byte aligned in CUDA C, it emitted 4 scalar loads each; NVPTX vectorizes either way).
@@ -452,7 +455,10 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, m: i32, n:
                     rb[h * 4 + e] = tiles[BK * BM + kk * BN + h * (BN // 2) + tx * 4 + e]
             for i in range(8):
                 for j in range(8):
-                    acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])
+                    if FUSED:
+                        acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])
+                    else:
+                        acc[i * 8 + j] = ra[i] * rb[j] + acc[i * 8 + j]
         pk.barrier()
         t += BK
     for i in range(8):

@@ -215,3 +215,19 @@ def test_streamed_inputs_are_vector_only_so_vulkan_declares_arrays_of_vec4():
         if base in want:
             vec = vector_buffers(kern.ir)
             assert want[base] <= set(vec) and set(vec[b] for b in want[base]) == {4}, (kern.name, vec)
+
+
+def test_vulkan_matmul_accumulates_in_f32_not_through_f64_fma():
+    """Vulkan's f32 pk.fma is computed in f64 (3 conversions, DMUL, DADD, 1 conversion): the 22:12 H100 run's
+    Vulkan matmul took 42 ms, 11x CUDA. The Vulkan build runs sgemm_tiled with FUSED=0 (a * b + c)."""
+    import polykern as pk
+
+    def has_float64(kern) -> bool:
+        words = np.frombuffer(pk.build([kern], targets=["vulkan"]).on("vulkan").payload[kern.name], np.uint32)
+        caps = np.flatnonzero(words[:-1] == ((2 << 16) | 17))  # OpCapability, 2 words
+        return bool((words[caps + 1] == 10).any())  # Float64
+
+    assert has_float64(tp._mm_kernel(tp.FULL["matmul"], fused=True))  # the check sees the f64 path
+    assert not has_float64(tp._mm_kernel(tp.FULL["matmul"], fused=False))
+    names = {k.name for k in tp.PROBLEMS["matmul"].kernels(tp.FULL["matmul"])}
+    assert tp._mm_kernel(tp.FULL["matmul"], fused=False).name in names
