@@ -246,9 +246,11 @@ def saxpy_tail(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
 
 
 @pk.kernel
-def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], dst: Buffer[f32]):
+def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], srcs: Buffer[f32, "readonly"], dst: Buffer[f32]):
     """5-point Jacobi step (edges copied), 4 consecutive points of a row per work-item: float4 loads of
-    the row and of the rows above and below, two scalar loads for the outer neighbours; w % 4 == 0."""
+    the row and of the rows above and below, two scalar loads for the outer neighbours through ``srcs``
+    (the same array: src is touched only by float4 groups, an array of vec4 on Vulkan/WebGPU, see
+    sum_pass); w % 4 == 0."""
     q = pk.global_id(0)
     y = pk.global_id(1)
     w4 = w // 4
@@ -262,8 +264,8 @@ def jacobi_wide(h: i32, w: i32, src: Buffer[f32, "readonly"], dst: Buffer[f32]):
             d0, d1, d2, d3 = pk.vload(src, v + w4, 4)
             x0 = q * 4
             i = y * w + x0
-            left = src[i - 1] if x0 > 0 else c0
-            right = src[i + 4] if x0 + 4 < w else c3
+            left = srcs[i - 1] if x0 > 0 else c0
+            right = srcs[i + 4] if x0 + 4 < w else c3
             o0 = 0.2 * (c0 + left + c1 + u0 + d0)
             o1 = 0.2 * (c1 + c0 + c2 + u1 + d1)
             o2 = 0.2 * (c2 + c1 + c3 + u2 + d2)

@@ -196,7 +196,7 @@ def _stencil_run(mod, place, d, env):
     src, dst = d["src"], d["dst"]
 
     def go():
-        k(h, w, src, dst, grid=grid, block=(bx, by))
+        k(h, w, src, src, dst, grid=grid, block=(bx, by))
         return [dst]
     return go
 

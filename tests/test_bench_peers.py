@@ -209,6 +209,7 @@ def test_streamed_inputs_are_vector_only_so_vulkan_declares_arrays_of_vec4():
     from polykern.ir.vector import vector_buffers
 
     want = {"sum_pass": {"x"}, "max_pass": {"x"}, "sqdev_pass": {"x"}, "saxpy_wide": {"x", "y"},
+            "jacobi_wide": {"src", "dst"},
             "softmax_rows": {"x", "out"}, "layernorm_rows": {"x", "wt", "bias", "y"}}
     for kern in tp.all_kernels(tp.FULL):
         base = kern.name.split("__")[0]
