@@ -85,6 +85,14 @@ TIERS: Dict[str, Tuple[Callable[[], Optional[str]], Tuple[str, ...]]] = {
 }
 
 
+def skip_if_absent(tier: str) -> None:
+    """Skip the calling test when ``tier`` is absent here, with a reason naming it (so that a host which
+    requires the tier fails instead, like every other absent-tier skip)."""
+    reason = TIERS[tier][0]()
+    if reason is not None:
+        pytest.skip(f"{tier} not available: {reason}")
+
+
 def required() -> List[str]:
     """The tiers named by ``POLYKERN_REQUIRE`` (a ``PolykernError`` for an unknown name)."""
     text = os.environ.get(ENV, "")

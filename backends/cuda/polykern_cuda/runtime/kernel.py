@@ -31,6 +31,7 @@ import numpy as np
 import pycuda.driver as drv
 
 from polykern.errors import DeviceError, LaunchError
+from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.shared_launch import dynamic_shared_of
@@ -244,6 +245,9 @@ class CUDAKernel:
 
     def _slow(self, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        # host arrays are copied one by one (the same memory twice shares one copy: Staging._host);
+        # overlapping views lost writes on the H100 (tests/test_issue15_redteam.py)
+        check_host_overlaps(self.name, "cuda", prepared, same_ok=True)
         self.check_limits(grid3, block3)
         if len(self._dims_ok) >= _MAX_DIMS:
             self._dims_ok.clear()
