@@ -618,7 +618,9 @@ def test_examples_run_through_libpolykern(clib, example, kind):
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(EXAMPLES))
-    kernels = [v for v in vars(mod).values() if isinstance(v, Kernel)]
+    # an example with specialized kernels says which ones its run() launches in kernels()
+    kernels = mod.kernels() if callable(getattr(mod, "kernels", None)) else \
+        [v for v in vars(mod).values() if isinstance(v, Kernel)]
     assert kernels and hasattr(mod, "run"), f"{example}.py has no kernels / run()"
     root = pk.build(kernels, targets=[kind])
     cm = _CModule(clib, root.export(), kind)
