@@ -1,4 +1,4 @@
-"""docs/language.md stays true: its support table is the generated one (polykern.support_table), each
+"""docs/language.md stays true: its support table is the generated one (polykern.testing.support_table), each
 cell of that table is what the code generators do, and every public name of the ``pk`` namespace that
 a kernel author uses is documented there."""
 import pathlib
@@ -7,7 +7,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from polykern import support_table
+from polykern.testing import support_table
 from polykern.errors import KernelTypeError
 from polykern.lang.builtins import BUILTINS
 from polykern.numerics import BACKENDS
@@ -28,10 +28,10 @@ def _doc() -> str:
 def test_the_embedded_support_table_is_the_generated_one():
     text = _doc()
     assert support_table.DOC_BEGIN in text and support_table.DOC_END in text, \
-        "docs/language.md must embed polykern.support_table.markdown_table() between DOC_BEGIN and DOC_END"
+        "docs/language.md must embed polykern.testing.support_table.markdown_table() between DOC_BEGIN and DOC_END"
     embedded = text.split(support_table.DOC_BEGIN, 1)[1].split(support_table.DOC_END, 1)[0].strip("\n") + "\n"
     assert embedded == support_table.markdown_table(), \
-        "docs/language.md's support table is stale: paste `python -m polykern.support_table` again"
+        "docs/language.md's support table is stale: paste `python -m polykern.testing.support_table` again"
 
 
 def _public_names():
