@@ -24,7 +24,7 @@ from polykern_metal.codegen import metal_shaders
 from metal_support import GOLDEN
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from test_matrix import fill_scale_store, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, tile_gemm  # noqa: E402
 
 GEMM = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
 

@@ -15,7 +15,7 @@ from polykern.errors import KernelTypeError
 from polykern.ir.types import FragmentType
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from test_matrix import fill_scale_store, staged, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged, tile_gemm  # noqa: E402
 
 KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
            tile_gemm.specialize(TA=f16, TC=f32, M=32, N=16, K=32, BCOL=1), fill_scale_store, staged]

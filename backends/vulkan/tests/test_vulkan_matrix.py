@@ -25,7 +25,7 @@ from polykern_vulkan.runtime import coopmat
 from polykern_vulkan.spirv_text import disassemble
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from test_matrix import fill_scale_store, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, tile_gemm  # noqa: E402
 
 from vulkan_tools import shaders  # noqa: E402
 
@@ -153,7 +153,7 @@ def test_enumeration_sets_stype_and_reads_the_driver_list():
 def test_barriers_make_memory_available_under_the_vulkan_memory_model():
     """A kernel with fragments uses the Vulkan memory model, where a barrier's availability and
     visibility are explicit: the staging barrier of examples/gemm_f16.py-style kernels carries them."""
-    from test_matrix import staged
+    from matrix_kernels import staged
 
     text = disassemble(shaders(staged, "vulkan")["staged"])
     sem = int(next(line for line in text.splitlines() if "OpControlBarrier" in line).split("%uint_")[-1])

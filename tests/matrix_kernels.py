@@ -1,0 +1,92 @@
+"""Matrix-fragment kernels shared by tests/test_matrix.py and the backends' matrix tests (cuda, metal, rocm,
+vulkan): a helper module, not a test file, so that each backend's tests find it under Bazel too
+(//tests:support)."""
+from __future__ import annotations
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i32
+
+
+@pk.kernel
+def tile_gemm(a: Buffer["TA"], b: Buffer["TA"], c: Buffer["TC"], d: Buffer["TC"], ksteps: i32, lda: i32,
+              ldb: i32, ldc: i32, tiles_n: i32, TA: pk.dtype, TC: pk.dtype, M: pk.constexpr, N: pk.constexpr,
+              K: pk.constexpr, BCOL: pk.constexpr):
+    """d = c + sum over k-steps of A[tile row, step] @ B[step, tile col]: one accumulate chain per tile."""
+    tm = pk.group_id(0) // tiles_n
+    tn = pk.group_id(0) % tiles_n
+    fa = pk.frag_a(TA, M, N, K)
+    fb = pk.frag_b(TA, M, N, K)
+    acc = pk.frag_acc(TC, M, N, K)
+    pk.frag_load(acc, c, tm * M * ldc + tn * N, ldc)
+    for s in range(ksteps):
+        pk.frag_load(fa, a, tm * M * lda + s * K, lda)
+        if BCOL == 1:  # B[k, n] at b[n * ldb + k]
+            pk.frag_load(fb, b, tn * N * ldb + s * K, ldb, "col")
+        else:
+            pk.frag_load(fb, b, s * K * ldb + tn * N, ldb)
+        acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, tm * M * ldc + tn * N, ldc, acc)
+
+
+@pk.kernel
+def fill_scale_store(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32], v: f32):
+    """(A @ B + v) * 0.5 stored column-major (ld 20) into d."""
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb = pk.frag_b(f16, 16, 16, 16)
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(acc, v)
+    pk.frag_load(fa, a, 0, 16)
+    pk.frag_load(fb, b, 0, 16)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_scale(acc, 0.5)
+    pk.frag_store(d, 0, 20, acc, "col")
+
+
+@pk.kernel
+def staged(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32]):
+    """A and B staged through shared memory by all work-items (a barrier between), then one mma per
+    subgroup, stored at the subgroup's own offset (an operand the same within a subgroup only)."""
+    sa = pk.shared(f16, 256)
+    sb = pk.shared(f16, 256)
+    i = pk.local_id(0)
+    n = pk.local_size(0)
+    e = i
+    while e < 256:
+        sa[e] = a[e]
+        sb[e] = b[e]
+        e += n
+    pk.barrier()
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb = pk.frag_b(f16, 16, 16, 16)
+    acc = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_load(fa, sa, 0, 16)
+    pk.frag_load(fb, sb, 0, 16)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, pk.subgroup_id() * 256, 16, acc)
+
+
+@pk.kernel
+def staged_layouts(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32], COL: pk.constexpr, OFF: pk.constexpr):
+    """32 x 32 A and B tiles staged into padded shared rows (ld 40) at element offset OFF, loaded row-
+    or column-major (cuda: ldmatrix, its .trans form, or element-wise where OFF is not a multiple of 8)."""
+    sa = pk.shared(f16, 32 * 40 + 8)
+    sb = pk.shared(f16, 32 * 40 + 8)
+    e = pk.local_id(0)
+    while e < 32 * 32:
+        sa[OFF + e // 32 * 40 + e % 32] = a[e]
+        sb[OFF + e // 32 * 40 + e % 32] = b[e]
+        e += pk.local_size(0)
+    pk.barrier()
+    fa = pk.frag_a(f16, 32, 32, 32)
+    fb = pk.frag_b(f16, 32, 32, 32)
+    acc = pk.frag_acc(f32, 32, 32, 32)
+    pk.frag_fill(acc, 0.0)
+    if COL == 1:
+        pk.frag_load(fa, sa, OFF, 40, "col")
+        pk.frag_load(fb, sb, OFF, 40, "col")
+    else:
+        pk.frag_load(fa, sa, OFF, 40)
+        pk.frag_load(fb, sb, OFF, 40)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, 0, 32, acc)
