@@ -28,7 +28,14 @@ for target, kind, skips in runnable_targets():
 def test_conformance(case, target, kind, checked):
     mod = pk.build(case.kernels, targets=[target], bounds_check=checked)
     assert all((f.attrs.get("bounds_check") == "1") is checked for f in mod.functions.values())
-    case.run(mod.on(kind), np.random.default_rng(1234))
+    try:
+        case.run(mod.on(kind), np.random.default_rng(1234))
+    except pk.errors.DeviceError as e:
+        # a matrix shape the device does not list (VkCooperativeMatrixPropertiesKHR: e.g. a newer lavapipe
+        # lists only 8x8x8) is the device's declared refusal, named at load
+        if "matrix" in case.features and "VK_ERROR_FEATURE_NOT_PRESENT" in str(e):
+            pytest.skip(f"refused by the device's cooperative-matrix shapes: {str(e).splitlines()[0][:300]}")
+        raise
 
 
 def test_suite_is_large_enough():

@@ -34,9 +34,9 @@ def drops(a: Buffer[{t}, "readonly"], o: Buffer[{t}]):
 '''
 
 
-# Open (2026-11-23): in the Bazel tier only (Python 3.14 in the offline Bazel environment, the same
-# wgpu 0.32 and lavapipe), WebGPU's f16 a[0] / (-0.0) was stored as 0 and -(a[0] / -0.0) as -0.0, where
-# the pytest tier on the same host stores -inf and inf (docs/correctness.md, section 6).
+# Open (2026-11-23): in the Bazel tier only (its Debian sid environment has a newer Mesa: lavapipe on
+# LLVM 22), WebGPU's f16 a[0] / (-0.0) was stored as 0 and -(a[0] / -0.0) as -0.0, where the pytest tier
+# (Debian 12's Mesa 22.3) stores -inf and inf (docs/correctness.md, section 6).
 _BAZEL_WEBGPU_F16 = pytest.mark.xfail(
     strict=False, reason="open: in the Bazel tier WebGPU stored f16 x / -0.0 as 0 (docs/correctness.md, section 6)")
 
