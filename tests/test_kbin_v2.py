@@ -15,7 +15,9 @@ import pytest
 import polykern as pk
 from polykern import artifact, backends
 from polykern.errors import ArtifactError
-from polykern.module import DeviceModule, RootModule, UnavailableModule
+from polykern.module import RootModule, UnavailableModule
+
+from kbin_future import future_module
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
@@ -23,12 +25,6 @@ saxpy_example = pytest.importorskip("saxpy")
 
 needs_llvm = pytest.mark.skipif(bool(backends.runtime_reason("llvm")),
                                 reason=f"no llvm runtime here: {backends.runtime_reason('llvm')}")
-
-
-def future_module(fmap) -> DeviceModule:
-    """A module of a kind no installed backend provides, with named sections (test_native uses it too)."""
-    return DeviceModule("zz_future", {"saxpy": b"\x00\x01future code\xff", "meta": b"text section\n"}, "zzbin",
-                        fmap, {"zz-asm": "future assembly\n"})
 
 
 @pytest.fixture(scope="module")

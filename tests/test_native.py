@@ -478,7 +478,7 @@ def test_unknown_kind_beside_llvm_read_shown_reexported_and_run_from_c(native_bu
     same bytes, and run_saxpy skips it (saying why) and runs the llvm module."""
     from polykern import artifact
     from polykern.module import RootModule
-    from test_kbin_v2 import future_module
+    from kbin_future import future_module
 
     compiled = tmp_path / "saxpy.kbin"
     p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
