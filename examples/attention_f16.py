@@ -1,0 +1,270 @@
+"""Fused attention forward, flash-attention style: O = softmax(Q K^T / sqrt(d)) V for Q, K, V of shape
+(batch * heads, seq, d), f16 in, f16 out, with the matrix fragments of docs/language.md 5.2 (tensor
+cores on cuda/nvptx, cooperative matrices on Vulkan, the reference arithmetic on the CPU).
+
+One group owns BM query rows of one (batch, head): BM // 16 subgroups, 16 rows each. For every block
+of BN keys (one pass over the keys, nothing of size seq x seq is stored):
+
+1. all work-items stage the block's K and V rows (f16) in shared memory (rows past ``seq`` are zeros);
+2. each subgroup computes its 16 x BN scores S = Q K^T with ``pk.mma`` (A = Q from shared, B = K^T:
+   K's rows loaded ``"col"``), f32 accumulate, and stores them (``frag_store``) to shared;
+3. one work-item per query row does the online softmax: running max m and sum l per row (base 2:
+   the scores are scaled by log2(e) / sqrt(d)), alpha = 2^(m_old - m_new), P = 2^(s - m_new) rounded
+   to f16 into shared (masked keys: 0), l = alpha l + sum(P);
+4. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
+   to shared (f32);
+5. every work-item updates the part of O it keeps in registers (``pk.local``, 4 consecutive elements
+   per step): O = alpha[row] O + (P V)[row].
+
+At the end O / l is written as f16. The fragment API has no per-row access to an accumulator, so the
+scores and the block product go through shared memory (steps 2-5): the price of portability here.
+Four barriers per key block. ``CAUSAL`` (a constexpr) masks key > query and stops at the diagonal.
+
+Tiles (``CONFIGS``): d = 64: BM = BN = 64 (45 KiB of shared memory); d = 128: BM = BN = 32 (42 KiB):
+the f32 staging of S and P V (BM x (d + 4), BN <= d) must fit the 48 KiB a CUDA kernel gets without
+opting in. ``SG`` is the subgroup size the kernel is built for (its block is (BM // 16) * SG
+work-items; the registers holding O are sized from it): 32 on NVIDIA (cuda, nvptx, Vulkan), 8 on the
+CPU; ``launch`` refuses a device whose subgroup size differs.
+"""
+import math
+
+import numpy as np
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i32
+
+PAD = 8  # f16 shared rows padded by 8 elements (16 bytes): conflict-free ldmatrix, as in gemm_f16
+SPAD = 4  # f32 staging rows padded by 4 elements
+LOG2E = 1.4426950408889634
+NEG = -1.0e30  # the running max before any key (finite: 2^(NEG - m) is 0, never inf - inf)
+
+
+@pk.kernel
+def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buffer[f16, "readonly"],
+                  o: Buffer[f16], seq: i32, qk_scale: f32,
+                  D: pk.constexpr, BM: pk.constexpr, BN: pk.constexpr, SG: pk.constexpr, CAUSAL: pk.constexpr):
+    sq = pk.shared(f16, BM * (D + PAD))
+    sk = pk.shared(f16, BN * (D + PAD))
+    sv = pk.shared(f16, BN * (D + PAD))
+    ss = pk.shared(f32, BM * (D + SPAD))  # S (BN <= D columns), then the block product P V
+    sp = pk.shared(f16, BM * (BN + PAD))
+    sm = pk.shared(f32, BM)  # running max per row (base-2 scaled scores)
+    sl = pk.shared(f32, BM)  # running sum
+    sa = pk.shared(f32, BM)  # this block's alpha
+    acc = pk.local(f32, BM * D // ((BM // 16) * SG))  # this work-item's part of O
+    row_s = pk.local(f32, BN)
+    fa = pk.frag_a(f16, 16, 16, 16)
+    fb0 = pk.frag_b(f16, 16, 16, 16)
+    fb1 = pk.frag_b(f16, 16, 16, 16)
+    c0 = pk.frag_acc(f32, 16, 16, 16)
+    c1 = pk.frag_acc(f32, 16, 16, 16)
+    tid = pk.local_id(0)
+    wr = pk.subgroup_id() * 16  # this subgroup's first row in the tile
+    bh = pk.group_id(1)
+    q0 = pk.group_id(0) * BM
+    base = bh * seq * D  # (batch * head)'s first element
+    # Q's tile (rows past seq: zeros) and the row state
+    e = tid * 4
+    while e < BM * D:
+        r = e // D
+        x0: f16 = 0.0
+        x1: f16 = 0.0
+        x2: f16 = 0.0
+        x3: f16 = 0.0
+        if q0 + r < seq:
+            x0, x1, x2, x3 = pk.vload(q, (base + (q0 + r) * D + e % D) // 4, 4)
+        pk.vstore(sq, (r * (D + PAD) + e % D) // 4, (x0, x1, x2, x3))
+        e += (BM // 16) * SG * 4
+    r = tid
+    while r < BM:
+        sm[r] = NEG
+        sl[r] = 0.0
+        r += (BM // 16) * SG
+    kend = seq
+    if CAUSAL:
+        kend = pk.min(seq, q0 + BM)
+    for k0 in range(0, kend, BN):
+        # 1. K's and V's rows k0 .. k0 + BN - 1
+        e = tid * 4
+        while e < BN * D:
+            r = e // D
+            y0: f16 = 0.0
+            y1: f16 = 0.0
+            y2: f16 = 0.0
+            y3: f16 = 0.0
+            z0: f16 = 0.0
+            z1: f16 = 0.0
+            z2: f16 = 0.0
+            z3: f16 = 0.0
+            if k0 + r < seq:
+                g = (base + (k0 + r) * D + e % D) // 4
+                y0, y1, y2, y3 = pk.vload(k, g, 4)
+                z0, z1, z2, z3 = pk.vload(v, g, 4)
+            pk.vstore(sk, (r * (D + PAD) + e % D) // 4, (y0, y1, y2, y3))
+            pk.vstore(sv, (r * (D + PAD) + e % D) // 4, (z0, z1, z2, z3))
+            e += (BM // 16) * SG * 4
+        pk.barrier()
+        # 2. S = Q K^T for this subgroup's 16 rows, two 16-key column blocks at a time
+        for n0 in range(0, BN, 32):
+            pk.frag_fill(c0, 0.0)
+            pk.frag_fill(c1, 0.0)
+            for kk in range(0, D, 16):
+                pk.frag_load(fa, sq, wr * (D + PAD) + kk, D + PAD)
+                pk.frag_load(fb0, sk, n0 * (D + PAD) + kk, D + PAD, "col")
+                pk.frag_load(fb1, sk, (n0 + 16) * (D + PAD) + kk, D + PAD, "col")
+                c0 = pk.mma(fa, fb0, c0)
+                c1 = pk.mma(fa, fb1, c1)
+            pk.frag_store(ss, wr * (D + SPAD) + n0, D + SPAD, c0)
+            pk.frag_store(ss, wr * (D + SPAD) + n0 + 16, D + SPAD, c1)
+        pk.barrier()
+        # 3. online softmax, one work-item per row
+        r = tid
+        while r < BM:
+            m_old = sm[r]
+            m_blk = NEG
+            for c in range(BN):
+                s = ss[r * (D + SPAD) + c] * qk_scale
+                ok = k0 + c < seq
+                if CAUSAL:
+                    ok = ok and k0 + c <= q0 + r
+                row_s[c] = s if ok else NEG
+                m_blk = pk.max(m_blk, row_s[c])
+            m_new = pk.max(m_old, m_blk)
+            alpha = pk.exp2(m_old - m_new)
+            total = 0.0
+            for c in range(BN):
+                p = f16(pk.exp2(row_s[c] - m_new)) if row_s[c] > NEG else f16(0.0)
+                sp[r * (BN + PAD) + c] = p
+                total += f32(p)
+            sl[r] = sl[r] * alpha + total
+            sm[r] = m_new
+            sa[r] = alpha
+            r += (BM // 16) * SG
+        pk.barrier()
+        # 4. the block product P V for this subgroup's rows, two 16-column blocks of d at a time
+        for n0 in range(0, D, 32):
+            pk.frag_fill(c0, 0.0)
+            pk.frag_fill(c1, 0.0)
+            for kk in range(0, BN, 16):
+                pk.frag_load(fa, sp, wr * (BN + PAD) + kk, BN + PAD)
+                pk.frag_load(fb0, sv, kk * (D + PAD) + n0, D + PAD)
+                pk.frag_load(fb1, sv, kk * (D + PAD) + n0 + 16, D + PAD)
+                c0 = pk.mma(fa, fb0, c0)
+                c1 = pk.mma(fa, fb1, c1)
+            pk.frag_store(ss, wr * (D + SPAD) + n0, D + SPAD, c0)
+            pk.frag_store(ss, wr * (D + SPAD) + n0 + 16, D + SPAD, c1)
+        pk.barrier()
+        # 5. O = alpha O + P V on this work-item's elements
+        for i in range(BM * D // ((BM // 16) * SG * 4)):
+            e = (i * (BM // 16) * SG + tid) * 4
+            r = e // D
+            alpha = sa[r]
+            acc[i * 4] = acc[i * 4] * alpha + ss[r * (D + SPAD) + e % D]
+            acc[i * 4 + 1] = acc[i * 4 + 1] * alpha + ss[r * (D + SPAD) + e % D + 1]
+            acc[i * 4 + 2] = acc[i * 4 + 2] * alpha + ss[r * (D + SPAD) + e % D + 2]
+            acc[i * 4 + 3] = acc[i * 4 + 3] * alpha + ss[r * (D + SPAD) + e % D + 3]
+    # O / l, rows past seq not written
+    for i in range(BM * D // ((BM // 16) * SG * 4)):
+        e = (i * (BM // 16) * SG + tid) * 4
+        r = e // D
+        if q0 + r < seq:
+            inv = 1.0 / sl[r]
+            pk.vstore(o, (base + (q0 + r) * D + e % D) // 4,
+                      (f16(acc[i * 4] * inv), f16(acc[i * 4 + 1] * inv), f16(acc[i * 4 + 2] * inv),
+                       f16(acc[i * 4 + 3] * inv)))
+
+
+@pk.kernel
+def subgroup_width(out: Buffer[i32]):
+    out[0] = pk.subgroup_size()
+
+
+#: head dim -> (BM, BN): the tiles the GPU runs (see the module's docstring for why they differ)
+CONFIGS = {64: (64, 64), 128: (32, 32)}
+#: the subgroup sizes kernels() specializes for by default: NVIDIA's 32, the CPU's 8
+SUBGROUPS = (32, 8)
+
+
+def kernel_for(d, sg, causal=False):
+    bm, bn = CONFIGS[d]
+    if bn > d or bm % 16 or bn % 32:
+        raise ValueError(f"attention_f16 needs BN <= d (the f32 staging is d wide), BM a multiple of 16 and BN of 32; "
+                         f"got BM={bm}, BN={bn}, d={d}")
+    return attention_f16.specialize(D=d, BM=bm, BN=bn, SG=sg, CAUSAL=bool(causal))
+
+
+def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False, True)):
+    """The kernels to build: every head dim x subgroup size x causal, and ``subgroup_width``."""
+    out = [kernel_for(d, sg, c) for d in dims for sg in subgroups for c in causal]
+    return out + [subgroup_width]
+
+
+def device_subgroup_size(mod) -> int:
+    out = np.zeros(1, np.int32)
+    mod["subgroup_width"](out, grid=1, block=1)
+    return int(out[0])
+
+
+def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False):
+    """Run on ``mod`` for (bh, seq, d) arrays q, k, v -> o (flat f16, device or host arrays)."""
+    if d not in CONFIGS:
+        raise ValueError(f"attention_f16 is specialized for head dims {sorted(CONFIGS)}, got {d}")
+    if sg not in SUBGROUPS:
+        raise ValueError(f"attention_f16 is built for subgroups of {SUBGROUPS}; this device's are {sg} wide")
+    bm, _ = CONFIGS[d]
+    kern = kernel_for(d, sg, causal)
+    mod[kern.name](q, k, v, o, np.int32(seq), np.float32(LOG2E / math.sqrt(d)),
+                   grid=((seq + bm - 1) // bm, bh), block=(bm // 16) * sg)
+
+
+def reference(q, k, v, causal=False):
+    """softmax(q k^T / sqrt(d)) v in float64, q, k, v of shape (bh, seq, d)."""
+    q64, k64, v64 = (np.asarray(x, np.float64) for x in (q, k, v))
+    s = q64 @ k64.transpose(0, 2, 1) / math.sqrt(q64.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p @ v64, p
+
+
+def error_bound(q, k, v, causal=False):
+    """How far (elementwise) a correct result may be from ``reference``: f16 rounding of P (relative
+    2^-11 per element, so up to 2^-10 of P |V| once the normalization by the rounded sum is counted),
+    of the output (2^-11 |O|), the scores' mma error (numerics.mma_error_bound, which moves each p by
+    up to 2 scale max|dS| relative) and the f32 block products and exp2 (a few 2^-24: 2^-18 of P |V|)."""
+    from polykern.numerics import mma_error_bound
+
+    ref, p = reference(q, k, v, causal)
+    d = q.shape[-1]
+    ds = np.stack([mma_error_bound("f32", q[i], k[i].T, np.zeros((q.shape[1], k.shape[1]))).max(-1)
+                   for i in range(q.shape[0])]) / math.sqrt(d)  # (bh, seq): the worst score error of a row
+    pv = p @ np.abs(np.asarray(v, np.float64))
+    return ref, 2.0 ** -11 * np.abs(ref) + (2.0 ** -10 + 2.0 ** -18 + 2.0 * ds[..., None]) * pv + 1e-30
+
+
+def check(out, q, k, v, causal=False) -> float:
+    """The largest error of ``out`` (bh, seq, d) in units of ``error_bound`` (<= 1 passes)."""
+    ref, bound = error_bound(q, k, v, causal)
+    return float((np.abs(np.asarray(out, np.float64) - ref) / bound).max())
+
+
+def run(mod, rng, bh=2, seq=80, causal=False):
+    sg = device_subgroup_size(mod)
+    lines = []
+    for d in CONFIGS:
+        q, k, v = (rng.standard_normal((bh, seq, d)).astype(np.float16) for _ in range(3))
+        o = np.zeros((bh, seq, d), np.float16)
+        launch(mod, q.ravel(), k.ravel(), v.ravel(), o.ravel(), bh, seq, d, sg, causal)
+        worst = check(o, q, k, v, causal)
+        assert worst <= 1.0, f"attention_f16 (d={d}) off by {worst:.2f} x the bound"
+        lines.append(f"d={d}: {worst:.3f}")
+    return (f"attention_f16: ({bh}, {seq}, d) f16{' causal' if causal else ''} OK, error of the bound "
+            + ", ".join(lines))
+
+
+if __name__ == "__main__":
+    from _run import main
+
+    raise SystemExit(main(kernels(), run))
