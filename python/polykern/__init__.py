@@ -25,6 +25,7 @@ from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_b
                             subgroup_shuffle_xor, subgroup_size)
 from .lang.builtins import (frag_a, frag_acc, frag_b, frag_fill, frag_load, frag_scale,  # noqa: F401
                             frag_store, mma)
+from .lang.builtins import copy_async, copy_commit, copy_wait  # noqa: F401
 from .lang.builtins import abs, max, min  # noqa: F401,A004
 from .lang.kernel import Kernel, kernel  # noqa: F401
 from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401

@@ -17,6 +17,7 @@ from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
+from .passes.async_copy import ASYNC_KEY, lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
 from .passes.clone import clone_function
 
@@ -81,7 +82,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     if bounds_check_requested(bounds_check):
-        funcs = [verify(add_bounds_checks(f)) for f in funcs]
+        # checked mode checks plain copies (a valid meaning of pk.copy_async on every target)
+        funcs = [verify(add_bounds_checks(lower_async_copies(f))) for f in funcs]
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
@@ -91,7 +93,11 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
             check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
-        root.import_module(builder([clone_function(f) for f in funcs], t))
+        copies = [clone_function(f) for f in funcs]
+        native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
+        if native is None or not native(t):
+            copies = [verify(lower_async_copies(f)) for f in copies]
+        root.import_module(builder(copies, t))
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root
 

@@ -18,9 +18,10 @@ from polykern import hooks, payload_formats, registry
 from polykern.codegen.c_source import emit_source
 from polykern.errors import BackendUnavailableError, CompileError
 from polykern.module import create_with_fallback, payload_text
+from polykern.passes.async_copy import ASYNC_KEY
 from polykern.target import Attr, Target, TargetKind
 
-from . import mma_sync, nvptx, toolchain
+from . import cp_async, mma_sync, nvptx, toolchain
 from .cuda_c import DIALECT
 from .fallback import CUDAFallbackModule
 from .functions import function_map
@@ -50,6 +51,8 @@ def register() -> None:
     registry.register("target.build.nvptx", nvptx.build)
     registry.register("matrix.support.cuda", mma_sync.supported)
     registry.register("matrix.support.nvptx", mma_sync.supported)
+    registry.register(ASYNC_KEY + "cuda", cp_async.native)
+    registry.register(ASYNC_KEY + "nvptx", cp_async.native)
 
 
 def cuda_source(funcs) -> Tuple[str, Dict[str, str]]:

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 from polykern.codegen.c_source import ATOM, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ScalarType, f16, f64
 
-from . import mma_sync
+from . import cp_async, mma_sync
 
 _F32 = {"sqrt": "sqrtf", "rsqrt": "rsqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
         "sin": "sinf", "cos": "cosf", "tanh": "tanhf", "pow": "powf", "abs": "fabsf", "min": "fminf",
@@ -172,6 +172,10 @@ class CUDADialect(CDialect):
     def matrix(self, em, s) -> None:
         """Matrix fragments: mma.sync through inline PTX (mma_sync.py)."""
         mma_sync.emit_c(em, s)
+
+    def async_copy(self, em, s) -> None:
+        """Asynchronous copies: cp.async through inline PTX (cp_async.py; sm_80+)."""
+        cp_async.emit_c(em, s)
 
     def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
         """Subgroups are warps of 32 lanes over the block's linear thread index (docs/language.md)."""

@@ -39,6 +39,7 @@ from polykern.module import create_with_fallback
 
 from .fallback import CUDAFallbackModule
 from .functions import function_map
+from .cp_async import NVPTXCopies
 from .nvptx_matrix import NVPTXMatrix
 from .nvptx_subgroups import NVPTXSubgroups, has_redux
 
@@ -57,7 +58,7 @@ def ptx_feature(arch: str) -> str:
     return f"+ptx{max(BASE_PTX, _MIN_PTX.get(arch, BASE_PTX))}"
 
 
-class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, PortableMath, LLVMKernelEmitter):
+class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4

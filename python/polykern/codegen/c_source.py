@@ -413,6 +413,13 @@ class CDialect:
         whose target kind registers matrix.support.<kind> (ir/matrix.py) override this."""
         raise em.fail("matrix fragments", f"the {self.language} emitter has no matrix engine", s)
 
+    def async_copy(self, em: "KernelEmitter", s: ir.Stmt) -> None:
+        """Emit pk.copy_async/copy_commit/copy_wait (docs/language.md "Asynchronous copies"); only
+        dialects whose target kind registers passes.async_copy.ASYNC_KEY + kind see them (the pipeline
+        lowers them to plain copies for every other target)."""
+        raise em.fail("asynchronous copies", f"the {self.language} emitter has none (they are lowered to "
+                      "plain copies before it runs: passes/async_copy.py)", s)
+
     def refuse(self, feature: str, reason: str, loc: Optional[SourceLoc] = None) -> KernelTypeError:
         return KernelTypeError(f"{self.name} backend: {feature} is not supported: {reason}", loc)
 
@@ -674,6 +681,8 @@ class KernelEmitter:
             self.line(self.d.barrier())
         elif isinstance(s, ir.MatrixOp):
             self.d.matrix(self, s)
+        elif isinstance(s, ir.ASYNC_COPY_STMTS):
+            self.d.async_copy(self, s)
         else:
             raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
 

@@ -341,6 +341,45 @@ class MatrixOp(Stmt):
     layout: str = "row"
 
 
+#: Bytes one asynchronous copy moves (docs/language.md "Asynchronous copies"): cp.async's sizes.
+COPY_BYTES = (4, 8, 16)
+
+
+@dataclass(eq=False)
+class CopyAsync(Stmt):
+    """``pk.copy_async(dst, dst_k, src, src_k, count)``: this work-item starts copying ``src[count *
+    src_k + j]`` into ``dst[count * dst_k + j]`` for j in 0..count-1 (docs/language.md "Asynchronous
+    copies"). ``dst`` is a shared array, ``src`` a Buffer of the same element type; ``count`` elements
+    are 4, 8 or 16 bytes (``COPY_BYTES``), so each side is aligned to that size where its base is.
+    The indices are integers of one type (``count * k + count - 1`` fits it). The copy belongs to the
+    work-item's next ``CopyCommit`` group and is complete (visible to this work-item) after a
+    ``CopyWait`` leaves that group no longer pending; before that, the destination elements must not
+    be touched and the source elements not written (the oracle refuses both). Backends without
+    asynchronous copies get plain copies (passes/async_copy.py)."""
+
+    dst: Var
+    dst_k: Expr
+    src: Var
+    src_k: Expr
+    count: int
+
+
+@dataclass(eq=False)
+class CopyCommit(Stmt):
+    """``pk.copy_commit()``: the work-item's copies issued since its last commit form one group."""
+
+
+@dataclass(eq=False)
+class CopyWait(Stmt):
+    """``pk.copy_wait(pending)``: wait until at most ``pending`` (a constant >= 0) of the work-item's
+    most recently committed groups are incomplete; copies not yet committed are not waited for."""
+
+    pending: int
+
+
+ASYNC_COPY_STMTS = (CopyAsync, CopyCommit, CopyWait)
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -413,6 +452,8 @@ def stmt_exprs(s: Stmt) -> List[Expr]:
         return [s.cond]
     if isinstance(s, MatrixOp):
         return list(s.args)
+    if isinstance(s, CopyAsync):
+        return [s.dst_k, s.src_k]
     return []
 
 
@@ -442,6 +483,11 @@ def subgroup_collective(s: Stmt) -> Optional["Subgroup"]:
 def uses_matrix(fn: Function) -> bool:
     """Whether ``fn`` has matrix-fragment operations."""
     return any(isinstance(s, MatrixOp) for s in walk_stmts(fn.body))
+
+
+def uses_async_copies(fn: Function) -> bool:
+    """Whether ``fn`` has pk.copy_async/copy_commit/copy_wait statements."""
+    return any(isinstance(s, ASYNC_COPY_STMTS) for s in walk_stmts(fn.body))
 
 
 def uses_subgroups(fn: Function) -> bool:

@@ -60,6 +60,13 @@ def _stmts(stmts, ind, out):
             ops = [s.base.name] if s.base is not None else []
             ops += list(s.srcs) + [expr_str(a) for a in s.args]
             out.append(f"{pad}{s.frag} <- frag_{s.op}({', '.join(ops)}){' col' if s.layout == 'col' else ''}")
+        elif isinstance(s, ir.CopyAsync):
+            out.append(f"{pad}copy_async({s.dst.name}, {expr_str(s.dst_k)}, {s.src.name}, {expr_str(s.src_k)}, "
+                       f"{s.count})")
+        elif isinstance(s, ir.CopyWait):
+            out.append(f"{pad}copy_wait({s.pending})")
+        elif isinstance(s, ir.CopyCommit):
+            out.append(f"{pad}copy_commit()")
         else:
             out.append(f"{pad}{type(s).__name__.lower()}")
 

@@ -76,6 +76,13 @@ class _Verifier:
             pass
         elif isinstance(s, ir.MatrixOp):
             self.matrix(s)
+        elif isinstance(s, ir.CopyAsync):
+            self.copy(s)
+        elif isinstance(s, ir.CopyWait):
+            if not isinstance(s.pending, int) or isinstance(s.pending, bool) or s.pending < 0:
+                self.fail(f"copy_wait needs a constant count of groups >= 0, got {s.pending!r}", s)
+        elif isinstance(s, ir.CopyCommit):
+            pass
         else:
             self.fail(f"unknown statement {type(s).__name__}", s)
 
@@ -98,6 +105,19 @@ class _Verifier:
             self.expect(s.args[0], ft.elem, s)
         elif len(s.srcs) != 3:
             self.fail("mma takes three fragments", s)
+
+    def copy(self, s):
+        self.memory(s.dst, s.dst_k, s)
+        self.memory(s.src, s.src_k, s)
+        if not (isinstance(s.dst.type, ArrayType) and s.dst.type.scope == "shared"):
+            self.fail(f"copy_async into '{s.dst.name}', which is not a shared array", s)
+        if not isinstance(s.src.type, BufferType):
+            self.fail(f"copy_async from '{s.src.name}', which is not a buffer", s)
+        if s.dst.type.elem != s.src.type.elem or s.dst_k.type != s.src_k.type:
+            self.fail(f"copy_async between {s.src.type} and {s.dst.type} (indices {s.src_k.type}, "
+                      f"{s.dst_k.type})", s)
+        if not isinstance(s.count, int) or s.count * s.dst.type.elem.nbytes not in ir.COPY_BYTES:
+            self.fail(f"copy_async of {s.count!r} x {s.dst.type.elem}", s)
 
     def memory(self, base, index, node):
         if not isinstance(base, ir.Var) or not isinstance(base.type, (BufferType, ArrayType)):

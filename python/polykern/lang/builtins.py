@@ -44,7 +44,12 @@ _SUBGROUP = ("subgroup_size", "subgroup_local_id", "subgroup_id", "subgroup_shuf
 # Matrix fragments (docs/language.md "Matrix fragments"; lang/matrix.py).
 _MATRIX = ("frag_a", "frag_b", "frag_acc", "frag_fill", "frag_load", "frag_store", "frag_scale", "mma")
 
+# Asynchronous copies into shared memory (docs/language.md "Asynchronous copies"; lang/async_copy.py).
+_COPY = ("copy_async", "copy_commit", "copy_wait")
+
 BUILTINS = {}
+for _n in _COPY:
+    BUILTINS[_n] = Builtin(_n, "copy")
 for _n in _MATRIX:
     BUILTINS[_n] = Builtin(_n, "matrix")
 for _n in _SUBGROUP:

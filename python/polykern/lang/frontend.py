@@ -17,7 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
-from . import matrix
+from . import async_copy, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .exprs import ExprTranslator
@@ -188,6 +188,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 return vector_access.vstore(self, v, node)
             if isinstance(fn, B.Builtin) and fn.name in matrix.STATEMENTS:
                 return matrix.statement(self, fn.name, v, node)
+            if isinstance(fn, B.Builtin) and fn.category == "copy":
+                return async_copy.statement(self, fn.name, v, node)
             if fn is B.BUILTINS["barrier"]:
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)
@@ -335,6 +337,9 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
 
     def _call_matrix(self, name, node):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {matrix.USAGE[name]}", node)
+
+    def _call_copy(self, name, node):
+        raise self.syntax_error(f"pk.{name}() is a statement of its own: {async_copy.USAGE[name]}", node)
 
     def _call_vector(self, name, node):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {vector_access.USAGE[name]}", node)

@@ -36,6 +36,7 @@ from ..codegen.llvm_subgroups import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
 from ..ir.types import BufferType
+from .interp_copies import CopyCompiler
 from .interp_exprs import ExprCompiler
 from .interp_memory import Mem, Result, loose
 from .interp_sites import SiteFlow
@@ -48,7 +49,7 @@ from .interp_values import SUBNORMAL_SEEN, OracleError, canon, zero
 __all__ = ["INEXACT_BINOPS", "INEXACT_CALLS", "OracleError", "Program", "Result", "prepare", "interpret"]
 
 
-class Program(ExprCompiler, StmtCompiler, MatrixCompiler):
+class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
     """A kernel's IR compiled to closures; ``run(args, grid, block)`` launches it."""
 
     def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE):
@@ -63,6 +64,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler):
         self.gen = ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(ir.subgroup_collective(s)
                                                                      for s in ir.walk_stmts(fn.body))
         self.fragments: dict = {}  # the subgroups' matrices during a run (interp_fragments)
+        self.copies: dict = {}  # the work-items' asynchronous copies during a run (interp_copies)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
         self.slot: Dict[str, int] = {}
         for p in fn.params:
@@ -90,6 +92,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler):
         self.special_seen.clear()
         self.special_seen_by.clear()
         self.fragments = {}
+        self.copies = {}
         base: List = [None] * self.nslots
         base[3] = [LOOP_BUDGET]
         mems: Dict[str, Mem] = {}

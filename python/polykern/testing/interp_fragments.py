@@ -22,6 +22,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.matrix import reference_mma
 from ..ir.types import ArrayType
+from .interp_copies import PendingCopy, pending_message
 from .interp_memory import mark
 from .interp_taint import location
 from .interp_values import OracleError
@@ -80,6 +81,9 @@ def _read_check(st, mem, i: int, where: str) -> None:
     ep, me = st[2][0], st[1]
     w = mem.wr[i]
     if w is not None and w[0] == ep and w[1] != me:
+        if isinstance(w[1], PendingCopy):
+            raise OracleError(pending_message(where, f"read by frag_load of the subgroup of work-item {me}",
+                                              mem.name, i, w[1]))
         raise OracleError(f"{where}: data race on {mem.name}[{i}]: frag_load by the subgroup of work-item {me} "
                           "after a write by another work-item in the same barrier interval (a barrier must "
                           "separate them)")

@@ -12,7 +12,7 @@ import numpy as np
 class Mem:
     """A buffer or shared array: values, and who last wrote/read each element in which interval."""
 
-    __slots__ = ("name", "data", "wr", "rd", "taint", "sites")
+    __slots__ = ("name", "data", "wr", "rd", "taint", "sites", "pending")
 
     def __init__(self, name: str, data: list):
         self.name = name
@@ -21,6 +21,7 @@ class Mem:
         self.rd: list = [None] * len(data)  # (epoch, work-item id); id -2: several readers
         self.taint: Optional[list] = None
         self.sites: Optional[list] = None  # per element: the float operations (interp_sites) that fed it
+        self.pending: Optional[dict] = None  # elements a pending pk.copy_async reads (interp_copies)
 
 
 @dataclass

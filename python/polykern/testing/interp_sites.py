@@ -55,6 +55,8 @@ class SiteFlow:
                     changed |= self._assign(s.var, s.start) | self._assign(s.var, s.stop)
                 elif isinstance(s, ir.Store):
                     changed |= _join(self.arr, s.base.name, self.of(s.value))
+                elif isinstance(s, ir.CopyAsync):  # the source's elements into the destination
+                    changed |= _join(self.arr, s.dst.name, self.arr.get(s.src.name, _NONE))
                 for e in ir.stmt_exprs(s):
                     for a in ir.walk_expr(e):
                         if isinstance(a, ir.Atomic):
@@ -67,6 +69,8 @@ class SiteFlow:
                 glob |= self.of(s.start) | self.of(s.stop)
             elif isinstance(s, ir.Store):
                 glob |= self.of(s.index)
+            elif isinstance(s, ir.CopyAsync):
+                glob |= self.of(s.dst_k) | self.of(s.src_k)
             for e in ir.stmt_exprs(s):
                 for a in ir.walk_expr(e):
                     if isinstance(a, ir.Atomic):

@@ -38,6 +38,8 @@ class Taint:
                     changed |= self._join(self.var, s.name, self.tags(s.value))
                 elif isinstance(s, ir.Store):
                     changed |= self._join(self.arr, s.base.name, self.tags(s.value))
+                elif isinstance(s, ir.CopyAsync):  # the source's elements into the destination
+                    changed |= self._join(self.arr, s.dst.name, self.arr.get(s.src.name, NONE))
                 for e in ir.stmt_exprs(s):
                     for a in ir.walk_expr(e):
                         if isinstance(a, ir.Atomic):
@@ -99,6 +101,9 @@ class Taint:
                 self.check_exact(s.stop, "a loop bound")
             elif isinstance(s, ir.Store):
                 self.check_exact(s.index, "an index")
+            elif isinstance(s, ir.CopyAsync):
+                self.check_exact(s.dst_k, "an index")
+                self.check_exact(s.src_k, "an index")
             for e in ir.stmt_exprs(s):
                 for x in ir.walk_expr(e):
                     if isinstance(x, (ir.Load, ir.Atomic)):
