@@ -20,9 +20,9 @@ At the end O / l is written as f16. The fragment API has no per-row access to an
 scores and the block product go through shared memory (steps 2-5): the price of portability here.
 Four barriers per key block. ``CAUSAL`` (a constexpr) masks key > query and stops at the diagonal.
 
-Tiles (``CONFIGS``): d = 64: BM = BN = 64 (45 KiB of shared memory); d = 128: BM = BN = 32 (42 KiB):
-the f32 staging of S and P V (BM x (d + 4), BN <= d) must fit the 48 KiB a CUDA kernel gets without
-opting in. ``SG`` is the subgroup size the kernel is built for (its block is (BM // 16) * SG
+Tiles (``CONFIGS``): d = 64: BM = 64, BN = 32 (41 KiB of shared memory); d = 128: BM = BN = 32
+(45 KiB): Q, K, V, P (f16) and the f32 staging of S and P V (BM x (d + 4), BN <= d) must fit the 48 KiB
+a CUDA kernel gets without opting in (d = 64 with BN = 64 needs 54 KiB). ``SG`` is the subgroup size the kernel is built for (its block is (BM // 16) * SG
 work-items; the registers holding O are sized from it): 32 on NVIDIA (cuda, nvptx, Vulkan), 8 on the
 CPU; ``launch`` refuses a device whose subgroup size differs.
 """
@@ -180,7 +180,7 @@ def subgroup_width(out: Buffer[i32]):
 
 
 #: head dim -> (BM, BN): the tiles the GPU runs (see the module's docstring for why they differ)
-CONFIGS = {64: (64, 64), 128: (32, 32)}
+CONFIGS = {64: (64, 32), 128: (32, 32)}
 #: the subgroup sizes kernels() specializes for by default: NVIDIA's 32, the CPU's 8
 SUBGROUPS = (32, 8)
 
@@ -193,8 +193,9 @@ def kernel_for(d, sg, causal=False):
     return attention_f16.specialize(D=d, BM=bm, BN=bn, SG=sg, CAUSAL=bool(causal))
 
 
-def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False, True)):
-    """The kernels to build: every head dim x subgroup size x causal, and ``subgroup_width``."""
+def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False,)):
+    """The kernels to build: every head dim x subgroup size x causal, and ``subgroup_width`` (the
+    default: what ``run`` launches on NVIDIA and on the CPU)."""
     out = [kernel_for(d, sg, c) for d in dims for sg in subgroups for c in causal]
     return out + [subgroup_width]
 
@@ -217,29 +218,30 @@ def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False):
                    grid=((seq + bm - 1) // bm, bh), block=(bm // 16) * sg)
 
 
-def reference(q, k, v, causal=False):
-    """softmax(q k^T / sqrt(d)) v in float64, q, k, v of shape (bh, seq, d)."""
+def reference(q, k, v, causal=False, rows=None):
+    """softmax(q k^T / sqrt(d)) v in float64 and P, for q, k, v of shape (bh, seq, d); ``rows``: the
+    query positions q's rows are (a sample; all by default), which the causal mask needs."""
     q64, k64, v64 = (np.asarray(x, np.float64) for x in (q, k, v))
     s = q64 @ k64.transpose(0, 2, 1) / math.sqrt(q64.shape[-1])
     if causal:
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+        rows = np.arange(q64.shape[1]) if rows is None else np.asarray(rows)
+        s = np.where(np.arange(k64.shape[1])[None, :] <= rows[:, None], s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return p @ v64, p
 
 
-def error_bound(q, k, v, causal=False):
-    """How far (elementwise) a correct result may be from ``reference``: f16 rounding of P (relative
+def error_bound(q, k, v, causal=False, rows=None):
+    """(reference, how far a correct result may be from it elementwise): f16 rounding of P (relative
     2^-11 per element, so up to 2^-10 of P |V| once the normalization by the rounded sum is counted),
     of the output (2^-11 |O|), the scores' mma error (numerics.mma_error_bound, which moves each p by
-    up to 2 scale max|dS| relative) and the f32 block products and exp2 (a few 2^-24: 2^-18 of P |V|)."""
+    up to 2 max|dS| / sqrt(d) relative) and the f32 block products and exp2 (2^-18 of P |V|)."""
     from polykern.numerics import mma_error_bound
 
-    ref, p = reference(q, k, v, causal)
+    ref, p = reference(q, k, v, causal, rows)
     d = q.shape[-1]
     ds = np.stack([mma_error_bound("f32", q[i], k[i].T, np.zeros((q.shape[1], k.shape[1]))).max(-1)
-                   for i in range(q.shape[0])]) / math.sqrt(d)  # (bh, seq): the worst score error of a row
+                   for i in range(q.shape[0])]) / math.sqrt(d)  # (bh, rows): the worst score error of a row
     pv = p @ np.abs(np.asarray(v, np.float64))
     return ref, 2.0 ** -11 * np.abs(ref) + (2.0 ** -10 + 2.0 ** -18 + 2.0 * ds[..., None]) * pv + 1e-30
 
