@@ -6,7 +6,10 @@
 Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
-  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32;
+  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in two variants
+  (``--variants``): ``polykern-<target>`` is ``gemm_f16`` (staging through registers, the measured
+  baseline) and ``polykern-<target>-async`` is ``gemm_f16_async`` (a 2-stage shared ring filled by
+  ``pk.copy_async``: cp.async on sm_80+, plain copies on Vulkan);
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
 - Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
@@ -52,14 +55,14 @@ CHECK_ROWS = 64
 RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run": {}}
 
 
-def build(targets, tiles):
+def build(targets, tiles, variants=G.VARIANTS):
     import polykern as pk
 
     mods = {}
     for label, target in targets.items():
         t0 = time.perf_counter()
         try:
-            mods[label] = pk.build(G.kernels(tiles), targets=[target])
+            mods[label] = pk.build(G.kernels(tiles, variants), targets=[target])
             RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"][label] = f"build: {short(e)}"
@@ -94,23 +97,29 @@ def check_rows(c, a, b, rows, f16_out: bool) -> float:
     return float((np.abs(c[rows].astype(np.float64) - ref) / (scale * 2.0 ** -9)).max())
 
 
-def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True):
+def variant_label(label: str, variant: str) -> str:
+    """The contender of ``variant`` of the module ``label``: "polykern-cuda", "polykern-cuda-async"."""
+    return label if variant == "sync" else f"{label}-{variant}"
+
+
+def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True, variants=G.VARIANTS):
     """[(Contender, read C back as an (n, n) host array, f16 output?)]; ``peers``: cuBLAS, Triton too."""
     out = []
     n = size
     tiles = G.GPU_TILES if not dry else G.SMALL_TILES
     for label, mod in mods.items():
         place = places[label]
-        da, db, dc = place.put(a), place.put(b), place.empty(n * n)
-        sg = sg_sizes[label]
+        for v in variants:
+            da, db, dc = place.put(a), place.put(b), place.empty(n * n)
+            sg = sg_sizes[label]
 
-        def fn(mod=mod, da=da, db=db, dc=dc, sg=sg):
-            G.launch(mod, da, db, dc, n, n, n, tiles, sg)
-            return [dc]
+            def fn(mod=mod, da=da, db=db, dc=dc, sg=sg, v=v):
+                G.launch(mod, da, db, dc, n, n, n, tiles, sg, v)
+                return [dc]
 
-        clock = "events" if label in ("polykern-cuda", "polykern-nvptx") else "host"
-        c = Contender(label, fn, clock, place, "polykern")
-        out.append((c, lambda dc=dc: to_host(dc).reshape(n, n), False))
+            clock = "events" if label in ("polykern-cuda", "polykern-nvptx") else "host"
+            c = Contender(variant_label(label, v), fn, clock, place, "polykern")
+            out.append((c, lambda dc=dc: to_host(dc).reshape(n, n), False))
     if dry:
         place = places["numpy"]
         c = Contender("numpy matmul (f32)", lambda: [a.astype(np.float32) @ b.astype(np.float32)], "host", place, "peer")
@@ -164,17 +173,20 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="cuda,nvptx,vulkan", help="polykern targets to run")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
+    ap.add_argument("--variants", default=",".join(G.VARIANTS),
+                    help="gemm_f16 variants: sync (gemm_f16), async (gemm_f16_async, pk.copy_async ring)")
     args = ap.parse_args(argv)
+    variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)
     dry = args.dry_run
     RESULTS["device"] = device_info(dry)
     RESULTS["config"] = {"size": args.size, "rounds": args.rounds, "arch": args.arch, "tiles": G.GPU_TILES,
-                         "dry_run": dry}
+                         "variants": variants, "async_stages": G.STAGES, "dry_run": dry}
     want = set(args.only.split(","))
     targets = {f"polykern-{k}": t for k, t in (("cuda", f"cuda -arch=sm_{args.arch}"),
                                                ("nvptx", f"nvptx -arch=sm_{args.arch}"), ("vulkan", "vulkan"))
                if k in want}
-    mods = build(targets, G.GPU_TILES)
+    mods = build(targets, G.GPU_TILES, variants)
     if dry:
         for label, mod in mods.items():
             try:
@@ -183,7 +195,7 @@ def main(argv=None) -> int:
                 RESULTS["dry_run"][label] = f"FAILED: {short(e)}"
             log(f"{label}: {RESULTS['dry_run'][label]}")
         size = 256
-        run_mods = build({"polykern-llvm": "llvm"}, G.SMALL_TILES)
+        run_mods = build({"polykern-llvm": "llvm"}, G.SMALL_TILES, variants)
         places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
     else:
         size = args.size
@@ -203,7 +215,7 @@ def main(argv=None) -> int:
     b = rng.standard_normal((size, size)).astype(np.float16)
     rows = np.sort(rng.choice(size, min(CHECK_ROWS, size), replace=False))
     good = []
-    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry, not args.no_peers):
+    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry, not args.no_peers, variants):
         try:
             c.fn()
             c.place.sync()
@@ -244,8 +256,11 @@ def summarize(times: dict, dry: bool) -> None:
     for p in pk_labels:
         for q in peers:
             RESULTS["ratios"][f"{p} / {q}"] = _ratio(times[p], times[q])
+    for p in pk_labels:  # what the pk.copy_async ring gains: time of the async variant / the baseline's
+        if p.endswith("-async") and p[:-len("-async")] in times:
+            RESULTS["ratios"][f"{p} / {p[:-len('-async')]}"] = _ratio(times[p], times[p[:-len("-async")]])
     blas = [q for q in peers if "cuBLAS" in q]
-    for p in ("polykern-cuda", "polykern-nvptx"):
+    for p in ("polykern-cuda", "polykern-nvptx", "polykern-cuda-async", "polykern-nvptx-async"):
         if p in times and blas:
             best = min(blas, key=lambda q: med(times[q]))
             r = _ratio(times[best], times[p])  # throughput ratio = time(cuBLAS) / time(polykern)

@@ -8,6 +8,14 @@ tile: 2 x 4 accumulators of 16 x 16, each fed by one of 2 A and one of 4 B fragm
 k-slice (8 mma per 6 fragment loads). The subgroup count, (BM // 32) * (BN // 64), does not depend
 on the device: the block is that many subgroups of the device's size (``subgroup_width``).
 m, n and k must be multiples of BM, BN and BK (``launch`` checks).
+
+``gemm_f16_async`` (the variant ``"async"``) computes the same with the staging made asynchronous
+(docs/language.md "Asynchronous copies"): a ring of STAGES shared tiles, filled by ``pk.copy_async``
+of 16 bytes (8 elements) per copy, STAGES - 1 k-tiles ahead, so the loads of the next tiles run while
+this tile's mma run (cp.async on sm_80+; a plain copy where a backend has no asynchronous copies). One
+barrier per k-step: wait for this tile's group, barrier (everyone's copies of this tile are visible and
+everyone is done with the stage the next copy overwrites), issue the copy STAGES - 1 tiles ahead,
+compute.
 """
 import numpy as np
 
@@ -110,6 +118,99 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     pk.frag_store(c, bottom + 48, n, c13)
 
 
+@pk.func
+def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.Shared[f16], sb: pk.Shared[f16],
+                n: i32, k: i32, row0: i32, col0: i32, k0: i32, stage: i32,
+                BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
+    """Start copying A's BM x BK tile at (row0, k0) and B's BK x BN tile at (k0, col0) into ring stage
+    ``stage`` (padded rows, as gemm_f16's), 8 elements per copy, spread over the group's work-items."""
+    tid = pk.local_id(0)
+    nt = pk.local_size(0)
+    e = tid * 8
+    while e < BM * BK:
+        pk.copy_async(sa, (stage * (BM * (BK + PAD)) + e // BK * (BK + PAD) + e % BK) // 8,
+                      a, ((row0 + e // BK) * k + k0 + e % BK) // 8, 8)
+        e += nt * 8
+    e = tid * 8
+    while e < BK * BN:
+        pk.copy_async(sb, (stage * (BK * (BN + PAD)) + e // BN * (BN + PAD) + e % BN) // 8,
+                      b, ((k0 + e // BN) * n + col0 + e % BN) // 8, 8)
+        e += nt * 8
+
+
+@pk.kernel
+def gemm_f16_async(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
+                   BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr):
+    sa = pk.shared(f16, STAGES * BM * (BK + PAD))
+    sb = pk.shared(f16, STAGES * BK * (BN + PAD))
+    sg = pk.subgroup_id()
+    wr = (sg // (BN // 64)) * 32
+    wc = (sg % (BN // 64)) * 64
+    row0 = pk.group_id(1) * BM
+    col0 = pk.group_id(0) * BN
+    fa0 = pk.frag_a(f16, 16, 16, 16)
+    fa1 = pk.frag_a(f16, 16, 16, 16)
+    fb0 = pk.frag_b(f16, 16, 16, 16)
+    fb1 = pk.frag_b(f16, 16, 16, 16)
+    fb2 = pk.frag_b(f16, 16, 16, 16)
+    fb3 = pk.frag_b(f16, 16, 16, 16)
+    c00 = pk.frag_acc(f32, 16, 16, 16)
+    c01 = pk.frag_acc(f32, 16, 16, 16)
+    c02 = pk.frag_acc(f32, 16, 16, 16)
+    c03 = pk.frag_acc(f32, 16, 16, 16)
+    c10 = pk.frag_acc(f32, 16, 16, 16)
+    c11 = pk.frag_acc(f32, 16, 16, 16)
+    c12 = pk.frag_acc(f32, 16, 16, 16)
+    c13 = pk.frag_acc(f32, 16, 16, 16)
+    pk.frag_fill(c00, 0.0)
+    pk.frag_fill(c01, 0.0)
+    pk.frag_fill(c02, 0.0)
+    pk.frag_fill(c03, 0.0)
+    pk.frag_fill(c10, 0.0)
+    pk.frag_fill(c11, 0.0)
+    pk.frag_fill(c12, 0.0)
+    pk.frag_fill(c13, 0.0)
+    for p in range(STAGES - 1):  # the first STAGES - 1 tiles, one group each (empty past k)
+        if p * BK < k:
+            _issue_tile(a, b, sa, sb, n, k, row0, col0, p * BK, p, BM, BN, BK)
+        pk.copy_commit()
+    for k0 in range(0, k, BK):
+        t = k0 // BK
+        pk.copy_wait(STAGES - 2)  # this work-item's copies of tile t are done
+        pk.barrier()  # everyone's are, and everyone is done with tile t - 1's stage
+        if k0 + (STAGES - 1) * BK < k:
+            _issue_tile(a, b, sa, sb, n, k, row0, col0, k0 + (STAGES - 1) * BK, (t + STAGES - 1) % STAGES,
+                        BM, BN, BK)
+        pk.copy_commit()
+        oa = t % STAGES * (BM * (BK + PAD))
+        ob = t % STAGES * (BK * (BN + PAD))
+        for kk in range(0, BK, 16):
+            pk.frag_load(fa0, sa, oa + wr * (BK + PAD) + kk, BK + PAD)
+            pk.frag_load(fa1, sa, oa + (wr + 16) * (BK + PAD) + kk, BK + PAD)
+            pk.frag_load(fb0, sb, ob + kk * (BN + PAD) + wc, BN + PAD)
+            pk.frag_load(fb1, sb, ob + kk * (BN + PAD) + wc + 16, BN + PAD)
+            pk.frag_load(fb2, sb, ob + kk * (BN + PAD) + wc + 32, BN + PAD)
+            pk.frag_load(fb3, sb, ob + kk * (BN + PAD) + wc + 48, BN + PAD)
+            c00 = pk.mma(fa0, fb0, c00)
+            c01 = pk.mma(fa0, fb1, c01)
+            c02 = pk.mma(fa0, fb2, c02)
+            c03 = pk.mma(fa0, fb3, c03)
+            c10 = pk.mma(fa1, fb0, c10)
+            c11 = pk.mma(fa1, fb1, c11)
+            c12 = pk.mma(fa1, fb2, c12)
+            c13 = pk.mma(fa1, fb3, c13)
+    top = (row0 + wr) * n + col0 + wc
+    bottom = top + 16 * n
+    pk.frag_store(c, top, n, c00)
+    pk.frag_store(c, top + 16, n, c01)
+    pk.frag_store(c, top + 32, n, c02)
+    pk.frag_store(c, top + 48, n, c03)
+    pk.frag_store(c, bottom, n, c10)
+    pk.frag_store(c, bottom + 16, n, c11)
+    pk.frag_store(c, bottom + 32, n, c12)
+    pk.frag_store(c, bottom + 48, n, c13)
+
+
 @pk.kernel
 def subgroup_width(out: Buffer[i32]):
     out[0] = pk.subgroup_size()
@@ -118,12 +219,26 @@ def subgroup_width(out: Buffer[i32]):
 #: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
 GPU_TILES = (128, 128, 32)
 SMALL_TILES = (64, 64, 16)
+#: The kernels: "sync" (gemm_f16, the measured baseline) and "async" (gemm_f16_async).
+VARIANTS = ("sync", "async")
+#: Ring stages of the "async" variant per (BM, BN, BK): 2 x 19 KiB at the GPU tiles (static shared
+#: memory stays under CUDA's 48 KiB).
+STAGES = 2
 
 
-def kernels(tiles=SMALL_TILES):
-    """The kernels to build for ``tiles`` (the default is the configuration ``run`` launches)."""
+def specialized(tiles, variant="sync", stages=STAGES):
+    """The kernel of ``variant`` specialized for ``tiles`` (and ``stages``, for "async")."""
     bm, bn, bk = tiles
-    return [gemm_f16.specialize(BM=bm, BN=bn, BK=bk), subgroup_width]
+    if variant == "sync":
+        return gemm_f16.specialize(BM=bm, BN=bn, BK=bk)
+    if variant == "async":
+        return gemm_f16_async.specialize(BM=bm, BN=bn, BK=bk, STAGES=stages)
+    raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
+
+
+def kernels(tiles=SMALL_TILES, variants=VARIANTS, stages=STAGES):
+    """The kernels to build for ``tiles`` (the default is the configuration ``run`` launches)."""
+    return [specialized(tiles, v, stages) for v in variants] + [subgroup_width]
 
 
 def warps(tiles) -> int:
@@ -136,17 +251,20 @@ def device_subgroup_size(mod) -> int:
     return int(out[0])
 
 
-def launch(mod, a, b, c, m, n, k, tiles, sg_size):
+def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=STAGES):
     bm, bn, bk = tiles
-    if bm != bn:
+    if variant == "sync" and bm != bn:
         raise ValueError(f"gemm_f16 stages A's and B's tiles in one loop: BM must equal BN, got {bm}, {bn}")
-    if (bm * bk) % (warps(tiles) * sg_size * 16):
+    if variant == "sync" and (bm * bk) % (warps(tiles) * sg_size * 16):
         raise ValueError(f"gemm_f16's staging moves 16 elements of A and B per work-item and round: a "
                          f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles) * sg_size} work-items")
+    if variant == "async" and (bk % 16 or stages < 2):
+        raise ValueError(f"gemm_f16_async copies rows of 8 elements and takes 16-wide k slices with a ring of "
+                         f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {stages}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
-    mod[gemm_f16.specialize(BM=bm, BN=bn, BK=bk).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
-                                                        grid=(n // bn, m // bm), block=warps(tiles) * sg_size)
+    mod[specialized(tiles, variant, stages).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
+                                                  grid=(n // bn, m // bm), block=warps(tiles) * sg_size)
 
 
 def check(c, a, b, rows=None) -> float:
@@ -161,14 +279,18 @@ def check(c, a, b, rows=None) -> float:
     return float((np.abs(c[rows].astype(np.float64) - ref) / bound).max())
 
 
-def run(mod, rng, m=128, n=128, k=64, tiles=SMALL_TILES):
+def run(mod, rng, m=128, n=128, k=64, tiles=SMALL_TILES, variants=VARIANTS):
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
-    c = np.zeros((m, n), np.float32)
-    launch(mod, a.ravel(), b.ravel(), c.ravel(), m, n, k, tiles, device_subgroup_size(mod))
-    worst = check(c, a, b)
-    assert worst <= 1.0, f"gemm_f16 off by {worst:.2f} x the promised bound"
-    return f"gemm_f16: {m}x{k} @ {k}x{n} (f16 in, f32 accumulate) OK, error {worst:.3f} of the bound"
+    sg = device_subgroup_size(mod)
+    worst = {}
+    for v in variants:
+        c = np.zeros((m, n), np.float32)
+        launch(mod, a.ravel(), b.ravel(), c.ravel(), m, n, k, tiles, sg, v)
+        worst[v] = check(c, a, b)
+        assert worst[v] <= 1.0, f"gemm_f16 ({v}) off by {worst[v]:.2f} x the promised bound"
+    errors = ", ".join(f"{v} {e:.3f}" for v, e in worst.items())
+    return f"gemm_f16: {m}x{k} @ {k}x{n} (f16 in, f32 accumulate) OK, error of the bound: {errors}"
 
 
 if __name__ == "__main__":
