@@ -185,8 +185,9 @@ CONFIGS = {64: (64, 32), 128: (32, 32)}
 SUBGROUPS = (32, 8)
 
 
-def kernel_for(d, sg, causal=False):
-    bm, bn = CONFIGS[d]
+def kernel_for(d, sg, causal=False, tiles=None):
+    """The specialization for head dim ``d``, subgroups of ``sg``; ``tiles`` (BM, BN): CONFIGS[d] by default."""
+    bm, bn = tiles or CONFIGS[d]
     if bn > d or bm % 16 or bn % 32:
         raise ValueError(f"attention_f16 needs BN <= d (the f32 staging is d wide), BM a multiple of 16 and BN of 32; "
                          f"got BM={bm}, BN={bn}, d={d}")
