@@ -10,8 +10,12 @@
 #   3. the fragment tests on every runtime found (cuda, nvptx, NVIDIA Vulkan; llvm): tests/test_matrix.py,
 #      backends/cuda/tests/test_mma_sync.py, backends/vulkan/tests/test_vulkan_matrix.py -> $OUT/matrix_tests.log
 #   4. benchmarks/gpu_matrix.py --out $OUT (f16 GEMM 4096^3: cuda/nvptx/vulkan vs cuBLAS, Triton) ->
-#      $OUT/gpu_matrix.json, $OUT/gpu_matrix.log
-# Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the benchmark what is left.
+#      $OUT/gpu_matrix.json, $OUT/gpu_matrix.log (the script's arguments go to it)
+#   5. benchmarks/gpu_attention.py --out $OUT (attention forward, (4 x 16, 4096, 64 | 128) f16: cuda/nvptx/
+#      vulkan vs torch SDPA, Triton) -> $OUT/gpu_attention.json, $OUT/gpu_attention.log; GPU_ATTENTION_ARGS
+#      (e.g. "--dims 128 --rounds 3") go to it
+# Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the GEMM benchmark what is
+# left less GPU_ATTENTION_S (default 120, kept for the attention benchmark), the attention benchmark the rest.
 set -uo pipefail
 REPO=$(pwd)
 [ -f "$REPO/benchmarks/gpu_matrix.py" ] || { echo "run this from the polykern repository root" >&2; exit 2; }
@@ -37,12 +41,25 @@ echo "== fragment tests"
 timeout --kill-after=5 150 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_matrix.py \
     backends/cuda/tests/test_mma_sync.py backends/vulkan/tests/test_vulkan_matrix.py > "$OUT/matrix_tests.log" 2>&1
 echo "pytest exit $?"; tail -n 25 "$OUT/matrix_tests.log"
-LEFT=$(( START + BUDGET - $(date +%s) ))
+ATT_S=${GPU_ATTENTION_S:-120}
+LEFT=$(( START + BUDGET - ATT_S - $(date +%s) ))
 [ "$LEFT" -gt 60 ] || { echo "only ${LEFT}s left: no benchmark"; exit 3; }
 echo "== benchmarks/gpu_matrix.py (${LEFT}s left)"
 timeout --kill-after=5 "$LEFT" "$PY" "$REPO/benchmarks/gpu_matrix.py" --out "$OUT" "$@" > "$OUT/gpu_matrix.log" 2>&1
 RC=$?
 tail -n 20 "$OUT/gpu_matrix.log"
+LEFT=$(( START + BUDGET - $(date +%s) ))
+RC2=3
+if [ "$LEFT" -gt 30 ]; then
+    echo "== benchmarks/gpu_attention.py (${LEFT}s left)"
+    # shellcheck disable=SC2086
+    timeout --kill-after=5 "$LEFT" "$PY" "$REPO/benchmarks/gpu_attention.py" --out "$OUT" ${GPU_ATTENTION_ARGS:-} \
+        > "$OUT/gpu_attention.log" 2>&1
+    RC2=$?
+    tail -n 16 "$OUT/gpu_attention.log"
+else
+    echo "only ${LEFT}s left: no attention benchmark"
+fi
 rm -rf "$WORK"
-echo "== done in $(( $(date +%s) - START ))s; gpu_matrix.py exit $RC"
-exit $RC
+echo "== done in $(( $(date +%s) - START ))s; gpu_matrix.py exit $RC, gpu_attention.py exit $RC2"
+[ "$RC" -eq 0 ] && [ "$RC2" -eq 0 ]
