@@ -35,7 +35,8 @@ def test_generator_covers_the_language():
                "while ", "break", "continue", "return", "pk.atomic_add(", "pk.atomic_min(", "pk.atomic_max(",
                "pk.select(", " if ", "NAN", "INF", "pk.sin(", "pk.exp(", "pk.pow(", "pk.fma(", "pk.sqrt(",
                "pk.rsqrt(", "pk.floor(", "pk.min(", " // ", " % ", " << ", " >> ", "~", "i32(", "u8(",
-               "f16(", " += ", "pk.group_id(0)", "range(", "@pk.func", "pk.constexpr", ".specialize("]
+               "f16(", " += ", "pk.group_id(0)", "range(", "@pk.func", "pk.constexpr", ".specialize(",
+               "pk.copy_async(", "pk.copy_commit()", "pk.copy_wait(1)"]
     missing = [n for n in needles if n not in text]
     assert not missing, missing
 

@@ -142,6 +142,7 @@ class _Gen:
         # programs of seeds without them are the ones this generator made before they existed.
         self.frng = random.Random(f"features-{seed}")
         self.sgrng = random.Random(f"subgroups-{seed}")  # likewise for the subgroup section
+        self.cprng = random.Random(f"copies-{seed}")  # likewise for the asynchronous-copy section
         self.uses_barrier = False
         self.uses_subgroups = False
 
@@ -440,6 +441,38 @@ class _Gen:
         self.vars = saved
         self.loop_depth -= 1
 
+    # ------------------------------------------------------------------ asynchronous copies
+    def copy_section(self):
+        """pk.copy_async at the top level: each work-item copies one group of an input buffer into its
+        slot of a shared array (one or two committed groups, waited for with copy_wait(1) and
+        copy_wait(0)), then, after a barrier, reads an element another work-item copied (docs/language.md
+        "Asynchronous copies"; plain copies on every backend but cuda/nvptx sm_80+)."""
+        r = self.cprng
+        ins = [t for t in self.types if t in self.readonly and t != "bool"]
+        if not ins:
+            return
+        t = r.choice(ins)
+        size = np.dtype(_np(t)).itemsize
+        n = r.choice([b // size for b in (4, 8, 16) if b % size == 0 and b // size <= N_IN])
+        groups = N_IN // n  # of the input buffer (N_IN elements, a power of two)
+        parts = r.choice([1, 2])
+        sh = self.fresh("cp")
+        self.uses_barrier = True
+        self.emit(0, f"{sh} = pk.shared({t}, {parts * self.block * n})")
+        for p in range(parts):
+            off = r.randint(0, groups - 1)
+            self.emit(0, f"pk.copy_async({sh}, lid + {p * self.block}, {self.readonly[t]}, "
+                         f"(lid + {off}) & {groups - 1}, {n})")
+            self.emit(0, "pk.copy_commit()")
+        if parts == 2:
+            self.emit(0, "pk.copy_wait(1)")
+        self.emit(0, "pk.copy_wait(0)")
+        self.emit(0, "pk.barrier()")
+        v = self.fresh("v")
+        self.emit(0, f"{v} = {sh}[(lid * {n} + {r.randint(0, parts * self.block * n - 1)}) & "
+                     f"{parts * self.block * n - 1}]")
+        self.vars[t].append(v)
+
     # ------------------------------------------------------------------ subgroups
     def subgroup_section(self):
         """pk.subgroup_* at the top level (uniform control flow), used only in ways whose result does
@@ -602,6 +635,8 @@ class _Gen:
                 self.emit(0, f"{v} = {sh}[(lid + {r.randint(0, self.block - 1)}) & {self.block - 1}]")
                 self.emit(0, "pk.barrier()")
                 self.vars[t].append(v)
+        if "copies" not in self.avoid and self.cprng.random() < 0.25:
+            self.copy_section()
         if "subgroups" not in self.avoid and self.sgrng.random() < 0.3:
             self.subgroup_section()
         while self.budget > 0:
@@ -677,10 +712,11 @@ INF = float("inf")'''
 
 #: what ``generate(avoid=...)`` can leave out, to keep fuzzing past a known open bug
 AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpers",
-             "constexpr": "no pk.constexpr kernel parameter", "subgroups": "no pk.subgroup_* section"}
+             "constexpr": "no pk.constexpr kernel parameter", "subgroups": "no pk.subgroup_* section",
+             "copies": "no pk.copy_async section"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
-BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups"))
+BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies"))
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset()) -> GenProgram:
