@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 import polykern as pk
-from polykern import Buffer, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from polykern import Buffer, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from polykern.testing import support_table
 from polykern.errors import KernelTypeError
 from polykern.lang.builtins import BUILTINS
@@ -55,7 +55,7 @@ def test_the_public_name_list_covers_the_builtins():
 
 def test_every_scalar_type_is_documented():
     text = _doc()
-    for t in ("bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"):
+    for t in ("bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64", "bf16"):
         assert f"`{t}`" in text, t
 
 
@@ -129,7 +129,8 @@ def _subgroups():
     return sg
 
 
-_TYPES = {"i8": i8, "u8": u8, "i16": i16, "u16": u16, "i64": i64, "u64": u64, "f16": f16, "f64": f64}
+_TYPES = {"i8": i8, "u8": u8, "i16": i16, "u16": u16, "i64": i64, "u64": u64, "f16": f16, "f64": f64,
+          "bf16": bf16}
 PROBES = {None: None, "bool_buffer": _bool_buffer, "math_f64": _math_f64, "barrier": _barrier,
           "subgroups": _subgroups, **{name: (lambda t=t: _copy(t)) for name, t in _TYPES.items()}}
 CORE = {"`i32`, `u32`, `f32` (values, buffers, arrays)": _core, "`bool` values and local/shared arrays": _bools}

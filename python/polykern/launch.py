@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import LaunchError
-from .ir.types import ScalarType, scalar_from_code, scalar_from_numpy
+from .ir.types import ScalarType, bf16, scalar_from_code, scalar_from_numpy
 
 if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
     from .function_info import ArgInfo, FunctionInfo
@@ -203,13 +203,18 @@ def _contiguous(shape: Sequence[int], strides_elems: Optional[Sequence[int]]) ->
 
 def _code_name(code: int, bits: int, lanes: int) -> str:
     try:
-        name = str(scalar_from_code(code, bits).numpy)
+        t = scalar_from_code(code, bits)
+        name = "bfloat16" if t == bf16 else str(t.numpy)
     except ValueError:
         name = f"type code {code} bits {bits}"
     return name if lanes == 1 else f"{name} x{lanes}"
 
 
 def _check_dtype(where: str, want: ScalarType, got_name: str, ok: bool) -> None:
+    if not ok and want == bf16:
+        raise LaunchError(f"{where}: expected bf16 elements (pk.bf16_array(bits) of a uint16 array holding "
+                          f"bf16 bits, or an ml_dtypes.bfloat16 array), got {got_name} elements; polykern never "
+                          "converts buffers silently (pk.bf16_array(float_array) rounds to bf16)")
     if not ok:
         raise LaunchError(f"{where}: expected {want.numpy} elements ({want}), got {got_name} elements; "
                           "polykern never converts buffers silently")
@@ -225,7 +230,8 @@ def _host(info: FunctionInfo, i: int, obj: Any, arr: np.ndarray) -> BufferArg:
     a, where = info.args[i], _where(info, i)
     if arr.ndim == 0:
         raise LaunchError(f"{where}: expected an array, got a 0-d array")
-    _check_dtype(where, a.dtype, str(arr.dtype), scalar_from_numpy(arr.dtype) == a.dtype and arr.dtype.isnative)
+    got = "bf16 (pk.bf16_array)" if scalar_from_numpy(arr.dtype) == bf16 else str(arr.dtype)
+    _check_dtype(where, a.dtype, got, scalar_from_numpy(arr.dtype) == a.dtype and arr.dtype.isnative)
     if not arr.flags.c_contiguous:
         raise LaunchError(f"{where}: the array is not C-contiguous (shape {arr.shape}, strides {arr.strides}); "
                           "pass numpy.ascontiguousarray(x)")

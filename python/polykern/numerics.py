@@ -33,7 +33,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 BACKENDS = ("llvm", "cuda", "nvptx", "rocm", "opencl", "vulkan", "metal", "webgpu", "hexagon")
-FLOAT_TYPES = ("f16", "f32", "f64")
+FLOAT_TYPES = ("f16", "f32", "f64", "bf16")
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
 # Operations with a promise. Integer and bool operations are always exact (integers wrap modulo 2^bits).
@@ -231,11 +231,23 @@ _BACKEND: Dict[Tuple[str, str], Dict[str, Promise]] = {
 }
 
 
+def _bf16(p: Promise) -> Promise:
+    """bf16's promise from f32's: every bf16 operation is the f32 operation rounded once to bf16
+    (docs/language.md "bf16"), so an exact f32 operation stays exact and an inexact one (a few f32 ulps,
+    2^-16 of a bf16 ulp each) may move the result to a neighbouring bf16: 1 ulp."""
+    if p.ulp == 0 and not p.ulp_growth:
+        return p
+    return dataclasses.replace(p, ulp=1.0, ulp_growth=0.0)
+
+
 def promise(op: str, dtype: str, backend: str) -> Promise:
     """The promise for ``op`` on values of ``dtype`` compiled for ``backend``.
 
-    Integer and bool dtypes get the exact promise for every op. Unknown names raise ``ValueError``.
+    Integer and bool dtypes get the exact promise for every op; bf16 derives from f32 (:func:`_bf16`).
+    Unknown names raise ``ValueError``.
     """
+    if dtype == "bf16" and backend in BACKENDS and op in OPS:
+        return _bf16(promise(op, "f32", backend))
     if backend not in BACKENDS:
         raise ValueError(f"numerics.promise: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if op not in OPS:
@@ -258,11 +270,18 @@ def promise(op: str, dtype: str, backend: str) -> Promise:
 # ---------------------------------------------------------------------------------------------------
 # Comparing a result with the reference under a promise.
 
-_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+# bf16 values are f32 values with 8 significant bits (the same exponent range, so the same subnormal
+# range); ulp_of computes bf16's spacing itself.
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32}
 
 
 def ulp_of(ref, dtype: str):
     """The spacing of ``dtype`` at ``ref`` (elementwise; the smallest subnormal spacing at 0)."""
+    if dtype == "bf16":  # 8 significant bits, f32's exponent range: 2^(e - 7), at least 2^-133
+        r = np.abs(np.asarray(ref, dtype=np.float64))
+        with np.errstate(invalid="ignore"):
+            gap = np.maximum(np.ldexp(1.0, np.frexp(r)[1] - 8), 2.0 ** -133)
+        return np.where(np.isfinite(r), gap, np.nan)
     t = _NP[dtype]
     r = np.abs(np.asarray(ref, dtype=t))
     with np.errstate(invalid="ignore", over="ignore"):

@@ -9,7 +9,9 @@ from polykern.ir.types import SCALAR_TYPES, ArrayType, BufferType, ScalarType, i
 from polykern.ir.verifier import verify
 from polykern.target import Target
 
-ALL_TYPES: List[ScalarType] = list(SCALAR_TYPES.values())
+# bf16 is not here: its arithmetic reaches a backend only rewritten into f32 (passes/widen_bf16.py), and
+# hand-built IR skips the passes; tests/test_bf16.py covers it on every runtime.
+ALL_TYPES: List[ScalarType] = [t for t in SCALAR_TYPES.values() if t.name != "bf16"]
 INT_TYPES = [t for t in ALL_TYPES if t.is_int]
 FLOAT_TYPES = [t for t in ALL_TYPES if t.is_float]
 

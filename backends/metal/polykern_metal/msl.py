@@ -52,6 +52,7 @@ class MetalDialect(CDialect):
     language = "Metal Shading Language"
     half_native = True
     fn_qualifier = "inline"
+    F32_AS_U32, U32_AS_F32 = "as_type<uint>({})", "as_type<float>({})"  # bf16 conversions (codegen/c_bf16.py)
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -77,7 +78,7 @@ class MetalDialect(CDialect):
         return None
 
     def storage_type(self, t: ScalarType) -> str:
-        return "uchar" if t == bool_ else self.TYPE_NAMES[t.name]
+        return "uchar" if t == bool_ else super().storage_type(t)
 
     def int_suffix(self, t: ScalarType) -> str:
         return {"u32": "u", "i64": "L", "u64": "UL"}.get(t.name, "")

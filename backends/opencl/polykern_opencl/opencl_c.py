@@ -68,6 +68,7 @@ class OpenCLDialect(CDialect):
     language = "OpenCL C"
     half_native = False
     fn_qualifier = _FN
+    F32_AS_U32, U32_AS_F32 = "as_uint({})", "as_float({})"  # bf16 conversions (codegen/c_bf16.py)
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -88,7 +89,7 @@ class OpenCLDialect(CDialect):
         return f"({vt})({', '.join(parts)})"
 
     def storage_type(self, t: ScalarType) -> str:
-        return "uchar" if t == bool_ else self.TYPE_NAMES[t.name]
+        return "uchar" if t == bool_ else super().storage_type(t)
 
     def int_suffix(self, t: ScalarType) -> str:
         return {"u32": "u", "i64": "L", "u64": "UL"}.get(t.name, "")

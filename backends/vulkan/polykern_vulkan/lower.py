@@ -37,10 +37,12 @@ import numpy as np
 from polykern import ir
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as n
-from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bool_, f32, f64, i32, u32
+from polykern.ir.bfloat16 import f32_to_bits
+from polykern.ir.types import SCALAR_TYPES, ArrayType, ScalarType, bf16, bool_, f32, f64, i32, u16, u32
 from polykern.ir.vector import VecGroup, iter_groups, vector_buffers
 from polykern.numerics import saturation_bounds
 
+from . import lower_bf16
 from .spirv_builder import FunctionBuilder, ModuleBuilder
 from .spirv_matrix import declare_matrix, lower_matrix_op
 from .spirv_subgroups import declare_subgroup_inputs, lower_subgroup
@@ -164,13 +166,17 @@ class KernelLowering:
                 if bool_ in in_buffers:
                     self.need("int8", "Buffer[bool] (stored as bytes)", loc)
                 continue
-            if t.is_float and t.bits in (16, 64):
+            if t == bf16:  # its bits, in u16 (lower_bf16.py)
+                self.need("int16", f"type {t} (held as 16-bit integers)", loc)
+            elif t.is_float and t.bits in (16, 64):
                 self.need(f"float{t.bits}", f"type {t}", loc)
             elif t.is_int and t.bits in (8, 16, 64):
                 self.need(f"int{t.bits}", f"type {t}", loc)
 
     # ------------------------------------------------------------------ types and constants
     def ty(self, t: ScalarType) -> int:
+        if t == bf16:
+            t = u16
         if t.is_bool:
             return self.m.t_bool()
         if t.is_float:
@@ -186,6 +192,8 @@ class KernelLowering:
             self.m.capability(cap)
 
     def const(self, t: ScalarType, value) -> int:
+        if t == bf16:
+            return self.m.const(self.ty(u16), int(f32_to_bits(value)))
         return self.m.const(self.ty(t), value)
 
     def u32c(self, value: int) -> int:
@@ -195,7 +203,7 @@ class KernelLowering:
         """The element type an array is declared with."""
         from polykern.ir.types import SCALAR_TYPES
 
-        if name in self.punned:
+        if name in self.punned or elem == bf16:
             return SCALAR_TYPES[f"u{elem.bits}"]
         if elem.is_bool and external:
             return SCALAR_TYPES["u8"]
@@ -962,6 +970,11 @@ class KernelLowering:
         f = self.f
         if src == dst:
             return v
+        if bf16 in (src, dst):  # only to and from f32 after passes/widen_bf16.py
+            if {src, dst} != {bf16, f32}:
+                raise KernelTypeError(f"vulkan backend: a {src} -> {dst} conversion reached the lowering "
+                                      "(bf16 converts through f32)", self.fn.loc)
+            return (lower_bf16.to_bf16 if dst == bf16 else lower_bf16.from_bf16)(self, v)
         if dst.is_bool:
             if src.is_float:
                 return f.val(Op.FUnordNotEqual, self.ty(bool_), v, self.const(src, 0.0))

@@ -13,6 +13,7 @@ SKIPS = {
         "i64": "WGSL has no 64-bit integer types",
         "i8": "WGSL has no 8-bit integer types",
         "i16": "WGSL has no 16-bit integer types",
+        "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits",
         "bool_buffer": "bool is not host-shareable in WGSL storage buffers",
         "matrix": "WebGPU has no matrix engine: matrix fragments are refused at build",
     },
@@ -28,6 +29,7 @@ REFUSES = {
         "u8": "WGSL has no 8-bit integer types",
         "i16": "WGSL has no 16-bit integer types",
         "u16": "WGSL has no 16-bit integer types",
+        "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits",
         "bool_buffer": "bool is not host-shareable in WGSL storage buffers",
     },
 }

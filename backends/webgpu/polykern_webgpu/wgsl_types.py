@@ -25,6 +25,8 @@ _WHY = {
     "u8": "WGSL has no 8-bit integer types; use u32",
     "i16": "WGSL has no 16-bit integer types; use i32",
     "u16": "WGSL has no 16-bit integer types; use u32",
+    "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits; use f32 (or two bf16 "
+            "packed in a u32)",
 }
 
 F16_HINT = ("f16 needs the WGSL 'shader-f16' extension: compile for target "

@@ -40,8 +40,10 @@ from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import dynamic_array
 from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f16, f32, f64, i32, u32, u64
+from ..ir.bfloat16 import f32_to_bits
+from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f16, f32, f64, i32, u32, u64
 from ..numerics import saturation_bounds
+from . import c_bf16
 from .c_names import NameTable, kernel_symbol
 
 __all__ = ["Code", "CDialect", "TranslationUnit", "KernelEmitter", "emit_source", "space_of",
@@ -140,15 +142,25 @@ class CDialect:
         """Why ``t`` cannot be used at all on this backend, or None."""
         return None
 
+    # The dialect's f32 <-> u32 bit casts ("{}" for the operand); None: bf16 is refused (c_bf16.py).
+    F32_AS_U32: Optional[str] = None
+    U32_AS_F32: Optional[str] = None
+
+    def bf16_refusal(self) -> Optional[str]:
+        """Why bf16 cannot be used on this dialect, or None (its values are u16 bits: c_bf16.py)."""
+        return None if self.F32_AS_U32 and self.U32_AS_F32 else f"the {self.language} emitter has no f32 bit casts"
+
     def type_name(self, t: ScalarType) -> str:
         """The C type of a *value* of type ``t`` (a local, an expression)."""
+        if t == bf16:  # its bits
+            return self.TYPE_NAMES["u16"]
         if t == f16 and not self.half_native:
             return self.TYPE_NAMES["f32"]
         return self.TYPE_NAMES[t.name]
 
     def storage_type(self, t: ScalarType) -> str:
         """The C type of ``t`` in memory (buffers, arrays) and in a scalar kernel parameter."""
-        return self.TYPE_NAMES[t.name]
+        return self.TYPE_NAMES["u16" if t == bf16 else t.name]
 
     def unsigned_of(self, t: ScalarType) -> str:
         return self.TYPE_NAMES["u" + t.name[1:]] if t.name[0] == "i" else self.TYPE_NAMES[t.name]
@@ -157,6 +169,8 @@ class CDialect:
     def literal(self, value, t: ScalarType) -> Code:
         if t == bool_:
             return Code("true" if value else "false")
+        if t == bf16:
+            return Code(f"({self.type_name(t)}){int(f32_to_bits(value))}", UNARY)
         if t.is_float:
             return self.float_literal(float(value), t)
         return self.int_literal(int(value), t)
@@ -197,6 +211,13 @@ class CDialect:
     def cast(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
         if src == dst:
             return x
+        if bf16 in (src, dst):  # only to and from f32 after passes/widen_bf16.py
+            if {src, dst} != {bf16, f32}:
+                raise self.refuse(f"a {src} -> {dst} conversion", "bf16 converts through f32")
+            to, frm = c_bf16.helper_sources(self.fn_qualifier, self.TYPE_NAMES["u16"], self.TYPE_NAMES["u32"],
+                                            self.F32_AS_U32, self.U32_AS_F32)
+            name, text = to if dst == bf16 else frm
+            return Code(f"{unit.helper(name, text)}({x})")
         if src.is_float and dst.is_int:
             return self.float_to_int(unit, x, src, dst)
         if dst == f16 and not self.half_native:
@@ -487,7 +508,7 @@ class KernelEmitter:
     def check_type(self, t: ScalarType, node=None) -> None:
         if t in self.checked:
             return
-        why = self.d.unsupported_type(t)
+        why = self.d.unsupported_type(t) or (self.d.bf16_refusal() if t == bf16 else None)
         if why is not None:
             raise self.fail(f"type {t} (in kernel '{self.fn.name}')", why, node)
         self.checked.add(t)

@@ -43,8 +43,10 @@ from llvmlite import ir as ll
 
 from ..errors import CompileError, KernelTypeError
 from ..ir import nodes as N
-from ..ir.types import ArrayType, BufferType, ScalarType, f32
+from ..ir.bfloat16 import f32_to_bits
+from ..ir.types import ArrayType, BufferType, ScalarType, bf16, f32
 from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
+from .llvm_bf16 import bf16_to_f32, f32_to_bf16
 from .llvm_f16 import f16_libcall_ir
 from .llvm_target import MODULE_NAME
 
@@ -66,6 +68,8 @@ def value_type(st: ScalarType) -> ll.Type:
     """The LLVM type of a value of scalar type ``st`` in registers."""
     if st.is_bool:
         return I1
+    if st == bf16:  # bits (codegen/llvm_bf16.py)
+        return ll.IntType(16)
     if st.is_float:
         return _FLOAT_TYPES[st.bits]
     return ll.IntType(st.bits)
@@ -547,6 +551,8 @@ class LLVMKernelEmitter:
         t = value_type(st)
         if st.is_bool:
             return ll.Constant(I1, 1 if value else 0)
+        if st == bf16:
+            return ll.Constant(t, int(f32_to_bits(value)))
         if st.is_float:
             return ll.Constant(t, float(st.numpy.type(value)))
         v = int(value) & ((1 << st.bits) - 1)
@@ -679,6 +685,13 @@ class LLVMKernelEmitter:
         b = self.builder
         if src == dst:
             return v
+        if src == bf16 or dst == bf16:  # only to and from f32 (passes/widen_bf16.py)
+            if (src, dst) == (bf16, f32):
+                return bf16_to_f32(b, v)
+            if (src, dst) == (f32, bf16):
+                return f32_to_bf16(b, v)
+            raise CompileError(f"{type(self).__name__}: a {src} -> {dst} conversion reached the backend "
+                               "(bf16 converts through f32)")
         dty = value_type(dst)
         if dst.is_bool:
             if src.is_float:

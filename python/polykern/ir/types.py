@@ -10,10 +10,13 @@ from typing import Optional, Union
 
 import numpy as np
 
+from .bfloat16 import BF16_DTYPE, BF16_MAX, is_bf16_dtype, round_value
+
 # DLPack type codes.
 CODE_INT = 0
 CODE_UINT = 1
 CODE_FLOAT = 2
+CODE_BFLOAT = 4
 CODE_BOOL = 6
 
 
@@ -27,7 +30,7 @@ class ScalarType:
 
     @property
     def is_float(self) -> bool:
-        return self.code == CODE_FLOAT
+        return self.code == CODE_FLOAT or self.code == CODE_BFLOAT
 
     @property
     def is_int(self) -> bool:
@@ -36,7 +39,7 @@ class ScalarType:
 
     @property
     def is_signed(self) -> bool:
-        return self.code == CODE_INT or self.code == CODE_FLOAT
+        return self.code == CODE_INT or self.is_float
 
     @property
     def is_bool(self) -> bool:
@@ -48,9 +51,12 @@ class ScalarType:
 
     @property
     def numpy(self) -> np.dtype:
-        return np.dtype(_NUMPY_NAMES[self.name])
+        """The NumPy dtype of arrays of this type (bf16: uint16 bits marked bf16, ir/bfloat16.py)."""
+        return BF16_DTYPE if self.code == CODE_BFLOAT else np.dtype(_NUMPY_NAMES[self.name])
 
     def min_value(self):
+        if self.code == CODE_BFLOAT:
+            return -BF16_MAX
         if self.is_float:
             return -float(np.finfo(self.numpy).max)
         if self.is_bool:
@@ -58,6 +64,8 @@ class ScalarType:
         return int(np.iinfo(self.numpy).min)
 
     def max_value(self):
+        if self.code == CODE_BFLOAT:
+            return BF16_MAX
         if self.is_float:
             return float(np.finfo(self.numpy).max)
         if self.is_bool:
@@ -65,8 +73,11 @@ class ScalarType:
         return int(np.iinfo(self.numpy).max)
 
     # Calling a type inside a kernel is a cast (``f32(x)``); outside a kernel it
-    # makes a NumPy scalar, which is handy for launch arguments.
+    # makes a NumPy scalar, which is handy for launch arguments (bf16: the f32 holding the value
+    # rounded to bf16, as NumPy has no bf16 scalar).
     def __call__(self, value):
+        if self.code == CODE_BFLOAT:
+            return np.float32(round_value(value))
         return self.numpy.type(value)
 
     def __repr__(self) -> str:
@@ -88,8 +99,9 @@ u64 = ScalarType("u64", CODE_UINT, 64)
 f16 = ScalarType("f16", CODE_FLOAT, 16)
 f32 = ScalarType("f32", CODE_FLOAT, 32)
 f64 = ScalarType("f64", CODE_FLOAT, 64)
+bf16 = ScalarType("bf16", CODE_BFLOAT, 16)
 
-SCALAR_TYPES = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)}
+SCALAR_TYPES = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, bf16)}
 _NUMPY_NAMES = {
     "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
     "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
@@ -107,8 +119,10 @@ def scalar_from_code(code: int, bits: int) -> ScalarType:
 
 def scalar_from_numpy(dtype) -> Optional[ScalarType]:
     dt = np.dtype(dtype)
+    if is_bf16_dtype(dt):
+        return bf16
     for t in SCALAR_TYPES.values():
-        if np.dtype(_NUMPY_NAMES[t.name]) == dt:
+        if t is not bf16 and np.dtype(_NUMPY_NAMES[t.name]) == dt:
             return t
     return None
 

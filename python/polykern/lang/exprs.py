@@ -7,7 +7,7 @@ import types as _pytypes
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, f32, f64, i32, i64, u32, u64
+from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f32, f64, i32, i64, u32, u64
 from . import builtins as B
 from .functions import Func
 from .typing_rules import coerce, default_type, is_weak, literal, unify
@@ -537,6 +537,9 @@ class ExprTranslator:
         elem = base.type.elem
         if elem == bool_:
             raise self.type_error(f"{name}() is not defined for bool elements", node)
+        if elem == bf16:
+            raise self.type_error(f"{name}() is not defined for bf16 elements (no backend has bf16 atomics); "
+                                  "use an f32 or u32 array", node)
         if op != "add" and op != "xchg" and op != "cas" and elem.is_float and op in ("min", "max"):
             pass  # float min/max: allowed here; backends without it refuse
         idx = self.index_expr(node.args[1])

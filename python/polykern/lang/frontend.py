@@ -12,7 +12,7 @@ import typing
 
 from ..errors import KernelTypeError
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, BufferType, ScalarType, i32
+from ..ir.types import ArrayType, BufferType, ScalarType, bf16, i32
 from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
@@ -99,6 +99,10 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 raise self.type_error(
                     f"parameter '{arg.arg}' has annotation {t!r}; use a scalar type (i32, f32, ...) or "
                     "Buffer[T]", arg)
+            if t == bf16:
+                raise self.type_error(
+                    f"parameter '{arg.arg}': a bf16 scalar cannot be a kernel argument (the host has no bf16 "
+                    f"scalar); pass an f32 and convert with bf16({arg.arg})", arg)
             self.vars[arg.arg] = t
             self.params.add(arg.arg)
             params.append(ir.Param(arg.arg, t))

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.types import ScalarType, bool_, f32, i32
+from ..ir.bfloat16 import round_value
+from ..ir.types import ScalarType, bf16, bool_, f32, i32
 
 
 def literal(value, loc: Optional[SourceLoc]) -> ir.Const:
@@ -55,6 +56,8 @@ def fits(value, t: ScalarType) -> bool:
 def round_to(value, t: ScalarType):
     """``value`` as the type ``t`` holds it: a float rounded to t's precision (to nearest even), an int
     unchanged. Every typed float ``ir.Const`` holds such a value, so folding sees the target's number."""
+    if t == bf16:
+        return round_value(value)
     if t.is_float:
         with np.errstate(over="ignore"):
             return float(t.numpy.type(value))

@@ -13,6 +13,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .. import numerics
+from ..ir.bfloat16 import bits_to_f32, is_bf16_dtype
 from .interp import Result
 
 
@@ -53,7 +54,7 @@ def _within(direct, operands, ref, got, backend: str) -> Tuple[bool, str]:
     ok = bool(numerics.agrees(p, op, dtype, got, ref, operands))
     if not ok and op == "fma" and p.unfused_ok:  # the product may be rounded before the add
         a, b, c = operands
-        t = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
+        t = {"f16": np.float16, "f64": np.float64}.get(dtype, np.float32)  # bf16: its f32 operation
         with np.errstate(all="ignore"):
             unfused = float(t(float(t(a * b)) + c))
         ok = bool(numerics.agrees(p, "add", dtype, got, unfused, ()))
@@ -103,6 +104,8 @@ def compare(oracle: Result, got: Dict[str, np.ndarray], backend: str, names=None
     for name in (names if names is not None else sorted(oracle.buffers)):
         ref = oracle.buffers[name]
         arr = np.asarray(got[name]).reshape(-1)
+        if is_bf16_dtype(ref.dtype):  # compared as the f32 values (every NaN meets every NaN)
+            ref, arr = bits_to_f32(ref), bits_to_f32(arr)
         taint = oracle.taint.get(name)
         is_float = ref.dtype.kind == "f"
         loose = loose_by_name.get(name)

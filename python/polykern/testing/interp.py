@@ -35,7 +35,8 @@ import numpy as np
 from ..codegen.llvm_subgroups import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
-from ..ir.types import BufferType
+from ..ir.bfloat16 import BF16_DTYPE, bits_to_f32, f32_to_bits
+from ..ir.types import BufferType, bf16, scalar_from_numpy
 from .interp_copies import CopyCompiler
 from .interp_exprs import ExprCompiler
 from .interp_memory import Mem, Result, loose
@@ -99,9 +100,11 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         for p, a in zip(fn.params, args):
             if isinstance(p.type, BufferType):
                 arr = np.asarray(a)
-                if arr.dtype != p.type.elem.numpy:
+                if scalar_from_numpy(arr.dtype) != p.type.elem:
                     raise OracleError(f"argument '{p.name}' of '{fn.name}' must be {p.type.elem.numpy} "
                                       f"elements, got {arr.dtype}")
+                if p.type.elem == bf16:  # the bits' f32 values (ir/bfloat16.py)
+                    arr = bits_to_f32(arr)
                 data = [canon(p.type.elem, x) for x in arr.reshape(-1).tolist()]
                 mems[p.name] = Mem(p.name, data)
                 base[self.slot[p.name]] = mems[p.name]
@@ -142,7 +145,10 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         for p in fn.params:
             if isinstance(p.type, BufferType):
                 mem = mems[p.name]
-                out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
+                if p.type.elem == bf16:
+                    out[p.name] = f32_to_bits(np.array(mem.data, np.float32)).view(BF16_DTYPE)
+                else:
+                    out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
         seen, flow = frozenset(self.special_seen), self.flow

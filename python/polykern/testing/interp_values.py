@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import numerics
 from ..errors import PolykernError
-from ..ir.types import ScalarType
+from ..ir.bfloat16 import BF16_TINY, round_value
+from ..ir.types import ScalarType, bf16, f32
 
 
 class OracleError(PolykernError):
@@ -34,13 +35,25 @@ class OracleError(PolykernError):
 
 #: set when an f16/f32 operation produced a subnormal result since the last reset: a backend that
 #: may flush subnormals (numerics.Promise.may_flush_subnormals) can then legitimately differ anywhere
-SUBNORMAL_SEEN = {"f16": False, "f32": False}
+SUBNORMAL_SEEN = {"f16": False, "f32": False, "bf16": False}
 
 
 def rounder(t: ScalarType) -> Callable[[float], float]:
-    """float -> the nearest value of float type ``t`` (round to nearest even, overflow to inf)."""
+    """float -> the nearest value of float type ``t`` (round to nearest even, overflow to inf). bf16:
+    rounded to f32 first, then to bf16 (docs/language.md "bf16"; the oracle runs programs after
+    passes/widen_bf16.py, so this is the f32 -> bf16 conversion, ir/bfloat16.py's rounding)."""
     if t.bits == 64:
         return float
+    if t == bf16:
+        to_f32, seen = rounder(f32), SUBNORMAL_SEEN
+
+        def rnd_bf16(x):
+            y = round_value(to_f32(x))
+            if -BF16_TINY < y < BF16_TINY and y != 0.0:
+                seen["bf16"] = True
+            return y
+
+        return rnd_bf16
     np_t = np.float32 if t.bits == 32 else np.float16
     tiny = float(np.finfo(np_t).tiny)
     seen, name = SUBNORMAL_SEEN, t.name

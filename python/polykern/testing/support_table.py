@@ -27,6 +27,7 @@ ROWS: Tuple[Tuple[str, Optional[str]], ...] = (
     ("`i64`", "i64"),
     ("`u64`", "u64"),
     ("`f16`", "f16"),
+    ("`bf16` (storage, conversions; arithmetic in f32)", "bf16"),
     ("`f64`", "f64"),
     ("math builtins on `f64` (`pk.exp`, `pk.sin`, ...)", "math_f64"),
     ("`pk.barrier()`, `pk.shared`", "barrier"),
