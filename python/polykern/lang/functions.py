@@ -334,6 +334,9 @@ def _rename(body, rename):
             s.var = rename[s.var][0]
         elif isinstance(s, ir.Store):
             var(s.base)
+        elif isinstance(s, ir.CopyAsync):  # its arrays are fields, not expressions
+            var(s.dst)
+            var(s.src)
         for e in ir.stmt_exprs(s):
             for x in ir.walk_expr(e):
                 if isinstance(x, ir.Var):
