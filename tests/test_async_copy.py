@@ -408,3 +408,16 @@ def test_errors_are_located():
         pk.copy_commit(1)
 
     assert "pk.copy_commit() takes no arguments" in _error(commit_args)
+
+
+@pytest.mark.parametrize("target", ["metal", "rocm -mcpu=gfx90a", "hexagon", "webgpu -shader_f16=true", "opencl",
+                                    "vulkan"])
+def test_every_other_backend_compiles_plain_copies(target, monkeypatch):
+    """The kernel that uses cp.async on sm_80+ compiles everywhere else, as plain copies."""
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only (no runtime needed)
+    root = pk.build([_ring(f16, 8)], [target])
+    (dev,) = root.device_modules()
+    assert dev.source_formats()
+    for fmt in dev.source_formats():
+        src = dev.inspect_source(fmt)
+        assert "copy_async" not in src and "cp.async" not in src
