@@ -90,3 +90,26 @@ def staged_layouts(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32], COL: pk.const
         pk.frag_load(fb, sb, OFF, 40)
     acc = pk.mma(fa, fb, acc)
     pk.frag_store(d, 0, 32, acc)
+
+
+@pk.kernel
+def staged_x2(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32]):
+    """A 16 x 16 A and a 16 x 8 B from shared memory: B's fragment is 2 registers per lane (cuda,
+    nvptx: one ldmatrix .x2.trans; A: one .x4)."""
+    sa = pk.shared(f16, 16 * 16)
+    sb = pk.shared(f16, 16 * 8)
+    e = pk.local_id(0)
+    while e < 256:
+        sa[e] = a[e]
+        if e < 128:
+            sb[e] = b[e]
+        e += pk.local_size(0)
+    pk.barrier()
+    fa = pk.frag_a(f16, 16, 8, 16)
+    fb = pk.frag_b(f16, 16, 8, 16)
+    acc = pk.frag_acc(f32, 16, 8, 16)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_load(fa, sa, 0, 16)
+    pk.frag_load(fb, sb, 0, 8)
+    acc = pk.mma(fa, fb, acc)
+    pk.frag_store(d, 0, 8, acc)

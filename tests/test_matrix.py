@@ -24,7 +24,7 @@ from runtimes import runnable_targets
 EXACT_KINDS = ("llvm", "hexagon")  # reference_mma bit for bit
 
 
-from matrix_kernels import fill_scale_store, staged, staged_layouts, tile_gemm  # noqa: E402,F401
+from matrix_kernels import fill_scale_store, staged, staged_layouts, staged_x2, tile_gemm  # noqa: E402,F401
 
 
 @pk.kernel
@@ -209,6 +209,19 @@ def test_shared_layouts_and_offsets(target, col, off):
     _launch(mod, kern.name, target, Ma.ravel(), Mb.ravel(), d, grid=1, block=_subgroup_size(target))
     want = reference_mma(np.ascontiguousarray(A), np.ascontiguousarray(B), np.zeros((32, 32), np.float32), f32)
     np.testing.assert_array_equal(d.reshape(32, 32), want)  # small integers: exact everywhere
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shared_fragment_of_two_registers(target):
+    """A 16 x 8 B fragment from shared memory (cuda, nvptx: ldmatrix .x2.trans) and a 16 x 16 A."""
+    rng = np.random.default_rng(19)
+    A, B = _rand(np.float16, (16, 16), rng), _rand(np.float16, (16, 8), rng)
+    mod = _build_or_refusal(staged_x2, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses 16x8x16 fragments")
+    d = np.zeros(16 * 8, np.float32)
+    _launch(mod, "staged_x2", target, A.ravel(), B.ravel(), d, grid=1, block=_subgroup_size(target))
+    np.testing.assert_array_equal(d.reshape(16, 8), reference_mma(A, B, np.zeros((16, 8), np.float32), f32))
 
 
 def test_oracle_matches_reference_and_cpu():

@@ -1,7 +1,8 @@
 """Matrix fragments for the ``nvptx`` target: the same mma.sync scheme as the CUDA C path
-(``mma_sync.py``: lane layout, tiling, instruction), in LLVM IR. A fragment is a private array of the
-lane's elements (constant indices only, so LLVM keeps it in registers); ``mma`` packs them into 32-bit
-registers and calls the instruction through inline PTX."""
+(``mma_sync.py``: lane layout, tiling, instruction, and ``ldmatrix`` for f16 A/B loads from shared
+memory whose offset and leading dimension are provably multiples of 8 elements), in LLVM IR. A
+fragment is a private array of the lane's elements (constant indices only, so LLVM keeps it in
+registers); ``mma`` packs them into 32-bit registers and calls the instruction through inline PTX."""
 from __future__ import annotations
 
 from llvmlite import ir as ll
@@ -12,7 +13,7 @@ from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType, f32
 
-from .mma_sync import _blocks, instructions, ptx_mma, slots
+from .mma_sync import _blocks, _ldmatrix_aligned, instructions, ldmatrix_groups, ldmatrix_trans, ptx_mma, slots
 
 _F32 = value_type(f32)
 
@@ -65,6 +66,10 @@ class NVPTXMatrix:
         mty, ety = mem_type(st), _elem_type(ft)
         off, ld = (self.index64(a) for a in s.args)
         lane = b.zext(b.and_(self._sg_tid(), ll.Constant(I32, 31)), I64)
+        groups = ldmatrix_groups(ft, s.layout) if s.op == "load" else None
+        if groups is not None and _ldmatrix_aligned(self, s):
+            self._ldmatrix(ptr, ft, s.layout, mptr, mty, off, ld, lane, groups)
+            return
         g, t = b.lshr(lane, ll.Constant(I64, 2)), b.and_(lane, ll.Constant(I64, 3))
 
         def coord(c):
@@ -88,6 +93,37 @@ class NVPTXMatrix:
             else:
                 v = b.load(fp, typ=ety)
                 b.store(b.fptrunc(v, mty) if v.type != mty else v, mp)
+
+    def _ldmatrix(self, ptr, ft: FragmentType, layout: str, mptr, mty, off, ld, lane, groups) -> None:
+        """An f16 A/B fragment from shared memory with ``ldmatrix`` (mma_sync.py "ldmatrix"): lane l
+        gives the address of row ``l & 7`` of sub-matrix ``(l >> 3) % n`` of each group of n; register
+        q's pair (low half first) becomes the fragment's elements 2q, 2q + 1."""
+        b = self.builder
+        trans = ldmatrix_trans(ft, layout)
+        q, j = b.lshr(lane, ll.Constant(I64, 3)), b.and_(lane, ll.Constant(I64, 7))
+        i16, half = ll.IntType(16), _elem_type(ft)
+        reg = 0
+        for group in groups:
+            n = len(group)
+            which = b.urem(q, ll.Constant(I64, n))
+            k, m = ll.Constant(I64, group[-1][0]), ll.Constant(I64, group[-1][1])
+            for idx in range(n - 1):  # the lane's sub-matrix origin (k, other), by which
+                hit = b.icmp_unsigned("==", which, ll.Constant(I64, idx))
+                k = b.select(hit, ll.Constant(I64, group[idx][0]), k)
+                m = b.select(hit, ll.Constant(I64, group[idx][1]), m)
+            row, col = (b.add(k, j), m) if trans else (b.add(m, j), k)
+            addr = b.gep(mptr, [b.add(off, b.add(b.mul(row, ld), col))], inbounds=True, source_etype=mty)
+            text = (f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16 "
+                    f"{{{', '.join(f'${x}' for x in range(n))}}}, [${n}];")
+            fnty = ll.FunctionType(ll.LiteralStructType([I32] * n), [I64])
+            res = b.asm(fnty, text, ",".join(["=r"] * n + ["l"]), [b.ptrtoint(addr, I64)], True)
+            for x in range(n):
+                word = b.extract_value(res, x)
+                lo = b.bitcast(b.trunc(word, i16), half)
+                hi = b.bitcast(b.trunc(b.lshr(word, ll.Constant(I32, 16)), i16), half)
+                b.store(lo, self._slot(ptr, ft, 2 * (reg + x)))
+                b.store(hi, self._slot(ptr, ft, 2 * (reg + x) + 1))
+            reg += n
 
     def _mma(self, s: N.MatrixOp, dptr, dt: FragmentType) -> None:
         b = self.builder

@@ -22,7 +22,7 @@ from polykern_cuda.divisibility import Divisibility
 from polykern_cuda.codegen import cuda_source
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, staged, staged_layouts, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged, staged_layouts, staged_x2, tile_gemm  # noqa: E402
 
 KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
            tile_gemm.specialize(TA=f16, TC=f16, M=32, N=8, K=32, BCOL=1),
@@ -162,6 +162,30 @@ def test_ldmatrix_only_where_provably_aligned():
     assert "ldmatrix" not in src(staged_layouts.specialize(COL=0, OFF=4))
     assert "ldmatrix" not in src(KERNELS[0])  # global memory
     assert "ldmatrix" in src(staged)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvptx_ldmatrix_only_where_provably_aligned(arch):
+    """nvptx uses the same tables and the same alignment proof as CUDA C (nvptx_matrix.py): the same
+    ldmatrix instructions, assembled by ptxas; element-wise loads elsewhere. Their results on a GPU:
+    tests/test_matrix.py::test_shared_layouts_and_offsets (offset 8: ldmatrix, 4: element-wise)."""
+    target = Target.parse(f"nvptx -arch={arch}")
+
+    def ptx(*kernels):
+        return nvptx.generate([run_default_passes(k.ir) for k in kernels], target)[0].decode()
+
+    row, col = ptx(staged_layouts.specialize(COL=0, OFF=8)), ptx(staged_layouts.specialize(COL=1, OFF=8))
+    assert row.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert row.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
+    assert col.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert col.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
+    assert "ldmatrix" not in ptx(staged_layouts.specialize(COL=0, OFF=4))
+    assert "ldmatrix" not in ptx(KERNELS[0])  # global memory
+    x2 = ptx(staged_x2)
+    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in x2  # a 16x8 B fragment: one x2
+    if toolchain.find_ptxas() is not None:
+        for text in (row, col, x2):
+            toolchain.ptxas_check(text.encode(), arch)
 
 
 @pk.kernel
