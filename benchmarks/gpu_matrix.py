@@ -7,8 +7,8 @@ Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
   ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in two variants
-  (``--variants``): ``polykern-<target>`` is ``gemm_f16`` (staging through registers, the measured
-  baseline) and ``polykern-<target>-async`` is ``gemm_f16_async`` (a 2-stage shared ring filled by
+  (``--variants``): ``polykern-<target>`` is ``STAGES=1`` (staging through registers, the measured
+  baseline) and ``polykern-<target>-async`` ``STAGES=2`` (a 2-stage shared ring filled by
   ``pk.copy_async``: cp.async on sm_80+, plain copies on Vulkan);
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     ap.add_argument("--variants", default=",".join(G.VARIANTS),
-                    help="gemm_f16 variants: sync (gemm_f16), async (gemm_f16_async, pk.copy_async ring)")
+                    help="gemm_f16 variants: sync (STAGES=1, the baseline), async (STAGES=2: a pk.copy_async ring)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)

@@ -9,13 +9,14 @@ k-slice (8 mma per 6 fragment loads). The subgroup count, (BM // 32) * (BN // 64
 on the device: the block is that many subgroups of the device's size (``subgroup_width``).
 m, n and k must be multiples of BM, BN and BK (``launch`` checks).
 
-``gemm_f16_async`` (the variant ``"async"``) computes the same with the staging made asynchronous
-(docs/language.md "Asynchronous copies"): a ring of STAGES shared tiles, filled by ``pk.copy_async``
-of 16 bytes (8 elements) per copy, STAGES - 1 k-tiles ahead, so the loads of the next tiles run while
-this tile's mma run (cp.async on sm_80+; a plain copy where a backend has no asynchronous copies). One
-barrier per k-step: wait for this tile's group, barrier (everyone's copies of this tile are visible and
+With ``STAGES`` >= 2 (the variant ``"async"``) the staging is asynchronous (docs/language.md
+"Asynchronous copies"): a ring of STAGES shared tiles, filled by ``pk.copy_async`` of 16 bytes
+(8 elements) per copy, STAGES - 1 k-tiles ahead, so the loads of the next tiles run while this tile's
+mma run (cp.async on sm_80+; a plain copy where a backend has no asynchronous copies). One barrier
+per k-step: wait for this tile's group, barrier (everyone's copies of this tile are visible and
 everyone is done with the stage the next copy overwrites), issue the copy STAGES - 1 tiles ahead,
-compute.
+compute. ``STAGES == 1`` (the variant ``"sync"``, the measured baseline) stages through registers
+between two barriers; the constexpr removes the other scheme's code.
 """
 import numpy as np
 
@@ -29,101 +30,12 @@ WARP_M, WARP_N = 32, 64  # a subgroup's tile
 PAD = 8
 
 
-@pk.kernel
-def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
-             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
-    sa = pk.shared(f16, BM * (BK + PAD))
-    sb = pk.shared(f16, BK * (BN + PAD))
-    tid = pk.local_id(0)
-    nt = pk.local_size(0)
-    sg = pk.subgroup_id()
-    wr = (sg // (BN // 64)) * 32
-    wc = (sg % (BN // 64)) * 64
-    row0 = pk.group_id(1) * BM
-    col0 = pk.group_id(0) * BN
-    fa0 = pk.frag_a(f16, 16, 16, 16)
-    fa1 = pk.frag_a(f16, 16, 16, 16)
-    fb0 = pk.frag_b(f16, 16, 16, 16)
-    fb1 = pk.frag_b(f16, 16, 16, 16)
-    fb2 = pk.frag_b(f16, 16, 16, 16)
-    fb3 = pk.frag_b(f16, 16, 16, 16)
-    c00 = pk.frag_acc(f32, 16, 16, 16)
-    c01 = pk.frag_acc(f32, 16, 16, 16)
-    c02 = pk.frag_acc(f32, 16, 16, 16)
-    c03 = pk.frag_acc(f32, 16, 16, 16)
-    c10 = pk.frag_acc(f32, 16, 16, 16)
-    c11 = pk.frag_acc(f32, 16, 16, 16)
-    c12 = pk.frag_acc(f32, 16, 16, 16)
-    c13 = pk.frag_acc(f32, 16, 16, 16)
-    pk.frag_fill(c00, 0.0)
-    pk.frag_fill(c01, 0.0)
-    pk.frag_fill(c02, 0.0)
-    pk.frag_fill(c03, 0.0)
-    pk.frag_fill(c10, 0.0)
-    pk.frag_fill(c11, 0.0)
-    pk.frag_fill(c12, 0.0)
-    pk.frag_fill(c13, 0.0)
-    for k0 in range(0, k, BK):
-        # A's and B's tiles (the same size: BM == BN) together, 4 groups of 4 elements of each per
-        # work-item and step, every load before the stores: 32 loads in flight (on a GPU the step's
-        # staging is bound by the global loads' latency, not their bandwidth)
-        e = tid * 4
-        while e < BM * BK:
-            e1 = e + nt * 4
-            e2 = e + nt * 8
-            e3 = e + nt * 12
-            a0, a1, a2, a3 = pk.vload(a, ((row0 + e // BK) * k + k0 + e % BK) // 4, 4)
-            a4, a5, a6, a7 = pk.vload(a, ((row0 + e1 // BK) * k + k0 + e1 % BK) // 4, 4)
-            a8, a9, a10, a11 = pk.vload(a, ((row0 + e2 // BK) * k + k0 + e2 % BK) // 4, 4)
-            a12, a13, a14, a15 = pk.vload(a, ((row0 + e3 // BK) * k + k0 + e3 % BK) // 4, 4)
-            b0, b1, b2, b3 = pk.vload(b, ((k0 + e // BN) * n + col0 + e % BN) // 4, 4)
-            b4, b5, b6, b7 = pk.vload(b, ((k0 + e1 // BN) * n + col0 + e1 % BN) // 4, 4)
-            b8, b9, b10, b11 = pk.vload(b, ((k0 + e2 // BN) * n + col0 + e2 % BN) // 4, 4)
-            b12, b13, b14, b15 = pk.vload(b, ((k0 + e3 // BN) * n + col0 + e3 % BN) // 4, 4)
-            pk.vstore(sa, (e // BK * (BK + PAD) + e % BK) // 4, (a0, a1, a2, a3))
-            pk.vstore(sa, (e1 // BK * (BK + PAD) + e1 % BK) // 4, (a4, a5, a6, a7))
-            pk.vstore(sa, (e2 // BK * (BK + PAD) + e2 % BK) // 4, (a8, a9, a10, a11))
-            pk.vstore(sa, (e3 // BK * (BK + PAD) + e3 % BK) // 4, (a12, a13, a14, a15))
-            pk.vstore(sb, (e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
-            pk.vstore(sb, (e1 // BN * (BN + PAD) + e1 % BN) // 4, (b4, b5, b6, b7))
-            pk.vstore(sb, (e2 // BN * (BN + PAD) + e2 % BN) // 4, (b8, b9, b10, b11))
-            pk.vstore(sb, (e3 // BN * (BN + PAD) + e3 % BN) // 4, (b12, b13, b14, b15))
-            e += nt * 16
-        pk.barrier()
-        for kk in range(0, BK, 16):
-            pk.frag_load(fa0, sa, wr * (BK + PAD) + kk, BK + PAD)
-            pk.frag_load(fa1, sa, (wr + 16) * (BK + PAD) + kk, BK + PAD)
-            pk.frag_load(fb0, sb, kk * (BN + PAD) + wc, BN + PAD)
-            pk.frag_load(fb1, sb, kk * (BN + PAD) + wc + 16, BN + PAD)
-            pk.frag_load(fb2, sb, kk * (BN + PAD) + wc + 32, BN + PAD)
-            pk.frag_load(fb3, sb, kk * (BN + PAD) + wc + 48, BN + PAD)
-            c00 = pk.mma(fa0, fb0, c00)
-            c01 = pk.mma(fa0, fb1, c01)
-            c02 = pk.mma(fa0, fb2, c02)
-            c03 = pk.mma(fa0, fb3, c03)
-            c10 = pk.mma(fa1, fb0, c10)
-            c11 = pk.mma(fa1, fb1, c11)
-            c12 = pk.mma(fa1, fb2, c12)
-            c13 = pk.mma(fa1, fb3, c13)
-        pk.barrier()
-    top = (row0 + wr) * n + col0 + wc
-    bottom = top + 16 * n
-    pk.frag_store(c, top, n, c00)
-    pk.frag_store(c, top + 16, n, c01)
-    pk.frag_store(c, top + 32, n, c02)
-    pk.frag_store(c, top + 48, n, c03)
-    pk.frag_store(c, bottom, n, c10)
-    pk.frag_store(c, bottom + 16, n, c11)
-    pk.frag_store(c, bottom + 32, n, c12)
-    pk.frag_store(c, bottom + 48, n, c13)
-
-
 @pk.func
 def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.Shared[f16], sb: pk.Shared[f16],
                 n: i32, k: i32, row0: i32, col0: i32, k0: i32, stage: i32,
                 BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
     """Start copying A's BM x BK tile at (row0, k0) and B's BK x BN tile at (k0, col0) into ring stage
-    ``stage`` (padded rows, as gemm_f16's), 8 elements per copy, spread over the group's work-items."""
+    ``stage`` (padded rows), 8 elements per copy, spread over the group's work-items."""
     tid = pk.local_id(0)
     nt = pk.local_size(0)
     e = tid * 8
@@ -139,10 +51,12 @@ def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.S
 
 
 @pk.kernel
-def gemm_f16_async(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
-                   BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr):
+def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
+             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr):
     sa = pk.shared(f16, STAGES * BM * (BK + PAD))
     sb = pk.shared(f16, STAGES * BK * (BN + PAD))
+    tid = pk.local_id(0)
+    nt = pk.local_size(0)
     sg = pk.subgroup_id()
     wr = (sg // (BN // 64)) * 32
     wc = (sg % (BN // 64)) * 64
@@ -170,20 +84,50 @@ def gemm_f16_async(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Bu
     pk.frag_fill(c11, 0.0)
     pk.frag_fill(c12, 0.0)
     pk.frag_fill(c13, 0.0)
-    for p in range(STAGES - 1):  # the first STAGES - 1 tiles, one group each (empty past k)
+    for p in range(STAGES - 1):  # the ring's first STAGES - 1 tiles, one group each (empty past k)
         if p * BK < k:
             _issue_tile(a, b, sa, sb, n, k, row0, col0, p * BK, p, BM, BN, BK)
         pk.copy_commit()
     for k0 in range(0, k, BK):
-        t = k0 // BK
-        pk.copy_wait(STAGES - 2)  # this work-item's copies of tile t are done
-        pk.barrier()  # everyone's are, and everyone is done with tile t - 1's stage
-        if k0 + (STAGES - 1) * BK < k:
-            _issue_tile(a, b, sa, sb, n, k, row0, col0, k0 + (STAGES - 1) * BK, (t + STAGES - 1) % STAGES,
-                        BM, BN, BK)
-        pk.copy_commit()
-        oa = t % STAGES * (BM * (BK + PAD))
-        ob = t % STAGES * (BK * (BN + PAD))
+        oa = 0
+        ob = 0
+        if STAGES == 1:
+            # A's and B's tiles (the same size: BM == BN) together, 4 groups of 4 elements of each per
+            # work-item and round, every load before the stores: 32 loads in flight (on a GPU the
+            # step's staging is bound by the global loads' latency, not their bandwidth)
+            e = tid * 4
+            while e < BM * BK:
+                e1 = e + nt * 4
+                e2 = e + nt * 8
+                e3 = e + nt * 12
+                a0, a1, a2, a3 = pk.vload(a, ((row0 + e // BK) * k + k0 + e % BK) // 4, 4)
+                a4, a5, a6, a7 = pk.vload(a, ((row0 + e1 // BK) * k + k0 + e1 % BK) // 4, 4)
+                a8, a9, a10, a11 = pk.vload(a, ((row0 + e2 // BK) * k + k0 + e2 % BK) // 4, 4)
+                a12, a13, a14, a15 = pk.vload(a, ((row0 + e3 // BK) * k + k0 + e3 % BK) // 4, 4)
+                b0, b1, b2, b3 = pk.vload(b, ((k0 + e // BN) * n + col0 + e % BN) // 4, 4)
+                b4, b5, b6, b7 = pk.vload(b, ((k0 + e1 // BN) * n + col0 + e1 % BN) // 4, 4)
+                b8, b9, b10, b11 = pk.vload(b, ((k0 + e2 // BN) * n + col0 + e2 % BN) // 4, 4)
+                b12, b13, b14, b15 = pk.vload(b, ((k0 + e3 // BN) * n + col0 + e3 % BN) // 4, 4)
+                pk.vstore(sa, (e // BK * (BK + PAD) + e % BK) // 4, (a0, a1, a2, a3))
+                pk.vstore(sa, (e1 // BK * (BK + PAD) + e1 % BK) // 4, (a4, a5, a6, a7))
+                pk.vstore(sa, (e2 // BK * (BK + PAD) + e2 % BK) // 4, (a8, a9, a10, a11))
+                pk.vstore(sa, (e3 // BK * (BK + PAD) + e3 % BK) // 4, (a12, a13, a14, a15))
+                pk.vstore(sb, (e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
+                pk.vstore(sb, (e1 // BN * (BN + PAD) + e1 % BN) // 4, (b4, b5, b6, b7))
+                pk.vstore(sb, (e2 // BN * (BN + PAD) + e2 % BN) // 4, (b8, b9, b10, b11))
+                pk.vstore(sb, (e3 // BN * (BN + PAD) + e3 % BN) // 4, (b12, b13, b14, b15))
+                e += nt * 16
+            pk.barrier()
+        else:
+            t = k0 // BK
+            pk.copy_wait((STAGES - 2) % STAGES)  # STAGES - 2 (the % keeps it >= 0 where STAGES == 1)
+            pk.barrier()  # everyone's copies of tile t are visible, everyone is done with tile t - 1's stage
+            if k0 + (STAGES - 1) * BK < k:
+                _issue_tile(a, b, sa, sb, n, k, row0, col0, k0 + (STAGES - 1) * BK, (t + STAGES - 1) % STAGES,
+                            BM, BN, BK)
+            pk.copy_commit()
+            oa = t % STAGES * (BM * (BK + PAD))
+            ob = t % STAGES * (BK * (BN + PAD))
         for kk in range(0, BK, 16):
             pk.frag_load(fa0, sa, oa + wr * (BK + PAD) + kk, BK + PAD)
             pk.frag_load(fa1, sa, oa + (wr + 16) * (BK + PAD) + kk, BK + PAD)
@@ -199,6 +143,8 @@ def gemm_f16_async(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Bu
             c11 = pk.mma(fa1, fb1, c11)
             c12 = pk.mma(fa1, fb2, c12)
             c13 = pk.mma(fa1, fb3, c13)
+        if STAGES == 1:
+            pk.barrier()
     top = (row0 + wr) * n + col0 + wc
     bottom = top + 16 * n
     pk.frag_store(c, top, n, c00)
@@ -211,6 +157,7 @@ def gemm_f16_async(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Bu
     pk.frag_store(c, bottom + 48, n, c13)
 
 
+
 @pk.kernel
 def subgroup_width(out: Buffer[i32]):
     out[0] = pk.subgroup_size()
@@ -219,21 +166,20 @@ def subgroup_width(out: Buffer[i32]):
 #: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
 GPU_TILES = (128, 128, 32)
 SMALL_TILES = (64, 64, 16)
-#: The kernels: "sync" (gemm_f16, the measured baseline) and "async" (gemm_f16_async).
+#: The variants: "sync" (STAGES = 1, staging through registers: the measured baseline) and "async"
+#: (a ring of STAGES >= 2 stages filled by pk.copy_async).
 VARIANTS = ("sync", "async")
-#: Ring stages of the "async" variant per (BM, BN, BK): 2 x 19 KiB at the GPU tiles (static shared
-#: memory stays under CUDA's 48 KiB).
+#: Ring stages of the "async" variant: 2 x 19 KiB at the GPU tiles (static shared memory stays under
+#: CUDA's 48 KiB).
 STAGES = 2
 
 
 def specialized(tiles, variant="sync", stages=STAGES):
-    """The kernel of ``variant`` specialized for ``tiles`` (and ``stages``, for "async")."""
+    """gemm_f16 specialized for ``tiles`` and ``variant`` (``stages`` for "async")."""
     bm, bn, bk = tiles
-    if variant == "sync":
-        return gemm_f16.specialize(BM=bm, BN=bn, BK=bk)
-    if variant == "async":
-        return gemm_f16_async.specialize(BM=bm, BN=bn, BK=bk, STAGES=stages)
-    raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
+    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=1 if variant == "sync" else stages)
 
 
 def kernels(tiles=SMALL_TILES, variants=VARIANTS, stages=STAGES):
@@ -259,7 +205,7 @@ def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=STAGES)
         raise ValueError(f"gemm_f16's staging moves 16 elements of A and B per work-item and round: a "
                          f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles) * sg_size} work-items")
     if variant == "async" and (bk % 16 or stages < 2):
-        raise ValueError(f"gemm_f16_async copies rows of 8 elements and takes 16-wide k slices with a ring of "
+        raise ValueError(f"gemm_f16's ring copies rows of 8 elements and takes 16-wide k slices, with "
                          f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {stages}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")

@@ -1,8 +1,8 @@
-"""examples/gemm_f16.py's pipelined variant ``gemm_f16_async`` (a ring of shared tiles filled by
-``pk.copy_async``, docs/language.md "Asynchronous copies") beside the baseline ``gemm_f16``: results on
-the CPU against float64 and, bit for bit, against the oracle (which also refuses any race in the ring's
-protocol); what the GPU builds contain (cp.async, ldmatrix, shared memory under CUDA's 48 KiB static
-limit), assembled by ptxas for sm_80 and sm_90."""
+"""examples/gemm_f16.py's pipelined variant ``"async"`` (``STAGES`` >= 2: a ring of shared tiles
+filled by ``pk.copy_async``, docs/language.md "Asynchronous copies") beside the baseline ``"sync"``
+(``STAGES`` = 1): results on the CPU against float64 and, bit for bit, against the oracle (which also
+refuses any race in the ring's protocol); what the GPU builds contain (cp.async, ldmatrix, shared
+memory under CUDA's 48 KiB static limit), assembled by ptxas for sm_80 and sm_90."""
 import os
 import re
 import subprocess

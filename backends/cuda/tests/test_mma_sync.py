@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i8, i32, u8
+from polykern import Buffer, bf16, f16, f32, i8, i32, u8
 from polykern.errors import BackendUnavailableError, KernelTypeError
 from polykern.ir import nodes as ir
 from polykern.ir.types import FragmentType
@@ -31,7 +31,7 @@ KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
 MMA = re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.(\w+)\.(\w+)\.(\w+)\.(\w+)")
 
 
-@pytest.mark.parametrize("elem", [f16, i8, u8])
+@pytest.mark.parametrize("elem", [f16, bf16, i8, u8])
 @pytest.mark.parametrize("shape", mma_sync.SHAPES)
 @pytest.mark.parametrize("role", ["a", "b", "acc"])
 def test_lanes_hold_every_element_once(role, shape, elem):
@@ -143,16 +143,25 @@ def test_ldmatrix_tables_give_each_lane_its_slots(role, shape, layout):
         assert got[lane] == want, lane
 
 
-def test_ldmatrix_only_where_provably_aligned():
+def _cuda_c(*kernels):
+    return cuda_source([run_default_passes(k.ir) for k in kernels])[0]
+
+
+def _nvptx_ptx(arch):
+    target = Target.parse(f"nvptx -arch={arch}")
+    return lambda *kernels: nvptx.generate([run_default_passes(k.ir) for k in kernels], target)[0].decode()
+
+
+@pytest.mark.parametrize("emitter", ["cuda", "nvptx-sm_80", "nvptx-sm_90"])
+def test_ldmatrix_only_where_provably_aligned(emitter):
     """A shared f16 A/B fragment load whose offset and leading dimension are provably multiples of 8
     elements gets ldmatrix (.trans for row-major B and column-major A); an offset of 4, a global source,
-    accumulators and 8-bit fragments keep the element-wise loads."""
+    accumulators and 8-bit fragments keep the element-wise loads. CUDA C (inline PTX) and nvptx
+    (nvptx_matrix.py) share the tables and the proof; nvptx's PTX is assembled by ptxas. Their results
+    on a GPU: tests/test_matrix.py (test_shared_layouts_and_offsets, test_shared_fragment_of_two_registers)."""
     assert mma_sync.ldmatrix_groups(FragmentType("acc", f32, 16, 16, 16), "row") is None
     assert mma_sync.ldmatrix_groups(FragmentType("a", i8, 16, 16, 16), "row") is None
-
-    def src(*kernels):
-        return cuda_source([run_default_passes(k.ir) for k in kernels])[0]
-
+    src = _cuda_c if emitter == "cuda" else _nvptx_ptx(emitter.split("-")[1])
     row, col = src(staged_layouts.specialize(COL=0, OFF=8)), src(staged_layouts.specialize(COL=1, OFF=8))
     # A row-major: plain; B row-major: .trans (32x32 fragments: 4 x4 instructions each)
     assert row.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
@@ -162,30 +171,11 @@ def test_ldmatrix_only_where_provably_aligned():
     assert "ldmatrix" not in src(staged_layouts.specialize(COL=0, OFF=4))
     assert "ldmatrix" not in src(KERNELS[0])  # global memory
     assert "ldmatrix" in src(staged)
-
-
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_nvptx_ldmatrix_only_where_provably_aligned(arch):
-    """nvptx uses the same tables and the same alignment proof as CUDA C (nvptx_matrix.py): the same
-    ldmatrix instructions, assembled by ptxas; element-wise loads elsewhere. Their results on a GPU:
-    tests/test_matrix.py::test_shared_layouts_and_offsets (offset 8: ldmatrix, 4: element-wise)."""
-    target = Target.parse(f"nvptx -arch={arch}")
-
-    def ptx(*kernels):
-        return nvptx.generate([run_default_passes(k.ir) for k in kernels], target)[0].decode()
-
-    row, col = ptx(staged_layouts.specialize(COL=0, OFF=8)), ptx(staged_layouts.specialize(COL=1, OFF=8))
-    assert row.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
-    assert row.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
-    assert col.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
-    assert col.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4
-    assert "ldmatrix" not in ptx(staged_layouts.specialize(COL=0, OFF=4))
-    assert "ldmatrix" not in ptx(KERNELS[0])  # global memory
-    x2 = ptx(staged_x2)
+    x2 = src(staged_x2)
     assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in x2  # a 16x8 B fragment: one x2
-    if toolchain.find_ptxas() is not None:
+    if emitter != "cuda" and toolchain.find_ptxas() is not None:
         for text in (row, col, x2):
-            toolchain.ptxas_check(text.encode(), arch)
+            toolchain.ptxas_check(text.encode(), emitter.split("-")[1])
 
 
 @pk.kernel
