@@ -9,8 +9,10 @@
 #   2. tools/gpu/other_env.sh: Vulkan through NVIDIA's driver (VK_KHR_cooperative_matrix)
 #   3. the fragment tests on every runtime found (cuda, nvptx, NVIDIA Vulkan; llvm): tests/test_matrix.py,
 #      backends/cuda/tests/test_mma_sync.py, backends/vulkan/tests/test_vulkan_matrix.py -> $OUT/matrix_tests.log
-#   4. benchmarks/gpu_matrix.py --out $OUT (f16 GEMM 4096^3: cuda/nvptx/vulkan vs cuBLAS, Triton) ->
-#      $OUT/gpu_matrix.json, $OUT/gpu_matrix.log (the script's arguments go to it)
+#   4. benchmarks/gpu_matrix.py --out $OUT (f16 GEMM 4096^3: cuda/nvptx/vulkan, each as the baseline and
+#      the pk.copy_async ring ("-async"), vs cuBLAS, Triton) -> $OUT/gpu_matrix.json, $OUT/gpu_matrix.log
+#   5. where 30 s are left: tests/test_async_copy.py's shared-ring test on cuda and nvptx (cp.async on the
+#      device, every copy size) -> $OUT/async_copy_tests.log (the script's arguments go to it)
 #   5. benchmarks/gpu_attention.py --out $OUT (attention forward, (4 x 16, 4096, 64 | 128) f16: cuda/nvptx/
 #      vulkan vs torch SDPA, Triton) -> $OUT/gpu_attention.json, $OUT/gpu_attention.log; GPU_ATTENTION_ARGS
 #      (e.g. "--dims 128 --rounds 3") go to it
@@ -48,6 +50,13 @@ echo "== benchmarks/gpu_matrix.py (${LEFT}s left)"
 timeout --kill-after=5 "$LEFT" "$PY" "$REPO/benchmarks/gpu_matrix.py" --out "$OUT" "$@" > "$OUT/gpu_matrix.log" 2>&1
 RC=$?
 tail -n 20 "$OUT/gpu_matrix.log"
+LEFT=$(( START + BUDGET - $(date +%s) ))
+if [ "$LEFT" -gt 30 ]; then  # cp.async on the device: the shared-ring test of every copy size, cuda and nvptx
+    echo "== asynchronous copies (${LEFT}s left)"
+    timeout --kill-after=5 $(( LEFT - 5 )) "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_async_copy.py \
+        -k "ring and (cuda or nvptx)" > "$OUT/async_copy_tests.log" 2>&1
+    echo "pytest exit $?"; tail -n 8 "$OUT/async_copy_tests.log"
+fi
 LEFT=$(( START + BUDGET - $(date +%s) ))
 RC2=3
 if [ "$LEFT" -gt 30 ]; then
