@@ -4,7 +4,7 @@ vulkan): a helper module, not a test file, so that each backend's tests find it 
 from __future__ import annotations
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32
+from polykern import Buffer, bf16, f16, f32, i32
 
 
 @pk.kernel
@@ -113,3 +113,33 @@ def staged_x2(a: Buffer[f16], b: Buffer[f16], d: Buffer[f32]):
     pk.frag_load(fb, sb, 0, 8)
     acc = pk.mma(fa, fb, acc)
     pk.frag_store(d, 0, 8, acc)
+
+
+@pk.kernel
+def staged_bf16(a: Buffer[bf16], b: Buffer[bf16], d: Buffer[f32], COL: pk.constexpr):
+    """bf16 inputs: 32 x 32 A and B staged into padded shared rows (ld 40, offset 8: cuda and nvptx use
+    ldmatrix, the 16-bit instruction f16 uses) loaded row- or column-major, then d = A @ B + A @ H with H
+    a B fragment filled with bf16(0.5) (a bf16 fill: its bits in every element)."""
+    sa = pk.shared(bf16, 32 * 40 + 8)
+    sb = pk.shared(bf16, 32 * 40 + 8)
+    e = pk.local_id(0)
+    while e < 32 * 32:
+        sa[8 + e // 32 * 40 + e % 32] = a[e]
+        sb[8 + e // 32 * 40 + e % 32] = b[e]
+        e += pk.local_size(0)
+    pk.barrier()
+    fa = pk.frag_a(bf16, 32, 32, 32)
+    fb = pk.frag_b(bf16, 32, 32, 32)
+    fh = pk.frag_b(bf16, 32, 32, 32)
+    acc = pk.frag_acc(f32, 32, 32, 32)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_fill(fh, bf16(0.5))
+    if COL == 1:
+        pk.frag_load(fa, sa, 8, 40, "col")
+        pk.frag_load(fb, sb, 8, 40, "col")
+    else:
+        pk.frag_load(fa, sa, 8, 40)
+        pk.frag_load(fb, sb, 8, 40)
+    acc = pk.mma(fa, fb, acc)
+    acc = pk.mma(fa, fh, acc)
+    pk.frag_store(d, 0, 32, acc)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i8, i32, u8
+from polykern import Buffer, bf16, f16, f32, i8, i32, u8
+from polykern.ir.bfloat16 import bits_to_f32, f32_to_bits
 from polykern.errors import DeviceError, KernelSyntaxError, KernelTypeError
 from polykern import registry
 from polykern.ir.matrix import SUPPORT_KEY, reference_mma
@@ -24,7 +25,7 @@ from runtimes import runnable_targets
 EXACT_KINDS = ("llvm", "hexagon")  # reference_mma bit for bit
 
 
-from matrix_kernels import fill_scale_store, staged, staged_layouts, staged_x2, tile_gemm  # noqa: E402,F401
+from matrix_kernels import fill_scale_store, staged, staged_bf16, staged_layouts, staged_x2, tile_gemm  # noqa: E402,F401
 
 
 @pk.kernel
@@ -104,7 +105,25 @@ CASES = [
     pytest.param(f16, f32, 32, 8, 16, 2, (1, 2), False, 2, id="f16-f32-32x8x16"),
     pytest.param(f16, f32, 8, 32, 16, 2, (2, 1), True, 0, id="f16-f32-8x32x16"),
     pytest.param(f16, f32, 8, 8, 8, 4, (2, 2), False, 1, id="f16-f32-8x8x8"),
+    pytest.param(bf16, f32, 16, 16, 16, 3, (2, 2), False, 0, id="bf16-f32-16x16x16-chain3"),
+    pytest.param(bf16, f32, 16, 16, 16, 2, (1, 3), True, 5, id="bf16-f32-16x16x16-bcol-ld+5"),
+    pytest.param(bf16, f32, 32, 8, 32, 2, (1, 2), False, 2, id="bf16-f32-32x8x32"),
 ]
+
+
+def _held(T):
+    """The NumPy type of a matrix of ``T``'s values on the host (bf16: its f32 values)."""
+    return np.float32 if T == bf16 else T.numpy
+
+
+def _arg(T, x):
+    """An array of ``T``'s values as a launch argument (bf16: rounded to its bits, exact here)."""
+    return pk.bf16_array(x.ravel()) if T == bf16 else x.ravel()
+
+
+def _bf16_values(x):
+    """``x`` (f32) rounded to bf16 values: wide random values get 8 significant bits."""
+    return bits_to_f32(f32_to_bits(x))
 
 
 def _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, rng, wide=False):
@@ -112,9 +131,9 @@ def _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, rng, wide=False):
     tm, tn = tiles
     kt = K * steps
     lda, ldb, ldc = kt + pad, (kt if bcol else tn * N) + pad, tn * N + pad
-    A = gen(TA.numpy, (tm * M, lda), rng)
-    Bm = gen(TA.numpy, (kt, tn * N), rng)
-    B = np.zeros((tn * N, ldb) if bcol else (kt, ldb), TA.numpy)
+    A = _bf16_values(gen(_held(TA), (tm * M, lda), rng)) if TA == bf16 else gen(TA.numpy, (tm * M, lda), rng)
+    Bm = _bf16_values(gen(_held(TA), (kt, tn * N), rng)) if TA == bf16 else gen(TA.numpy, (kt, tn * N), rng)
+    B = np.zeros((tn * N, ldb) if bcol else (kt, ldb), _held(TA))
     if bcol:
         B[:, :kt] = Bm.T
     else:
@@ -128,7 +147,7 @@ def _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, rng, wide=False):
                 acc = reference_mma(A[i * M:(i + 1) * M, s * K:(s + 1) * K], Bm[s * K:(s + 1) * K, j * N:(j + 1) * N],
                                     acc, TC)
             want[i * M:(i + 1) * M, j * N:(j + 1) * N] = acc
-    args = [A.ravel(), B.ravel(), C.ravel(), C.ravel().copy(), np.int32(steps), np.int32(lda),
+    args = [_arg(TA, A), _arg(TA, B), C.ravel(), C.ravel().copy(), np.int32(steps), np.int32(lda),
             np.int32(ldb), np.int32(ldc), np.int32(tn)]
     bound = np.zeros(want.shape)
     if TC.is_float:
@@ -155,17 +174,23 @@ def test_tile_gemm(target, TA, TC, M, N, K, steps, tiles, bcol, pad):
         assert (np.abs(got.astype(np.float64) - want) <= bound).all()
 
 
+def _values(T, arg):
+    """A launch argument's values as float64 (bf16: its bits' values)."""
+    return (bits_to_f32(arg) if T == bf16 else arg).astype(np.float64)
+
+
+@pytest.mark.parametrize("TA", [f16, bf16])
 @pytest.mark.parametrize("target", TARGETS)
-def test_rounding_in_k_order(target):
+def test_rounding_in_k_order(target, TA):
     """Values with many significant bits: the CPU adds in k order in f32 exactly as the reference; a
     matrix engine stays within numerics.mma_error_bound."""
-    kern = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0)
+    kern = tile_gemm.specialize(TA=TA, TC=f32, M=16, N=16, K=16, BCOL=0)
     mod = _build_or_refusal(kern, target)
     if mod is None:
         pytest.skip(f"{target} refuses fragments")
-    args, want, bound, groups = _problem(f16, f32, 16, 16, 16, 4, (1, 1), False, 0, np.random.default_rng(7),
+    args, want, bound, groups = _problem(TA, f32, 16, 16, 16, 4, (1, 1), False, 0, np.random.default_rng(7),
                                          wide=True)
-    assert (want != (args[0].reshape(16, 64).astype(np.float64) @ args[1].reshape(64, 16)
+    assert (want != (_values(TA, args[0]).reshape(16, 64) @ _values(TA, args[1]).reshape(64, 16)
                      + args[2].reshape(16, 16))).any()  # the reference really rounds
     _launch(mod, kern.name, target, *args, grid=groups, block=_subgroup_size(target))
     got = args[3].reshape(want.shape)
@@ -211,6 +236,34 @@ def test_shared_layouts_and_offsets(target, col, off):
     np.testing.assert_array_equal(d.reshape(32, 32), want)  # small integers: exact everywhere
 
 
+@pytest.mark.parametrize("col", [0, 1])
+@pytest.mark.parametrize("target", TARGETS)
+def test_bf16_shared_loads_and_fill(target, col):
+    """bf16 A/B fragments from shared memory (cuda, nvptx: ldmatrix), row- or column-major, and a bf16
+    fill: d = A @ B + A @ H, H all bf16(0.5). Values with 8 significant bits: every product is exact."""
+    rng = np.random.default_rng(23)
+    Ma, Mb = (_bf16_values(rng.standard_normal((32, 32)).astype(np.float32)) for _ in range(2))
+    A, B = (Ma.T, Mb.T) if col else (Ma, Mb)  # column-major: memory holds the transpose
+    kern = staged_bf16.specialize(COL=col)
+    mod = _build_or_refusal(kern, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses bf16 fragments")
+    d = np.zeros(32 * 32, np.float32)
+    args = [pk.bf16_array(Ma.ravel()), pk.bf16_array(Mb.ravel()), d]
+    _launch(mod, kern.name, target, *args, grid=1, block=_subgroup_size(target))
+    A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
+    H = np.full((32, 32), 0.5, np.float32)
+    want = reference_mma(A, H, reference_mma(A, B, np.zeros((32, 32), np.float32), f32), f32)
+    if target.split()[0] in EXACT_KINDS:
+        np.testing.assert_array_equal(d.reshape(32, 32), want)
+        oracle = interpret(kern, [pk.bf16_array(Ma.ravel()), pk.bf16_array(Mb.ravel()), np.zeros(1024, np.float32)],
+                           1, _subgroup_size(target))
+        np.testing.assert_array_equal(oracle.buffers["d"].reshape(32, 32), want)
+    else:
+        bound = mma_error_bound("f32", np.hstack([A, A]), np.vstack([B, H]), np.zeros((32, 32)))
+        assert (np.abs(d.reshape(32, 32).astype(np.float64) - want) <= bound).all()
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_shared_fragment_of_two_registers(target):
     """A 16 x 8 B fragment from shared memory (cuda, nvptx: ldmatrix .x2.trans) and a 16 x 16 A."""
@@ -224,13 +277,16 @@ def test_shared_fragment_of_two_registers(target):
     np.testing.assert_array_equal(d.reshape(16, 8), reference_mma(A, B, np.zeros((16, 8), np.float32), f32))
 
 
-def test_oracle_matches_reference_and_cpu():
+@pytest.mark.parametrize("TA", [f16, bf16])
+def test_oracle_matches_reference_and_cpu(TA):
     """The interpreter runs fragments with the reference semantics (so it can judge any backend)."""
-    kern = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
-    args, want, _, groups = _problem(f16, f32, 16, 16, 16, 2, (2, 1), True, 3, np.random.default_rng(11),
+    kern = tile_gemm.specialize(TA=TA, TC=f32, M=16, N=16, K=16, BCOL=1)
+    args, want, _, groups = _problem(TA, f32, 16, 16, 16, 2, (2, 1), True, 3, np.random.default_rng(11),
                                      wide=True)
     res = interpret(kern, args, groups, 8)
     np.testing.assert_array_equal(res.buffers["d"].reshape(want.shape), want)
+    if TA == bf16:
+        return
     res2 = interpret(staged, [args[0][:256], args[1][:256], np.zeros(512, np.float32)], 1, 16)
     A, B = args[0][:256].reshape(16, 16), args[1][:256].reshape(16, 16)
     want2 = reference_mma(A, B, np.zeros((16, 16), np.float32), f32)

@@ -5,7 +5,7 @@ A fragment is tiled into the blocks of ``mma.sync.aligned.m16n8k16.row.col`` (A:
 C/D: 16x8), and each lane holds the elements the PTX ISA assigns it ("Matrix Fragments for
 mma.m16n8k16"), with ``g = lane >> 2`` (groupID) and ``t = lane & 3`` (threadID_in_group):
 
-- f16 A: element i (0..7) at row ``g + 8 * ((i >> 1) & 1)``, column ``2t + (i & 1) + 8 * (i >> 2)``;
+- f16 (and bf16: the same layout) A: element i (0..7) at row ``g + 8 * ((i >> 1) & 1)``, column ``2t + (i & 1) + 8 * (i >> 2)``;
   f16 B: element i (0..3) at row ``2t + (i & 1) + 8 * (i >> 1)``, column ``g``;
 - s8/u8 A: element i (0..7) at row ``g + 8 * (i >> 2)``, column ``4t + (i & 3)``;
   s8/u8 B: element i (0..3) at row ``4t + i``, column ``g``;
@@ -36,8 +36,8 @@ __all__ = ["supported", "slots", "instructions", "ptx_mma", "register_count", "M
 MIN_ARCH = 80
 #: (M, N, K) the tiling covers: M a multiple of 16, N of 8, K of 16 (within the language's dims).
 SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (16, 32))
-_INPUTS = {"f16": "f16", "i8": "s8", "u8": "u8"}
-_ACC = {"f16": ("f32", "f16"), "i8": ("i32",), "u8": ("i32",)}
+_INPUTS = {"f16": "f16", "bf16": "bf16", "i8": "s8", "u8": "u8"}
+_ACC = {"f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",), "u8": ("i32",)}
 
 # A coordinate: (constant, coefficient of g, coefficient of t).
 Coord = Tuple[int, int, int]
@@ -58,9 +58,9 @@ def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
     if s.op == "mma":
         a, _, c = mma_types(fn, s)
         if a.elem.name not in _INPUTS or c.elem.name not in _ACC[a.elem.name]:
-            return f"mma.sync takes f16 -> f32/f16 and i8/u8 -> i32, not {a.elem} -> {c.elem}"
+            return f"mma.sync takes f16 -> f32/f16, bf16 -> f32 and i8/u8 -> i32, not {a.elem} -> {c.elem}"
     elif ft.role != "acc" and ft.elem.name not in _INPUTS:
-        return f"mma.sync takes f16, i8 or u8 inputs, not {ft.elem}"
+        return f"mma.sync takes f16, bf16, i8 or u8 inputs, not {ft.elem}"
     return None
 
 
@@ -124,20 +124,21 @@ def ptx_mma(a: FragmentType) -> str:
         t = _INPUTS[a.elem.name]
         return (f"mma.sync.aligned.m16n8k16.row.col.s32.{t}.{t}.s32 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, "
                 "{%0, %1, %2, %3};")
-    return ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+    t = _INPUTS[a.elem.name]  # f16 or bf16: the same lane layout and registers
+    return (f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
             "{%0, %1, %2, %3};")
 
 
 # ------------------------------------------------------------------------------------------ CUDA C
 
-_C_STORAGE = {"f16": "unsigned short", "i8": "signed char", "u8": "unsigned char"}
+_C_STORAGE = {"f16": "unsigned short", "bf16": "unsigned short", "i8": "signed char", "u8": "unsigned char"}
 _C_ACC = {"f32": "float", "f16": "float", "i32": "int"}
 
 
 def _packed(ft: FragmentType) -> bool:
-    """f16 A/B fragments are held as the instruction's 32-bit registers (element pairs, first in the low
-    half): half the registers of one 16-bit value each, whichever way they were loaded."""
-    return ft.role != "acc" and ft.elem.name == "f16"
+    """f16/bf16 A/B fragments are held as the instruction's 32-bit registers (element pairs, first in the
+    low half): half the registers of one 16-bit value each, whichever way they were loaded."""
+    return ft.role != "acc" and ft.elem.bits == 16
 
 
 def _c_name(em, name: str) -> str:
@@ -147,7 +148,7 @@ def _c_name(em, name: str) -> str:
         ft = em.fn.fragments[name]
         c = f"pk_frag{len(names)}"
         if _packed(ft):
-            em.temps.append(f"unsigned {c}[{len(slots(ft)) // 2}];  /* {name}: {ft}, f16 pairs */")
+            em.temps.append(f"unsigned {c}[{len(slots(ft)) // 2}];  /* {name}: {ft}, 16-bit pairs */")
         else:
             ctype = _C_ACC[ft.elem.name] if ft.role == "acc" else _C_STORAGE[ft.elem.name]
             em.temps.append(f"{ctype} {c}[{len(slots(ft))}];  /* {name}: {ft} */")
@@ -169,8 +170,9 @@ def emit_c(em, s: ir.MatrixOp) -> None:
     n = len(slots(ft))
     if s.op == "fill":
         v = em.expr(s.args[0])
-        if _packed(ft):
-            em.line(f"{{ unsigned pk_h = (unsigned){unit.helper('pk_f2h')}({v}); "
+        if _packed(ft):  # a bf16 value already is its bits (codegen/c_bf16.py); f16 is a float
+            bits = v if ft.elem.name == "bf16" else f"{unit.helper('pk_f2h')}({v})"
+            em.line(f"{{ unsigned pk_h = (unsigned){bits}; "
                     f"for (int pk_i = 0; pk_i < {n // 2}; pk_i++) {d}[pk_i] = pk_h | (pk_h << 16); }}")
             return
         em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {v};")

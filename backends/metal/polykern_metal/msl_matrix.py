@@ -6,8 +6,10 @@ Metal's matrix unit multiplies 8 x 8 tiles, so a fragment of R x C elements is a
 as elements per row (a column-major tile is loaded transposed); ``mma`` is one
 ``simdgroup_multiply_accumulate`` per (output tile, k tile), in k order; ``frag_fill`` is
 ``make_filled_simdgroup_matrix``; ``frag_scale`` multiplies by the diagonal matrix ``s * I`` (exact: the
-other products are zeros). Types: half inputs, half or float accumulators (Metal's simdgroup matrices
-hold half and float; no integers). Codegen only here: no MSL compiler runs on Linux (golden tests).
+other products are zeros). Types: half inputs into half or float accumulators, bfloat inputs into float
+accumulators (``simdgroup_bfloat8x8``, MSL 3.1: Apple GPUs of macOS 14 / iOS 17 and newer; a bf16 value is
+its bits, a ushort, in this dialect (codegen/c_bf16.py), so loads see the memory as ``bfloat`` and a fill
+bit-casts); no integers. Codegen only here: no MSL compiler runs on Linux (golden tests).
 """
 from __future__ import annotations
 
@@ -15,19 +17,20 @@ from typing import Optional
 
 from polykern.ir import nodes as ir
 from polykern.ir.matrix import mma_types
-from polykern.ir.types import FragmentType
+from polykern.ir.types import ArrayType, FragmentType
 
 __all__ = ["supported", "emit"]
 
-_TYPE = {"f16": "half", "f32": "float"}
+_TYPE = {"f16": "half", "f32": "float", "bf16": "bfloat"}
 
 
 def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
-    """``matrix.support.metal``: half inputs into half or float accumulators, any language shape."""
+    """``matrix.support.metal``: half inputs into half or float accumulators, bfloat inputs into float
+    accumulators (the language's table, ir/matrix.py), any language shape."""
     types = [t.elem.name for t in (mma_types(fn, s) if s.op == "mma" else (s.ftype,))]
     bad = [t for t in types if t not in _TYPE]
     if bad:
-        return f"Metal's simdgroup matrices hold half and float, not {bad[0]}"
+        return f"Metal's simdgroup matrices hold half, bfloat and float, not {bad[0]}"
     return None
 
 
@@ -52,8 +55,9 @@ def emit(em, s: ir.MatrixOp) -> None:
     t = _TYPE[ft.elem.name]
     if s.op == "fill":
         v = em.expr(s.args[0])
+        v = f"as_type<bfloat>({v})" if t == "bfloat" else f"({t})({v})"  # bf16: its ushort bits
         for i, j in _tiles(ft):
-            em.line(f"{d}[{i}][{j}] = make_filled_simdgroup_matrix<{t}, 8, 8>(({t})({v}));")
+            em.line(f"{d}[{i}][{j}] = make_filled_simdgroup_matrix<{t}, 8, 8>({v});")
     elif s.op == "scale":
         v = em.expr(s.args[0])
         em.line(f"{{ simdgroup_{t}8x8 pk_s = simdgroup_{t}8x8(({t})({v}));")
@@ -71,6 +75,9 @@ def emit(em, s: ir.MatrixOp) -> None:
     else:
         off, ld = (em.expr(x) for x in s.args)
         base = em.names[s.base.name]
+        if t == "bfloat":  # the ushort bits seen as bfloat (A/B fragments are only loaded)
+            space = "threadgroup" if isinstance(s.base.type, ArrayType) else "device"
+            base = f"(({space} const bfloat*){base})"
         fn = "simdgroup_load" if s.op == "load" else "simdgroup_store"
         em.line("{")
         em.line(f"  long pk_o = (long)({off}); ulong pk_ld = (ulong)({ld});")

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import polykern as pk
-from polykern import f16, f32, i8, i32
+from polykern import bf16, f16, f32, i8, i32
 from polykern.errors import KernelTypeError
 from polykern.passes import run_default_passes
 from polykern.testing.golden import check_golden
@@ -24,13 +24,16 @@ from polykern_metal.codegen import metal_shaders
 from metal_support import GOLDEN
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged_bf16, tile_gemm  # noqa: E402
 
 GEMM = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
+GEMM_BF16 = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1)
 
 
-@pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale")],
-                         ids=["tile_gemm", "fill_scale_store"])
+@pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale"),
+                                           (GEMM_BF16, "matrix_tile_gemm_bf16"),
+                                           (staged_bf16.specialize(COL=0), "matrix_staged_bf16")],
+                         ids=["tile_gemm", "fill_scale_store", "tile_gemm_bf16", "staged_bf16"])
 def test_golden_msl(kernel, golden):
     text = metal_shaders([run_default_passes(kernel.ir)])[kernel.name]
     check_golden(GOLDEN / f"{golden}.metal", text)
@@ -45,8 +48,20 @@ def test_tiles_and_calls():
     assert ", true);" in text and ", false);" in text  # the column-major B loads transposed
 
 
+def test_bf16_fragments_are_simdgroup_bfloat():
+    """bf16 inputs (MSL 3.1 simdgroup_bfloat8x8) into float accumulators: the ushort bits of device and
+    threadgroup memory are loaded as bfloat, a fill bit-casts the value's bits."""
+    text = metal_shaders([run_default_passes(GEMM_BF16.ir)])[GEMM_BF16.name]
+    assert "simdgroup_bfloat8x8 pk_frag1[2][2];" in text and "simdgroup_float8x8 pk_frag0[2][2];" in text
+    assert "((device const bfloat*)a) + (" in text and "device ushort* a" in text
+    staged = staged_bf16.specialize(COL=0)
+    text = metal_shaders([run_default_passes(staged.ir)])[staged.name]
+    assert "((threadgroup const bfloat*)sa) + (" in text
+    assert re.search(r"make_filled_simdgroup_matrix<bfloat, 8, 8>\(as_type<bfloat>\(", text)
+
+
 def test_integer_fragments_are_refused():
     kern = tile_gemm.specialize(TA=i8, TC=i32, M=16, N=16, K=16, BCOL=0)
     with pytest.raises(KernelTypeError) as ei:
         pk.build([kern], targets=["metal"])
-    assert "metal does not support" in str(ei.value) and "half and float, not i32" in str(ei.value)
+    assert "metal does not support" in str(ei.value) and "half, bfloat and float, not i32" in str(ei.value)

@@ -1,5 +1,7 @@
 """Matrix fragments on AMD CDNA GPUs (gfx908, gfx90a, gfx942, gfx950): the wave64 MFMA instruction
-``v_mfma_f32_16x16x16f16`` through ``llvm.amdgcn.mfma.f32.16x16x16f16``.
+``v_mfma_f32_16x16x16f16`` through ``llvm.amdgcn.mfma.f32.16x16x16f16``, and for bf16 inputs (gfx90a and
+newer) ``v_mfma_f32_16x16x16bf16_1k`` through ``llvm.amdgcn.mfma.f32.16x16x16bf16.1k`` (the same lane
+layout; its operands are the bf16 bits as ``<4 x i16>``).
 
 A fragment is tiled into 16 x 16 blocks; in each block, lane l (0..63) of the wavefront holds 4
 elements, i = 0..3 (AMD's matrix instruction layout for 16x16x16 f16):
@@ -9,8 +11,8 @@ elements, i = 0..3 (AMD's matrix instruction layout for 16x16x16 f16):
 - C/D (f32): row ``4 * (l // 16) + i``, column ``l % 16``.
 
 ``frag_load``/``frag_store`` move those elements with plain loads and stores (any leading dimension,
-row- or column-major); ``mma`` is one MFMA per (output block, k block), in k order. f16 inputs into f32
-accumulators only; M, N and K multiples of 16. Validated offline: the object links with ld.lld
+row- or column-major); ``mma`` is one MFMA per (output block, k block), in k order. f16 or bf16 inputs
+into f32 accumulators only; M, N and K multiples of 16. Validated offline: the object links with ld.lld
 (tests/test_rocm_matrix.py); no ROCm runtime here.
 """
 from __future__ import annotations
@@ -28,7 +30,10 @@ from polykern.ir.types import FragmentType
 __all__ = ["AMDGPUMatrix", "supported", "MFMA_MCPUS"]
 
 MFMA_MCPUS = ("gfx908", "gfx90a", "gfx942", "gfx950")
-_HALF, _F32 = ll.HalfType(), ll.FloatType()
+#: bf16 inputs: the "_1k" instruction (gfx908 has only the half-rate 16x16x8bf16)
+BF16_MCPUS = ("gfx90a", "gfx942", "gfx950")
+_HALF, _F32, _I16 = ll.HalfType(), ll.FloatType(), ll.IntType(16)
+_MFMA = {"f16": ("llvm.amdgcn.mfma.f32.16x16x16f16", _HALF), "bf16": ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", _I16)}
 
 
 def supported(target, fn: N.Function, s: N.MatrixOp) -> Optional[str]:
@@ -41,8 +46,10 @@ def supported(target, fn: N.Function, s: N.MatrixOp) -> Optional[str]:
     if any(d % 16 for d in (ft.m, ft.n, ft.k)):
         return f"the MFMA tiling needs M, N and K multiples of 16 (shape {ft.shape})"
     for t in types:
-        if t.elem.name != ("f32" if t.role == "acc" else "f16"):
-            return f"MFMA fragments here are f16 inputs into f32 accumulators, not {t}"
+        if t.role == "acc" and t.elem.name != "f32" or t.role != "acc" and t.elem.name not in _MFMA:
+            return f"MFMA fragments here are f16 or bf16 inputs into f32 accumulators, not {t}"
+        if t.elem.name == "bf16" and mcpu not in BF16_MCPUS:
+            return f"bf16 MFMA (16x16x16bf16_1k) exists on {', '.join(BF16_MCPUS)}, not {mcpu}"
     return None
 
 
@@ -121,14 +128,14 @@ class AMDGPUMatrix:
                 b.store(b.load(self._elem(cptr, c_t, j), typ=_F32), self._elem(dptr, dt, j))
         kb, nb = a_t.k // 16, c_t.n // 16
         zero = ll.Constant(I32, 0)
+        intrinsic, in_ty = _MFMA[a_t.elem.name]
         for mi in range(c_t.m // 16):
             for ni in range(nb):
                 cb = mi * nb + ni
                 acc = self._vector(dptr, dt, cb, _F32)
                 for ki in range(kb):
-                    av = self._vector(aptr, a_t, mi * kb + ki, _HALF)
-                    bv = self._vector(bptr, b_t, ki * nb + ni, _HALF)
-                    acc = self.call_intrinsic("llvm.amdgcn.mfma.f32.16x16x16f16", ll.VectorType(_F32, 4),
-                                              [av, bv, acc, zero, zero, zero])
+                    av = self._vector(aptr, a_t, mi * kb + ki, in_ty)
+                    bv = self._vector(bptr, b_t, ki * nb + ni, in_ty)
+                    acc = self.call_intrinsic(intrinsic, ll.VectorType(_F32, 4), [av, bv, acc, zero, zero, zero])
                 for i in range(4):
                     b.store(b.extract_element(acc, ll.Constant(I32, i)), self._elem(dptr, dt, 4 * cb + i))

@@ -10,12 +10,12 @@ import sys
 import pytest
 
 import polykern as pk
-from polykern import f16, f32, i8, i32
+from polykern import bf16, f16, f32, i8, i32
 from polykern.errors import KernelTypeError
 from polykern.ir.types import FragmentType
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, staged, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged, staged_bf16, tile_gemm  # noqa: E402
 
 KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
            tile_gemm.specialize(TA=f16, TC=f32, M=32, N=16, K=32, BCOL=1), fill_scale_store, staged]
@@ -52,3 +52,23 @@ def test_refusals():
     assert ei.value.loc is not None
     with pytest.raises(KernelTypeError, match="f16 inputs into f32 accumulators"):
         pk.build([tile_gemm.specialize(TA=i8, TC=i32, M=16, N=16, K=16, BCOL=0)], targets=["rocm"])
+
+
+BF16 = [tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=0),
+        tile_gemm.specialize(TA=bf16, TC=f32, M=32, N=16, K=32, BCOL=1), staged_bf16.specialize(COL=1)]
+
+
+@pytest.mark.parametrize("mcpu", ["gfx90a", "gfx942"])
+def test_bf16_mfma_kernels_link(mcpu):
+    """bf16 inputs: llvm.amdgcn.mfma.f32.16x16x16bf16.1k on the bits (<4 x i16>), the f16 lane layout."""
+    dev = pk.build(BF16, targets=[f"rocm -mcpu={mcpu}"]).on("rocm")  # links with ld.lld (hsaco checked)
+    asm = dev.sources["asm"]
+    assert len(re.findall(r"v_mfma_f32_16x16x16_?bf16(_1k)?", asm)) >= 1 + 4 + 8 * 2
+    assert not re.search(r"v_mfma_f32_16x16x16_?f16", asm)
+
+
+def test_bf16_mfma_needs_gfx90a():
+    with pytest.raises(KernelTypeError, match=r"bf16 MFMA \(16x16x16bf16_1k\) exists on gfx90a, gfx942, gfx950, "
+                                              r"not gfx908") as ei:
+        pk.build(BF16[:1], targets=["rocm -mcpu=gfx908"])
+    assert ei.value.loc is not None

@@ -97,6 +97,12 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
 
 
 def supported(target, fn, s):
-    """``matrix.support.vulkan``: every shape and type of the language compiles; which ones a device
-    runs is checked when the module is loaded (runtime/program.py)."""
+    """``matrix.support.vulkan``: every shape and type of the language but bf16 compiles; which ones a
+    device runs is checked when the module is loaded (runtime/program.py). bf16 fragments would need
+    SPV_KHR_bfloat16's BFloat16KHR component type (VK_KHR_shader_bfloat16), which is not emitted: bf16
+    values are u16 bits in this backend (lower_bf16.py)."""
+    types = mma_types(fn, s) if s.op == "mma" else (s.ftype,)
+    if any(t.elem.name == "bf16" for t in types):
+        return ("bf16 cooperative matrices need SPV_KHR_bfloat16 (VK_KHR_shader_bfloat16), which polykern does "
+                "not emit yet; use f16 fragments, or the cuda/nvptx targets for bf16")
     return None

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i8, i32, u8
-from polykern.errors import DeviceError
+from polykern import Buffer, bf16, f16, f32, i8, i32, u8
+from polykern.errors import DeviceError, KernelTypeError
 from polykern_vulkan.features import VULKAN_ENV
 from polykern_vulkan.runtime import coopmat
 from polykern_vulkan.spirv_text import disassemble
@@ -160,3 +160,13 @@ def test_barriers_make_memory_available_under_the_vulkan_memory_model():
     assert sem & 0x2000 and sem & 0x4000 and sem & 0x100 and sem & 0x8
     plain = disassemble(shaders(subgroup_ids_only, "vulkan")["subgroup_ids_only"])
     assert "OpMemoryModel Logical GLSL450" in plain  # kernels without fragments keep GLSL450
+
+
+def test_bf16_fragments_are_refused_by_name():
+    """bf16 cooperative matrices would need SPV_KHR_bfloat16's BFloat16KHR component type; until then
+    the build refuses them, located, naming the extension (bf16 scalars work: tests/test_bf16.py)."""
+    kern = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=0)
+    with pytest.raises(KernelTypeError, match=r"vulkan does not support pk\.frag_load \(16x16x16 bf16 \(a\)\): bf16 "
+                                              r"cooperative matrices need SPV_KHR_bfloat16") as ei:
+        pk.build([kern], targets=["vulkan"])
+    assert ei.value.loc is not None and ei.value.loc.line > 0

@@ -19,8 +19,9 @@ from llvmlite import ir as ll
 
 from ..errors import CompileError
 from ..ir import nodes as N
-from ..ir.types import FragmentType, f32
+from ..ir.types import FragmentType, bf16, f32
 from .llvm_base import I32, I64, mem_type, value_type
+from .llvm_bf16 import bf16_to_f32
 from .llvm_subgroups import CPU_SUBGROUP_SIZE
 
 __all__ = ["allocate_fragments", "emit_matrix_op"]
@@ -96,6 +97,8 @@ def _mma(em, s: N.MatrixOp, dbase) -> None:
 
     def widen(v, st):
         b = em.builder
+        if st == bf16:  # its bits (llvm_bf16.py): exact in f32
+            return bf16_to_f32(b, v)
         if st.is_float:
             return b.fpext(v, wide) if v.type != wide else v
         return b.sext(v, wide) if st.is_signed else b.zext(v, wide)

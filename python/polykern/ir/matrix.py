@@ -107,7 +107,8 @@ def _builtin(s: ir.MatrixOp) -> str:
 
 def reference_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: ScalarType) -> np.ndarray:
     """``a @ b + c`` as the language defines it (and the oracle and the CPU backend compute it): for
-    float inputs every product is exact (f16/bf16 products fit f32), the sum starts at ``c`` and adds
+    float inputs (bf16 ones given as their f32 values) every product is exact (f16/bf16 products fit
+    f32), the sum starts at ``c`` and adds
     the products in k order, each add rounded to f32; an f16 accumulator is rounded to f16 once at the
     end. Integer inputs: exact products, sums wrap modulo 2**32. Devices may sum in another order or
     with other internal rounding: ``numerics.mma_error_bound`` is the difference they may show."""

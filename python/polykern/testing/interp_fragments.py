@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.matrix import reference_mma
-from ..ir.types import ArrayType
+from ..ir.types import ArrayType, bf16
 from .interp_copies import PendingCopy, pending_message
 from .interp_memory import mark
 from .interp_taint import location
@@ -102,8 +102,9 @@ def _run(prog, s: ir.MatrixOp, r: FragmentRequest, key, frags: Fragments) -> Non
     ft, where = s.ftype, r.where
     st = r.st
     elem = ft.elem
+    held = np.dtype(np.float32) if elem == bf16 else elem.numpy  # bf16 fragments: their f32 values
     if s.op == "fill":
-        frags[key + (s.frag,)] = (np.full((ft.rows, ft.cols), r.values[0], dtype=elem.numpy), False)
+        frags[key + (s.frag,)] = (np.full((ft.rows, ft.cols), r.values[0], dtype=held), False)
     elif s.op == "scale":
         m, inexact = _get(frags, key, s.frag, where)
         frags[key + (s.frag,)] = ((m * elem.numpy.type(r.values[0])).astype(elem.numpy), inexact)
@@ -131,7 +132,7 @@ def _run(prog, s: ir.MatrixOp, r: FragmentRequest, key, frags: Fragments) -> Non
                                           "has written (shared memory starts uninitialized)")
                     _read_check(st, mem, i, where)
                     vals.append(v)
-            frags[key + (s.frag,)] = (np.array(vals, dtype=elem.numpy).reshape(rows, cols), False)
+            frags[key + (s.frag,)] = (np.array(vals, dtype=held).reshape(rows, cols), False)
         else:
             m, inexact = _get(frags, key, s.frag, where)
             tags = frozenset({("mma", elem.name)}) if inexact else None
