@@ -421,3 +421,28 @@ def test_every_other_backend_compiles_plain_copies(target, monkeypatch):
     for fmt in dev.source_formats():
         src = dev.inspect_source(fmt)
         assert "copy_async" not in src and "cp.async" not in src
+
+
+@pk.kernel
+def _into_dynamic(x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    t = pk.shared_dynamic(f32)
+    l = pk.local_id(0)
+    pk.copy_async(t, l, x, pk.group_id(0) * LANES + l, 4)
+    pk.copy_commit()
+    pk.copy_wait(0)
+    pk.barrier()
+    for j in range(4):
+        y[pk.group_id(0) * LANES * 4 + l * 4 + j] = t[LANES * 4 - 1 - l * 4 - j]
+
+
+@pytest.mark.parametrize("target", [t for t, _, _ in TARGETS])
+def test_copy_into_dynamic_shared_memory(target):
+    x = _data(f32, 2 * LANES * 4)
+    y = np.zeros_like(x)
+    pk.build([_into_dynamic], [target])["_into_dynamic"](x, y, grid=2, block=LANES, shared_size=LANES * 4)
+    np.testing.assert_array_equal(y, x.reshape(2, -1)[:, ::-1].ravel())
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_90", "nvptx -arch=sm_90"])
+def test_cp_async_into_dynamic_shared_memory(target):
+    assert re.search(r"cp\.async\.cg\.shared\.global", _ptx(_into_dynamic, target))
