@@ -5,9 +5,11 @@ torch's scaled_dot_product_attention and a Triton kernel.
     python benchmarks/gpu_attention.py --dry-run --out OUT     # any host: builds + a small CPU check, no GPU
 
 Contenders (O = softmax(Q K^T / sqrt(d)) V, non-causal, Q, K, V, O f16 of shape (batch * heads, seq, d)):
-- polykern ``examples/attention_f16.py`` (online softmax through shared memory, see its docstring)
-  built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
-  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver);
+- polykern ``examples/attention_f16.py`` (online softmax through shared memory, K and V staged by
+  pk.copy_async, see its docstring) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync, cp.async),
+  ``nvptx -arch=sm_XX`` (LLVM, mma.sync, cp.async) and ``vulkan`` (SPV_KHR_cooperative_matrix on
+  NVIDIA's driver; plain copies); on cuda also the variant staging with loads and stores
+  ("polykern-cuda [sync staging]": what cp.async is worth, and a fallback figure);
 - ``torch.nn.functional.scaled_dot_product_attention`` on (batch, heads, seq, d) f16 views of the same
   memory (torch picks its backend: flash, cuDNN or memory-efficient; recorded);
 - a Triton attention forward written for this benchmark (benchmarks/peers_triton_attention.py).
@@ -60,13 +62,15 @@ def flops(b, h, s, d) -> float:
 
 
 def build(targets, subgroup):
+    """label -> module; cuda also gets the "sync" staging variant (timed as "polykern-cuda [sync staging]")."""
     import polykern as pk
 
     mods = {}
     for label, target in targets.items():
         t0 = time.perf_counter()
+        stagings = A.STAGINGS if label == "polykern-cuda" else ("async",)
         try:
-            mods[label] = pk.build(A.kernels(subgroups=(subgroup,)), targets=[target])
+            mods[label] = pk.build(A.kernels(subgroups=(subgroup,), stagings=stagings), targets=[target])
             RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"][label] = f"build: {short(e)}"
@@ -97,16 +101,18 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
     for label, mod in mods.items():
         place = places[label]
         dq, dk, dv = (place.put(x) for x in host)
-        do = place.put(np.zeros(bh * s * d, np.float16))
         sg = sg_sizes[label]
-
-        def fn(mod=mod, dq=dq, dk=dk, dv=dv, do=do, sg=sg):
-            A.launch(mod, dq, dk, dv, do, bh, s, d, sg)
-            return [do]
-
         clock = "events" if label in ("polykern-cuda", "polykern-nvptx") else (
             place.clock if isinstance(place, VulkanPlace) else "host")
-        out.append((Contender(label, fn, clock, place, "polykern"), lambda do=do: to_host(do), 1.0))
+        for staging in (A.STAGINGS if label == "polykern-cuda" and not dry else ("async",)):
+            do = place.put(np.zeros(bh * s * d, np.float16))
+
+            def fn(mod=mod, dq=dq, dk=dk, dv=dv, do=do, sg=sg, staging=staging):
+                A.launch(mod, dq, dk, dv, do, bh, s, d, sg, staging=staging)
+                return [do]
+
+            name = label if staging == "async" else f"{label} [{staging} staging]"
+            out.append((Contender(name, fn, clock, place, "polykern"), lambda do=do: to_host(do), 1.0))
     if dry:
         def numpy_attention():
             x = q.astype(np.float32) @ k.astype(np.float32).transpose(0, 2, 1) / np.float32(math.sqrt(d))

@@ -2,29 +2,34 @@
 (batch * heads, seq, d), f16 in, f16 out, with the matrix fragments of docs/language.md 5.2 (tensor
 cores on cuda/nvptx, cooperative matrices on Vulkan, the reference arithmetic on the CPU).
 
-One group owns BM query rows of one (batch, head): BM // 16 subgroups, 16 rows each. For every block
-of BN keys (one pass over the keys, nothing of size seq x seq is stored):
+One group owns BM query rows of one (batch, head): BM // 16 subgroups, 16 rows each. Q's tile and
+then, one block of BN keys at a time, K's and V's rows reach shared memory by ``pk.copy_async``
+(cp.async on cuda/nvptx; rows past ``seq`` are zeros). For every key block (one pass over the keys,
+nothing of size seq x seq is stored):
 
-1. all work-items stage the block's K and V rows (f16) in shared memory (rows past ``seq`` are zeros);
-2. each subgroup computes its 16 x BN scores S = Q K^T with ``pk.mma`` (A = Q from shared, B = K^T:
-   K's rows loaded ``"col"``), f32 accumulate, and stores them (``frag_store``) to shared;
-3. one work-item per query row does the online softmax: running max m and sum l per row (base 2:
-   the scores are scaled by log2(e) / sqrt(d)), alpha = 2^(m_old - m_new), P = 2^(s - m_new) rounded
-   to f16 into shared (masked keys: 0), l = alpha l + sum(P);
-4. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
-   to shared (f32);
-5. every work-item updates the part of O it keeps in registers (``pk.local``, 4 consecutive elements
+1. each subgroup computes its 16 x BN scores S = Q K^T with ``pk.mma`` (A = Q from shared, B = K^T:
+   K's rows loaded ``"col"``), f32 accumulate, and stores them (``frag_store``) to shared; then the
+   copy of the next block's K into the freed tile starts;
+2. each subgroup does the online softmax of its own rows (``LPR`` lanes per row, combined with
+   ``pk.subgroup_shuffle_xor``, or ``RPL`` rows per lane): running max m and sum l per row (base 2:
+   the scores are scaled by log2(e) / sqrt(d)), P = 2^(s - m_new) rounded to f16 into shared (masked
+   keys: 0), alpha = 2^(m_old - m_new), l = alpha l + sum(P);
+3. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
+   to shared (f32); then the copy of the next block's V starts;
+4. every work-item updates the part of O it keeps in registers (``pk.local``, 4 consecutive elements
    per step): O = alpha[row] O + (P V)[row].
 
 At the end O / l is written as f16. The fragment API has no per-row access to an accumulator, so the
-scores and the block product go through shared memory (steps 2-5): the price of portability here.
-Four barriers per key block. ``CAUSAL`` (a constexpr) masks key > query and stops at the diagonal.
+scores and the block product go through shared memory: the price of portability here. Four barriers
+per key block. ``CAUSAL`` (a constexpr) masks key > query and stops at the diagonal. ``ASYNC`` False
+(``staging="sync"``) stages with ``pk.vload``/``pk.vstore`` instead of asynchronous copies.
 
 Tiles (``CONFIGS``): d = 64: BM = 64, BN = 32 (41 KiB of shared memory); d = 128: BM = BN = 32
-(45 KiB): Q, K, V, P (f16) and the f32 staging of S and P V (BM x (d + 4), BN <= d) must fit the 48 KiB
-a CUDA kernel gets without opting in (d = 64 with BN = 64 needs 54 KiB). ``SG`` is the subgroup size the kernel is built for (its block is (BM // 16) * SG
-work-items; the registers holding O are sized from it): 32 on NVIDIA (cuda, nvptx, Vulkan), 8 on the
-CPU; ``launch`` refuses a device whose subgroup size differs.
+(45 KiB): Q, K, V, P (f16) and the f32 staging of S and P V (BM x (d + 4), BN <= d) must fit the
+48 KiB a CUDA kernel gets without opting in (d = 64 with BN = 64 needs 54 KiB). ``SG`` is the
+subgroup size the kernel is built for (its block is (BM // 16) * SG work-items; the registers
+holding O are sized from it): 32 on NVIDIA (cuda, nvptx, Vulkan), 8 on the CPU; ``launch`` refuses a
+device whose subgroup size differs.
 """
 import math
 
@@ -39,10 +44,34 @@ LOG2E = 1.4426950408889634
 NEG = -1.0e30  # the running max before any key (finite: 2^(NEG - m) is 0, never inf - inf)
 
 
+@pk.func
+def _stage_rows(dst: pk.Shared[f16], src: Buffer[f16, "readonly"], base: i32, row0: i32, seq: i32,
+                ROWS: pk.constexpr, D: pk.constexpr, ASYNC: pk.constexpr):
+    """Rows row0 .. row0 + ROWS - 1 of a (seq, D) matrix at ``src[base]`` into ``dst`` (rows of D + PAD),
+    8 elements per work-item and step, spread over the group; rows past seq are zeros. ``ASYNC``:
+    started as 16-byte ``pk.copy_async`` (the caller commits and waits), else loaded and stored."""
+    e = pk.local_id(0) * 8
+    while e < ROWS * D:
+        r = e // D
+        if row0 + r < seq:
+            if ASYNC:
+                pk.copy_async(dst, (r * (D + PAD) + e % D) // 8, src, (base + (row0 + r) * D + e % D) // 8, 8)
+            else:
+                x0, x1, x2, x3 = pk.vload(src, (base + (row0 + r) * D + e % D) // 4, 4)
+                x4, x5, x6, x7 = pk.vload(src, (base + (row0 + r) * D + e % D) // 4 + 1, 4)
+                pk.vstore(dst, (r * (D + PAD) + e % D) // 4, (x0, x1, x2, x3))
+                pk.vstore(dst, (r * (D + PAD) + e % D) // 4 + 1, (x4, x5, x6, x7))
+        else:
+            for j in range(8):
+                dst[r * (D + PAD) + e % D + j] = f16(0.0)
+        e += pk.local_size(0) * 8
+
+
 @pk.kernel
 def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buffer[f16, "readonly"],
-                  o: Buffer[f16], seq: i32, qk_scale: f32,
-                  D: pk.constexpr, BM: pk.constexpr, BN: pk.constexpr, SG: pk.constexpr, CAUSAL: pk.constexpr):
+                  o: Buffer[f16], seq: i32, qk_scale: f32, D: pk.constexpr, BM: pk.constexpr, BN: pk.constexpr,
+                  SG: pk.constexpr, LPR: pk.constexpr, RPL: pk.constexpr, CAUSAL: pk.constexpr,
+                  ASYNC: pk.constexpr):
     sq = pk.shared(f16, BM * (D + PAD))
     sk = pk.shared(f16, BN * (D + PAD))
     sv = pk.shared(f16, BN * (D + PAD))
@@ -52,59 +81,36 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
     sl = pk.shared(f32, BM)  # running sum
     sa = pk.shared(f32, BM)  # this block's alpha
     acc = pk.local(f32, BM * D // ((BM // 16) * SG))  # this work-item's part of O
-    row_s = pk.local(f32, BN)
+    row_s = pk.local(f32, BN // LPR)
     fa = pk.frag_a(f16, 16, 16, 16)
     fb0 = pk.frag_b(f16, 16, 16, 16)
     fb1 = pk.frag_b(f16, 16, 16, 16)
     c0 = pk.frag_acc(f32, 16, 16, 16)
     c1 = pk.frag_acc(f32, 16, 16, 16)
     tid = pk.local_id(0)
+    lane = pk.subgroup_local_id()
     wr = pk.subgroup_id() * 16  # this subgroup's first row in the tile
     bh = pk.group_id(1)
     q0 = pk.group_id(0) * BM
     base = bh * seq * D  # (batch * head)'s first element
-    # Q's tile (rows past seq: zeros) and the row state
-    e = tid * 4
-    while e < BM * D:
-        r = e // D
-        x0: f16 = 0.0
-        x1: f16 = 0.0
-        x2: f16 = 0.0
-        x3: f16 = 0.0
-        if q0 + r < seq:
-            x0, x1, x2, x3 = pk.vload(q, (base + (q0 + r) * D + e % D) // 4, 4)
-        pk.vstore(sq, (r * (D + PAD) + e % D) // 4, (x0, x1, x2, x3))
-        e += (BM // 16) * SG * 4
-    r = tid
-    while r < BM:
-        sm[r] = NEG
-        sl[r] = 0.0
-        r += (BM // 16) * SG
     kend = seq
     if CAUSAL:
         kend = pk.min(seq, q0 + BM)
+    # copies in flight, oldest first: Q + K_0, V_0; then per block K_j+1 (issued once S_j is done
+    # with sk), V_j+1 (once P_j V_j is done with sv): each step waits for all but its newest group
+    _stage_rows(sq, q, base, q0, seq, BM, D, ASYNC)
+    _stage_rows(sk, k, base, 0, seq, BN, D, ASYNC)
+    pk.copy_commit()
+    _stage_rows(sv, v, base, 0, seq, BN, D, ASYNC)
+    pk.copy_commit()
+    if lane < 16 // RPL:
+        for j in range(RPL):
+            sm[wr + lane * RPL + j] = NEG
+            sl[wr + lane * RPL + j] = 0.0
     for k0 in range(0, kend, BN):
-        # 1. K's and V's rows k0 .. k0 + BN - 1
-        e = tid * 4
-        while e < BN * D:
-            r = e // D
-            y0: f16 = 0.0
-            y1: f16 = 0.0
-            y2: f16 = 0.0
-            y3: f16 = 0.0
-            z0: f16 = 0.0
-            z1: f16 = 0.0
-            z2: f16 = 0.0
-            z3: f16 = 0.0
-            if k0 + r < seq:
-                g = (base + (k0 + r) * D + e % D) // 4
-                y0, y1, y2, y3 = pk.vload(k, g, 4)
-                z0, z1, z2, z3 = pk.vload(v, g, 4)
-            pk.vstore(sk, (r * (D + PAD) + e % D) // 4, (y0, y1, y2, y3))
-            pk.vstore(sv, (r * (D + PAD) + e % D) // 4, (z0, z1, z2, z3))
-            e += (BM // 16) * SG * 4
+        pk.copy_wait(1)  # this work-item's copies of K_j (and Q) are done; V_j may still be pending
         pk.barrier()
-        # 2. S = Q K^T for this subgroup's 16 rows, two 16-key column blocks at a time
+        # S = Q K^T for this subgroup's 16 rows, two 16-key column blocks at a time
         for n0 in range(0, BN, 32):
             pk.frag_fill(c0, 0.0)
             pk.frag_fill(c1, 0.0)
@@ -117,31 +123,43 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
             pk.frag_store(ss, wr * (D + SPAD) + n0, D + SPAD, c0)
             pk.frag_store(ss, wr * (D + SPAD) + n0 + 16, D + SPAD, c1)
         pk.barrier()
-        # 3. online softmax, one work-item per row
-        r = tid
-        while r < BM:
-            m_old = sm[r]
+        if k0 + BN < kend:
+            _stage_rows(sk, k, base, k0 + BN, seq, BN, D, ASYNC)
+        pk.copy_commit()
+        # online softmax: each subgroup its own 16 rows, LPR lanes per row (combined by shuffles),
+        # RPL rows per lane
+        for j in range(RPL):
+            r = wr + lane // LPR * RPL + j
+            cb = lane % LPR * (BN // LPR)  # this lane's first column
             m_blk = NEG
-            for c in range(BN):
-                s = ss[r * (D + SPAD) + c] * qk_scale
-                ok = k0 + c < seq
+            for c in range(BN // LPR):
+                s = ss[r * (D + SPAD) + cb + c] * qk_scale
+                ok = k0 + cb + c < seq
                 if CAUSAL:
-                    ok = ok and k0 + c <= q0 + r
+                    ok = ok and k0 + cb + c <= q0 + r
                 row_s[c] = s if ok else NEG
                 m_blk = pk.max(m_blk, row_s[c])
+            m_old = NEG  # the row's state is read and written by its first lane only
+            if cb == 0:
+                m_old = sm[r]
             m_new = pk.max(m_old, m_blk)
-            alpha = pk.exp2(m_old - m_new)
+            if LPR == 2:
+                m_new = pk.max(m_new, pk.subgroup_shuffle_xor(m_new, 1))
             total = 0.0
-            for c in range(BN):
+            for c in range(BN // LPR):
                 p = f16(pk.exp2(row_s[c] - m_new)) if row_s[c] > NEG else f16(0.0)
-                sp[r * (BN + PAD) + c] = p
+                sp[r * (BN + PAD) + cb + c] = p
                 total += f32(p)
-            sl[r] = sl[r] * alpha + total
-            sm[r] = m_new
-            sa[r] = alpha
-            r += (BM // 16) * SG
+            if LPR == 2:
+                total += pk.subgroup_shuffle_xor(total, 1)
+            if cb == 0:
+                alpha = pk.exp2(m_old - m_new)
+                sl[r] = sl[r] * alpha + total
+                sm[r] = m_new
+                sa[r] = alpha
+        pk.copy_wait(1)  # V_j is done; K_j+1 may be pending
         pk.barrier()
-        # 4. the block product P V for this subgroup's rows, two 16-column blocks of d at a time
+        # the block product P V for this subgroup's rows, two 16-column blocks of d at a time
         for n0 in range(0, D, 32):
             pk.frag_fill(c0, 0.0)
             pk.frag_fill(c1, 0.0)
@@ -154,7 +172,10 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
             pk.frag_store(ss, wr * (D + SPAD) + n0, D + SPAD, c0)
             pk.frag_store(ss, wr * (D + SPAD) + n0 + 16, D + SPAD, c1)
         pk.barrier()
-        # 5. O = alpha O + P V on this work-item's elements
+        if k0 + BN < kend:
+            _stage_rows(sv, v, base, k0 + BN, seq, BN, D, ASYNC)
+        pk.copy_commit()
+        # O = alpha O + P V on this work-item's elements
         for i in range(BM * D // ((BM // 16) * SG * 4)):
             e = (i * (BM // 16) * SG + tid) * 4
             r = e // D
@@ -183,21 +204,30 @@ def subgroup_width(out: Buffer[i32]):
 CONFIGS = {64: (64, 32), 128: (32, 32)}
 #: the subgroup sizes kernels() specializes for by default: NVIDIA's 32, the CPU's 8
 SUBGROUPS = (32, 8)
+#: how K and V reach shared memory: pk.copy_async (the default) or loads and stores
+STAGINGS = ("async", "sync")
 
 
-def kernel_for(d, sg, causal=False, tiles=None):
-    """The specialization for head dim ``d``, subgroups of ``sg``; ``tiles`` (BM, BN): CONFIGS[d] by default."""
+def kernel_for(d, sg, causal=False, tiles=None, staging="async"):
+    """The specialization for head dim ``d``, subgroups of ``sg``; ``tiles`` (BM, BN): CONFIGS[d] by
+    default; ``staging``: "async" (pk.copy_async: cp.async on cuda/nvptx) or "sync" (loads and stores)."""
+    if staging not in STAGINGS:
+        raise ValueError(f"attention_f16's staging is one of {STAGINGS}, not {staging!r}")
     bm, bn = tiles or CONFIGS[d]
     if bn > d or bm % 16 or bn % 32:
         raise ValueError(f"attention_f16 needs BN <= d (the f32 staging is d wide), BM a multiple of 16 and BN of 32; "
                          f"got BM={bm}, BN={bn}, d={d}")
-    return attention_f16.specialize(D=d, BM=bm, BN=bn, SG=sg, CAUSAL=bool(causal))
+    if sg not in (8, 16, 32):
+        raise ValueError(f"attention_f16 is written for subgroups of 8, 16 or 32 work-items, not {sg}")
+    lpr, rpl = max(1, sg // 16), max(1, 16 // sg)  # lanes per row, rows per lane in the softmax
+    return attention_f16.specialize(D=d, BM=bm, BN=bn, SG=sg, LPR=lpr, RPL=rpl, CAUSAL=bool(causal),
+                                    ASYNC=staging == "async")
 
 
-def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False,)):
-    """The kernels to build: every head dim x subgroup size x causal, and ``subgroup_width`` (the
-    default: what ``run`` launches on NVIDIA and on the CPU)."""
-    out = [kernel_for(d, sg, c) for d in dims for sg in subgroups for c in causal]
+def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False,), stagings=("async",)):
+    """The kernels to build: every head dim x subgroup size x causal x staging, and ``subgroup_width``
+    (the default: what ``run`` launches on NVIDIA and on the CPU)."""
+    out = [kernel_for(d, sg, c, staging=st) for d in dims for sg in subgroups for c in causal for st in stagings]
     return out + [subgroup_width]
 
 
@@ -207,14 +237,14 @@ def device_subgroup_size(mod) -> int:
     return int(out[0])
 
 
-def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False):
+def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False, staging="async"):
     """Run on ``mod`` for (bh, seq, d) arrays q, k, v -> o (flat f16, device or host arrays)."""
     if d not in CONFIGS:
         raise ValueError(f"attention_f16 is specialized for head dims {sorted(CONFIGS)}, got {d}")
     if sg not in SUBGROUPS:
         raise ValueError(f"attention_f16 is built for subgroups of {SUBGROUPS}; this device's are {sg} wide")
     bm, _ = CONFIGS[d]
-    kern = kernel_for(d, sg, causal)
+    kern = kernel_for(d, sg, causal, staging=staging)
     mod[kern.name](q, k, v, o, np.int32(seq), np.float32(LOG2E / math.sqrt(d)),
                    grid=((seq + bm - 1) // bm, bh), block=(bm // 16) * sg)
 

@@ -27,7 +27,8 @@ sys.path.remove(os.path.join(ROOT, "examples"))
 
 @pytest.fixture(scope="module")
 def cpu():
-    return pk.build(A.kernels(subgroups=(8,), causal=(False, True)), targets=["llvm"])
+    return pk.build(A.kernels(subgroups=(8,), causal=(False, True)) + [A.kernel_for(64, 8, staging="sync")],
+                    targets=["llvm"])
 
 
 def _qkv(rng, bh, seq, d):
@@ -44,6 +45,19 @@ def test_cpu_matches_reference_within_bound(cpu, d, seq, causal):
     A.launch(cpu, q.ravel(), k.ravel(), v.ravel(), o.ravel(), 2, seq, d, A.device_subgroup_size(cpu), causal)
     assert not np.isnan(o).any()
     assert A.check(o, q, k, v, causal) <= 1.0
+
+
+def test_cpu_sync_staging(cpu):
+    """The variant that stages K and V with loads and stores computes the same."""
+    rng = np.random.default_rng(7)
+    q, k, v = _qkv(rng, 2, 40, 64)
+    outs = []
+    for staging in A.STAGINGS:
+        o = np.zeros((2, 40, 64), np.float16)
+        A.launch(cpu, q.ravel(), k.ravel(), v.ravel(), o.ravel(), 2, 40, 64, 8, staging=staging)
+        outs.append(o)
+    assert A.check(outs[1], q, k, v) <= 1.0
+    np.testing.assert_array_equal(outs[0], outs[1])
 
 
 def test_cpu_large_scores_do_not_overflow(cpu):
@@ -77,17 +91,19 @@ def test_check_rejects_plausible_bugs():
     assert A.check(causal_ref, q, k, v) > 1.0 and A.check(causal_ref, q, k, v, causal=True) <= 1.0
 
 
-@pytest.mark.parametrize("d", [64, 128])
-def test_oracle_runs_the_gpu_specialization(d):
-    """Subgroups of 32 (the cuda/nvptx/Vulkan kernel): no race between the staging, the fragment
-    stores and the per-row work, every lane agrees, and the numbers are right."""
+@pytest.mark.parametrize("d,staging", [(64, "async"), (128, "async"), (64, "sync")])
+def test_oracle_runs_the_gpu_specialization(d, staging):
+    """Subgroups of 32 (the cuda/nvptx/Vulkan kernel): no race between the staging (asynchronous
+    copies waited for and published by a barrier before use, not overwritten while read), the
+    fragment stores and the per-row work (two lanes per row), every lane agrees, and the numbers are
+    right."""
     from polykern.testing.interp import interpret
 
     rng = np.random.default_rng(d)
     seq = 40
     q, k, v = _qkv(rng, 1, seq, d)
     bm, _ = A.CONFIGS[d]
-    res = interpret(A.kernel_for(d, 32, True),
+    res = interpret(A.kernel_for(d, 32, True, staging=staging),
                     [q.ravel(), k.ravel(), v.ravel(), np.zeros(seq * d, np.float16), np.int32(seq),
                      np.float32(A.LOG2E / math.sqrt(d))], ((seq + bm - 1) // bm, 1), (bm // 16) * 32, 32)
     assert A.check(res.buffers["o"].reshape(1, seq, d), q, k, v, causal=True) <= 1.0
@@ -103,9 +119,11 @@ def test_launch_refuses_what_it_was_not_built_for(cpu):
         A.kernel_for(64, 32, tiles=(64, 128))
     with pytest.raises(ValueError, match="BM a multiple of 16"):
         A.kernel_for(64, 32, tiles=(40, 32))
+    with pytest.raises(ValueError, match="staging"):
+        A.kernel_for(64, 32, staging="tma")
 
 
-GPU_KERNELS = A.kernels(subgroups=(32,), causal=(False, True))
+GPU_KERNELS = A.kernels(subgroups=(32,), causal=(False, True), stagings=A.STAGINGS)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -120,7 +138,7 @@ def test_cuda_c_assembles(arch, monkeypatch):
         pytest.skip("ptxas (CUDA toolkit) is not on PATH")
     monkeypatch.setenv(toolchain.COMPILER_ENV, "nvrtc")
     ptx = pk.build(GPU_KERNELS, targets=[f"cuda -arch={arch}"]).on("cuda").inspect_source("ptx")
-    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix" in ptx
+    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix" in ptx and "cp.async.cg.shared.global" in ptx
     toolchain.ptxas_check(ptx.encode(), arch)  # also: static shared memory within 48 KiB
 
 
