@@ -11,13 +11,14 @@ nothing of size seq x seq is stored):
    K's rows loaded ``"col"``), f32 accumulate, and stores them (``frag_store``) to shared; then the
    copy of the next block's K into the freed tile starts;
 2. each subgroup does the online softmax of its own rows (``LPR`` lanes per row, combined with
-   ``pk.subgroup_shuffle_xor``, or ``RPL`` rows per lane): running max m and sum l per row (base 2:
+   ``pk.subgroup_shuffle_xor``, each every LPR-th column, or ``RPL`` rows per lane): running max m
+   and sum l per row (base 2:
    the scores are scaled by log2(e) / sqrt(d)), P = 2^(s - m_new) rounded to f16 into shared (masked
    keys: 0), alpha = 2^(m_old - m_new), l = alpha l + sum(P);
 3. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
    to shared (f32); then the copy of the next block's V starts;
-4. every work-item updates the part of O it keeps in registers (``pk.local``, 4 consecutive elements
-   per step): O = alpha[row] O + (P V)[row].
+4. every work-item updates the part of O it keeps in registers (``pk.local``: columns lane, lane + SG,
+   ... of its subgroup's 16 rows): O = alpha[row] O + (P V)[row].
 
 At the end O / l is written as f16. The fragment API has no per-row access to an accumulator, so the
 scores and the block product go through shared memory: the price of portability here. Four barriers
@@ -80,14 +81,13 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
     sm = pk.shared(f32, BM)  # running max per row (base-2 scaled scores)
     sl = pk.shared(f32, BM)  # running sum
     sa = pk.shared(f32, BM)  # this block's alpha
-    acc = pk.local(f32, BM * D // ((BM // 16) * SG))  # this work-item's part of O
+    acc = pk.local(f32, 16 * D // SG)  # this work-item's part of O
     row_s = pk.local(f32, BN // LPR)
     fa = pk.frag_a(f16, 16, 16, 16)
     fb0 = pk.frag_b(f16, 16, 16, 16)
     fb1 = pk.frag_b(f16, 16, 16, 16)
     c0 = pk.frag_acc(f32, 16, 16, 16)
     c1 = pk.frag_acc(f32, 16, 16, 16)
-    tid = pk.local_id(0)
     lane = pk.subgroup_local_id()
     wr = pk.subgroup_id() * 16  # this subgroup's first row in the tile
     bh = pk.group_id(1)
@@ -126,33 +126,32 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
         if k0 + BN < kend:
             _stage_rows(sk, k, base, k0 + BN, seq, BN, D, ASYNC)
         pk.copy_commit()
-        # online softmax: each subgroup its own 16 rows, LPR lanes per row (combined by shuffles),
-        # RPL rows per lane
+        # online softmax: each subgroup its own 16 rows, LPR lanes per row (combined by shuffles;
+        # a lane takes every LPR-th column: the lanes' loads fall in distinct banks), RPL rows per lane
         for j in range(RPL):
             r = wr + lane // LPR * RPL + j
-            cb = lane % LPR * (BN // LPR)  # this lane's first column
+            part = lane % LPR
             m_blk = NEG
             for c in range(BN // LPR):
-                s = ss[r * (D + SPAD) + cb + c] * qk_scale
-                ok = k0 + cb + c < seq
+                ok = k0 + c * LPR + part < seq
                 if CAUSAL:
-                    ok = ok and k0 + cb + c <= q0 + r
-                row_s[c] = s if ok else NEG
+                    ok = ok and k0 + c * LPR + part <= q0 + r
+                row_s[c] = ss[r * (D + SPAD) + c * LPR + part] if ok else NEG
                 m_blk = pk.max(m_blk, row_s[c])
             m_old = NEG  # the row's state is read and written by its first lane only
-            if cb == 0:
+            if part == 0:
                 m_old = sm[r]
-            m_new = pk.max(m_old, m_blk)
+            m_new = pk.max(m_old, m_blk * qk_scale)  # qk_scale > 0: the max of the scaled scores
             if LPR == 2:
                 m_new = pk.max(m_new, pk.subgroup_shuffle_xor(m_new, 1))
             total = 0.0
             for c in range(BN // LPR):
-                p = f16(pk.exp2(row_s[c] - m_new)) if row_s[c] > NEG else f16(0.0)
-                sp[r * (BN + PAD) + cb + c] = p
+                p = f16(pk.exp2(pk.fma(row_s[c], qk_scale, -m_new)))  # masked: 2^(-1e30 scale - m) = 0
+                sp[r * (BN + PAD) + c * LPR + part] = p
                 total += f32(p)
             if LPR == 2:
                 total += pk.subgroup_shuffle_xor(total, 1)
-            if cb == 0:
+            if part == 0:
                 alpha = pk.exp2(m_old - m_new)
                 sl[r] = sl[r] * alpha + total
                 sm[r] = m_new
@@ -175,24 +174,15 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
         if k0 + BN < kend:
             _stage_rows(sv, v, base, k0 + BN, seq, BN, D, ASYNC)
         pk.copy_commit()
-        # O = alpha O + P V on this work-item's elements
-        for i in range(BM * D // ((BM // 16) * SG * 4)):
-            e = (i * (BM // 16) * SG + tid) * 4
-            r = e // D
-            alpha = sa[r]
-            acc[i * 4] = acc[i * 4] * alpha + ss[r * (D + SPAD) + e % D]
-            acc[i * 4 + 1] = acc[i * 4 + 1] * alpha + ss[r * (D + SPAD) + e % D + 1]
-            acc[i * 4 + 2] = acc[i * 4 + 2] * alpha + ss[r * (D + SPAD) + e % D + 2]
-            acc[i * 4 + 3] = acc[i * 4 + 3] * alpha + ss[r * (D + SPAD) + e % D + 3]
+        # O = alpha O + P V on this subgroup's rows: a lane holds columns lane, lane + SG, ... of each
+        for t in range(16 * D // SG):
+            r = wr + t // (D // SG)
+            acc[t] = acc[t] * sa[r] + ss[r * (D + SPAD) + lane + t % (D // SG) * SG]
     # O / l, rows past seq not written
-    for i in range(BM * D // ((BM // 16) * SG * 4)):
-        e = (i * (BM // 16) * SG + tid) * 4
-        r = e // D
+    for t in range(16 * D // SG):
+        r = wr + t // (D // SG)
         if q0 + r < seq:
-            inv = 1.0 / sl[r]
-            pk.vstore(o, (base + (q0 + r) * D + e % D) // 4,
-                      (f16(acc[i * 4] * inv), f16(acc[i * 4 + 1] * inv), f16(acc[i * 4 + 2] * inv),
-                       f16(acc[i * 4 + 3] * inv)))
+            o[base + (q0 + r) * D + lane + t % (D // SG) * SG] = f16(acc[t] / sl[r])
 
 
 @pk.kernel
