@@ -12,9 +12,8 @@ nothing of size seq x seq is stored):
    copy of the next block's K into the freed tile starts;
 2. each subgroup does the online softmax of its own rows (``LPR`` lanes per row, combined with
    ``pk.subgroup_shuffle_xor``, each every LPR-th column, or ``RPL`` rows per lane): running max m
-   and sum l per row (base 2:
-   the scores are scaled by log2(e) / sqrt(d)), P = 2^(s - m_new) rounded to f16 into shared (masked
-   keys: 0), alpha = 2^(m_old - m_new), l = alpha l + sum(P);
+   and sum l per row (base 2: the scores are scaled by log2(e) / sqrt(d)), P = 2^(s - m_new) rounded
+   to f16 into shared (masked keys: 0), alpha = 2^(m_old - m_new), l = alpha l + sum(P);
 3. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
    to shared (f32); then the copy of the next block's V starts;
 4. every work-item updates the part of O it keeps in registers (``pk.local``: columns lane, lane + SG,
