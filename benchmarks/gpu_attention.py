@@ -4,7 +4,8 @@ torch's scaled_dot_product_attention and a Triton kernel.
     python benchmarks/gpu_attention.py --out OUT [--batch 4 --heads 16 --seq 4096 --dims 64,128] [--rounds 5]
     python benchmarks/gpu_attention.py --dry-run --out OUT     # any host: builds + a small CPU check, no GPU
 
-Contenders (O = softmax(Q K^T / sqrt(d)) V, non-causal, Q, K, V, O f16 of shape (batch * heads, seq, d)):
+Contenders (O = softmax(Q K^T / sqrt(d)) V, non-causal unless ``--causal``, Q, K, V, O f16 of shape
+(batch * heads, seq, d)):
 - polykern ``examples/attention_f16.py`` (online softmax through shared memory, K and V staged by
   pk.copy_async, see its docstring) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync, cp.async),
   ``nvptx -arch=sm_XX`` (LLVM, mma.sync, cp.async) and ``vulkan`` (SPV_KHR_cooperative_matrix on
@@ -20,9 +21,9 @@ the float64 reference of examples/attention_f16.py: polykern within ``attention_
 theirs); a wrong one is reported and not timed. Timing: ``--rounds`` rounds over all contenders,
 interleaved; per round a batch of back-to-back calls, CUDA events on the legacy default stream (CUDA
 contenders), Vulkan timestamp queries (or the host clock where the queue has none). Reported: median
-seconds and TFLOP/s (4 * batch * heads * seq^2 * d flops) per contender and head dim, the per-round time
-ratios polykern / peer (median, spread = min-max) and the issue's target (polykern >= 50% of torch
-SDPA's throughput). Writes OUT/gpu_attention.json.
+seconds and TFLOP/s (4 * batch * heads * seq^2 * d flops, half that if causal) per contender and head
+dim, the per-round time ratios polykern / peer (median, spread = min-max) and the issue's target
+(polykern >= 50% of torch SDPA's throughput). Writes OUT/gpu_attention.json.
 
 ``--dry-run`` needs no GPU and no torch: it builds the GPU kernels for cuda (ptxas -v: registers,
 shared memory, spills), nvptx (ptxas) and vulkan (spirv-val; POLYKERN_SPIRV_VAL names a SPIRV-Tools
@@ -57,11 +58,12 @@ CHECK_ROWS = 64
 RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run": {}}
 
 
-def flops(b, h, s, d) -> float:
-    return 4.0 * b * h * s * s * d
+def flops(b, h, s, d, causal=False) -> float:
+    """Of the two products (causal: half of them are skipped, as every contender skips them)."""
+    return 4.0 * b * h * s * s * d / (2.0 if causal else 1.0)
 
 
-def build(targets, subgroup):
+def build(targets, subgroup, causal=False):
     """label -> module; cuda also gets the "sync" staging variant (timed as "polykern-cuda [sync staging]")."""
     import polykern as pk
 
@@ -70,7 +72,8 @@ def build(targets, subgroup):
         t0 = time.perf_counter()
         stagings = A.STAGINGS if label == "polykern-cuda" else ("async",)
         try:
-            mods[label] = pk.build(A.kernels(subgroups=(subgroup,), stagings=stagings), targets=[target])
+            mods[label] = pk.build(A.kernels(subgroups=(subgroup,), stagings=stagings, causal=(causal,)),
+                                   targets=[target])
             RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"][label] = f"build: {short(e)}"
@@ -85,14 +88,14 @@ def sample(bh, seq, rng, heads):
     return hs, rows
 
 
-def check(out, q, k, v, hs, rows) -> float:
+def check(out, q, k, v, hs, rows, causal=False) -> float:
     """Worst error of ``out`` (bh, seq, d) on the sample, in units of attention_f16.error_bound."""
     sub = np.asarray(out).reshape(q.shape)[hs][:, rows]
-    ref, bound = A.error_bound(q[hs][:, rows], k[hs], v[hs], rows=rows)
+    ref, bound = A.error_bound(q[hs][:, rows], k[hs], v[hs], causal, rows=rows)
     return float((np.abs(sub.astype(np.float64) - ref) / bound).max())
 
 
-def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
+def contenders(shape, host, mods, places, sg_sizes, dry, peers=True, causal=False):
     """[(Contender, read O back as a flat host array, allowed error in units of the bound)]."""
     b, h, s, d = shape
     bh = b * h
@@ -108,7 +111,7 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
             do = place.put(np.zeros(bh * s * d, np.float16))
 
             def fn(mod=mod, dq=dq, dk=dk, dv=dv, do=do, sg=sg, staging=staging):
-                A.launch(mod, dq, dk, dv, do, bh, s, d, sg, staging=staging)
+                A.launch(mod, dq, dk, dv, do, bh, s, d, sg, causal, staging=staging)
                 return [do]
 
             name = label if staging == "async" else f"{label} [{staging} staging]"
@@ -116,6 +119,8 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
     if dry:
         def numpy_attention():
             x = q.astype(np.float32) @ k.astype(np.float32).transpose(0, 2, 1) / np.float32(math.sqrt(d))
+            if causal:
+                x = np.where(np.tril(np.ones((s, s), bool)), x, -np.inf)
             p = np.exp(x - x.max(-1, keepdims=True))
             return [(p / p.sum(-1, keepdims=True)) @ v.astype(np.float32)]
         res = []
@@ -133,7 +138,7 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
         t_out = {}
 
         def sdpa():
-            t_out["o"] = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)
+            t_out["o"] = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
             return [t_out["o"]]
         RESULTS["torch_sdpa_backends"] = {
             name: bool(getattr(torch.backends.cuda, f"{name}_sdp_enabled", lambda: None)())
@@ -150,7 +155,7 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True):
         xq, xk, xv = (x.view(bh, s, d) for x in (tq, tk, tv))
 
         def triton_fn():
-            TA.launch(xq, xk, xv, to, bh, s, d, A.LOG2E / math.sqrt(d))
+            TA.launch(xq, xk, xv, to, bh, s, d, A.LOG2E / math.sqrt(d), causal)
             return [to]
         out.append((Contender("Triton attention fwd (benchmarks/peers_triton_attention.py)", triton_fn, "events",
                               places["cupy"], "peer"), lambda: to.float().cpu().numpy().ravel(), PEER_SLACK))
@@ -163,14 +168,15 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
     b, h, s, d = shape
     key = f"d{d}"
     row = RESULTS["contenders"].setdefault(key, {})
-    q, k, v = (rng.standard_normal((b * h, s, d)).astype(np.float16) for _ in range(3))
+    q, k, v = (rng.standard_normal((b * h, s, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     hs, rows = sample(b * h, s, rng, args.check_heads)
     good = []
-    for c, read, slack in contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers):
+    for c, read, slack in contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers,
+                                     args.causal):
         try:
             c.fn()
             c.place.sync()
-            err = check(read(), q, k, v, hs, rows)
+            err = check(read(), q, k, v, hs, rows, args.causal)
             ok = err <= slack
             row[c.label] = {"check": "ok" if ok else "WRONG", "error_of_bound": round(err, 4), "allowed": slack}
             log(f"d={d} {c.label}: check {'ok' if ok else 'WRONG'} (error {err:.3g} of the bound, allowed {slack})")
@@ -183,7 +189,7 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
     for c in good:
         ts = times.get(c.label)
         if ts:
-            row[c.label].update(median_s=med(ts), tflops=flops(b, h, s, d) / med(ts) / 1e12, rounds_s=ts)
+            row[c.label].update(median_s=med(ts), tflops=flops(b, h, s, d, args.causal) / med(ts) / 1e12, rounds_s=ts)
     summarize(key, times)
 
 
@@ -248,6 +254,7 @@ def main(argv=None) -> int:
     ap.add_argument("--target-s", type=float, default=0.04, help="seconds per contender per round (batch size)")
     ap.add_argument("--check-heads", type=int, default=2)
     ap.add_argument("--only", default="cuda,nvptx,vulkan", help="polykern targets to run")
+    ap.add_argument("--causal", action="store_true", help="causal attention (all contenders)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     args = ap.parse_args(argv)
@@ -256,13 +263,13 @@ def main(argv=None) -> int:
     dims = [int(x) for x in args.dims.split(",")]
     RESULTS["device"] = device_info(dry)
     RESULTS["config"] = {"batch": args.batch, "heads": args.heads, "seq": args.seq, "dims": dims,
-                         "rounds": args.rounds, "arch": args.arch, "tiles": {d: A.CONFIGS[d] for d in dims},
-                         "dry_run": dry}
+                         "causal": args.causal, "rounds": args.rounds, "arch": args.arch,
+                         "tiles": {d: A.CONFIGS[d] for d in dims}, "dry_run": dry}
     want = set(args.only.split(","))
     targets = {f"polykern-{k}": t for k, t in (("cuda", f"cuda -arch=sm_{args.arch}"),
                                                ("nvptx", f"nvptx -arch=sm_{args.arch}"), ("vulkan", "vulkan"))
                if k in want}
-    mods = build(targets, 32)
+    mods = build(targets, 32, args.causal)
     if dry:
         for label, mod in mods.items():
             try:
@@ -271,7 +278,7 @@ def main(argv=None) -> int:
                 RESULTS["dry_run"][label] = f"FAILED: {short(e)}"
             log(f"{label}: {RESULTS['dry_run'][label]}")
         dry_triton(args.arch, dims)
-        run_mods = build({"polykern-llvm": "llvm"}, 8)
+        run_mods = build({"polykern-llvm": "llvm"}, 8, args.causal)
         places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
         shape = (1, 2, 80)
     else:
