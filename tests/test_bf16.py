@@ -159,6 +159,24 @@ def test_arithmetic_matches_definition_and_oracle(target, kind):
         assert np.array_equal(got[3].view(np.uint16), want)
 
 
+@pk.kernel
+def wide(x: Buffer[bf16, "readonly"], y: Buffer[bf16]):
+    i = pk.global_id(0)
+    a, b, c, d = pk.vload(x, i, 4)
+    pk.vstore(y, i, (b, a + bf16(1.0), d, c))
+
+
+@pytest.mark.parametrize("target,kind", BF16_TARGETS)
+def test_wide_access_of_bf16(target, kind):
+    """pk.vload/pk.vstore of bf16: groups of 16-bit elements (fused or not, the same bits)."""
+    x = pk.bf16_array(np.arange(64, dtype=np.float32) * 1.5)
+    y = pk.bf16_array(np.zeros(64, np.uint16))
+    pk.build([wide], [target]).on(kind)["wide"](x, y, grid=4, block=4)
+    v = bits_to_f32(x).reshape(16, 4)
+    want = np.stack([v[:, 1], bits_to_f32(f32_to_bits(v[:, 0] + 1)), v[:, 3], v[:, 2]], 1).reshape(-1)
+    np.testing.assert_array_equal(bits_to_f32(y), want)
+
+
 def test_bf16_tie_in_kernel_arithmetic():
     """1 + 2^-8 is a tie in bf16: + rounds it to even (1.0); 1 + 3 * 2^-8 rounds up to 1 + 2^-6."""
     @pk.kernel
@@ -220,3 +238,48 @@ def test_refusals_are_located():
         subgroup.ir
     with pytest.raises(KernelTypeError, match=r"test_bf16.py:\d+:1: webgpu does not support bf16 \(buffer argument 'z'\)"):
         pk.build([convert], ["webgpu"])
+
+
+def test_cli_run_makes_bf16_arguments(tmp_path, capsys):
+    """`polykern run` fills a Buffer[bf16] with random bf16 values and prints them as values: convert's
+    z (bf16(x)) and back (f32(z)) print the same numbers."""
+    from polykern.cli import main
+
+    path = str(tmp_path / "k.kbin")
+    pk.build([convert], ["llvm"]).export(path)
+    assert main(["run", path, "convert", "--n", "64"]) == 0
+    lines = {ln.split("[:8]")[0].strip(): ln.split("=")[1].split("sum")[0].strip()
+             for ln in capsys.readouterr().out.splitlines() if "[:8]" in ln}
+    assert lines["z"] == lines["back"] and lines["z"] != lines["x"]
+
+
+def test_fuzzer_programs_with_bf16_save_and_replay(tmp_path, monkeypatch):
+    """kernelgen adds bf16 (its own random stream; avoid={"bf16"} leaves it out); a saved case keeps bf16
+    arguments and outputs as bits (dtype "bf16") and replays to the same oracle outputs."""
+    import json
+    import os
+    import sys
+
+    from polykern.testing import fuzzcase, kernelgen
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(repo, "tools"))
+    sys.path.insert(0, os.path.join(repo, "tests", "fuzz_regressions"))
+    import fuzz  # tools/fuzz.py
+    import test_replay
+
+    seed = next(s for s in range(100) if "bf16" in kernelgen.generate(s).features)
+    p = kernelgen.generate(seed)
+    assert "Buffer[bf16" in p.source and "bf16(" not in kernelgen.generate(seed, avoid={"bf16"}).source
+    args = p.make_args()
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, args, p.features)
+    oracle = case.oracle()
+    path = fuzz.save_case(str(tmp_path), p, p.source, fuzzcase.Outcome("opencl", "disagree", "x", "y"), oracle,
+                          ["opencl"], args)
+    meta = json.loads(open(path[:-3] + ".json").read())
+    assert any(a["dtype"] == "bf16" and all(isinstance(v, int) for v in a["values"]) for a in meta["args"])
+    monkeypatch.setattr(test_replay, "HERE", str(tmp_path))
+    loaded, _ = test_replay.load_case(os.path.basename(path)[:-3])
+    for x, y in zip(loaded.args, args):
+        np.testing.assert_array_equal(np.atleast_1d(x).view(np.uint8), np.atleast_1d(y).view(np.uint8))
+    test_replay.test_oracle_still_gives_the_saved_outputs(os.path.basename(path)[:-3])

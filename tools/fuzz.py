@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 import numpy as np  # noqa: E402
 
 import polykern as pk  # noqa: E402
+from polykern.ir.bfloat16 import is_bf16_dtype  # noqa: E402
 from polykern.testing import fuzzcase, kernelgen  # noqa: E402
 from polykern.testing.reduce import reduce_source  # noqa: E402
 
@@ -70,11 +71,17 @@ def target_strings(spec: str):
     return list(getattr(conf, "TARGETS", {}).get(spec, [spec]))
 
 
+def _values(a: np.ndarray) -> list:
+    """An array's values for JSON; bf16 (a record dtype, ir/bfloat16.py) as its bits, dtype "bf16"."""
+    return (a.view(np.uint16) if is_bf16_dtype(a.dtype) else a).tolist()
+
+
 def encode_args(params, args):
     out = []
     for (name, t, role), a in zip(params, args):
         if isinstance(a, np.ndarray):
-            out.append({"name": name, "dtype": str(a.dtype), "values": [_enc(x) for x in a.tolist()]})
+            dtype = "bf16" if is_bf16_dtype(a.dtype) else str(a.dtype)
+            out.append({"name": name, "dtype": dtype, "values": [_enc(x) for x in _values(a)]})
         else:
             out.append({"name": name, "dtype": str(np.asarray(a).dtype), "value": _enc(np.asarray(a).item())})
     return out
@@ -97,7 +104,7 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args):
         "kernel": prog.name, "seed": prog.seed, "grid": list(prog.grid), "block": list(prog.block),
         "features": sorted(prog.features), "targets": targets,
         "args": encode_args(prog.params, args),
-        "expected": {k: [_enc(x) for x in v.tolist()] for k, v in oracle.buffers.items()},
+        "expected": {k: [_enc(x) for x in _values(v)] for k, v in oracle.buffers.items()},
         "found": {"target": outcome.target, "kind": outcome.kind, "detail": outcome.detail[:2000]},
         "open_on": [kind],  # target kinds where it still disagrees; remove a kind once fixed
     }

@@ -286,6 +286,8 @@ def _run(args) -> int:
 
     from .artifact import load
     from .checked_launch import user_visible
+    from .ir.bfloat16 import bf16_array, bits_to_f32
+    from .ir.types import bf16
     from .shared_launch import dynamic_shared_of
 
     if args.n < 1:
@@ -301,7 +303,9 @@ def _run(args) -> int:
     for a in info.args:
         t = a.dtype
         if a.is_buffer:
-            if t.is_float:
+            if t == bf16:
+                values.append(bf16_array(rng.random(args.n)))
+            elif t.is_float:
                 values.append(rng.random(args.n).astype(t.numpy))
             elif t.is_bool:
                 values.append(rng.random(args.n) < 0.5)
@@ -323,6 +327,7 @@ def _run(args) -> int:
           "(first launch, includes any JIT)")
     for a, v in zip(info.args, values):
         if a.is_buffer:
+            v = bits_to_f32(v) if a.dtype == bf16 else v  # bf16 shown as its values, not its bits
             head = np.array2string(v[:8], precision=6, separator=", ", max_line_width=10**6)
             print(f"  {a.name}[:8] = {head}  sum = {v.astype(np.float64).sum():.6g}")
     return 0
