@@ -214,6 +214,23 @@ def test_kbin_inspect_matches_polykern_inspect(native_build, mode, tmp_path):
 
 
 @needs_cc
+def test_c_reads_bf16_arguments(native_build, tmp_path):
+    """A kernel with Buffer[bf16] (DLPack type code 4, docs/language.md "bf16") loads in C and is shown as
+    polykern inspect shows it (it was "unknown type code 4 bits 16")."""
+    src = tmp_path / "k.py"
+    src.write_text("import polykern as pk\nfrom polykern import Buffer, bf16, f32\n\n\n@pk.kernel\n"
+                   "def cvt(x: Buffer[f32], y: Buffer[bf16]):\n    y[pk.global_id(0)] = bf16(x[pk.global_id(0)])\n")
+    out = tmp_path / "k.kbin"
+    p = _polykern("compile", str(src), "-t", "llvm", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    for flag in ([], ["--json"]):
+        py = _polykern("inspect", *flag, str(out))
+        c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(out)], capture_output=True, text=True)
+        assert c.returncode == 0, c.stderr
+        assert c.stdout == py.stdout and "bf16" in c.stdout
+
+
+@needs_cc
 def test_kbin_inspect_source_and_errors(native_build, tmp_path):
     kb = next((f for f in _golden() if f.stem == "multi_target"), None)
     if kb is None:

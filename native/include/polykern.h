@@ -58,7 +58,7 @@ typedef struct pk_blob {
 } pk_blob;
 
 /* DLPack type codes, as in polykern.ir.types */
-enum { PK_CODE_INT = 0, PK_CODE_UINT = 1, PK_CODE_FLOAT = 2, PK_CODE_BOOL = 6 };
+enum { PK_CODE_INT = 0, PK_CODE_UINT = 1, PK_CODE_FLOAT = 2, PK_CODE_BFLOAT = 4, PK_CODE_BOOL = 6 };
 enum { PK_ARG_SCALAR = 0, PK_ARG_BUFFER = 1 };
 
 typedef struct pk_arg_info {

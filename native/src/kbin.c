@@ -358,6 +358,7 @@ const char *pk_type_name(uint8_t code, uint8_t bits, uint16_t lanes, char *buf, 
     case PK_CODE_INT: p = "i"; break;
     case PK_CODE_UINT: p = "u"; break;
     case PK_CODE_FLOAT: p = "f"; break;
+    case PK_CODE_BFLOAT: p = "bf"; break;
     case PK_CODE_BOOL: p = "bool"; break;
     default: p = NULL;
     }

@@ -12,6 +12,7 @@ static int known_type(uint8_t code, uint8_t bits) {
     switch (code) {
     case PK_CODE_INT: case PK_CODE_UINT: return bits == 8 || bits == 16 || bits == 32 || bits == 64;
     case PK_CODE_FLOAT: return bits == 16 || bits == 32 || bits == 64;
+    case PK_CODE_BFLOAT: return bits == 16;
     case PK_CODE_BOOL: return bits == 8;
     default: return 0;
     }
