@@ -7,9 +7,10 @@ Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
   ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in two variants
-  (``--variants``): ``polykern-<target>`` is ``STAGES=1`` (staging through registers, the measured
-  baseline) and ``polykern-<target>-async`` ``STAGES=2`` (a 2-stage shared ring filled by
-  ``pk.copy_async``: cp.async on sm_80+, plain copies on Vulkan);
+  (``--variants``, ``gemm_f16.VARIANTS``): ``polykern-<target>`` is ``STAGES=1`` (staging through
+  registers, the measured baseline), ``polykern-<target>-async`` a 2-stage shared ring filled by
+  ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan) and ``-async4`` a 4-stage one at
+  BK = 16;
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
 - Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
@@ -55,7 +56,7 @@ CHECK_ROWS = 64
 RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run": {}}
 
 
-def build(targets, tiles, variants=G.VARIANTS):
+def build(targets, tiles, variants=tuple(G.VARIANTS)):
     import polykern as pk
 
     mods = {}
@@ -102,7 +103,7 @@ def variant_label(label: str, variant: str) -> str:
     return label if variant == "sync" else f"{label}-{variant}"
 
 
-def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True, variants=G.VARIANTS):
+def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True, variants=tuple(G.VARIANTS)):
     """[(Contender, read C back as an (n, n) host array, f16 output?)]; ``peers``: cuBLAS, Triton too."""
     out = []
     n = size
@@ -174,14 +175,15 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     ap.add_argument("--variants", default=",".join(G.VARIANTS),
-                    help="gemm_f16 variants: sync (STAGES=1, the baseline), async (STAGES=2: a pk.copy_async ring)")
+                    help="gemm_f16 variants: sync (STAGES=1, the baseline), async (a 2-stage pk.copy_async "
+                    "ring), async4 (4 stages, BK=16)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)
     dry = args.dry_run
     RESULTS["device"] = device_info(dry)
     RESULTS["config"] = {"size": args.size, "rounds": args.rounds, "arch": args.arch, "tiles": G.GPU_TILES,
-                         "variants": variants, "async_stages": G.STAGES, "dry_run": dry}
+                         "variants": {v: G.config(G.GPU_TILES, v) for v in variants}, "dry_run": dry}
     want = set(args.only.split(","))
     targets = {f"polykern-{k}": t for k, t in (("cuda", f"cuda -arch=sm_{args.arch}"),
                                                ("nvptx", f"nvptx -arch=sm_{args.arch}"), ("vulkan", "vulkan"))
@@ -256,12 +258,13 @@ def summarize(times: dict, dry: bool) -> None:
     for p in pk_labels:
         for q in peers:
             RESULTS["ratios"][f"{p} / {q}"] = _ratio(times[p], times[q])
-    for p in pk_labels:  # what the pk.copy_async ring gains: time of the async variant / the baseline's
-        if p.endswith("-async") and p[:-len("-async")] in times:
-            RESULTS["ratios"][f"{p} / {p[:-len('-async')]}"] = _ratio(times[p], times[p[:-len("-async")]])
+    for p in pk_labels:  # what a pk.copy_async ring gains: time of the variant / the baseline's
+        base = p.rsplit("-", 1)[0]
+        if "-async" in p and base in times:
+            RESULTS["ratios"][f"{p} / {base}"] = _ratio(times[p], times[base])
     blas = [q for q in peers if "cuBLAS" in q]
-    for p in ("polykern-cuda", "polykern-nvptx", "polykern-cuda-async", "polykern-nvptx-async"):
-        if p in times and blas:
+    for p in [k for k in pk_labels if k.startswith(("polykern-cuda", "polykern-nvptx"))]:
+        if blas:
             best = min(blas, key=lambda q: med(times[q]))
             r = _ratio(times[best], times[p])  # throughput ratio = time(cuBLAS) / time(polykern)
             RESULTS["targets"].append({"what": f"{p} throughput / {best}", "value": r, "target": f">= {CUDA_TARGET}",

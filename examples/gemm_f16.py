@@ -166,23 +166,28 @@ def subgroup_width(out: Buffer[i32]):
 #: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
 GPU_TILES = (128, 128, 32)
 SMALL_TILES = (64, 64, 16)
-#: The variants: "sync" (STAGES = 1, staging through registers: the measured baseline) and "async"
-#: (a ring of STAGES >= 2 stages filled by pk.copy_async).
-VARIANTS = ("sync", "async")
-#: Ring stages of the "async" variant: 2 x 19 KiB at the GPU tiles (static shared memory stays under
-#: CUDA's 48 KiB).
-STAGES = 2
+#: The variants: variant -> (the BK it uses, 0: the tiles'; STAGES). "sync": staging through registers
+#: (STAGES = 1), the measured baseline; "async": a 2-stage pk.copy_async ring (2 x 19 KiB at the GPU
+#: tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB), three tiles in flight. Static shared memory
+#: stays under CUDA's 48 KiB.
+VARIANTS = {"sync": (0, 1), "async": (0, 2), "async4": (16, 4)}
 
 
-def specialized(tiles, variant="sync", stages=STAGES):
-    """gemm_f16 specialized for ``tiles`` and ``variant`` (``stages`` for "async")."""
-    bm, bn, bk = tiles
+def config(tiles, variant="sync", stages=None):
+    """(tiles, STAGES) that ``variant`` runs for ``tiles``; ``stages`` overrides a ring's depth."""
     if variant not in VARIANTS:
         raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
-    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=1 if variant == "sync" else stages)
+    bk, ring = VARIANTS[variant]
+    return (tiles[0], tiles[1], bk or tiles[2]), (stages if stages and ring > 1 else ring)
 
 
-def kernels(tiles=SMALL_TILES, variants=VARIANTS, stages=STAGES):
+def specialized(tiles, variant="sync", stages=None):
+    """gemm_f16 specialized for ``variant`` at ``tiles``."""
+    (bm, bn, bk), ring = config(tiles, variant, stages)
+    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=ring)
+
+
+def kernels(tiles=SMALL_TILES, variants=tuple(VARIANTS), stages=None):
     """The kernels to build for ``tiles`` (the default is the configuration ``run`` launches)."""
     return [specialized(tiles, v, stages) for v in variants] + [subgroup_width]
 
@@ -197,16 +202,17 @@ def device_subgroup_size(mod) -> int:
     return int(out[0])
 
 
-def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=STAGES):
+def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=None):
+    tiles, ring = config(tiles, variant, stages)
     bm, bn, bk = tiles
-    if variant == "sync" and bm != bn:
+    if ring == 1 and bm != bn:
         raise ValueError(f"gemm_f16 stages A's and B's tiles in one loop: BM must equal BN, got {bm}, {bn}")
-    if variant == "sync" and (bm * bk) % (warps(tiles) * sg_size * 16):
+    if ring == 1 and (bm * bk) % (warps(tiles) * sg_size * 16):
         raise ValueError(f"gemm_f16's staging moves 16 elements of A and B per work-item and round: a "
                          f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles) * sg_size} work-items")
-    if variant == "async" and (bk % 16 or stages < 2):
+    if ring > 1 and (bk % 16 or ring < 2):
         raise ValueError(f"gemm_f16's ring copies rows of 8 elements and takes 16-wide k slices, with "
-                         f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {stages}")
+                         f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {ring}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
     mod[specialized(tiles, variant, stages).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
@@ -225,7 +231,7 @@ def check(c, a, b, rows=None) -> float:
     return float((np.abs(c[rows].astype(np.float64) - ref) / bound).max())
 
 
-def run(mod, rng, m=128, n=128, k=64, tiles=SMALL_TILES, variants=VARIANTS):
+def run(mod, rng, m=128, n=128, k=64, tiles=SMALL_TILES, variants=tuple(VARIANTS)):
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     sg = device_subgroup_size(mod)

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import gemm_f16 as G  # noqa: E402
 
 
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("stages", [2, 3, 4])
 def test_async_variant_on_the_cpu_matches_the_oracle(stages):
     rng = np.random.default_rng(7)
     m, n, k = 64, 128, 80  # 5 k-tiles of 16: the ring wraps, the prologue's groups and the tail's empty ones
@@ -82,3 +82,7 @@ def test_gpu_builds_have_cp_async(target):
     assert r.returncode == 0, r.stderr.decode()[:2000]
     smem = re.search(rf"Function properties for {ring.split('(')[0]}.*?(\d+) bytes smem", r.stderr.decode(), re.S)
     assert smem and int(smem.group(1)) == 2 * (128 * 40 + 32 * 136) * 2 <= 48 * 1024
+    ring4 = G.specialized(G.GPU_TILES, "async4").name
+    assert "cp.async.wait_group 2;" in entries[ring4]  # 4 stages: 3 tiles in flight, this one done
+    smem4 = re.search(rf"Function properties for {ring4}.*?(\d+) bytes smem", r.stderr.decode(), re.S)
+    assert smem4 and int(smem4.group(1)) == 4 * (128 * 24 + 16 * 136) * 2 <= 48 * 1024
