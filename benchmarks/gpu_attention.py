@@ -36,8 +36,6 @@ import json
 import math
 import os
 import sys
-import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -47,7 +45,7 @@ import numpy as np  # noqa: E402
 
 import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
 import attention_f16 as A  # noqa: E402
-from gpu_matrix import validate  # noqa: E402
+import matrix_bench as MB  # noqa: E402
 from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, short,  # noqa: E402
                        time_rounds, to_host)
 
@@ -65,20 +63,9 @@ def flops(b, h, s, d, causal=False) -> float:
 
 def build(targets, subgroup, causal=False):
     """label -> module; cuda also gets the "sync" staging variant (timed as "polykern-cuda [sync staging]")."""
-    import polykern as pk
-
-    mods = {}
-    for label, target in targets.items():
-        t0 = time.perf_counter()
-        stagings = A.STAGINGS if label == "polykern-cuda" else ("async",)
-        try:
-            mods[label] = pk.build(A.kernels(subgroups=(subgroup,), stagings=stagings, causal=(causal,)),
-                                   targets=[target])
-            RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
-        except Exception as e:  # noqa: BLE001
-            RESULTS["errors"][label] = f"build: {short(e)}"
-            log(f"{label}: build failed: {short(e)}")
-    return mods
+    return MB.build(targets, lambda label: A.kernels(
+        subgroups=(subgroup,), stagings=A.STAGINGS if label == "polykern-cuda" else ("async",), causal=(causal,)),
+        RESULTS)
 
 
 def sample(bh, seq, rng, heads):
@@ -96,7 +83,7 @@ def check(out, q, k, v, hs, rows, causal=False) -> float:
 
 
 def contenders(shape, host, mods, places, sg_sizes, dry, peers=True, causal=False):
-    """[(Contender, read O back as a flat host array, allowed error in units of the bound)]."""
+    """[(Contender, read O back as a flat host array, the error allowed in units of the bound)]."""
     b, h, s, d = shape
     bh = b * h
     q, k, v = host
@@ -170,21 +157,9 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
     row = RESULTS["contenders"].setdefault(key, {})
     q, k, v = (rng.standard_normal((b * h, s, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     hs, rows = sample(b * h, s, rng, args.check_heads)
-    good = []
-    for c, read, slack in contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers,
-                                     args.causal):
-        try:
-            c.fn()
-            c.place.sync()
-            err = check(read(), q, k, v, hs, rows, args.causal)
-            ok = err <= slack
-            row[c.label] = {"check": "ok" if ok else "WRONG", "error_of_bound": round(err, 4), "allowed": slack}
-            log(f"d={d} {c.label}: check {'ok' if ok else 'WRONG'} (error {err:.3g} of the bound, allowed {slack})")
-            if ok:
-                good.append(c)
-        except Exception as e:  # noqa: BLE001
-            row[c.label] = {"check": f"FAILED: {short(e)}"}
-            log(f"d={d} {c.label}: FAILED {short(e)}\n{traceback.format_exc(limit=3)}")
+    items = contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers, args.causal)
+    good = MB.checked([(c, lambda read=read: check(read(), q, k, v, hs, rows, args.causal), slack)
+                       for c, read, slack in items], row, f"d={d} ")
     times = time_rounds(good, args.rounds, args.target_s, status={}) if good else {}
     for c in good:
         ts = times.get(c.label)
@@ -193,21 +168,16 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
     summarize(key, times)
 
 
-def _ratio(xs, ys) -> dict:
-    r = [x / y for x, y in zip(xs, ys)]
-    return {"median": med(r), "min": min(r), "max": max(r)} if r else {}
-
-
 def summarize(key: str, times: dict) -> None:
     pk_labels = [k for k in times if k.startswith("polykern")]
     peers = [k for k in times if not k.startswith("polykern")]
     for p in pk_labels:
         for q in peers:
-            RESULTS["ratios"][f"{key}: {p} / {q}"] = _ratio(times[p], times[q])
+            RESULTS["ratios"][f"{key}: {p} / {q}"] = MB.ratio(times[p], times[q])
     sdpa = [q for q in peers if "SDPA" in q]
     for p in pk_labels:
         if sdpa:
-            r = _ratio(times[sdpa[0]], times[p])  # throughput ratio = time(SDPA) / time(polykern)
+            r = MB.ratio(times[sdpa[0]], times[p])  # throughput ratio = time(SDPA) / time(polykern)
             RESULTS["targets"].append({"what": f"{key}: {p} throughput / {sdpa[0]}", "value": r,
                                        "target": f">= {SDPA_TARGET}", "met": bool(r) and r["median"] >= SDPA_TARGET})
 
@@ -216,16 +186,8 @@ def table() -> str:
     lines = [f"{'head dim':8s} {'contender':62s} {'check':8s} {'median ms':>10s} {'TFLOP/s':>9s}"]
     for key, row in RESULTS["contenders"].items():
         for label, r in row.items():
-            ms = f"{r['median_s'] * 1e3:10.3f}" if "median_s" in r else f"{'-':>10s}"
-            tf = f"{r['tflops']:9.1f}" if "tflops" in r else f"{'-':>9s}"
-            lines.append(f"{key:8s} {label:62s} {str(r.get('check'))[:8]:8s} {ms} {tf}")
-    for t in RESULTS["targets"]:
-        v = t["value"]
-        lines.append(f"target {t['what']}: {v.get('median', float('nan')):.3f} (spread {v.get('min', 0):.3f}-"
-                     f"{v.get('max', 0):.3f}), want {t['target']}: {'met' if t['met'] else 'MISSED'}")
-    for k, v in RESULTS["errors"].items():
-        lines.append(f"error {k}: {v}")
-    return "\n".join(lines)
+            lines.append(f"{key:8s} {label:62s} {str(r.get('check'))[:8]:8s} {MB.time_cells(r)}")
+    return "\n".join(lines + MB.closing_lines(RESULTS))
 
 
 def dry_triton(arch: int, dims) -> None:
@@ -271,12 +233,7 @@ def main(argv=None) -> int:
                if k in want}
     mods = build(targets, 32, args.causal)
     if dry:
-        for label, mod in mods.items():
-            try:
-                RESULTS["dry_run"][label] = validate(label, mod, args.arch)
-            except Exception as e:  # noqa: BLE001
-                RESULTS["dry_run"][label] = f"FAILED: {short(e)}"
-            log(f"{label}: {RESULTS['dry_run'][label]}")
+        MB.validate_all(mods, args.arch, RESULTS)
         dry_triton(args.arch, dims)
         run_mods = build({"polykern-llvm": "llvm"}, 8, args.causal)
         places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
@@ -287,13 +244,7 @@ def main(argv=None) -> int:
         for label in run_mods:
             places[label] = VulkanPlace() if label == "polykern-vulkan" else places["cupy"]
         shape = (args.batch, args.heads, args.seq)
-    sg_sizes = {}
-    for label, mod in list(run_mods.items()):
-        try:
-            sg_sizes[label] = A.device_subgroup_size(mod)
-        except Exception as e:  # noqa: BLE001
-            RESULTS["errors"][label] = f"launch: {short(e)}"
-            run_mods.pop(label)
+    sg_sizes = MB.subgroup_sizes(run_mods, A.device_subgroup_size, RESULTS)
     rng = np.random.default_rng(0)
     for d in dims:
         run_dim(shape + (d,), run_mods, places, sg_sizes, args, rng)
