@@ -6,7 +6,7 @@
 Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
-  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in two variants
+  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in three variants
   (``--variants``, ``gemm_f16.VARIANTS``): ``polykern-<target>`` is ``STAGES=1`` (staging through
   registers, the measured baseline), ``polykern-<target>-async`` a 2-stage shared ring filled by
   ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan) and ``-async4`` a 4-stage one at
