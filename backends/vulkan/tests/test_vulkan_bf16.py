@@ -1,0 +1,45 @@
+"""bf16 in SPIR-V (lower_bf16.py): values and buffers are u16 bits (Int16, StorageBuffer16BitAccess, no
+Float16 and no SPV_KHR_bfloat16), converted with integer ops; spirv-val accepts the shaders for every SPIR-V
+version. Their results on lavapipe: tests/test_bf16.py and the conformance suite's bf16 cases."""
+import pytest
+
+import polykern as pk
+from polykern import Buffer, bf16, f16, f32, i32
+from polykern_vulkan.features import SPIRV_VERSIONS, VULKAN_ENV
+from polykern_vulkan.spirv_text import disassemble
+
+from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, shaders, spirv_val
+
+
+@pk.kernel
+def bf16_mix(n: i32, x: Buffer[f32], h: Buffer[bf16], y: Buffer[f32]):
+    t = pk.shared(bf16, 64)
+    i = pk.global_id(0)
+    t[pk.local_id(0)] = bf16(x[i])
+    pk.barrier()
+    if i < n:
+        v = t[63 - pk.local_id(0)]
+        h[i] = pk.fma(v, v, bf16(0.1)) if v > h[i] else bf16(f16(v))
+        y[i] = f32(pk.exp(v)) + f32(i32(v))
+
+
+def test_bf16_is_u16_bits():
+    text = disassemble(shaders(bf16_mix, "vulkan")["bf16_mix"])
+    assert "OpCapability Int16" in text and "OpCapability StorageBuffer16BitAccess" in text
+    assert "BFloat16" not in text and "SPV_KHR_bfloat16" not in text
+    assert "OpTypeInt 16 0" in text and "OpUConvert" in text and "OpShiftLeftLogical" in text
+
+
+@pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_REASON)
+@pytest.mark.parametrize("version", SPIRV_VERSIONS)
+def test_spirv_val_accepts_bf16(version):
+    binary = shaders(bf16_mix, f"vulkan -spirv={version}")["bf16_mix"]
+    r = spirv_val(binary, VULKAN_ENV[version])
+    assert r.returncode == 0, r.stderr
+
+
+def test_bf16_needs_the_int16_feature():
+    with pytest.raises(pk.errors.KernelTypeError, match=r"type bf16 \(held as 16-bit integers\) needs the 'int16' "
+                                                        r"feature") as ei:
+        pk.build([bf16_mix], ["vulkan -features=float16,float64"])
+    assert ei.value.loc is not None
