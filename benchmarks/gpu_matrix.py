@@ -6,11 +6,11 @@
 Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
-  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in three variants
+  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in four variants
   (``--variants``, ``gemm_f16.VARIANTS``): ``polykern-<target>`` is ``STAGES=1`` (staging through
   registers, the measured baseline), ``polykern-<target>-async`` a 2-stage shared ring filled by
-  ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan) and ``-async4`` a 4-stage one at
-  BK = 16;
+  ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan), ``-async4`` a 4-stage one at
+  BK = 16 and ``-async64`` the 2-stage ring with 64 x 64 subgroup tiles (4 subgroups);
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
 - Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     ap.add_argument("--variants", default=",".join(G.VARIANTS),
                     help="gemm_f16 variants: sync (STAGES=1, the baseline), async (a 2-stage pk.copy_async "
-                    "ring), async4 (4 stages, BK=16)")
+                    "ring), async4 (4 stages, BK=16), async64 (the 2-stage ring, 64x64 subgroup tiles)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)

@@ -5,7 +5,8 @@ reference arithmetic on the CPU (llvm).
 A group computes a BM x BN tile of C. Each k-step all work-items stage a BM x BK tile of A and a
 BK x BN tile of B in shared memory (barrier), then every subgroup multiplies its 32 x 64 part of the
 tile: 2 x 4 accumulators of 16 x 16, each fed by one of 2 A and one of 4 B fragments per 16-wide
-k-slice (8 mma per 6 fragment loads). The subgroup count, (BM // 32) * (BN // 64), does not depend
+k-slice (8 mma per 6 fragment loads); with ``WM = 64`` its 64 x 64 part: 4 x 4 accumulators, 16 mma per
+8 fragment loads, half the subgroups. The subgroup count, (BM // WM) * (BN // 64), does not depend
 on the device: the block is that many subgroups of the device's size (``subgroup_width``).
 m, n and k must be multiples of BM, BN and BK (``launch`` checks).
 
@@ -52,18 +53,20 @@ def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.S
 
 @pk.kernel
 def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
-             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr):
+             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr, WM: pk.constexpr):
     sa = pk.shared(f16, STAGES * BM * (BK + PAD))
     sb = pk.shared(f16, STAGES * BK * (BN + PAD))
     tid = pk.local_id(0)
     nt = pk.local_size(0)
     sg = pk.subgroup_id()
-    wr = (sg // (BN // 64)) * 32
+    wr = (sg // (BN // 64)) * WM
     wc = (sg % (BN // 64)) * 64
     row0 = pk.group_id(1) * BM
     col0 = pk.group_id(0) * BN
     fa0 = pk.frag_a(f16, 16, 16, 16)
     fa1 = pk.frag_a(f16, 16, 16, 16)
+    fa2 = pk.frag_a(f16, 16, 16, 16)  # fa2, fa3, c2x, c3x: the lower half of a 64 x 64 tile (WM == 64)
+    fa3 = pk.frag_a(f16, 16, 16, 16)
     fb0 = pk.frag_b(f16, 16, 16, 16)
     fb1 = pk.frag_b(f16, 16, 16, 16)
     fb2 = pk.frag_b(f16, 16, 16, 16)
@@ -76,6 +79,14 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     c11 = pk.frag_acc(f32, 16, 16, 16)
     c12 = pk.frag_acc(f32, 16, 16, 16)
     c13 = pk.frag_acc(f32, 16, 16, 16)
+    c20 = pk.frag_acc(f32, 16, 16, 16)
+    c21 = pk.frag_acc(f32, 16, 16, 16)
+    c22 = pk.frag_acc(f32, 16, 16, 16)
+    c23 = pk.frag_acc(f32, 16, 16, 16)
+    c30 = pk.frag_acc(f32, 16, 16, 16)
+    c31 = pk.frag_acc(f32, 16, 16, 16)
+    c32 = pk.frag_acc(f32, 16, 16, 16)
+    c33 = pk.frag_acc(f32, 16, 16, 16)
     pk.frag_fill(c00, 0.0)
     pk.frag_fill(c01, 0.0)
     pk.frag_fill(c02, 0.0)
@@ -84,6 +95,15 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     pk.frag_fill(c11, 0.0)
     pk.frag_fill(c12, 0.0)
     pk.frag_fill(c13, 0.0)
+    if WM == 64:
+        pk.frag_fill(c20, 0.0)
+        pk.frag_fill(c21, 0.0)
+        pk.frag_fill(c22, 0.0)
+        pk.frag_fill(c23, 0.0)
+        pk.frag_fill(c30, 0.0)
+        pk.frag_fill(c31, 0.0)
+        pk.frag_fill(c32, 0.0)
+        pk.frag_fill(c33, 0.0)
     for p in range(STAGES - 1):  # the ring's first STAGES - 1 tiles, one group each (empty past k)
         if p * BK < k:
             _issue_tile(a, b, sa, sb, n, k, row0, col0, p * BK, p, BM, BN, BK)
@@ -143,6 +163,17 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
             c11 = pk.mma(fa1, fb1, c11)
             c12 = pk.mma(fa1, fb2, c12)
             c13 = pk.mma(fa1, fb3, c13)
+            if WM == 64:
+                pk.frag_load(fa2, sa, oa + (wr + 32) * (BK + PAD) + kk, BK + PAD)
+                pk.frag_load(fa3, sa, oa + (wr + 48) * (BK + PAD) + kk, BK + PAD)
+                c20 = pk.mma(fa2, fb0, c20)
+                c21 = pk.mma(fa2, fb1, c21)
+                c22 = pk.mma(fa2, fb2, c22)
+                c23 = pk.mma(fa2, fb3, c23)
+                c30 = pk.mma(fa3, fb0, c30)
+                c31 = pk.mma(fa3, fb1, c31)
+                c32 = pk.mma(fa3, fb2, c32)
+                c33 = pk.mma(fa3, fb3, c33)
         if STAGES == 1:
             pk.barrier()
     top = (row0 + wr) * n + col0 + wc
@@ -155,6 +186,15 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
     pk.frag_store(c, bottom + 16, n, c11)
     pk.frag_store(c, bottom + 32, n, c12)
     pk.frag_store(c, bottom + 48, n, c13)
+    if WM == 64:
+        pk.frag_store(c, bottom + 16 * n, n, c20)
+        pk.frag_store(c, bottom + 16 * n + 16, n, c21)
+        pk.frag_store(c, bottom + 16 * n + 32, n, c22)
+        pk.frag_store(c, bottom + 16 * n + 48, n, c23)
+        pk.frag_store(c, bottom + 32 * n, n, c30)
+        pk.frag_store(c, bottom + 32 * n + 16, n, c31)
+        pk.frag_store(c, bottom + 32 * n + 32, n, c32)
+        pk.frag_store(c, bottom + 32 * n + 48, n, c33)
 
 
 
@@ -166,25 +206,26 @@ def subgroup_width(out: Buffer[i32]):
 #: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
 GPU_TILES = (128, 128, 32)
 SMALL_TILES = (64, 64, 16)
-#: The variants: variant -> (the BK it uses, 0: the tiles'; STAGES). "sync": staging through registers
-#: (STAGES = 1), the measured baseline; "async": a 2-stage pk.copy_async ring (2 x 19 KiB at the GPU
-#: tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB), three tiles in flight. Static shared memory
-#: stays under CUDA's 48 KiB.
-VARIANTS = {"sync": (0, 1), "async": (0, 2), "async4": (16, 4)}
+#: The variants: variant -> (the BK it uses, 0: the tiles'; STAGES; WM, a subgroup's rows). "sync":
+#: staging through registers (STAGES = 1), the measured baseline; "async": a 2-stage pk.copy_async ring
+#: (2 x 19 KiB at the GPU tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB), three tiles in flight;
+#: "async64": the 2-stage ring with 64 x 64 subgroup tiles (half the subgroups, 16 mma per 8 fragment
+#: loads instead of 8 per 6). Static shared memory stays under CUDA's 48 KiB.
+VARIANTS = {"sync": (0, 1, 32), "async": (0, 2, 32), "async4": (16, 4, 32), "async64": (0, 2, 64)}
 
 
 def config(tiles, variant="sync", stages=None):
-    """(tiles, STAGES) that ``variant`` runs for ``tiles``; ``stages`` overrides a ring's depth."""
+    """(tiles, STAGES, WM) that ``variant`` runs for ``tiles``; ``stages`` overrides a ring's depth."""
     if variant not in VARIANTS:
         raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
-    bk, ring = VARIANTS[variant]
-    return (tiles[0], tiles[1], bk or tiles[2]), (stages if stages and ring > 1 else ring)
+    bk, ring, wm = VARIANTS[variant]
+    return (tiles[0], tiles[1], bk or tiles[2]), (stages if stages and ring > 1 else ring), wm
 
 
 def specialized(tiles, variant="sync", stages=None):
     """gemm_f16 specialized for ``variant`` at ``tiles``."""
-    (bm, bn, bk), ring = config(tiles, variant, stages)
-    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=ring)
+    (bm, bn, bk), ring, wm = config(tiles, variant, stages)
+    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=ring, WM=wm)
 
 
 def kernels(tiles=SMALL_TILES, variants=tuple(VARIANTS), stages=None):
@@ -192,8 +233,8 @@ def kernels(tiles=SMALL_TILES, variants=tuple(VARIANTS), stages=None):
     return [specialized(tiles, v, stages) for v in variants] + [subgroup_width]
 
 
-def warps(tiles) -> int:
-    return (tiles[0] // WARP_M) * (tiles[1] // WARP_N)
+def warps(tiles, wm=WARP_M) -> int:
+    return (tiles[0] // wm) * (tiles[1] // WARP_N)
 
 
 def device_subgroup_size(mod) -> int:
@@ -203,20 +244,21 @@ def device_subgroup_size(mod) -> int:
 
 
 def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=None):
-    tiles, ring = config(tiles, variant, stages)
+    tiles, ring, wm = config(tiles, variant, stages)
     bm, bn, bk = tiles
     if ring == 1 and bm != bn:
         raise ValueError(f"gemm_f16 stages A's and B's tiles in one loop: BM must equal BN, got {bm}, {bn}")
-    if ring == 1 and (bm * bk) % (warps(tiles) * sg_size * 16):
+    if ring == 1 and (bm * bk) % (warps(tiles, wm) * sg_size * 16):
         raise ValueError(f"gemm_f16's staging moves 16 elements of A and B per work-item and round: a "
-                         f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles) * sg_size} work-items")
+                         f"{bm}x{bk} tile is not a whole number of rounds of {warps(tiles, wm) * sg_size} "
+                         "work-items")
     if ring > 1 and (bk % 16 or ring < 2):
         raise ValueError(f"gemm_f16's ring copies rows of 8 elements and takes 16-wide k slices, with "
                          f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {ring}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
     mod[specialized(tiles, variant, stages).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
-                                                  grid=(n // bn, m // bm), block=warps(tiles) * sg_size)
+                                                  grid=(n // bn, m // bm), block=warps(tiles, wm) * sg_size)
 
 
 def check(c, a, b, rows=None) -> float:

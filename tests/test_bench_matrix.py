@@ -25,10 +25,12 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
     assert res["contenders"]["polykern-llvm-async"]["median_s"] > 0
     assert res["contenders"]["polykern-llvm-async4"]["check"] == "ok"
     assert "polykern-llvm-async4 / polykern-llvm" in res["ratios"]
+    assert res["contenders"]["polykern-llvm-async64"]["check"] == "ok"
     assert set(res["dry_run"]["build_s"]) >= {"polykern-cuda", "polykern-nvptx", "polykern-vulkan", "polykern-llvm"}
     if shutil.which("ptxas"):
         for label in ("polykern-cuda", "polykern-nvptx"):
             assert res["dry_run"][label]["ptxas"] == "ok", res["dry_run"][label]
             assert any("smem" in v for v in res["dry_run"][label]["kernels"].values())
-            assert any(k.endswith("BK_32__STAGES_2") for k in res["dry_run"][label]["kernels"])
-            assert any(k.endswith("BK_16__STAGES_4") for k in res["dry_run"][label]["kernels"])
+            assert any(k.endswith("BK_32__STAGES_2__WM_32") for k in res["dry_run"][label]["kernels"])
+            assert any("BK_16__STAGES_4" in k for k in res["dry_run"][label]["kernels"])
+            assert any(k.endswith("STAGES_2__WM_64") for k in res["dry_run"][label]["kernels"])

@@ -18,20 +18,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import gemm_f16 as G  # noqa: E402
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
-def test_async_variant_on_the_cpu_matches_the_oracle(stages):
+@pytest.mark.parametrize("variant,stages", [("async", 2), ("async", 3), ("async", 4), ("async4", None),
+                                            ("async64", None)])
+def test_async_variant_on_the_cpu_matches_the_oracle(variant, stages):
     rng = np.random.default_rng(7)
     m, n, k = 64, 128, 80  # 5 k-tiles of 16: the ring wraps, the prologue's groups and the tail's empty ones
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
-    mod = pk.build(G.kernels(G.SMALL_TILES, ("async",), stages), ["llvm"])
+    mod = pk.build(G.kernels(G.SMALL_TILES, (variant,), stages), ["llvm"])
     sg = G.device_subgroup_size(mod)
     c = np.zeros(m * n, np.float32)
-    G.launch(mod, a.ravel(), b.ravel(), c, m, n, k, G.SMALL_TILES, sg, "async", stages)
+    G.launch(mod, a.ravel(), b.ravel(), c, m, n, k, G.SMALL_TILES, sg, variant, stages)
     assert G.check(c.reshape(m, n), a, b) <= 1.0
-    kern = G.specialized(G.SMALL_TILES, "async", stages)
+    kern = G.specialized(G.SMALL_TILES, variant, stages)
+    wm = G.config(G.SMALL_TILES, variant, stages)[2]
     args = [a.ravel(), b.ravel(), np.zeros(m * n, np.float32), np.int32(m), np.int32(n), np.int32(k)]
-    oracle = interpret(kern, args, (n // 64, m // 64), G.warps(G.SMALL_TILES) * sg, subgroup_size=sg)
+    oracle = interpret(kern, args, (n // 64, m // 64), G.warps(G.SMALL_TILES, wm) * sg, subgroup_size=sg)
     np.testing.assert_array_equal(oracle.buffers["c"], c)
 
 
@@ -82,6 +84,10 @@ def test_gpu_builds_have_cp_async(target):
     assert r.returncode == 0, r.stderr.decode()[:2000]
     smem = re.search(rf"Function properties for {ring.split('(')[0]}.*?(\d+) bytes smem", r.stderr.decode(), re.S)
     assert smem and int(smem.group(1)) == 2 * (128 * 40 + 32 * 136) * 2 <= 48 * 1024
+    ring64 = entries[G.specialized(G.GPU_TILES, "async64").name]  # 64 x 64 subgroup tiles: 16 mma per 8 loads
+    assert ring64.count("mma.sync") == 2 * ring.count("mma.sync") and "cp.async.cg" in ring64
+    if target.startswith("cuda"):
+        assert ring64.count("ldmatrix") == 16
     ring4 = G.specialized(G.GPU_TILES, "async4").name
     assert "cp.async.wait_group 2;" in entries[ring4]  # 4 stages: 3 tiles in flight, this one done
     smem4 = re.search(rf"Function properties for {ring4}.*?(\d+) bytes smem", r.stderr.decode(), re.S)
