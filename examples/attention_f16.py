@@ -13,7 +13,8 @@ nothing of size seq x seq is stored):
 2. each subgroup does the online softmax of its own rows (``LPR`` lanes per row, combined with
    ``pk.subgroup_shuffle_xor``, each every LPR-th column, or ``RPL`` rows per lane): running max m
    and sum l per row (base 2: the scores are scaled by log2(e) / sqrt(d)), P = 2^(s - m_new) rounded
-   to f16 into shared (masked keys: 0), alpha = 2^(m_old - m_new), l = alpha l + sum(P);
+   to f16 into shared (masked keys: 0; the masks are applied in the last block and the diagonal's
+   only), alpha = 2^(m_old - m_new), l = alpha l + sum(P) (of P in f32, before rounding);
 3. each subgroup computes its 16 x d block product P V (``pk.mma``, fresh accumulators) and stores it
    to shared (f32); then the copy of the next block's V starts;
 4. every work-item updates the part of O it keeps in registers (``pk.local``: columns lane, lane + SG,
@@ -130,12 +131,16 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
         for j in range(RPL):
             r = wr + lane // LPR * RPL + j
             part = lane % LPR
+            for c in range(BN // LPR):
+                row_s[c] = ss[r * (D + SPAD) + c * LPR + part]
+            if k0 + BN > seq or (CAUSAL and k0 + BN > q0):  # the last block or the diagonal's: masks
+                for c in range(BN // LPR):
+                    ok = k0 + c * LPR + part < seq
+                    if CAUSAL:
+                        ok = ok and k0 + c * LPR + part <= q0 + r
+                    row_s[c] = row_s[c] if ok else NEG
             m_blk = NEG
             for c in range(BN // LPR):
-                ok = k0 + c * LPR + part < seq
-                if CAUSAL:
-                    ok = ok and k0 + c * LPR + part <= q0 + r
-                row_s[c] = ss[r * (D + SPAD) + c * LPR + part] if ok else NEG
                 m_blk = pk.max(m_blk, row_s[c])
             m_old = NEG  # the row's state is read and written by its first lane only
             if part == 0:
@@ -145,9 +150,9 @@ def attention_f16(q: Buffer[f16, "readonly"], k: Buffer[f16, "readonly"], v: Buf
                 m_new = pk.max(m_new, pk.subgroup_shuffle_xor(m_new, 1))
             total = 0.0
             for c in range(BN // LPR):
-                p = f16(pk.exp2(pk.fma(row_s[c], qk_scale, -m_new)))  # masked: 2^(-1e30 scale - m) = 0
-                sp[r * (BN + PAD) + c * LPR + part] = p
-                total += f32(p)
+                p = pk.exp2(pk.fma(row_s[c], qk_scale, -m_new))  # masked: 2^(-1e30 scale - m) = 0
+                sp[r * (BN + PAD) + c * LPR + part] = f16(p)
+                total += p
             if LPR == 2:
                 total += pk.subgroup_shuffle_xor(total, 1)
             if part == 0:
@@ -252,8 +257,8 @@ def reference(q, k, v, causal=False, rows=None):
 
 
 def error_bound(q, k, v, causal=False, rows=None):
-    """(reference, how far a correct result may be from it elementwise): f16 rounding of P (relative
-    2^-11 per element, so up to 2^-10 of P |V| once the normalization by the rounded sum is counted),
+    """(reference, how far a correct result may be from it elementwise): f16 rounding of P in P V
+    (relative 2^-11 per element) normalized by the sum of the unrounded P (up to 2^-10 of P |V|),
     of the output (2^-11 |O|), the scores' mma error (numerics.mma_error_bound, which moves each p by
     up to 2 max|dS| / sqrt(d) relative) and the f32 block products and exp2 (2^-18 of P |V|)."""
     from polykern.numerics import mma_error_bound
