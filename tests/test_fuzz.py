@@ -112,6 +112,31 @@ def test_saved_case_round_trips(tmp_path, monkeypatch):
         np.testing.assert_array_equal(arr, oracle.buffers[name])
 
 
+def test_fuzzer_programs_with_bf16_save_and_replay(tmp_path, monkeypatch):
+    """kernelgen adds bf16 (its own random stream; avoid={"bf16"} leaves it out); a saved case keeps bf16
+    arguments and outputs as bits (dtype "bf16") and replays to the same oracle outputs."""
+    import fuzz  # tools/fuzz.py
+
+    sys.path.insert(0, os.path.join(REPO, "tests", "fuzz_regressions"))
+    import test_replay
+
+    seed = next(s for s in range(100) if "bf16" in kernelgen.generate(s).features)
+    p = kernelgen.generate(seed)
+    assert "Buffer[bf16" in p.source and "bf16(" not in kernelgen.generate(seed, avoid={"bf16"}).source
+    args = p.make_args()
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, args, p.features)
+    oracle = case.oracle()
+    path = fuzz.save_case(str(tmp_path), p, p.source, fuzzcase.Outcome("opencl", "disagree", "x", "y"), oracle,
+                          ["opencl"], args)
+    meta = json.loads(open(path[:-3] + ".json").read())
+    assert any(a["dtype"] == "bf16" and all(isinstance(v, int) for v in a["values"]) for a in meta["args"])
+    monkeypatch.setattr(test_replay, "HERE", str(tmp_path))
+    loaded, _ = test_replay.load_case(os.path.basename(path)[:-3])
+    for x, y in zip(loaded.args, args):
+        np.testing.assert_array_equal(np.atleast_1d(x).view(np.uint8), np.atleast_1d(y).view(np.uint8))
+    test_replay.test_oracle_still_gives_the_saved_outputs(os.path.basename(path)[:-3])
+
+
 # The runner in a child process sees this process's imports (a Bazel test has no installed polykern).
 _PATH = os.pathsep.join(p for p in sys.path if p)
 

@@ -145,8 +145,10 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         for p in fn.params:
             if isinstance(p.type, BufferType):
                 mem = mems[p.name]
-                if p.type.elem == bf16:
-                    out[p.name] = f32_to_bits(np.array(mem.data, np.float32)).view(BF16_DTYPE)
+                if p.type.elem == bf16:  # NaN as 0x7FC0: the oracle keeps no NaN's sign (CPython's
+                    # nan * nan takes either operand's, depending on its code path), nor any payload
+                    vals = np.array(mem.data, np.float32)
+                    out[p.name] = np.where(np.isnan(vals), np.uint16(0x7FC0), f32_to_bits(vals)).view(BF16_DTYPE)
                 else:
                     out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
