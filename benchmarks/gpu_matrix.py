@@ -33,10 +33,7 @@ as the peer.
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -46,8 +43,9 @@ import numpy as np  # noqa: E402
 
 import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
 import gemm_f16 as G  # noqa: E402
-from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, ptxas_info,  # noqa: E402
-                       short, time_rounds, to_host)
+import matrix_bench as MB  # noqa: E402
+from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, short,  # noqa: E402
+                       time_rounds, to_host)
 
 CUDA_TARGET = 0.60  # polykern cuda throughput / cuBLAS's
 VULKAN_LIMIT = 1.5  # polykern vulkan time / polykern cuda time
@@ -57,36 +55,7 @@ RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run
 
 
 def build(targets, tiles, variants=tuple(G.VARIANTS)):
-    import polykern as pk
-
-    mods = {}
-    for label, target in targets.items():
-        t0 = time.perf_counter()
-        try:
-            mods[label] = pk.build(G.kernels(tiles, variants), targets=[target])
-            RESULTS["dry_run"].setdefault("build_s", {})[label] = round(time.perf_counter() - t0, 2)
-        except Exception as e:  # noqa: BLE001
-            RESULTS["errors"][label] = f"build: {short(e)}"
-            log(f"{label}: build failed: {short(e)}")
-    return mods
-
-
-def validate(label, mod, arch):
-    """What a driver would be given: PTX through ptxas -v, SPIR-V through spirv-val."""
-    if label != "polykern-vulkan":
-        ok, info = ptxas_info(mod, arch)
-        return {"ptxas": "ok" if ok else "FAILED", "kernels": info}
-    tool = os.environ.get("POLYKERN_SPIRV_VAL") or "spirv-val"
-    out = {}
-    for name, spv in mod.on("vulkan").payload.items():
-        try:
-            r = subprocess.run([tool, "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True, timeout=120)
-        except FileNotFoundError:
-            return {"spirv-val": "not found"}
-        err = r.stderr.decode()
-        out[name] = "ok" if r.returncode == 0 else (
-            "spirv-val predates SPV_KHR_cooperative_matrix" if "6022" in err else f"FAILED: {err[:300]}")
-    return {"spirv-val": out}
+    return MB.build(targets, lambda label: G.kernels(tiles, variants), RESULTS)
 
 
 def check_rows(c, a, b, rows, f16_out: bool) -> float:
@@ -190,12 +159,7 @@ def main(argv=None) -> int:
                if k in want}
     mods = build(targets, G.GPU_TILES, variants)
     if dry:
-        for label, mod in mods.items():
-            try:
-                RESULTS["dry_run"][label] = validate(label, mod, args.arch)
-            except Exception as e:  # noqa: BLE001
-                RESULTS["dry_run"][label] = f"FAILED: {short(e)}"
-            log(f"{label}: {RESULTS['dry_run'][label]}")
+        MB.validate_all(mods, args.arch, RESULTS)
         size = 256
         run_mods = build({"polykern-llvm": "llvm"}, G.SMALL_TILES, variants)
         places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
@@ -205,31 +169,14 @@ def main(argv=None) -> int:
         places = {"cupy": CupyPlace()}
         for label in run_mods:
             places[label] = VulkanPlace() if label == "polykern-vulkan" else places["cupy"]
-    sg_sizes = {}
-    for label, mod in list(run_mods.items()):
-        try:
-            sg_sizes[label] = G.device_subgroup_size(mod)
-        except Exception as e:  # noqa: BLE001
-            RESULTS["errors"][label] = f"launch: {short(e)}"
-            run_mods.pop(label)
+    sg_sizes = MB.subgroup_sizes(run_mods, G.device_subgroup_size, RESULTS)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size)).astype(np.float16)
     b = rng.standard_normal((size, size)).astype(np.float16)
     rows = np.sort(rng.choice(size, min(CHECK_ROWS, size), replace=False))
-    good = []
-    for c, read, f16_out in contenders(size, a, b, run_mods, places, sg_sizes, dry, not args.no_peers, variants):
-        try:
-            c.fn()
-            c.place.sync()
-            err = check_rows(read(), a, b, rows, f16_out)
-            ok = err <= 1.0
-            RESULTS["contenders"][c.label] = {"check": "ok" if ok else "WRONG", "error_of_bound": round(err, 4)}
-            log(f"{c.label}: check {'ok' if ok else 'WRONG'} (error {err:.3g} of the bound)")
-            if ok:
-                good.append(c)
-        except Exception as e:  # noqa: BLE001
-            RESULTS["contenders"][c.label] = {"check": f"FAILED: {short(e)}"}
-            log(f"{c.label}: FAILED {short(e)}\n{traceback.format_exc(limit=3)}")
+    items = contenders(size, a, b, run_mods, places, sg_sizes, dry, not args.no_peers, variants)
+    good = MB.checked([(c, lambda read=read, f16_out=f16_out: check_rows(read(), a, b, rows, f16_out), 1.0)
+                       for c, read, f16_out in items], RESULTS["contenders"])
     times = time_rounds(good, args.rounds, args.target_s) if good else {}
     flop = 2.0 * size ** 3
     for c in good:
@@ -246,31 +193,26 @@ def main(argv=None) -> int:
     return 1 if bad else 0  # 0: every polykern kernel built and checked correct
 
 
-def _ratio(xs, ys) -> dict:
-    r = [x / y for x, y in zip(xs, ys)]
-    return {"median": med(r), "min": min(r), "max": max(r)} if r else {}
-
-
 def summarize(times: dict, dry: bool) -> None:
     labels = list(times)
     pk_labels = [k for k in labels if k.startswith("polykern")]
     peers = [k for k in labels if not k.startswith("polykern")]
     for p in pk_labels:
         for q in peers:
-            RESULTS["ratios"][f"{p} / {q}"] = _ratio(times[p], times[q])
+            RESULTS["ratios"][f"{p} / {q}"] = MB.ratio(times[p], times[q])
     for p in pk_labels:  # what a pk.copy_async ring gains: time of the variant / the baseline's
         base = p.rsplit("-", 1)[0]
         if "-async" in p and base in times:
-            RESULTS["ratios"][f"{p} / {base}"] = _ratio(times[p], times[base])
+            RESULTS["ratios"][f"{p} / {base}"] = MB.ratio(times[p], times[base])
     blas = [q for q in peers if "cuBLAS" in q]
     for p in [k for k in pk_labels if k.startswith(("polykern-cuda", "polykern-nvptx"))]:
         if blas:
             best = min(blas, key=lambda q: med(times[q]))
-            r = _ratio(times[best], times[p])  # throughput ratio = time(cuBLAS) / time(polykern)
+            r = MB.ratio(times[best], times[p])  # throughput ratio = time(cuBLAS) / time(polykern)
             RESULTS["targets"].append({"what": f"{p} throughput / {best}", "value": r, "target": f">= {CUDA_TARGET}",
                                        "met": bool(r) and r["median"] >= CUDA_TARGET})
     if "polykern-vulkan" in times and "polykern-cuda" in times:
-        r = _ratio(times["polykern-vulkan"], times["polykern-cuda"])
+        r = MB.ratio(times["polykern-vulkan"], times["polykern-cuda"])
         RESULTS["targets"].append({"what": "polykern-vulkan time / polykern-cuda time", "value": r,
                                    "target": f"<= {VULKAN_LIMIT}", "met": r["median"] <= VULKAN_LIMIT})
 
@@ -278,16 +220,8 @@ def summarize(times: dict, dry: bool) -> None:
 def table() -> str:
     lines = [f"{'contender':58s} {'check':8s} {'median ms':>10s} {'TFLOP/s':>9s}"]
     for label, r in RESULTS["contenders"].items():
-        ms = f"{r['median_s'] * 1e3:10.3f}" if "median_s" in r else f"{'-':>10s}"
-        tf = f"{r['tflops']:9.1f}" if "tflops" in r else f"{'-':>9s}"
-        lines.append(f"{label:58s} {str(r.get('check'))[:8]:8s} {ms} {tf}")
-    for t in RESULTS["targets"]:
-        v = t["value"]
-        lines.append(f"target {t['what']}: {v.get('median', float('nan')):.3f} (spread {v.get('min', 0):.3f}-"
-                     f"{v.get('max', 0):.3f}), want {t['target']}: {'met' if t['met'] else 'MISSED'}")
-    for k, v in RESULTS["errors"].items():
-        lines.append(f"error {k}: {v}")
-    return "\n".join(lines)
+        lines.append(f"{label:58s} {str(r.get('check'))[:8]:8s} {MB.time_cells(r)}")
+    return "\n".join(lines + MB.closing_lines(RESULTS))
 
 
 if __name__ == "__main__":
