@@ -61,11 +61,11 @@ def flops(b, h, s, d, causal=False) -> float:
     return 4.0 * b * h * s * s * d / (2.0 if causal else 1.0)
 
 
-def build(targets, subgroup, causal=False):
+def build(targets, subgroup, causal=False, tiles=None):
     """label -> module; cuda also gets the "sync" staging variant (timed as "polykern-cuda [sync staging]")."""
     return MB.build(targets, lambda label: A.kernels(
-        subgroups=(subgroup,), stagings=A.STAGINGS if label == "polykern-cuda" else ("async",), causal=(causal,)),
-        RESULTS)
+        subgroups=(subgroup,), stagings=A.STAGINGS if label == "polykern-cuda" else ("async",), causal=(causal,),
+        tiles=tiles), RESULTS)
 
 
 def sample(bh, seq, rng, heads):
@@ -82,7 +82,7 @@ def check(out, q, k, v, hs, rows, causal=False) -> float:
     return float((np.abs(sub.astype(np.float64) - ref) / bound).max())
 
 
-def contenders(shape, host, mods, places, sg_sizes, dry, peers=True, causal=False):
+def contenders(shape, host, mods, places, sg_sizes, dry, peers=True, causal=False, tiles=None):
     """[(Contender, read O back as a flat host array, the error allowed in units of the bound)]."""
     b, h, s, d = shape
     bh = b * h
@@ -98,7 +98,7 @@ def contenders(shape, host, mods, places, sg_sizes, dry, peers=True, causal=Fals
             do = place.put(np.zeros(bh * s * d, np.float16))
 
             def fn(mod=mod, dq=dq, dk=dk, dv=dv, do=do, sg=sg, staging=staging):
-                A.launch(mod, dq, dk, dv, do, bh, s, d, sg, causal, staging=staging)
+                A.launch(mod, dq, dk, dv, do, bh, s, d, sg, causal, staging, (tiles or {}).get(d))
                 return [do]
 
             name = label if staging == "async" else f"{label} [{staging} staging]"
@@ -157,7 +157,8 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
     row = RESULTS["contenders"].setdefault(key, {})
     q, k, v = (rng.standard_normal((b * h, s, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     hs, rows = sample(b * h, s, rng, args.check_heads)
-    items = contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers, args.causal)
+    items = contenders(shape, (q, k, v), mods, places, sg_sizes, args.dry_run, not args.no_peers, args.causal,
+                       args.tiles)
     good = MB.checked([(c, lambda read=read: check(read(), q, k, v, hs, rows, args.causal), slack)
                        for c, read, slack in items], row, f"d={d} ")
     times = time_rounds(good, args.rounds, args.target_s, status={}) if good else {}
@@ -190,6 +191,19 @@ def table() -> str:
     return "\n".join(lines + MB.closing_lines(RESULTS))
 
 
+def parse_tiles(text: str) -> dict:
+    """"64=32x32,128=32x32" -> {64: (32, 32), 128: (32, 32)}."""
+    out = {}
+    for part in filter(None, text.split(",")):
+        d, _, bm_bn = part.partition("=")
+        bm, _, bn = bm_bn.partition("x")
+        try:
+            out[int(d)] = (int(bm), int(bn))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--tiles takes d=BMxBN[,...], e.g. 64=32x32; got {part!r}") from None
+    return out
+
+
 def dry_triton(arch: int, dims) -> None:
     try:
         import peers_triton_attention as TA
@@ -217,6 +231,8 @@ def main(argv=None) -> int:
     ap.add_argument("--check-heads", type=int, default=2)
     ap.add_argument("--only", default="cuda,nvptx,vulkan", help="polykern targets to run")
     ap.add_argument("--causal", action="store_true", help="causal attention (all contenders)")
+    ap.add_argument("--tiles", type=parse_tiles, default={},
+                    help="polykern tiles other than attention_f16.CONFIGS', e.g. 64=32x32,128=32x32 (d=BMxBN)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     args = ap.parse_args(argv)
@@ -226,17 +242,17 @@ def main(argv=None) -> int:
     RESULTS["device"] = device_info(dry)
     RESULTS["config"] = {"batch": args.batch, "heads": args.heads, "seq": args.seq, "dims": dims,
                          "causal": args.causal, "rounds": args.rounds, "arch": args.arch,
-                         "tiles": {d: A.CONFIGS[d] for d in dims}, "dry_run": dry}
+                         "tiles": {d: args.tiles.get(d, A.CONFIGS[d]) for d in dims}, "dry_run": dry}
     want = set(args.only.split(","))
     targets = {f"polykern-{k}": t for k, t in (("cuda", f"cuda -arch=sm_{args.arch}"),
                                                ("nvptx", f"nvptx -arch=sm_{args.arch}"), ("vulkan", "vulkan"))
                if k in want}
-    mods = build(targets, 32, args.causal)
+    mods = build(targets, 32, args.causal, args.tiles)
     # registers, shared memory, spills (ptxas -v) also on the GPU host: what the occupancy is
     MB.validate_all(mods if dry else {k: m for k, m in mods.items() if k != "polykern-vulkan"}, args.arch, RESULTS)
     if dry:
         dry_triton(args.arch, dims)
-        run_mods = build({"polykern-llvm": "llvm"}, 8, args.causal)
+        run_mods = build({"polykern-llvm": "llvm"}, 8, args.causal, args.tiles)
         places = {"polykern-llvm": HostPlace(), "numpy": HostPlace()}
         shape = (1, 2, 80)
     else:

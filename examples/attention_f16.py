@@ -218,10 +218,12 @@ def kernel_for(d, sg, causal=False, tiles=None, staging="async"):
                                     ASYNC=staging == "async")
 
 
-def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False,), stagings=("async",)):
+def kernels(dims=(64, 128), subgroups=SUBGROUPS, causal=(False,), stagings=("async",), tiles=None):
     """The kernels to build: every head dim x subgroup size x causal x staging, and ``subgroup_width``
-    (the default: what ``run`` launches on NVIDIA and on the CPU)."""
-    out = [kernel_for(d, sg, c, staging=st) for d in dims for sg in subgroups for c in causal for st in stagings]
+    (the default: what ``run`` launches on NVIDIA and on the CPU); ``tiles``: {d: (BM, BN)} other than
+    CONFIGS'."""
+    out = [kernel_for(d, sg, c, (tiles or {}).get(d), st) for d in dims for sg in subgroups for c in causal
+           for st in stagings]
     return out + [subgroup_width]
 
 
@@ -231,14 +233,15 @@ def device_subgroup_size(mod) -> int:
     return int(out[0])
 
 
-def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False, staging="async"):
-    """Run on ``mod`` for (bh, seq, d) arrays q, k, v -> o (flat f16, device or host arrays)."""
+def launch(mod, q, k, v, o, bh, seq, d, sg, causal=False, staging="async", tiles=None):
+    """Run on ``mod`` for (bh, seq, d) arrays q, k, v -> o (flat f16, device or host arrays);
+    ``tiles`` (BM, BN): a specialization other than CONFIGS[d] that ``mod`` holds."""
     if d not in CONFIGS:
         raise ValueError(f"attention_f16 is specialized for head dims {sorted(CONFIGS)}, got {d}")
     if sg not in SUBGROUPS:
         raise ValueError(f"attention_f16 is built for subgroups of {SUBGROUPS}; this device's are {sg} wide")
-    bm, _ = CONFIGS[d]
-    kern = kernel_for(d, sg, causal, staging=staging)
+    bm, _ = tiles or CONFIGS[d]
+    kern = kernel_for(d, sg, causal, tiles, staging)
     mod[kern.name](q, k, v, o, np.int32(seq), np.float32(LOG2E / math.sqrt(d)),
                    grid=((seq + bm - 1) // bm, bh), block=(bm // 16) * sg)
 

@@ -31,3 +31,9 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
             # d = 64 and 128; cuda also the sync-staging variant
             want = 4 if label == "polykern-cuda" else 2
             assert sum("attention_f16" in k and "smem" in v for k, v in kernels.items()) == want, kernels
+
+
+def test_tiles_option_is_checked(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_attention.py"), "--dry-run", "--out",
+                        str(tmp_path), "--tiles", "64=32"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--tiles takes d=BMxBN" in r.stderr, r.stderr
