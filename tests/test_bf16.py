@@ -10,6 +10,7 @@ from polykern.errors import KernelTypeError, LaunchError
 from polykern.ir.bfloat16 import BF16_DTYPE, bits_to_f32, f32_to_bits
 from polykern.testing.compare import compare
 from polykern.testing.interp import interpret
+from conformance.kernels_bf16 import bf16_convert as convert
 from runtimes import runnable_targets
 
 BF16_TARGETS = [pytest.param(t, k, id=t.split()[0]) for t, k, skips in runnable_targets() if "bf16" not in skips]
@@ -66,15 +67,6 @@ def test_host_rounding_matches_ml_dtypes():
     assert np.isnan(bits_to_f32(ours[nan])).all()
 
 
-@pk.kernel
-def convert(n: i32, x: Buffer[f32, "readonly"], z: Buffer[bf16], back: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        h = bf16(x[i])
-        z[i] = h
-        back[i] = f32(h)
-
-
 def _conversion_inputs():
     rng = np.random.default_rng(3)
     bits = np.concatenate([np.array([b for b, _ in ROUNDING], np.uint32),
@@ -87,7 +79,7 @@ def test_conversion_is_exact_on_every_runtime(target, kind):
     x = _conversion_inputs()
     n = x.size
     z, back = pk.bf16_array(np.zeros(n, np.uint16)), np.zeros(n, np.float32)
-    pk.build([convert], [target]).on(kind)["convert"](n, x, z, back, grid=(n + 63) // 64, block=64)
+    pk.build([convert], [target]).on(kind)["bf16_convert"](n, x, z, back, grid=(n + 63) // 64, block=64)
     want = f32_to_bits(x)
     bad = np.nonzero(z.view(np.uint16) != want)[0]
     assert not bad.size, [(hex(int(x.view(np.uint32)[i])), hex(int(z.view(np.uint16)[i])), hex(int(want[i])))
@@ -95,7 +87,7 @@ def test_conversion_is_exact_on_every_runtime(target, kind):
     assert np.array_equal(back.view(np.uint32), want.astype(np.uint32) << 16)
     oracle = interpret(convert, [n, x, pk.bf16_array(np.zeros(n, np.uint16)), np.zeros(n, np.float32)],
                        grid=(n + 63) // 64, block=64)
-    ref = oracle.buffers["z"].view(np.uint16)
+    ref = oracle.buffers["h"].view(np.uint16)
     nan = np.isnan(x)
     assert np.array_equal(ref[~nan], want[~nan]) and np.isnan(bits_to_f32(ref[nan])).all()
 
@@ -236,19 +228,19 @@ def test_refusals_are_located():
         atomic.ir
     with pytest.raises(KernelTypeError, match=r"test_bf16.py:\d+:\d+: subgroup_add\(\) is not defined for bf16"):
         subgroup.ir
-    with pytest.raises(KernelTypeError, match=r"test_bf16.py:\d+:1: webgpu does not support bf16 \(buffer argument 'z'\)"):
+    with pytest.raises(KernelTypeError, match=r"kernels_bf16.py:\d+:1: webgpu does not support bf16 \(buffer argument 'h'\)"):
         pk.build([convert], ["webgpu"])
 
 
 def test_cli_run_makes_bf16_arguments(tmp_path, capsys):
-    """`polykern run` fills a Buffer[bf16] with random bf16 values and prints them as values: convert's
-    z (bf16(x)) and back (f32(z)) print the same numbers."""
+    """`polykern run` fills a Buffer[bf16] with random bf16 values and prints them as values: bf16_convert's
+    h (bf16(x)) and back (f32(h)) print the same numbers."""
     from polykern.cli import main
 
     path = str(tmp_path / "k.kbin")
     pk.build([convert], ["llvm"]).export(path)
-    assert main(["run", path, "convert", "--n", "64"]) == 0
+    assert main(["run", path, "bf16_convert", "--n", "64"]) == 0
     lines = {ln.split("[:8]")[0].strip(): ln.split("=")[1].split("sum")[0].strip()
              for ln in capsys.readouterr().out.splitlines() if "[:8]" in ln}
-    assert lines["z"] == lines["back"] and lines["z"] != lines["x"]
+    assert lines["h"] == lines["back"] and lines["h"] != lines["x"]
 

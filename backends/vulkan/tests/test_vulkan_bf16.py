@@ -4,27 +4,15 @@ version. Their results on lavapipe: tests/test_bf16.py and the conformance suite
 import pytest
 
 import polykern as pk
-from polykern import Buffer, bf16, f16, f32, i32
 from polykern_vulkan.features import SPIRV_VERSIONS, VULKAN_ENV
 from polykern_vulkan.spirv_text import disassemble
 
+from conformance.kernels_bf16 import bf16_arith as bf16_mix
 from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, shaders, spirv_val
 
 
-@pk.kernel
-def bf16_mix(n: i32, x: Buffer[f32], h: Buffer[bf16], y: Buffer[f32]):
-    t = pk.shared(bf16, 64)
-    i = pk.global_id(0)
-    t[pk.local_id(0)] = bf16(x[i])
-    pk.barrier()
-    if i < n:
-        v = t[63 - pk.local_id(0)]
-        h[i] = pk.fma(v, v, bf16(0.1)) if v > h[i] else bf16(f16(v))
-        y[i] = f32(pk.exp(v)) + f32(i32(v))
-
-
 def test_bf16_is_u16_bits():
-    text = disassemble(shaders(bf16_mix, "vulkan")["bf16_mix"])
+    text = disassemble(shaders(bf16_mix, "vulkan")["bf16_arith"])
     assert "OpCapability Int16" in text and "OpCapability StorageBuffer16BitAccess" in text
     assert "BFloat16" not in text and "SPV_KHR_bfloat16" not in text
     assert "OpTypeInt 16 0" in text and "OpUConvert" in text and "OpShiftLeftLogical" in text
@@ -33,7 +21,7 @@ def test_bf16_is_u16_bits():
 @pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_REASON)
 @pytest.mark.parametrize("version", SPIRV_VERSIONS)
 def test_spirv_val_accepts_bf16(version):
-    binary = shaders(bf16_mix, f"vulkan -spirv={version}")["bf16_mix"]
+    binary = shaders(bf16_mix, f"vulkan -spirv={version}")["bf16_arith"]
     r = spirv_val(binary, VULKAN_ENV[version])
     assert r.returncode == 0, r.stderr
 

@@ -14,7 +14,8 @@ _NODE = (ir.Expr, ir.Stmt, ir.Param)
 _CHILD_FIELDS: dict = {}
 
 
-def _child_fields(cls):
+def child_fields(cls):
+    """The dataclass fields of IR node class ``cls`` that may hold child nodes (all but type and loc)."""
     names = _CHILD_FIELDS.get(cls)
     if names is None:
         names = _CHILD_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("type", "loc"))
@@ -40,7 +41,7 @@ def _clone(root, memo):
         new = memo[id(node)] = object.__new__(type(node))
         new.__dict__.update(node.__dict__)
         order.append(node)
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, _NODE):
                 stack.append(value)
@@ -48,7 +49,7 @@ def _clone(root, memo):
                 stack.extend(v for v in value if isinstance(v, _NODE))
     for node in order:
         new = memo[id(node)]
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, _NODE):
                 setattr(new, name, memo[id(value)])

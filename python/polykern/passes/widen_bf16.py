@@ -21,16 +21,7 @@ import dataclasses
 
 from ..ir import nodes as ir
 from ..ir.types import bf16, f32
-
-_FIELDS: dict = {}
-
-
-def _expr_fields(cls):
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("type", "loc"))
-    return names
-
+from .clone import child_fields
 
 def _mk(node: ir.Expr, loc) -> ir.Expr:
     node.loc = loc
@@ -74,7 +65,7 @@ def _rewrite(root: ir.Expr) -> ir.Expr:
             continue
         seen.add(id(node))
         order.append(node)
-        for name in _expr_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, ir.Expr):
                 stack.append(value)
@@ -82,7 +73,7 @@ def _rewrite(root: ir.Expr) -> ir.Expr:
                 stack.extend(v for v in value if isinstance(v, ir.Expr))
     new: dict = {}
     for node in reversed(order):  # children before their parents
-        for name in _expr_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, ir.Expr):
                 setattr(node, name, new.get(id(value), value))
