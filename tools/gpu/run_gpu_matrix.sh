@@ -14,11 +14,12 @@
 #      the pk.copy_async ring ("-async"), vs cuBLAS, Triton) -> $OUT/gpu_matrix.json, $OUT/gpu_matrix.log
 #   5. where 30 s are left: tests/test_async_copy.py's shared-ring test on cuda and nvptx (cp.async on the
 #      device, every copy size) -> $OUT/async_copy_tests.log (the script's arguments go to it)
-#   5. benchmarks/gpu_attention.py --out $OUT (attention forward, (4 x 16, 4096, 64 | 128) f16: cuda/nvptx/
+#   6. benchmarks/gpu_attention.py --out $OUT (attention forward, (4 x 16, 4096, 64 | 128) f16: cuda/nvptx/
 #      vulkan vs torch SDPA, Triton) -> $OUT/gpu_attention.json, $OUT/gpu_attention.log; GPU_ATTENTION_ARGS
 #      (e.g. "--dims 128 --rounds 3") go to it
-# Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the GEMM benchmark what is
-# left less GPU_ATTENTION_S (default 120, kept for the attention benchmark), the attention benchmark the rest.
+# Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the GEMM benchmark and then
+# the copy tests what is left less GPU_ATTENTION_S (default 120, kept for the attention benchmark), the
+# attention benchmark the rest.
 set -uo pipefail
 REPO=$(pwd)
 [ -f "$REPO/benchmarks/gpu_matrix.py" ] || { echo "run this from the polykern repository root" >&2; exit 2; }
@@ -57,7 +58,7 @@ if [ "$LEFT" -gt 60 ]; then
 else
     echo "only ${LEFT}s left before the attention benchmark's ${ATT_S}s: no GEMM benchmark"
 fi
-LEFT=$(( START + BUDGET - $(date +%s) ))
+LEFT=$(( START + BUDGET - ATT_S - $(date +%s) ))  # the attention benchmark's share kept
 if [ "$LEFT" -gt 30 ]; then  # cp.async on the device: the shared-ring test of every copy size, cuda and nvptx
     echo "== asynchronous copies (${LEFT}s left)"
     timeout --kill-after=5 $(( LEFT - 5 )) "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_async_copy.py \
