@@ -244,3 +244,23 @@ def test_cli_run_makes_bf16_arguments(tmp_path, capsys):
              for ln in capsys.readouterr().out.splitlines() if "[:8]" in ln}
     assert lines["h"] == lines["back"] and lines["h"] != lines["x"]
 
+
+
+@pytest.mark.parametrize("runtime", ["polykern_opencl.runtime", "polykern_vulkan.runtime"])
+def test_device_arrays_of_bf16(runtime):
+    """DeviceArrays of pk.BF16_DTYPE: fill rounds the value to bf16 (it cast the float into the record:
+    1.5 became the bits 0x0001), to_device/numpy keep the bits, kernels read and write them."""
+    import importlib
+
+    target = runtime.split(".")[0][len("polykern_"):]
+    if target not in {t.split()[0] for t, _, _ in runnable_targets()}:
+        pytest.skip(f"no {target} runtime here")
+    rt = importlib.import_module(runtime)
+    h = rt.empty(64, pk.BF16_DTYPE)
+    h.fill(1.00390625)  # a tie: rounds to 1.0
+    assert (h.numpy().view(np.uint16) == 0x3F80).all()
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    back = rt.zeros(64, np.float32)
+    pk.build([convert], [target])["bf16_convert"](64, rt.to_device(x), h, back, grid=1, block=64)
+    np.testing.assert_array_equal(h.numpy().view(np.uint16), f32_to_bits(x))
+    np.testing.assert_array_equal(rt.to_device(pk.bf16_array(x)).numpy().view(np.uint16), f32_to_bits(x))

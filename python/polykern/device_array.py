@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence, Tuple, Union
 import numpy as np
 
 from .errors import LaunchError
+from .ir.bfloat16 import bf16_array, is_bf16_dtype
 from .ir.types import scalar_from_numpy
 
 __all__ = ["DeviceArrayBase", "Shape", "array_factories"]
@@ -142,6 +143,8 @@ class DeviceArrayBase:
         return a if dtype is None else a.astype(dtype)
 
     def fill(self, value):
+        if is_bf16_dtype(self.dtype):  # the value rounded to bf16 bits (ir/bfloat16.py), not cast to a record
+            return self.copy_from_host(bf16_array(np.full(self.shape, value, np.float32)).view(self.dtype))
         return self.copy_from_host(np.full(self.shape, value, self.dtype))
 
     def free(self) -> None:
