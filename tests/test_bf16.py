@@ -264,3 +264,32 @@ def test_device_arrays_of_bf16(runtime):
     pk.build([convert], [target])["bf16_convert"](64, rt.to_device(x), h, back, grid=1, block=64)
     np.testing.assert_array_equal(h.numpy().view(np.uint16), f32_to_bits(x))
     np.testing.assert_array_equal(rt.to_device(pk.bf16_array(x)).numpy().view(np.uint16), f32_to_bits(x))
+
+
+def test_dlpack_is_used_where_the_cuda_interface_refuses_the_dtype():
+    """torch's __cuda_array_interface__ raises for bfloat16 (no typestr) while its DLPack export works: a
+    launch takes the DLPack path then (here a host array behind both, with the CAI property raising)."""
+    class Tensor:
+        def __init__(self, a):
+            self.a = a
+
+        @property
+        def __cuda_array_interface__(self):
+            raise TypeError("dtype bfloat16 is not supported by __cuda_array_interface__")
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    x = np.linspace(-2, 2, 8).astype(np.float32)
+    h, back = pk.bf16_array(np.zeros(8, np.uint16)), np.zeros(8, np.float32)
+    pk.build([convert], ["llvm"])["bf16_convert"](8, Tensor(x), h, back, grid=1, block=8)
+    np.testing.assert_array_equal(h.view(np.uint16), f32_to_bits(x))
+
+    class NoDLPack:
+        __cuda_array_interface__ = Tensor.__cuda_array_interface__
+
+    with pytest.raises(TypeError, match="not supported by __cuda_array_interface__"):  # nothing to fall back on
+        pk.build([convert], ["llvm"])["bf16_convert"](8, NoDLPack(), h, back, grid=1, block=8)

@@ -304,6 +304,17 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     return _device(info, i, obj, d, "DLPack tensor")
 
 
+def _has_cuda_interface(obj: Any) -> bool:
+    """Whether ``obj`` offers ``__cuda_array_interface__``. A property that raises for some dtypes (torch
+    has no typestr for bfloat16) counts as absent when the object also speaks DLPack, which has one."""
+    try:
+        return hasattr(obj, "__cuda_array_interface__")
+    except Exception:
+        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            return False
+        raise
+
+
 def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     where = _where(info, i)
     if isinstance(obj, np.ndarray):
@@ -312,7 +323,7 @@ def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         raise LaunchError(f"{where}: expected an array, got {_tname(obj)}")
     if hasattr(obj, "__polykern_buffer__"):
         return _device(info, i, obj, dict(obj.__polykern_buffer__()), "__polykern_buffer__")
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _has_cuda_interface(obj):
         return _cuda_interface(info, i, obj)
     if hasattr(obj, "__array_interface__"):
         return _host(info, i, obj, np.asarray(obj))
