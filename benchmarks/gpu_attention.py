@@ -161,7 +161,10 @@ def run_dim(shape, mods, places, sg_sizes, args, rng) -> None:
                        args.tiles)
     good = MB.checked([(c, lambda read=read: check(read(), q, k, v, hs, rows, args.causal), slack)
                        for c, read, slack in items], row, f"d={d} ")
-    times = time_rounds(good, args.rounds, args.target_s, status={}) if good else {}
+    failed = {}
+    times = time_rounds(good, args.rounds, args.target_s, status=failed) if good else {}
+    for label, why in failed.items():  # checked, then failed while timed
+        row[label]["timing"] = why
     for c in good:
         ts = times.get(c.label)
         if ts:
