@@ -9,7 +9,8 @@
 #   2. tools/gpu/other_env.sh: Vulkan through NVIDIA's driver (VK_KHR_cooperative_matrix)
 #   3. the fragment tests on every runtime found (cuda, nvptx, NVIDIA Vulkan; llvm): tests/test_matrix.py,
 #      backends/cuda/tests/test_mma_sync.py, backends/vulkan/tests/test_vulkan_matrix.py -> $OUT/matrix_tests.log
-#      (GPU_MATRIX_SKIP_TESTS=1 skips them)
+#      (GPU_MATRIX_SKIP_TESTS=1 skips them); GPU_MATRIX_CONFORMANCE_K=EXPR: tests/test_conformance.py -k EXPR
+#      -> $OUT/conformance_tests.log
 #   4. benchmarks/gpu_matrix.py --out $OUT (f16 GEMM 4096^3: cuda/nvptx/vulkan, each as the baseline and
 #      the pk.copy_async ring ("-async"), vs cuBLAS, Triton) -> $OUT/gpu_matrix.json, $OUT/gpu_matrix.log
 #   5. where 30 s are left: tests/test_async_copy.py's shared-ring test on cuda and nvptx (cp.async on the
@@ -46,6 +47,12 @@ if [ "${GPU_MATRIX_SKIP_TESTS:-0}" != 1 ]; then
     timeout --kill-after=5 150 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_matrix.py \
         backends/cuda/tests/test_mma_sync.py backends/vulkan/tests/test_vulkan_matrix.py > "$OUT/matrix_tests.log" 2>&1
     echo "pytest exit $?"; tail -n 25 "$OUT/matrix_tests.log"
+fi
+if [ -n "${GPU_MATRIX_CONFORMANCE_K:-}" ]; then  # e.g. "bf16 or matrix": those conformance cases on every runtime
+    echo "== conformance -k '$GPU_MATRIX_CONFORMANCE_K'"
+    timeout --kill-after=5 90 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_conformance.py \
+        -k "$GPU_MATRIX_CONFORMANCE_K" > "$OUT/conformance_tests.log" 2>&1
+    echo "pytest exit $?"; tail -n 12 "$OUT/conformance_tests.log"
 fi
 ATT_S=${GPU_ATTENTION_S:-120}
 LEFT=$(( START + BUDGET - ATT_S - $(date +%s) ))
