@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from .spirv_spec import (CAPABILITY, DECORATION, GENERATOR, MAGIC, STORAGE_CLASS, Op, version_word)
+from .spirv_spec import (BFLOAT16_KHR, CAPABILITY, DECORATION, GENERATOR, MAGIC, STORAGE_CLASS, Op,
+                         version_word)
 
 Operand = Union[int, str]
 
@@ -225,6 +226,15 @@ class ModuleBuilder:
     def t_float(self, bits: int) -> int:
         tid = self._type(("float", bits), Op.TypeFloat, [bits])
         self._scalar_info[tid] = ("float", bits, True)
+        return tid
+
+    def t_bfloat16(self) -> int:
+        """bfloat16 (SPV_KHR_bfloat16: OpTypeFloat 16 with the BFloat16KHR encoding); only matrix fragments
+        use it (values of bf16 are u16 bits elsewhere: lower_bf16.py)."""
+        self.capability("BFloat16TypeKHR")
+        self.extension("SPV_KHR_bfloat16")
+        tid = self._type(("bfloat", 16), Op.TypeFloat, [16, BFLOAT16_KHR])
+        self._scalar_info[tid] = ("bfloat", 16, True)
         return tid
 
     def t_vector(self, elem: int, n: int) -> int:

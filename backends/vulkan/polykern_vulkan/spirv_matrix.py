@@ -6,7 +6,10 @@ Accumulator; rows x columns of the fragment's role); ``frag_load``/``frag_store`
 ``OpCooperativeMatrixLoadKHR``/``StoreKHR`` at the element ``base[offset]`` with the layout
 (RowMajorKHR/ColumnMajorKHR) and the leading dimension as stride (in elements); ``frag_fill`` is an
 ``OpCompositeConstruct`` of one value, ``frag_scale`` an ``OpMatrixTimesScalar``, ``mma`` an
-``OpCooperativeMatrixMulAddKHR`` (with the signedness operands of integer components).
+``OpCooperativeMatrixMulAddKHR`` (with the signedness operands of integer components). bf16 fragments
+have SPV_KHR_bfloat16's ``OpTypeFloat 16 BFloat16KHR`` component (capabilities BFloat16TypeKHR,
+BFloat16CooperativeMatrixKHR): they load from the u16 bits that hold bf16 in buffers and shared arrays
+(lower_bf16.py), and a fill bit-casts its u16 value; the device needs VK_KHR_shader_bfloat16.
 
 Which (M, N, K, A/B/C/result types) a device runs is in its VkCooperativeMatrixPropertiesKHR list; the
 shader records what it uses in the ``cooperative_matrix`` FunctionInfo attribute
@@ -18,7 +21,7 @@ from typing import Dict
 
 from polykern.ir import nodes as n
 from polykern.ir.matrix import mma_types
-from polykern.ir.types import FragmentType
+from polykern.ir.types import FragmentType, bf16, u16
 
 from .spirv_spec import SCOPE_SUBGROUP, Op
 
@@ -51,7 +54,11 @@ def declare_matrix(low) -> None:
 
 def _type(low, ft: FragmentType) -> int:
     m = low.m
-    comp = low.ty(ft.elem)
+    if ft.elem == bf16:  # SPV_KHR_bfloat16's bfloat16 component (the buffers hold its bits as u16)
+        m.capability("BFloat16CooperativeMatrixKHR")
+        comp = m.t_bfloat16()
+    else:
+        comp = low.ty(ft.elem)
     ids = [m.const_u32(SCOPE_SUBGROUP), m.const_u32(ft.rows), m.const_u32(ft.cols), m.const_u32(_USE[ft.role])]
     return m._type(("coopmat", comp, ft.role, ft.rows, ft.cols), Op.TypeCooperativeMatrixKHR, [comp, *ids])
 
@@ -72,7 +79,10 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
     t = _type(low, ft)
     var = low.fragments[s.frag]
     if s.op == "fill":
-        f.op(Op.Store, var, f.val(Op.CompositeConstruct, t, low.expr(s.args[0])))
+        v = low.expr(s.args[0])
+        if ft.elem == bf16:  # u16 bits -> bfloat16
+            v = f.val(Op.Bitcast, m.t_bfloat16(), v)
+        f.op(Op.Store, var, f.val(Op.CompositeConstruct, t, v))
     elif s.op == "scale":
         f.op(Op.Store, var, f.val(Op.MatrixTimesScalar, t, f.val(Op.Load, t, var), low.expr(s.args[0])))
     elif s.op == "mma":
@@ -87,7 +97,7 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
         f.op(Op.Store, var, f.val(Op.CooperativeMatrixMulAddKHR, t, a, b, c, *ops))
     else:
         ptr, st, elem = low.element_ptr(s.base, s.args[0])
-        if st != elem:
+        if st != elem and not (elem == bf16 and st == u16):  # bf16: loaded from its u16 bits
             low.refuse(f"frag_{s.op} on '{s.base.name}', whose elements are stored as {st}", s.loc)
         layout, stride = m.const_u32(_LAYOUT[s.layout]), _int32(low, s.args[1])
         if s.op == "load":
@@ -97,12 +107,6 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
 
 
 def supported(target, fn, s):
-    """``matrix.support.vulkan``: every shape and type of the language but bf16 compiles; which ones a
-    device runs is checked when the module is loaded (runtime/program.py). bf16 fragments would need
-    SPV_KHR_bfloat16's BFloat16KHR component type (VK_KHR_shader_bfloat16), which is not emitted: bf16
-    values are u16 bits in this backend (lower_bf16.py)."""
-    types = mma_types(fn, s) if s.op == "mma" else (s.ftype,)
-    if any(t.elem.name == "bf16" for t in types):
-        return ("bf16 cooperative matrices need SPV_KHR_bfloat16 (VK_KHR_shader_bfloat16), which polykern does "
-                "not emit yet; use f16 fragments, or the cuda/nvptx targets for bf16")
+    """``matrix.support.vulkan``: every shape and type of the language compiles; which ones a device
+    runs is checked when the module is loaded (runtime/program.py)."""
     return None

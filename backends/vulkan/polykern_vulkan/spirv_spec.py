@@ -157,8 +157,11 @@ CAPABILITY = _enum(Shader=1, Float16=9, Float64=10, Int64=11, Int64Atomics=12, I
                    StorageBuffer16BitAccess=4433, StorageBuffer8BitAccess=4448,
                    SignedZeroInfNanPreserve=4466, GroupNonUniform=61, GroupNonUniformVote=62,
                    GroupNonUniformArithmetic=63, GroupNonUniformBallot=64, GroupNonUniformShuffle=65,
-                   CooperativeMatrixKHR=6022, VulkanMemoryModel=5345)
+                   CooperativeMatrixKHR=6022, VulkanMemoryModel=5345, BFloat16TypeKHR=5116,
+                   BFloat16CooperativeMatrixKHR=5118)
 ADDRESSING = _enum(Logical=0)
+#: FP Encoding operand of OpTypeFloat (SPV_KHR_bfloat16)
+BFLOAT16_KHR = 0
 MEMORY_MODEL = _enum(GLSL450=1, Vulkan=3)
 EXECUTION_MODEL = _enum(GLCompute=5)
 EXECUTION_MODE = _enum(LocalSize=17, SignedZeroInfNanPreserve=4461)
@@ -208,7 +211,7 @@ GRAMMAR = {
     Op.TypeVoid: ["R"],
     Op.TypeBool: ["R"],
     Op.TypeInt: ["R", "L", "L"],
-    Op.TypeFloat: ["R", "L"],
+    Op.TypeFloat: ["R", "L", "L*"],  # width, then the FP encoding (SPV_KHR_bfloat16: BFloat16KHR = 0)
     Op.TypeVector: ["R", "I", "L"],
     Op.TypeArray: ["R", "I", "I"],
     Op.TypeRuntimeArray: ["R", "I"],

@@ -9,6 +9,7 @@ is older; the validation is skipped when the one found is too old."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,13 +20,13 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, bf16, f16, f32, i8, i32, u8
-from polykern.errors import DeviceError, KernelTypeError
+from polykern.errors import DeviceError
 from polykern_vulkan.features import VULKAN_ENV
 from polykern_vulkan.runtime import coopmat
 from polykern_vulkan.spirv_text import disassemble
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged_bf16, tile_gemm  # noqa: E402
 
 from vulkan_tools import shaders  # noqa: E402
 
@@ -162,11 +163,59 @@ def test_barriers_make_memory_available_under_the_vulkan_memory_model():
     assert "OpMemoryModel Logical GLSL450" in plain  # kernels without fragments keep GLSL450
 
 
-def test_bf16_fragments_are_refused_by_name():
-    """bf16 cooperative matrices would need SPV_KHR_bfloat16's BFloat16KHR component type; until then
-    the build refuses them, located, naming the extension (bf16 scalars work: tests/test_bf16.py)."""
-    kern = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=0)
-    with pytest.raises(KernelTypeError, match=r"vulkan does not support pk\.frag_load \(16x16x16 bf16 \(a\)\): bf16 "
-                                              r"cooperative matrices need SPV_KHR_bfloat16") as ei:
-        pk.build([kern], targets=["vulkan"])
-    assert ei.value.loc is not None and ei.value.loc.line > 0
+
+BF16_KERNELS = [tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1), staged_bf16.specialize(COL=0)]
+
+
+def test_bf16_fragments_use_spv_khr_bfloat16():
+    """bf16 fragments: SPV_KHR_bfloat16's bfloat16 (OpTypeFloat 16 BFloat16KHR) as the cooperative matrix
+    component, loaded from the u16 bits the buffers and shared arrays hold, filled through an OpBitcast;
+    the kernel records its bf16 combination for the device check (runtime/coopmat.py)."""
+    mod = pk.build(BF16_KERNELS, targets=["vulkan"])
+    text = disassemble(mod.on("vulkan").payload[BF16_KERNELS[1].name])
+    for needle in ("OpCapability BFloat16TypeKHR", "OpCapability BFloat16CooperativeMatrixKHR",
+                   'OpExtension "SPV_KHR_bfloat16"', "OpTypeFloat 16 0"):
+        assert needle in text, needle
+    vmod = mod.on("vulkan")
+    assert vmod.function_info(BF16_KERNELS[0].name).attrs["cooperative_matrix"] == "16x16x16:bf16,bf16,f32,f32"
+    assert vmod.function_info(BF16_KERNELS[1].name).attrs["cooperative_matrix"] == "32x32x32:bf16,bf16,f32,f32"
+
+
+@pytest.mark.parametrize("kernel", BF16_KERNELS, ids=lambda k: k.name)
+def test_spirv_val_accepts_bf16_cooperative_matrix(kernel):
+    tool = _spirv_val()
+    binary = shaders(kernel, "vulkan -spirv=1.6")[kernel.name]
+    with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+        f.write(binary)
+        f.flush()
+        r = subprocess.run([tool, "--target-env", VULKAN_ENV["1.6"], f.name], capture_output=True, text=True)
+    if re.search(r"Invalid capability operand: (6022|5116|5118)|OpTypeFloat", r.stderr):
+        pytest.skip(f"{tool} predates SPV_KHR_bfloat16 (set POLYKERN_SPIRV_VAL to SPIRV-Tools 2025.2+)")
+    assert r.returncode == 0, r.stderr
+
+
+def test_bf16_feature_struct_layout():
+    """VkPhysicalDeviceShaderBfloat16FeaturesKHR, laid out by hand (the binding predates it): sType at 0,
+    pNext at 8, shaderBFloat16Type/DotProduct/CooperativeMatrix at 16/20/24, 32 bytes."""
+    import struct
+    import vulkan as vk
+
+    ptr, flags, owner = coopmat._bf16_features()
+    flags[0], flags[1], flags[2] = 1, 2, 3
+    raw = bytes(vk.ffi.buffer(owner))
+    assert len(raw) == 32
+    assert struct.unpack_from("<I", raw, 0)[0] == 1000141000 and struct.unpack_from("<Q", raw, 8)[0] == 0
+    assert struct.unpack_from("<III", raw, 16) == (1, 2, 3)
+
+
+def test_device_without_bf16_names_the_extension():
+    """A device listing bf16 combinations but without VK_KHR_shader_bfloat16 has them dropped by query();
+    a bf16 kernel is then refused naming the extension."""
+    support = coopmat.Support(frozenset([(16, 16, 16, ("f16", "f16", "f32", "f32"))]),
+                              bf16_missing="the device does not offer VK_KHR_shader_bfloat16")
+    with pytest.raises(DeviceError, match=r"16x16x16 bf16,bf16,f32,f32 .*bf16 fragments need "
+                                          r"VK_KHR_shader_bfloat16: the device does not offer"):
+        coopmat.check("k", "NVIDIA H100", support, [(16, 16, 16, ("bf16", "bf16", "f32", "f32"))])
+    coopmat.check("k", "NVIDIA H100", support, [(16, 16, 16, ("f16", "f16", "f32", "f32"))])
+    assert coopmat._query_bf16(None, {"VK_KHR_cooperative_matrix"})[0] == \
+        "the device does not offer VK_KHR_shader_bfloat16"
