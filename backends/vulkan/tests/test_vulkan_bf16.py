@@ -1,14 +1,19 @@
 """bf16 in SPIR-V (lower_bf16.py): values and buffers are u16 bits (Int16, StorageBuffer16BitAccess, no
 Float16 and no SPV_KHR_bfloat16), converted with integer ops; spirv-val accepts the shaders for every SPIR-V
 version. Their results on lavapipe: tests/test_bf16.py and the conformance suite's bf16 cases."""
+import os
+import sys
+
 import pytest
 
 import polykern as pk
 from polykern_vulkan.features import SPIRV_VERSIONS, VULKAN_ENV
 from polykern_vulkan.spirv_text import disassemble
 
-from conformance.kernels_bf16 import bf16_arith as bf16_mix
 from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, shaders, spirv_val
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
+from conformance.kernels_bf16 import bf16_arith as bf16_mix  # noqa: E402
 
 
 def test_bf16_is_u16_bits():
