@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 import common  # noqa: E402,F401  (puts python/, examples/ and the backends on sys.path)
 import gemm_f16 as G  # noqa: E402
 import matrix_bench as MB  # noqa: E402
-from gpu_peers import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, short,  # noqa: E402
+from gpu_timing import (Contender, CupyPlace, HostPlace, VulkanPlace, device_info, log, med, short,  # noqa: E402
                        time_rounds, to_host)
 
 CUDA_TARGET = 0.60  # polykern cuda throughput / cuBLAS's

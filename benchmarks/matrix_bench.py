@@ -8,7 +8,7 @@ import subprocess
 import time
 import traceback
 
-from gpu_peers import log, med, ptxas_info, short
+from gpu_timing import log, med, ptxas_info, short
 
 
 def build(targets: dict, kernels_for, results: dict) -> dict:
