@@ -264,7 +264,10 @@ def _fmax(a, b):
 def _fma_exact(a, b, c):
     if any(math.isinf(x) or x != x for x in (a, b, c)):
         return a * b + c
-    return float(Fraction(a) * Fraction(b) + Fraction(c))
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # the sign of a zero sum is IEEE's a*b + c (-0 * 1 + -0 is -0; Fraction has no -0)
+        return a * b + c
+    return float(exact)
 
 
 def _fma_narrow(t: ScalarType) -> Callable[[float, float, float], float]:
@@ -303,9 +306,21 @@ _FLOAT_MATH = {
 }
 
 
+def _odd_integer(y: float) -> bool:
+    return math.isfinite(y) and math.fmod(y, 2.0) in (1.0, -1.0)
+
+
 def _pow(a, b):
-    with np.errstate(all="ignore"):
-        return float(np.power(np.float64(a), np.float64(b)))
+    """C99 Annex F pow (NumPy's scalar power takes sqrt for y = 0.5: pow(-inf, 0.5) NaN, pow(-0, 0.5) -0;
+    C's are +inf and +0)."""
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -math.inf if a < 0 and _odd_integer(b) else math.inf
+    except ValueError:  # a pole (pow(+-0, y < 0)) or a negative base to a non-integer power
+        if a == 0:
+            return math.copysign(math.inf, a) if _odd_integer(b) else math.inf
+        return math.nan
 
 
 def math_fn(func: str, t: ScalarType, where: str) -> Callable:

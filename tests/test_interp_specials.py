@@ -1,0 +1,65 @@
+"""The oracle's pow and fma on IEEE specials follow C99 Annex F, as numerics promises (specials=True) for
+the CPU backends. Found by red-teaming bf16 (its math runs through f32): NumPy's scalar power takes sqrt
+for an exponent of 0.5, so the oracle gave pow(-inf, 0.5) = NaN and pow(-0, 0.5) = -0 (C: +inf, +0) and
+reported llvm's correct +inf as a disagreement; and fma's exact sum lost the sign of a zero
+(fma(-0, 1, -0) is -0: 1 / fma(...) was +inf in the oracle, -inf on every backend)."""
+import math
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, bf16, f32, f64
+from polykern.testing.compare import compare
+from polykern.testing.interp import interpret
+from polykern.testing.interp_values import math_fn
+
+INF, NAN = math.inf, math.nan
+
+# (x, y, C99's pow(x, y))
+POW = [(-INF, 0.5, INF), (-0.0, 0.5, 0.0), (-INF, 3.0, -INF), (-INF, -3.0, -0.0), (-INF, -0.5, 0.0),
+       (0.0, -3.0, INF), (-0.0, -3.0, -INF), (-0.0, -2.0, INF), (-0.0, 3.0, -0.0), (-8.0, 1 / 3, NAN),
+       (-1.0, INF, 1.0), (1.0, NAN, 1.0), (NAN, 0.0, 1.0), (-2.0, 1025.0, -INF), (2.0, 1025.0, INF),
+       (0.5, -INF, INF), (-0.5, INF, 0.0), (-1e300, 3.0, -INF), (2.0, -1100.0, 0.0)]
+
+
+def _same(a, b):
+    return (a != a and b != b) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+
+
+@pytest.mark.parametrize("x,y,want", POW)
+def test_pow_follows_c99(x, y, want):
+    got = math_fn("pow", f64, "t")(x, y)
+    assert _same(got, want), (x, y, got, want)
+
+
+def test_fma_keeps_the_sign_of_a_zero():
+    for t in (f64, f32):
+        fma = math_fn("fma", t, "t")
+        assert math.copysign(1, fma(-0.0, 1.0, -0.0)) < 0
+        assert math.copysign(1, fma(2.0, 3.0, -6.0)) > 0  # an exact cancellation is +0
+        assert math.copysign(1, fma(-0.0, 0.0, 0.0)) > 0
+
+
+@pk.kernel
+def specials(a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], o: Buffer[f32], d: Buffer[f64],
+             h: Buffer[bf16]):
+    i = pk.global_id(0)
+    o[i] = a[i] ** b[i]
+    o[i + 4] = 1.0 / pk.fma(a[i + 4], 1.0, a[i + 4])
+    d[i] = 1.0 / pk.fma(f64(a[i + 4]), 1.0, f64(a[i + 4]))
+    h[i] = bf16(1.0) / pk.fma(bf16(a[i + 4]), bf16(1.0), bf16(a[i + 4]))
+
+
+def test_llvm_agrees_with_the_oracle_on_specials():
+    a = np.array([-np.inf, -0.0, -np.inf, 0.0, -0.0, 0.0, -0.0, 1.0], np.float32)
+    b = np.array([0.5, 0.5, 3.0, -3.0, 0, 0, 0, 0], np.float32)
+    args = lambda: [a, b, np.zeros(8, np.float32), np.zeros(4), pk.bf16_array(np.zeros(4, np.uint16))]  # noqa: E731
+    got = args()
+    pk.build([specials], ["llvm"])["specials"](*got, grid=1, block=4)
+    oracle = interpret(specials, args(), grid=1, block=4)
+    assert got[2].tolist() == [np.inf, 0.0, -np.inf, np.inf, -np.inf, np.inf, -np.inf, 0.5]
+    assert got[3].tolist() == [-np.inf, np.inf, -np.inf, 0.5]
+    result = compare(oracle, {"o": got[2], "d": got[3], "h": got[4]}, "llvm", names=["o", "d", "h"])
+    assert not result.mismatches, [str(m) for m in result.mismatches]
+    assert np.array_equal(oracle.buffers["h"].view(np.uint16), got[4].view(np.uint16))
