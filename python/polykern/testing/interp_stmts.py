@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from .interp_memory import mark, mark_sites
-from .interp_taint import NONE, location
-from .interp_values import OracleError, binop, math_fn
+from .interp_taint import NONE, bf16_operation, location
+from .interp_values import OracleError, binop, math_fn, rounder
 
 BREAK, CONTINUE, RETURN = 1, 2, 3
 LOOP_BUDGET = 2_000_000  # loop iterations per launch before the oracle calls the program runaway
@@ -93,9 +93,15 @@ class StmtCompiler:
         """A store of one inexact operation on exact operands: also record the operands, which the
         comparison needs (numerics promises depend on them: domains, exponent growth)."""
         e = s.value
+        inner = bf16_operation(e)
+        if inner is not None:  # bf16(op(f32 operands)): the f32 operation, rounded to bf16
+            e = inner
         args = [self._expr(a) for a in e.children()]
         f = (binop("div", e.type, where) if isinstance(e, ir.BinOp)
              else math_fn(e.func, e.type, where))
+        if inner is not None:
+            f32_op, to_bf16 = f, rounder(s.value.type)
+            f = lambda *v: to_bf16(f32_op(*v))  # noqa: E731
         direct, tagset, _ = tags
         check = self._write_check
         seen, by, site = self.special_seen, self.special_seen_by, id(e)

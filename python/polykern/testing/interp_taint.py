@@ -17,6 +17,17 @@ Tags = FrozenSet[Tuple[str, str]]
 NONE: Tags = frozenset()
 
 
+def bf16_operation(e: ir.Expr) -> Optional[ir.Expr]:
+    """The f32 operation of a widened bf16 one: ``e`` = ``bf16(x)`` with ``x`` an inexact f32 call or
+    division, else None."""
+    if not (isinstance(e, ir.Cast) and e.to.name == "bf16" and e.a.type.name == "f32"):
+        return None
+    a = e.a
+    if (isinstance(a, ir.Call) and a.func in INEXACT_CALLS) or (isinstance(a, ir.BinOp) and a.op in INEXACT_BINOPS):
+        return a
+    return None
+
+
 def location(node, fn: ir.Function) -> str:
     """Where ``node`` is, for a message: its source location, else the kernel."""
     loc = getattr(node, "loc", None)
@@ -71,7 +82,13 @@ class Taint:
         return frozenset(out)
 
     def direct(self, e: ir.Expr) -> Optional[Tuple[str, str]]:
-        """(op, dtype) when ``e`` is one inexact operation applied to exact operands."""
+        """(op, dtype) when ``e`` is one inexact operation applied to exact operands. A bf16 operation
+        is its f32 operation rounded to bf16 (passes/widen_bf16.py): ``bf16(op(f32 operands))`` is
+        ``(op, "bf16")`` (bf16's promise, derived from f32's, covers both roundings)."""
+        inner = bf16_operation(e)
+        if inner is not None:
+            d = self.direct(inner)
+            return (d[0], "bf16") if d is not None else None
         if isinstance(e, ir.Call) and e.func in INEXACT_CALLS and e.type.is_float:
             op = e.func
         elif isinstance(e, ir.BinOp) and e.op in INEXACT_BINOPS and e.type.is_float:
