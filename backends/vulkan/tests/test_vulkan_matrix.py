@@ -219,3 +219,32 @@ def test_device_without_bf16_names_the_extension():
     coopmat.check("k", "NVIDIA H100", support, [(16, 16, 16, ("f16", "f16", "f32", "f32"))])
     assert coopmat._query_bf16(None, {"VK_KHR_cooperative_matrix"})[0] == \
         "the device does not offer VK_KHR_shader_bfloat16"
+
+
+def test_device_creation_refusing_bf16_keeps_the_device(monkeypatch):
+    """A driver that lists VK_KHR_shader_bfloat16 but fails vkCreateDevice with it (the extension is newer
+    than every device this ran on) costs bf16 fragments only: the device is created again without it, and
+    a bf16 kernel is refused naming why. The refusal is simulated (a query that claims bf16 support and an
+    extension name this driver does not know); both vkCreateDevice calls are real."""
+    from polykern_vulkan.runtime import device
+
+    try:
+        device.get()
+    except DeviceError as e:
+        pytest.skip(f"no Vulkan device here: {str(e).splitlines()[0]}")
+    claimed = coopmat.Support(frozenset([(16, 16, 16, ("bf16", "bf16", "f32", "f32"))]),
+                              extensions=("VK_POLYKERN_no_such_extension",))
+    monkeypatch.setattr(coopmat, "query", lambda *a: claimed)
+    monkeypatch.setattr(coopmat, "BF16_EXTENSION", "VK_POLYKERN_no_such_extension")
+    dev = device.Device(device.instance())
+    try:
+        assert dev.handle, "the second vkCreateDevice made the device"
+        support = dev.cooperative_matrix
+        assert not support.uses_bf16 and support.combos == frozenset()
+        assert support.bf16_missing.startswith("vkCreateDevice refused it (") and "EXTENSION_NOT_PRESENT" in \
+            support.bf16_missing, support.bf16_missing
+        with pytest.raises(DeviceError, match=r"bf16 fragments need VK_POLYKERN_no_such_extension: "
+                                              r"vkCreateDevice refused it"):
+            coopmat.check("k", dev.name, support, [(16, 16, 16, ("bf16", "bf16", "f32", "f32"))])
+    finally:
+        dev.close()

@@ -44,6 +44,18 @@ class Support:
         self.combos, self.missing, self.extensions, self.feature = combos, missing, extensions, feature
         self.bf16_missing, self.keep = bf16_missing, keep  # keep: hand-made structs the chain points to
 
+    def without_bf16(self, why: str) -> "Support":
+        """The same support less bf16: its combinations, VK_KHR_shader_bfloat16 and its feature struct
+        (``why`` is kept for ``check``). device.py falls back to it where vkCreateDevice refuses bf16."""
+        if self.feature is not None:
+            self.feature.pNext = vk.ffi.NULL
+        return Support(frozenset(c for c in self.combos if "bf16" not in c[3]), self.missing,
+                       tuple(e for e in self.extensions if e != BF16_EXTENSION), self.feature, why)
+
+    @property
+    def uses_bf16(self) -> bool:
+        return BF16_EXTENSION in self.extensions
+
     def describe(self) -> str:
         return ", ".join(f"{m}x{n}x{k} {','.join(t)}" for m, n, k, t in sorted(self.combos)) or "none"
 

@@ -324,16 +324,16 @@ class Device:
         self.enabled.update(subgroups)  # properties too
         self.cooperative_matrix = coopmat.query(inst.handle, pd.handle, self.api)  # matrix fragments
         self.enabled["cooperativeMatrix"] = self.cooperative_matrix.missing is None
-        extensions = extensions + list(self.cooperative_matrix.extensions)
-        top, keep = _enable_chain(self.api, self.enabled, self.cooperative_matrix.feature)
-        queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                           queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
-        with vk_call(f"vkCreateDevice on {self.name}"):
-            self.handle = vk.vkCreateDevice(pd.handle, vk.VkDeviceCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=top, queueCreateInfoCount=1,
-                pQueueCreateInfos=[queue], enabledExtensionCount=len(extensions),
-                ppEnabledExtensionNames=extensions or None), None)
-        del keep
+        try:
+            self.handle = self._create_logical(pd, extensions)
+        except DeviceError as e:
+            # VK_KHR_shader_bfloat16 (for bf16 fragments) is the newest thing enabled here: a driver that
+            # lists it but refuses it must not cost the device; bf16 fragments are then refused, naming why
+            if not self.cooperative_matrix.uses_bf16:
+                raise
+            self.cooperative_matrix = self.cooperative_matrix.without_bf16(
+                f"vkCreateDevice refused it ({str(e).splitlines()[0][:200]})")
+            self.handle = self._create_logical(pd, extensions)
         self.queue = vk.vkGetDeviceQueue(self.handle, self.family, 0)
         mp = vk.vkGetPhysicalDeviceMemoryProperties(pd.handle)
         self.memory_types = [(int(mp.memoryTypes[i].propertyFlags), int(mp.memoryTypes[i].heapIndex))
@@ -365,6 +365,20 @@ class Device:
         inst.before_close(self.close)  # the logical device goes before the instance
 
     # -- bookkeeping
+
+    def _create_logical(self, pd, extensions):
+        """vkCreateDevice with ``extensions``, the cooperative-matrix ones and exactly ``enabled`` on."""
+        extensions = list(extensions) + list(self.cooperative_matrix.extensions)
+        top, keep = _enable_chain(self.api, self.enabled, self.cooperative_matrix.feature)
+        queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                           queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+        with vk_call(f"vkCreateDevice on {self.name}"):
+            handle = vk.vkCreateDevice(pd.handle, vk.VkDeviceCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=top, queueCreateInfoCount=1,
+                pQueueCreateInfos=[queue], enabledExtensionCount=len(extensions),
+                ppEnabledExtensionNames=extensions or None), None)
+        del keep
+        return handle
     def count(self, key: str, n: int = 1) -> None:
         with self._lock:
             self.stats[key] += n
