@@ -65,23 +65,26 @@ def may_differ_anywhere(oracle: Result, backend: str, device: str = "") -> bool:
     """A subnormal appeared in a type whose arithmetic this backend may flush, the program has an
     a*b+c this backend may contract, or an add/sub chain this backend may reassociate or a float
     operation that saw or made a NaN/inf where this backend on ``device`` (a device description) does
-    not promise IEEE specials reached control flow or an index: any value may differ (the oracle models
-    none of these)."""
+    not promise IEEE specials reached control flow or an index, or an operation whose result no backend
+    promises (Result.unspecified) did: any value may differ (the oracle models none of these)."""
     if oracle.contractible and numerics.contraction_allowed(backend):
         return True
     if oracle.chained_anywhere and numerics.reassociation_allowed(backend):
         return True
     if oracle.special_anywhere and not numerics.specials_promised(backend, device):
         return True
+    if oracle.unspecified_anywhere:
+        return True
     return any(numerics.promise("add", dt, backend).may_flush_subnormals for dt in oracle.subnormal)
 
 
 def loose_elements(oracle: Result, backend: str, device: str = "") -> Dict[str, np.ndarray]:
     """Per buffer: the elements whose value this backend on ``device`` may compute differently, as
-    a float operation that fed it saw or made a NaN/inf where specials are not promised, or an add/sub
-    chain fed it where reassociation is allowed (the other elements stay exact or within a promise)."""
+    a float operation that fed it saw or made a NaN/inf where specials are not promised, an add/sub
+    chain fed it where reassociation is allowed, or an operation no backend promises fed it (the other
+    elements stay exact or within a promise)."""
     out: Dict[str, np.ndarray] = {}
-    masks = []
+    masks = [oracle.unspecified]  # no backend promises these (pk.min/pk.max of +0 and -0)
     if not numerics.specials_promised(backend, device):
         masks.append(oracle.special)
     if numerics.reassociation_allowed(backend):

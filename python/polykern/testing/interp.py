@@ -62,6 +62,8 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         self.flow = SiteFlow(fn)
         self.special_seen: set = set()  # sites that saw a NaN/inf in the current run
         self.special_seen_by: Dict[int, set] = {}  # the same per work-item id
+        self.unspecified_seen: set = set()  # sites that gave a result no backend promises (interp_exprs)
+        self.unspecified_seen_by: Dict[int, set] = {}
         self.gen = ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(ir.subgroup_collective(s)
                                                                      for s in ir.walk_stmts(fn.body))
         self.fragments: dict = {}  # the subgroups' matrices during a run (interp_fragments)
@@ -92,6 +94,8 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
             SUBNORMAL_SEEN[key] = False
         self.special_seen.clear()
         self.special_seen_by.clear()
+        self.unspecified_seen.clear()
+        self.unspecified_seen_by.clear()
         self.fragments = {}
         self.copies = {}
         base: List = [None] * self.nslots
@@ -153,10 +157,11 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
                     out[p.name] = np.array(mem.data, dtype=p.type.elem.numpy)
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
-        seen, flow = frozenset(self.special_seen), self.flow
-        special, chained = loose(mems, seen)
+        seen, unspecified_seen, flow = frozenset(self.special_seen), frozenset(self.unspecified_seen), self.flow
+        special, chained, unspecified = loose(mems, seen, unspecified_seen)
         return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible,
-                      special, bool(seen & flow.global_sites), chained, bool(flow.chain_sites & flow.global_sites))
+                      special, bool(seen & flow.global_sites), chained, bool(flow.chain_sites & flow.global_sites),
+                      unspecified, bool(unspecified_seen & flow.global_sites))
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]

@@ -3,6 +3,8 @@ Python closure of the work-item's state; loads and atomics with the bounds, race
 uninitialized-shared-memory checks; float operations recorded where they see a NaN/inf."""
 from __future__ import annotations
 
+import math
+
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from .interp_copies import PendingCopy, pending_message
@@ -81,6 +83,8 @@ class ExprCompiler:
     def _e_Call(self, e):
         f = math_fn(e.func, e.type, location(e, self.fn))
         args = [self._expr(a) for a in e.args]
+        if e.func in ("min", "max") and e.type.is_float:
+            return self._min_max(e, f, *args)
         if is_site(e):
             return self._watch(e, f, args)
         if len(args) == 1:
@@ -91,6 +95,26 @@ class ExprCompiler:
             return lambda st: f(a(st), b(st))
         a, b, c = args
         return lambda st: f(a(st), b(st), c(st))
+
+    def _min_max(self, e, f, a, b):
+        """Float min/max: a site (see _watch) that also records where its operands are a +0 and a -0:
+        the sign of the zero it gives is unspecified (C99 F.9.9.2; PoCL's fmax(+0, -0) is -0, LLVM's
+        maxnum(-0, +0) is -0 on x86), which a later 1 / x turns into +inf or -inf."""
+        seen, by, k = self.special_seen, self.special_seen_by, id(e)
+        useen, uby = self.unspecified_seen, self.unspecified_seen_by
+
+        def min_max(st):
+            x, y = a(st), b(st)
+            r = f(x, y)
+            if (r - r) or (x - x) or (y - y):
+                seen.add(k)
+                by.setdefault(st[1], set()).add(k)
+            elif x == 0 and y == 0 and math.copysign(1.0, x) != math.copysign(1.0, y):
+                useen.add(k)
+                uby.setdefault(st[1], set()).add(k)
+            return r
+
+        return min_max
 
     def _watch(self, e, f, operands):
         """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (interp_sites)

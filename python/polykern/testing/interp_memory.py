@@ -36,7 +36,10 @@ class Result:
     without ``numerics.specials_promised`` may give anything there); ``special_anywhere``: such an
     operation reached control flow or an index (then any element may differ). ``chained`` and
     ``chained_anywhere``: the same for float add/sub chains, which a backend in
-    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``)."""
+    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``).
+    ``unspecified`` and ``unspecified_anywhere``: the same for operations whose result no backend
+    promises: ``pk.min``/``pk.max`` of a +0 and a -0 (the zero's sign, C99 F.9.9.2), which a later
+    ``1 / x`` turns into +inf or -inf."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
@@ -46,6 +49,8 @@ class Result:
     special_anywhere: bool = False
     chained: Dict[str, np.ndarray] = field(default_factory=dict)
     chained_anywhere: bool = False
+    unspecified: Dict[str, np.ndarray] = field(default_factory=dict)
+    unspecified_anywhere: bool = False
 
 
 def mark(mem: Mem, i: int, tags):
@@ -54,7 +59,7 @@ def mark(mem: Mem, i: int, tags):
     mem.taint[i] = tags
 
 
-_NO_SITES = (False, frozenset(), False)
+_NO_SITES = (False, frozenset(), False, False)
 
 
 def mark_sites(mem: Mem, i: int, rec, accumulate: bool):
@@ -64,17 +69,19 @@ def mark_sites(mem: Mem, i: int, rec, accumulate: bool):
     rec = rec or _NO_SITES
     if accumulate:
         old = mem.sites[i]
-        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2])
+        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2], old[3] or rec[3])
     mem.sites[i] = rec
 
 
-def loose(mems, seen) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+def loose(mems, seen, unspecified_seen):
     """Per buffer with a site recorded: the elements a float operation that saw a NaN/inf may have
-    fed (an own site in the storing work-item, a memory site in any: ``seen``), and those an add/sub
-    chain fed."""
-    special, chained = {}, {}
+    fed (an own site in the storing work-item, a memory site in any: ``seen``), those an add/sub
+    chain fed, and those an operation with an unspecified result fed (``unspecified_seen``)."""
+    special, chained, unspecified = {}, {}, {}
     for name, mem in mems.items():
         if mem.sites is not None:
-            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _ in mem.sites], bool)
-            chained[name] = np.array([c for _, _, c in mem.sites], bool)
-    return special, chained
+            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _, _ in mem.sites], bool)
+            chained[name] = np.array([c for _, _, c, _ in mem.sites], bool)
+            unspecified[name] = np.array([u or not m.isdisjoint(unspecified_seen) for _, m, _, u in mem.sites],
+                                         bool)
+    return special, chained, unspecified

@@ -26,7 +26,8 @@ class StmtCompiler:
     def _store_sites(self, value, extra=None):
         """None when no float operation feeds ``value`` (and ``extra``), else a function of the
         work-item's state giving what the stored element records: (whether an own site already saw a
-        NaN/inf in this work-item, the memory sites, whether an add/sub chain fed it)."""
+        NaN/inf in this work-item, the memory sites, whether an add/sub chain fed it, whether an own
+        site gave an unspecified result in this work-item)."""
         own, mem = self.flow.split(value)
         if extra is not None:
             o2, m2 = self.flow.split(extra)
@@ -34,11 +35,11 @@ class StmtCompiler:
         if not own and not mem:
             return None
         chained = bool((own | mem) & self.flow.chain_sites)
-        by = self.special_seen_by
+        by, unspecified_by = self.special_seen_by, self.unspecified_seen_by
 
         def record(st):
-            w = by.get(st[1])
-            return (bool(w and not own.isdisjoint(w)), mem, chained)
+            w, u = by.get(st[1]), unspecified_by.get(st[1])
+            return (bool(w and not own.isdisjoint(w)), mem, chained, bool(u and not own.isdisjoint(u)))
 
         return record
 
