@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import ATOM, UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_dialect import ATOM, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ScalarType, f16, f64
 
 from . import cp_async, mma_sync

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_dialect import SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ArrayType, ScalarType, bool_, f32, f64
 
 from . import msl_matrix

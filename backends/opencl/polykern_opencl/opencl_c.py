@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from polykern.codegen.c_source import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
+from polykern.codegen.c_dialect import ATOM, SPACE_GLOBAL, SPACE_SHARED, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir import nodes as ir
 from polykern.ir.types import ArrayType, ScalarType, bool_, f16, f64
 
