@@ -126,11 +126,11 @@ def _run(prog, s: ir.MatrixOp, r: FragmentRequest, key, frags: Fragments) -> Non
             vals = []
             for row in idx:
                 for i in row:
+                    _read_check(st, mem, i, where)  # first: a pending copy's element holds no value yet
                     v = mem.data[i]
                     if v is None and isinstance(s.base.type, ArrayType):
                         raise OracleError(f"{where}: frag_load reads {s.base.name}[{i}], which no work-item "
                                           "has written (shared memory starts uninitialized)")
-                    _read_check(st, mem, i, where)
                     vals.append(v)
             frags[key + (s.frag,)] = (np.array(vals, dtype=held).reshape(rows, cols), False)
         else:
