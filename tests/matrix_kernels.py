@@ -143,3 +143,35 @@ def staged_bf16(a: Buffer[bf16], b: Buffer[bf16], d: Buffer[f32], COL: pk.conste
     acc = pk.mma(fa, fb, acc)
     acc = pk.mma(fa, fh, acc)
     pk.frag_store(d, 0, 32, acc)
+
+
+@pk.kernel
+def tf32_inputs(a: Buffer[f32], s: Buffer[f32], d: Buffer[f32], v: f32, COL: pk.constexpr):
+    """f32 (tf32) inputs, 16 x 8 x 8: d[0:128] = A @ I with I an 8 x 8 identity staged in shared memory
+    (so d is A rounded to tf32, exactly, on every engine), A loaded row- or column-major; d[128:256] =
+    S @ H with S one-hot rows and H a B fragment filled with ``v`` (so every element is v rounded to tf32)."""
+    si = pk.shared(f32, 64)
+    e = pk.local_id(0)
+    while e < 64:
+        si[e] = f32(e // 8 == e % 8)
+        e += pk.local_size(0)
+    pk.barrier()
+    fa = pk.frag_a(f32, 16, 8, 8)
+    fs = pk.frag_a(f32, 16, 8, 8)
+    fi = pk.frag_b(f32, 16, 8, 8)
+    fh = pk.frag_b(f32, 16, 8, 8)
+    acc = pk.frag_acc(f32, 16, 8, 8)
+    acc2 = pk.frag_acc(f32, 16, 8, 8)
+    pk.frag_fill(acc, 0.0)
+    pk.frag_fill(acc2, 0.0)
+    pk.frag_fill(fh, v)
+    if COL == 1:
+        pk.frag_load(fa, a, 0, 16, "col")
+    else:
+        pk.frag_load(fa, a, 0, 8)
+    pk.frag_load(fi, si, 0, 8)
+    pk.frag_load(fs, s, 0, 8)
+    acc = pk.mma(fa, fi, acc)
+    acc2 = pk.mma(fs, fh, acc2)
+    pk.frag_store(d, 0, 8, acc)
+    pk.frag_store(d, 128, 8, acc2)

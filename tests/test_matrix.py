@@ -16,7 +16,7 @@ from polykern import Buffer, bf16, f16, f32, i8, i32, u8
 from polykern.ir.bfloat16 import bits_to_f32, f32_to_bits
 from polykern.errors import DeviceError, KernelSyntaxError, KernelTypeError
 from polykern import registry
-from polykern.ir.matrix import SUPPORT_KEY, reference_mma
+from polykern.ir.matrix import SUPPORT_KEY, reference_mma, round_tf32
 from polykern.numerics import mma_error_bound
 from polykern.testing.interp import OracleError, interpret
 
@@ -25,7 +25,8 @@ from runtimes import runnable_targets
 EXACT_KINDS = ("llvm", "hexagon")  # reference_mma bit for bit
 
 
-from matrix_kernels import fill_scale_store, staged, staged_bf16, staged_layouts, staged_x2, tile_gemm  # noqa: E402,F401
+from matrix_kernels import (fill_scale_store, staged, staged_bf16, staged_layouts, staged_x2, tf32_inputs,  # noqa: E402,F401
+                            tile_gemm)
 
 
 @pk.kernel
@@ -108,6 +109,10 @@ CASES = [
     pytest.param(bf16, f32, 16, 16, 16, 3, (2, 2), False, 0, id="bf16-f32-16x16x16-chain3"),
     pytest.param(bf16, f32, 16, 16, 16, 2, (1, 3), True, 5, id="bf16-f32-16x16x16-bcol-ld+5"),
     pytest.param(bf16, f32, 32, 8, 32, 2, (1, 2), False, 2, id="bf16-f32-32x8x32"),
+    pytest.param(f32, f32, 16, 8, 8, 3, (2, 2), False, 0, id="f32-f32-16x8x8-chain3"),
+    pytest.param(f32, f32, 16, 16, 16, 2, (1, 3), True, 5, id="f32-f32-16x16x16-bcol-ld+5"),
+    pytest.param(f32, f32, 32, 32, 32, 2, (1, 1), True, 3, id="f32-f32-32x32x32-bcol-ld+3"),
+    pytest.param(f32, f32, 32, 16, 8, 2, (2, 1), False, 1, id="f32-f32-32x16x8"),
 ]
 
 
@@ -145,7 +150,7 @@ def _problem(TA, TC, M, N, K, steps, tiles, bcol, pad, rng, wide=False):
             acc = C[i * M:(i + 1) * M, j * N:(j + 1) * N]
             for s in range(steps):
                 acc = reference_mma(A[i * M:(i + 1) * M, s * K:(s + 1) * K], Bm[s * K:(s + 1) * K, j * N:(j + 1) * N],
-                                    acc, TC)
+                                    acc, TC, TA)
             want[i * M:(i + 1) * M, j * N:(j + 1) * N] = acc
     args = [_arg(TA, A), _arg(TA, B), C.ravel(), C.ravel().copy(), np.int32(steps), np.int32(lda),
             np.int32(ldb), np.int32(ldc), np.int32(tn)]
@@ -179,7 +184,7 @@ def _values(T, arg):
     return (bits_to_f32(arg) if T == bf16 else arg).astype(np.float64)
 
 
-@pytest.mark.parametrize("TA", [f16, bf16])
+@pytest.mark.parametrize("TA", [f16, bf16, f32])
 @pytest.mark.parametrize("target", TARGETS)
 def test_rounding_in_k_order(target, TA):
     """Values with many significant bits: the CPU adds in k order in f32 exactly as the reference; a
@@ -190,6 +195,9 @@ def test_rounding_in_k_order(target, TA):
         pytest.skip(f"{target} refuses fragments")
     args, want, bound, groups = _problem(TA, f32, 16, 16, 16, 4, (1, 1), False, 0, np.random.default_rng(7),
                                          wide=True)
+    if TA == f32:  # f32 inputs are rounded to tf32: an engine that used them unrounded is far off
+        exact = args[0].reshape(16, 64).astype(np.float64) @ args[1].reshape(64, 16) + args[2].reshape(16, 16)
+        assert (np.abs(exact - want) > 100 * bound).any()
     assert (want != (_values(TA, args[0]).reshape(16, 64) @ _values(TA, args[1]).reshape(64, 16)
                      + args[2].reshape(16, 16))).any()  # the reference really rounds
     _launch(mod, kern.name, target, *args, grid=groups, block=_subgroup_size(target))
@@ -264,6 +272,63 @@ def test_bf16_shared_loads_and_fill(target, col):
         assert (np.abs(d.reshape(32, 32).astype(np.float64) - want) <= bound).all()
 
 
+#: f32 values at and around tf32's rounding ties (the low 13 bits 0x1000: ties away from zero, which
+#: round-to-even and truncation would take down; 0x0FFF and 0x1001: below and above), normal range.
+#: (Finite results only: A @ I with an infinite element would put inf * 0 = NaN in its row.)
+TF32_EDGES = np.array([0x3F801000, 0xBF801000, 0x3F803000, 0x3F800FFF, 0x3F801001, 0x4B7FF000, 0x3F7FF000,
+                       0x7F7FE000, 0x00801000, 0xC0001000, 0x3F800000, 0x3FFFF000], np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("col", [0, 1])
+@pytest.mark.parametrize("target", TARGETS)
+def test_tf32_rounding_of_inputs(target, col):
+    """f32 A/B fragments: every input is rounded to tf32 (ir.matrix.round_tf32: nearest, ties away from
+    zero), loaded (row- or column-major) or filled; A @ I and S @ fill are exact on every engine, so each
+    element must be the rounded input bit for bit (a wrong lane table puts it elsewhere; round-to-even,
+    truncation or unrounded inputs give other bits)."""
+    rng = np.random.default_rng(29)
+    A = rng.standard_normal((16, 8)).astype(np.float32)
+    A.ravel()[:TF32_EDGES.size] = TF32_EDGES
+    A.ravel()[TF32_EDGES.size:2 * TF32_EDGES.size] = -TF32_EDGES[::-1]
+    S = np.zeros((16, 8), np.float32)
+    S[np.arange(16), rng.integers(0, 8, 16)] = 1.0
+    v = np.uint32(0x3F801000).view(np.float32)  # 1 + 2**-11: a tie, rounds up to 1 + 2**-10
+    kern = tf32_inputs.specialize(COL=col)
+    mod = _build_or_refusal(kern, target)
+    if mod is None:
+        pytest.skip(f"{target} refuses f32 (tf32) fragments")
+    a = np.zeros((8, 16), np.float32) if col else A.copy()
+    if col:  # column-major, ld 16: A[i, j] at j * 16 + i
+        a[:, :] = A.T
+    d = np.full(256, -1.0, np.float32)
+    _launch(mod, kern.name, target, a.ravel(), S.ravel(), d, np.float32(v), grid=1, block=_subgroup_size(target))
+    want = round_tf32(A)
+    assert (want.view(np.uint32) != A.view(np.uint32)).any() and (want != A).any()
+    np.testing.assert_array_equal(d[:128].reshape(16, 8).view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(d[128:], np.full(128, 1 + 2 ** -10, np.float32))
+    if target.split()[0] in EXACT_KINDS:
+        oracle = interpret(kern, [a.ravel(), S.ravel(), np.zeros(256, np.float32), np.float32(v)], 1,
+                           _subgroup_size(target))
+        np.testing.assert_array_equal(oracle.buffers["d"], d)
+
+
+def test_round_tf32_definition():
+    """The reference rounding on the bits: ties away from zero, carries into the exponent, overflow to
+    inf, subnormals rounded (not flushed), infinities kept, NaN stays NaN."""
+    bits = np.array([0x3F801000, 0x3F800FFF, 0xBF801000, 0x3F803000, 0x3FFFF000, 0x7F7FF000, 0x7F800000,
+                     0xFF800000, 0x00001000, 0x00000FFF, 0x80001000, 0x7F800001, 0xFFC00000, 0x00000000],
+                    np.uint32)
+    want = np.array([0x3F802000, 0x3F800000, 0xBF802000, 0x3F804000, 0x40000000, 0x7F800000, 0x7F800000,
+                     0xFF800000, 0x00002000, 0x00000000, 0x80002000, 0x7FC00000, 0xFFC00000, 0x00000000],
+                    np.uint32)
+    np.testing.assert_array_equal(round_tf32(bits.view(np.float32)).view(np.uint32), want)
+    # as the reference's inputs: an f32 product of rounded inputs, only for f32 inputs
+    one = np.full((1, 1), 1.0, np.float32)
+    x = bits[:1].view(np.float32).reshape(1, 1)
+    assert reference_mma(x, one, np.zeros((1, 1), np.float32), f32, f32)[0, 0] == np.float32(1 + 2 ** -10)
+    assert reference_mma(x, one, np.zeros((1, 1), np.float32), f32)[0, 0] == x[0, 0]
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_shared_fragment_of_two_registers(target):
     """A 16 x 8 B fragment from shared memory (cuda, nvptx: ldmatrix .x2.trans) and a 16 x 16 A."""
@@ -277,7 +342,7 @@ def test_shared_fragment_of_two_registers(target):
     np.testing.assert_array_equal(d.reshape(16, 8), reference_mma(A, B, np.zeros((16, 8), np.float32), f32))
 
 
-@pytest.mark.parametrize("TA", [f16, bf16])
+@pytest.mark.parametrize("TA", [f16, bf16, f32])
 def test_oracle_matches_reference_and_cpu(TA):
     """The interpreter runs fragments with the reference semantics (so it can judge any backend)."""
     kern = tile_gemm.specialize(TA=TA, TC=f32, M=16, N=16, K=16, BCOL=1)
@@ -285,7 +350,7 @@ def test_oracle_matches_reference_and_cpu(TA):
                                      wide=True)
     res = interpret(kern, args, groups, 8)
     np.testing.assert_array_equal(res.buffers["d"].reshape(want.shape), want)
-    if TA == bf16:
+    if TA != f16:
         return
     res2 = interpret(staged, [args[0][:256], args[1][:256], np.zeros(512, np.float32)], 1, 16)
     A, B = args[0][:256].reshape(16, 16), args[1][:256].reshape(16, 16)

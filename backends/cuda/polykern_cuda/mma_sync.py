@@ -11,6 +11,16 @@ mma.m16n8k16"), with ``g = lane >> 2`` (groupID) and ``t = lane & 3`` (threadID_
   s8/u8 B: element i (0..3) at row ``4t + i``, column ``g``;
 - C/D (f32 or s32): element i (0..3) at row ``g + 8 * (i >> 1)``, column ``2t + (i & 1)``.
 
+f32 inputs use ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` (blocks A: 16x8, B: 8x8; PTX ISA
+"Matrix Fragments for mma.m16n8k8", .tf32), one 32-bit register per element:
+
+- tf32 A: element i (0..3) at row ``g + 8 * (i & 1)``, column ``t + 4 * (i >> 1)``;
+  tf32 B: element i (0..1) at row ``t + 4 * i``, column ``g``; C/D as above.
+
+Each f32 input is rounded to tf32 with ``cvt.rna.tf32.f32`` (the language's ``ir.matrix.round_tf32``:
+nearest, ties away from zero) when it is loaded or filled (CUDA C keeps the tf32 bits) or when it
+enters the instruction (NVPTX).
+
 ``frag_load``/``frag_store`` move exactly those elements with plain loads and stores (any address, any
 leading dimension, row- or column-major: no alignment rule beyond the element's), so every fragment
 of one role has one register layout and ``mma`` never depends on how its operands were loaded; f16
@@ -34,10 +44,14 @@ from .divisibility import Divisibility
 __all__ = ["supported", "slots", "instructions", "ptx_mma", "register_count", "MIN_ARCH"]
 
 MIN_ARCH = 80
-#: (M, N, K) the tiling covers: M a multiple of 16, N of 8, K of 16 (within the language's dims).
+#: (M, N, K) the tiling covers: M a multiple of 16, N of 8, K of 16 (f32 inputs: of 8) within the
+#: language's dims.
 SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (16, 32))
-_INPUTS = {"f16": "f16", "bf16": "bf16", "i8": "s8", "u8": "u8"}
-_ACC = {"f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",), "u8": ("i32",)}
+TF32_SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (8, 16, 32))
+_INPUTS = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "u8": "u8"}
+_ACC = {"f16": ("f32", "f16"), "bf16": ("f32",), "f32": ("f32",), "i8": ("i32",), "u8": ("i32",)}
+#: The PTX conversion every f32 input goes through (ir.matrix.round_tf32).
+CVT_TF32 = "cvt.rna.tf32.f32"
 
 # A coordinate: (constant, coefficient of g, coefficient of t).
 Coord = Tuple[int, int, int]
@@ -52,21 +66,37 @@ def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
     if _arch(target) < MIN_ARCH:
         return f"mma.sync needs sm_{MIN_ARCH} or newer; the target is {target.attrs['arch']}"
     ft = s.ftype if s.op != "mma" else mma_types(fn, s)[0]
-    if (ft.m, ft.n, ft.k) not in SHAPES:
-        return ("the mma.sync tiling covers M in 16, 32; N in 8, 16, 32; K in 16, 32 (shape "
-                f"{ft.shape})")
+    if ft.role != "acc" and ft.elem.name not in _INPUTS:
+        return f"mma.sync takes f16, bf16, f32 (as tf32), i8 or u8 inputs, not {ft.elem}"
+    if ft.role != "acc" and _tf32(ft):
+        if (ft.m, ft.n, ft.k) not in TF32_SHAPES:
+            return ("the mma.sync tf32 tiling covers M in 16, 32; N in 8, 16, 32; K in 8, 16, 32 (shape "
+                    f"{ft.shape})")
+    elif (ft.m, ft.n, ft.k) not in (TF32_SHAPES if ft.role == "acc" else SHAPES):
+        return ("the mma.sync tiling covers M in 16, 32; N in 8, 16, 32; K in 16, 32 (8 for f32 inputs; "
+                f"shape {ft.shape})")
     if s.op == "mma":
         a, _, c = mma_types(fn, s)
-        if a.elem.name not in _INPUTS or c.elem.name not in _ACC[a.elem.name]:
-            return f"mma.sync takes f16 -> f32/f16, bf16 -> f32 and i8/u8 -> i32, not {a.elem} -> {c.elem}"
-    elif ft.role != "acc" and ft.elem.name not in _INPUTS:
-        return f"mma.sync takes f16, bf16, i8 or u8 inputs, not {ft.elem}"
+        if c.elem.name not in _ACC[a.elem.name]:
+            return (f"mma.sync takes f16 -> f32/f16, bf16/f32 -> f32 and i8/u8 -> i32, not {a.elem} -> "
+                    f"{c.elem}")
+        if (a.m, a.n, a.k) not in (TF32_SHAPES if _tf32(a) else SHAPES):
+            return f"the mma.sync tiling covers K in 16, 32 for {a.elem} inputs (shape {a.shape})"
     return None
+
+
+def _tf32(ft: FragmentType) -> bool:
+    """An A/B fragment of f32: tf32 inputs (m16n8k8 blocks, one element per register)."""
+    return ft.role != "acc" and ft.elem.name == "f32"
 
 
 def _block(ft: FragmentType, i: int) -> Tuple[Coord, Coord]:
     """(row, column) of element ``i`` of one instruction block of a fragment of ``ft``."""
     byte = ft.elem.bits == 8
+    if _tf32(ft):
+        if ft.role == "a":
+            return (8 * (i & 1), 1, 0), (4 * (i >> 1), 0, 1)
+        return (4 * i, 0, 1), (0, 1, 0)
     if ft.role == "a":
         if byte:
             return (8 * (i >> 2), 1, 0), (i & 3, 0, 4)
@@ -80,10 +110,11 @@ def _block(ft: FragmentType, i: int) -> Tuple[Coord, Coord]:
 
 def _blocks(ft: FragmentType) -> Tuple[int, int, int, int, int]:
     """(block rows, block cols, rows per block, cols per block, elements per lane per block)."""
+    kb = 8 if _tf32(ft) else 16
     if ft.role == "a":
-        return ft.m // 16, ft.k // 16, 16, 16, 8
+        return ft.m // 16, ft.k // kb, 16, kb, kb // 2
     if ft.role == "b":
-        return ft.k // 16, ft.n // 8, 16, 8, 4
+        return ft.k // kb, ft.n // 8, kb, 8, kb // 4
     return ft.m // 16, ft.n // 8, 16, 8, 4
 
 
@@ -100,15 +131,15 @@ def slots(ft: FragmentType) -> List[Tuple[Coord, Coord]]:
 
 
 def register_count(ft: FragmentType) -> int:
-    """32-bit registers per block of ``ft`` (elements packed 2 per f16 register, 4 per byte)."""
+    """32-bit registers per block of ``ft`` (elements packed 2 per f16 register, 4 per byte; one tf32)."""
     per = _blocks(ft)[4]
-    return per // (4 if ft.elem.bits == 8 else 2) if ft.role != "acc" else per
+    return per // (32 // ft.elem.bits) if ft.role != "acc" else per
 
 
 def instructions(a: FragmentType, c: FragmentType) -> List[Tuple[int, int, int]]:
     """The instructions of ``mma`` in order: (A block, B block, C block) indices; each C block gets
     its k blocks in k order."""
-    kb, nb = a.k // 16, c.n // 8
+    kb, nb = a.k // _blocks(a)[3], c.n // 8
     out = []
     for mi in range(c.m // 16):
         for ni in range(nb):
@@ -124,14 +155,18 @@ def ptx_mma(a: FragmentType) -> str:
         t = _INPUTS[a.elem.name]
         return (f"mma.sync.aligned.m16n8k16.row.col.s32.{t}.{t}.s32 {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, "
                 "{%0, %1, %2, %3};")
-    t = _INPUTS[a.elem.name]  # f16 or bf16: the same lane layout and registers
+    t = _INPUTS[a.elem.name]  # f16 or bf16: the same lane layout and registers; tf32: m16n8k8, as many
+    if _tf32(a):
+        return (f"mma.sync.aligned.m16n8k8.row.col.f32.{t}.{t}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
+                "{%8, %9}, {%0, %1, %2, %3};")
     return (f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
             "{%0, %1, %2, %3};")
 
 
 # ------------------------------------------------------------------------------------------ CUDA C
 
-_C_STORAGE = {"f16": "unsigned short", "bf16": "unsigned short", "i8": "signed char", "u8": "unsigned char"}
+_C_STORAGE = {"f16": "unsigned short", "bf16": "unsigned short", "f32": "unsigned", "i8": "signed char",
+              "u8": "unsigned char"}  # f32 A/B: the tf32 bits
 _C_ACC = {"f32": "float", "f16": "float", "i32": "int"}
 
 
@@ -175,6 +210,10 @@ def emit_c(em, s: ir.MatrixOp) -> None:
             em.line(f"{{ unsigned pk_h = (unsigned){bits}; "
                     f"for (int pk_i = 0; pk_i < {n // 2}; pk_i++) {d}[pk_i] = pk_h | (pk_h << 16); }}")
             return
+        if _tf32(ft):
+            em.line(f'{{ unsigned pk_h; asm("{CVT_TF32} %0, %1;" : "=r"(pk_h) : "f"({v})); '
+                    f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = pk_h; }}")
+            return
         em.line(f"for (int pk_i = 0; pk_i < {n}; pk_i++) {d}[pk_i] = {v};")
         return
     if s.op == "scale":
@@ -211,7 +250,9 @@ def _element_lines(unit, ft: FragmentType, op: str, layout: str, d: str, at: str
         if layout == "col":
             r, c = c, r
         el = at.format(f"{_coord(r)} * pk_ld + {_coord(c)}")
-        if _packed(ft):  # a load
+        if _tf32(ft):  # a load, rounded to tf32
+            out.append(f'asm("{CVT_TF32} %0, %1;" : "=r"({d}[{j}]) : "f"({el}));')
+        elif _packed(ft):  # a load
             out.append(f"{d}[{j // 2}] {'=' if j % 2 == 0 else '|='} (unsigned){el}{' << 16' if j % 2 else ''};")
         elif op == "load":
             out.append(f"{d}[{j}] = {unit.helper('pk_h2f') + '(' + el + ')' if f16_acc else el};")
@@ -300,10 +341,13 @@ def _emit_c_mma(em, s: ir.MatrixOp, d: str) -> None:
     asm = ptx_mma(a_t)
 
     def regs(arr: str, block: int, per: int) -> List[str]:
-        k = 4 if byte else 2
+        k = 4 if byte else 1 if _tf32(a_t) else 2
         base = block * per
         out_regs = []
         for r in range(per // k):
+            if _tf32(a_t):
+                out_regs.append(f'"r"({arr}[{base + r}])')
+                continue
             if not byte:
                 out_regs.append(f'"r"({arr}[{base // 2 + r}])')
                 continue

@@ -2,7 +2,7 @@
 (``mma_sync.py``: lane layout, tiling, instruction, and ``ldmatrix`` for f16 A/B loads from shared
 memory whose offset and leading dimension are provably multiples of 8 elements), in LLVM IR. A
 fragment is a private array of the lane's elements (constant indices only, so LLVM keeps it in
-registers); ``mma`` packs them into 32-bit registers and calls the instruction through inline PTX."""
+registers); ``mma`` packs them into 32-bit registers (f32 ones rounded to tf32 there) and calls the instruction through inline PTX."""
 from __future__ import annotations
 
 from llvmlite import ir as ll
@@ -13,7 +13,8 @@ from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType, f32
 
-from .mma_sync import _blocks, _ldmatrix_aligned, instructions, ldmatrix_groups, ldmatrix_trans, ptx_mma, slots
+from .mma_sync import (CVT_TF32, _blocks, _ldmatrix_aligned, _tf32, instructions, ldmatrix_groups, ldmatrix_trans,
+                       ptx_mma, slots)
 
 _F32 = value_type(f32)
 
@@ -134,13 +135,18 @@ class NVPTXMatrix:
             for j in range(len(slots(c_t))):
                 b.store(b.load(self._slot(cptr, c_t, j), typ=acc), self._slot(dptr, dt, j))
         byte = a_t.elem.bits == 8
-        k = 4 if byte else 2
+        k = 4 if byte else 1 if _tf32(a_t) else 2
         per_a, per_b = _blocks(a_t)[4], _blocks(b_t)[4]
         in_ty = mem_type(a_t.elem)
+        tf32 = ll.FunctionType(I32, [in_ty])
 
         def regs(p, ft, block, per):
             out = []
             for r in range(per // k):
+                if _tf32(ft):  # f32 -> tf32 bits as it enters the instruction (ir.matrix.round_tf32)
+                    v = b.load(self._slot(p, ft, block * per + r), typ=in_ty)
+                    out.append(b.asm(tf32, f"{CVT_TF32} $0, $1;", "=r,f", [v], False))
+                    continue
                 word = ll.Constant(I32, 0)
                 for q in range(k):
                     v = b.load(self._slot(p, ft, block * per + r * k + q), typ=in_ty)

@@ -9,8 +9,8 @@ whole subgroup), and the others skip it: no fission point is needed, because no 
 state is read. What this orders is documented with the language: memory another work-item of the
 subgroup wrote is seen by ``frag_load`` only after a ``pk.barrier()`` (as on a GPU).
 
-The arithmetic is :func:`polykern.ir.matrix.reference_mma`'s exactly: f16 inputs widened to f32, each
-product (exact) added to the f32 sum in k order, an f16 accumulator rounded once at the end; integer
+The arithmetic is :func:`polykern.ir.matrix.reference_mma`'s exactly: f16 inputs widened to f32, f32
+inputs rounded to tf32 (``round_tf32``, integer code on the bits), each product (exact) added to the f32 sum in k order, an f16 accumulator rounded once at the end; integer
 inputs widened to i32, wrapping sums. So the CPU agrees bit for bit with the oracle.
 """
 from __future__ import annotations
@@ -19,12 +19,13 @@ from llvmlite import ir as ll
 
 from ..errors import CompileError
 from ..ir import nodes as N
+from ..ir.matrix import TF32_DROPPED_BITS
 from ..ir.types import FragmentType, bf16, f32
 from .llvm_base import I32, I64, mem_type, value_type
 from .llvm_bf16 import bf16_to_f32
 from .llvm_subgroups import CPU_SUBGROUP_SIZE
 
-__all__ = ["allocate_fragments", "emit_matrix_op"]
+__all__ = ["allocate_fragments", "emit_matrix_op", "round_tf32"]
 
 _SHIFT = CPU_SUBGROUP_SIZE.bit_length() - 1
 
@@ -115,6 +116,8 @@ def _mma(em, s: N.MatrixOp, dbase) -> None:
                 bb = em.builder
                 x = widen(bb.load(_at(em, abase, at, bb.add(bb.mul(i, _c(K)), k)), typ=ain), at.elem)
                 y = widen(bb.load(_at(em, bbase, bt, bb.add(bb.mul(k, _c(N_)), j)), typ=bin_), bt.elem)
+                if at.elem == f32:  # tf32 inputs (ir.matrix.round_tf32)
+                    x, y = round_tf32(bb, x), round_tf32(bb, y)
                 cur = bb.load(acc, typ=wide)
                 bb.store(bb.fadd(cur, bb.fmul(x, y)) if acc_t.is_float else bb.add(cur, bb.mul(x, y)), acc)
 
@@ -157,6 +160,18 @@ def _memory(em, s: N.MatrixOp, base, ft: FragmentType, args) -> None:
         em.counted_loop(_c(0), _c(ft.cols), f"frag.{s.op}.j", col)
 
     em.counted_loop(_c(0), _c(ft.rows), f"frag.{s.op}.i", row)
+
+
+def round_tf32(b: ll.IRBuilder, v):
+    """The f32 ``v`` rounded to tf32 (:func:`polykern.ir.matrix.round_tf32`: to nearest on the bits, ties
+    away from zero; a NaN stays a NaN), with integer code: what every f32 mma input goes through on the
+    CPU and on GPUs without a conversion instruction (rocm)."""
+    u = b.bitcast(v, I32)
+    low = ll.Constant(I32, ~((1 << TF32_DROPPED_BITS) - 1) & 0xFFFFFFFF)
+    nan = b.icmp_unsigned(">", b.and_(u, ll.Constant(I32, 0x7FFFFFFF)), ll.Constant(I32, 0x7F800000))
+    quiet = b.and_(b.or_(u, ll.Constant(I32, 0x00400000)), low)
+    rounded = b.and_(b.add(u, ll.Constant(I32, 1 << (TF32_DROPPED_BITS - 1))), low)
+    return b.bitcast(b.select(nan, quiet, rounded), v.type)
 
 
 def cpu_support(target, fn: N.Function, s: N.MatrixOp):

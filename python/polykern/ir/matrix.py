@@ -19,7 +19,8 @@ from .types import FragmentType, ScalarType
 #: Fragment dimensions the language accepts (a backend may support fewer: see ``refuse_unsupported``).
 DIMS = (8, 16, 32)
 #: Input element type -> accumulator types it may be multiplied into.
-ACCUMULATE = {"f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",), "u8": ("i32",)}
+#: f32 inputs are multiplied at tf32 precision (``round_tf32``; docs/language.md "Matrix fragments").
+ACCUMULATE = {"f16": ("f32", "f16"), "bf16": ("f32",), "f32": ("f32",), "i8": ("i32",), "u8": ("i32",)}
 #: Accumulator types: what fragments of role "acc" may hold.
 ACC_TYPES = ("f32", "f16", "i32")
 
@@ -105,13 +106,34 @@ def _builtin(s: ir.MatrixOp) -> str:
 
 # ---------------------------------------------------------------------------------------------- reference
 
-def reference_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: ScalarType) -> np.ndarray:
-    """``a @ b + c`` as the language defines it (and the oracle and the CPU backend compute it): for
-    float inputs (bf16 ones given as their f32 values) every product is exact (f16/bf16 products fit
-    f32), the sum starts at ``c`` and adds
-    the products in k order, each add rounded to f32; an f16 accumulator is rounded to f16 once at the
-    end. Integer inputs: exact products, sums wrap modulo 2**32. Devices may sum in another order or
-    with other internal rounding: ``numerics.mma_error_bound`` is the difference they may show."""
+#: tf32: f32's sign and 8 exponent bits, 10 of its 23 fraction bits; the low 13 bits of an f32 are
+#: rounded off (``round_tf32``).
+TF32_DROPPED_BITS = 13
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """``x`` (f32) rounded to tf32, as every f32 input of an mma is: to nearest on the f32 bits ``u``,
+    ties away from zero (``(u + 0x1000) & ~0x1FFF``, PTX's ``cvt.rna.tf32.f32``); nothing is flushed
+    (subnormals round like any value), a value past the largest finite tf32 becomes ±inf, ±inf stay;
+    a NaN stays a NaN (quiet bit set, low 13 bits cleared)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    low = np.uint32((1 << TF32_DROPPED_BITS) - 1)
+    nan = (u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    nan &= (u & np.uint32(0x007FFFFF)) != 0
+    rounded = (u + np.uint32(1 << (TF32_DROPPED_BITS - 1))) & ~low
+    return np.where(nan, (u | np.uint32(0x00400000)) & ~low, rounded).astype(np.uint32).view(np.float32)
+
+
+def reference_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: ScalarType,
+                  inputs: Optional[ScalarType] = None) -> np.ndarray:
+    """``a @ b + c`` as the language defines it (and the oracle and the CPU backends compute it): for
+    float inputs (bf16 ones given as their f32 values; f32 ones, ``inputs`` f32, rounded to tf32 first
+    by ``round_tf32``) every product is exact (f16/bf16/tf32 products fit f32), the sum starts at ``c``
+    and adds the products in k order, each add rounded to f32; an f16 accumulator is rounded to f16 once
+    at the end. Integer inputs: exact products, sums wrap modulo 2**32. Devices may sum in another order
+    or with other internal rounding: ``numerics.mma_error_bound`` is the difference they may show."""
+    if inputs is not None and inputs.name == "f32":
+        a, b = round_tf32(a), round_tf32(b)
     if acc.is_int:
         a64, b64 = a.astype(np.int64), b.astype(np.int64)
         d = c.astype(np.int64) + a64 @ b64

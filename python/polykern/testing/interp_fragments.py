@@ -9,7 +9,8 @@ refuses a fragment that is read before anything was written to it. Memory is acc
 subgroup's first work-item: the race checks treat a fragment store by one subgroup and a plain access
 by another work-item in the same barrier interval as a race, as a device would give either order.
 
-``mma`` is :func:`polykern.ir.matrix.reference_mma` (products exact, summed in k order in f32); float
+``mma`` is :func:`polykern.ir.matrix.reference_mma` (f32 inputs rounded to tf32, products exact,
+summed in k order in f32); float
 results stored from an mma carry the inexact tag ``("mma", acc)``, so a comparison does not hold a
 device to that order (``numerics.mma_error_bound`` is what it may differ by).
 """
@@ -110,7 +111,8 @@ def _run(prog, s: ir.MatrixOp, r: FragmentRequest, key, frags: Fragments) -> Non
         frags[key + (s.frag,)] = ((m * elem.numpy.type(r.values[0])).astype(elem.numpy), inexact)
     elif s.op == "mma":
         (a, _), (b, _), (c, _) = (_get(frags, key, n, where) for n in s.srcs)
-        frags[key + (s.frag,)] = (reference_mma(a, b, c, elem), elem.is_float)
+        inputs = prog.fn.fragments[s.srcs[0]].elem  # f32 inputs: rounded to tf32 by reference_mma
+        frags[key + (s.frag,)] = (reference_mma(a, b, c, elem, inputs), elem.is_float)
     else:
         mem = st[prog.slot[s.base.name]]
         offset, ld = r.values
