@@ -39,8 +39,8 @@ class Divisibility:
                 return all(self.multiple_of(v, m) for v in self.defs[e.name])
             finally:
                 self._open.discard(e.name)
-        if isinstance(e, ir.Cast):
-            return not e.a.type.is_float and self.multiple_of(e.a, m)
+        if isinstance(e, ir.Cast):  # integer to integer keeps the low bits; through bool_ it is 0 or 1
+            return e.to.is_int and e.a.type.is_int and self.multiple_of(e.a, m)
         if isinstance(e, ir.BinOp):
             if e.op in ("add", "sub"):
                 return self.multiple_of(e.a, m) and self.multiple_of(e.b, m)
