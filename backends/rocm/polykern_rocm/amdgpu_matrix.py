@@ -1,7 +1,11 @@
 """Matrix fragments on AMD CDNA GPUs (gfx908, gfx90a, gfx942, gfx950): the wave64 MFMA instruction
 ``v_mfma_f32_16x16x16f16`` through ``llvm.amdgcn.mfma.f32.16x16x16f16``, and for bf16 inputs (gfx90a and
 newer) ``v_mfma_f32_16x16x16bf16_1k`` through ``llvm.amdgcn.mfma.f32.16x16x16bf16.1k`` (the same lane
-layout; its operands are the bf16 bits as ``<4 x i16>``).
+layout; its operands are the bf16 bits as ``<4 x i16>``). f32 inputs (the language's tf32 inputs) use
+``v_mfma_f32_16x16x4f32`` (``llvm.amdgcn.mfma.f32.16x16x4f32``: one A and one B element per lane, A row
+``l % 16`` column ``l // 16``, B row ``l // 16`` column ``l % 16``): the 16 x 16 block's 4 elements per lane
+of the layout below are 4 such instructions, the i-th taking element i (k ``4 * (l // 16) + i``), each
+input first rounded to tf32 with integer code (``llvm_matrix.round_tf32``; MFMA multiplies full f32).
 
 A fragment is tiled into 16 x 16 blocks; in each block, lane l (0..63) of the wavefront holds 4
 elements, i = 0..3 (AMD's matrix instruction layout for 16x16x16 f16):
@@ -12,7 +16,7 @@ elements, i = 0..3 (AMD's matrix instruction layout for 16x16x16 f16):
 
 ``frag_load``/``frag_store`` move those elements with plain loads and stores (any leading dimension,
 row- or column-major); ``mma`` is one MFMA per (output block, k block), in k order. f16 or bf16 inputs
-into f32 accumulators only; M, N and K multiples of 16. Validated offline: the object links with ld.lld
+(or f32) into f32 accumulators only; M, N and K multiples of 16. Validated offline: the object links with ld.lld
 (tests/test_rocm_matrix.py); no ROCm runtime here.
 """
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Optional
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I32, I64, mem_type
-from polykern.codegen.llvm_matrix import lane_fragment
+from polykern.codegen.llvm_matrix import lane_fragment, round_tf32
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType
@@ -33,7 +37,8 @@ MFMA_MCPUS = ("gfx908", "gfx90a", "gfx942", "gfx950")
 #: bf16 inputs: the "_1k" instruction (gfx908 has only the half-rate 16x16x8bf16)
 BF16_MCPUS = ("gfx90a", "gfx942", "gfx950")
 _HALF, _F32, _I16 = ll.HalfType(), ll.FloatType(), ll.IntType(16)
-_MFMA = {"f16": ("llvm.amdgcn.mfma.f32.16x16x16f16", _HALF), "bf16": ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", _I16)}
+_MFMA = {"f16": ("llvm.amdgcn.mfma.f32.16x16x16f16", _HALF), "bf16": ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", _I16),
+         "f32": ("llvm.amdgcn.mfma.f32.16x16x4f32", _F32)}
 
 
 def supported(target, fn: N.Function, s: N.MatrixOp) -> Optional[str]:
@@ -47,7 +52,7 @@ def supported(target, fn: N.Function, s: N.MatrixOp) -> Optional[str]:
         return f"the MFMA tiling needs M, N and K multiples of 16 (shape {ft.shape})"
     for t in types:
         if t.role == "acc" and t.elem.name != "f32" or t.role != "acc" and t.elem.name not in _MFMA:
-            return f"MFMA fragments here are f16 or bf16 inputs into f32 accumulators, not {t}"
+            return f"MFMA fragments here are f16, bf16 or f32 (tf32) inputs into f32 accumulators, not {t}"
         if t.elem.name == "bf16" and mcpu not in BF16_MCPUS:
             return f"bf16 MFMA (16x16x16bf16_1k) exists on {', '.join(BF16_MCPUS)}, not {mcpu}"
     return None
@@ -134,6 +139,12 @@ class AMDGPUMatrix:
                 cb = mi * nb + ni
                 acc = self._vector(dptr, dt, cb, _F32)
                 for ki in range(kb):
+                    if a_t.elem.name == "f32":  # 4 x 16x16x4 on tf32-rounded elements (module docstring)
+                        for i in range(4):
+                            av = round_tf32(b, b.load(self._elem(aptr, a_t, 4 * (mi * kb + ki) + i), typ=_F32))
+                            bv = round_tf32(b, b.load(self._elem(bptr, b_t, 4 * (ki * nb + ni) + i), typ=_F32))
+                            acc = self.call_intrinsic(intrinsic, ll.VectorType(_F32, 4), [av, bv, acc, zero, zero, zero])
+                        continue
                     av = self._vector(aptr, a_t, mi * kb + ki, in_ty)
                     bv = self._vector(bptr, b_t, ki * nb + ni, in_ty)
                     acc = self.call_intrinsic(intrinsic, ll.VectorType(_F32, 4), [av, bv, acc, zero, zero, zero])

@@ -15,7 +15,7 @@ from polykern.errors import KernelTypeError
 from polykern.ir.types import FragmentType
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, staged, staged_bf16, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged, staged_bf16, tf32_inputs, tile_gemm  # noqa: E402
 
 KERNELS = [tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=0),
            tile_gemm.specialize(TA=f16, TC=f32, M=32, N=16, K=32, BCOL=1), fill_scale_store, staged]
@@ -50,7 +50,7 @@ def test_refusals():
                                               "not gfx1100") as ei:
         pk.build([fill_scale_store], targets=["rocm -mcpu=gfx1100"])
     assert ei.value.loc is not None
-    with pytest.raises(KernelTypeError, match="f16 inputs into f32 accumulators"):
+    with pytest.raises(KernelTypeError, match=r"f16, bf16 or f32 \(tf32\) inputs into f32 accumulators"):
         pk.build([tile_gemm.specialize(TA=i8, TC=i32, M=16, N=16, K=16, BCOL=0)], targets=["rocm"])
 
 
@@ -71,4 +71,27 @@ def test_bf16_mfma_needs_gfx90a():
     with pytest.raises(KernelTypeError, match=r"bf16 MFMA \(16x16x16bf16_1k\) exists on gfx90a, gfx942, gfx950, "
                                               r"not gfx908") as ei:
         pk.build(BF16[:1], targets=["rocm -mcpu=gfx908"])
+    assert ei.value.loc is not None
+
+
+TF32 = [tile_gemm.specialize(TA=f32, TC=f32, M=16, N=16, K=16, BCOL=0),
+        tile_gemm.specialize(TA=f32, TC=f32, M=32, N=16, K=32, BCOL=1)]
+
+
+@pytest.mark.parametrize("mcpu", ["gfx908", "gfx90a", "gfx942"])
+def test_tf32_mfma_kernels_link(mcpu):
+    """f32 (tf32) inputs: llvm.amdgcn.mfma.f32.16x16x4f32, four per 16x16x16 block (element i of the f16
+    layout's four per lane is k 4 * (lane // 16) + i), every input rounded to tf32 on the bits first."""
+    dev = pk.build(TF32, targets=[f"rocm -mcpu={mcpu}"]).on("rocm")  # links with ld.lld (hsaco checked)
+    asm = dev.sources["asm"]
+    assert len(re.findall(r"v_mfma_f32_16x16x4_?f32", asm)) == 4 * (1 + 2 * 2)  # per (block, k block)
+    assert not re.search(r"v_mfma_f32_16x16x16", asm)
+    # the rounding on the bits (add 0x1000, clear the low 13 bits) of every distinct input element: 16x16x16
+    # 4 + 4 (one block each), 32x16x32 16 of A + 8 of B (its B blocks feed both output blocks)
+    assert asm.count("0xffffe000") == (4 + 4) + (16 + 8)
+
+
+def test_tf32_needs_multiples_of_16():
+    with pytest.raises(KernelTypeError, match=r"multiples of 16 \(shape 16x8x8\)") as ei:
+        pk.build([tf32_inputs.specialize(COL=0)], targets=["rocm -mcpu=gfx90a"])
     assert ei.value.loc is not None
