@@ -9,7 +9,9 @@ as elements per row (a column-major tile is loaded transposed); ``mma`` is one
 other products are zeros). Types: half inputs into half or float accumulators, bfloat inputs into float
 accumulators (``simdgroup_bfloat8x8``, MSL 3.1: Apple GPUs of macOS 14 / iOS 17 and newer; a bf16 value is
 its bits, a ushort, in this dialect (codegen/c_bf16.py), so loads see the memory as ``bfloat`` and a fill
-bit-casts); no integers. Codegen only here: no MSL compiler runs on Linux (golden tests).
+bit-casts); float inputs are the language's tf32 inputs: Metal multiplies full floats, so each f32 A/B tile
+is rounded to tf32 after its load or fill (``ir.matrix.round_tf32`` on the bits of the lane's
+``thread_elements()``, the two elements a lane holds of an 8 x 8 tile); no integers. Codegen only here: no MSL compiler runs on Linux (golden tests).
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ def emit(em, s: ir.MatrixOp) -> None:
         v = f"as_type<bfloat>({v})" if t == "bfloat" else f"({t})({v})"  # bf16: its ushort bits
         for i, j in _tiles(ft):
             em.line(f"{d}[{i}][{j}] = make_filled_simdgroup_matrix<{t}, 8, 8>({v});")
+        _round_tf32(em, ft, d)
     elif s.op == "scale":
         v = em.expr(s.args[0])
         em.line(f"{{ simdgroup_{t}8x8 pk_s = simdgroup_{t}8x8(({t})({v}));")
@@ -87,3 +90,18 @@ def emit(em, s: ir.MatrixOp) -> None:
             transpose = "false" if s.layout == "row" else "true"
             em.line(f"  {fn}({d}[{i}][{j}], {base} + ({at}), pk_ld, ulong2(0, 0), {transpose});")
         em.line("}")
+        if s.op == "load":
+            _round_tf32(em, ft, d)
+
+
+#: f32 bits ``u`` rounded to tf32 (ir.matrix.round_tf32: + 0x1000, low 13 bits cleared; a NaN kept NaN)
+_TF32_BITS = "(((pk_u & 0x7FFFFFFFu) > 0x7F800000u ? (pk_u | 0x400000u) : (pk_u + 0x1000u)) & 0xFFFFE000u)"
+
+
+def _round_tf32(em, ft: FragmentType, d: str) -> None:
+    """An f32 A/B fragment's elements rounded to tf32, in place (the lane's two per tile)."""
+    if ft.role == "acc" or ft.elem.name != "f32":
+        return
+    for i, j in _tiles(ft):
+        em.line(f"{{ thread auto &pk_e = {d}[{i}][{j}].thread_elements(); for (int pk_q = 0; pk_q < 2; pk_q++) "
+                f"{{ uint pk_u = as_type<uint>(pk_e[pk_q]); pk_e[pk_q] = as_type<float>({_TF32_BITS}); }} }}")

@@ -24,7 +24,7 @@ from polykern_metal.codegen import metal_shaders
 from metal_support import GOLDEN
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, staged_bf16, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged_bf16, tf32_inputs, tile_gemm  # noqa: E402
 
 GEMM = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
 GEMM_BF16 = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1)
@@ -32,8 +32,9 @@ GEMM_BF16 = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1)
 
 @pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale"),
                                            (GEMM_BF16, "matrix_tile_gemm_bf16"),
-                                           (staged_bf16.specialize(COL=0), "matrix_staged_bf16")],
-                         ids=["tile_gemm", "fill_scale_store", "tile_gemm_bf16", "staged_bf16"])
+                                           (staged_bf16.specialize(COL=0), "matrix_staged_bf16"),
+                                           (tf32_inputs.specialize(COL=1), "matrix_tf32_inputs")],
+                         ids=["tile_gemm", "fill_scale_store", "tile_gemm_bf16", "staged_bf16", "tf32_inputs"])
 def test_golden_msl(kernel, golden):
     text = metal_shaders([run_default_passes(kernel.ir)])[kernel.name]
     check_golden(GOLDEN / f"{golden}.metal", text)
@@ -65,3 +66,15 @@ def test_integer_fragments_are_refused():
     with pytest.raises(KernelTypeError) as ei:
         pk.build([kern], targets=["metal"])
     assert "metal does not support" in str(ei.value) and "half, bfloat and float, not i32" in str(ei.value)
+
+
+def test_f32_inputs_are_rounded_to_tf32():
+    """f32 A/B fragments (the language's tf32 inputs): simdgroup_float8x8 tiles, each rounded to tf32 on
+    the bits of its thread_elements() after every load and fill; accumulators are not rounded."""
+    kern = tile_gemm.specialize(TA=f32, TC=f32, M=16, N=16, K=16, BCOL=1)
+    text = metal_shaders([run_default_passes(kern.ir)])[kern.name]
+    rounds = re.findall(r"\{ thread auto &pk_e = (pk_frag\d)\[\d\]\[\d\]\.thread_elements\(\);", text)
+    assert len(rounds) == 2 * 4  # A and B: 2 x 2 tiles each, after their loads
+    assert "(pk_u + 0x1000u)) & 0xFFFFE000u" in text
+    acc = re.search(r"simdgroup_float8x8 (pk_frag\d)\[2\]\[2\];  // acc", text).group(1)
+    assert acc not in rounds
