@@ -195,9 +195,9 @@ def test_rounding_in_k_order(target, TA):
         pytest.skip(f"{target} refuses fragments")
     args, want, bound, groups = _problem(TA, f32, 16, 16, 16, 4, (1, 1), False, 0, np.random.default_rng(7),
                                          wide=True)
-    if TA == f32:  # f32 inputs are rounded to tf32: an engine that used them unrounded is far off
+    if TA == f32:  # f32 inputs are rounded to tf32: an engine that used them unrounded leaves the bound
         exact = args[0].reshape(16, 64).astype(np.float64) @ args[1].reshape(64, 16) + args[2].reshape(16, 16)
-        assert (np.abs(exact - want) > 100 * bound).any()
+        assert (np.abs(exact - want) > bound).mean() > 0.5
     assert (want != (_values(TA, args[0]).reshape(16, 64) @ _values(TA, args[1]).reshape(64, 16)
                      + args[2].reshape(16, 16))).any()  # the reference really rounds
     _launch(mod, kern.name, target, *args, grid=groups, block=_subgroup_size(target))

@@ -9,7 +9,11 @@ Accumulator; rows x columns of the fragment's role); ``frag_load``/``frag_store`
 ``OpCooperativeMatrixMulAddKHR`` (with the signedness operands of integer components). bf16 fragments
 have SPV_KHR_bfloat16's ``OpTypeFloat 16 BFloat16KHR`` component (capabilities BFloat16TypeKHR,
 BFloat16CooperativeMatrixKHR): they load from the u16 bits that hold bf16 in buffers and shared arrays
-(lower_bf16.py), and a fill bit-casts its u16 value; the device needs VK_KHR_shader_bfloat16.
+(lower_bf16.py), and a fill bit-casts its u16 value; the device needs VK_KHR_shader_bfloat16. f32 A/B
+fragments are the language's tf32 inputs: a device listing f32 combinations may multiply full floats, so
+each is rounded to tf32 after its load or fill (``ir.matrix.round_tf32`` on the bits of the invocation's
+``OpCooperativeMatrixLengthKHR`` elements, reached with ``OpAccessChain``). NVIDIA's driver lists no f32
+combination: there the kernel is refused at load, naming the list.
 
 Which (M, N, K, A/B/C/result types) a device runs is in its VkCooperativeMatrixPropertiesKHR list; the
 shader records what it uses in the ``cooperative_matrix`` FunctionInfo attribute
@@ -21,7 +25,8 @@ from typing import Dict
 
 from polykern.ir import nodes as n
 from polykern.ir.matrix import mma_types
-from polykern.ir.types import FragmentType, bf16, u16
+from polykern.ir.matrix import TF32_DROPPED_BITS
+from polykern.ir.types import FragmentType, bf16, bool_, f32, u16, u32
 
 from .spirv_spec import SCOPE_SUBGROUP, Op
 
@@ -83,6 +88,7 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
         if ft.elem == bf16:  # u16 bits -> bfloat16
             v = f.val(Op.Bitcast, m.t_bfloat16(), v)
         f.op(Op.Store, var, f.val(Op.CompositeConstruct, t, v))
+        _round_tf32(low, ft, var, t)
     elif s.op == "scale":
         f.op(Op.Store, var, f.val(Op.MatrixTimesScalar, t, f.val(Op.Load, t, var), low.expr(s.args[0])))
     elif s.op == "mma":
@@ -102,8 +108,43 @@ def lower_matrix_op(low, s: n.MatrixOp) -> None:
         layout, stride = m.const_u32(_LAYOUT[s.layout]), _int32(low, s.args[1])
         if s.op == "load":
             f.op(Op.Store, var, f.val(Op.CooperativeMatrixLoadKHR, t, ptr, layout, stride))
+            _round_tf32(low, ft, var, t)
         else:
             f.op(Op.CooperativeMatrixStoreKHR, ptr, f.val(Op.Load, t, var), layout, stride)
+
+
+def _round_tf32(low, ft: FragmentType, var: int, t: int) -> None:
+    """An f32 A/B fragment (``var`` of cooperative matrix type ``t``) rounded to tf32 in place: a loop over
+    the invocation's elements, each one's bits ``u`` -> ``(u + 0x1000) & ~0x1FFF`` (a NaN: quiet bit set)."""
+    if ft.role == "acc" or ft.elem != f32:
+        return
+    f, m = low.f, low.m
+    ut, ft_id, bt = low.ty(u32), low.ty(f32), low.ty(bool_)
+    low_bits = (1 << TF32_DROPPED_BITS) - 1
+    iv = f.variable(m.t_pointer("Function", ut), "pk_tf32_i")
+    f.op(Op.Store, iv, m.const_u32(0))
+    count = f.val(Op.CooperativeMatrixLengthKHR, ut, t)
+    header, cond, body, cont, merge = (f.new_label() for _ in range(5))
+    f.op(Op.Branch, header)
+    f.begin(header)
+    f.op(Op.LoopMerge, merge, cont, 0)
+    f.op(Op.Branch, cond)
+    f.begin(cond)
+    i = f.val(Op.Load, ut, iv)
+    f.op(Op.BranchConditional, f.val(Op.ULessThan, bt, i, count), body, merge)
+    f.begin(body)
+    p = f.val(Op.AccessChain, m.t_pointer("Function", ft_id), var, i)
+    u = f.val(Op.Bitcast, ut, f.val(Op.Load, ft_id, p))
+    nan = f.val(Op.UGreaterThan, bt, f.val(Op.BitwiseAnd, ut, u, m.const_u32(0x7FFFFFFF)), m.const_u32(0x7F800000))
+    r = f.val(Op.Select, ut, nan, f.val(Op.BitwiseOr, ut, u, m.const_u32(0x00400000)),
+              f.val(Op.IAdd, ut, u, m.const_u32(1 << (TF32_DROPPED_BITS - 1))))
+    r = f.val(Op.BitwiseAnd, ut, r, m.const_u32(~low_bits & 0xFFFFFFFF))
+    f.op(Op.Store, p, f.val(Op.Bitcast, ft_id, r))
+    f.op(Op.Branch, cont)
+    f.begin(cont)
+    f.op(Op.Store, iv, f.val(Op.IAdd, ut, i, m.const_u32(1)))
+    f.op(Op.Branch, header)
+    f.begin(merge)
 
 
 def supported(target, fn, s):

@@ -144,6 +144,7 @@ class Op:
     CooperativeMatrixLoadKHR = 4457
     CooperativeMatrixStoreKHR = 4458
     CooperativeMatrixMulAddKHR = 4459
+    CooperativeMatrixLengthKHR = 4460
 
 
 OP_NAMES = {v: "Op" + k for k, v in vars(Op).items() if not k.startswith("_")}
@@ -272,6 +273,7 @@ GRAMMAR[Op.TypeCooperativeMatrixKHR] = ["R", "I", "I", "I", "I", "I"]  # compone
 GRAMMAR[Op.CooperativeMatrixLoadKHR] = ["T", "R", "I", "I", "I"]  # pointer, layout, stride
 GRAMMAR[Op.CooperativeMatrixStoreKHR] = ["I", "I", "I", "I"]  # pointer, object, layout, stride
 GRAMMAR[Op.CooperativeMatrixMulAddKHR] = ["T", "R", "I", "I", "I", "L*"]  # a, b, c, operands
+GRAMMAR[Op.CooperativeMatrixLengthKHR] = ["T", "R", "I"]  # the cooperative matrix type
 
 ENUMS = {
     "CAPABILITY": CAPABILITY, "ADDRESSING": ADDRESSING, "MEMORY_MODEL": MEMORY_MODEL,

@@ -26,7 +26,7 @@ from polykern_vulkan.runtime import coopmat
 from polykern_vulkan.spirv_text import disassemble
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-from matrix_kernels import fill_scale_store, staged_bf16, tile_gemm  # noqa: E402
+from matrix_kernels import fill_scale_store, staged_bf16, tf32_inputs, tile_gemm  # noqa: E402
 
 from vulkan_tools import shaders  # noqa: E402
 
@@ -248,3 +248,30 @@ def test_device_creation_refusing_bf16_keeps_the_device(monkeypatch):
             coopmat.check("k", dev.name, support, [(16, 16, 16, ("bf16", "bf16", "f32", "f32"))])
     finally:
         dev.close()
+
+
+TF32_KERNELS = [tile_gemm.specialize(TA=f32, TC=f32, M=16, N=16, K=16, BCOL=1), tf32_inputs.specialize(COL=1)]
+
+
+@pytest.mark.parametrize("spirv", ["1.3", "1.6"])
+@pytest.mark.parametrize("kernel", TF32_KERNELS, ids=lambda k: k.name)
+def test_spirv_val_accepts_tf32_rounding(kernel, spirv):
+    test_spirv_val_accepts_cooperative_matrix(kernel, spirv)
+
+
+def test_f32_fragments_are_rounded_to_tf32_and_refused_by_nvidia():
+    """f32 A/B fragments (the language's tf32 inputs): after each load and fill, a loop over the
+    invocation's OpCooperativeMatrixLengthKHR elements rounds each to tf32 on its bits (+ 0x1000, low 13
+    bits cleared); accumulators are not rounded. NVIDIA's list has no f32 combination: refused at load."""
+    mod = pk.build(TF32_KERNELS, targets=["vulkan"]).on("vulkan")
+    text = disassemble(mod.payload[TF32_KERNELS[1].name])
+    assert text.count("OpCooperativeMatrixLengthKHR") == 4  # fa, fs, fi loaded; fh filled
+    assert text.count("OpLoopMerge") == 4 + 1  # + the kernel's own staging loop
+    assert "4294959104" in text or "-8192" in text  # the mask ~0x1FFF
+    gemm = disassemble(mod.payload[TF32_KERNELS[0].name])
+    assert gemm.count("OpCooperativeMatrixLengthKHR") == 2  # A and B loads; not the accumulator's
+    need = coopmat.needs_of(mod.function_info(TF32_KERNELS[0].name).attrs)
+    assert need == [(16, 16, 16, ("f32", "f32", "f32", "f32"))]
+    with pytest.raises(DeviceError, match="multiplies 16x16x16 f32,f32,f32,f32") as ei:
+        coopmat.check("k", "NVIDIA H100", coopmat.Support(NVIDIA_H100), need)
+    assert ei.value.name == "VK_ERROR_FEATURE_NOT_PRESENT"
