@@ -29,3 +29,22 @@ def test_frag_load_of_a_pending_copy_names_the_copy():
     with pytest.raises(OracleError, match=r"t\[0\] read by frag_load of the subgroup of work-item 0 while an "
                                           r"asynchronous copy into it is pending \(pk.copy_async by work-item 0"):
         interpret(frag_of_pending, [np.ones(256, np.float16), np.zeros(256, np.float32)], grid=1, block=32)
+
+
+@pk.kernel
+def copy16(x: Buffer[f16, "readonly"], y: Buffer[f16]):
+    t = pk.shared(f16, 8)
+    pk.copy_async(t, 0, x, 0, 8)
+    pk.copy_commit()
+    pk.copy_wait(0)
+    y[0] = t[7]
+
+
+def test_a_misaligned_copy_source_names_the_copy():
+    """The launch error said the kernel's 'pk.vload/pk.vstore accesses' need the alignment (it has none)."""
+    from polykern.errors import LaunchError
+
+    x = np.arange(16, dtype=np.float16)
+    with pytest.raises(LaunchError, match=r"argument 0 \('x'\) .* not aligned to 16 bytes; its wide accesses "
+                                          r"\(pk.vload/pk.vstore, pk.copy_async\) need that alignment"):
+        pk.build([copy16], ["llvm"])["copy16"](x[1:9], np.zeros(1, np.float16), grid=1, block=1)

@@ -62,7 +62,7 @@ class AlignedKernel:
             if ptr % align:
                 raise LaunchError(
                     f"kernel '{self.info.name}': argument {i} ('{name}') is at address {ptr:#x}, which is not "
-                    f"aligned to {align} bytes; its pk.vload/pk.vstore accesses need that alignment (an offset "
-                    "view of a buffer, such as x[1:], is not aligned: pass an aligned copy, e.g. "
-                    "x[1:].copy() or a fresh device array)")
+                    f"aligned to {align} bytes; its wide accesses (pk.vload/pk.vstore, pk.copy_async) need that "
+                    "alignment (an offset view of a buffer, such as x[1:], is not aligned: pass an aligned copy, "
+                    "e.g. x[1:].copy() or a fresh device array)")
         return self.fn(*args, **kwargs)
