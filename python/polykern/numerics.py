@@ -91,7 +91,8 @@ SPECIALS_NOT_PRESERVED_BY: Dict[str, Dict[str, str]] = {
 
 
 # Matrix fragments (pk.mma, docs/language.md "Matrix fragments"): d = a @ b + c is defined as exact
-# products added to c in k order, each add rounded to f32, an f16 accumulator rounded once at the end
+# products (f32 inputs first rounded to tf32, ir.matrix.round_tf32, so their products are exact too)
+# added to c in k order, each add rounded to f32, an f16 accumulator rounded once at the end
 # (polykern.ir.matrix.reference_mma: what the oracle and the CPU backends compute, bit for bit). Matrix
 # engines (tensor cores, cooperative matrices, simdgroup matrices) add in their own order and with their
 # own internal rounding (NVIDIA's truncates in places), so a device's d may differ from the reference by
@@ -104,7 +105,9 @@ MMA_SUM_ULPS = {"f32": 2.0, "f16": 2.0, "i32": 0.0}
 def mma_error_bound(acc: str, a, b, c):
     """The largest difference (elementwise, float64) a backend's ``a @ b + c`` (of accumulator type
     ``acc``) may show from the reference; for a chain of mma into one accumulator, pass the
-    concatenated A (columns) and B (rows) of all steps."""
+    concatenated A (columns) and B (rows) of all steps. f32 (tf32) inputs: their f32 values or their tf32
+    roundings (the reference's products are those of the rounded values, within 2**-11 of these; the
+    factor MMA_SUM_ULPS leaves room for that), not a device's unrounded products."""
     a64, b64 = np.abs(np.asarray(a, np.float64)), np.abs(np.asarray(b, np.float64))
     k = a64.shape[1]
     eps = float(np.finfo(_NP[acc]).eps) if acc in _NP else 0.0

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from polykern.ir import nodes as ir
-from polykern.ir.matrix import mma_types
+from polykern.ir.matrix import ACCUMULATE, mma_types
 from polykern.ir.types import ArrayType, FragmentType
 
 from .divisibility import Divisibility
@@ -49,7 +49,7 @@ MIN_ARCH = 80
 SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (16, 32))
 TF32_SHAPES = tuple((m, n, k) for m in (16, 32) for n in (8, 16, 32) for k in (8, 16, 32))
 _INPUTS = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "u8": "u8"}
-_ACC = {"f16": ("f32", "f16"), "bf16": ("f32",), "f32": ("f32",), "i8": ("i32",), "u8": ("i32",)}
+_ACC = ACCUMULATE  # mma.sync has every combination of the language's table
 #: The PTX conversion every f32 input goes through (ir.matrix.round_tf32).
 CVT_TF32 = "cvt.rna.tf32.f32"
 
