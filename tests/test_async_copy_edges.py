@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32
+from polykern import Buffer, f16, f32, i32
 from polykern.testing.interp import OracleError, interpret
 
 
@@ -48,3 +48,43 @@ def test_a_misaligned_copy_source_names_the_copy():
     with pytest.raises(LaunchError, match=r"argument 0 \('x'\) .* not aligned to 16 bytes; its wide accesses "
                                           r"\(pk.vload/pk.vstore, pk.copy_async\) need that alignment"):
         pk.build([copy16], ["llvm"])["copy16"](x[1:9], np.zeros(1, np.float16), grid=1, block=1)
+
+
+
+@pk.kernel
+def far(k: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    t = pk.shared(f32, 4)
+    pk.copy_async(t, 0, x, k, 4)
+    pk.copy_commit()
+    pk.copy_wait(0)
+    a, b = pk.vload(x, k, 2)
+    y[0] = t[1] + b
+
+
+@pk.func
+def _second_of_group(x: Buffer[f32, "readonly"], k: i32) -> f32:
+    a, b, c, d = pk.vload(x, k, 4)
+    return b
+
+
+@pk.kernel
+def far_vload(k: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    y[0] = _second_of_group(x, k)
+
+
+def test_a_group_index_past_the_index_type_is_refused_by_the_oracle():
+    """4 * k for k = 2^30 does not fit i32 (docs/language.md: n*k + n-1 must fit the index's type). The
+    oracle refused pk.copy_async (as out of bounds) but ran pk.vload, wrapping to x[0..3], while an
+    unchecked llvm build fuses the group into a vector access 16 GiB past x (a segfault): the oracle
+    accepted a program whose backends may crash. Checked builds wrap to x[0..3], inside the array."""
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(OracleError, match=r"index 4294967296 is out of bounds of 'x'"):
+        interpret(far, [np.int32(2 ** 30), x, np.zeros(1, np.float32)], grid=1, block=1)
+    with pytest.raises(OracleError, match=r"test_async_copy_edges.py:\d+:\d+: pk.vload/pk.vstore of 4 elements at "
+                                          r"group index 1073741824: elements 4294967296 .. 4294967299 do not fit its "
+                                          r"index type i32"):
+        interpret(far_vload, [np.int32(2 ** 30), x, np.zeros(1, np.float32)], grid=1, block=1)
+    assert interpret(far_vload, [np.int32(1), x, np.zeros(1, np.float32)], grid=1, block=1).buffers["y"][0] == 5.0
+    y = np.zeros(1, np.float32)
+    pk.build([far_vload], ["llvm"], bounds_check=True)["far_vload"](np.int32(2 ** 30), x, y, grid=1, block=1)
+    assert y[0] == 1.0

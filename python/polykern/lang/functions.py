@@ -19,12 +19,14 @@ Uniformity (barriers) and bounds checking then see the calls' bodies like any ot
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from typing import List, Optional
 
 from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32
+from ..ir.vector import lane_of
 from .annotations import ArrayParam
 from .decorate import decorate
 from .source import get_kernel_source
@@ -328,6 +330,9 @@ def _rename(body, rename):
         v.vtype = v.type = t
 
     for s in ir.walk_stmts(body):
+        lane = lane_of(s)
+        if lane is not None and isinstance(lane.index, str) and lane.index in rename:  # pk.vload/vstore's k
+            s.vec = dataclasses.replace(lane, index=rename[lane.index][0])
         if isinstance(s, ir.Assign) and s.name in rename:
             s.name = rename[s.name][0]
         elif isinstance(s, ir.For) and s.var in rename:

@@ -5,8 +5,10 @@ collectives, blocks that contain them are generators that stop there (``interp.P
 a group's work-items together)."""
 from __future__ import annotations
 
+from .. import numerics
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
+from ..ir.vector import lane_of
 from .interp_memory import mark, mark_sites
 from .interp_taint import NONE, bf16_operation, location
 from .interp_values import OracleError, binop, math_fn, rounder
@@ -149,7 +151,27 @@ class StmtCompiler:
         m = getattr(self, "_s_" + name, None)
         if m is None:
             raise OracleError(f"{location(s, self.fn)}: the oracle cannot run {name} statements")
+        lane = lane_of(s)
+        if lane is not None and lane.lane == 0:
+            return self._vector_index_check(s, lane, m(s)), False
         return m(s), False
+
+    def _vector_index_check(self, s, lane, f):
+        """A pk.vload/pk.vstore group (its first lane ``s``, compiled ``f``) whose elements n*k .. n*k + n-1
+        do not fit the index type is refused: the language requires them to (docs/language.md "Wide
+        access"); the scalar lanes would wrap, a backend's fused vector access does not."""
+        lo, hi = numerics.int_range(lane.index_type.name)
+        n, t, where = lane.n, lane.index_type, location(s, self.fn)
+        k = self._slot(lane.index, s) if isinstance(lane.index, str) else None
+
+        def checked(st):
+            v = st[k] if k is not None else lane.index
+            if not lo <= v * n <= v * n + n - 1 <= hi:
+                raise OracleError(f"{where}: pk.vload/pk.vstore of {n} elements at group index {v}: elements "
+                                  f"{v * n} .. {v * n + n - 1} do not fit its index type {t}")
+            return f(st)
+
+        return checked
 
     def _block(self, stmts):
         compiled = [self._stmt(s) for s in stmts]
