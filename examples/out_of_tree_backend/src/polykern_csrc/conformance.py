@@ -8,6 +8,7 @@ host's C compiler with -std=c99 -ffp-contract=off -fno-fast-math and its libm, l
 TARGETS = {"csrc": ["csrc"]}
 SKIPS = {"csrc": {}}
 REFUSES = {"csrc": {"f16": "C99 has no half-precision type",
+                   "bf16": "this C99 dialect has no f32 bit casts (bf16 converts on the bits)",
                    "barrier": "work-items run one after another: no barrier, no shared memory",
                    "subgroups": "work-items run one after another: no subgroup operations"}}
 NUMERICS = {"csrc": "llvm"}
