@@ -38,8 +38,10 @@ def f32_to_bits(x) -> np.ndarray:
 def bits_to_f32(bits) -> np.ndarray:
     """bf16 bits (uint16, or an ``ml_dtypes.bfloat16`` array) -> the exact f32 values."""
     a = np.asarray(bits)
-    if a.dtype.itemsize != 2:
-        raise TypeError(f"bf16 bits are 16-bit, got {a.dtype}")
+    if a.dtype.itemsize != 2 or not (a.dtype.kind in "ui" or is_bf16_dtype(a.dtype)):
+        raise TypeError(f"bf16 bits are 16-bit integers (or pk.BF16_DTYPE, ml_dtypes.bfloat16), got {a.dtype}")
+    if not a.dtype.isnative:  # big-endian bits ('>u2'): the values, not the bytes
+        a = a.astype(np.uint16)
     a = a if a.flags.c_contiguous else a.copy()
     return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
 
