@@ -92,3 +92,28 @@ def test_min_max_of_opposite_zeros_leave_the_sign_open():
         bad = o.copy()
         bad[1] = 0.25  # a checked element still is
         assert not compare(oracle, {"o": bad, "p": p}, target.split()[0], names=["o", "p"]).ok
+
+
+@pk.kernel
+def zero_subgroup(x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    y[i] = 1.0 / pk.subgroup_min(x[i])
+    y[i + 8] = 1.0 / pk.subgroup_max(x[i])
+
+
+def test_subgroup_min_max_of_opposite_zeros_leave_the_sign_open():
+    """The same for pk.subgroup_min/max over lanes holding +0 and -0 (llvm keeps the first lane's zero,
+    the oracle -0 for min: 1 / subgroup_min was -inf in the oracle, +inf on llvm). Where the result is
+    not such a zero (a lane holds -4) every element is still compared."""
+    from runtimes import runnable_targets
+
+    for x, unchecked in ((np.array([0.0, -0.0] * 4, np.float32), 16),
+                         (np.array([0.0, -0.0, -4.0, 0.0] * 2, np.float32), 8)):
+        oracle = interpret(zero_subgroup, [x, np.zeros(16, np.float32)], grid=1, block=8, subgroup_size=8)
+        for target, kind, skips in runnable_targets():
+            if target.split()[0] not in ("llvm", "vulkan"):
+                continue
+            y = np.zeros(16, np.float32)
+            pk.build([zero_subgroup], [target]).on(kind)["zero_subgroup"](x, y, grid=1, block=8)
+            result = compare(oracle, {"y": y}, target.split()[0], names=["y"])
+            assert result.ok and result.unchecked == unchecked, (target, [str(m) for m in result.mismatches])

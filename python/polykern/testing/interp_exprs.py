@@ -148,8 +148,14 @@ class ExprCompiler:
         k, node, where = self._slot(s.name, s), s.value, location(s, self.fn)
         args = [self._expr(a) for a in node.args]
 
+        useen, uby, site = self.unspecified_seen, self.unspecified_seen_by, id(node)
+
         def collective(st):
-            st[k] = yield Request(where, node, [a(st) for a in args])
+            r = Request(where, node, [a(st) for a in args])
+            st[k] = yield r
+            if r.unspecified:  # see _min_max
+                useen.add(site)
+                uby.setdefault(st[1], set()).add(site)
             return None
 
         return collective

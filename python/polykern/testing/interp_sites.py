@@ -34,6 +34,8 @@ def is_site(e: ir.Expr) -> bool:
         return any(a.type.is_float for a in e.args)
     if isinstance(e, ir.Cast):
         return e.a.type.is_float
+    if isinstance(e, ir.Subgroup):  # a zero of unspecified sign (interp_subgroups.resolve)
+        return e.op in ("min", "max") and e.type.is_float
     return False
 
 

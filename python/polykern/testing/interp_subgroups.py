@@ -15,6 +15,7 @@ meaning there, so the oracle refuses it.
 """
 from __future__ import annotations
 
+import math
 from typing import List, Sequence
 
 from ..ir import nodes as ir
@@ -26,10 +27,11 @@ __all__ = ["Request", "resolve", "register_value", "linear_id"]
 class Request:
     """One work-item's arrival at a collective: its operands (value, and the lane for shuffles)."""
 
-    __slots__ = ("where", "node", "values")
+    __slots__ = ("where", "node", "values", "unspecified")
 
     def __init__(self, where: str, node: ir.Subgroup, values: Sequence):
         self.where, self.node, self.values = where, node, list(values)
+        self.unspecified = False  # set by resolve: no backend promises the result (a zero's sign)
 
 
 def resolve(requests: List[Request], size: int) -> List:
@@ -60,9 +62,17 @@ def resolve(requests: List[Request], size: int) -> List:
             value = lanes[0].values[0]
             for r in lanes[1:]:
                 value = fold(value, r.values[0])
+            if op in ("min", "max") and t.is_float and value == 0 and _both_zeros(lanes):
+                for r in lanes:  # which zero the device keeps is its choice (C99 F.9.9.2)
+                    r.unspecified = True
         for k in range(n):
             out[base + k] = value
     return out
+
+
+def _both_zeros(lanes) -> bool:
+    signs = {math.copysign(1.0, r.values[0]) for r in lanes if r.values[0] == 0}
+    return len(signs) == 2
 
 
 def _folder(op: str, t, where: str):
