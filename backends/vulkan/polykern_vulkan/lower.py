@@ -471,28 +471,14 @@ class KernelLowering(ArithLowering, ConvertLowering):
         f.begin(merge)
 
     def loop(self, cond_fn, body: List[n.Stmt], step_fn):
-        """header: OpLoopMerge; cond block: branch to body or merge; body; continue block: step,
-        back-edge to the header; merge."""
-        f = self.f
-        header, cond_l, body_l, cont, merge = (f.new_label() for _ in range(5))
-        f.op(Op.Branch, header)
-        f.begin(header)
-        f.op(Op.LoopMerge, merge, cont, 0)
-        f.op(Op.Branch, cond_l)
-        f.begin(cond_l)
-        c = cond_fn()
-        f.op(Op.BranchConditional, c, body_l, merge)
-        f.begin(body_l)
-        self.loops.append(_Loop(merge, cont))
-        self.stmts(body)
-        self.loops.pop()
-        if not f.terminated:
-            f.op(Op.Branch, cont)
-        f.begin(cont)
-        if step_fn is not None:
-            step_fn()
-        f.op(Op.Branch, header)
-        f.begin(merge)
+        """A structured loop (FunctionBuilder.structured_loop) over IR statements; break/continue branch
+        to its merge/continue blocks."""
+        def body_fn(merge: int, cont: int) -> None:
+            self.loops.append(_Loop(merge, cont))
+            self.stmts(body)
+            self.loops.pop()
+
+        self.f.structured_loop(cond_fn, body_fn, step_fn)
 
     def for_stmt(self, s: n.For):
         f = self.f

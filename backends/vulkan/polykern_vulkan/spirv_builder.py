@@ -96,6 +96,27 @@ class FunctionBuilder:
     def terminated(self) -> bool:
         return self.cur is None or self.cur.terminated
 
+    def structured_loop(self, cond_fn, body_fn, step_fn=None) -> None:
+        """A structured loop: header (OpLoopMerge), a condition block (``cond_fn()`` -> the bool id: to the
+        body or the merge block), the body (``body_fn(merge, cont)``: the labels a break/continue branches
+        to), the continue block (``step_fn()``, then the back-edge), and the merge block begun last."""
+        header, cond_l, body_l, cont, merge = (self.new_label() for _ in range(5))
+        self.op(Op.Branch, header)
+        self.begin(header)
+        self.op(Op.LoopMerge, merge, cont, 0)
+        self.op(Op.Branch, cond_l)
+        self.begin(cond_l)
+        self.op(Op.BranchConditional, cond_fn(), body_l, merge)
+        self.begin(body_l)
+        body_fn(merge, cont)
+        if not self.terminated:
+            self.op(Op.Branch, cont)
+        self.begin(cont)
+        if step_fn is not None:
+            step_fn()
+        self.op(Op.Branch, header)
+        self.begin(merge)
+
     def op(self, opcode: int, *operands: Operand) -> None:
         """Emit an instruction without a result id."""
         if self.cur is None or self.cur.terminated:

@@ -124,28 +124,23 @@ def _round_tf32(low, ft: FragmentType, var: int, t: int) -> None:
     iv = f.variable(m.t_pointer("Function", ut), "pk_tf32_i")
     f.op(Op.Store, iv, m.const_u32(0))
     count = f.val(Op.CooperativeMatrixLengthKHR, ut, t)
-    header, cond, body, cont, merge = (f.new_label() for _ in range(5))
-    f.op(Op.Branch, header)
-    f.begin(header)
-    f.op(Op.LoopMerge, merge, cont, 0)
-    f.op(Op.Branch, cond)
-    f.begin(cond)
-    i = f.val(Op.Load, ut, iv)
-    f.op(Op.BranchConditional, f.val(Op.ULessThan, bt, i, count), body, merge)
-    f.begin(body)
-    p = f.val(Op.AccessChain, m.t_pointer("Function", ft_id), var, i)
-    u = f.val(Op.Bitcast, ut, f.val(Op.Load, ft_id, p))
-    nan = f.val(Op.UGreaterThan, bt, f.val(Op.BitwiseAnd, ut, u, m.const_u32(0x7FFFFFFF)), m.const_u32(0x7F800000))
-    r = f.val(Op.Select, ut, nan, f.val(Op.BitwiseOr, ut, u, m.const_u32(0x00400000)),
-              f.val(Op.IAdd, ut, u, m.const_u32(1 << (TF32_DROPPED_BITS - 1))))
-    r = f.val(Op.BitwiseAnd, ut, r, m.const_u32(~low_bits & 0xFFFFFFFF))
-    f.op(Op.Store, p, f.val(Op.Bitcast, ft_id, r))
-    f.op(Op.Branch, cont)
-    f.begin(cont)
-    f.op(Op.Store, iv, f.val(Op.IAdd, ut, i, m.const_u32(1)))
-    f.op(Op.Branch, header)
-    f.begin(merge)
+    index = []  # the loaded counter: defined in the condition block, used by the body and the step
 
+    def cond() -> int:
+        index[:] = [f.val(Op.Load, ut, iv)]
+        return f.val(Op.ULessThan, bt, index[0], count)
+
+    def body(merge: int, cont: int) -> None:
+        p = f.val(Op.AccessChain, m.t_pointer("Function", ft_id), var, index[0])
+        u = f.val(Op.Bitcast, ut, f.val(Op.Load, ft_id, p))
+        nan = f.val(Op.UGreaterThan, bt, f.val(Op.BitwiseAnd, ut, u, m.const_u32(0x7FFFFFFF)),
+                    m.const_u32(0x7F800000))
+        r = f.val(Op.Select, ut, nan, f.val(Op.BitwiseOr, ut, u, m.const_u32(0x00400000)),
+                  f.val(Op.IAdd, ut, u, m.const_u32(1 << (TF32_DROPPED_BITS - 1))))
+        r = f.val(Op.BitwiseAnd, ut, r, m.const_u32(~low_bits & 0xFFFFFFFF))
+        f.op(Op.Store, p, f.val(Op.Bitcast, ft_id, r))
+
+    f.structured_loop(cond, body, lambda: f.op(Op.Store, iv, f.val(Op.IAdd, ut, index[0], m.const_u32(1))))
 
 def supported(target, fn, s):
     """``matrix.support.vulkan``: every shape and type of the language compiles; which ones a device
