@@ -230,8 +230,9 @@ def _host(info: FunctionInfo, i: int, obj: Any, arr: np.ndarray) -> BufferArg:
     a, where = info.args[i], _where(info, i)
     if arr.ndim == 0:
         raise LaunchError(f"{where}: expected an array, got a 0-d array")
-    got = "bf16 (pk.bf16_array)" if scalar_from_numpy(arr.dtype) == bf16 else str(arr.dtype)
-    _check_dtype(where, a.dtype, got, scalar_from_numpy(arr.dtype) == a.dtype and arr.dtype.isnative)
+    t = scalar_from_numpy(arr.dtype)
+    got = "bf16 (pk.bf16_array)" if t == bf16 else str(arr.dtype)
+    _check_dtype(where, a.dtype, got, t == a.dtype and arr.dtype.isnative)
     if not arr.flags.c_contiguous:
         raise LaunchError(f"{where}: the array is not C-contiguous (shape {arr.shape}, strides {arr.strides}); "
                           "pass numpy.ascontiguousarray(x)")
