@@ -291,7 +291,7 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             self._taken.update(a.arg for a in ast.walk(self.src.tree) if isinstance(a, ast.arg))
         i = 0
         while f"{base}{i}" in self.vars or f"{base}{i}" in self._taken or f"{base}{i}" in self.fn.locals \
-                or f"{base}{i}" in self.fn.arrays:
+                or f"{base}{i}" in self.fn.arrays or f"{base}{i}" in self.fn.fragments:
             i += 1
         return f"{base}{i}"
 

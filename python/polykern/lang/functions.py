@@ -148,10 +148,11 @@ class FunctionCalls:
         for name, t, arg in binds:
             if isinstance(arg, ir.Var) and not isinstance(t, ScalarType):
                 rename[name] = (arg.name, arg.type)
-        for table in (sub.fn.locals, sub.fn.arrays):
+        for table, mine in ((sub.fn.locals, self.fn.locals), (sub.fn.arrays, self.fn.arrays),
+                            (sub.fn.fragments, self.fn.fragments)):
             for name, t in table.items():
                 new = self._fresh(f"{ctx.func.name}__{name}_")
-                (self.fn.locals if table is sub.fn.locals else self.fn.arrays)[new] = t
+                mine[new] = t
                 rename[name] = (new, t)
         _rename(body, rename)
         stmts = []
@@ -165,8 +166,8 @@ class FunctionCalls:
         for name, t in sub.fn.arrays.items():
             if t.scope == "local":
                 stmts.extend(self._zero_array(rename[name][0], t, call_loc))
-        for s in ir.walk_stmts(body):
-            if isinstance(s, ir.Barrier) or ir.subgroup_collective(s) is not None:  # uniformity's messages
+        for s in ir.walk_stmts(body):  # uniformity's messages name the call
+            if isinstance(s, (ir.Barrier, ir.MatrixOp)) or ir.subgroup_collective(s) is not None:
                 s.called_at = getattr(s, "called_at", ()) + (call_loc,)
         self.pending.extend(stmts + body)
         if not want_value:
@@ -342,6 +343,11 @@ def _rename(body, rename):
         elif isinstance(s, ir.CopyAsync):  # its arrays are fields, not expressions
             var(s.dst)
             var(s.src)
+        elif isinstance(s, ir.MatrixOp):  # its fragments are names, its memory a field
+            s.frag = rename.get(s.frag, (s.frag,))[0]
+            s.srcs = [rename.get(f, (f,))[0] for f in s.srcs]
+            if s.base is not None:
+                var(s.base)
         for e in ir.stmt_exprs(s):
             for x in ir.walk_expr(e):
                 if isinstance(x, ir.Var):
