@@ -3,8 +3,9 @@
 The language is strictly typed, like WGSL or Rust: two operands of an operator must have the same type
 and a value assigned to a variable must have the variable's type. The one convenience is *literal
 adaptation*: an untyped literal (``2``, ``0.5``, or a Python constant from the enclosing scope) takes the
-type of the other operand or of the destination, if it fits (an int literal fits any numeric type whose
-range holds it; a float literal fits any float type). Alone, an int literal is ``i32`` and a float
+type of the other operand or of the destination, if it fits (an int literal fits any integer type whose
+range holds it; an int or float literal fits any float type it rounds to a finite value of, rounded once
+to nearest even). Alone, an int literal is ``i32`` and a float
 literal is ``f32``.
 """
 from __future__ import annotations
@@ -12,12 +13,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import numpy as np
-
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
-from ..ir.bfloat16 import round_value
-from ..ir.types import ScalarType, bf16, bool_, f32, i32
+from ..ir.rounding import largest_finite, round_exact
+from ..ir.types import ScalarType, bool_, f32, i32
 
 
 def literal(value, loc: Optional[SourceLoc]) -> ir.Const:
@@ -42,25 +41,26 @@ def is_weak(e: ir.Expr) -> bool:
 
 
 def fits(value, t: ScalarType) -> bool:
+    """Whether literal ``value`` may take type ``t``: an int within an integer type's range; for a float
+    type, any number that rounds to a finite value (``65519.0`` as f16 is 65504; ``65520.0`` rounds to
+    inf and does not fit), NaN and ±inf themselves."""
     if t.is_bool:
         return False
     if isinstance(value, float) and not t.is_float:
         return False
     if t.is_float:
-        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        if isinstance(value, float) and not math.isfinite(value):
             return True
-        return abs(float(value)) <= t.max_value()
+        return math.isfinite(round_exact(value, t.name))
     return t.min_value() <= value <= t.max_value()
 
 
 def round_to(value, t: ScalarType):
-    """``value`` as the type ``t`` holds it: a float rounded to t's precision (to nearest even), an int
-    unchanged. Every typed float ``ir.Const`` holds such a value, so folding sees the target's number."""
-    if t == bf16:
-        return round_value(value)
+    """``value`` as the type ``t`` holds it: a number rounded once from its exact value to t's precision
+    (to nearest even; bf16 too, not through f32), an int unchanged. Every typed float ``ir.Const`` holds
+    such a value, so folding sees the target's number."""
     if t.is_float:
-        with np.errstate(over="ignore"):
-            return float(t.numpy.type(value))
+        return round_exact(value, t.name)
     return int(value)
 
 
@@ -70,6 +70,8 @@ def retype_literal(e: ir.Const, t: ScalarType, what: str) -> ir.Const:
         hint = ""
         if kind == "integer" and t.is_int:
             hint = f" (range {t.min_value()}..{t.max_value()})"
+        elif t.is_float:
+            hint = f" (it rounds to infinity; the largest finite {t} is {largest_finite(t.name)!r})"
         raise KernelTypeError(f"{kind} literal {e.value!r} does not fit {t}{hint} in {what}", e.loc)
     c = ir.Const(round_to(e.value, t), t)
     c.loc = e.loc

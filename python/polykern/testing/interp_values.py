@@ -23,6 +23,7 @@ import numpy as np
 from .. import numerics
 from ..errors import PolykernError
 from ..ir.bfloat16 import BF16_TINY, round_value
+from ..ir.rounding import round_exact
 from ..ir.types import ScalarType, bf16, f32
 
 
@@ -274,8 +275,7 @@ def _fma_narrow(t: ScalarType) -> Callable[[float, float, float], float]:
     """fma on f32/f16: the exact a*b + c rounded once to ``t``. Rounding the exact value to float64 first
     and then to ``t`` rounds twice (fuzz seed 31001762: fma(3, 1.1672183e18, 63) in f32 is 3.501655e18;
     through float64 the +63 vanished and the tie went to even, 3.5016548e18)."""
-    r = rounder(t)
-    mant, ulp_min = (24, -149) if t.bits == 32 else (11, -24)
+    r, name = rounder(t), t.name
 
     def fma(a, b, c):
         if any(math.isinf(x) or x != x for x in (a, b, c)):
@@ -283,17 +283,7 @@ def _fma_narrow(t: ScalarType) -> Callable[[float, float, float], float]:
         exact = Fraction(a) * Fraction(b) + Fraction(c)
         if exact == 0:
             return r(_fma_exact(a, b, c))  # the sign of an exact zero: as IEEE's a*b + c
-        m = abs(exact)
-        e = m.numerator.bit_length() - m.denominator.bit_length()  # 2^(e-1) < m < 2^(e+1)
-        if Fraction(2) ** e > m:
-            e -= 1
-        step = max(e - mant + 1, ulp_min)  # the spacing of t's values at m (subnormals: the smallest)
-        q = m / Fraction(2) ** step
-        n, rem = divmod(q.numerator, q.denominator)
-        if 2 * rem > q.denominator or (2 * rem == q.denominator and n & 1):
-            n += 1
-        v = math.ldexp(float(n), step) if n.bit_length() < 1000 else math.inf
-        return r(v if exact > 0 else -v)
+        return r(round_exact(exact, name))
 
     return fma
 
