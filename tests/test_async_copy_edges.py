@@ -1,4 +1,6 @@
 """Edge cases of pk.copy_async found red-teaming the feature (docs/language.md "Asynchronous copies")."""
+import re
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,37 @@ def test_a_group_index_past_the_index_type_is_refused_by_the_oracle():
     y = np.zeros(1, np.float32)
     pk.build([far_vload], ["llvm"], bounds_check=True)["far_vload"](np.int32(2 ** 30), x, y, grid=1, block=1)
     assert y[0] == 1.0
+
+
+@pk.kernel
+def huge_wait(x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    t = pk.shared(f32, 64)
+    l = pk.local_id(0)
+    pk.copy_async(t, l, x, l, 2)
+    pk.copy_commit()
+    pk.copy_wait(2 ** 40)      # more than are committed: retires nothing
+    pk.copy_wait(2 ** 31 - 1)
+    pk.copy_wait(0)
+    pk.barrier()
+    y[l] = t[63 - 2 * l]
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_80", "nvptx -arch=sm_90"])
+def test_a_huge_copy_wait_count_is_clamped_in_the_ptx(target):
+    """pk.copy_wait(2**40) reached the PTX as 'cp.async.wait_group 1099511627776': the count is emitted as
+    at most 2^31 - 1 (the operand's i32; waiting for more groups than asked keeps the promise)."""
+    from test_async_copy import _ptx
+
+    ptx = _ptx(huge_wait, target)
+    counts = [int(c) for c in re.findall(r"cp\.async\.wait_group (\d+);", ptx)]
+    assert sorted(counts) == [0, 2 ** 31 - 1, 2 ** 31 - 1]
+
+
+def test_a_huge_copy_wait_count_runs_everywhere():
+    x = np.arange(64, dtype=np.float32)
+    want = x[63 - 2 * np.arange(32)]
+    assert np.array_equal(interpret(huge_wait, [x, np.zeros(32, np.float32)], grid=1, block=32).buffers["y"], want)
+    for target in ("llvm", "opencl"):
+        y = np.zeros(32, np.float32)
+        pk.build([huge_wait], [target])["huge_wait"](x, y, grid=1, block=32)
+        assert np.array_equal(y, want), target

@@ -19,6 +19,10 @@ from polykern.ir import nodes as N
 
 #: The first architecture with cp.async.
 FIRST_SM = 80
+#: The largest count ``cp.async.wait_group`` is given: its operand is an integer constant (the NVVM
+#: intrinsic's is an ``i32``); ``pk.copy_wait(p)`` with a larger ``p`` (any constant >= 0 is valid) waits
+#: with this count instead, which retires at least the groups ``p`` asks for (fewer stay pending).
+WAIT_GROUP_MAX = 2 ** 31 - 1
 
 
 def native(target) -> bool:
@@ -32,7 +36,7 @@ def ptx(s: N.Stmt, dst: str, src: str) -> str:
     if isinstance(s, N.CopyCommit):
         return "cp.async.commit_group;"
     if isinstance(s, N.CopyWait):
-        return f"cp.async.wait_group {s.pending};"
+        return f"cp.async.wait_group {min(s.pending, WAIT_GROUP_MAX)};"
     size = s.count * s.dst.type.elem.nbytes
     return f"cp.async.{'cg' if size == 16 else 'ca'}.shared.global [{dst}], [{src}], {size};"
 
