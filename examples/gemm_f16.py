@@ -18,7 +18,14 @@ per k-step: wait for this tile's group, barrier (everyone's copies of this tile 
 everyone is done with the stage the next copy overwrites), issue the copy STAGES - 1 tiles ahead,
 compute. ``STAGES == 1`` (the variant ``"sync"``, the measured baseline) stages through registers
 between two barriers; the constexpr removes the other scheme's code.
+
+Two kernels share that body (``_multiply``, a device function): ``gemm_f16`` keeps the ring in two
+static ``pk.shared`` arrays, which CUDA caps at 48 KiB, and ``gemm_f16_dyn`` (the variants ``"dyn*"``)
+in one ``pk.shared_dynamic`` array of ``ring_elements`` f16, A's STAGES tiles and then B's, sized at
+launch (``shared_size``; CUDA opts in past 48 KiB, up to 227 KiB on an H100): 3 or 4 stages at BK = 32.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 import polykern as pk
@@ -34,7 +41,7 @@ PAD = 8
 @pk.func
 def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.Shared[f16], sb: pk.Shared[f16],
                 n: i32, k: i32, row0: i32, col0: i32, k0: i32, stage: i32,
-                BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr):
+                BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, SB0: pk.constexpr):
     """Start copying A's BM x BK tile at (row0, k0) and B's BK x BN tile at (k0, col0) into ring stage
     ``stage`` (padded rows), 8 elements per copy, spread over the group's work-items."""
     tid = pk.local_id(0)
@@ -46,16 +53,18 @@ def _issue_tile(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], sa: pk.S
         e += nt * 8
     e = tid * 8
     while e < BK * BN:
-        pk.copy_async(sb, (stage * (BK * (BN + PAD)) + e // BN * (BN + PAD) + e % BN) // 8,
+        pk.copy_async(sb, (SB0 + stage * (BK * (BN + PAD)) + e // BN * (BN + PAD) + e % BN) // 8,
                       b, ((k0 + e // BN) * n + col0 + e % BN) // 8, 8)
         e += nt * 8
 
 
-@pk.kernel
-def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
-             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr, WM: pk.constexpr):
-    sa = pk.shared(f16, STAGES * BM * (BK + PAD))
-    sb = pk.shared(f16, STAGES * BK * (BN + PAD))
+@pk.func
+def _multiply(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], n: i32, k: i32,
+              sa: pk.Shared[f16], sb: pk.Shared[f16], BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr,
+              STAGES: pk.constexpr, WM: pk.constexpr, SB0: pk.constexpr):
+    """The group's BM x BN tile of C, staged through ``sa`` (A's STAGES tiles from 0) and ``sb`` (B's
+    from ``SB0``): two pk.shared arrays (``gemm_f16``, SB0 = 0) or one pk.shared_dynamic array, A's
+    stages then B's (``gemm_f16_dyn``, ``sa`` and ``sb`` the same array)."""
     tid = pk.local_id(0)
     nt = pk.local_size(0)
     sg = pk.subgroup_id()
@@ -106,11 +115,11 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
         pk.frag_fill(c33, 0.0)
     for p in range(STAGES - 1):  # the ring's first STAGES - 1 tiles, one group each (empty past k)
         if p * BK < k:
-            _issue_tile(a, b, sa, sb, n, k, row0, col0, p * BK, p, BM, BN, BK)
+            _issue_tile(a, b, sa, sb, n, k, row0, col0, p * BK, p, BM, BN, BK, SB0)
         pk.copy_commit()
     for k0 in range(0, k, BK):
         oa = 0
-        ob = 0
+        ob = SB0
         if STAGES == 1:
             # A's and B's tiles (the same size: BM == BN) together, 4 groups of 4 elements of each per
             # work-item and round, every load before the stores: 32 loads in flight (on a GPU the
@@ -132,10 +141,10 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
                 pk.vstore(sa, (e1 // BK * (BK + PAD) + e1 % BK) // 4, (a4, a5, a6, a7))
                 pk.vstore(sa, (e2 // BK * (BK + PAD) + e2 % BK) // 4, (a8, a9, a10, a11))
                 pk.vstore(sa, (e3 // BK * (BK + PAD) + e3 % BK) // 4, (a12, a13, a14, a15))
-                pk.vstore(sb, (e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
-                pk.vstore(sb, (e1 // BN * (BN + PAD) + e1 % BN) // 4, (b4, b5, b6, b7))
-                pk.vstore(sb, (e2 // BN * (BN + PAD) + e2 % BN) // 4, (b8, b9, b10, b11))
-                pk.vstore(sb, (e3 // BN * (BN + PAD) + e3 % BN) // 4, (b12, b13, b14, b15))
+                pk.vstore(sb, (SB0 + e // BN * (BN + PAD) + e % BN) // 4, (b0, b1, b2, b3))
+                pk.vstore(sb, (SB0 + e1 // BN * (BN + PAD) + e1 % BN) // 4, (b4, b5, b6, b7))
+                pk.vstore(sb, (SB0 + e2 // BN * (BN + PAD) + e2 % BN) // 4, (b8, b9, b10, b11))
+                pk.vstore(sb, (SB0 + e3 // BN * (BN + PAD) + e3 % BN) // 4, (b12, b13, b14, b15))
                 e += nt * 16
             pk.barrier()
         else:
@@ -144,10 +153,10 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
             pk.barrier()  # everyone's copies of tile t are visible, everyone is done with tile t - 1's stage
             if k0 + (STAGES - 1) * BK < k:
                 _issue_tile(a, b, sa, sb, n, k, row0, col0, k0 + (STAGES - 1) * BK, (t + STAGES - 1) % STAGES,
-                            BM, BN, BK)
+                            BM, BN, BK, SB0)
             pk.copy_commit()
             oa = t % STAGES * (BM * (BK + PAD))
-            ob = t % STAGES * (BK * (BN + PAD))
+            ob = SB0 + t % STAGES * (BK * (BN + PAD))
         for kk in range(0, BK, 16):
             pk.frag_load(fa0, sa, oa + wr * (BK + PAD) + kk, BK + PAD)
             pk.frag_load(fa1, sa, oa + (wr + 16) * (BK + PAD) + kk, BK + PAD)
@@ -196,6 +205,22 @@ def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f
         pk.frag_store(c, bottom + 32 * n + 32, n, c32)
         pk.frag_store(c, bottom + 32 * n + 48, n, c33)
 
+@pk.kernel
+def gemm_f16(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
+             BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr, WM: pk.constexpr):
+    """The ring (or the staging tile) in two static pk.shared arrays: at most 48 KiB on CUDA."""
+    sa = pk.shared(f16, STAGES * BM * (BK + PAD))
+    sb = pk.shared(f16, STAGES * BK * (BN + PAD))
+    _multiply(a, b, c, n, k, sa, sb, BM, BN, BK, STAGES, WM, 0)
+
+
+@pk.kernel
+def gemm_f16_dyn(a: Buffer[f16, "readonly"], b: Buffer[f16, "readonly"], c: Buffer[f32], m: i32, n: i32, k: i32,
+                 BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, STAGES: pk.constexpr, WM: pk.constexpr):
+    """The ring in one pk.shared_dynamic array of ``ring_elements`` f16 (launch's ``shared_size``): A's
+    STAGES tiles, then B's; over 48 KiB (CUDA opts in, up to 227 KiB on an H100)."""
+    s = pk.shared_dynamic(f16)
+    _multiply(a, b, c, n, k, s, s, BM, BN, BK, STAGES, WM, STAGES * BM * (BK + PAD))
 
 
 @pk.kernel
@@ -206,26 +231,49 @@ def subgroup_width(out: Buffer[i32]):
 #: (BM, BN, BK) of the GPU configuration and of the small one the CPU check uses.
 GPU_TILES = (128, 128, 32)
 SMALL_TILES = (64, 64, 16)
-#: The variants: variant -> (the BK it uses, 0: the tiles'; STAGES; WM, a subgroup's rows). "sync":
-#: staging through registers (STAGES = 1), the measured baseline; "async": a 2-stage pk.copy_async ring
-#: (2 x 19 KiB at the GPU tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB), three tiles in flight;
-#: "async64": the 2-stage ring with 64 x 64 subgroup tiles (half the subgroups, 16 mma per 8 fragment
-#: loads instead of 8 per 6). Static shared memory stays under CUDA's 48 KiB.
-VARIANTS = {"sync": (0, 1, 32), "async": (0, 2, 32), "async4": (16, 4, 32), "async64": (0, 2, 64)}
+class Variant(NamedTuple):
+    """How a variant differs from the tiles it is given (``GPU_TILES`` or ``SMALL_TILES``)."""
+
+    bk: int = 0  #: its BK; 0: the tiles'
+    stages: int = 1  #: STAGES: 1 stages through registers, >= 2 is a pk.copy_async ring of that depth
+    wm: int = WARP_M  #: WM, a subgroup's rows (32 or 64)
+    dynamic: bool = False  #: the ring in one pk.shared_dynamic array (gemm_f16_dyn), not two pk.shared ones
+    wide: bool = False  #: BN twice the tiles' (twice the subgroups, the same subgroup tiles)
+
+
+#: The variants. "sync": staging through registers (STAGES = 1), the measured baseline; "async": a
+#: 2-stage pk.copy_async ring (2 x 18.5 KiB at the GPU tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB),
+#: three tiles in flight; "async64": the 2-stage ring with 64 x 64 subgroup tiles (half the subgroups,
+#: 16 mma per 8 fragment loads instead of 8 per 6). These keep static shared memory under CUDA's 48 KiB.
+#: "dyn3" / "dyn4": 3 / 4 stages of BK = 32 in dynamic shared memory (55.5 / 74 KiB at the GPU tiles:
+#: two or three tiles in flight, each twice async4's); "dyn3wide": 3 stages at 128 x 256 group tiles
+#: (16 subgroups, 79.5 KiB: a quarter fewer global bytes per flop).
+VARIANTS = {"sync": Variant(), "async": Variant(stages=2), "async4": Variant(bk=16, stages=4),
+            "async64": Variant(stages=2, wm=64),
+            "dyn3": Variant(bk=32, stages=3, dynamic=True), "dyn4": Variant(bk=32, stages=4, dynamic=True),
+            "dyn3wide": Variant(bk=32, stages=3, dynamic=True, wide=True)}
 
 
 def config(tiles, variant="sync", stages=None):
     """(tiles, STAGES, WM) that ``variant`` runs for ``tiles``; ``stages`` overrides a ring's depth."""
     if variant not in VARIANTS:
         raise ValueError(f"gemm_f16 variants are {', '.join(VARIANTS)}; got {variant!r}")
-    bk, ring, wm = VARIANTS[variant]
-    return (tiles[0], tiles[1], bk or tiles[2]), (stages if stages and ring > 1 else ring), wm
+    v = VARIANTS[variant]
+    ring = stages if stages and v.stages > 1 else v.stages
+    return (tiles[0], tiles[1] * (1 + v.wide), v.bk or tiles[2]), ring, v.wm
+
+
+def ring_elements(tiles, ring) -> int:
+    """The f16 elements of a ring of ``ring`` stages of padded A and B tiles (``tiles`` = BM, BN, BK)."""
+    bm, bn, bk = tiles
+    return ring * (bm * (bk + PAD) + bk * (bn + PAD))
 
 
 def specialized(tiles, variant="sync", stages=None):
-    """gemm_f16 specialized for ``variant`` at ``tiles``."""
+    """gemm_f16 (gemm_f16_dyn for a dynamic variant) specialized for ``variant`` at ``tiles``."""
     (bm, bn, bk), ring, wm = config(tiles, variant, stages)
-    return gemm_f16.specialize(BM=bm, BN=bn, BK=bk, STAGES=ring, WM=wm)
+    kernel = gemm_f16_dyn if VARIANTS[variant].dynamic else gemm_f16
+    return kernel.specialize(BM=bm, BN=bn, BK=bk, STAGES=ring, WM=wm)
 
 
 def kernels(tiles=SMALL_TILES, variants=tuple(VARIANTS), stages=None):
@@ -244,6 +292,7 @@ def device_subgroup_size(mod) -> int:
 
 
 def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=None):
+    kernel = specialized(tiles, variant, stages)
     tiles, ring, wm = config(tiles, variant, stages)
     bm, bn, bk = tiles
     if ring == 1 and bm != bn:
@@ -257,8 +306,9 @@ def launch(mod, a, b, c, m, n, k, tiles, sg_size, variant="sync", stages=None):
                          f"2 or more stages: BK must be a multiple of 16, got {bk}, stages {ring}")
     if m % bm or n % bn or k % bk:
         raise ValueError(f"gemm_f16 needs m, n, k multiples of {bm}, {bn}, {bk}; got {m}, {n}, {k}")
-    mod[specialized(tiles, variant, stages).name](a, b, c, np.int32(m), np.int32(n), np.int32(k),
-                                                  grid=(n // bn, m // bm), block=warps(tiles, wm) * sg_size)
+    dyn = {"shared_size": ring_elements(tiles, ring)} if VARIANTS[variant].dynamic else {}
+    mod[kernel.name](a, b, c, np.int32(m), np.int32(n), np.int32(k), grid=(n // bn, m // bm),
+                     block=warps(tiles, wm) * sg_size, **dyn)
 
 
 def check(c, a, b, rows=None) -> float:

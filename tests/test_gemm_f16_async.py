@@ -2,7 +2,11 @@
 filled by ``pk.copy_async``, docs/language.md "Asynchronous copies") beside the baseline ``"sync"``
 (``STAGES`` = 1): results on the CPU against float64 and, bit for bit, against the oracle (which also
 refuses any race in the ring's protocol); what the GPU builds contain (cp.async, ldmatrix, shared
-memory under CUDA's 48 KiB static limit), assembled by ptxas for sm_80 and sm_90."""
+memory under CUDA's 48 KiB static limit), assembled by ptxas for sm_80 and sm_90. The ``"dyn*"``
+variants (kernel ``gemm_f16_dyn``: the same body, its ring in one pk.shared_dynamic array, A's stages
+then B's) the same way, plus checked mode bounding the array by exactly the ring the launch sizes.
+(llvm is the one runtime here that runs fragments: PoCL and WebGPU refuse them, lavapipe lacks
+VK_KHR_cooperative_matrix.)"""
 import os
 import re
 import subprocess
@@ -12,6 +16,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
+from polykern.errors import LaunchError
 from polykern.testing.interp import interpret
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
@@ -19,10 +24,13 @@ import gemm_f16 as G  # noqa: E402
 
 
 @pytest.mark.parametrize("variant,stages", [("async", 2), ("async", 3), ("async", 4), ("async4", None),
-                                            ("async64", None)])
+                                            ("async64", None), ("dyn3", None), ("dyn4", None), ("dyn3wide", None),
+                                            ("dyn4", 2)])
 def test_async_variant_on_the_cpu_matches_the_oracle(variant, stages):
     rng = np.random.default_rng(7)
-    m, n, k = 64, 128, 80  # 5 k-tiles of 16: the ring wraps, the prologue's groups and the tail's empty ones
+    (bm, bn, bk), _, wm = G.config(G.SMALL_TILES, variant, stages)
+    # 5 k-tiles (of 16, of 32 for "dyn*"): the ring wraps, the prologue's groups and the tail's empty ones
+    m, n, k = 64, 128, 5 * bk
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     mod = pk.build(G.kernels(G.SMALL_TILES, (variant,), stages), ["llvm"])
@@ -31,9 +39,10 @@ def test_async_variant_on_the_cpu_matches_the_oracle(variant, stages):
     G.launch(mod, a.ravel(), b.ravel(), c, m, n, k, G.SMALL_TILES, sg, variant, stages)
     assert G.check(c.reshape(m, n), a, b) <= 1.0
     kern = G.specialized(G.SMALL_TILES, variant, stages)
-    wm = G.config(G.SMALL_TILES, variant, stages)[2]
     args = [a.ravel(), b.ravel(), np.zeros(m * n, np.float32), np.int32(m), np.int32(n), np.int32(k)]
-    oracle = interpret(kern, args, (n // 64, m // 64), G.warps(G.SMALL_TILES, wm) * sg, subgroup_size=sg)
+    if G.VARIANTS[variant].dynamic:  # the hidden shared_size argument: exactly the ring
+        args.append(np.int32(G.ring_elements((bm, bn, bk), G.config(G.SMALL_TILES, variant, stages)[1])))
+    oracle = interpret(kern, args, (n // bn, m // bm), G.warps((bm, bn, bk), wm) * sg, subgroup_size=sg)
     np.testing.assert_array_equal(oracle.buffers["c"], c)
 
 
@@ -49,7 +58,32 @@ def test_both_variants_agree_on_the_cpu():
     for v in G.VARIANTS:
         out[v] = np.zeros(m * n, np.float32)
         G.launch(mod, a.ravel(), b.ravel(), out[v], m, n, k, G.SMALL_TILES, G.device_subgroup_size(mod), v)
-    np.testing.assert_array_equal(out["sync"], out["async"])  # same products, same order
+    for v in G.VARIANTS:  # same products, same order: static or dynamic ring, any depth, BK or tile
+        np.testing.assert_array_equal(out[v], out["sync"], err_msg=v)
+
+
+@pytest.mark.parametrize("variant", [v for v, spec in G.VARIANTS.items() if spec.dynamic])
+def test_dynamic_ring_is_exactly_ring_elements(variant):
+    """Checked mode bounds the pk.shared_dynamic array by the launch's shared_size: the ring fits the
+    ``ring_elements`` the launch gives, and without the last row's padding (never written) the ring's
+    last element, in B's last stage (A's stages then B's, carved from the one array), is out of bounds."""
+    rng = np.random.default_rng(3)
+    tiles, ring, wm = G.config(G.SMALL_TILES, variant)
+    m, n, k = tiles[0], tiles[1], (ring + 1) * tiles[2]  # every stage filled, the ring wraps once
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    mod = pk.build(G.kernels(G.SMALL_TILES, (variant,)), ["llvm"], bounds_check=True)
+    sg = G.device_subgroup_size(mod)
+    c = np.zeros(m * n, np.float32)
+    G.launch(mod, a.ravel(), b.ravel(), c, m, n, k, G.SMALL_TILES, sg, variant)
+    assert G.check(c.reshape(m, n), a, b) <= 1.0
+    kern = mod[G.specialized(G.SMALL_TILES, variant).name]
+    size = G.ring_elements(tiles, ring)
+    short = size - G.PAD - 1  # B's last stage's last row ends at size - PAD - 1
+    with pytest.raises(LaunchError, match=rf"out-of-bounds write to shared array 's' at index {short} \(length "
+                                          rf"{short}\)"):
+        kern(a.ravel(), b.ravel(), c, np.int32(m), np.int32(n), np.int32(k), grid=(1, 1),
+             block=G.warps(tiles, wm) * sg, shared_size=short)
 
 
 def test_launch_checks_the_async_configuration():
@@ -92,3 +126,14 @@ def test_gpu_builds_have_cp_async(target):
     assert "cp.async.wait_group 2;" in entries[ring4]  # 4 stages: 3 tiles in flight, this one done
     smem4 = re.search(rf"Function properties for {ring4}.*?(\d+) bytes smem", r.stderr.decode(), re.S)
     assert smem4 and int(smem4.group(1)) == 4 * (128 * 24 + 16 * 136) * 2 <= 48 * 1024
+    # the rings in dynamic shared memory: the same body (ldmatrix where the static ring has it, 3 or 4
+    # stages of cp.async groups), no static shared memory, no spills
+    props = dict(re.findall(r"Function properties for (\w+)\n(.*?)(?=Function properties|\Z)", r.stderr.decode(), re.S))
+    for variant, wait in (("dyn3", 1), ("dyn4", 2), ("dyn3wide", 1)):
+        name = G.specialized(G.GPU_TILES, variant).name
+        assert name.startswith("gemm_f16_dyn__")
+        body = entries[name]
+        assert f"cp.async.wait_group {wait};" in body and body.count("mma.sync") == ring.count("mma.sync")
+        assert body.count("ldmatrix") == ring.count("ldmatrix") > 0
+        assert re.search(r"\.extern \.shared \.align 16 \.b8 pk_dynamic_shared\w*\[\];", ptx)
+        assert "bytes smem" not in props[name] and "0 bytes spill stores, 0 bytes spill loads" in props[name]
