@@ -6,11 +6,13 @@
 Contenders (C = A @ B, A and B f16 row-major, size^3):
 - polykern ``examples/gemm_f16.py`` (fragments: 128 x 128 x 32 group tiles, eight 32 x 64 subgroup
   tiles) built for ``cuda -arch=sm_XX`` (CUDA C, mma.sync), ``nvptx -arch=sm_XX`` (LLVM, mma.sync) and
-  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in four variants
+  ``vulkan`` (SPV_KHR_cooperative_matrix on NVIDIA's driver); C in f32. Each in several variants
   (``--variants``, ``gemm_f16.VARIANTS``): ``polykern-<target>`` is ``STAGES=1`` (staging through
   registers, the measured baseline), ``polykern-<target>-async`` a 2-stage shared ring filled by
   ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan), ``-async4`` a 4-stage one at
-  BK = 16 and ``-async64`` the 2-stage ring with 64 x 64 subgroup tiles (4 subgroups);
+  BK = 16 and ``-async64`` the 2-stage ring with 64 x 64 subgroup tiles (4 subgroups); on cuda and
+  nvptx also ``-dyn3`` / ``-dyn4`` (3 / 4 stages at BK = 32 in dynamic shared memory, over CUDA's
+  48 KiB static limit) and ``-dyn3wide`` (3 stages, 128 x 256 group tiles);
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
 - Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
@@ -54,8 +56,14 @@ CHECK_ROWS = 64
 RESULTS = {"contenders": {}, "errors": {}, "ratios": {}, "targets": [], "dry_run": {}}
 
 
+def variants_for(label: str, variants) -> tuple:
+    """The variants ``label``'s module runs: Vulkan leaves out the dynamic-shared rings (its copies are
+    plain, and NVIDIA's Vulkan offers 48 KiB of shared memory, less than their 55-80 KiB)."""
+    return tuple(v for v in variants if label != "polykern-vulkan" or not G.VARIANTS[v].dynamic)
+
+
 def build(targets, tiles, variants=tuple(G.VARIANTS)):
-    return MB.build(targets, lambda label: G.kernels(tiles, variants), RESULTS)
+    return MB.build(targets, lambda label: G.kernels(tiles, variants_for(label, variants)), RESULTS)
 
 
 def check_rows(c, a, b, rows, f16_out: bool) -> float:
@@ -79,7 +87,7 @@ def contenders(size, a, b, mods, places, sg_sizes, dry, peers=True, variants=tup
     tiles = G.GPU_TILES if not dry else G.SMALL_TILES
     for label, mod in mods.items():
         place = places[label]
-        for v in variants:
+        for v in variants_for(label, variants):
             da, db, dc = place.put(a), place.put(b), place.empty(n * n)
             sg = sg_sizes[label]
 
@@ -144,8 +152,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     ap.add_argument("--variants", default=",".join(G.VARIANTS),
-                    help="gemm_f16 variants: sync (STAGES=1, the baseline), async (a 2-stage pk.copy_async "
-                    "ring), async4 (4 stages, BK=16), async64 (the 2-stage ring, 64x64 subgroup tiles)")
+                    help="gemm_f16 variants (gemm_f16.VARIANTS): sync (STAGES=1, the baseline), async (a 2-stage "
+                    "pk.copy_async ring), async4 (4 stages, BK=16), async64 (the 2-stage ring, 64x64 subgroup "
+                    "tiles), dyn3/dyn4 (3/4 stages, BK=32, dynamic shared memory), dyn3wide (dyn3 at 128x256)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)
@@ -200,9 +209,9 @@ def summarize(times: dict, dry: bool) -> None:
     for p in pk_labels:
         for q in peers:
             RESULTS["ratios"][f"{p} / {q}"] = MB.ratio(times[p], times[q])
-    for p in pk_labels:  # what a pk.copy_async ring gains: time of the variant / the baseline's
+    for p in pk_labels:  # what a variant gains: its time / the baseline's ("polykern-cuda-dyn4" / "polykern-cuda")
         base = p.rsplit("-", 1)[0]
-        if "-async" in p and base in times:
+        if base in times:
             RESULTS["ratios"][f"{p} / {base}"] = MB.ratio(times[p], times[base])
     blas = [q for q in peers if "cuBLAS" in q]
     for p in [k for k in pk_labels if k.startswith(("polykern-cuda", "polykern-nvptx"))]:

@@ -26,6 +26,13 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
     assert res["contenders"]["polykern-llvm-async4"]["check"] == "ok"
     assert "polykern-llvm-async4 / polykern-llvm" in res["ratios"]
     assert res["contenders"]["polykern-llvm-async64"]["check"] == "ok"
+    # the rings in dynamic shared memory (gemm_f16_dyn): checked, timed, compared with the baseline
+    for v in ("dyn3", "dyn4", "dyn3wide"):
+        assert res["contenders"][f"polykern-llvm-{v}"]["check"] == "ok"
+        assert res["contenders"][f"polykern-llvm-{v}"]["median_s"] > 0
+        assert f"polykern-llvm-{v} / polykern-llvm" in res["ratios"]
+        assert res["config"]["variants"][v][1] == int(v[3])  # STAGES
+    assert not any(k.startswith("gemm_f16_dyn") for k in res["dry_run"]["polykern-vulkan"].get("spirv-val", {}))
     assert set(res["dry_run"]["build_s"]) >= {"polykern-cuda", "polykern-nvptx", "polykern-vulkan", "polykern-llvm"}
     if shutil.which("ptxas"):
         for label in ("polykern-cuda", "polykern-nvptx"):
@@ -34,3 +41,8 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
             assert any(k.endswith("BK_32__STAGES_2__WM_32") for k in res["dry_run"][label]["kernels"])
             assert any("BK_16__STAGES_4" in k for k in res["dry_run"][label]["kernels"])
             assert any(k.endswith("STAGES_2__WM_64") for k in res["dry_run"][label]["kernels"])
+            kernels = res["dry_run"][label]["kernels"]
+            for name in ("gemm_f16_dyn__BM_128__BN_128__BK_32__STAGES_3__WM_32",
+                         "gemm_f16_dyn__BM_128__BN_128__BK_32__STAGES_4__WM_32",
+                         "gemm_f16_dyn__BM_128__BN_256__BK_32__STAGES_3__WM_32"):
+                assert "0 bytes spill stores" in kernels[name], (name, kernels[name])
