@@ -11,8 +11,9 @@ Contenders (C = A @ B, A and B f16 row-major, size^3):
   registers, the measured baseline), ``polykern-<target>-async`` a 2-stage shared ring filled by
   ``pk.copy_async`` (cp.async on sm_80+, plain copies on Vulkan), ``-async4`` a 4-stage one at
   BK = 16 and ``-async64`` the 2-stage ring with 64 x 64 subgroup tiles (4 subgroups); on cuda and
-  nvptx also ``-dyn3`` / ``-dyn4`` (3 / 4 stages at BK = 32 in dynamic shared memory, over CUDA's
-  48 KiB static limit) and ``-dyn3wide`` (3 stages, 128 x 256 group tiles);
+  nvptx also rings in dynamic shared memory (over CUDA's 48 KiB static limit): ``-dyn3`` / ``-dyn4``
+  (3 / 4 stages at BK = 32), ``-dyn3bk64`` (3 stages at BK = 64) and ``-dyn4wide`` (4 stages at BK = 32,
+  128 x 256 group tiles);
 - cuBLAS through CuPy (``cupy.matmul`` of f16 arrays: f16 out, f32 compute) and through torch
   (``torch.matmul``, f16 out) where torch is importable;
 - Triton's matmul tutorial (benchmarks/peers_triton.py, autotuned) on f16 inputs, C in f32.
@@ -154,7 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default=",".join(G.VARIANTS),
                     help="gemm_f16 variants (gemm_f16.VARIANTS): sync (STAGES=1, the baseline), async (a 2-stage "
                     "pk.copy_async ring), async4 (4 stages, BK=16), async64 (the 2-stage ring, 64x64 subgroup "
-                    "tiles), dyn3/dyn4 (3/4 stages, BK=32, dynamic shared memory), dyn3wide (dyn3 at 128x256)")
+                    "tiles), dyn3/dyn4 (3/4 stages, BK=32, dynamic shared memory), dyn3bk64 (3 stages, BK=64), "
+                    "dyn4wide (dyn4 at 128x256)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
     os.makedirs(args.out, exist_ok=True)

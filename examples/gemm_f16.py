@@ -245,13 +245,16 @@ class Variant(NamedTuple):
 #: 2-stage pk.copy_async ring (2 x 18.5 KiB at the GPU tiles); "async4": 4 stages of BK = 16 (4 x 10 KiB),
 #: three tiles in flight; "async64": the 2-stage ring with 64 x 64 subgroup tiles (half the subgroups,
 #: 16 mma per 8 fragment loads instead of 8 per 6). These keep static shared memory under CUDA's 48 KiB.
-#: "dyn3" / "dyn4": 3 / 4 stages of BK = 32 in dynamic shared memory (55.5 / 74 KiB at the GPU tiles:
-#: two or three tiles in flight, each twice async4's); "dyn3wide": 3 stages at 128 x 256 group tiles
-#: (16 subgroups, 79.5 KiB: a quarter fewer global bytes per flop).
+#: Rings in dynamic shared memory (over 48 KiB; sizes at the GPU tiles; 16 subgroups per H100 SM, as
+#: above, registers being the limit): "dyn3" / "dyn4": 3 / 4 stages of BK = 32 (55.5 / 74 KiB: two or
+#: three tiles in flight, each twice async4's); "dyn3bk64": 3 stages of BK = 64 (105 KiB: half the
+#: barriers per flop); "dyn4wide": 4 stages at 128 x 256 group tiles (16 subgroups, one group per SM,
+#: 106 KiB: a quarter fewer global bytes per flop).
 VARIANTS = {"sync": Variant(), "async": Variant(stages=2), "async4": Variant(bk=16, stages=4),
             "async64": Variant(stages=2, wm=64),
             "dyn3": Variant(bk=32, stages=3, dynamic=True), "dyn4": Variant(bk=32, stages=4, dynamic=True),
-            "dyn3wide": Variant(bk=32, stages=3, dynamic=True, wide=True)}
+            "dyn3bk64": Variant(bk=64, stages=3, dynamic=True),
+            "dyn4wide": Variant(bk=32, stages=4, dynamic=True, wide=True)}
 
 
 def config(tiles, variant="sync", stages=None):

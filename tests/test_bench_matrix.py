@@ -27,7 +27,7 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
     assert "polykern-llvm-async4 / polykern-llvm" in res["ratios"]
     assert res["contenders"]["polykern-llvm-async64"]["check"] == "ok"
     # the rings in dynamic shared memory (gemm_f16_dyn): checked, timed, compared with the baseline
-    for v in ("dyn3", "dyn4", "dyn3wide"):
+    for v in ("dyn3", "dyn4", "dyn3bk64", "dyn4wide"):
         assert res["contenders"][f"polykern-llvm-{v}"]["check"] == "ok"
         assert res["contenders"][f"polykern-llvm-{v}"]["median_s"] > 0
         assert f"polykern-llvm-{v} / polykern-llvm" in res["ratios"]
@@ -44,5 +44,6 @@ def test_dry_run_builds_checks_and_reports(tmp_path):
             kernels = res["dry_run"][label]["kernels"]
             for name in ("gemm_f16_dyn__BM_128__BN_128__BK_32__STAGES_3__WM_32",
                          "gemm_f16_dyn__BM_128__BN_128__BK_32__STAGES_4__WM_32",
-                         "gemm_f16_dyn__BM_128__BN_256__BK_32__STAGES_3__WM_32"):
+                         "gemm_f16_dyn__BM_128__BN_128__BK_64__STAGES_3__WM_32",
+                         "gemm_f16_dyn__BM_128__BN_256__BK_32__STAGES_4__WM_32"):
                 assert "0 bytes spill stores" in kernels[name], (name, kernels[name])

@@ -24,12 +24,12 @@ import gemm_f16 as G  # noqa: E402
 
 
 @pytest.mark.parametrize("variant,stages", [("async", 2), ("async", 3), ("async", 4), ("async4", None),
-                                            ("async64", None), ("dyn3", None), ("dyn4", None), ("dyn3wide", None),
-                                            ("dyn4", 2)])
+                                            ("async64", None), ("dyn3", None), ("dyn4", None), ("dyn3bk64", None),
+                                            ("dyn4wide", None), ("dyn4", 2)])
 def test_async_variant_on_the_cpu_matches_the_oracle(variant, stages):
     rng = np.random.default_rng(7)
     (bm, bn, bk), _, wm = G.config(G.SMALL_TILES, variant, stages)
-    # 5 k-tiles (of 16, of 32 for "dyn*"): the ring wraps, the prologue's groups and the tail's empty ones
+    # 5 k-tiles (of 16, 32 or 64): the ring wraps, the prologue's groups and the tail's empty ones
     m, n, k = 64, 128, 5 * bk
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
@@ -129,11 +129,12 @@ def test_gpu_builds_have_cp_async(target):
     # the rings in dynamic shared memory: the same body (ldmatrix where the static ring has it, 3 or 4
     # stages of cp.async groups), no static shared memory, no spills
     props = dict(re.findall(r"Function properties for (\w+)\n(.*?)(?=Function properties|\Z)", r.stderr.decode(), re.S))
-    for variant, wait in (("dyn3", 1), ("dyn4", 2), ("dyn3wide", 1)):
-        name = G.specialized(G.GPU_TILES, variant).name
+    for variant, wait, per_ring in (("dyn3", 1, 1), ("dyn4", 2, 1), ("dyn3bk64", 1, 2), ("dyn4wide", 2, 1)):
+        name = G.specialized(G.GPU_TILES, variant).name  # per_ring: k-slices per step / the static ring's
         assert name.startswith("gemm_f16_dyn__")
         body = entries[name]
-        assert f"cp.async.wait_group {wait};" in body and body.count("mma.sync") == ring.count("mma.sync")
-        assert body.count("ldmatrix") == ring.count("ldmatrix") > 0
+        assert f"cp.async.wait_group {wait};" in body
+        assert body.count("mma.sync") == per_ring * ring.count("mma.sync")
+        assert body.count("ldmatrix") == per_ring * ring.count("ldmatrix") > 0
         assert re.search(r"\.extern \.shared \.align 16 \.b8 pk_dynamic_shared\w*\[\];", ptx)
         assert "bytes smem" not in props[name] and "0 bytes spill stores, 0 bytes spill loads" in props[name]
