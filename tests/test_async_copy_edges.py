@@ -6,6 +6,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f16, f32, i32
+from polykern.errors import LaunchError
 from polykern.testing.interp import OracleError, interpret
 
 
@@ -78,7 +79,8 @@ def test_a_group_index_past_the_index_type_is_refused_by_the_oracle():
     """4 * k for k = 2^30 does not fit i32 (docs/language.md: n*k + n-1 must fit the index's type). The
     oracle refused pk.copy_async (as out of bounds) but ran pk.vload, wrapping to x[0..3], while an
     unchecked llvm build fuses the group into a vector access 16 GiB past x (a segfault): the oracle
-    accepted a program whose backends may crash. Checked builds wrap to x[0..3], inside the array."""
+    accepted a program whose backends may crash. Checked builds wrapped to x[0..3], inside the array, and
+    reported nothing: they now report the group (tests/test_bounds_check_groups.py)."""
     x = np.arange(8, dtype=np.float32)
     with pytest.raises(OracleError, match=r"index 4294967296 is out of bounds of 'x'"):
         interpret(far, [np.int32(2 ** 30), x, np.zeros(1, np.float32)], grid=1, block=1)
@@ -88,8 +90,10 @@ def test_a_group_index_past_the_index_type_is_refused_by_the_oracle():
         interpret(far_vload, [np.int32(2 ** 30), x, np.zeros(1, np.float32)], grid=1, block=1)
     assert interpret(far_vload, [np.int32(1), x, np.zeros(1, np.float32)], grid=1, block=1).buffers["y"][0] == 5.0
     y = np.zeros(1, np.float32)
-    pk.build([far_vload], ["llvm"], bounds_check=True)["far_vload"](np.int32(2 ** 30), x, y, grid=1, block=1)
-    assert y[0] == 1.0
+    with pytest.raises(LaunchError, match=r"group index 1073741824 of a 4-element group: its elements 4294967296 "
+                                             r"\.\. 4294967299 do not fit the index type i32 \(length 8\)"):
+        pk.build([far_vload], ["llvm"], bounds_check=True)["far_vload"](np.int32(2 ** 30), x, y, grid=1, block=1)
+    assert y[0] == 0.0
 
 
 @pk.kernel

@@ -129,8 +129,12 @@ class CheckedKernel:
             if pos is None and DYNAMIC_ATTR in self.info.attrs:  # the pk.shared_dynamic array
                 what, length = "shared array", prepared[parse_attr(self.info.attrs[DYNAMIC_ATTR])[0]].value
         op = {"read": "read of", "write": "write to"}.get(acc.op, f"{acc.op} on")
-        text = (f"kernel '{self.name}': out-of-bounds {op} {what} '{acc.array}' at index {index} "
-                f"(length {length}), at {acc.where}")
+        at = f"at index {index}"
+        if acc.group:  # the record holds the group index (passes/bounds_check.py fit_guard)
+            n = acc.group
+            at = (f"at group index {index} of a {n}-element group: its elements {n * index} .. {n * index + n - 1} "
+                  f"do not fit the index type {acc.index_type}")
+        text = f"kernel '{self.name}': out-of-bounds {op} {what} '{acc.array}' {at} (length {length}), at {acc.where}"
         if acc.source_line:
             text += f": {acc.source_line}"
         return text + " (the first violation of this launch; checked mode, bounds_check=True)"

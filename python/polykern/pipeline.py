@@ -82,8 +82,9 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     if bounds_check_requested(bounds_check):
-        # checked mode checks plain copies (a valid meaning of pk.copy_async on every target)
-        funcs = [verify(add_bounds_checks(lower_async_copies(f))) for f in funcs]
+        # checked mode checks plain copies (a valid meaning of pk.copy_async on every target): the pass
+        # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
+        funcs = [verify(lower_async_copies(add_bounds_checks(f))) for f in funcs]
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")

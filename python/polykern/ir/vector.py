@@ -87,6 +87,24 @@ def _is_index(e: ir.Expr, lane: VecLane) -> bool:
     return isinstance(k, ir.Const) and k.value == lane.index
 
 
+def lane_access(s: ir.Stmt) -> Optional[VecLane]:
+    """The lane of a group that ``s`` still is (an ``Assign`` of a ``Load`` or a ``Store`` at exactly
+    ``k*n + lane``, or for a constant ``k`` at that index folded, wrapped to the type), else None; the
+    group around it need not be intact (checked mode guards each lane)."""
+    lane = lane_of(s)
+    access = s.value if isinstance(s, ir.Assign) else s
+    if lane is None or not isinstance(access, (ir.Load, ir.Store)):
+        return None
+    if _is_index(access.index, lane):
+        return lane
+    i, t = access.index, lane.index_type
+    if isinstance(lane.index, int) and isinstance(i, ir.Const) and i.type == t:
+        lo, span = t.min_value(), t.max_value() - t.min_value() + 1
+        if i.value == (lane.index * lane.n + lane.lane - lo) % span + lo:
+            return lane
+    return None
+
+
 def match_group(stmts: List[ir.Stmt], i: int) -> Optional[VecGroup]:
     """The intact vector group starting at ``stmts[i]`` (lane 0), or None."""
     first = lane_of(stmts[i])

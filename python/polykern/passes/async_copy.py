@@ -16,7 +16,7 @@ from typing import List
 from ..ir import nodes as ir
 from ..ir.vector import VecLane, element_index, lane_of
 
-__all__ = ["ASYNC_KEY", "lower_async_copies"]
+__all__ = ["ASYNC_KEY", "lower_async_copies", "copy_lowering"]
 
 #: Registry key prefix: ``registry.register(ASYNC_KEY + kind, predicate)`` declares that target kind
 #: ``kind`` compiles asynchronous copies itself where ``predicate(target)`` is true; the pipeline lowers
@@ -28,9 +28,15 @@ def lower_async_copies(fn: ir.Function) -> ir.Function:
     """``fn`` with every CopyAsync replaced by its plain copy and CopyCommit/CopyWait removed."""
     if not ir.uses_async_copies(fn):
         return fn
-    groups = [lane_of(s).group for s in ir.walk_stmts(fn.body) if lane_of(s) is not None]
-    _Lowering(fn, max(groups, default=-1) + 1).run()
+    copy_lowering(fn).run()
     return fn
+
+
+def copy_lowering(fn: ir.Function) -> "_Lowering":
+    """The lowering of ``fn``'s copies: ``.copy(s)`` gives the plain copy of one CopyAsync ``s`` (checked
+    mode, passes/bounds_check.py, guards each copy before its statements replace it)."""
+    groups = [lane_of(s).group for s in ir.walk_stmts(fn.body) if lane_of(s) is not None]
+    return _Lowering(fn, max(groups, default=-1) + 1)
 
 
 class _Lowering:

@@ -15,6 +15,14 @@ An access ``base[index]`` is in bounds when ``U(index) < length`` (one unsigned 
 negative indices: they convert to huge values). The guard records a violation with an atomic
 compare-and-swap on word 0 (only the first violator then writes the index words).
 
+A lane of a ``pk.vload``/``pk.vstore`` group (``ir.vector``) at group index ``k`` of ``n`` lanes is
+guarded first by the group's *fit* check, ``ceil(MIN / n) <= k <= (MAX - n + 1) / n`` in ``k``'s type
+(its elements ``n*k .. n*k + n-1`` fit the type, as the language requires; otherwise the lane's index
+would wrap, possibly back into the array), then by its element's check; a failed fit check records
+``k`` under an access entry whose ``group`` is ``n``. A ``pk.copy_async`` becomes its plain copy
+(passes/async_copy.py) here, under the fit checks of both its groups, and each element is then
+checked like any access; the pipeline lowers the commits and waits afterwards.
+
 Accesses are moved out of expressions into statements, in evaluation order, each index evaluated
 once into a temporary (``bounds_t<k>``): a load becomes ``if guard: t = base[i] else: t = 0``, a
 store or atomic runs under ``if guard``; so a bad access is skipped (a load reads 0) and the work-item
@@ -30,7 +38,8 @@ The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies in
 (for each slot of ``bounds_lens``, the index of its buffer parameter), ``bounds_index_bits`` (32 or 64: the
 width of ``U``), ``bounds_accesses`` (the number of access sites) and per access id ``k``
 ``bounds_at_<k>`` (ASCII JSON ``[array, op, index type, length or -1 for a buffer, file, line, col,
-source line]``), which ``polykern.checked_launch`` reads to name a violation.
+source line]``, with a ninth entry ``n`` for a group's fit check), which ``polykern.checked_launch``
+reads to name a violation.
 """
 from __future__ import annotations
 
@@ -43,6 +52,8 @@ from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
+from ..ir.vector import index_expr, lane_access
+from .async_copy import copy_lowering
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
@@ -59,17 +70,21 @@ RECORD_WORDS = 4
 
 
 class Access:
-    """One checked access site (the attribute ``bounds_at_<id>``)."""
+    """One checked access site (the attribute ``bounds_at_<id>``). ``group`` > 0: the check that a
+    group's elements ``group*k .. group*k + group-1`` fit the type of its group index ``k`` (the record
+    then holds ``k``); a ninth list entry, absent for element checks."""
 
-    __slots__ = ("array", "op", "index_type", "length", "file", "line", "col", "source_line")
+    __slots__ = ("array", "op", "index_type", "length", "file", "line", "col", "source_line", "group")
 
     def __init__(self, array: str, op: str, index_type: str, length: int, file: str, line: int, col: int,
-                 source_line: str):
+                 source_line: str, group: int = 0):
         self.array, self.op, self.index_type, self.length = array, op, index_type, length
         self.file, self.line, self.col, self.source_line = file, line, col, source_line
+        self.group = group
 
     def to_list(self) -> list:
-        return [self.array, self.op, self.index_type, self.length, self.file, self.line, self.col, self.source_line]
+        out = [self.array, self.op, self.index_type, self.length, self.file, self.line, self.col, self.source_line]
+        return out + [self.group] if self.group else out
 
     @property
     def where(self) -> str:
@@ -87,8 +102,9 @@ def decode_accesses(attrs: Mapping[str, str]) -> List[Access]:
         if key not in attrs:
             raise ValueError(f"{key} is missing")
         r = json.loads(attrs[key])
-        if (not isinstance(r, list) or len(r) != 8 or not all(isinstance(r[k], str) for k in (0, 1, 2, 4, 7))
-                or not all(type(r[k]) is int for k in (3, 5, 6))):
+        if (not isinstance(r, list) or len(r) not in (8, 9) or not all(isinstance(r[k], str) for k in (0, 1, 2, 4, 7))
+                or not all(type(r[k]) is int for k in (3, 5, 6)) or (len(r) == 9 and not (type(r[8]) is int
+                                                                                       and r[8] > 0))):
             raise ValueError(f"malformed access entry {r!r}")
         out.append(Access(*r))
     return out
@@ -104,6 +120,15 @@ def _bin(op: str, a: ir.Expr, b: ir.Expr) -> ir.BinOp:
 
 def _cast(t: ScalarType, e: ir.Expr) -> ir.Expr:
     return e if e.type == t else ir.Cast(t, e)
+
+
+def _zero(t: ScalarType) -> ir.Const:
+    return _const(False if t.is_bool else 0.0 if t.is_float else 0, t)
+
+
+def _both(a: Optional[ir.Expr], b: Optional[ir.Expr]) -> Optional[ir.Expr]:
+    """``a and b`` of two guards, either of which may be None (no check needed)."""
+    return b if a is None else a if b is None else _bin("land", a, b)
 
 
 def _has_atomic(e: ir.Expr) -> bool:
@@ -133,6 +158,7 @@ class _Checker:
         self.user_args = len(fn.params)
         fn.params = list(fn.params) + new_params
         self.table: List[Access] = []
+        self.copies = copy_lowering(fn)
 
     def fresh(self, base: str) -> str:
         name, k = base, 0
@@ -150,22 +176,50 @@ class _Checker:
         """A bool expression: ``index`` (a fresh copy is made) is in bounds of ``base``, recording the first
         violation when it is not; None when the index is a constant known to be in bounds."""
         t = base.type
+        length, size = self.length(base)
+        if isinstance(t, ArrayType) and not t.dynamic and isinstance(index, ir.Const) and 0 <= int(index.value) < size:
+            return None
+        aid = self.site(base, op, index.type, size, loc)
+        inb = _bin("lt", _cast(self.utype, copy.deepcopy(index)), length)
+        return _bin("lor", inb, self.record(aid, index))
+
+    def fit_guard(self, base: ir.Var, k: ir.Expr, n: int, op: str, loc: Optional[SourceLoc]) -> Optional[ir.Expr]:
+        """A bool expression: the elements ``n*k .. n*k + n-1`` of a group (pk.vload/pk.vstore,
+        pk.copy_async) at group index ``k`` fit ``k``'s type, as the language requires, recording the
+        first violation (with ``k``) when they do not; None when ``k`` is a constant whose group fits.
+        Without it the lanes' indices would wrap back into the array and pass their own checks."""
+        t = k.type
+        lo, hi = -(-t.min_value() // n), (t.max_value() - n + 1) // n
+        if isinstance(k, ir.Const) and lo <= int(k.value) <= hi:
+            return None
+        aid = self.site(base, op, t, self.length(base)[1], loc, group=n)
+        fits = _bin("le", copy.deepcopy(k), _const(hi, t))
+        if t.is_signed:
+            fits = _bin("land", _bin("ge", copy.deepcopy(k), _const(lo, t)), fits)
+        return _bin("lor", fits, self.record(aid, k))
+
+    def length(self, base: ir.Var) -> Tuple[ir.Expr, int]:
+        """The length of ``base`` as an expression of the check type, and as the access table records it
+        (the size of a fixed array, -1 when it is known at launch only)."""
+        t = base.type
         if isinstance(t, ArrayType) and t.dynamic:  # pk.shared_dynamic: its length is a parameter
-            length, size = _cast(self.utype, ir.Var(size_param(self.fn), i32)), -1
-        elif isinstance(t, ArrayType):
-            if isinstance(index, ir.Const) and 0 <= int(index.value) < t.size:
-                return None
-            length: ir.Expr = _const(t.size, self.utype)
-            size = t.size
-        else:
-            lens = ir.Var(self.lens.name, self.lens.type)
-            length, size = ir.Load(lens, _const(self.lengths[base.name], i32)), -1
-        aid = len(self.table)
-        self.table.append(Access(base.name, op, str(index.type), size, os.path.basename(loc.file) if loc else "",
+            return _cast(self.utype, ir.Var(size_param(self.fn), i32)), -1
+        if isinstance(t, ArrayType):
+            return _const(t.size, self.utype), t.size
+        lens = ir.Var(self.lens.name, self.lens.type)
+        return ir.Load(lens, _const(self.lengths[base.name], i32)), -1
+
+    def site(self, base: ir.Var, op: str, index_type, size: int, loc: Optional[SourceLoc], group: int = 0) -> int:
+        """A new access id, its entry in the table."""
+        self.table.append(Access(base.name, op, str(index_type), size, os.path.basename(loc.file) if loc else "",
                                  loc.line if loc else 0, loc.col if loc else 0,
-                                 (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else ""))
+                                 (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else "", group))
+        return len(self.table) - 1
+
+    def record(self, aid: int, index: ir.Expr) -> ir.Expr:
+        """The recording arm of a guard: it stores ``aid + 1`` and ``index``'s bits (as the check type) in
+        the error record if it is the first violation, and is always false."""
         u = self.utype
-        inb = _bin("lt", _cast(u, copy.deepcopy(index)), length)
         base0, w0 = self._err(0)
         won = _bin("eq", ir.Atomic("cas", base0, w0, _const(aid + 1, i32), _const(0, i32)), _const(0, i32))
         lo_base, w1 = self._err(1)
@@ -175,8 +229,7 @@ class _Checker:
             hi = _cast(i32, _bin("shr", _cast(u, copy.deepcopy(index)), _const(32, u)))
             wrote = _bin("add", wrote, ir.Atomic("xchg", hi_base, w2, hi))
         # Old values are 0 (only the winner writes them), so the recording arm is always false.
-        record = _bin("land", won, _bin("eq", wrote, _const(-1, i32)))
-        return _bin("lor", inb, record)
+        return _bin("land", won, _bin("eq", wrote, _const(-1, i32)))
 
     # ------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr, loc: Optional[SourceLoc]) -> ir.Expr:
@@ -248,28 +301,51 @@ class _Checker:
         if g is None:
             return e
         result = self.temp(e.type, None, out, loc)
-        zero = _const(False if e.type.is_bool else 0.0 if e.type.is_float else 0, e.type)
-        then, other = ir.Assign(result.name, e), ir.Assign(result.name, zero)
+        then, other = ir.Assign(result.name, e), ir.Assign(result.name, _zero(e.type))
         w = ir.If(g, [then], [other])
         then.loc = other.loc = w.loc = loc
         out.append(w)
         return ir.Var(result.name, e.type)
 
     def guarded(self, s: ir.Stmt, access, op: str, out: List[ir.Stmt]) -> None:
-        """Run statement ``s`` (whose root access is ``access``) only when the access is in bounds."""
+        """Run statement ``s`` (whose root access is ``access``) only when the access is in bounds, and
+        for a lane of a group (``ir.vector``) only when the whole group fits its index type. A lane that
+        loads runs ``t = base[i]`` under the guard, else ``t = 0``."""
         loc = access.loc or s.loc
+        lane = lane_access(s)
+        g_fit = self.fit_guard(access.base, index_expr(lane), lane.n, op, loc) if lane is not None else None
         access.index = self.flat(access.index, out, loc)
         for name in ("compare", "value"):
             sub = getattr(access, name, None)
             if isinstance(sub, ir.Expr):
                 setattr(access, name, self.flat(sub, out, loc))
         access.index = self.hold(access.index, out, loc)
-        g = self.guard(access.base, access.index, op, loc)
+        g = _both(g_fit, self.guard(access.base, access.index, op, loc))
         if g is None:
             out.append(s)
             return
-        w = ir.If(g, [s], [])
+        other: List[ir.Stmt] = []
+        if isinstance(s, ir.Assign):
+            other = [ir.Assign(s.name, _zero(s.value.type))]
+            other[0].loc = s.loc
+        w = ir.If(g, [s], other)
         w.loc = s.loc
+        out.append(w)
+
+    def copy(self, s: ir.CopyAsync, out: List[ir.Stmt]) -> None:
+        """A pk.copy_async as its plain copy (passes/async_copy.py), run only when both groups fit their
+        index type; each element then checked like any access."""
+        loc = s.loc
+        s.dst_k = self.hold(self.flat(s.dst_k, out, loc), out, loc)
+        s.src_k = self.hold(self.flat(s.src_k, out, loc), out, loc)
+        g = _both(self.fit_guard(s.dst, s.dst_k, s.count, "write", loc),
+                  self.fit_guard(s.src, s.src_k, s.count, "read", loc))
+        body = self.block(self.copies.copy(s))
+        if g is None:
+            out.extend(body)
+            return
+        w = ir.If(g, body, [])
+        w.loc = loc
         out.append(w)
 
     def block(self, stmts: List[ir.Stmt]) -> List[ir.Stmt]:
@@ -284,6 +360,12 @@ class _Checker:
                 continue
             if isinstance(s, ir.Assign) and isinstance(s.value, ir.Atomic):
                 self.guarded(s, s.value, f"atomic_{s.value.op}", out)
+                continue
+            if isinstance(s, ir.Assign) and lane_access(s) is not None:  # a pk.vload lane
+                self.guarded(s, s.value, "read", out)
+                continue
+            if isinstance(s, ir.CopyAsync):
+                self.copy(s, out)
                 continue
             if isinstance(s, ir.Assign):
                 s.value = self.flat(s.value, out, loc)
@@ -322,7 +404,7 @@ class _Checker:
         hi = _bin("add", _bin("add", copy.deepcopy(off), ir.Call("max", [copy.deepcopy(span), _const(0, t)])),
                   _const(minor - 1, t))
         g_lo, g_hi = (self.guard(s.base, e, f"frag_{s.op}", loc) for e in (lo, hi))
-        return _bin("land", g_lo, g_hi) if g_lo is not None and g_hi is not None else (g_lo or g_hi)
+        return _both(g_lo, g_hi)
 
 
 def bounds_check(fn: ir.Function) -> ir.Function:
