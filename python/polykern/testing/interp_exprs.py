@@ -251,7 +251,11 @@ class ExprCompiler:
             raise OracleError(f"{where}: unknown atomic_{e.op}()")
         check = self._write_check
         tags = self._store_taint(e.value, e.compare)
-        sites = self._store_sites(e.value, e.compare)
+        # a float min/max is a site (interp_sites): over a +0 and a -0 it gives a zero of unspecified sign
+        # (like pk.min/pk.max, _min_max), to the element and to every later old value read from it
+        zeros = is_site(e)
+        sites = self._store_sites(e.value, e if zeros else e.compare)
+        useen, uby, site = self.unspecified_seen, self.unspecified_seen_by, id(e)
         op = e.op
 
         def atomic(st):
@@ -270,6 +274,9 @@ class ExprCompiler:
                     data[i] = v
             else:
                 data[i] = f(old, v)
+                if zeros and old == 0 and v == 0 and math.copysign(1.0, old) != math.copysign(1.0, v):
+                    useen.add(site)
+                    uby.setdefault(st[1], set()).add(site)
             if tags is not None:
                 mark(mem, i, tags)
             if sites or mem.sites is not None:

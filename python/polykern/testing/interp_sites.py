@@ -2,8 +2,8 @@
 only for some inputs or some backends (``polykern.numerics.specials_promised``, ``MAY_REASSOCIATE``).
 
 A *site* is one float operation of the IR: a binary operator or comparison on floats, a math builtin
-on floats, or a cast from a float. The analysis is static and flow-insensitive (like the inexact taint
-of ``interp``): a variable or array carries every site that any assignment or store to it may carry, so
+on floats, a cast from a float, or a float subgroup or atomic min/max (a zero of unspecified sign).
+The analysis is static and flow-insensitive (like the inexact taint of ``interp``): a variable or array carries every site that any assignment or store to it may carry, so
 a value's sites over-approximate what fed it. Sites that reach control flow (a condition, a loop bound,
 the index of a store or an atomic) are *global*: when one of them misbehaves, any value may differ.
 
@@ -36,6 +36,8 @@ def is_site(e: ir.Expr) -> bool:
         return e.a.type.is_float
     if isinstance(e, ir.Subgroup):  # a zero of unspecified sign (interp_subgroups.resolve)
         return e.op in ("min", "max") and e.type.is_float
+    if isinstance(e, ir.Atomic):  # the same for the element and the old value (interp_exprs._e_Atomic)
+        return e.op in ("min", "max") and e.type.is_float
     return False
 
 
@@ -62,7 +64,8 @@ class SiteFlow:
                 for e in ir.stmt_exprs(s):
                     for a in ir.walk_expr(e):
                         if isinstance(a, ir.Atomic):
-                            changed |= _join(self.arr, a.base.name, self.of(a.value) | self.of(a.compare))
+                            own = frozenset((id(a),)) if is_site(a) else _NONE
+                            changed |= _join(self.arr, a.base.name, self.of(a.value) | self.of(a.compare) | own)
         glob = set()
         for s in ir.walk_stmts(fn.body):
             if isinstance(s, (ir.If, ir.While)):
@@ -91,7 +94,7 @@ class SiteFlow:
         for x in ir.walk_expr(e):
             if is_site(x):
                 own.add(id(x))
-            elif isinstance(x, ir.Var):
+            if isinstance(x, ir.Var):
                 own |= self.var.get(x.name, _NONE)
                 mem |= self.var_mem.get(x.name, _NONE)
             elif isinstance(x, (ir.Load, ir.Atomic)):
