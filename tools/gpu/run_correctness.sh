@@ -51,10 +51,11 @@ tail -n 3 "$OUT/promises.log"
 grep -hE "^(FAILED|ERROR) " "$OUT/promises.log" | head -n 30
 grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
 
-echo "== 2c. language features (issue 15/16) on every runtime here, and their GPU probes"
+echo "== 2c. language features (issues 13, 15, 16) on every runtime here, and their GPU probes"
 timeout 240 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_subgroups.py tests/test_issue15_redteam.py \
     tests/test_wide_access.py tests/test_dynamic_shared.py tests/test_autotune.py tests/test_lang_func.py \
-    tests/test_specialize.py tests/test_hooks.py tests/test_kbin_v2.py > "$OUT/features.log" 2>&1 || RC=1
+    tests/test_specialize.py tests/test_hooks.py tests/test_kbin_v2.py tests/test_bf16.py tests/test_async_copy.py \
+    backends/vulkan/tests/test_vulkan_bf16.py > "$OUT/features.log" 2>&1 || RC=1
 timeout 120 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_conformance.py -k subgroup \
     >> "$OUT/features.log" 2>&1 || RC=1
 tail -n 3 "$OUT/features.log"

@@ -50,6 +50,8 @@ class ConvertLowering:
         if src.is_float:
             return self.float_to_int(v, src, dst)
         if dst.is_float:
+            if dst.bits == 16:
+                v = self.clamp_for_f16(v, src)
             return f.val(Op.ConvertSToF if src.is_signed else Op.ConvertUToF, self.ty(dst), v)
         # integer -> integer: extend by the source's signedness, then reinterpret the sign.
         from polykern.ir.types import SCALAR_TYPES
@@ -65,6 +67,22 @@ class ConvertLowering:
             if src == dst:
                 return v
         return f.val(Op.Bitcast, self.ty(dst), v)
+
+    def clamp_for_f16(self, v: int, src: ScalarType) -> int:
+        """An integer about to become f16, clamped to +-65520 (the least magnitude f16 rounds to inf, so
+        the result is unchanged). Without it lavapipe (its LLVM's instcombine) widens ``i2f16`` of a value
+        with few significant bits straight to f32, ignoring f16's exponent range: ``f32(f16(a << 31))``
+        gave -2**31, not -inf (tests/test_int_to_f16.py; the LLVM backends do the same clamp)."""
+        if src.bits <= 16 and src.is_signed:  # i8/i16 always fit; u16 may reach 65535
+            return v
+        f = self.f
+        b = self.ty(bool_)
+        hi = self.const(src, 65520)
+        if not src.is_signed:
+            return f.val(Op.Select, self.ty(src), f.val(Op.UGreaterThan, b, v, hi), hi, v)
+        v = f.val(Op.Select, self.ty(src), f.val(Op.SGreaterThan, b, v, hi), hi, v)
+        lo = self.const(src, -65520)
+        return f.val(Op.Select, self.ty(src), f.val(Op.SLessThan, b, v, lo), lo, v)
 
     def sign_extend_to_64(self, v: int, src: ScalarType, dst: ScalarType) -> int:
         """``v`` (signed, narrower) sign-extended to the 64-bit ``dst`` without OpSConvert to 64 bits:

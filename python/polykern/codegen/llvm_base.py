@@ -709,15 +709,34 @@ class LLVMKernelEmitter:
             kind = "fptosi" if dst.code == 0 else "fptoui"
             return self.call_intrinsic(f"llvm.{kind}.sat.{type_suffix(dst)}.{type_suffix(src)}", dty, [v])
         if dst.is_float:  # int -> float
-            # To f16 through f32: exact, since every |int| >= 65520 is inf in f16 either way.
-            via = ll.FloatType() if dst.bits == 16 else dty
-            r = b.sitofp(v, via) if src.code == 0 else b.uitofp(v, via)
-            return b.fptrunc(r, dty) if dst.bits == 16 else r
+            if dst.bits == 16:
+                return self._int_to_f16(v, src, dty)
+            return b.sitofp(v, dty) if src.code == 0 else b.uitofp(v, dty)
         if src.bits > dst.bits:
             return b.trunc(v, dty)
         if src.bits < dst.bits:
             return b.sext(v, dty) if src.code == 0 else b.zext(v, dty)
         return v  # same width, signedness only
+
+    def _int_to_f16(self, v: ll.Value, src: ScalarType, dty: ll.Type) -> ll.Value:
+        """An integer to f16 through f32, the integer first clamped to +-65520 (the least magnitude that
+        rounds to inf in f16, so the result is the same for every value). The clamp is not an
+        optimisation: LLVM's instcombine (22.1 still) folds ``fpext(fptrunc(sitofp x to float))`` to
+        ``sitofp x to float`` when x's known bits have at most 11 significant bits, ignoring f16's exponent
+        range, so ``f16(a << 31)`` fed to an f32 operation skipped the rounding to -inf (fuzz case
+        fz1000427: sin gave -0.595 instead of NaN on nvptx and hexagon). After the clamp every value with
+        11 significant bits is at most 65504, where that fold is exact."""
+        b = self.builder
+        if src.bits > 16 or src.code != 0:  # an i8/i16 always fits; u16 may reach 65535
+            lim = ll.Constant(v.type, 65520)
+            if src.code == 0:
+                v = b.select(b.icmp_signed(">", v, lim), lim, v)
+                neg = ll.Constant(v.type, -65520)
+                v = b.select(b.icmp_signed("<", v, neg), neg, v)
+            else:
+                v = b.select(b.icmp_unsigned(">", v, lim), lim, v)
+        r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
+        return b.fptrunc(r, dty)
 
     def expr_Call(self, e: N.Call) -> ll.Value:
         if e.func not in N.MATH_FUNCS:

@@ -1,0 +1,94 @@
+"""Integer -> f16 conversions of values whose known bits look "exact" to LLVM but lie past f16's range.
+
+Fuzz case fz1000427 (H100, nvptx; also hexagon here): ``pk.sin(f16(a[g] << 31))`` gave -0.595 where the
+oracle gives NaN. ``a << 31`` is 0 or -2**31, which f16 rounds to 0 or -inf; LLVM's instcombine folded
+``fpext(fptrunc(sitofp x))`` to ``sitofp x to float`` because x has one significant bit, ignoring that
+f16's exponent stops at 15, so the f32 operation saw -2**31. The LLVM backends now clamp the integer to
++-65520 first (codegen/llvm_base.py ``_int_to_f16``). These kernels widen the f16 result back to f32 at
+once (the shape of the fold) on every runtime here, for signed and unsigned sources of 16 to 64 bits.
+"""
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i32, i64, u16, u32, u64
+from runtimes import runnable_targets
+
+INF = float("inf")
+
+
+@pk.kernel
+def shl_i32(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g] << 31))
+
+
+@pk.kernel
+def shl_u32(a: Buffer[u32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g] << u32(31)))
+
+
+@pk.kernel
+def shl_i64(a: Buffer[i64, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g] << i64(40)))
+
+
+@pk.kernel
+def shl_u64(a: Buffer[u64, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g] << u64(17)))
+
+
+@pk.kernel
+def sin_of_i32(a: Buffer[i32, "readonly"], o: Buffer[f16]):
+    """The fuzz case's own shape: an f16 math function of the converted value."""
+    g = pk.global_id(0)
+    o[g] = pk.sin(f16(a[g] << 31))
+
+
+@pk.kernel
+def from_u16(a: Buffer[u16, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g]))
+
+
+# kernel, input dtype, inputs, expected f32 outputs (f16 rounding: every magnitude >= 65520 is inf)
+CASES = {
+    "shl_i32": (shl_i32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
+    "shl_u32": (shl_u32, np.uint32, [0, 1, 2, 3], [0.0, INF, 0.0, INF]),
+    "shl_i64": (shl_i64, np.int64, [0, 1, -1, 2], [0.0, INF, -INF, INF]),
+    "shl_u64": (shl_u64, np.uint64, [0, 1, 2, 3], [0.0, INF, INF, INF]),
+    "from_u16": (from_u16, np.uint16, [65504, 65519, 65520, 65535], [65504.0, 65504.0, INF, INF]),
+}
+FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16"}
+
+
+def _params():
+    out = []
+    for target, kind, skips in runnable_targets():
+        for name in CASES:
+            reason = skips.get(FEATURES[name]) or skips.get("f16")
+            marks = [pytest.mark.skip(reason=f"{target}: {reason}")] if reason else []
+            out.append(pytest.param(target, kind, name, id=f"{kind}-{name}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("target,kind,name", _params())
+def test_conversion_rounds_to_f16_before_widening(target, kind, name):
+    kern, dtype, inputs, want = CASES[name]
+    a = np.array(inputs, dtype=dtype)
+    o = np.full(4, 7.0, np.float32)
+    pk.build([kern], targets=[target]).on(kind)[kern.name](a, o, grid=1, block=4)
+    np.testing.assert_array_equal(o, np.array(want, np.float32), err_msg=f"{name} on {target}")
+
+
+@pytest.mark.parametrize("target,kind", [pytest.param(t, k, id=k, marks=[pytest.mark.skip(
+    reason=f"{t}: {s['f16']}")] if s.get("f16") else []) for t, k, s in runnable_targets()])
+def test_f16_math_of_a_converted_overflow_is_nan(target, kind):
+    a = np.array([0, 1, 2, 13], np.int32)
+    o = np.zeros(4, np.float16)
+    pk.build([sin_of_i32], targets=[target]).on(kind)["sin_of_i32"](a, o, grid=1, block=4)
+    assert o[0] == 0 and o[2] == 0, o
+    assert np.isnan(o[1]) and np.isnan(o[3]), f"sin(f16(-2**31)) is sin(-inf), NaN, on {target}: got {o}"
