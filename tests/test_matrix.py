@@ -487,3 +487,30 @@ def test_checked_mode_guards_fragment_memory():
     assert (d.reshape(16, 20)[:, :16] == 8.5).all()
     with pytest.raises(LaunchError, match=r"out-of-bounds frag_load on buffer 'a'"):
         mod["fill_scale_store"](ones[:100], ones, d, np.float32(1), grid=1, block=8)
+
+
+LAYOUT = "col"
+
+
+def test_a_layout_that_is_not_a_literal_is_named():
+    """The layout must be the literal itself; a Python variable holding "col" (red team, session 4) was
+    refused without saying why. The message names the argument, what was written and why, at the layout."""
+    @pk.kernel
+    def layout_by_name(d: Buffer[f32], x: Buffer[f32, "readonly"]):
+        a = pk.frag_acc(f32, 16, 16, 16)
+        pk.frag_load(a, x, 0, 16, LAYOUT)
+        pk.frag_store(d, 0, 16, a)
+
+    @pk.kernel
+    def layout_twice(d: Buffer[f32]):
+        acc = pk.frag_acc(f32, 16, 16, 16)
+        pk.frag_fill(acc, 0.0)
+        pk.frag_store(d, 0, 16, acc, "row", layout="col")
+
+    e = _error(layout_by_name)
+    assert ('the layout of pk.frag_load() is "row" or "col", written as a string literal in the call (argument 5 '
+            'or layout=); got LAYOUT (a name, whose value is not read)') in str(e)
+    assert e.loc is not None and e.loc.source_line.strip() == "pk.frag_load(a, x, 0, 16, LAYOUT)"
+    assert e.loc.col == e.loc.source_line.index("LAYOUT") + 1
+    e = _error(layout_twice)
+    assert "pk.frag_store() takes one layout (argument 5 or layout=), got 2" in str(e) and e.loc is not None

@@ -103,9 +103,15 @@ def _layout(tr, call: ast.Call, nfixed: int, name: str) -> str:
         extra.append(kw.value)
     if not extra:
         return "row"
-    if len(extra) > 1 or not (isinstance(extra[0], ast.Constant) and extra[0].value in ir.MATRIX_LAYOUTS):
-        raise tr.type_error(f"the layout of pk.{name}() is \"row\" or \"col\": {USAGE[name]}", extra[0])
-    return extra[0].value
+    where = f"argument {nfixed + 1} or layout="
+    if len(extra) > 1:
+        raise tr.type_error(f"pk.{name}() takes one layout ({where}), got {len(extra)}: {USAGE[name]}", extra[1])
+    node = extra[0]
+    if not (isinstance(node, ast.Constant) and node.value in ir.MATRIX_LAYOUTS):
+        what = "a name, whose value is not read" if isinstance(node, (ast.Name, ast.Attribute)) else "not one"
+        raise tr.type_error(f"the layout of pk.{name}() is \"row\" or \"col\", written as a string literal in the "
+                            f"call ({where}); got {ast.unparse(node)} ({what}): {USAGE[name]}", node)
+    return node.value
 
 
 def _memory(tr, node, name: str, elem: ScalarType, write: bool) -> ir.Var:
