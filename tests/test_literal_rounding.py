@@ -5,6 +5,7 @@ bf16 literal is not rounded through f32 first (``1.0039062500000002`` is 1.00781
 definition is ``polykern.ir.rounding.round_exact``, checked here against an independent nearest-value
 search; every runtime present stores the same bits as the oracle."""
 import bisect
+import re
 import math
 from fractions import Fraction
 
@@ -17,7 +18,7 @@ from polykern.errors import KernelTypeError
 from polykern.ir.bfloat16 import bits_to_f32
 from polykern.ir.rounding import largest_finite, round_exact
 from polykern.testing.interp import interpret
-from runtimes import runnable_targets
+from runtimes import all_target_kinds, runnable_targets
 from test_frontend_regressions import make_kernel
 
 RUNTIMES = [pytest.param(t, k, id=t.split()[0]) for t, k, _ in runnable_targets()]
@@ -160,3 +161,18 @@ def test_literals_that_round_to_infinity_are_refused(src, t, tmp_path):
                                               rf"finite {t} is ") as e:
         k.ir
     assert e.value.loc is not None and e.value.loc.line == 6
+
+
+@pk.kernel
+def k_bf16_literal(b: Buffer[bf16]):
+    b[0] = 1.0039062500000002
+
+
+@pytest.mark.parametrize("kind", [k for k in all_target_kinds() if k != "webgpu"])
+def test_every_code_generator_gets_the_once_rounded_bf16_bits(kind, monkeypatch):
+    """The backends receive a bf16 constant as its f32 value (exact): each writes 0x3F81 (16257), not the
+    0x3F80 that rounding through f32 gives (WebGPU has no bf16)."""
+    monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")
+    dev = pk.build([k_bf16_literal], targets=[kind]).imports[0]
+    text = "\n".join(dev.inspect_source(f) for f in dev.source_formats())
+    assert re.search(r"(?i)\b(16257|0x3f81)\b|1\.0078125", text) and not re.search(r"(?i)\b(16256|0x3f80)\b", text)
