@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32, i64, u16, u32, u64
+from polykern import Buffer, f16, f32, i8, i16, i32, i64, u8, u16, u32, u64
 from runtimes import runnable_targets
 
 INF = float("inf")
@@ -54,6 +54,20 @@ def from_u16(a: Buffer[u16, "readonly"], o: Buffer[f32]):
     o[g] = f32(f16(a[g]))
 
 
+@pk.kernel
+def neg_u8(a: Buffer[u8, "readonly"], o: Buffer[f32]):
+    """Narrow sources need no clamp, and must not get one of their own width (65520 as a u8 constant is
+    240: fuzz case fz2000041 on the H200, where f16(u8 241) came out 240)."""
+    g = pk.global_id(0)
+    o[g] = f32(f16(-a[g]))
+
+
+@pk.kernel
+def from_i8_i16(a: Buffer[i16, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(i8(a[g]))) + f32(f16(a[g] * i16(-1)))
+
+
 # kernel, input dtype, inputs, expected f32 outputs (f16 rounding: every magnitude >= 65520 is inf)
 CASES = {
     "shl_i32": (shl_i32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
@@ -61,8 +75,13 @@ CASES = {
     "shl_i64": (shl_i64, np.int64, [0, 1, -1, 2], [0.0, INF, -INF, INF]),
     "shl_u64": (shl_u64, np.uint64, [0, 1, 2, 3], [0.0, INF, INF, INF]),
     "from_u16": (from_u16, np.uint16, [65504, 65519, 65520, 65535], [65504.0, 65504.0, INF, INF]),
+    "neg_u8": (neg_u8, np.uint8, [15, 13, 0, 255], [241.0, 243.0, 0.0, 1.0]),
+    # i8(a) + f16(-a): i8(-32768) = 0 and -(-32768) wraps; i8(32767) = -1 and f16(-32767) = -32768;
+    # i8(2063) = 15 and f16(-2063) = -2064 (a tie, to even); -1 + 1
+    "from_i8_i16": (from_i8_i16, np.int16, [-32768, 32767, 2063, -1], [-32768.0, -32769.0, -2049.0, 0.0]),
 }
-FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16"}
+FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16", "neg_u8": "i8",
+            "from_i8_i16": "i16"}
 
 
 def _params():

@@ -727,7 +727,7 @@ class LLVMKernelEmitter:
         fz1000427: sin gave -0.595 instead of NaN on nvptx and hexagon). After the clamp every value with
         11 significant bits is at most 65504, where that fold is exact."""
         b = self.builder
-        if src.bits > 16 or src.code != 0:  # an i8/i16 always fits; u16 may reach 65535
+        if src.bits > 16 or (src.bits == 16 and src.code != 0):  # i8/u8/i16 always fit; u16 may reach 65535
             lim = ll.Constant(v.type, 65520)
             if src.code == 0:
                 v = b.select(b.icmp_signed(">", v, lim), lim, v)
