@@ -16,7 +16,7 @@ from polykern.testing.interp import OracleError, interpret
 from runtimes import runnable_targets
 
 TARGETS = [pytest.param(t, id=t.split()[0]) for t, k, _ in runnable_targets()
-           if k in ("llvm", "opencl", "vulkan", "webgpu")]
+           if k in ("llvm", "opencl", "vulkan", "webgpu", "cuda")]  # cuda: on a GPU machine
 
 
 @pk.kernel
