@@ -576,9 +576,6 @@ class _CModule:
         def launch(*args, grid, block, shared_size=None):
             dims = lambda v: (list(v) + [1, 1, 1])[:3] if isinstance(v, (tuple, list)) else [v, 1, 1]  # noqa: E731
             if shared_size is not None:  # pk.shared_dynamic: the C API takes the length as the hidden last argument
-                if self.kind == "cuda":
-                    pytest.xfail("libpolykern's CUDA launch does not size pk.shared_dynamic arrays (native/src/"
-                                 "program.c looks up an attribute 'dynamic_shared_bytes' the compiler never writes)")
                 args = args + (shared_size,)
             assert len(args) == len(root_fn.args)
             cells, bufs, back = [], [], []
@@ -653,6 +650,34 @@ def test_examples_run_through_libpolykern(clib, example, kind):
         cm.close()
     assert "OK" in summary and cm.device.startswith("cpu: " if kind == "llvm" else "cuda: ")
     print(f"{example} on {cm.device}: {summary}")
+
+
+@needs_cc
+def test_c_launch_sizes_the_dynamic_shared_array(clib):
+    """libpolykern reads the ``dynamic_shared`` attribute ("INDEX,BYTES", ir/dynamic_shared.py): a negative
+    length is a launch error naming the argument, and a length the CPU workers' stacks cannot hold is
+    refused before it runs (the launch used to look up an attribute the compiler never writes, so its
+    bytes were never counted); a good length runs."""
+    import polykern as pk
+
+    if not IS_ELF_HOST:
+        pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
+    from native_kernels import rev_tile
+
+    root = pk.build([rev_tile], targets=["llvm"])
+    cm = _CModule(clib, root.export(), "llvm")
+    cm.meta = root.functions
+    try:
+        x = np.arange(64, dtype=np.float32)
+        y = np.zeros(64, np.float32)
+        cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=32)
+        np.testing.assert_array_equal(y, np.concatenate([x[:32][::-1], x[32:][::-1]]))
+        with pytest.raises(AssertionError, match=r"argument 3 \('shared_size'.*is -1; it must be >= 0"):
+            cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=-1)
+        with pytest.raises(AssertionError, match=r"needs about 8192 MiB of stack per CPU worker"):
+            cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=2**31 - 1)
+    finally:
+        cm.close()
 
 
 # ------------------------------------------------------------------ sanitizers, fuzzing, aarch64

@@ -36,6 +36,7 @@ typedef struct cuda_api {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, void *, void **, void **);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
 } cuda_api;
@@ -84,6 +85,7 @@ static int load_api(pk_error *err) {
             SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
             SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
             SYM(LaunchKernel, "cuLaunchKernel");
+            SYM(FuncSetAttribute, "cuFuncSetAttribute");
             SYM(GetErrorName, "cuGetErrorName");
             SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
@@ -293,6 +295,11 @@ int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_erro
 int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
                    unsigned shared_bytes, void **params, pk_error *err) {
     CU(api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+    if (shared_bytes > 48 * 1024) /* dynamic shared memory past 48 KiB is opt-in, per function */
+        CU(api.FuncSetAttribute((CUfunction)func, 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */,
+                                (int)shared_bytes),
+           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): the launch's pk.shared_dynamic bytes exceed "
+           "what this device allows per block");
     CU(api.LaunchKernel((CUfunction)func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                         shared_bytes, NULL, params, NULL),
        "cuLaunchKernel");

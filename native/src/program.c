@@ -251,6 +251,32 @@ void pk_buffer_free(pk_buffer *b) {
     free(b);
 }
 
+/* The bytes of the kernel's pk.shared_dynamic array for this launch (0 without one): attribute
+ * "dynamic_shared" = "INDEX,BYTES" (polykern/ir/dynamic_shared.py) names the i32 size argument, in
+ * elements, and the element size. */
+static int dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes,
+                                pk_error *err) {
+    const pk_str *attr = pk_kv_find(fi->attrs, fi->num_attrs, "dynamic_shared");
+    unsigned long index, elem;
+    char *end;
+    int32_t n;
+    *bytes = 0;
+    if (!attr) return 0;
+    index = strtoul(attr->ptr, &end, 10);
+    elem = *end == ',' ? strtoul(end + 1, &end, 10) : 0;
+    if (*end || elem == 0 || elem > 16 || index >= fi->num_args || fi->args[index].kind != PK_ARG_SCALAR ||
+        fi->args[index].code != PK_CODE_INT || fi->args[index].bits != 32)
+        return pk_fail(err, PK_ERR_ARTIFACT, "kernel '%s': attribute dynamic_shared = '%s' does not name an "
+                       "i32 size argument and an element size", fi->name.ptr, attr->ptr);
+    memcpy(&n, args[index], sizeof n);
+    if (n < 0)
+        return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': argument %lu ('%s', the pk.shared_dynamic array's "
+                       "length in elements) is %d; it must be >= 0", fi->name.ptr, index,
+                       fi->args[index].name.ptr, (int)n);
+    *bytes = (uint64_t)n * elem;
+    return 0;
+}
+
 int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32_t grid[3],
                      const uint32_t block[3], pk_error *err) {
     const pk_function_info *fi = k->fi;
@@ -308,13 +334,15 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
             argv[i] = args[i];
         }
     }
+    uint64_t dyn_bytes = 0;
+    if (!rc) rc = dynamic_shared_bytes(fi, args, &dyn_bytes, err);
     if (!rc) {
         if (k->prog->dev == DEV_CPU) {
             int32_t launch[6];
             const pk_str *ib = pk_kv_find(fi->attrs, fi->num_attrs, "item_bytes");
             unsigned long long items = (unsigned long long)block[0] * block[1] * block[2];
             unsigned long long need = (ib ? strtoull(ib->ptr, NULL, 10) : 0) * items +
-                                      fi->shared_bytes + (1u << 20);
+                                      fi->shared_bytes + dyn_bytes + (1u << 20);
             size_t have = pk_pool_stack_bytes(k->prog->pool);
             if (need > have) {
                 if (argv != argv_small) free(argv);
@@ -330,9 +358,11 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
             }
             rc = pk_pool_run(k->prog->pool, k->range, argv, launch, groups, err);
         } else {
-            const pk_str *dyn = pk_kv_find(fi->attrs, fi->num_attrs, "dynamic_shared_bytes");
-            unsigned shared = dyn ? (unsigned)strtoul(dyn->ptr, NULL, 10) : 0;
-            rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, shared, argv, err);
+            if (dyn_bytes > UINT32_MAX)
+                rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its pk.shared_dynamic array needs %llu "
+                             "bytes", fi->name.ptr, (unsigned long long)dyn_bytes);
+            else
+                rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, (unsigned)dyn_bytes, argv, err);
         }
     }
     if (argv != argv_small) free(argv);
