@@ -176,3 +176,34 @@ def test_every_code_generator_gets_the_once_rounded_bf16_bits(kind, monkeypatch)
     dev = pk.build([k_bf16_literal], targets=[kind]).imports[0]
     text = "\n".join(dev.inspect_source(f) for f in dev.source_formats())
     assert re.search(r"(?i)\b(16257|0x3f81)\b|1\.0078125", text) and not re.search(r"(?i)\b(16256|0x3f80)\b", text)
+
+
+@pk.kernel
+def store_f16_arg(h: f16, o: Buffer[f16]):
+    o[0] = h
+
+
+@pk.kernel
+def store_f32_arg(h: f32, o: Buffer[f32]):
+    o[0] = h
+
+
+def test_scalar_launch_arguments_round_like_literals():
+    """A float launch argument is rounded once from its exact value, like a literal: what rounds to a
+    finite value is taken (65519.0 as f16 is 65504), only what rounds to inf is refused, naming the
+    largest finite value. (bf16 scalars are not kernel arguments.)"""
+    from polykern.errors import LaunchError
+
+    mod = pk.build([store_f16_arg, store_f32_arg], ["llvm"])
+    o = np.zeros(1, np.float16)
+    for given, want in [(65519.0, 65504.0), (65519, 65504.0), (-65519.9, -65504.0), (2049, 2048.0), (2051, 2052.0)]:
+        mod["store_f16_arg"](given, o, grid=1, block=1)
+        assert o[0] == want, (given, o[0])
+    for bad, sign in [(65520.0, ""), (-70000, "-")]:
+        with pytest.raises(LaunchError, match=rf"value {bad!r} is out of range for f16: it rounds to {sign}inf "
+                                              r"\(largest finite 65504\)"):
+            mod["store_f16_arg"](bad, o, grid=1, block=1)
+    # an integer rounds once from itself, not through float64 (which would give the tie, then 2**60)
+    o32 = np.zeros(1, np.float32)
+    mod["store_f32_arg"](2**60 + 2**36 + 1, o32, grid=1, block=1)
+    assert o32[0] == np.float32(2.0**60 + 2.0**37), o32[0]

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import LaunchError
+from .ir.rounding import FORMATS, largest_finite, round_exact
 from .ir.types import ScalarType, bf16, scalar_from_code, scalar_from_numpy
 
 if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
@@ -139,13 +140,24 @@ def _scalar(info: FunctionInfo, i: int, v: Any) -> ScalarArg:
     raise LaunchError(f"{where}: expected a scalar {t}, got {_tname(v)}")
 
 
+#: Integers up to this magnitude are exact as float64, so float(v) and then one rounding to the type is
+#: the one rounding of v; larger ones take _to_float, which rounds the integer itself.
+_EXACT_INT = 1 << 53
+
+
 def _to_float(where: str, t: ScalarType, x, original: Any) -> np.generic:
     try:
         fv = float(x)
     except OverflowError:
         raise LaunchError(f"{where}: value {original!r} is too large for {t}") from None
-    if math.isfinite(fv) and abs(fv) > t.max_value():
-        raise LaunchError(f"{where}: value {original!r} is out of range for {t} (max {t.max_value():g})")
+    if math.isfinite(fv) and t.name in FORMATS and t.name != "f64":
+        # rounded once from the exact value, like a literal (ir/rounding.py): 65519.0 is f16's 65504;
+        # only what rounds past the largest finite value is refused
+        exact = x if isinstance(x, int) else fv
+        fv = round_exact(exact, t.name)
+        if math.isinf(fv):
+            raise LaunchError(f"{where}: value {original!r} is out of range for {t}: it rounds to "
+                              f"{'-' if exact < 0 else ''}inf (largest finite {largest_finite(t.name):g})")
     return t.numpy.type(fv)
 
 
@@ -459,12 +471,15 @@ def scalar_converter(a: ArgInfo) -> Callable[[Any], Any]:
         return conv_int
     top = t.max_value()
     inf = math.inf
+    exact_int = math.inf if t.bits == 64 else _EXACT_INT  # float(v) is f64's own one rounding
 
     def conv_float(v: Any) -> Any:
         tv = type(v)
         if tv is float:
             x = v
         elif tv is int or tv is npt:
+            if tv is int and not -exact_int <= v <= exact_int:
+                return MISS  # float(v) would round first: _to_float rounds it once
             try:
                 x = float(v)
             except OverflowError:

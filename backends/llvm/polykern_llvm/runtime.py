@@ -135,7 +135,7 @@ _FLOATISH = (float, int, np.float32, np.float64)  # the launching thread runs ch
 class _ArgPlan:
     """How one argument of a kernel is checked and packed on the fast path."""
 
-    __slots__ = ("buffer", "dtype", "writable", "kind", "lo", "hi")
+    __slots__ = ("buffer", "dtype", "writable", "kind", "lo", "hi", "exact_int")
 
     def __init__(self, a):
         self.buffer = a.kind == "buffer"
@@ -144,6 +144,8 @@ class _ArgPlan:
         t = a.dtype
         self.kind = "bool" if t.is_bool else "float" if t.is_float else "int"
         self.lo, self.hi = (t.min_value(), t.max_value()) if not t.is_bool else (0, 1)
+        # ints this large are exact in float64, so float(v) then the type's rounding is one rounding
+        self.exact_int = math.inf if t.bits == 64 else 1 << 53
 
 
 class CPUKernel:
@@ -233,8 +235,8 @@ class CPUKernel:
                     return None
                 out.append(v)
             elif plan.kind == "float":
-                if type(v) not in _FLOATISH:
-                    return None
+                if type(v) not in _FLOATISH or (type(v) is int and not -plan.exact_int <= v <= plan.exact_int):
+                    return None  # float(v) would round twice: the slow path rounds it once
                 try:
                     fv = float(v)
                 except OverflowError:  # a huge int: the slow path words the error
