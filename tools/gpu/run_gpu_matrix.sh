@@ -18,6 +18,8 @@
 #   6. benchmarks/gpu_attention.py --out $OUT (attention forward, (4 x 16, 4096, 64 | 128) f16: cuda/nvptx/
 #      vulkan vs torch SDPA, Triton) -> $OUT/gpu_attention.json, $OUT/gpu_attention.log; GPU_ATTENTION_ARGS
 #      (e.g. "--dims 128 --rounds 3") go to it
+#   GPU_EXTRA_TESTS="<pytest args>": any other tests in the same environment -> $OUT/extra_tests.log
+#      (within GPU_EXTRA_TESTS_S seconds, default 150)
 # Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the GEMM benchmark and then
 # the copy tests what is left less GPU_ATTENTION_S (default 120, kept for the attention benchmark), the
 # attention benchmark the rest.
@@ -53,6 +55,13 @@ if [ -n "${GPU_MATRIX_CONFORMANCE_K:-}" ]; then  # e.g. "bf16 or matrix": those 
     timeout --kill-after=5 90 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_conformance.py \
         -k "$GPU_MATRIX_CONFORMANCE_K" > "$OUT/conformance_tests.log" 2>&1
     echo "pytest exit $?"; tail -n 12 "$OUT/conformance_tests.log"
+fi
+if [ -n "${GPU_EXTRA_TESTS:-}" ]; then  # e.g. "tests/test_int_to_f16.py tests/test_native.py -k cuda": any pytest args
+    echo "== extra tests: $GPU_EXTRA_TESTS"
+    # shellcheck disable=SC2086
+    timeout --kill-after=5 "${GPU_EXTRA_TESTS_S:-150}" "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short \
+        $GPU_EXTRA_TESTS > "$OUT/extra_tests.log" 2>&1
+    echo "pytest exit $?"; grep -E "^(FAILED|ERROR) " "$OUT/extra_tests.log" | head -n 20; tail -n 1 "$OUT/extra_tests.log"
 fi
 ATT_S=${GPU_ATTENTION_S:-120}
 LEFT=$(( START + BUDGET - ATT_S - $(date +%s) ))
