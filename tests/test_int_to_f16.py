@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i8, i16, i32, i64, u8, u16, u32, u64
+from polykern import Buffer, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from runtimes import runnable_targets
 
 INF = float("inf")
@@ -68,6 +68,36 @@ def from_i8_i16(a: Buffer[i16, "readonly"], o: Buffer[f32]):
     o[g] = f32(f16(i8(a[g]))) + f32(f16(a[g] * i16(-1)))
 
 
+@pk.kernel
+def via_f32(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    """The integer converted to f32 first: the f32 -> f16 rounding is clamped too (llvm_base
+    ``_clamp_for_f16``, WGSL ``pk_f16_of_f32``); without it llvm, hexagon and WebGPU gave -2**31."""
+    g = pk.global_id(0)
+    o[g] = f32(f16(f32(a[g] << 31)))
+
+
+@pk.kernel
+def via_f64(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(f64(a[g] << 31)))
+
+
+@pk.kernel
+def scaled(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    """LLVM turns f32(x) * 32.0 into f32(x * 32) (no overflow: x is 0 or 4096), then folds as above: a
+    clamp only where an int conversion meets the f16 one in polykern's IR would miss it (llvm gave 131072)."""
+    g = pk.global_id(0)
+    o[g] = f32(f16(f32((a[g] & 1) << 12) * 32.0))
+
+
+@pk.kernel
+def select_of_casts(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    """A select of two int -> f32 conversions becomes one conversion of a select (llvm gave 2**30)."""
+    g = pk.global_id(0)
+    x = f32(a[g] << 31) if a[g] > 2 else f32(a[g] << 30)
+    o[g] = f32(f16(x))
+
+
 # kernel, input dtype, inputs, expected f32 outputs (f16 rounding: every magnitude >= 65520 is inf)
 CASES = {
     "shl_i32": (shl_i32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
@@ -79,9 +109,13 @@ CASES = {
     # i8(a) + f16(-a): i8(-32768) = 0 and -(-32768) wraps; i8(32767) = -1 and f16(-32767) = -32768;
     # i8(2063) = 15 and f16(-2063) = -2064 (a tie, to even); -1 + 1
     "from_i8_i16": (from_i8_i16, np.int16, [-32768, 32767, 2063, -1], [-32768.0, -32769.0, -2049.0, 0.0]),
+    "via_f32": (via_f32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
+    "via_f64": (via_f64, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
+    "scaled": (scaled, np.int32, [0, 1, 2, 3], [0.0, INF, 0.0, INF]),
+    "select_of_casts": (select_of_casts, np.int32, [0, 1, 2, 3], [0.0, INF, -INF, -INF]),
 }
 FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16", "neg_u8": "i8",
-            "from_i8_i16": "i16"}
+            "from_i8_i16": "i16", "via_f32": "f16", "via_f64": "f64", "scaled": "f16", "select_of_casts": "f16"}
 
 
 def _params():

@@ -511,6 +511,9 @@ class WGSLEmitter:
             if e.a.type.name == "u32":
                 return f"f16(min({x}, 65520u))"
             return f"f16(clamp({x}, -65520i, 65520i))"
+        if e.to.name == "f16" and e.a.type.name == "f32":  # the same fold through f16(f32(x)) of an int x
+            self.helpers.add("pk_f16_of_f32")
+            return f"pk_f16_of_f32({self.top(e.a)})"
         return f"{wty(e.to)}({self.top(e.a)})"
 
     def _select(self, e: ir.Select) -> str:

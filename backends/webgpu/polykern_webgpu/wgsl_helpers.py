@@ -149,5 +149,14 @@ fn pk_div_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+# f32 -> f16 with the value clamped to +-65520 first, NaN and -0 kept (every larger magnitude rounds to
+# inf anyway): lavapipe's LLVM folds f32(f16(f32(x))) of an integer x with few significant bits to f32(x),
+# past f16's range (tests/test_int_to_f16.py); the integer sources are clamped in wgsl_emit._cast.
+F16_OF_F32 = """\
+fn pk_f16_of_f32(x: f32) -> f16 {
+    return f16(select(x, sign(x) * 65520.0f, abs(x) > 65520.0f));
+}
+"""
+
+HELPERS = {"pk_f16_of_f32": F16_OF_F32, "pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

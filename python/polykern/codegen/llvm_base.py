@@ -702,7 +702,7 @@ class LLVMKernelEmitter:
         if src.is_float and dst.is_float:
             if src.bits < dst.bits:
                 return b.fpext(v, dty)
-            return b.fptrunc(v, dty)
+            return b.fptrunc(self._clamp_for_f16(v) if dst.bits == 16 else v, dty)
         if src.is_float:  # -> int
             if src.bits == 16:  # exact, and avoids half -> int libcalls
                 v, src = b.fpext(v, ll.FloatType()), f32
@@ -737,6 +737,17 @@ class LLVMKernelEmitter:
                 v = b.select(b.icmp_unsigned(">", v, lim), lim, v)
         r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
         return b.fptrunc(r, dty)
+
+    def _clamp_for_f16(self, v: ll.Value) -> ll.Value:
+        """An f32/f64 about to be rounded to f16, clamped to +-65520 keeping NaN and -0 (every larger
+        magnitude rounds to inf in f16, so the result is unchanged). Needed for the same instcombine fold
+        as ``_int_to_f16``: the float may be an integer conversion itself (``f16(f32(a << 31))``,
+        ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them), and
+        ``fpext(fptrunc(sitofp x))`` became ``sitofp x`` past f16's range (tests/test_int_to_f16.py)."""
+        b = self.builder
+        hi, lo = ll.Constant(v.type, 65520.0), ll.Constant(v.type, -65520.0)
+        v = b.select(b.fcmp_ordered(">", v, hi), hi, v)
+        return b.select(b.fcmp_ordered("<", v, lo), lo, v)
 
     def expr_Call(self, e: N.Call) -> ll.Value:
         if e.func not in N.MATH_FUNCS:
