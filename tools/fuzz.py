@@ -46,7 +46,8 @@ import numpy as np  # noqa: E402
 
 import polykern as pk  # noqa: E402
 from polykern.ir.bfloat16 import is_bf16_dtype  # noqa: E402
-from polykern.testing import fuzzcase, kernelgen  # noqa: E402
+from polykern.testing import fuzzcase, fuzzprofile, kernelgen  # noqa: E402
+from polykern.target import Target  # noqa: E402
 from polykern.testing.reduce import reduce_source  # noqa: E402
 
 SEED_STRIDE = 1_000_000  # program i of --seed S has generator seed S * SEED_STRIDE + i
@@ -93,7 +94,7 @@ def _enc(x):
     return x
 
 
-def save_case(save_dir, prog, source, outcome, oracle, targets, args):
+def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=None):
     os.makedirs(save_dir, exist_ok=True)
     kind = outcome.target.split()[0]
     base = f"{prog.name}_{kind}"
@@ -108,6 +109,8 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args):
         "found": {"target": outcome.target, "kind": outcome.kind, "detail": outcome.detail[:2000]},
         "open_on": [kind],  # target kinds where it still disagrees; remove a kind once fixed
     }
+    if profile is not None:  # made for that target kind's refusal profile (tools/fuzz.py --profile)
+        meta["profile"] = profile
     with open(os.path.join(save_dir, base + ".json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -129,6 +132,12 @@ def _parser():
     ap.add_argument("--bounds-check", action="store_true", help="build with pk.build(..., bounds_check=True)")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
+    ap.add_argument("--profile", default="auto", help="which programs leave out what a target refuses "
+                    "(its backend's conformance REFUSES): 'auto' (default): one in --profile-every, in turn for "
+                    "each target of --targets that refuses something; 'none': no program; a target kind "
+                    "('webgpu'): every program (how a replay names the profile of the program it replays)")
+    ap.add_argument("--profile-every", type=int, default=2, help="with --profile auto, program i is profiled "
+                    "when i %% N == N - 1 (default 2: every second program; 0: none)")
     ap.add_argument("--program-timeout", type=float, default=60.0,
                     help="seconds one program may take on one target (build and run) before its worker is "
                     "killed and a 'timeout' disagreement is counted for that target (default 60)")
@@ -141,15 +150,39 @@ def _parser():
     return ap
 
 
+def run_profiles(a):
+    """The run's refusal profiles and how often they apply (polykern.testing.fuzzprofile), from
+    --profile and --profile-every; a ValueError names a bad --profile."""
+    if a.profile == "none":
+        return [], 0
+    if a.profile == "auto":
+        targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
+        return fuzzprofile.profiles(targets), a.profile_every
+    avoid = fuzzprofile.refused_features(a.profile)
+    if not avoid:
+        raise ValueError(f"--profile {a.profile}: that target kind declares no refusals (or is unknown); "
+                         f"'auto', 'none' or a kind whose backend's conformance REFUSES names features")
+    return [(a.profile, avoid)], 1
+
+
+def program_for(a, i, profs, every):
+    """Program ``i`` of the run (generator seed --seed * SEED_STRIDE + i, --avoid and its profile's
+    refusals left out) and the profile's target kind (None: not profiled)."""
+    prof = fuzzprofile.profile_for(i, profs, every)
+    avoid = frozenset(x for x in a.avoid.split(",") if x) | (prof[1] if prof else frozenset())
+    return kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid), (prof[0] if prof else None)
+
+
 def _add(into, stats):
     """Add a worker's counters (``@@PROGRESS``/``@@STATS``) to the run's totals."""
     into["n"] += stats["n"]
     into["disagreements"] += stats["disagreements"]
     into["saves"] += stats["saves"]
-    for t, d in stats["per_target"].items():
-        slot = into["per_target"].setdefault(t, {})
-        for k, v in d.items():
-            slot[k] = slot.get(k, 0) + v
+    for key in ("per_target", "compared"):
+        for t, d in stats[key].items():
+            slot = into[key].setdefault(t, {})
+            for k, v in d.items():
+                slot[k] = slot.get(k, 0) + v
 
 
 class _Lane:
@@ -206,13 +239,20 @@ def main(argv=None) -> int:
     if a.jobs < 1 or a.program_timeout <= 0:
         print("fuzz: --jobs must be >= 1 and --program-timeout > 0", file=sys.stderr)
         return 2
+    try:
+        profs, every = run_profiles(a)
+    except ValueError as e:
+        print(f"fuzz: {e}", file=sys.stderr)
+        return 2
     targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
     running = [t for t in targets if fuzzcase.runtime_present(t)]
     for t in targets:
         if t not in running:
             print(f"fuzz: {t}: skipped (no runtime here: only compiled, refusals checked)", flush=True)
+    print(f"fuzz: profiles: {fuzzprofile.describe(profs, every)}", flush=True)
     start_time = time.monotonic()
-    totals = {"n": 0, "disagreements": 0, "saves": 0, "per_target": {t: {} for t in targets}}
+    totals = {"n": 0, "disagreements": 0, "saves": 0, "per_target": {t: {} for t in targets},
+              "compared": {t: {} for t in targets}}
     end = a.start + a.count
     jobs = max(1, min(a.jobs, a.count))
     # each lane saves at most its share, so which cases are saved does not depend on timing
@@ -260,8 +300,7 @@ def main(argv=None) -> int:
             lane.done, lane.current = True, lane.end
             return
         idx, seed, phase = lane.begun
-        replay = (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets "
-                  f"'{phase if phase != 'oracle' else a.targets}' --no-save")
+        replay = _replay(a, idx, phase if phase != "oracle" else a.targets, profs, every)
         if timed_out:
             what = (f"timeout: building or running it took more than {a.program_timeout:g} s; "
                     f"the worker was killed")
@@ -326,11 +365,29 @@ def main(argv=None) -> int:
     n, per_target = totals["n"], totals["per_target"]
     for t in targets:
         stats_text = ", ".join(f"{k} {v}" for k, v in sorted(per_target[t].items()))
-        print(f"fuzz: {t}: {stats_text or 'nothing run'}")
+        print(f"fuzz: {t}: {stats_text or 'nothing run'}{_compared_text(totals['compared'][t], n)}")
     first = a.seed * SEED_STRIDE + a.start
     print(f"fuzz: {elapsed:.1f} s, generator seeds {first}..{first + max(n - 1, 0)}")
     print(f"fuzz: {n} programs x {len(running)} targets, {totals['disagreements']} disagreements")
     return 1 if totals["disagreements"] else 0
+
+
+def _replay(a, idx, targets, profs, every):
+    """The command that runs program ``idx`` of this run again (with its profile named)."""
+    prof = fuzzprofile.profile_for(idx, profs, every)
+    return (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets '{targets}' "
+            f"--profile {prof[0] if prof else 'none'}{' --avoid ' + a.avoid if a.avoid else ''} --no-save")
+
+
+def _compared_text(compared, n):
+    """"; compared C of N (P%), K of them profiled for it": the programs whose outputs a target's run was
+    compared with the oracle's (status ok, or a mismatch), of the N programs of the run."""
+    if not n:
+        return ""
+    c = compared.get("all", 0)
+    own = compared.get("own profile", 0)
+    return (f"; compared {c} of {n} ({100.0 * c / n:.0f}%)"
+            + (f", {own} of them made for its profile" if own else ""))
 
 
 def worker(a) -> int:
@@ -338,13 +395,15 @@ def worker(a) -> int:
         print("fuzz: --bounds-check ignored: this pk.build has no bounds_check parameter")
         a.bounds_check = False
     targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
+    profs, every = run_profiles(a)
     start = time.monotonic()
     n = disagreements = saves = 0
     per_target = {t: {} for t in targets}
+    compared = {t: {} for t in targets}  # "all": programs compared; "own profile": of them made for it
 
     def progress(tag="@@PROGRESS "):
         print(tag + json.dumps({"n": n, "disagreements": disagreements, "saves": saves,
-                                "per_target": per_target}), flush=True)
+                                "per_target": per_target, "compared": compared}), flush=True)
 
     for i in range(a.start, a.start + a.count, a.stride):
         if a.time_budget is not None and time.monotonic() - start > a.time_budget:
@@ -352,7 +411,7 @@ def worker(a) -> int:
         first_target = a.first_target if i == a.start else 0  # a resumed program was counted already
         seed = a.seed * SEED_STRIDE + i
         print(f"@@BEGIN {i} {seed} oracle", flush=True)
-        prog = kernelgen.generate(seed, avoid=frozenset(x for x in a.avoid.split(",") if x))
+        prog, made_for = program_for(a, i, profs, every)
         args = prog.make_args()
         case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features)
         if first_target == 0:
@@ -371,11 +430,18 @@ def worker(a) -> int:
             print(f"@@BEGIN {i} {seed} {t}", flush=True)
             out = fuzzcase.check_target(case, oracle, t, bounds_check=a.bounds_check)
             per_target[t][out.status] = per_target[t].get(out.status, 0) + 1
+            if out.status == "ok" or out.kind == "mismatch":
+                slot = compared[t]
+                slot["all"] = slot.get("all", 0) + 1
+                if made_for is not None and made_for == Target.parse(t).kind:
+                    slot["own profile"] = slot.get("own profile", 0) + 1
             if a.verbose:
-                print(f"fuzz: seed={seed} {t}: {out.status} {out.detail[:200]}", flush=True)
+                print(f"fuzz: seed={seed} {t}: {out.status} {out.detail[:200]}"
+                      f"{f'  [made for {made_for}]' if made_for else ''}", flush=True)
             if out.bad:
                 disagreements += 1
-                print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}", flush=True)
+                print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind}: {out.detail[:800]}; "
+                      f"{_replay(a, i, t, profs, every)}", flush=True)
             progress()
             if not out.bad or a.no_save or saves >= a.max_saves:
                 continue
@@ -398,7 +464,7 @@ def worker(a) -> int:
                 small, small_oracle, small_out, source = case, oracle, out, prog.source
             if not small_out.bad:
                 small, small_oracle, small_out, source = case, oracle, out, prog.source
-            path = save_case(a.save_dir, prog, source, small_out, small_oracle, [t], args)
+            path = save_case(a.save_dir, prog, source, small_out, small_oracle, [t], args, made_for)
             saves += 1
             print(f"fuzz: saved {os.path.relpath(path, os.getcwd())} ({len(source.splitlines())} lines)",
                   flush=True)

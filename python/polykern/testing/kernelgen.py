@@ -45,6 +45,7 @@ N_IN = 16  # input buffer length (indices masked with N_IN - 1)
 N_LOCAL = 8  # pk.local array length
 N_ACC = 8  # atomic accumulator length
 _INEXACT_MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
+_EXACT_F64_MATH = ("sqrt", "fma", "/")  # the f64 math stores that are not "math_f64"
 
 @dataclass
 class GenProgram:
@@ -125,7 +126,7 @@ class _Gen:
         self.name = name
         r = self.rng
         self.portable = r.random() < 0.5
-        pool = PORTABLE if self.portable else ALL
+        pool = tuple(t for t in (PORTABLE if self.portable else ALL) if t not in self.avoid)
         k = r.randint(2, min(6, len(pool)))
         types = set(r.sample(pool, k)) | {"i32"}
         if "bf16" not in self.avoid and random.Random(f"bf16-{seed}").random() < 0.3:
@@ -332,8 +333,11 @@ class _Gen:
         c = self.math_slots[t]
         self.math_slots[t] += 1
         f = self.rng.choice(_INEXACT_MATH + ("/",))
-        if t == "f64" and f not in ("sqrt", "fma", "/"):
-            self.uses_inexact_f64 = True
+        if t == "f64" and f not in _EXACT_F64_MATH:
+            if "math_f64" in self.avoid:
+                f = self.rng.choice(_EXACT_F64_MATH)
+            else:
+                self.uses_inexact_f64 = True
         if f == "/":
             val = f"{self.expr(t, 2)} / {self.expr(t, 2)}"
         elif f == "pow":
@@ -594,7 +598,7 @@ class _Gen:
             self.vars[t].append(name)
             self.fixed.add(name)
         for t in self.types:
-            if t == "bool" and self.portable:
+            if t == "bool" and (self.portable or "bool_buffer" in self.avoid):
                 continue
             if r.random() < 0.7:
                 name = self.fresh("a")
@@ -636,7 +640,7 @@ class _Gen:
                 name = self.fresh("la")
                 self.emit(0, f"{name} = pk.local({t}, {N_LOCAL})")
                 self.local_arrays[t] = name
-        if r.random() < 0.4:
+        if r.random() < 0.4 and "barrier" not in self.avoid:
             t = r.choice(self.types)
             sh = self.fresh("sh")
             self.uses_barrier = True
@@ -648,7 +652,7 @@ class _Gen:
                 self.emit(0, f"{v} = {sh}[(lid + {r.randint(0, self.block - 1)}) & {self.block - 1}]")
                 self.emit(0, "pk.barrier()")
                 self.vars[t].append(v)
-        if "copies" not in self.avoid and self.cprng.random() < 0.25:
+        if not {"copies", "barrier"} & self.avoid and self.cprng.random() < 0.25:
             self.copy_section()
         if "subgroups" not in self.avoid and self.sgrng.random() < 0.3:
             self.subgroup_section()
@@ -723,10 +727,15 @@ NAN = float("nan")
 INF = float("inf")'''
 
 
-#: what ``generate(avoid=...)`` can leave out, to keep fuzzing past a known open bug
+#: what ``generate(avoid=...)`` can leave out: to keep fuzzing past a known open bug, and every name of
+#: FEATURES, so that a program can be made for a target that refuses some (polykern.testing.fuzzprofile)
 AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpers",
              "constexpr": "no pk.constexpr kernel parameter", "subgroups": "no pk.subgroup_* section",
-             "copies": "no pk.copy_async section", "bf16": "no bf16 values"}
+             "copies": "no pk.copy_async section", "bf16": "no bf16 values",
+             **{t: f"no {t} values" for t in FEATURES if t in TYPE_ORDER and t != "bf16"},
+             "bool_buffer": "no bool buffers (bool scalars and shared arrays stay)",
+             "math_f64": "no f64 math beyond sqrt, fma and /",
+             "barrier": "no shared memory between barriers (nor pk.copy_async, which needs one)"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
 BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16"))
