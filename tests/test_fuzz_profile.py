@@ -41,12 +41,30 @@ def test_every_feature_a_backend_may_refuse_can_be_left_out():
 
 def test_webgpu_profile_programs_use_no_refused_feature_and_compile(tmp_path):
     (kind, avoid), = fuzzprofile.profiles([WEBGPU, "llvm"])
-    assert kind == "webgpu" and avoid == set(fuzzcase.declared_refusals("webgpu")) and "f64" in avoid
+    # its refusals, and no NaN/inf literals or inputs: WGSL promises no IEEE specials (numerics)
+    assert kind == "webgpu" and avoid == set(fuzzcase.declared_refusals("webgpu")) | {"specials"}
+    assert "f64" in avoid and fuzzprofile.profile_features("vulkan") == {"math_f64"}  # vulkan keeps specials
     for seed in range(200):
         p = kernelgen.generate(seed, avoid=avoid)
         assert not p.features & avoid, (seed, sorted(p.features & avoid))
         if seed < 25:  # the webgpu backend accepts them (compiled, not run)
             pk.build([fuzzcase.load_kernel(p.source, p.name, str(tmp_path))], [WEBGPU])
+
+
+def test_specials_left_out_means_no_nan_or_inf_literal_or_input():
+    seen = 0
+    for seed in range(60):
+        plain = kernelgen.generate(seed)
+        seen += bool(re.search(r"\b(NAN|INF)\b", _body(plain.source)))
+        p = kernelgen.generate(seed, avoid={"specials"})
+        assert not re.search(r"\b(NAN|INF)\b", _body(p.source)), seed
+        for a in p.make_args():
+            a = np.asarray(a)
+            if a.dtype.kind == "f":
+                assert np.isfinite(a).all(), (seed, a)
+            elif a.dtype.names:  # bf16 bits
+                assert ((a.view(np.uint16) & 0x7F80) != 0x7F80).all(), (seed, a)
+    assert seen  # the unprofiled programs have them
 
 
 def test_the_profile_depends_on_the_index_only_and_the_same_seed_gives_the_same_program():

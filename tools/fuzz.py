@@ -158,7 +158,7 @@ def run_profiles(a):
     if a.profile == "auto":
         targets = [t for spec in a.targets.split(",") if spec.strip() for t in target_strings(spec)]
         return fuzzprofile.profiles(targets), a.profile_every
-    avoid = fuzzprofile.refused_features(a.profile)
+    avoid = fuzzprofile.profile_features(a.profile)
     if not avoid:
         raise ValueError(f"--profile {a.profile}: that target kind declares no refusals (or is unknown); "
                          f"'auto', 'none' or a kind whose backend's conformance REFUSES names features")

@@ -62,12 +62,12 @@ def _within(direct, operands, ref, got, backend: str) -> Tuple[bool, str]:
 
 
 def may_differ_anywhere(oracle: Result, backend: str, device: str = "") -> bool:
-    """A subnormal appeared in a type whose arithmetic this backend may flush, the program has an
-    a*b+c this backend may contract, or an add/sub chain this backend may reassociate or a float
+    """A subnormal appeared in a type whose arithmetic this backend may flush, an a*b+c this backend
+    may contract or an add/sub chain this backend may reassociate or a float
     operation that saw or made a NaN/inf where this backend on ``device`` (a device description) does
     not promise IEEE specials reached control flow or an index, or an operation whose result no backend
     promises (Result.unspecified) did: any value may differ (the oracle models none of these)."""
-    if oracle.contractible and numerics.contraction_allowed(backend):
+    if oracle.contracted_anywhere and numerics.contraction_allowed(backend):
         return True
     if oracle.chained_anywhere and numerics.reassociation_allowed(backend):
         return True
@@ -81,7 +81,8 @@ def may_differ_anywhere(oracle: Result, backend: str, device: str = "") -> bool:
 def loose_elements(oracle: Result, backend: str, device: str = "") -> Dict[str, np.ndarray]:
     """Per buffer: the elements whose value this backend on ``device`` may compute differently, as
     a float operation that fed it saw or made a NaN/inf where specials are not promised, an add/sub
-    chain fed it where reassociation is allowed, or an operation no backend promises fed it (the other
+    chain fed it where reassociation is allowed, an a*b+c fed it where contraction is allowed, or an
+    operation no backend promises fed it (the other
     elements stay exact or within a promise)."""
     out: Dict[str, np.ndarray] = {}
     masks = [oracle.unspecified]  # no backend promises these (pk.min/pk.max of +0 and -0)
@@ -89,6 +90,8 @@ def loose_elements(oracle: Result, backend: str, device: str = "") -> Dict[str, 
         masks.append(oracle.special)
     if numerics.reassociation_allowed(backend):
         masks.append(oracle.chained)
+    if numerics.contraction_allowed(backend):
+        masks.append(oracle.contracted)
     for m in masks:
         for name, loose in m.items():
             out[name] = out[name] | loose if name in out else loose

@@ -4,7 +4,10 @@ The differential fuzzer (tools/fuzz.py) generates one program and runs it on eve
 whose backend declares that it refuses a feature the program uses (``REFUSES`` in the backend's
 ``polykern_<x>.conformance``, read through :func:`fuzzcase.declared_refusals`) only counts "refused"
 and compares nothing. So a share of the programs is generated with one such target's refusals left out
-(``kernelgen.generate(avoid=...)``): its *profile*. Program ``i`` of a run gets one by its index
+(``kernelgen.generate(avoid=...)``): its *profile*. Where the target's backend promises no IEEE specials
+on any device (``numerics.specials_promised``: webgpu, whose WGSL allows finite math), the profile also
+leaves out NaN and infinity literals and inputs ("specials"): a NaN/inf that reaches control flow or an
+index leaves the whole program unchecked there. Program ``i`` of a run gets one by its index
 alone (:func:`profile_for`), so a seed and an index (``--start``) still give the same program, whatever
 the other programs of the run were.
 
@@ -16,9 +19,10 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+from .. import numerics
 from ..target import Target
 from . import kernelgen
-from .fuzzcase import declared_refusals
+from .fuzzcase import declared_refusals, numerics_backend
 
 Profile = Tuple[str, frozenset]  # (target kind, the generator features it leaves out)
 
@@ -34,12 +38,22 @@ def refused_features(kind: str) -> frozenset:
     return frozenset(declared)
 
 
+def profile_features(kind: str) -> frozenset:
+    """What a program made for target kind ``kind`` leaves out: its refusals, and "specials" where its
+    backend promises no IEEE specials on any device (the same on every machine, so a seed replays)."""
+    refused = refused_features(kind)
+    if not refused:
+        return refused
+    finite = not numerics.specials_promised(numerics_backend(kind))
+    return refused | ({"specials"} if finite else set())
+
+
 def profiles(targets: Sequence[str]) -> List[Profile]:
     """One profile per target kind of ``targets`` (target strings) that refuses something, in order."""
     out: List[Profile] = []
     for t in targets:
         kind = Target.parse(t).kind
-        avoid = refused_features(kind)
+        avoid = profile_features(kind)
         if avoid and kind not in [k for k, _ in out]:
             out.append((kind, avoid))
     return out
@@ -61,4 +75,4 @@ def describe(profs: Sequence[Profile], every: int) -> str:
     return f"{which} leaves out what a target refuses, in turn ({kinds})"
 
 
-__all__ = ["Profile", "describe", "profile_for", "profiles", "refused_features"]
+__all__ = ["Profile", "describe", "profile_for", "profile_features", "profiles", "refused_features"]

@@ -158,10 +158,11 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
                 if mem.taint is not None:
                     taint[p.name] = mem.taint
         seen, unspecified_seen, flow = frozenset(self.special_seen), frozenset(self.unspecified_seen), self.flow
-        special, chained, unspecified = loose(mems, seen, unspecified_seen)
+        special, chained, unspecified, contracted = loose(mems, seen, unspecified_seen)
         return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible,
                       special, bool(seen & flow.global_sites), chained, bool(flow.chain_sites & flow.global_sites),
-                      unspecified, bool(unspecified_seen & flow.global_sites))
+                      unspecified, bool(unspecified_seen & flow.global_sites), contracted,
+                      bool(flow.contract_sites & flow.global_sites))
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]

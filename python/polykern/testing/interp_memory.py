@@ -1,6 +1,6 @@
 """The oracle's memory (``polykern.testing.interp``): buffers and shared arrays with, per element, who
 touched it in which barrier interval (for the race checks) and what fed its value (inexact operations,
-float operations that saw a NaN/inf, add/sub chains); and the ``Result`` of a launch."""
+float operations that saw a NaN/inf, add/sub chains, a*b+c); and the ``Result`` of a launch."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,7 +30,9 @@ class Result:
     operations fed it: ``None`` (exact), or ``(direct, tags, operands)`` with ``direct`` the one
     inexact ``(op, dtype)`` that computed it from exact ``operands``, or None for a composition of
     several. ``contractible``: the program has a float add/sub of a product (directly or through a
-    variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse. ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
+    variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse; ``contracted`` and
+    ``contracted_anywhere``: per buffer, the elements such an a*b+c may have fed, and whether one reached
+    control flow or an index (see ``interp_sites``; a fused a*b+c changes only what it feeds). ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
     (a backend that may flush subnormals can then differ anywhere). ``special``: per buffer, the
     elements whose value a float operation that saw or made a NaN/inf may have fed (a backend or device
     without ``numerics.specials_promised`` may give anything there); ``special_anywhere``: such an
@@ -51,6 +53,8 @@ class Result:
     chained_anywhere: bool = False
     unspecified: Dict[str, np.ndarray] = field(default_factory=dict)
     unspecified_anywhere: bool = False
+    contracted: Dict[str, np.ndarray] = field(default_factory=dict)
+    contracted_anywhere: bool = False
 
 
 def mark(mem: Mem, i: int, tags):
@@ -59,7 +63,7 @@ def mark(mem: Mem, i: int, tags):
     mem.taint[i] = tags
 
 
-_NO_SITES = (False, frozenset(), False, False)
+_NO_SITES = (False, frozenset(), False, False, False)
 
 
 def mark_sites(mem: Mem, i: int, rec, accumulate: bool):
@@ -69,19 +73,21 @@ def mark_sites(mem: Mem, i: int, rec, accumulate: bool):
     rec = rec or _NO_SITES
     if accumulate:
         old = mem.sites[i]
-        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2], old[3] or rec[3])
+        rec = (old[0] or rec[0], old[1] | rec[1], old[2] or rec[2], old[3] or rec[3], old[4] or rec[4])
     mem.sites[i] = rec
 
 
 def loose(mems, seen, unspecified_seen):
     """Per buffer with a site recorded: the elements a float operation that saw a NaN/inf may have
     fed (an own site in the storing work-item, a memory site in any: ``seen``), those an add/sub
-    chain fed, and those an operation with an unspecified result fed (``unspecified_seen``)."""
-    special, chained, unspecified = {}, {}, {}
+    chain fed, those an operation with an unspecified result fed (``unspecified_seen``), and those an
+    a*b+c fed."""
+    special, chained, unspecified, contracted = {}, {}, {}, {}
     for name, mem in mems.items():
         if mem.sites is not None:
-            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _, _ in mem.sites], bool)
-            chained[name] = np.array([c for _, _, c, _ in mem.sites], bool)
-            unspecified[name] = np.array([u or not m.isdisjoint(unspecified_seen) for _, m, _, u in mem.sites],
+            special[name] = np.array([hit or not m.isdisjoint(seen) for hit, m, _, _, _ in mem.sites], bool)
+            chained[name] = np.array([c for _, _, c, _, _ in mem.sites], bool)
+            unspecified[name] = np.array([u or not m.isdisjoint(unspecified_seen) for _, m, _, u, _ in mem.sites],
                                          bool)
-    return special, chained, unspecified
+            contracted[name] = np.array([f for _, _, _, _, f in mem.sites], bool)
+    return special, chained, unspecified, contracted

@@ -14,7 +14,8 @@ operand or the result), per work-item; a buffer element is not checked where spe
 when an own site of its stored value saw one in the storing work-item, or a memory site did in any.
 ``chain_sites`` are the float add/sub operations with an operand that is itself a float add/sub, and the
 float products with a product operand (directly or through a variable): a backend that may reassociate
-can change what they give.
+can change what they give. ``contract_sites`` are the float add/sub operations with a product operand
+(directly or through a variable): a backend that may contract can compute them from the unrounded product.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class SiteFlow:
                     if isinstance(a, ir.Atomic):
                         glob |= self.of(a.index)
         self.global_sites: Sites = frozenset(glob)
-        self.chain_sites: Sites = _chains(fn)
+        self.chain_sites: Sites = _links(fn, ((_ADD_SUB, _ADD_SUB), (_MUL, _MUL)))
+        self.contract_sites: Sites = _links(fn, ((_ADD_SUB, _MUL),))
 
     def _assign(self, name: str, e) -> bool:
         own, mem = self.split(e)
@@ -115,23 +117,28 @@ def _join(table, key, sites) -> bool:
     return False
 
 
-def _chains(fn: ir.Function) -> Sites:
-    """Float add/sub operations with an add/sub operand, and float products with a product operand
-    (directly or through variables assigned one): what numerics.MAY_REASSOCIATE lets a backend
-    evaluate in another association."""
+_ADD_SUB, _MUL = ("add", "sub"), ("mul",)
+
+
+def _links(fn: ir.Function, pairs) -> Sites:
+    """For each (outer, inner) pair of operator sets: the float ``outer`` operations with an operand that
+    is a float ``inner`` operation, directly or through variables assigned one. ((add/sub, add/sub) and
+    (mul, mul): what numerics.MAY_REASSOCIATE lets a backend evaluate in another association; (add/sub,
+    mul): the a*b+c that numerics.MAY_CONTRACT lets a backend fuse.)"""
     assigns = [s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)]
     out = set()
-    for ops in (("add", "sub"), ("mul",)):
-        def is_link(e, ops=ops):
+    for outer, inner in pairs:
+        def is_op(e, ops):
             return isinstance(e, ir.BinOp) and e.op in ops and e.type.is_float
 
-        held = {s.name for s in assigns if is_link(s.value)}
+        held = {s.name for s in assigns if is_op(s.value, inner)}
         copies = True
-        while copies:  # t = a + b; u = t: u holds a sum too
+        while copies:  # t = a * b; u = t: u holds a product too
             more = {s.name for s in assigns if isinstance(s.value, ir.Var) and s.value.name in held}
             copies = not more <= held
             held |= more
         for e in ir.walk_all_exprs(fn.body):
-            if is_link(e) and any(is_link(x) or (isinstance(x, ir.Var) and x.name in held) for x in (e.a, e.b)):
+            if is_op(e, outer) and any(is_op(x, inner) or (isinstance(x, ir.Var) and x.name in held)
+                                       for x in (e.a, e.b)):
                 out.add(id(e))
     return frozenset(out)

@@ -29,7 +29,7 @@ class StmtCompiler:
         """None when no float operation feeds ``value`` (and ``extra``), else a function of the
         work-item's state giving what the stored element records: (whether an own site already saw a
         NaN/inf in this work-item, the memory sites, whether an add/sub chain fed it, whether an own
-        site gave an unspecified result in this work-item)."""
+        site gave an unspecified result in this work-item, whether an a*b+c a backend may contract fed it)."""
         own, mem = self.flow.split(value)
         if extra is not None:
             o2, m2 = self.flow.split(extra)
@@ -37,11 +37,12 @@ class StmtCompiler:
         if not own and not mem:
             return None
         chained = bool((own | mem) & self.flow.chain_sites)
+        contracted = bool((own | mem) & self.flow.contract_sites)
         by, unspecified_by = self.special_seen_by, self.unspecified_seen_by
 
         def record(st):
             w, u = by.get(st[1]), unspecified_by.get(st[1])
-            return (bool(w and not own.isdisjoint(w)), mem, chained, bool(u and not own.isdisjoint(u)))
+            return (bool(w and not own.isdisjoint(w)), mem, chained, bool(u and not own.isdisjoint(u)), contracted)
 
         return record
 

@@ -58,6 +58,7 @@ class GenProgram:
     features: frozenset
     args_seed: int
     sizes: Dict[str, int] = field(default_factory=dict)
+    finite: bool = False  # no NaN or infinity among the float inputs (avoid "specials")
 
     def make_args(self) -> List:
         """The launch arguments (NumPy scalars and arrays), the same for the same program."""
@@ -65,12 +66,13 @@ class GenProgram:
         out = []
         for name, t, role in self.params:
             if role is None:
-                out.append(np.dtype(_np(t)).type(_rand_value(rng, t)))
+                out.append(np.dtype(_np(t)).type(_rand_value(rng, t, self.finite)))
             elif t == "bf16":  # values rounded to bf16, passed as their bits (ir/bfloat16.py)
-                out.append(bf16_array(np.array([_rand_value(rng, t) for _ in range(self.sizes[name])], np.float32)))
+                out.append(bf16_array(np.array([_rand_value(rng, t, self.finite) for _ in range(self.sizes[name])],
+                                               np.float32)))
             else:
                 n = self.sizes[name]
-                arr = np.array([_rand_value(rng, t) for _ in range(n)], dtype=_np(t))
+                arr = np.array([_rand_value(rng, t, self.finite) for _ in range(n)], dtype=_np(t))
                 out.append(arr)
         return out
 
@@ -88,7 +90,7 @@ _FLOAT_SPECIAL = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e4, -1e4, 65504.0, 1e30,
                   float("nan"), 2147483648.0, -2147483904.0, 4294967296.0, 255.5, -128.5)
 
 
-def _rand_value(rng, t: str):
+def _rand_value(rng, t: str, finite: bool = False):
     if t == "bool":
         return bool(rng.integers(0, 2))
     if t in FLOATS:
@@ -102,6 +104,8 @@ def _rand_value(rng, t: str):
         ft = "float32" if t == "bf16" else _np(t)
         with np.errstate(all="ignore"):
             x = np.dtype(ft).type(v)
+            if finite and not np.isfinite(x):  # also what overflows the type (1e30 as f16)
+                x = np.dtype(ft).type(1.5)
         if t != "f64" and np.isfinite(x) and x != 0 and abs(float(x)) < float(np.finfo(ft).tiny):
             x = np.dtype(ft).type(0.0)  # no subnormal inputs (a device may flush them)
         return np.float32(round_value(x)) if t == "bf16" else x
@@ -179,7 +183,7 @@ class _Gen:
             return r.choice(["True", "False"])
         if t in FLOATS:
             c = r.random()
-            if c < 0.1:
+            if c < 0.1 and "specials" not in self.avoid:
                 v = r.choice(["NAN", "INF", "-INF"])
             elif c < 0.2:
                 v = r.choice(["0.0", "-0.0", "65504.0", "1e-3", "0.1"] +
@@ -700,7 +704,7 @@ class _Gen:
             values = ", ".join(f"{c}={v}" for c, v in self.constexprs.items())
             src += f"\n\n{self.name} = {self.name}.specialize({values})\n"
         return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
-                          frozenset(feats), self.seed * 7919 + 17, sizes)
+                          frozenset(feats), self.seed * 7919 + 17, sizes, "specials" in self.avoid)
 
 
 def _helper_annot(pt: str) -> str:
@@ -735,7 +739,8 @@ AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpe
              **{t: f"no {t} values" for t in FEATURES if t in TYPE_ORDER and t != "bf16"},
              "bool_buffer": "no bool buffers (bool scalars and shared arrays stay)",
              "math_f64": "no f64 math beyond sqrt, fma and /",
-             "barrier": "no shared memory between barriers (nor pk.copy_async, which needs one)"}
+             "barrier": "no shared memory between barriers (nor pk.copy_async, which needs one)",
+             "specials": "no NaN or infinity among the literals and the inputs (arithmetic may still make one)"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
 BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16"))
