@@ -89,12 +89,25 @@ def machine() -> Dict[str, str]:
     except OSError:
         pass
     info["date"] = time.strftime("%Y-%m-%d")
-    try:
-        info["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                     text=True, timeout=10).stdout.strip()
-    except Exception:  # noqa: BLE001
-        pass
+    info["git"] = tree_commit()
     return info
+
+
+def tree_commit() -> str:
+    """The commit of the tree these benchmarks run from: POLYKERN_TREE if set (a `git archive` copy has no
+    .git: say which commit it was made from), else git's HEAD where ROOT is itself a checkout's top (not a
+    folder inside another checkout, whose HEAD would be someone else's)."""
+    if os.environ.get("POLYKERN_TREE"):
+        return os.environ["POLYKERN_TREE"]
+    try:
+        def git(*a):
+            return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True, timeout=10).stdout.strip()
+        top = git("rev-parse", "--show-toplevel")
+        if not top or os.path.realpath(top) != os.path.realpath(ROOT):
+            return "unknown (not a git checkout; set POLYKERN_TREE)"
+        return git("rev-parse", "--short", "HEAD")
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({type(e).__name__})"
 
 
 def versions(*mods: str) -> Dict[str, Optional[str]]:
