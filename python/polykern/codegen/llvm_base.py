@@ -743,11 +743,15 @@ class LLVMKernelEmitter:
         magnitude rounds to inf in f16, so the result is unchanged). Needed for the same instcombine fold
         as ``_int_to_f16``: the float may be an integer conversion itself (``f16(f32(a << 31))``,
         ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them), and
-        ``fpext(fptrunc(sitofp x))`` became ``sitofp x`` past f16's range (tests/test_int_to_f16.py)."""
+        ``fpext(fptrunc(sitofp x))`` became ``sitofp x`` past f16's range (tests/test_int_to_f16.py).
+        NaN is kept by its own select: LLVM's Hexagon backend turns the compare-and-select clamp into
+        sfmin/sfmax, which return the other operand for a NaN (f16(f32 NaN) gave inf; fuzz seed 5 program
+        122, tests/test_f16_nan_clamp.py)."""
         b = self.builder
         hi, lo = ll.Constant(v.type, 65520.0), ll.Constant(v.type, -65520.0)
-        v = b.select(b.fcmp_ordered(">", v, hi), hi, v)
-        return b.select(b.fcmp_ordered("<", v, lo), lo, v)
+        c = b.select(b.fcmp_ordered(">", v, hi), hi, v)
+        c = b.select(b.fcmp_ordered("<", c, lo), lo, c)
+        return b.select(b.fcmp_unordered("uno", v, v), v, c)
 
     def expr_Call(self, e: N.Call) -> ll.Value:
         if e.func not in N.MATH_FUNCS:
