@@ -16,6 +16,12 @@ target string (``"llvm -mtriple=aarch64-linux-gnu"``, ``"hexagon -mcpu=hexagonv6
 which is the hook for emulated targets: they run wherever their runtime registers. A target whose
 runtime is absent is still compiled (refusals are checked) and is named as skipped.
 
+Refusal profiles (``polykern.testing.fuzzprofile``, ``--profile``, ``--profile-every``): one program in
+``--profile-every`` (default 2) leaves out what one target of the run declares it refuses (its backend's
+conformance ``REFUSES``), in turn per refusing target, decided by the program's index alone (``--start``
+replays it; replay lines name ``--profile``). The summary says per target how many programs were
+compared with the oracle, and how many of those were made for its profile.
+
 Programs run in worker processes (``--jobs`` at once); a program that kills its worker (a driver's
 segmentation fault) or takes longer than ``--program-timeout`` seconds on one target (a hanging
 compiler: the worker and what it started are killed) is a disagreement of that program on that
@@ -380,7 +386,7 @@ def _replay(a, idx, targets, profs, every):
 
 
 def _compared_text(compared, n):
-    """"; compared C of N (P%), K of them profiled for it": the programs whose outputs a target's run was
+    """"; compared C of N (P%), K of them made for its profile": the programs whose outputs a target's run was
     compared with the oracle's (status ok, or a mismatch), of the N programs of the run."""
     if not n:
         return ""
