@@ -672,10 +672,47 @@ def test_c_launch_sizes_the_dynamic_shared_array(clib):
         y = np.zeros(64, np.float32)
         cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=32)
         np.testing.assert_array_equal(y, np.concatenate([x[:32][::-1], x[32:][::-1]]))
-        with pytest.raises(AssertionError, match=r"argument 3 \('shared_size'.*is -1; it must be >= 0"):
-            cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=-1)
-        with pytest.raises(AssertionError, match=r"needs about 8192 MiB of stack per CPU worker"):
-            cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=2**31 - 1)
+        for bad in (-1, 0):  # >= 1, as polykern/shared_launch.py requires on every runtime
+            with pytest.raises(AssertionError, match=rf"argument 3 \('shared_size'.*is {bad}; it must be >= 1"):
+                cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=bad)
+        # the CPU's limit is the language's 64 KiB of shared arrays (the C runtime allowed what the stack
+        # held: 1 MiB ran here, which the Python runtime refuses)
+        cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=16384)
+        for big in (16385, 2**18, 2**31 - 1):
+            with pytest.raises(AssertionError, match=rf"need {4 * big} bytes .*the language's limit of shared "
+                                                     r"arrays is 65536 bytes per work-group"):
+                cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=big)
+    finally:
+        cm.close()
+
+
+@needs_cc
+@pytest.mark.parametrize("attr", ["99,4", "0,0", "x", "", "1,4", "3,16", "3,3", " 3,4", "3,04", "+3,4", "3,4,",
+                                  "3,4 ", "03,4", "3", "3,", ",4", "99999999999999999999,4"])
+def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):
+    """A hostile artifact's ``dynamic_shared`` attribute is refused with a clear error, never a crash, and
+    exactly where the Python runtimes refuse it (ir/dynamic_shared.py parse_attr: the C runtime accepted
+    " 3,4", "3,04", "+3,4" and an element size of 16)."""
+    import polykern as pk
+    from polykern.errors import ArtifactError
+    from polykern.shared_launch import dynamic_shared_of
+
+    if not IS_ELF_HOST:
+        pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
+    from native_kernels import rev_tile
+
+    root = pk.build([rev_tile], targets=["llvm"])
+    for m in root.walk():
+        m.functions["rev_tile"].attrs["dynamic_shared"] = attr
+    with pytest.raises(ArtifactError, match="malformed dynamic_shared attribute"):
+        dynamic_shared_of(root.functions["rev_tile"])
+    cm = _CModule(clib, root.export(), "llvm")
+    cm.meta = root.functions
+    try:
+        x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+        with pytest.raises(AssertionError, match=r"attribute dynamic_shared = .* does not name an i32 size "
+                                                 r"argument and an element size"):
+            cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=32)
     finally:
         cm.close()
 

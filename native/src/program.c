@@ -251,31 +251,50 @@ void pk_buffer_free(pk_buffer *b) {
     free(b);
 }
 
+/* A decimal of 1 to 5 digits without a leading zero (as polykern/ir/dynamic_shared.py parse_attr reads
+ * it) at *p, stored in *out; *p is moved past it. 0 if there is none. */
+static int attr_number(const char **p, unsigned long *out) {
+    const char *s = *p;
+    unsigned long v = 0;
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9' && n < 6) v = v * 10 + (unsigned long)(s[n++] - '0');
+    if (n == 0 || n > 5 || (n > 1 && s[0] == '0')) return 0;
+    *p = s + n;
+    *out = v;
+    return 1;
+}
+
 /* The bytes of the kernel's pk.shared_dynamic array for this launch (0 without one): attribute
- * "dynamic_shared" = "INDEX,BYTES" (polykern/ir/dynamic_shared.py) names the i32 size argument, in
- * elements, and the element size. */
+ * "dynamic_shared" = "INDEX,BYTES" (polykern/ir/dynamic_shared.py, read as strictly as its parse_attr)
+ * names the i32 size argument, in elements, and the element size (1, 2, 4 or 8). The length must be
+ * >= 1, as polykern/shared_launch.py requires on every runtime. */
 static int dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes,
                                 pk_error *err) {
     const pk_str *attr = pk_kv_find(fi->attrs, fi->num_attrs, "dynamic_shared");
-    unsigned long index, elem;
-    char *end;
+    unsigned long index = 0, elem = 0;
+    const char *p;
     int32_t n;
     *bytes = 0;
     if (!attr) return 0;
-    index = strtoul(attr->ptr, &end, 10);
-    elem = *end == ',' ? strtoul(end + 1, &end, 10) : 0;
-    if (*end || elem == 0 || elem > 16 || index >= fi->num_args || fi->args[index].kind != PK_ARG_SCALAR ||
+    p = attr->ptr;
+    if (!attr_number(&p, &index) || *p++ != ',' || !attr_number(&p, &elem) || *p ||
+        (size_t)(p - attr->ptr) != attr->len || (elem != 1 && elem != 2 && elem != 4 && elem != 8) ||
+        index >= fi->num_args || fi->args[index].kind != PK_ARG_SCALAR ||
         fi->args[index].code != PK_CODE_INT || fi->args[index].bits != 32)
-        return pk_fail(err, PK_ERR_ARTIFACT, "kernel '%s': attribute dynamic_shared = '%s' does not name an "
-                       "i32 size argument and an element size", fi->name.ptr, attr->ptr);
+        return pk_fail(err, PK_ERR_ARTIFACT, "kernel '%s': attribute dynamic_shared = '%.40s' does not name an "
+                       "i32 size argument and an element size (1, 2, 4 or 8)", fi->name.ptr, attr->ptr);
     memcpy(&n, args[index], sizeof n);
-    if (n < 0)
+    if (n < 1)
         return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': argument %lu ('%s', the pk.shared_dynamic array's "
-                       "length in elements) is %d; it must be >= 0", fi->name.ptr, index,
+                       "length in elements) is %d; it must be >= 1", fi->name.ptr, index,
                        fi->args[index].name.ptr, (int)n);
     *bytes = (uint64_t)n * elem;
     return 0;
 }
+
+/* The language's limit of a work-group's shared arrays, static and dynamic together, where the device
+ * sets none of its own (the CPU): ARRAY_LIMITS["shared"] in polykern/lang/frontend.py. */
+#define PK_SHARED_LIMIT (64u * 1024u)
 
 int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32_t grid[3],
                      const uint32_t block[3], pk_error *err) {
@@ -337,7 +356,12 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     uint64_t dyn_bytes = 0;
     if (!rc) rc = dynamic_shared_bytes(fi, args, &dyn_bytes, err);
     if (!rc) {
-        if (k->prog->dev == DEV_CPU) {
+        if (k->prog->dev == DEV_CPU && dyn_bytes && fi->shared_bytes + dyn_bytes > PK_SHARED_LIMIT) {
+            rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its shared arrays need %llu bytes (%llu of them "
+                         "the pk.shared_dynamic array's); the language's limit of shared arrays is %u bytes "
+                         "per work-group", fi->name.ptr, (unsigned long long)(fi->shared_bytes + dyn_bytes),
+                         (unsigned long long)dyn_bytes, PK_SHARED_LIMIT);
+        } else if (k->prog->dev == DEV_CPU) {
             int32_t launch[6];
             const pk_str *ib = pk_kv_find(fi->attrs, fi->num_attrs, "item_bytes");
             unsigned long long items = (unsigned long long)block[0] * block[1] * block[2];
