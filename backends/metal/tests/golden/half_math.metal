@@ -3,6 +3,12 @@
 #include <metal_stdlib>
 using namespace metal;
 
+// float -> half, |x| clamped to 65520 first (the same value: every larger one rounds to inf), so that
+// no compiler folds (float)(half)(float)n to (float)n past half's range
+inline half pk_half(float x) {
+    return (half)(fabs(x) > 65520.0f ? copysign(65520.0f, x) : x);
+}
+
 kernel void half_math(
     constant int& n [[buffer(0)]],
     constant half& s [[buffer(1)]],
@@ -20,6 +26,6 @@ kernel void half_math(
     threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
     h = x[i] * s + t[0];
     h = h - sqrt(h) + fabs(h) + fmax(h, s) + fmod(h, s);
-    x[i] = h / (half)n + (half)z[i];
+    x[i] = h / pk_half((float)n) + pk_half(z[i]);
     z[i] = (float)h + (float)(x[0] > y[0]);
 }
