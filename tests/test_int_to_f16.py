@@ -98,6 +98,17 @@ def select_of_casts(a: Buffer[i32, "readonly"], o: Buffer[f32]):
     o[g] = f32(f16(x))
 
 
+@pk.kernel
+def through_shared(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    """The f32 conversion stored to shared memory and read back: LLVM forwards the store, so the value
+    rounded to f16 is the int conversion again (llvm and hexagon gave -2**31 without the f32 clamp; the
+    same through a pk.local array)."""
+    t = pk.shared(f32, 4)
+    g = pk.local_id(0)
+    t[g] = f32(a[g] << 31)
+    o[g] = f32(f16(t[g]))
+
+
 # kernel, input dtype, inputs, expected f32 outputs (f16 rounding: every magnitude >= 65520 is inf)
 CASES = {
     "shl_i32": (shl_i32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
@@ -113,9 +124,11 @@ CASES = {
     "via_f64": (via_f64, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
     "scaled": (scaled, np.int32, [0, 1, 2, 3], [0.0, INF, 0.0, INF]),
     "select_of_casts": (select_of_casts, np.int32, [0, 1, 2, 3], [0.0, INF, -INF, -INF]),
+    "through_shared": (through_shared, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
 }
 FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16", "neg_u8": "i8",
-            "from_i8_i16": "i16", "via_f32": "f16", "via_f64": "f64", "scaled": "f16", "select_of_casts": "f16"}
+            "from_i8_i16": "i16", "via_f32": "f16", "via_f64": "f64", "scaled": "f16", "select_of_casts": "f16",
+            "through_shared": "f16"}
 
 
 def _params():
