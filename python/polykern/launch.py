@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -134,7 +135,13 @@ def _scalar(info: FunctionInfo, i: int, v: Any) -> ScalarArg:
     if isinstance(v, (float, np.floating)):
         if not t.is_float:
             raise LaunchError(f"{where}: expected an integer for {t}, got {_tname(v)} (convert explicitly)")
-        return ScalarArg(i, a, _to_float(where, t, float(v), v))
+        if isinstance(v, np.floating) and v.dtype.itemsize > 8 and np.isfinite(v) and v != 0:
+            # a long double has more precision and range than float64: rounded once from its exact value
+            # (1 + 2**-24 + 2**-60 as f32 is 1 + 2**-23, not 1.0; 1e400 is refused, not inf)
+            x = Fraction(*v.as_integer_ratio())
+        else:
+            x = float(v)
+        return ScalarArg(i, a, _to_float(where, t, x, v))
     if isinstance(v, np.ndarray):
         raise LaunchError(f"{where}: expected a scalar {t}, got an array of shape {v.shape}")
     raise LaunchError(f"{where}: expected a scalar {t}, got {_tname(v)}")
@@ -153,7 +160,7 @@ def _to_float(where: str, t: ScalarType, x, original: Any) -> np.generic:
     if math.isfinite(fv) and t.name in FORMATS and t.name != "f64":
         # rounded once from the exact value, like a literal (ir/rounding.py): 65519.0 is f16's 65504;
         # only what rounds past the largest finite value is refused
-        exact = x if isinstance(x, int) else fv
+        exact = x if isinstance(x, (int, Fraction)) else fv
         fv = round_exact(exact, t.name)
         if math.isinf(fv):
             raise LaunchError(f"{where}: value {original!r} is out of range for {t}: it rounds to "
