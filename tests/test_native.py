@@ -687,6 +687,33 @@ def test_c_launch_sizes_the_dynamic_shared_array(clib):
 
 
 @needs_cc
+@pytest.mark.parametrize("kind", ["llvm", "cuda"])
+def test_c_launch_opts_in_when_static_and_dynamic_shared_pass_48_kib(clib, kind):
+    """32 KiB of static shared memory and 20 KB of dynamic: CUDA's default limit of the dynamic bytes is
+    48 KiB less the static ones, so the launch must opt in (libpolykern did only past 48 KiB of dynamic
+    bytes alone, and cuLaunchKernel refused this one; the Python runtime opts in here)."""
+    import polykern as pk
+
+    if kind == "llvm" and not IS_ELF_HOST:
+        pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
+    if kind == "cuda" and _libcuda_reason():
+        pytest.skip(_libcuda_reason())
+    from native_kernels import rev_tile_static
+
+    root = pk.build([rev_tile_static], targets=[kind])
+    assert root.functions["rev_tile_static"].shared_bytes == 32768
+    cm = _CModule(clib, root.export(), kind)
+    cm.meta = root.functions
+    try:
+        x = np.arange(5000 * 2, dtype=np.float32)
+        y = np.zeros_like(x)
+        cm["rev_tile_static"](np.int32(x.size), x, y, grid=10, block=1000, shared_size=5000)
+        np.testing.assert_array_equal(y, np.concatenate([t[::-1] for t in x.reshape(10, 1000)]))
+    finally:
+        cm.close()
+
+
+@needs_cc
 @pytest.mark.parametrize("attr", ["99,4", "0,0", "x", "", "1,4", "3,16", "3,3", " 3,4", "3,04", "+3,4", "3,4,",
                                   "3,4 ", "03,4", "3", "3,", ",4", "99999999999999999999,4"])
 def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):

@@ -293,9 +293,11 @@ int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_erro
 }
 
 int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
-                   unsigned shared_bytes, void **params, pk_error *err) {
+                   uint64_t static_bytes, unsigned shared_bytes, void **params, pk_error *err) {
     CU(api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent");
-    if (shared_bytes > 48 * 1024) /* dynamic shared memory past 48 KiB is opt-in, per function */
+    /* static + dynamic shared memory past 48 KiB is opt-in, per function: the default limit of the
+     * dynamic bytes is 48 KiB less the static ones (32 KiB static + 20 KiB dynamic failed to launch) */
+    if (shared_bytes && static_bytes + shared_bytes > 48 * 1024)
         CU(api.FuncSetAttribute((CUfunction)func, 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */,
                                 (int)shared_bytes),
            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): the launch's pk.shared_dynamic bytes exceed "

@@ -386,7 +386,8 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
                 rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its pk.shared_dynamic array needs %llu "
                              "bytes", fi->name.ptr, (unsigned long long)dyn_bytes);
             else
-                rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, (unsigned)dyn_bytes, argv, err);
+                rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, fi->shared_bytes, (unsigned)dyn_bytes,
+                                    argv, err);
         }
     }
     if (argv != argv_small) free(argv);
