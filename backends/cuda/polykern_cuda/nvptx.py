@@ -88,6 +88,16 @@ class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, PortableMath, LLVMK
             return self._asm_neg(v)
         return b.trunc(self._asm_neg(b.sext(v, I32)), v.type)
 
+    def round_to_f16(self, v: ll.Value, dty: ll.Type) -> ll.Value:
+        """f32/f64 -> f16 as one inline ``cvt.rn.f16.f32`` / ``cvt.rn.f16.f64`` (round to nearest even, as
+        CUDA C's does): LLVM cannot fold an ``fpext`` of it back past f16's range (tests/test_int_to_f16.py),
+        so the portable clamp and its compares and selects are not needed in inner loops."""
+        wide = isinstance(v.type, ll.DoubleType)
+        fnty = ll.FunctionType(ll.IntType(16), [v.type])
+        bits = self.builder.asm(fnty, f"cvt.rn.f16.{'f64' if wide else 'f32'} $0, $1;",
+                                "=h,d" if wide else "=h,f", [v], False)
+        return self.builder.bitcast(bits, dty)
+
     def expr_UnaryOp(self, e: N.UnaryOp) -> ll.Value:
         st = e.a.type
         if e.op == "neg" and st.is_int and st.is_signed:

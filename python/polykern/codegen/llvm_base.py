@@ -702,7 +702,7 @@ class LLVMKernelEmitter:
         if src.is_float and dst.is_float:
             if src.bits < dst.bits:
                 return b.fpext(v, dty)
-            return b.fptrunc(self._clamp_for_f16(v) if dst.bits == 16 else v, dty)
+            return self.round_to_f16(v, dty) if dst.bits == 16 else b.fptrunc(v, dty)
         if src.is_float:  # -> int
             if src.bits == 16:  # exact, and avoids half -> int libcalls
                 v, src = b.fpext(v, ll.FloatType()), f32
@@ -736,7 +736,13 @@ class LLVMKernelEmitter:
             else:
                 v = b.select(b.icmp_unsigned(">", v, lim), lim, v)
         r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
-        return b.fptrunc(r, dty)
+        return self.round_to_f16(r, dty)
+
+    def round_to_f16(self, v: ll.Value, dty: ll.Type) -> ll.Value:
+        """An f32/f64 rounded once to f16 (``dty``): ``fptrunc`` of the value clamped as
+        ``_clamp_for_f16`` says. A backend with an instruction LLVM cannot see through may override it
+        (nvptx: ``cvt.rn.f16.f32`` as inline PTX, no clamp needed)."""
+        return self.builder.fptrunc(self._clamp_for_f16(v), dty)
 
     def _clamp_for_f16(self, v: ll.Value) -> ll.Value:
         """An f32/f64 about to be rounded to f16, clamped to +-65520 keeping NaN and -0 (every larger
