@@ -19,7 +19,8 @@
 #      vulkan vs torch SDPA, Triton) -> $OUT/gpu_attention.json, $OUT/gpu_attention.log; GPU_ATTENTION_ARGS
 #      (e.g. "--dims 128 --rounds 3") go to it
 #   GPU_EXTRA_TESTS="<pytest args>": any other tests in the same environment -> $OUT/extra_tests.log
-#      (within GPU_EXTRA_TESTS_S seconds, default 150)
+#      (within GPU_EXTRA_TESTS_S seconds, default 150); GPU_EXTRA_CMD="<shell>": then any command in that
+#      environment -> $OUT/extra_cmd.log (within GPU_EXTRA_CMD_S seconds, default 200)
 # Within GPU_MATRIX_BUDGET seconds (default 460): the tests get at most 150 s, the GEMM benchmark and then
 # the copy tests what is left less GPU_ATTENTION_S (default 120, kept for the attention benchmark), the
 # attention benchmark the rest.
@@ -62,6 +63,11 @@ if [ -n "${GPU_EXTRA_TESTS:-}" ]; then  # e.g. "tests/test_int_to_f16.py tests/t
     timeout --kill-after=5 "${GPU_EXTRA_TESTS_S:-150}" "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short \
         $GPU_EXTRA_TESTS > "$OUT/extra_tests.log" 2>&1
     echo "pytest exit $?"; grep -E "^(FAILED|ERROR) " "$OUT/extra_tests.log" | head -n 20; tail -n 1 "$OUT/extra_tests.log"
+fi
+if [ -n "${GPU_EXTRA_CMD:-}" ]; then  # e.g. "python3 tools/gpu/mma_isa_probe.py; bash tools/gpu/profile_gemm.sh"
+    echo "== extra command: $GPU_EXTRA_CMD"
+    timeout --kill-after=5 "${GPU_EXTRA_CMD_S:-200}" bash -c "$GPU_EXTRA_CMD" > "$OUT/extra_cmd.log" 2>&1
+    echo "exit $?"; tail -n 30 "$OUT/extra_cmd.log"
 fi
 ATT_S=${GPU_ATTENTION_S:-120}
 LEFT=$(( START + BUDGET - ATT_S - $(date +%s) ))
