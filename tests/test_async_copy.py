@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
+from kernel_sources import checked_ptx
 from polykern import Buffer, f16, f32, f64, i32, i64, u8, u16
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
 from polykern.ir import nodes as ir
@@ -271,15 +272,7 @@ def test_oracle_accepts_the_retired_group():
 # ------------------------------------------------------------------ cuda and nvptx
 
 
-def _ptx(kernel, target):
-    from polykern_cuda import toolchain
-
-    if target.startswith("cuda") and toolchain.available_compiler() is None:
-        pytest.skip("neither NVRTC nor nvcc is installed here")
-    ptx = pk.build([kernel], [target]).on("cuda").inspect_source("ptx")
-    if toolchain.find_ptxas() is not None:
-        toolchain.ptxas_check(ptx.encode(), target.split("=")[1])
-    return ptx
+_ptx = checked_ptx  # kernel_sources.checked_ptx
 
 
 @pk.kernel

@@ -113,9 +113,9 @@ def huge_wait(x: Buffer[f32, "readonly"], y: Buffer[f32]):
 def test_a_huge_copy_wait_count_is_clamped_in_the_ptx(target):
     """pk.copy_wait(2**40) reached the PTX as 'cp.async.wait_group 1099511627776': the count is emitted as
     at most 2^31 - 1 (the operand's i32; waiting for more groups than asked keeps the promise)."""
-    from test_async_copy import _ptx
+    from kernel_sources import checked_ptx
 
-    ptx = _ptx(huge_wait, target)
+    ptx = checked_ptx(huge_wait, target)
     counts = [int(c) for c in re.findall(r"cp\.async\.wait_group (\d+);", ptx)]
     assert sorted(counts) == [0, 2 ** 31 - 1, 2 ** 31 - 1]
 

@@ -1,13 +1,13 @@
 """Regressions of the language frontend (issues 11 and 12): names, constant folding, literal ranges,
 build purity, deep expressions and located errors. Results are checked on every runtime present."""
 import copy
-import itertools
 import threading
 
 import numpy as np
 import pytest
 
 import polykern as pk
+from kernel_sources import make_kernel
 from polykern import Buffer, f32, i32, i64, ir
 from polykern.errors import KernelTypeError
 from runtimes import all_target_kinds, runnable_targets
@@ -140,19 +140,6 @@ def test_literal_out_of_range_is_located(src, msg, tmp_path):
     assert info.value.loc is not None and info.value.loc.line == 6 and src in str(info.value)
 
 
-def make_kernel(tmp_path, body, name="kk"):
-    """A kernel defined in a real file (the frontend reads kernels' source)."""
-    import importlib.util
-
-    path = tmp_path / f"kern_{next(_SEQ)}.py"
-    path.write_text("import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n" + body)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return getattr(mod, name)
-
-
-_SEQ = itertools.count()
 
 
 # ---------------------------------------------------------------- 3. build leaves the kernel's IR alone
@@ -211,7 +198,7 @@ def test_bad_targets_argument_is_a_target_error(targets):
 @pytest.mark.parametrize("future", [False, True], ids=["eager", "string_annotations"])
 def test_bad_buffer_form_is_located(ann, msg, future, tmp_path):
     head = "from __future__ import annotations\n" if future else ""
-    path = tmp_path / f"bad_{next(_SEQ)}.py"
+    path = tmp_path / "bad.py"
     path.write_text(head + "import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n"
                     f"def kk(o: {ann}):\n    o[0] = 1\n")
     import importlib.util

@@ -20,7 +20,7 @@ from polykern.ir.rounding import largest_finite, round_exact
 from polykern.testing.interp import interpret
 from polykern.testing.require import skip_if_absent
 from runtimes import all_target_kinds, runnable_targets
-from test_frontend_regressions import make_kernel
+from kernel_sources import make_kernel
 
 RUNTIMES = [pytest.param(t, k, id=t.split()[0]) for t, k, _ in runnable_targets()]
 BF16_RUNTIMES = [pytest.param(t, k, id=t.split()[0]) for t, k, skips in runnable_targets() if "bf16" not in skips]
