@@ -110,8 +110,25 @@ def through_shared(a: Buffer[i32, "readonly"], o: Buffer[f32]):
     o[g] = f32(f16(t[g]))
 
 
+@pk.kernel
+def round_f32(a: Buffer[f32, "readonly"], o: Buffer[f32]):
+    """A finite f32 rounded to f16 and widened back: NVIDIA's driver folded WebGPU's f16(x) round trip into
+    nothing (2049.0 stayed 2049.0 on the H200); WGSL now rounds on the bits (wgsl_helpers.F16_OF_F32)."""
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g]))
+
+
+@pk.kernel
+def round_i32(a: Buffer[i32, "readonly"], o: Buffer[f32]):
+    g = pk.global_id(0)
+    o[g] = f32(f16(a[g]))
+
+
 # kernel, input dtype, inputs, expected f32 outputs (f16 rounding: every magnitude >= 65520 is inf)
 CASES = {
+    "round_f32": (round_f32, np.float32, [2049.0, 1.0001, -0.1, 65519.0], [2048.0, 1.0, float(np.float32(np.float16(-0.1))),
+                                                                       65504.0]),
+    "round_i32": (round_i32, np.int32, [2049, 2051, -2049, 4097], [2048.0, 2052.0, -2048.0, 4096.0]),
     "shl_i32": (shl_i32, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
     "shl_u32": (shl_u32, np.uint32, [0, 1, 2, 3], [0.0, INF, 0.0, INF]),
     "shl_i64": (shl_i64, np.int64, [0, 1, -1, 2], [0.0, INF, -INF, INF]),
@@ -127,7 +144,7 @@ CASES = {
     "select_of_casts": (select_of_casts, np.int32, [0, 1, 2, 3], [0.0, INF, -INF, -INF]),
     "through_shared": (through_shared, np.int32, [0, 1, 2, 3], [0.0, -INF, 0.0, -INF]),
 }
-FEATURES = {"shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16", "neg_u8": "i8",
+FEATURES = {"round_f32": "f16", "round_i32": "f16", "shl_i32": "f16", "shl_u32": "f16", "shl_i64": "i64", "shl_u64": "i64", "from_u16": "i16", "neg_u8": "i8",
             "from_i8_i16": "i16", "via_f32": "f16", "via_f64": "f64", "scaled": "f16", "select_of_casts": "f16",
             "through_shared": "f16"}
 

@@ -434,9 +434,9 @@ class WGSLEmitter:
         if op in ("div", "floordiv") and t.is_float and not _nonzero_const(e.b):
             # pk_div_f32 never divides by a +0.0: lavapipe dropped the store of x / y when it could
             # derive y == +0.0 (a zero-initialized local) for a run-time x (fuzz seed 20000161)
-            self.helpers.add("pk_div_f32")
+            self.helpers.update(("pk_div_f32",) if t.name == "f32" else ("pk_div_f32", "pk_f16_of_f32"))
             q = f"pk_div_f32({_strip(a)}, {_strip(b)})" if t.name == "f32" else \
-                f"f16(pk_div_f32(f32({_strip(a)}), f32({_strip(b)})))"
+                f"pk_f16_of_f32(pk_div_f32(f32({_strip(a)}), f32({_strip(b)})))"
             return f"floor({q})" if op == "floordiv" else q
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
@@ -444,7 +444,8 @@ class WGSLEmitter:
             self.helpers.add("pk_fmod_f32")
             if t.name == "f32":
                 return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
-            return f"f16(pk_fmod_f32(f32({_strip(a)}), f32({_strip(b)})))"
+            self.helpers.add("pk_f16_of_f32")
+            return f"pk_f16_of_f32(pk_fmod_f32(f32({_strip(a)}), f32({_strip(b)})))"
         if op == "mod" and t.name == "i32":
             self.helpers.add("pk_rem_i32")
             return f"pk_rem_i32({_strip(a)}, {_strip(b)})"
@@ -504,14 +505,14 @@ class WGSLEmitter:
         if e.to.name == "f16" and _is_constant(e.a):  # naga rejects a constant out of f16's range
             return f"f16({self._runtime_value(e.a, self.top(e.a))})"
         if e.to.name == "f16" and e.a.type.name in ("i32", "u32"):
-            # Clamped to +-65520 (f16 rounds every larger magnitude to inf, so the value is unchanged):
-            # lavapipe's LLVM otherwise widens f16(x) of an x with few significant bits straight back to
-            # f32, past f16's range (tests/test_int_to_f16.py).
+            # Clamped to +-65520 (f16 rounds every larger magnitude to inf, so the value is unchanged, and
+            # the f32 is exact), then rounded on the bits (wgsl_helpers.F16_OF_F32: drivers fold f16(x)).
             x = self.top(e.a)
+            self.helpers.add("pk_f16_of_f32")
             if e.a.type.name == "u32":
-                return f"f16(min({x}, 65520u))"
-            return f"f16(clamp({x}, -65520i, 65520i))"
-        if e.to.name == "f16" and e.a.type.name == "f32":  # the same fold through f16(f32(x)) of an int x
+                return f"pk_f16_of_f32(f32(min({x}, 65520u)))"
+            return f"pk_f16_of_f32(f32(clamp({x}, -65520i, 65520i)))"
+        if e.to.name == "f16" and e.a.type.name == "f32":  # rounded on the bits (wgsl_helpers.F16_OF_F32)
             self.helpers.add("pk_f16_of_f32")
             return f"pk_f16_of_f32({self.top(e.a)})"
         return f"{wty(e.to)}({self.top(e.a)})"
@@ -558,9 +559,11 @@ class WGSLEmitter:
             self.helpers.add("pk_pow_f32")
             if e.type.name == "f32":
                 return f"pk_pow_f32({', '.join(args)})"
-            return "f16(pk_pow_f32(" + ", ".join(f"f32({a})" for a in args) + "))"
+            self.helpers.add("pk_f16_of_f32")
+            return "pk_f16_of_f32(pk_pow_f32(" + ", ".join(f"f32({a})" for a in args) + "))"
         if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
-            return "f16(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
+            self.helpers.add("pk_f16_of_f32")
+            return "pk_f16_of_f32(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
         if e.func in ("log", "log2") and e.type.name == "f32":  # subnormal inputs scaled first
             self.helpers.add(f"pk_{e.func}_f32")
             return f"pk_{e.func}_f32({args[0]})"

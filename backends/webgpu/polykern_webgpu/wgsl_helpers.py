@@ -149,12 +149,33 @@ fn pk_div_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-# f32 -> f16 with the value clamped to +-65520 first, NaN and -0 kept (every larger magnitude rounds to
-# inf anyway): lavapipe's LLVM folds f32(f16(f32(x))) of an integer x with few significant bits to f32(x),
-# past f16's range (tests/test_int_to_f16.py); the integer sources are clamped in wgsl_emit._cast.
+# f32 -> f16, round to nearest even, computed on the bits with 32-bit integer ops (the algorithm of
+# backends/vulkan/polykern_vulkan/lower_convert.py f32_to_f16): a WGSL f16(x) is an OpFConvert in naga's
+# SPIR-V, and NVIDIA's driver folds an f32 -> f16 -> f32 pair into nothing (f32(f16(2049.0)) was 2049 on the
+# H200, not 2048), as a newer lavapipe does; lavapipe's LLVM also folded it past f16's range for integers
+# (tests/test_int_to_f16.py). The half's bits go through unpack2x16float: an f32 that f16 holds exactly, so
+# a driver folding its f16() away changes nothing (naga has no bitcast from u32 to vec2<f16>).
 F16_OF_F32 = """\
-fn pk_f16_of_f32(x: f32) -> f16 {
-    return f16(select(x, sign(x) * 65520.0f, abs(x) > 65520.0f));
+fn pk_f16_of_f32(v: f32) -> f16 {
+    let x = bitcast<u32>(v);
+    let sign = (x >> 16u) & 0x8000u;
+    let ax = x & 0x7fffffffu;
+    let nan = 0x7e00u | ((ax >> 13u) & 0x3ffu);
+    let y = ax - (112u << 23u);
+    let normal = (y + 0xfffu + ((y >> 13u) & 1u)) >> 13u;
+    let mant = (ax & 0x7fffffu) | 0x800000u;
+    let shift = 126u - (ax >> 23u);
+    let too_small = shift > 24u;
+    let s = select(shift, 24u, too_small);
+    let q = mant >> s;
+    let half = 1u << ((s - 1u) & 31u);
+    let rest = mant & ((1u << s) - 1u);
+    let up = rest > half || (rest == half && (q & 1u) != 0u);
+    let sub = select(q + select(0u, 1u, up), 0u, too_small);
+    var h = select(sub, normal, ax >= 0x38800000u);
+    h = select(h, 0x7c00u, ax >= 0x477ff000u);
+    h = select(h, nan, ax > 0x7f800000u);
+    return f16(unpack2x16float(h | sign).x);
 }
 """
 
