@@ -15,23 +15,10 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, f64, i32
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
+from dynamic_shared_kernels import rev_tile
 from runtimes import runnable_targets
 
 TARGETS = [t for t, _, _ in runnable_targets()]
-
-
-@pk.kernel
-def rev_tile(n: i32, x: Buffer[f32], y: Buffer[f32]):
-    """Reverses each block-sized tile of x through shared memory sized by the launch."""
-    tile = pk.shared_dynamic(f32)
-    l = pk.local_id(0)
-    b = pk.local_size(0)
-    g = pk.group_id(0) * b + l
-    if g < n:
-        tile[l] = x[g]
-    pk.barrier()
-    if g < n:
-        y[g] = tile[b - 1 - l]
 
 
 @pk.kernel

@@ -662,7 +662,7 @@ def test_c_launch_sizes_the_dynamic_shared_array(clib):
 
     if not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
-    from native_kernels import rev_tile
+    from dynamic_shared_kernels import rev_tile
 
     root = pk.build([rev_tile], targets=["llvm"])
     cm = _CModule(clib, root.export(), "llvm")
@@ -698,7 +698,7 @@ def test_c_launch_opts_in_when_static_and_dynamic_shared_pass_48_kib(clib, kind)
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
     if kind == "cuda" and _libcuda_reason():
         pytest.skip(_libcuda_reason())
-    from native_kernels import rev_tile_static
+    from dynamic_shared_kernels import rev_tile_static
 
     root = pk.build([rev_tile_static], targets=[kind])
     assert root.functions["rev_tile_static"].shared_bytes == 32768
@@ -726,7 +726,7 @@ def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):
 
     if not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
-    from native_kernels import rev_tile
+    from dynamic_shared_kernels import rev_tile
 
     root = pk.build([rev_tile], targets=["llvm"])
     for m in root.walk():

@@ -1,5 +1,5 @@
-"""Kernels that tests/test_native.py launches through libpolykern (that module postpones its annotations,
-so its kernels live here)."""
+"""Kernels with a pk.shared_dynamic array, shared by tests/test_dynamic_shared.py and tests/test_native.py
+(which launches them through libpolykern; its annotations are postponed, so it cannot define kernels)."""
 import polykern as pk
 from polykern import Buffer, f32, i32
 
