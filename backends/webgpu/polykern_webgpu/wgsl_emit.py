@@ -504,17 +504,12 @@ class WGSLEmitter:
             return f"{helper}({x if e.a.type.name == 'f32' else f'f32({x})'})"
         if e.to.name == "f16" and _is_constant(e.a):  # naga rejects a constant out of f16's range
             return f"f16({self._runtime_value(e.a, self.top(e.a))})"
-        if e.to.name == "f16" and e.a.type.name in ("i32", "u32"):
-            # Clamped to +-65520 (f16 rounds every larger magnitude to inf, so the value is unchanged, and
-            # the f32 is exact), then rounded on the bits (wgsl_helpers.F16_OF_F32: drivers fold f16(x)).
+        if e.to.name == "f16" and e.a.type.name in ("i32", "u32", "f32"):
+            # rounded on the bits (wgsl_helpers.F16_OF_F32: drivers fold f16(x)); an integer through f32, which
+            # is exact up to 65520, and every larger magnitude is inf in f16 either way
+            self.helpers.add("pk_f16_of_f32")
             x = self.top(e.a)
-            self.helpers.add("pk_f16_of_f32")
-            if e.a.type.name == "u32":
-                return f"pk_f16_of_f32(f32(min({x}, 65520u)))"
-            return f"pk_f16_of_f32(f32(clamp({x}, -65520i, 65520i)))"
-        if e.to.name == "f16" and e.a.type.name == "f32":  # rounded on the bits (wgsl_helpers.F16_OF_F32)
-            self.helpers.add("pk_f16_of_f32")
-            return f"pk_f16_of_f32({self.top(e.a)})"
+            return f"pk_f16_of_f32({x if e.a.type.name == 'f32' else f'f32({x})'})"
         return f"{wty(e.to)}({self.top(e.a)})"
 
     def _select(self, e: ir.Select) -> str:

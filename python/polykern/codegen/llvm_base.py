@@ -719,22 +719,10 @@ class LLVMKernelEmitter:
         return v  # same width, signedness only
 
     def _int_to_f16(self, v: ll.Value, src: ScalarType, dty: ll.Type) -> ll.Value:
-        """An integer to f16 through f32, the integer first clamped to +-65520 (the least magnitude that
-        rounds to inf in f16, so the result is the same for every value). The clamp is not an
-        optimisation: LLVM's instcombine (22.1 still) folds ``fpext(fptrunc(sitofp x to float))`` to
-        ``sitofp x to float`` when x's known bits have at most 11 significant bits, ignoring f16's exponent
-        range, so ``f16(a << 31)`` fed to an f32 operation skipped the rounding to -inf (fuzz case
-        fz1000427: sin gave -0.595 instead of NaN on nvptx and hexagon). After the clamp every value with
-        11 significant bits is at most 65504, where that fold is exact."""
+        """An integer to f16 through f32: exact up to 65520, and every larger magnitude is inf in f16 either
+        way. ``round_to_f16`` keeps LLVM's instcombine from folding ``fpext(fptrunc(sitofp x))`` back to
+        ``sitofp x`` past f16's range (fuzz case fz1000427: ``sin(f16(a << 31))`` gave -0.595, not NaN)."""
         b = self.builder
-        if src.bits > 16 or (src.bits == 16 and src.code != 0):  # i8/u8/i16 always fit; u16 may reach 65535
-            lim = ll.Constant(v.type, 65520)
-            if src.code == 0:
-                v = b.select(b.icmp_signed(">", v, lim), lim, v)
-                neg = ll.Constant(v.type, -65520)
-                v = b.select(b.icmp_signed("<", v, neg), neg, v)
-            else:
-                v = b.select(b.icmp_unsigned(">", v, lim), lim, v)
         r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
         return self.round_to_f16(r, dty)
 
@@ -746,10 +734,11 @@ class LLVMKernelEmitter:
 
     def _clamp_for_f16(self, v: ll.Value) -> ll.Value:
         """An f32/f64 about to be rounded to f16, clamped to +-65520 keeping NaN and -0 (every larger
-        magnitude rounds to inf in f16, so the result is unchanged). Needed for the same instcombine fold
-        as ``_int_to_f16``: the float may be an integer conversion itself (``f16(f32(a << 31))``,
-        ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them), and
-        ``fpext(fptrunc(sitofp x))`` became ``sitofp x`` past f16's range (tests/test_int_to_f16.py).
+        magnitude rounds to inf in f16, so the result is unchanged). LLVM's instcombine (22.1) folds
+        ``fpext(fptrunc(sitofp x))`` to ``sitofp x`` when x's known bits have at most 11 significant bits,
+        ignoring f16's exponent range; the float may be such a conversion itself (``f16(a << 31)``,
+        ``f16(f32(a << 31))``, ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them).
+        After the clamp an 11-bit value is at most 65504, where the fold is exact (tests/test_int_to_f16.py).
         NaN is kept by its own select: LLVM's Hexagon backend turns the compare-and-select clamp into
         sfmin/sfmax, which return the other operand for a NaN (f16(f32 NaN) gave inf; fuzz seed 5 program
         122, tests/test_f16_nan_clamp.py)."""
