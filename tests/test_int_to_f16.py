@@ -3,8 +3,8 @@
 Fuzz case fz1000427 (H100, nvptx; also hexagon here): ``pk.sin(f16(a[g] << 31))`` gave -0.595 where the
 oracle gives NaN. ``a << 31`` is 0 or -2**31, which f16 rounds to 0 or -inf; LLVM's instcombine folded
 ``fpext(fptrunc(sitofp x))`` to ``sitofp x to float`` because x has one significant bit, ignoring that
-f16's exponent stops at 15, so the f32 operation saw -2**31. The LLVM backends now clamp the integer to
-+-65520 first (codegen/llvm_base.py ``_int_to_f16``). These kernels widen the f16 result back to f32 at
+f16's exponent stops at 15, so the f32 operation saw -2**31. The LLVM backends now clamp the value to
++-65520 before it becomes f16 (codegen/llvm_base.py ``_clamp_for_f16``; nvptx converts with an inline cvt). These kernels widen the f16 result back to f32 at
 once (the shape of the fold) on every runtime here, for signed and unsigned sources of 16 to 64 bits.
 """
 import numpy as np

@@ -72,7 +72,7 @@ class ConvertLowering:
         """An integer about to become f16, clamped to +-65520 (the least magnitude f16 rounds to inf, so
         the result is unchanged). Without it lavapipe (its LLVM's instcombine) widens ``i2f16`` of a value
         with few significant bits straight to f32, ignoring f16's exponent range: ``f32(f16(a << 31))``
-        gave -2**31, not -inf (tests/test_int_to_f16.py; the LLVM backends do the same clamp)."""
+        gave -2**31, not -inf (tests/test_int_to_f16.py; the LLVM backends clamp the f32 they convert)."""
         if src.bits < 16 or (src.bits == 16 and src.is_signed):  # i8/u8/i16 always fit; u16 may reach 65535
             return v
         f = self.f
