@@ -13,6 +13,8 @@ from typing import Iterable, List, Optional, Sequence, Union
 from . import hooks, registry
 from .errors import PolykernError, TargetError
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
+from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
+from .ir.hopper import check_target as check_hopper_target
 from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
 from .lang.kernel import Kernel
@@ -81,7 +83,11 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
-    if bounds_check_requested(bounds_check):
+    checked = bounds_check_requested(bounds_check)
+    for f in funcs:  # Hopper operations: sm_90a targets only, not in checked mode (ir/hopper.py)
+        for t in parsed:
+            check_hopper_target(f, t.kind, t, registry.get(HOPPER_SUPPORT_KEY + t.kind), checked)
+    if checked:
         # checked mode checks plain copies (a valid meaning of pk.copy_async on every target): the pass
         # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
         funcs = [verify(lower_async_copies(add_bounds_checks(f))) for f in funcs]

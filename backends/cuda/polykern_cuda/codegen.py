@@ -18,10 +18,11 @@ from polykern import hooks, payload_formats, registry
 from polykern.codegen.c_source import emit_source
 from polykern.errors import BackendUnavailableError, CompileError
 from polykern.module import create_with_fallback, payload_text
+from polykern.ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from polykern.passes.async_copy import ASYNC_KEY
 from polykern.target import Attr, Target, TargetKind
 
-from . import cp_async, mma_sync, nvptx, toolchain
+from . import cp_async, hopper, mma_sync, nvptx, toolchain
 from .cuda_c import DIALECT
 from .fallback import CUDAFallbackModule
 from .functions import function_map
@@ -52,6 +53,8 @@ def register() -> None:
     registry.register("matrix.support.cuda", mma_sync.supported)
     registry.register("matrix.support.nvptx", mma_sync.supported)
     registry.register(ASYNC_KEY + "cuda", cp_async.native)
+    registry.register(HOPPER_SUPPORT_KEY + "cuda", hopper.supported)
+    registry.register(HOPPER_SUPPORT_KEY + "nvptx", hopper.supported)
     registry.register(ASYNC_KEY + "nvptx", cp_async.native)
 
 

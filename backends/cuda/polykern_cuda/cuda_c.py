@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 from polykern.codegen.c_dialect import ATOM, UNARY, CDialect, Code, TranslationUnit
 from polykern.ir.types import ScalarType, f16, f64
 
-from . import cp_async, mma_sync
+from . import cp_async, hopper, mma_sync
 
 _F32 = {"sqrt": "sqrtf", "rsqrt": "rsqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
         "sin": "sinf", "cos": "cosf", "tanh": "tanhf", "pow": "powf", "abs": "fabsf", "min": "fminf",
@@ -178,6 +178,20 @@ class CUDADialect(CDialect):
         """Asynchronous copies: cp.async through inline PTX (cp_async.py; sm_80+)."""
         cp_async.emit_c(em, s)
 
+    def hopper(self, em, s) -> None:
+        """Hopper operations (hopper.py; sm_90a, checked by the pipeline)."""
+        hopper.emit_c(em, s)
+
+    def hidden_params(self, fn):
+        return hopper.hidden_params(fn)
+
+    def signature_attributes(self, fn, head: str) -> str:
+        bounds = hopper.launch_bounds(fn)
+        return head.replace("__global__ void ", "__global__ void " + bounds, 1) if bounds else head
+
+    def kernel_declarations(self, em) -> None:
+        hopper.declarations(em)
+
     def subgroup(self, unit: TranslationUnit, op: str, t: ScalarType, args: List[Code]) -> Code:
         """Subgroups are warps of 32 lanes over the block's linear thread index (docs/language.md)."""
         if op == "size":
@@ -219,7 +233,7 @@ class CUDADialect(CDialect):
         return Code(f"{name}({mask}, {v})")
 
     def helper_source(self, name: str):
-        src, deps = _HELPERS[name]
+        src, deps = _HELPERS[name] if name in _HELPERS else hopper.HELPERS[name]
         return src.format(fn=_FN), deps
 
     # ---------------------------------------------------------------- atomics

@@ -419,6 +419,22 @@ class CDialect:
         raise em.fail("asynchronous copies", f"the {self.language} emitter has none (they are lowered to "
                       "plain copies before it runs: passes/async_copy.py)", s)
 
+    def hopper(self, em: "KernelEmitter", s: ir.HopperOp) -> None:
+        """Emit a Hopper operation (docs/language.md "Hopper ..."); only dialects whose target kind registers
+        ir.hopper.SUPPORT_KEY + kind see them (the pipeline refuses every other target)."""
+        raise em.fail("Hopper operations", f"the {self.language} emitter has none", s)
+
+    def hidden_params(self, fn: ir.Function) -> List[str]:
+        """Parameters the dialect adds after the user's (and the dynamic shared one): none by default."""
+        return []
+
+    def signature_attributes(self, fn: ir.Function, head: str) -> str:
+        """``head`` (kernel_signature's) with any attributes the kernel needs (launch bounds)."""
+        return head
+
+    def kernel_declarations(self, em: "KernelEmitter") -> None:
+        """Lines after the array declarations (objects a dialect declares per kernel): none by default."""
+
     def refuse(self, feature: str, reason: str, loc: Optional[SourceLoc] = None) -> KernelTypeError:
         return KernelTypeError(f"{self.name} backend: {feature} is not supported: {reason}", loc)
 

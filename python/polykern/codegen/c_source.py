@@ -53,7 +53,9 @@ class KernelEmitter:
     def __init__(self, fn: ir.Function, dialect: CDialect, unit: TranslationUnit):
         self.fn, self.d, self.unit = fn, dialect, unit
         self.symbol = kernel_symbol(fn.name)
-        self.names = NameTable([p.name for p in fn.params] + list(fn.locals) + list(fn.arrays))
+        hf = fn.hopper  # barrier sets, accumulators and tensor maps are named objects too (ir/hopper.py)
+        objects = [*hf.mbarriers, *hf.accs, *hf.tensor_maps] if hf is not None else []
+        self.names = NameTable([p.name for p in fn.params] + list(fn.locals) + list(fn.arrays) + objects)
         self.lines: List[str] = []
         self.depth = 1
         self.loc: Optional[SourceLoc] = fn.loc
@@ -102,7 +104,8 @@ class KernelEmitter:
         dyn = dynamic_array(fn)
         if dyn is not None and d.dynamic_shared_param(self.names[dyn[0]], dyn[1]) is not None:
             decls.append(d.dynamic_shared_param(self.names[dyn[0]], dyn[1]))
-        head = d.kernel_signature(self.symbol, decls, regs)
+        decls += d.hidden_params(fn)
+        head = d.signature_attributes(fn, d.kernel_signature(self.symbol, decls, regs))
         self.lines = [head + " {"]
         for s in prologue:
             self.line(s)
@@ -127,6 +130,7 @@ class KernelEmitter:
             if arr.scope != "shared":  # local arrays start zeroed too; shared ones cannot be initialized
                 decl = decl[:-1] + " = {0};"
             self.line(decl)
+        d.kernel_declarations(self)
         decl_at = len(self.lines)
         self.block(fn.body)
         self.lines[decl_at:decl_at] = [d.indent + t for t in self.temps]
@@ -266,6 +270,8 @@ class KernelEmitter:
             self.d.matrix(self, s)
         elif isinstance(s, ir.ASYNC_COPY_STMTS):
             self.d.async_copy(self, s)
+        elif isinstance(s, ir.HopperOp):
+            self.d.hopper(self, s)
         else:
             raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
 

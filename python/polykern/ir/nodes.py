@@ -380,6 +380,18 @@ class CopyWait(Stmt):
 ASYNC_COPY_STMTS = (CopyAsync, CopyCommit, CopyWait)
 
 
+@dataclass(eq=False)
+class HopperOp(Stmt):
+    """A Hopper (sm_90a) operation: transaction barriers, tensor copies, warpgroup MMA (docs/language.md
+    "Hopper: warpgroup MMA, tensor copies, transaction barriers"). ``op`` is one of ``ir.hopper.OPS``,
+    ``names`` the objects it names (arrays, barrier sets, tensor maps, accumulators) and ``args`` its
+    expression operands, in the order ``ir.hopper.OPS`` gives; ``ir.hopper`` holds the rules."""
+
+    op: str
+    names: List[str] = field(default_factory=list)
+    args: List[Expr] = field(default_factory=list)
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -406,6 +418,8 @@ class Function:
     attrs: Dict[str, str] = field(default_factory=dict, repr=False)
     #: Matrix fragments (pk.frag_a/frag_b/frag_acc), by name; only MatrixOp statements use them.
     fragments: Dict[str, FragmentType] = field(default_factory=dict)
+    #: Hopper facts (ir.hopper.HopperFacts: warpgroups, barrier sets, tensor maps, accumulators), or None.
+    hopper: Any = None
 
     @property
     def shared_arrays(self) -> Dict[str, ArrayType]:
@@ -454,6 +468,8 @@ def stmt_exprs(s: Stmt) -> List[Expr]:
         return list(s.args)
     if isinstance(s, CopyAsync):
         return [s.dst_k, s.src_k]
+    if isinstance(s, HopperOp):
+        return list(s.args)
     return []
 
 
@@ -483,6 +499,11 @@ def subgroup_collective(s: Stmt) -> Optional["Subgroup"]:
 def uses_matrix(fn: Function) -> bool:
     """Whether ``fn`` has matrix-fragment operations."""
     return any(isinstance(s, MatrixOp) for s in walk_stmts(fn.body))
+
+
+def uses_hopper(fn: Function) -> bool:
+    """Whether ``fn`` has Hopper operations (HopperOp) or declares Hopper objects."""
+    return fn.hopper is not None or any(isinstance(s, HopperOp) for s in walk_stmts(fn.body))
 
 
 def uses_async_copies(fn: Function) -> bool:

@@ -60,6 +60,8 @@ def _stmts(stmts, ind, out):
             ops = [s.base.name] if s.base is not None else []
             ops += list(s.srcs) + [expr_str(a) for a in s.args]
             out.append(f"{pad}{s.frag} <- frag_{s.op}({', '.join(ops)}){' col' if s.layout == 'col' else ''}")
+        elif isinstance(s, ir.HopperOp):
+            out.append(f"{pad}{s.op}({', '.join(list(s.names) + [expr_str(a) for a in s.args])})")
         elif isinstance(s, ir.CopyAsync):
             out.append(f"{pad}copy_async({s.dst.name}, {expr_str(s.dst_k)}, {s.src.name}, {expr_str(s.src_k)}, "
                        f"{s.count})")

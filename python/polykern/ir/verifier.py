@@ -83,6 +83,8 @@ class _Verifier:
                 self.fail(f"copy_wait needs a constant count of groups >= 0, got {s.pending!r}", s)
         elif isinstance(s, ir.CopyCommit):
             pass
+        elif isinstance(s, ir.HopperOp):
+            self.hopper(s)
         else:
             self.fail(f"unknown statement {type(s).__name__}", s)
 
@@ -105,6 +107,26 @@ class _Verifier:
             self.expect(s.args[0], ft.elem, s)
         elif len(s.srcs) != 3:
             self.fail("mma takes three fragments", s)
+
+    def hopper(self, s):
+        from . import hopper as H
+
+        hf = self.fn.hopper
+        spec = H.OPS.get(s.op)
+        if spec is None or hf is None or len(s.names) != len(spec[0]) or len(s.args) != len(spec[1]):
+            self.fail(f"malformed Hopper operation {s.op}", s)
+        kinds = {"bars": hf.mbarriers, "tmap": hf.tensor_maps, "acc": hf.accs}
+        for role, name in zip(spec[0], s.names):
+            ok = name in kinds[role] if role in kinds else (
+                name in self.fn.arrays or self.fn.param(name) is not None)
+            if not ok:
+                self.fail(f"{s.op} names undeclared {role} '{name}'", s)
+        for e in s.args:
+            self.expr(e)
+        if s.op != "wg_fill" and not all(e.type.is_int for e in s.args):
+            self.fail(f"{s.op} takes integer operands", s)
+        if s.op in H.WARPGROUP_OPS and not hf.warpgroups:
+            self.fail(f"{s.op} in a kernel that declares no warpgroups", s)
 
     def copy(self, s):
         self.memory(s.dst, s.dst_k, s)

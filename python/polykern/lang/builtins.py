@@ -47,7 +47,14 @@ _MATRIX = ("frag_a", "frag_b", "frag_acc", "frag_fill", "frag_load", "frag_store
 # Asynchronous copies into shared memory (docs/language.md "Asynchronous copies"; lang/async_copy.py).
 _COPY = ("copy_async", "copy_commit", "copy_wait")
 
+# Hopper: warpgroup MMA, tensor copies, transaction barriers (docs/language.md; lang/hopper.py).
+_HOPPER = ("warpgroups", "mbarriers", "tensor_map", "wg_acc", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_tx",
+           "mbarrier_wait", "tma_load", "wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg")
+
 BUILTINS = {}
+for _n in _HOPPER:
+    BUILTINS[_n] = Builtin(_n, "hopper")
+BUILTINS["warpgroup_id"] = Builtin("warpgroup_id", "warpgroup")
 for _n in _COPY:
     BUILTINS[_n] = Builtin(_n, "copy")
 for _n in _MATRIX:

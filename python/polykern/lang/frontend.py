@@ -17,7 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
-from . import async_copy, matrix
+from . import async_copy, hopper, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .exprs import ExprTranslator
@@ -116,6 +116,10 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
         self.fn.body = self.block(body)
+        bad = hopper.H.check_swizzled_use(self.fn)
+        if bad is not None:
+            raise KernelTypeError(bad[0], getattr(bad[1], "loc", None) or self.fn.loc)
+        self.fn.attrs.update(hopper.H.info_attrs(self.fn))  # what a runtime needs to launch (ir/hopper.py)
         verify(self.fn)
         if self.check_barriers:
             check_barrier_uniformity(self.fn)
@@ -194,6 +198,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 return matrix.statement(self, fn.name, v, node)
             if isinstance(fn, B.Builtin) and fn.category == "copy":
                 return async_copy.statement(self, fn.name, v, node)
+            if isinstance(fn, B.Builtin) and fn.name in hopper.STATEMENTS:
+                return hopper.statement(self, fn.name, v, node)
             if fn is B.BUILTINS["barrier"]:
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)
@@ -225,6 +231,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 return matrix.declare(self, target, node.value, fn.name)
             if fn is B.BUILTINS["mma"]:
                 return matrix.mma(self, target, node.value)
+            if isinstance(fn, B.Builtin) and fn.name in hopper.DECLARE:
+                return hopper.declare(self, target, node.value, fn.name)
             alloc = self._alloc_call(node.value)
             if alloc is not None:
                 return self._declare_array(target, alloc, node.value)
@@ -341,6 +349,13 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
 
     def _call_matrix(self, name, node):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {matrix.USAGE[name]}", node)
+
+    def _call_hopper(self, name, node):
+        raise self.syntax_error(f"pk.{name}() is a statement of its own: {hopper.USAGE[name]}", node)
+
+    def _call_warpgroup(self, name, node):
+        hopper._kernel_only(self, name, node)
+        return hopper.warpgroup_id(self, node)
 
     def _call_copy(self, name, node):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {async_copy.USAGE[name]}", node)

@@ -34,9 +34,10 @@ from polykern.errors import DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
+from polykern.ir import hopper as H
 from polykern.shared_launch import dynamic_shared_of
 
-from . import abi, libcuda
+from . import abi, libcuda, tensor_maps
 from .buffers import Staging
 from .cuerrors import cuda_call, device_error
 from .device_array import DeviceArray
@@ -87,6 +88,9 @@ class CUDAKernel:
         self._dyn = dynamic_shared_of(info)
         self._dyn_allowed = max(0, 48 * 1024 - info.shared_bytes)
         self._max_shared: Optional[int] = None
+        # Hopper kernels: hidden tensor maps encoded per launch, the declared block (runtime/tensor_maps.py)
+        self._tmaps = tensor_maps.plan(info)
+        self._dyn_slack = H.SWIZZLE_ALIGN if info.attrs.get(H.ATTR_DYNAMIC_ALIGN) else 0
 
     @property
     def max_shared_bytes(self) -> int:
@@ -103,7 +107,7 @@ class CUDAKernel:
         if self._dyn is None:
             return 0
         index, elem = self._dyn
-        return int(values[index]) * elem
+        return int(values[index]) * elem + self._dyn_slack
 
     @property
     def name(self) -> str:
@@ -190,7 +194,7 @@ class CUDAKernel:
 
     def _fast(self, args, grid, block) -> bool:
         """Launch if every argument is a common case (module docstring); False (nothing done) otherwise."""
-        if len(args) != self._nargs:
+        if len(args) != self._nargs or self._tmaps is not None:
             return False
         g = fast_dims(grid)
         if g is None:
@@ -249,6 +253,8 @@ class CUDAKernel:
         # overlapping views lost writes on the H100 (tests/test_issue15_redteam.py)
         check_host_overlaps(self.name, "cuda", prepared, same_ok=True)
         self.check_limits(grid3, block3)
+        if self._tmaps is not None:
+            self._tmaps.check_block(block3)
         if len(self._dims_ok) >= _MAX_DIMS:
             self._dims_ok.clear()
         self._dims_ok.add((grid3, block3))
@@ -262,6 +268,11 @@ class CUDAKernel:
                     if isinstance(a, BufferArg):
                         staging.add(a)
                 params = abi.pack(self.info, scalars, staging.pointers)
+                if self._tmaps is not None:
+                    values = {a.index: (staging.pointers[a.index] if isinstance(a, BufferArg) else a.value)
+                              for a in prepared}
+                    params = self._tmaps.append(params, values, {a.index: a.size for a in prepared
+                                                                 if isinstance(a, BufferArg)})
                 shared = self._dynamic_bytes([getattr(a, "value", 0) for a in prepared])
                 self._enqueue(grid3, block3, params, sorted(staging.streams), shared)
                 if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back

