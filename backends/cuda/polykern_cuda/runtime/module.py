@@ -124,8 +124,25 @@ class CUDAModule(DeviceModule):
         for the device's architecture (CompileError/BackendUnavailableError if that fails)."""
         return self._image.get()
 
+    def _specific_arch(self) -> Optional[str]:
+        """The architecture-specific target (``sm_90a``) the kernels were built for, checked against the device:
+        such code (wgmma, setmaxnreg) runs only on that exact compute capability; None for portable code."""
+        archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
+        specific = [a for a in archs if (cubin.parse_arch(a) or (0, 0, ""))[2] == "a"]
+        if not specific:
+            return None
+        dev = self.device
+        want = cubin.parse_arch(specific[0])
+        if (want[0], want[1]) != tuple(dev.compute_capability):
+            raise DeviceError(f"CUDA: this module was built for {specific[0]} (architecture-specific code such as wgmma "
+                              f"and setmaxnreg, which runs only on compute capability {want[0]}.{want[1]}); "
+                              f"cuda:{dev.ordinal} {dev.name} is {dev.arch}: rebuild for its architecture",
+                              code=209, name=NAMES[209])
+        return specific[0]
+
     def _make_image(self) -> Tuple[str, bytes]:
-        return toolchain.finish_on_receiver(self.fmt, self.payload, self.device.arch)
+        arch = self._specific_arch() or self.device.arch
+        return toolchain.finish_on_receiver(self.fmt, self.payload, arch)
 
     def _load(self, ordinal: int) -> _Loaded:
         dev = self.device
@@ -133,6 +150,7 @@ class CUDAModule(DeviceModule):
         blob = data + b"\x00" if fmt == "ptx" else data  # the driver reads PTX as a C string
         archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
         what = f"loading the {fmt} module into cuda:{dev.ordinal}"
+        self._specific_arch()  # sm_90a code on another device: refused by name before the driver sees it
         if fmt == "cubin" and blob.startswith(_ELF):  # a fatbinary is left to the driver: it picks
             arch = cubin.cubin_arch(blob, archs)
             why = cubin.incompatibility(arch, dev.compute_capability) if arch is not None else None

@@ -1,0 +1,82 @@
+"""Hopper's matrix path on a real sm_90 GPU (docs/language.md "Hopper ..."): examples/gemm_hopper.py built for
+``cuda -arch=sm_90a`` runs (tensor maps encoded at launch, warp-specialized wgmma) and matches float64, and the
+launch checks of tensor maps and warpgroups are LaunchErrors. Skipped with the reason where no CUDA device
+(or a device other than compute capability 9.0) is present; run by tools/gpu/run_gpu_hopper.sh.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import backends
+from polykern.errors import LaunchError
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+import gemm_hopper as G  # noqa: E402
+
+_REC = backends.record_for_kind("cuda")
+REASON = "" if (_REC is not None and _REC.runtime_available) else (
+    _REC.runtime_reason if _REC is not None else "the cuda backend is not installed")
+pytestmark = pytest.mark.skipif(bool(REASON), reason=f"no CUDA device: {REASON}")
+
+
+@pytest.fixture(scope="module")
+def sm90():
+    from polykern_cuda.runtime import device
+
+    dev = device.get()
+    if tuple(dev.compute_capability) != (9, 0):
+        pytest.skip(f"needs a compute capability 9.0 device (H100/H200), this is {dev.arch}")
+    return dev
+
+
+def _operands(M, N, K, seed=1):
+    rng = np.random.default_rng(seed)
+    a = (rng.integers(-8, 9, (M, K)) / 8 + rng.standard_normal((M, K)) * 0.01).astype(np.float16)
+    b = (rng.integers(-8, 9, (N, K)) / 8 + rng.standard_normal((N, K)) * 0.01).astype(np.float16)
+    return a, b
+
+
+@pytest.mark.parametrize("fmt", ["ptx", "cuda"])
+@pytest.mark.parametrize("bn,stages,K", [(256, 4, 1024), (128, 3, 192), (64, 2, 64)])
+def test_gemm_hopper_matches_float64(sm90, fmt, bn, stages, K):
+    M, N = 256, 2 * bn
+    mod = pk.build(G.make_gemm(BN=bn, STAGES=stages), f"cuda -arch=sm_90a -fmt={fmt}")
+    a, b = _operands(M, N, K)
+    c = np.zeros((M, N), np.float16)
+    mod["gemm_hopper"](M, N, K, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(bn, stages),
+                       grid=(M // G.BM, N // bn, 1), block=(384, 1, 1))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    err = np.abs(c.astype(np.float64) - ref)
+    # f32 accumulation (within the mma bound) then one f16 rounding of the result
+    tol = np.abs(ref) * 2.0 ** -11 + (K + 1) * 2.0 ** -23 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T) * 2
+    assert (err <= tol + 1e-6).all(), f"max error {err.max()} (worst {np.unravel_index(err.argmax(), err.shape)})"
+
+
+def test_wrong_block_is_a_launch_error(sm90):
+    mod = pk.build(G.make_gemm(BN=64, STAGES=2), "cuda -arch=sm_90a")
+    a, b = _operands(128, 64, 64)
+    c = np.zeros((128, 64), np.float16)
+    with pytest.raises(LaunchError, match="exactly 3 warpgroups"):
+        mod["gemm_hopper"](128, 64, 64, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1),
+                           block=(256, 1, 1))
+
+
+def test_tensor_map_checks_are_launch_errors(sm90):
+    mod = pk.build(G.make_gemm(BN=64, STAGES=2), "cuda -arch=sm_90a")
+    a, b = _operands(128, 64, 64)
+    c = np.zeros((128, 64), np.float16)
+    k = mod["gemm_hopper"]
+    with pytest.raises(LaunchError, match="tensor map 'ta'.*needs 16384 elements"):  # M*K past A's end
+        k(256, 64, 64, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+    with pytest.raises(LaunchError, match="multiple of 16 bytes"):  # rows of 4 f16 = 8 bytes
+        k(128, 64, 4, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+    import cupy as cp
+
+    buf = cp.asarray(np.concatenate([np.zeros(1, np.float16), a.ravel()]))
+    with pytest.raises(LaunchError, match="aligned"):  # an offset view
+        k(128, 64, 64, buf[1:], b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
