@@ -86,7 +86,7 @@ def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log):
     grid, block = (M // G.BM, N // bn, 1), (384, 1, 1)
 
     def ours():
-        k(M, N, K, A, B, C, shared, grid=grid, block=block)
+        k(M, N, K, A, B, C, grid=grid, block=block, shared_size=shared)
 
     def cublas():
         return torch.mm(A, B.t()).to(torch.float16)

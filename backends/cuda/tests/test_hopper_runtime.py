@@ -48,7 +48,7 @@ def test_gemm_hopper_matches_float64(sm90, fmt, bn, stages, K):
     mod = pk.build(G.make_gemm(BN=bn, STAGES=stages), f"cuda -arch=sm_90a -fmt={fmt}")
     a, b = _operands(M, N, K)
     c = np.zeros((M, N), np.float16)
-    mod["gemm_hopper"](M, N, K, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(bn, stages),
+    mod["gemm_hopper"](M, N, K, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(bn, stages),
                        grid=(M // G.BM, N // bn, 1), block=(384, 1, 1))
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     err = np.abs(c.astype(np.float64) - ref)
@@ -62,7 +62,7 @@ def test_wrong_block_is_a_launch_error(sm90):
     a, b = _operands(128, 64, 64)
     c = np.zeros((128, 64), np.float16)
     with pytest.raises(LaunchError, match="exactly 3 warpgroups"):
-        mod["gemm_hopper"](128, 64, 64, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1),
+        mod["gemm_hopper"](128, 64, 64, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(64, 2), grid=(1, 1, 1),
                            block=(256, 1, 1))
 
 
@@ -72,11 +72,11 @@ def test_tensor_map_checks_are_launch_errors(sm90):
     c = np.zeros((128, 64), np.float16)
     k = mod["gemm_hopper"]
     with pytest.raises(LaunchError, match="tensor map 'ta'.*needs 16384 elements"):  # M*K past A's end
-        k(256, 64, 64, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+        k(256, 64, 64, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
     with pytest.raises(LaunchError, match="multiple of 16 bytes"):  # rows of 4 f16 = 8 bytes
-        k(128, 64, 4, a.ravel(), b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+        k(128, 64, 4, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
     import cupy as cp
 
     buf = cp.asarray(np.concatenate([np.zeros(1, np.float16), a.ravel()]))
     with pytest.raises(LaunchError, match="aligned"):  # an offset view
-        k(128, 64, 64, buf[1:], b.ravel(), c.ravel(), G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+        k(128, 64, 64, buf[1:], b.ravel(), c.ravel(), shared_size=G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
