@@ -90,6 +90,7 @@ class CUDAKernel:
         self._max_shared: Optional[int] = None
         # Hopper kernels: hidden tensor maps encoded per launch, the declared block (runtime/tensor_maps.py)
         self._tmaps = tensor_maps.plan(info)
+        self._param_launcher = None
         self._dyn_slack = H.SWIZZLE_ALIGN if info.attrs.get(H.ATTR_DYNAMIC_ALIGN) else 0
 
     @property
@@ -230,6 +231,18 @@ class CUDAKernel:
                 (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry)).set_attribute(
                     drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
             self._dyn_allowed = shared
+        if self._tmaps is not None:  # __grid_constant__ tensor maps: launched through kernelParams
+            if self._param_launcher is None:
+                self._param_launcher = tensor_maps.ParamLauncher(self.module.image[1] + b"\0" * (
+                    self.module.image[0] == "ptx"), self.entry, self.info)
+            try:
+                self._param_launcher.launch(grid3, block3, params, shared)
+            except DeviceError as e:
+                raise DeviceError(f"{e} (kernel '{self.name}')", code=e.code, name=e.name) from None
+            if streams:
+                dev.streams.signal(streams)
+            next(dev.launched)
+            return
         try:
             # one expression: no frame variable keeps the pycuda Function (and its module) alive
             (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry))._launch_kernel(

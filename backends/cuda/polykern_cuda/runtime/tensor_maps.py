@@ -125,3 +125,63 @@ def _encode_tiled(dtype: int, ptr: int, dims: Tuple[int, int], row_bytes: int, b
         raise LaunchError(f"{where}: cuTensorMapEncodeTiled failed (CUresult {rc}) for shape {dims[::-1]}, box "
                           f"{box[::-1]}")
     return bytes(out)
+
+
+class ParamLauncher:
+    """Launches a kernel with ``__grid_constant__`` tensor-map parameters through ``kernelParams`` (one pointer per
+    parameter into a 64-byte aligned copy of the parameter buffer): the driver refuses such kernels launched with
+    a packed buffer (``CU_LAUNCH_PARAM_BUFFER_POINTER``, pycuda's way) with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    measured on an H200 (driver 580.159.04). The module image is loaded once more through ctypes for its
+    CUfunction (pycuda does not expose it) and unloaded with this object."""
+
+    def __init__(self, image: bytes, entry: str, info: FunctionInfo):
+        from .abi import layout
+
+        self._lib = ctypes.CDLL("libcuda.so.1")
+        lib, vp = self._lib, ctypes.c_void_p
+        lib.cuModuleLoadData.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p]
+        lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_char_p]
+        lib.cuFuncSetAttribute.argtypes = [vp, ctypes.c_int, ctypes.c_int]
+        lib.cuLaunchKernel.argtypes = [vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                       ctypes.c_uint, ctypes.c_uint, vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        lib.cuModuleUnload.argtypes = [vp]
+        self.module, self.function = vp(), vp()
+        self._check(lib.cuModuleLoadData(ctypes.byref(self.module), image), "loading the module")
+        self._check(lib.cuModuleGetFunction(ctypes.byref(self.function), self.module, entry.encode()),
+                    f"finding kernel '{entry}'")
+        slots, total = layout(info)
+        self.offsets = [o for o, _ in slots]
+        for _ in range(len(H.tensor_maps_of(info.attrs))):
+            total = -(-total // MAP_ALIGN) * MAP_ALIGN
+            self.offsets.append(total)
+            total += MAP_BYTES
+        self.size = total
+        self._dyn = 0
+
+    @staticmethod
+    def _check(rc: int, what: str) -> None:
+        if rc != 0:
+            from polykern.errors import DeviceError
+
+            from . import libcuda
+
+            raise DeviceError(f"CUDA: {what} failed: {libcuda.error_name(rc) or rc}", code=rc,
+                              name=libcuda.error_name(rc) or "")
+
+    def launch(self, grid3, block3, params: bytes, shared: int) -> None:
+        if len(params) != self.size:
+            raise LaunchError(f"parameter buffer of {len(params)} bytes, the kernel takes {self.size}")
+        if shared > self._dyn:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            self._check(self._lib.cuFuncSetAttribute(self.function, 8, shared), f"allowing {shared} bytes of shared memory")
+            self._dyn = shared
+        raw = ctypes.create_string_buffer(self.size + MAP_ALIGN)
+        base = -(-ctypes.addressof(raw) // MAP_ALIGN) * MAP_ALIGN
+        ctypes.memmove(base, params, self.size)
+        ptrs = (ctypes.c_void_p * len(self.offsets))(*[base + o for o in self.offsets])
+        self._check(self._lib.cuLaunchKernel(self.function, *grid3, *block3, shared, None, ptrs, None),
+                    f"launching (grid {tuple(grid3)}, block {tuple(block3)})")
+
+    def close(self) -> None:
+        if self.module:
+            self._lib.cuModuleUnload(self.module)
+            self.module = ctypes.c_void_p()
