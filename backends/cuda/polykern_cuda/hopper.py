@@ -152,25 +152,49 @@ def _wgmma(em, s: N.HopperOp, a) -> None:
 
 
 def _store(em, s: N.HopperOp, a) -> None:
+    """The accumulator's column pairs (4j, 4j+1) and (4j+2, 4j+3) are adjacent in memory: stored as one 32-bit
+    (f16) or 64-bit (f32) access where ``off`` and ``ld`` are even (the buffer is aligned to two elements:
+    the kernel's ``vector_align``), element by element otherwise."""
     buf, acc = s.names
     at = em.fn.hopper.accs[acc]
     p = em.fn.param(buf)
     out, name = p.type.elem.name, em.names[buf]
+    if out == "f16":
+        em.unit.helper("pk_f2h")
     conv = "pk_f2h" if out == "f16" else ""
-    if conv:
-        em.unit.helper(conv)
+    pair_t = "unsigned" if out == "f16" else "float2"
     v = em.names[acc]
+
+    def pair(k):
+        if out == "f16":
+            return f"(unsigned)pk_f2h({v}[4 * pk_j + {k}]) | ((unsigned)pk_f2h({v}[4 * pk_j + {k + 1}]) << 16)"
+        return f"make_float2({v}[4 * pk_j + {k}], {v}[4 * pk_j + {k + 1}])"
     em.line("{")
     em.depth += 1
     em.line(f"int pk_t = {_TID} & 127, pk_w = pk_t >> 5, pk_l = pk_t & 31;")
-    em.line(f"long long pk_r = (long long)(pk_w * 16 + (pk_l >> 2)) * (long long)({a[1]}) + (long long)({a[0]});")
-    em.line(f"long long pk_r8 = pk_r + 8ll * (long long)({a[1]});")
+    em.line(f"long long pk_ld = (long long)({a[1]}), pk_off = (long long)({a[0]});")
+    em.line("long long pk_r = (long long)(pk_w * 16 + (pk_l >> 2)) * pk_ld + pk_off, pk_r8 = pk_r + 8ll * pk_ld;")
+    em.line("if (((pk_off | pk_ld) & 1) == 0) {")
+    em.depth += 1
+    em.line("#pragma unroll")
+    em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
+    em.depth += 1
+    em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
+    em.line(f"*({pair_t}*)&{name}[pk_r + pk_c] = {pair(0)};")
+    em.line(f"*({pair_t}*)&{name}[pk_r8 + pk_c] = {pair(2)};")
+    em.depth -= 1
+    em.line("}")
+    em.depth -= 1
+    em.line("} else {")
+    em.depth += 1
     em.line("#pragma unroll")
     em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
     em.depth += 1
     em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
     for k, (row, dc) in enumerate((("pk_r", 0), ("pk_r", 1), ("pk_r8", 0), ("pk_r8", 1))):
         em.line(f"{name}[{row} + pk_c + {dc}] = {conv}({v}[4 * pk_j + {k}]);")
+    em.depth -= 1
+    em.line("}")
     em.depth -= 1
     em.line("}")
     em.depth -= 1

@@ -62,6 +62,19 @@ def _classify(cls: type, v: Any) -> int:
     return _CAI if hasattr(v, "__cuda_array_interface__") else _OTHER
 
 
+def _elements(v: Any) -> Optional[int]:
+    """Elements of a device array the fast path accepted (a DeviceArray or a __cuda_array_interface__ object)."""
+    if type(v) is DeviceArray:
+        return int(v.size)
+    try:
+        n = 1
+        for d in v.__cuda_array_interface__["shape"]:
+            n *= int(d)
+        return n
+    except Exception:  # noqa: BLE001 - the slow path says what is wrong
+        return None
+
+
 class CUDAKernel:
     def __init__(self, module, info: FunctionInfo, loaded, entry: str):
         self.module = module  # keeps the module (and its loaded image) alive while the kernel is used
@@ -195,7 +208,7 @@ class CUDAKernel:
 
     def _fast(self, args, grid, block) -> bool:
         """Launch if every argument is a common case (module docstring); False (nothing done) otherwise."""
-        if len(args) != self._nargs or self._tmaps is not None:
+        if len(args) != self._nargs:
             return False
         g = fast_dims(grid)
         if g is None:
@@ -212,6 +225,11 @@ class CUDAKernel:
                 return False
             values.append(x)
         params = self._struct.pack(*values)
+        if self._tmaps is not None:  # the maps' buffers: their lengths for the shape checks
+            sizes = {i: _elements(args[i]) for i in self._tmaps.buffers}
+            if None in sizes.values():
+                return False
+            params = self._tmaps.append(params, values, sizes)
         shared = self._dynamic_bytes(values)
         if libcuda.current_context() == self._ctx:
             self._enqueue(g, b, params, streams, shared)

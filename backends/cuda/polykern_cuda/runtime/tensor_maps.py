@@ -46,6 +46,8 @@ class TensorMapPlan:
                 raise LaunchError(f"kernel '{info.name}': tensor map '{m['name']}' names parameters the kernel "
                                   "does not have")
             self._where.append((buf, dims))
+        #: the argument indices of the buffers the maps view
+        self.buffers = sorted({buf for buf, _ in self._where})
         self._cache: Dict[tuple, bytes] = {}
 
     def check_block(self, block3: Sequence[int]) -> None:
