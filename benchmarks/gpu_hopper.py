@@ -25,9 +25,12 @@ import polykern as pk  # noqa: E402
 TARGET = "cuda -arch=sm_90a"
 
 
+INFLIGHT = 1
+
+
 def build(dtype: str, bn: int, stages: int, fmt: str = "ptx"):
     t = {"f16": pk.f16, "bf16": pk.bf16}[dtype]
-    return pk.build(G.make_gemm(BN=bn, STAGES=stages, dtype=t), f"{TARGET} -fmt={fmt}")
+    return pk.build(G.make_gemm(BN=bn, STAGES=stages, dtype=t, INFLIGHT=INFLIGHT), f"{TARGET} -fmt={fmt}")
 
 
 def cold_compile_seconds(dtype: str, bn: int, stages: int) -> float:
@@ -138,9 +141,12 @@ def main(argv=None) -> int:
     ap.add_argument("--bn", type=int, default=256)
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--inflight", type=int, default=1, choices=(0, 1), help="wgmma groups left running (example)")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args(argv)
+    global INFLIGHT
+    INFLIGHT = a.inflight
     if a.dry_run:
         for dt in a.dtypes:
             src = build(dt, a.bn, a.stages, fmt="cuda").imports[0].inspect_source("cuda")

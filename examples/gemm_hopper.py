@@ -18,7 +18,11 @@ from polykern import Buffer, f16, f32, i32
 BM, BK = 128, 64
 
 
-def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16):
+def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16, INFLIGHT: int = 1):
+    """The kernel for one tile shape: BN columns of C per block, STAGES shared stages, f16 or bf16 inputs;
+    INFLIGHT wgmma groups a consumer leaves running while it waits for the next stage (0 or 1: with 1 the
+    stage of step kt is released after step kt + 1's wgmmas are issued)."""
+
     @pk.kernel
     def gemm_hopper(M: i32, N: i32, K: i32, A: Buffer[dtype, "readonly"], B: Buffer[dtype, "readonly"],
                     C: Buffer[f16]):
@@ -61,9 +65,10 @@ def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16):
                 for kk in range(BK // 16):
                     pk.wgmma(acc, tiles, base + c * 64 * BK + kk * 16, tiles, base + BM * BK + kk * 16)
                 pk.wgmma_commit()
-                pk.wgmma_wait(0)
-                if t == 0:
-                    pk.mbarrier_arrive(empty, s)
+                pk.wgmma_wait(INFLIGHT)
+                if t == 0 and kt >= INFLIGHT:  # the stage whose wgmmas are now complete
+                    pk.mbarrier_arrive(empty, (kt - INFLIGHT) % STAGES)
+            pk.wgmma_wait(0)
             pk.wg_store(C, (m0 + c * 64) * N + n0, N, acc)
 
     return gemm_hopper
