@@ -28,9 +28,13 @@ TARGET = "cuda -arch=sm_90a"
 INFLIGHT = 1
 
 
-def build(dtype: str, bn: int, stages: int, fmt: str = "ptx"):
+KERNELS = {"tiles": (G.make_gemm, "gemm_hopper"), "persistent": (G.make_gemm_persistent, "gemm_hopper_persistent")}
+
+
+def build(dtype: str, bn: int, stages: int, fmt: str = "ptx", kernel: str = "tiles"):
     t = {"f16": pk.f16, "bf16": pk.bf16}[dtype]
-    return pk.build(G.make_gemm(BN=bn, STAGES=stages, dtype=t, INFLIGHT=INFLIGHT), f"{TARGET} -fmt={fmt}")
+    make, _ = KERNELS[kernel]
+    return pk.build(make(BN=bn, STAGES=stages, dtype=t, INFLIGHT=INFLIGHT), f"{TARGET} -fmt={fmt}")
 
 
 def cold_compile_seconds(dtype: str, bn: int, stages: int) -> float:
@@ -73,7 +77,7 @@ def rounds_timing(fns: dict, rounds: int, target_s: float = 0.25) -> dict:
     return out
 
 
-def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log):
+def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log, kernels=("tiles",)):
     import torch
 
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -82,19 +86,23 @@ def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log):
     B = (torch.randint(-8, 9, (N, K), device="cuda", generator=g).to(tdt) / 8)
     A += torch.randn(M, K, device="cuda", generator=g).to(tdt) * 0.01
     B += torch.randn(N, K, device="cuda", generator=g).to(tdt) * 0.01
-    C = torch.empty(M, N, device="cuda", dtype=torch.float16)
-    mod = build(dtype, bn, stages)
-    k = mod["gemm_hopper"]
+    outs, fns = {}, {}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     shared = G.shared_elems(bn, stages)
-    grid, block = (M // G.BM, N // bn, 1), (384, 1, 1)
+    for kernel in kernels:
+        C = outs[f"polykern-{kernel}"] = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        k = build(dtype, bn, stages, kernel=kernel)[KERNELS[kernel][1]]
+        tiles = (M // G.BM) * (N // bn)
+        grid = (M // G.BM, N // bn, 1) if kernel == "tiles" else (min(sms, tiles), 1, 1)
 
-    def ours():
-        k(M, N, K, A, B, C, grid=grid, block=block, shared_size=shared)
+        def ours(k=k, C=C, grid=grid):
+            k(M, N, K, A, B, C, grid=grid, block=(384, 1, 1), shared_size=shared)
+        fns[f"polykern-{kernel}"] = ours
 
     def cublas():
-        return torch.mm(A, B.t()).to(torch.float16)
+        return torch.mm(A, B.t())
 
-    fns = {"polykern": ours, "cublas": cublas}
+    fns["cublas"] = cublas
     if triton_mm is not None:
         Ct = torch.empty(M, N, device="cuda", dtype=torch.float16)
 
@@ -110,10 +118,10 @@ def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log):
     for name, f in fns.items():
         out = f()
         torch.cuda.synchronize()
-        got = {"polykern": C, "cublas": out}.get(name, Ct if name == "triton" else None)
+        got = outs[name] if name in outs else (out if name == "cublas" else Ct)
         errs[name] = float((got.double() - ref).abs().max())
     scale = float(ref.abs().max())
-    ok = errs["polykern"] <= max(2 * errs["cublas"], 1e-3 * scale)
+    ok = all(errs[n] <= max(2 * errs["cublas"], 1e-3 * scale) for n in outs)
     log(f"check {dtype} {M}x{N}x{K}: max |err| vs float64: " + ", ".join(f"{k} {v:.4g}" for k, v in errs.items())
         + f" (|ref| max {scale:.4g}) -> {'OK' if ok else 'WRONG'}")
     if not ok:
@@ -122,13 +130,14 @@ def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log):
     flop = 2.0 * M * N * K
     res = {"size": [M, N, K], "dtype": dtype, "bn": bn, "stages": stages, "ok": True, "errors": errs,
            "tflops": {k: flop / statistics.median(v) / 1e12 for k, v in times.items()}, "ratios": {}}
-    for ref_name in ("cublas", "triton"):
-        if ref_name in times:
-            r = sorted(times[ref_name][i] / times["polykern"][i] for i in range(rounds))
-            res["ratios"][ref_name] = {"median": statistics.median(r), "min": r[0], "max": r[-1]}
+    for mine in outs:
+        for ref_name in ("cublas", "triton"):
+            if ref_name in times:
+                r = sorted(times[ref_name][i] / times[mine][i] for i in range(rounds))
+                res["ratios"][f"{mine}/{ref_name}"] = {"median": statistics.median(r), "min": r[0], "max": r[-1]}
     log(f"{dtype} {M}x{N}x{K} BN={bn} STAGES={stages}: " + ", ".join(f"{k} {v:.0f}" for k, v in res["tflops"].items())
-        + " TFLOP/s; polykern/" + ", polykern/".join(f"{k} {v['median']:.3f} ({v['min']:.3f}-{v['max']:.3f})"
-                                                      for k, v in res["ratios"].items()))
+        + " TFLOP/s; " + ", ".join(f"{k} {v['median']:.3f} ({v['min']:.3f}-{v['max']:.3f})"
+                                  for k, v in res["ratios"].items()))
     return res
 
 
@@ -143,6 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--inflight", type=int, default=1, choices=(0, 1), help="wgmma groups left running (example)")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--kernels", nargs="*", default=["tiles", "persistent"], choices=sorted(KERNELS))
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args(argv)
     global INFLIGHT
@@ -177,7 +187,7 @@ def main(argv=None) -> int:
         for s in a.sizes:
             M, N, K = map(int, s.split(","))
             try:
-                results.append(run_size(M, N, K, dt, a.bn, a.stages, a.rounds, triton_mm, log))
+                results.append(run_size(M, N, K, dt, a.bn, a.stages, a.rounds, triton_mm, log, a.kernels))
             except Exception as e:  # noqa: BLE001
                 log(f"{dt} {s}: FAILED {type(e).__name__}: {str(e)[:800]}")
                 results.append({"size": [M, N, K], "dtype": dt, "failed": f"{type(e).__name__}: {e}"})

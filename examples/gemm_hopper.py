@@ -74,6 +74,77 @@ def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16, INFLIGHT: int = 1):
     return gemm_hopper
 
 
+def make_gemm_persistent(BN: int = 256, STAGES: int = 4, dtype=f16, INFLIGHT: int = 1):
+    """The same tile as make_gemm in a persistent grid: launch one block per multiprocessor (or fewer); each
+    walks the tiles blockIdx, blockIdx + gridDim, ... (M fastest, so neighbouring blocks share B's tile).
+    The producer runs on into the next tile's stages while the consumers store this tile's C, so the
+    epilogue overlaps the next loads. Steps count on across tiles: the ring's barriers keep their phases."""
+
+    @pk.kernel
+    def gemm_hopper_persistent(M: i32, N: i32, K: i32, A: Buffer[dtype, "readonly"], B: Buffer[dtype, "readonly"],
+                               C: Buffer[f16]):
+        pk.warpgroups(3)
+        ta = pk.tensor_map(A, (M, K), (BM, BK), "128B")
+        tb = pk.tensor_map(B, (N, K), (BN, BK), "128B")
+        tiles = pk.shared_dynamic(dtype)
+        full = pk.mbarriers(STAGES)
+        empty = pk.mbarriers(STAGES)
+        acc = pk.wg_acc(f32, 64, BN)
+        wg = pk.warpgroup_id()
+        t = pk.local_id(0) % 128
+        tiles_m = M // BM
+        num_tiles = tiles_m * (N // BN)
+        kt_count = K // BK
+        if pk.local_id(0) == 0:
+            for s in range(STAGES):
+                pk.mbarrier_init(full, s, 1)
+                pk.mbarrier_init(empty, s, 2)
+        pk.barrier()
+        it = 0
+        tile = pk.group_id(0)
+        if wg == 0:
+            pk.setmaxnreg(40, "dec")
+            if t == 0:
+                while tile < num_tiles:
+                    m0 = (tile % tiles_m) * BM
+                    n0 = (tile // tiles_m) * BN
+                    for kt in range(kt_count):
+                        s = it % STAGES
+                        if it >= STAGES:
+                            pk.mbarrier_wait(empty, s, (it // STAGES - 1) % 2)
+                        pk.mbarrier_arrive_tx(full, s, (BM + BN) * BK * 2)
+                        base = s * (BM + BN) * BK
+                        pk.tma_load(tiles, base, ta, m0, kt * BK, full, s)
+                        pk.tma_load(tiles, base + BM * BK, tb, n0, kt * BK, full, s)
+                        it += 1
+                    tile += pk.num_groups(0)
+        else:
+            pk.setmaxnreg(232, "inc")
+            c = wg - 1
+            while tile < num_tiles:
+                m0 = (tile % tiles_m) * BM
+                n0 = (tile // tiles_m) * BN
+                pk.wg_fill(acc, 0.0)
+                for kt in range(kt_count):
+                    s = it % STAGES
+                    pk.mbarrier_wait(full, s, (it // STAGES) % 2)
+                    base = s * (BM + BN) * BK
+                    for kk in range(BK // 16):
+                        pk.wgmma(acc, tiles, base + c * 64 * BK + kk * 16, tiles, base + BM * BK + kk * 16)
+                    pk.wgmma_commit()
+                    pk.wgmma_wait(INFLIGHT)
+                    if t == 0 and kt >= INFLIGHT:
+                        pk.mbarrier_arrive(empty, (it - INFLIGHT) % STAGES)
+                    it += 1
+                pk.wgmma_wait(0)
+                if t == 0 and INFLIGHT > 0 and kt_count > 0:  # the tile's last stage, still held
+                    pk.mbarrier_arrive(empty, (it - 1) % STAGES)
+                pk.wg_store(C, (m0 + c * 64) * N + n0, N, acc)
+                tile += pk.num_groups(0)
+
+    return gemm_hopper_persistent
+
+
 def shared_elems(BN: int = 256, STAGES: int = 4) -> int:
     """Elements of the dynamic shared array: STAGES stages of one A and one B tile."""
     return STAGES * (BM + BN) * BK

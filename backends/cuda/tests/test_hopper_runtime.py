@@ -57,6 +57,21 @@ def test_gemm_hopper_matches_float64(sm90, fmt, bn, stages, K):
     assert (err <= tol + 1e-6).all(), f"max error {err.max()} (worst {np.unravel_index(err.argmax(), err.shape)})"
 
 
+@pytest.mark.parametrize("grid", [1, 3, 7])
+def test_persistent_gemm_matches_float64(sm90, grid):
+    """Fewer blocks than tiles: each walks several tiles, the ring's phases running on across them."""
+    M, N, K, bn = 384, 512, 320, 128
+    mod = pk.build(G.make_gemm_persistent(BN=bn, STAGES=3), "cuda -arch=sm_90a")
+    a, b = _operands(M, N, K, seed=grid)
+    c = np.zeros((M, N), np.float16)
+    mod["gemm_hopper_persistent"](M, N, K, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(bn, 3),
+                                  grid=(grid, 1, 1), block=(384, 1, 1))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    tol = np.abs(ref) * 2.0 ** -11 + (K + 1) * 2.0 ** -22 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T)
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= tol + 1e-6).all(), f"max error {err.max()}"
+
+
 def test_wrong_block_is_a_launch_error(sm90):
     mod = pk.build(G.make_gemm(BN=64, STAGES=2), "cuda -arch=sm_90a")
     a, b = _operands(128, 64, 64)
