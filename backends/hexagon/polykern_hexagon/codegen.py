@@ -31,6 +31,7 @@ from polykern.ir import nodes as N
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
+from . import variable_shifts
 from .fallback import HexagonFallbackModule, PendingHexagonAsm
 
 __all__ = ["HEXAGON_KIND", "HexagonEmitter", "TRIPLE", "build", "generate", "register"]
@@ -97,6 +98,12 @@ def generate(funcs: List, target: Target):
     # as much as the object). LSR stays on: on Hexagon it is ~3% of code generation, and turning it
     # off changes the code (docs/performance.md).
     compiled = compile_ir(emitter.render(), TRIPLE, cpu, "", 3, tm=tm, emit_asm=False)
+    # Shifts and funnel shifts (rotates) by a variable amount: LLVM's Hexagon rotate lowering shifts
+    # by an unreduced amount, so they are turned into Hexagon shift intrinsics after the optimizer and
+    # the module is code-generated again (variable_shifts.py; only kernels that have one pay for it).
+    ll = variable_shifts.opaque_shifts(compiled.ll)
+    if ll != compiled.ll:
+        compiled = compile_ir(variable_shifts.inline_helpers(ll, tm), TRIPLE, cpu, "", 0, tm=tm, emit_asm=False)
     fmap = function_map(funcs, emitter.kernel_facts, cpu)
     return compiled.obj, "o", fmap, {"asm": PendingHexagonAsm(compiled.ll, TRIPLE, cpu, cg_opt), "llvm": compiled.ll}
 
