@@ -141,3 +141,32 @@ def test_no_variable_amount_i32_i64_shift_reaches_code_generation(T):
     assert not plain, f"variable-amount shifts left for the instruction selector: {plain}"
     right = "asr" if T.is_signed else "lsr"
     assert "@llvm.hexagon.S2.asl.r." in ll and f"@llvm.hexagon.S2.{right}.r." in ll
+
+
+FUNNEL_IR = """
+declare <2 x i32> @llvm.fshr.v2i32(<2 x i32>, <2 x i32>, <2 x i32>)
+declare i16 @llvm.fshl.i16(i16, i16, i16)
+define <2 x i32> @vec(<2 x i32> %a, <2 x i32> %k) {
+  %r = call <2 x i32> @llvm.fshr.v2i32(<2 x i32> %a, <2 x i32> %a, <2 x i32> %k)
+  ret <2 x i32> %r
+}
+define i16 @lit(i16 %a) {
+  %r = call i16 @llvm.fshl.i16(i16 %a, i16 %a, i16 19)
+  ret i16 %r
+}
+"""
+
+
+def test_vector_and_literal_funnel_shifts():
+    """Forms the frontend's kernels may not produce today but LLVM can (SLP-vectorized rotates,
+    literal amounts past the width): the vector one goes lane by lane through the reduced helper,
+    the literal one keeps the immediate rotate with its amount reduced."""
+    from polykern.codegen.llvm_target import compile_ir, target_machine
+    from polykern_hexagon.variable_shifts import inline_helpers, opaque_shifts
+
+    tm = target_machine("hexagon-unknown-elf", "hexagonv68", "", 3)
+    out = compile_ir(inline_helpers(opaque_shifts(FUNNEL_IR), tm), "hexagon-unknown-elf", "hexagonv68", "", 0, tm=tm)
+    assert "@llvm.fshr.v2i32(<2 x i32>" not in out.ll.split("declare")[0]
+    assert out.ll.count("@llvm.hexagon.S2.lsr.r.p(i64") == 3  # two lanes and the declaration
+    assert "= and i32 %" in out.ll
+    assert "call i16 @llvm.fshl.i16(i16 %a, i16 %a, i16 3)" in out.ll
