@@ -150,6 +150,11 @@ define <2 x i32> @vec(<2 x i32> %a, <2 x i32> %k) {
   %r = call <2 x i32> @llvm.fshr.v2i32(<2 x i32> %a, <2 x i32> %a, <2 x i32> %k)
   ret <2 x i32> %r
 }
+define <2 x i64> @vshift(<2 x i64> %a, <2 x i64> %k) {
+  %m = and <2 x i64> %k, splat (i64 63)
+  %r = lshr <2 x i64> %a, %m
+  ret <2 x i64> %r
+}
 define i16 @lit(i16 %a) {
   %r = call i16 @llvm.fshl.i16(i16 %a, i16 %a, i16 19)
   ret i16 %r
@@ -158,15 +163,17 @@ define i16 @lit(i16 %a) {
 
 
 def test_vector_and_literal_funnel_shifts():
-    """Forms the frontend's kernels may not produce today but LLVM can (SLP-vectorized rotates,
-    literal amounts past the width): the vector one goes lane by lane through the reduced helper,
-    the literal one keeps the immediate rotate with its amount reduced."""
+    """Forms the frontend's kernels may not produce today but LLVM can (vectorized rotates and
+    shifts, which the instruction selector scalarizes and may fuse into i64 rotates; literal amounts
+    past the width): vectors go lane by lane through the scalar helpers, a literal funnel shift
+    keeps the immediate rotate with its amount reduced."""
     from polykern.codegen.llvm_target import compile_ir, target_machine
     from polykern_hexagon.variable_shifts import inline_helpers, opaque_shifts
 
     tm = target_machine("hexagon-unknown-elf", "hexagonv68", "", 3)
     out = compile_ir(inline_helpers(opaque_shifts(FUNNEL_IR), tm), "hexagon-unknown-elf", "hexagonv68", "", 0, tm=tm)
     assert "@llvm.fshr.v2i32(<2 x i32>" not in out.ll.split("declare")[0]
-    assert out.ll.count("@llvm.hexagon.S2.lsr.r.p(i64") == 3  # two lanes and the declaration
+    assert out.ll.count("@llvm.hexagon.S2.lsr.r.p(i64") == 5  # two lanes of each and the declaration
+    assert "lshr <2 x i64>" not in out.ll
     assert "= and i32 %" in out.ll
     assert "call i16 @llvm.fshl.i16(i16 %a, i16 %a, i16 3)" in out.ll

@@ -19,7 +19,9 @@ So after LLVM's optimizer and before code generation (:func:`opaque_shifts`):
 - every i32/i64 ``shl``/``lshr``/``ashr`` by a variable amount becomes the Hexagon register shift
   intrinsic it selects to anyway (``llvm.hexagon.S2.{asl,lsr,asr}.r.{r,p}``), which the selector's
   generic combines do not look into, so no rotate node is formed from them (the amount is already
-  reduced: the frontend masks it, llvm_base ``expr_BinOp``);
+  reduced: the frontend masks it, llvm_base ``expr_BinOp``). Vectors of them go lane by lane: the
+  selector scalarizes them and fused the lanes into i64 rotates. The cost: a shift feeding an add
+  or or is no longer merged into Hexagon's accumulating forms (``r1 += asl(r0, r2)``);
 - every ``llvm.fshl``/``llvm.fshr`` by a variable amount becomes code that reduces the amount itself
   and shifts with those intrinsics, nothing folding the reduction away. With ``s`` the amount
   modulo the width ``w``: i8/i16: ``c = (a << w) | b`` in i32, fshl = ``(c asl s) >> w``, fshr =
@@ -40,11 +42,14 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
+from polykern.errors import CompileError
+
 __all__ = ["HELPER_PREFIX", "opaque_shifts", "inline_helpers"]
 
 HELPER_PREFIX = "pk.hexagon."
 _FUNNEL = re.compile(r"@llvm\.(fsh[lr])\.((?:v(\d+))?i(8|16|32|64))\(")
-_SHIFT = re.compile(r"^(\s*%[-\w.$]+ = )(shl|lshr|ashr)((?: nuw| nsw| exact)*) (i32|i64) ([^,\n]+), (%[-\w.$]+)$", re.M)
+_SHIFT = re.compile(r"^(\s*%[-\w.$]+ = )(shl|lshr|ashr)((?: nuw| nsw| exact)*) ((?:<(\d+) x )?i(32|64)>?) ([^\n]*)$",
+                    re.M)
 _LITERAL = re.compile(r"^i(\d+) (-?\d+)$")
 
 _INTRINSICS = {  # Hexagon shift-by-register intrinsics (value type, i32 amount)
@@ -71,7 +76,8 @@ def _split_args(text: str, start: int) -> Tuple[List[str], int]:
         elif ch == "," and depth == 0:
             args.append(text[cur:i].strip())
             cur = i + 1
-    raise ValueError("unterminated call in LLVM IR")
+    raise CompileError("hexagon: a funnel shift call in the optimized LLVM IR has no closing parenthesis",
+                       log=text[max(0, start - 40):start + 200])
 
 
 def _shift(name: str, dst: str, val: str, amount: str) -> str:
@@ -117,15 +123,18 @@ def _funnel_helper(op: str, bits: int) -> str:
 
 
 def _vector_helper(op: str, lanes: int, bits: int) -> str:
+    """``op`` lane by lane through the scalar helper (operands ``a, b, k`` of a funnel shift, ``a, k``
+    of a plain shift)."""
     t, v = f"i{bits}", f"<{lanes} x i{bits}>"
+    names = "ak" if op in _SHIFT_OPS else "abk"
     body, acc = [], "poison"
     for i in range(lanes):
-        body.append(f"  %a{i} = extractelement {v} %a, i32 {i}\n  %b{i} = extractelement {v} %b, i32 {i}\n"
-                    f"  %k{i} = extractelement {v} %k, i32 {i}\n"
-                    f"  %l{i} = call {t} @{HELPER_PREFIX}{op}.{t}({t} %a{i}, {t} %b{i}, {t} %k{i})\n"
+        body += [f"  %{n}{i} = extractelement {v} %{n}, i32 {i}\n" for n in names]
+        args = ", ".join(f"{t} %{n}{i}" for n in names)
+        body.append(f"  %l{i} = call {t} @{HELPER_PREFIX}{op}.{t}({args})\n"
                     f"  {'%r' if i == lanes - 1 else f'%v{i}'} = insertelement {v} {acc}, {t} %l{i}, i32 {i}\n")
         acc = f"%v{i}"
-    return _define(f"{op}.v{lanes}{t}", v, f"{v} %a, {v} %b, {v} %k", "".join(body))
+    return _define(f"{op}.v{lanes}{t}", v, ", ".join(f"{v} %{n}" for n in names), "".join(body))
 
 
 def _funnels(ll: str, helpers: Dict[Tuple[str, int, int], None]) -> str:
@@ -152,9 +161,15 @@ def _funnels(ll: str, helpers: Dict[Tuple[str, int, int], None]) -> str:
 
 def _plain_shifts(ll: str, helpers: Dict[Tuple[str, int, int], None]) -> str:
     def sub(m):
-        op, ty = m.group(2), m.group(4)
-        helpers[(op, 0, int(ty[1:]))] = None
-        return f"{m.group(1)}call {ty} @{HELPER_PREFIX}{op}.{ty}({ty} {m.group(5)}, {ty} {m.group(6)})"
+        op, ty, lanes, bits = m.group(2), m.group(4), int(m.group(5) or 0), int(m.group(6))
+        operands, _ = _split_args(m.group(7) + ")", 0)
+        if len(operands) != 2 or not operands[1].startswith("%"):  # a literal amount, or metadata
+            return m.group(0)
+        helpers[(op, lanes, bits)] = None
+        if lanes:
+            helpers[(op, 0, bits)] = None
+        name = f"v{lanes}i{bits}" if lanes else ty
+        return f"{m.group(1)}call {ty} @{HELPER_PREFIX}{op}.{name}({ty} {operands[0]}, {ty} {operands[1]})"
 
     return _SHIFT.sub(sub, ll)
 
