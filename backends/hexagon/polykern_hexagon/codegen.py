@@ -31,6 +31,7 @@ from polykern.ir import nodes as N
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
+from . import variable_shifts
 from .fallback import HexagonFallbackModule, PendingHexagonAsm
 
 __all__ = ["HEXAGON_KIND", "HexagonEmitter", "TRIPLE", "build", "generate", "register"]
@@ -93,10 +94,15 @@ def generate(funcs: List, target: Target):
     cg_opt = 1 if any(N.subgroup_collective(st) for fn in funcs for st in N.walk_stmts(fn.body)) else 3
     tm = target_machine(TRIPLE, cpu, "", cg_opt)
     emitter = HexagonEmitter(TRIPLE, data_layout(tm)).emit(funcs)
-    # The object only: the asm listing is rendered from the optimized IR when first read (it costs
-    # as much as the object). LSR stays on: on Hexagon it is ~3% of code generation, and turning it
-    # off changes the code (docs/performance.md).
-    compiled = compile_ir(emitter.render(), TRIPLE, cpu, "", 3, tm=tm, emit_asm=False)
+    # Optimize, then turn the variable shifts and funnel shifts (rotates) of the optimized IR into
+    # Hexagon shift intrinsics with the amount reduced (LLVM's Hexagon rotate lowering shifts by an
+    # unreduced amount: variable_shifts.py), then generate code from that IR: the object only, the
+    # asm listing is rendered from the same IR when first read (it costs as much as the object).
+    # Reparsing the optimized IR costs ~5% of code generation. LSR stays on: on Hexagon it is ~3%
+    # of code generation, and turning it off changes the code (docs/performance.md).
+    optimized = compile_ir(emitter.render(), TRIPLE, cpu, "", 3, tm=tm, emit_object=False, emit_asm=False).ll
+    ll = variable_shifts.inline_helpers(variable_shifts.opaque_shifts(optimized), tm)
+    compiled = compile_ir(ll, TRIPLE, cpu, "", 0, tm=tm, emit_asm=False)
     fmap = function_map(funcs, emitter.kernel_facts, cpu)
     return compiled.obj, "o", fmap, {"asm": PendingHexagonAsm(compiled.ll, TRIPLE, cpu, cg_opt), "llvm": compiled.ll}
 
