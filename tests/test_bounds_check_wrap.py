@@ -208,14 +208,6 @@ def test_a_negative_index_fails_below_a_long_length(target, kernel, i):
     assert record[0] != 0 and int(record[1]) == i and y[0] == 0
 
 
-@pytest.mark.parametrize("kernel,i", [(rd8, -(2 ** 31)), (rd_i8, -128)])
-def test_the_interpreter_sees_the_negative_index_fail(kernel, i):
-    t = kernel.ir.params[0].type.numpy
-    rec = _interp_record(kernel, [t.type(i), np.arange(64, dtype=np.uint8), np.zeros(1, np.uint8)],
-                         [2 ** 32 - 1, 1])
-    assert rec[0] != 0 and int(rec[1]) == i
-
-
 @pytest.mark.parametrize("target", GROUPS)
 def test_a_group_with_a_negative_lane_fails_below_a_long_length(target):
     """pk.vstore's fit check passes for k = -(2**29) (its elements fit i32) and each lane is then an element
@@ -241,3 +233,15 @@ def test_a_copy_with_a_negative_source_fails_below_a_long_length(target):
     x, y, record = np.arange(64, dtype=np.float32), np.zeros(1, np.float32), np.zeros(RECORD_WORDS, np.int32)
     _raw(target, cp)(np.int32(-(2 ** 29)), x, y, np.array([LONG, 1], np.uint32), record, grid=1, block=1)
     assert record[0] != 0 and int(record[1]) == -(2 ** 31)
+
+
+@pytest.mark.parametrize("kernel,args,lengths,index", [
+    (rd8, lambda: [np.int32(-(2 ** 31)), np.arange(64, dtype=np.uint8), np.zeros(1, np.uint8)], [LONG, 1], -(2 ** 31)),
+    (rd_i8, lambda: [np.int8(-128), np.arange(64, dtype=np.uint8), np.zeros(1, np.uint8)], [2 ** 32 - 1, 1], -128),
+    (vst, lambda: [np.int32(-(2 ** 29)), np.zeros(64, np.uint8)], [LONG], -(2 ** 31)),
+    (cp, lambda: [np.int32(-(2 ** 29)), np.arange(64, dtype=np.float32), np.zeros(1, np.float32)], [LONG, 1],
+     -(2 ** 31)),
+], ids=["i32", "i8", "vstore", "copy_async"])
+def test_the_interpreter_sees_the_negative_index_fail(kernel, args, lengths, index):
+    rec = _interp_record(kernel, args(), lengths)
+    assert rec[0] != 0 and int(rec[1]) == index
