@@ -480,7 +480,7 @@ def test_checked_mode_guards_fragment_memory():
 
     mod = pk.build([fill_scale_store], targets=["llvm"], bounds_check=True)
     ones = np.ones(256, np.float16)
-    with pytest.raises(LaunchError, match=r"out-of-bounds frag_store on buffer 'd' at index 315 \(length 100\)"):
+    with pytest.raises(LaunchError, match=r"out-of-bounds frag_store on buffer 'd' at offset 0 with leading dimension 20: .* span 0 \.\. 315 \(length 100\)"):
         mod["fill_scale_store"](ones, ones, np.zeros(100, np.float32), np.float32(1), grid=1, block=8)
     d = np.zeros(320, np.float32)
     mod["fill_scale_store"](ones, ones, d, np.float32(1), grid=1, block=8)

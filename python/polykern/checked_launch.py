@@ -22,8 +22,8 @@ from .ir.dynamic_shared import ATTR as DYNAMIC_ATTR
 from .ir.dynamic_shared import parse_attr
 from .ir.types import scalar_from_code
 from .launch import BufferArg, check_args
-from .passes.bounds_check import (ATTR, ATTR_INDEX_BITS, ATTR_LENGTHS, ATTR_USER_ARGS, RECORD_WORDS, Access,
-                                  decode_accesses)
+from .kbin_messages import escape
+from .passes.bounds_check import ATTR, ATTR_USER_ARGS, RECORD_WORDS, Access, decode_metadata, decode_user_args
 
 __all__ = ["CheckedKernel", "is_checked", "user_visible", "wrap_if_checked"]
 
@@ -38,13 +38,13 @@ def user_visible(info):
     if not is_checked(info):
         return info
     try:
-        n_user = int(info.attrs[ATTR_USER_ARGS])
+        n_user = decode_user_args(info.attrs)
     except (KeyError, ValueError):
-        raise ArtifactError(f"checked kernel '{info.name}': malformed bounds-check attributes "
+        raise ArtifactError(f"checked kernel '{escape(info.name)}': malformed bounds-check attributes "
                             f"({ATTR_USER_ARGS})") from None
     if not 0 <= n_user < len(info.args):
-        raise ArtifactError(f"checked kernel '{info.name}': its hidden bounds-check parameters do not match its "
-                            "arguments")
+        raise ArtifactError(f"checked kernel '{escape(info.name)}': its hidden bounds-check parameters do not match "
+                            "its arguments")
     return dataclasses.replace(info, args=info.args[:n_user])
 
 
@@ -58,14 +58,16 @@ class CheckedKernel:
     def __init__(self, info, fn: Callable):
         self.info = info
         self.fn = fn
-        where = f"checked kernel '{info.name}'"
+        where = f"checked kernel '{escape(info.name)}'"
         try:
-            n_user = int(info.attrs[ATTR_USER_ARGS])
-            lengths = [int(x) for x in info.attrs[ATTR_LENGTHS].split(",") if x]
-            self.index_bits = int(info.attrs[ATTR_INDEX_BITS])
-            self.accesses: List[Access] = decode_accesses(info.attrs)
-        except (KeyError, ValueError) as e:
-            raise ArtifactError(f"{where}: malformed bounds-check attributes ({e})") from None
+            meta = decode_metadata(info.attrs)
+        except KeyError as e:
+            raise ArtifactError(f"{where}: malformed bounds-check attributes ({escape(str(e.args[0]))} is "
+                                "missing)") from None
+        except ValueError as e:
+            raise ArtifactError(f"{where}: malformed bounds-check attributes ({escape(str(e))})") from None
+        n_user, lengths, self.index_bits = meta.user_args, meta.lengths, meta.index_bits
+        self.accesses: List[Access] = meta.accesses
         args = info.args
         # what the pass adds: a lengths buffer (one slot per user buffer, in order) if any, then the record
         buffers = [i for i, a in enumerate(args[:n_user]) if a.is_buffer] if 0 <= n_user <= len(args) else None
@@ -114,12 +116,14 @@ class CheckedKernel:
             raise LaunchError(self.message(record, prepared))
 
     def message(self, record: np.ndarray, prepared) -> str:
+        """The LaunchError text. Every string in it that comes from the artifact (the access table, the
+        kernel's and its arguments' names) is escaped (``kbin_messages.escape``), as everywhere else."""
+        name = escape(self.name)
         aid = int(record[0]) - 1
         if not 0 <= aid < len(self.accesses):
-            return f"kernel '{self.name}': an out-of-bounds access was detected (unknown access id {aid})"
+            return f"kernel '{name}': an out-of-bounds access was detected (unknown access id {aid})"
         acc = self.accesses[aid]
-        bits = (int(record[1]) & 0xFFFFFFFF) | ((int(record[2]) & 0xFFFFFFFF) << 32)
-        index = _as_index(bits, acc.index_type, self.index_bits)
+        index = _as_index(_bits(record, 1), acc.index_type, self.index_bits)
         if acc.length >= 0:
             what, length = "array", acc.length
         else:
@@ -133,11 +137,23 @@ class CheckedKernel:
         if acc.group:  # the record holds the group index (passes/bounds_check.py fit_guard)
             n = acc.group
             at = (f"at group index {index} of a {n}-element group: its elements {n * index} .. {n * index + n - 1} "
-                  f"do not fit the index type {acc.index_type}")
-        text = f"kernel '{self.name}': out-of-bounds {op} {what} '{acc.array}' {at} (length {length}), at {acc.where}"
+                  f"do not fit the index type {escape(acc.index_type)}")
+        elif acc.fragment:  # the record holds the offset and ld (passes/bounds_check.py matrix_guard)
+            major, minor, ld_type = acc.fragment
+            ld = _as_index(_bits(record, 3), ld_type, self.index_bits)
+            span = (major - 1) * ld
+            at = (f"at offset {index} with leading dimension {ld}: its elements {index} + r * {ld} + c "
+                  f"(r < {major}, c < {minor}) span {index + min(0, span)} .. {index + max(0, span) + minor - 1}")
+        text = (f"kernel '{name}': out-of-bounds {escape(op)} {what} '{escape(acc.array)}' {at} (length {length}), "
+                f"at {escape(acc.where)}")
         if acc.source_line:
-            text += f": {acc.source_line}"
+            text += f": {escape(acc.source_line)}"
         return text + " (the first violation of this launch; checked mode, bounds_check=True)"
+
+
+def _bits(record: np.ndarray, word: int) -> int:
+    """The 64 bits a guard stored in record words ``word`` and ``word + 1``."""
+    return (int(record[word]) & 0xFFFFFFFF) | ((int(record[word + 1]) & 0xFFFFFFFF) << 32)
 
 
 def _as_index(bits: int, index_type: str, width: int) -> int:

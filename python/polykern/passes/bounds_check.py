@@ -9,11 +9,16 @@ count against small limits such as Vulkan's 128 bytes of push constants):
   integer type, else ``u32``, so no backend needs a type the kernel did not need), each the buffer's
   element count saturated at ``U``'s maximum;
 - the *error record* ``Buffer[i32]`` of :data:`RECORD_WORDS` words, zeroed before the launch:
-  ``[access id + 1, index bits 0..31, index bits 32..63, 0]`` of the first violation (0 = none).
+  ``[access id + 1, index bits 0..31, index bits 32..63, ld bits 0..31, ld bits 32..63]`` of the first
+  violation (0 = none; the ld words for a fragment load/store only).
 
-An access ``base[index]`` is in bounds when ``U(index) < length`` (one unsigned compare also catches
-negative indices: they convert to huge values). The guard records a violation with an atomic
-compare-and-swap on word 0 (only the first violator then writes the index words).
+No guard does arithmetic that can wrap: the bounds are compared, never computed in the index's type.
+An access ``base[index]`` is in bounds when ``U(index) < length``, and for a signed index also
+``index >= 0`` (a negative index converts to ``2**bits - |index|``, which a saturated length of a long
+buffer can exceed). A fragment load/store (``matrix_guard``) checks the exact ``offset + r * ld + c`` of
+its elements (what the CPU computes in i64, the oracle in Python integers) with overflow-safe compares.
+The guard records a violation with an atomic compare-and-swap on word 0 (only the first violator then
+writes the other words).
 
 A lane of a ``pk.vload``/``pk.vstore`` group (``ir.vector``) at group index ``k`` of ``n`` lanes is
 guarded first by the group's *fit* check, ``ceil(MIN / n) <= k <= (MAX - n + 1) / n`` in ``k``'s type
@@ -37,27 +42,30 @@ The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies in
 ``bounds_check`` = ``"1"``, ``bounds_user_args`` (the user's parameter count), ``bounds_lengths``
 (for each slot of ``bounds_lens``, the index of its buffer parameter), ``bounds_index_bits`` (32 or 64: the
 width of ``U``), ``bounds_accesses`` (the number of access sites) and per access id ``k``
-``bounds_at_<k>`` (ASCII JSON ``[array, op, index type, length or -1 for a buffer, file, line, col,
-source line]``, with a ninth entry ``n`` for a group's fit check), which ``polykern.checked_launch``
-reads to name a violation.
+``bounds_at_<k>`` (a flat ASCII JSON list ``[array, op, index type, length or -1 for a buffer, file, line,
+col, source line]``, with a ninth entry ``n`` for a group's fit check, or ``0, major, minor, ld type`` for a
+fragment load/store), which ``polykern.checked_launch`` reads to name a violation through
+:func:`decode_metadata`: the one reader of these attributes, strict about their form (no nesting, no
+other JSON) since an artifact is untrusted; its strings are escaped wherever they are printed.
 """
 from __future__ import annotations
 
 import copy
 import json
 import os
+import re
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CompileError, SourceLoc
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
-from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
+from ..ir.types import SCALAR_TYPES, ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
 from ..ir.vector import index_expr, lane_access
 from .async_copy import copy_lowering
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
-           "Access", "decode_accesses"]
+           "Access", "Metadata", "decode_accesses", "decode_metadata", "decode_user_args"]
 
 ATTR = "bounds_check"
 ATTR_USER_ARGS = "bounds_user_args"
@@ -66,24 +74,28 @@ ATTR_ACCESSES = "bounds_accesses"
 ATTR_ACCESS = "bounds_at_"  # + access id
 ATTR_INDEX_BITS = "bounds_index_bits"
 SOURCE_LINE_MAX = 200  # characters of the source line kept per access (attribute values are short text)
-RECORD_WORDS = 4
+RECORD_WORDS = 5
 
 
 class Access:
     """One checked access site (the attribute ``bounds_at_<id>``). ``group`` > 0: the check that a
     group's elements ``group*k .. group*k + group-1`` fit the type of its group index ``k`` (the record
-    then holds ``k``); a ninth list entry, absent for element checks."""
+    then holds ``k``); a ninth list entry, absent for element checks. ``fragment`` = ``(major, minor,
+    ld type)`` for a fragment load/store touching ``offset + r * ld + c`` (``r < major``, ``c < minor``;
+    the record then holds the offset and ``ld``): list entries 9 to 12, after a ``group`` of 0."""
 
-    __slots__ = ("array", "op", "index_type", "length", "file", "line", "col", "source_line", "group")
+    __slots__ = ("array", "op", "index_type", "length", "file", "line", "col", "source_line", "group", "fragment")
 
     def __init__(self, array: str, op: str, index_type: str, length: int, file: str, line: int, col: int,
-                 source_line: str, group: int = 0):
+                 source_line: str, group: int = 0, fragment: tuple = ()):
         self.array, self.op, self.index_type, self.length = array, op, index_type, length
         self.file, self.line, self.col, self.source_line = file, line, col, source_line
-        self.group = group
+        self.group, self.fragment = group, fragment
 
     def to_list(self) -> list:
         out = [self.array, self.op, self.index_type, self.length, self.file, self.line, self.col, self.source_line]
+        if self.fragment:
+            return out + [0, *self.fragment]
         return out + [self.group] if self.group else out
 
     @property
@@ -91,22 +103,78 @@ class Access:
         return f"{self.file}:{self.line}:{self.col}" if self.line else "an unknown source line"
 
 
+#: A ``bounds_at_<k>`` value: a flat JSON array of ASCII strings and integers, the only form the pass
+#: writes (``json.dumps(..., separators=(",", ":"), ensure_ascii=True)``). Matched before it is decoded, so
+#: a hostile artifact cannot nest (``[[[[...``: RecursionError) or smuggle other JSON values in.
+_JSON_STR = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+_JSON_INT = r"-?(?:0|[1-9][0-9]{0,19})"
+_ENTRY_RE = re.compile(rf"\[(?:(?:{_JSON_STR}|{_JSON_INT})(?:,(?:{_JSON_STR}|{_JSON_INT}))*)?\]")
+_UINT_RE = re.compile(r"0|[1-9][0-9]{0,19}")
+#: The fields of an entry: 8 (an element), 9 (a group's fit check), 12 (a fragment load/store).
+_STRS, _INTS = (0, 1, 2, 4, 7), (3, 5, 6)
+_INDEX_TYPES = frozenset(n for n, t in SCALAR_TYPES.items() if t.is_int)  # an index's or ld's type name
+
+
+def _uint(attrs: Mapping[str, str], key: str) -> int:
+    value = attrs[key]
+    if not _UINT_RE.fullmatch(value):
+        raise ValueError(f"{key} is not a decimal integer")
+    return int(value)
+
+
+def _entry(value: str) -> Access:
+    r = json.loads(value) if _ENTRY_RE.fullmatch(value) else None
+    if (not isinstance(r, list) or len(r) not in (8, 9, 12) or not all(isinstance(r[k], str) for k in _STRS)
+            or not all(type(r[k]) is int for k in _INTS) or r[3] < -1 or r[5] < 0 or r[6] < 0
+            or r[2] not in _INDEX_TYPES):
+        raise ValueError("malformed access entry")
+    if len(r) == 9 and not r[8] > 0:
+        raise ValueError("malformed access entry (group)")
+    if len(r) == 12 and not (r[8] == 0 and all(type(x) is int and 1 <= x <= 64 for x in r[9:11])
+                             and r[11] in _INDEX_TYPES):
+        raise ValueError("malformed access entry (fragment)")
+    return Access(*r[:9], fragment=tuple(r[9:]))
+
+
+class Metadata:
+    """What a checked kernel's attributes say (:func:`decode_metadata`); the one reader of them."""
+
+    __slots__ = ("user_args", "lengths", "index_bits", "accesses")
+
+    def __init__(self, user_args: int, lengths: List[int], index_bits: int, accesses: List[Access]):
+        self.user_args, self.lengths, self.index_bits, self.accesses = user_args, lengths, index_bits, accesses
+
+
+def decode_user_args(attrs: Mapping[str, str]) -> int:
+    """The user's parameter count of a checked kernel; ``KeyError``/``ValueError`` if malformed."""
+    return _uint(attrs, ATTR_USER_ARGS)
+
+
+def decode_metadata(attrs: Mapping[str, str]) -> Metadata:
+    """The checked-mode attributes of a kernel (from an artifact: untrusted), validated; ``KeyError`` or
+    ``ValueError`` (a short text without the artifact's bytes) if malformed. Strings stay as decoded:
+    whoever prints them escapes them (``kbin_messages.escape``)."""
+    parts = attrs[ATTR_LENGTHS].split(",") if attrs[ATTR_LENGTHS] else []
+    if not all(_UINT_RE.fullmatch(x) for x in parts):
+        raise ValueError(f"{ATTR_LENGTHS} is not a list of decimal integers")
+    lengths = [int(x) for x in parts]
+    return Metadata(decode_user_args(attrs), lengths, _uint(attrs, ATTR_INDEX_BITS), decode_accesses(attrs))
+
+
 def decode_accesses(attrs: Mapping[str, str]) -> List[Access]:
     """The access table of a checked kernel from its attributes; ``ValueError`` if malformed."""
-    count = int(attrs[ATTR_ACCESSES])
-    if not 0 <= count <= len(attrs):
+    count = _uint(attrs, ATTR_ACCESSES)
+    if count > len(attrs):
         raise ValueError(f"{ATTR_ACCESSES} = {count} does not match the attributes")
     out = []
     for k in range(count):
         key = f"{ATTR_ACCESS}{k}"
         if key not in attrs:
             raise ValueError(f"{key} is missing")
-        r = json.loads(attrs[key])
-        if (not isinstance(r, list) or len(r) not in (8, 9) or not all(isinstance(r[k], str) for k in (0, 1, 2, 4, 7))
-                or not all(type(r[k]) is int for k in (3, 5, 6)) or (len(r) == 9 and not (type(r[8]) is int
-                                                                                       and r[8] > 0))):
-            raise ValueError(f"malformed access entry {r!r}")
-        out.append(Access(*r))
+        try:
+            out.append(_entry(attrs[key]))
+        except ValueError as e:
+            raise ValueError(f"{key}: {e}") from None
     return out
 
 
@@ -124,6 +192,10 @@ def _cast(t: ScalarType, e: ir.Expr) -> ir.Expr:
 
 def _zero(t: ScalarType) -> ir.Const:
     return _const(False if t.is_bool else 0.0 if t.is_float else 0, t)
+
+
+def _nonneg(e: ir.Expr) -> ir.Expr:
+    return _bin("ge", e, _zero(e.type))
 
 
 def _both(a: Optional[ir.Expr], b: Optional[ir.Expr]) -> Optional[ir.Expr]:
@@ -181,6 +253,8 @@ class _Checker:
             return None
         aid = self.site(base, op, index.type, size, loc)
         inb = _bin("lt", _cast(self.utype, copy.deepcopy(index)), length)
+        if index.type.is_signed:  # not by the conversion alone: a negative index converts to 2**bits - |index|,
+            inb = _bin("land", _nonneg(copy.deepcopy(index)), inb)  # below a (saturated) length >= that
         return _bin("lor", inb, self.record(aid, index))
 
     def fit_guard(self, base: ir.Var, k: ir.Expr, n: int, op: str, loc: Optional[SourceLoc]) -> Optional[ir.Expr]:
@@ -209,27 +283,36 @@ class _Checker:
         lens = ir.Var(self.lens.name, self.lens.type)
         return ir.Load(lens, _const(self.lengths[base.name], i32)), -1
 
-    def site(self, base: ir.Var, op: str, index_type, size: int, loc: Optional[SourceLoc], group: int = 0) -> int:
+    def site(self, base: ir.Var, op: str, index_type, size: int, loc: Optional[SourceLoc], group: int = 0,
+             fragment: tuple = ()) -> int:
         """A new access id, its entry in the table."""
         self.table.append(Access(base.name, op, str(index_type), size, os.path.basename(loc.file) if loc else "",
                                  loc.line if loc else 0, loc.col if loc else 0,
-                                 (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else "", group))
+                                 (loc.source_line or "").strip()[:SOURCE_LINE_MAX] if loc else "", group, fragment))
         return len(self.table) - 1
 
-    def record(self, aid: int, index: ir.Expr) -> ir.Expr:
-        """The recording arm of a guard: it stores ``aid + 1`` and ``index``'s bits (as the check type) in
-        the error record if it is the first violation, and is always false."""
-        u = self.utype
+    def record(self, aid: int, index: ir.Expr, extra: Optional[ir.Expr] = None) -> ir.Expr:
+        """The recording arm of a guard: it stores ``aid + 1``, ``index``'s bits (as the check type) and
+        ``extra``'s (a fragment's ld) in the error record if it is the first violation, and is always false."""
         base0, w0 = self._err(0)
         won = _bin("eq", ir.Atomic("cas", base0, w0, _const(aid + 1, i32), _const(0, i32)), _const(0, i32))
-        lo_base, w1 = self._err(1)
-        wrote = ir.Atomic("xchg", lo_base, w1, _cast(i32, _cast(u, copy.deepcopy(index))))
-        if u.bits == 64:
-            hi_base, w2 = self._err(2)
-            hi = _cast(i32, _bin("shr", _cast(u, copy.deepcopy(index)), _const(32, u)))
-            wrote = _bin("add", wrote, ir.Atomic("xchg", hi_base, w2, hi))
+        wrote = self.record_bits(index, 1)
+        if extra is not None:
+            wrote = _bin("add", wrote, self.record_bits(extra, 3))
         # Old values are 0 (only the winner writes them), so the recording arm is always false.
         return _bin("land", won, _bin("eq", wrote, _const(-1, i32)))
+
+    def record_bits(self, value: ir.Expr, word: int) -> ir.Expr:
+        """Store ``value``'s bits as the check type into record words ``word`` (and ``word + 1``); gives
+        the old contents (0) of those words, summed."""
+        u = self.utype
+        lo_base, w = self._err(word)
+        wrote = ir.Atomic("xchg", lo_base, w, _cast(i32, _cast(u, copy.deepcopy(value))))
+        if u.bits == 64:
+            hi_base, w2 = self._err(word + 1)
+            hi = _cast(i32, _bin("shr", _cast(u, copy.deepcopy(value)), _const(32, u)))
+            wrote = _bin("add", wrote, ir.Atomic("xchg", hi_base, w2, hi))
+        return wrote
 
     # ------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr, loc: Optional[SourceLoc]) -> ir.Expr:
@@ -393,18 +476,45 @@ class _Checker:
         return out
 
     def matrix_guard(self, s: ir.MatrixOp, loc) -> Optional[ir.Expr]:
-        """A fragment load/store touches ``offset + i * ld + j`` (row-major; ``j * ld + i`` column-major)
-        for the fragment's rows i and columns j: its lowest and highest elements are checked, and the
-        whole operation is skipped when either is out of bounds."""
+        """A fragment load/store touches ``off + r * ld + c`` for ``r < major``, ``c < minor`` (row-major:
+        the fragment's rows and columns; column-major: its columns and rows), each operand in its own type,
+        the sum exact (the CPU computes it in i64; the oracle in Python integers). The guard says that every
+        one is in ``[0, length)``, with no arithmetic that can wrap: only conversions of non-negative values
+        to the unsigned check type ``U`` (which is as wide as both operands), products by ``R = major - 1``
+        of values at most ``max(U) // R``, and subtractions that cannot go below 0. With ``C = minor - 1``:
+
+        - ``off >= 0`` and ``off + C < length`` (``C < length`` and ``off < length - C``);
+        - ``ld >= 0``: ``off + R * ld + C < length``: ``R * ld <= length - C - 1 - off``;
+        - ``ld < 0``: ``off + R * ld >= 0``: ``R * |ld| <= off`` (``|ld| = 0 - U(ld)``, exact in ``U``).
+
+        The whole operation is skipped when any element is out of bounds; the record holds ``off`` and ``ld``."""
         off, ld = s.args
-        t = off.type
         major, minor = (s.ftype.rows, s.ftype.cols) if s.layout == "row" else (s.ftype.cols, s.ftype.rows)
-        span = _bin("mul", _cast(t, copy.deepcopy(ld)), _const(major - 1, t))
-        lo = _bin("add", copy.deepcopy(off), ir.Call("min", [span, _const(0, t)]))
-        hi = _bin("add", _bin("add", copy.deepcopy(off), ir.Call("max", [copy.deepcopy(span), _const(0, t)])),
-                  _const(minor - 1, t))
-        g_lo, g_hi = (self.guard(s.base, e, f"frag_{s.op}", loc) for e in (lo, hi))
-        return _both(g_lo, g_hi)
+        length, size = self.length(s.base)
+        r, c = major - 1, minor - 1
+        if isinstance(s.base.type, ArrayType) and not s.base.type.dynamic and isinstance(off, ir.Const) \
+                and isinstance(ld, ir.Const):
+            lo, hi = int(off.value) + min(0, r * int(ld.value)), int(off.value) + max(0, r * int(ld.value)) + c
+            if 0 <= lo and hi < size:
+                return None
+        u = self.utype
+        uo, ul = _cast(u, copy.deepcopy(off)), _cast(u, copy.deepcopy(ld))
+        small = _const(u.max_value() // r, u)
+        room = _bin("sub", _bin("sub", copy.deepcopy(length), _const(c + 1, u)), copy.deepcopy(uo))
+        ok = _bin("land", _bin("lt", _const(c, u), copy.deepcopy(length)),
+                  _bin("lt", copy.deepcopy(uo), _bin("sub", copy.deepcopy(length), _const(c, u))))
+        span = _bin("land", _bin("le", ul, small), _bin("le", _bin("mul", copy.deepcopy(ul), _const(r, u)), room))
+        if ld.type.is_signed:
+            mag = _bin("sub", _const(0, u), copy.deepcopy(ul))
+            back = _bin("land", _bin("le", mag, copy.deepcopy(small)),
+                        _bin("le", _bin("mul", copy.deepcopy(mag), _const(r, u)), copy.deepcopy(uo)))
+            span = _bin("lor", _bin("land", _nonneg(copy.deepcopy(ld)), span),
+                        _bin("land", _bin("lt", copy.deepcopy(ld), _zero(ld.type)), back))
+        ok = _bin("land", ok, span)
+        if off.type.is_signed:
+            ok = _bin("land", _nonneg(copy.deepcopy(off)), ok)
+        aid = self.site(s.base, f"frag_{s.op}", off.type, size, loc, fragment=(major, minor, str(ld.type)))
+        return _bin("lor", ok, self.record(aid, off, ld))
 
 
 def bounds_check(fn: ir.Function) -> ir.Function:
