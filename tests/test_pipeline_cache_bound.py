@@ -125,3 +125,26 @@ def test_webgpu_keeps_a_bounded_number_of_pipelines():
     assert len(mod._pipelines.get("rev_tile")) == PIPELINES_PER_KERNEL  # was: one per size, forever
     _launch_sizes(k, sizes[:8])  # evicted shapes: made again, right results
     assert mod.pipelines_built == len(sizes) + 8
+
+
+@pytest.mark.skipif("vulkan" not in _HAVE, reason="no Vulkan runtime here")
+def test_vulkan_evicts_safely_while_other_threads_launch(monkeypatch):
+    from polykern_vulkan.runtime import program as vulkan_program
+    monkeypatch.setattr(vulkan_program, "PIPELINES_PER_KERNEL", 2)  # evictions on nearly every launch
+    root = pk.build([rev_tile], targets=["vulkan"])
+    k = root["rev_tile"]
+    errors = []
+
+    def work(t):
+        try:
+            _launch_sizes(k, [_N + (t + j) % 6 for j in range(12)])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    program = root.on("vulkan")._programs.get("rev_tile")
+    assert len(program.pipelines) == 2 and program.pipelines.evictions > 0

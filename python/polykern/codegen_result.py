@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from . import backends, registry
+from . import backends
 from .errors import CompileError, PolykernError
 from .function_info import FunctionInfo
 from .module import Module, RootModule
@@ -23,9 +23,8 @@ def _problem(m: Any, target: Any, names: List[str]) -> Optional[str]:
     if not isinstance(m, Module) or isinstance(m, RootModule):
         what = "None" if m is None else f"a {type(m).__name__}"
         return f"returned {what}, not the device Module it built (create_with_fallback(...))"
-    tk = registry.get(f"target.kind.{target.kind}")
-    want = getattr(tk, "module_kind", None)
-    if want and m.kind != want:
+    want = target.module_kind
+    if m.kind != want:
         return f"returned a module of kind {m.kind!r}; target kind '{target.kind}' builds {want!r} modules"
     if not isinstance(m.fmt, str) or not m.fmt:
         return f"returned a {m.kind} module without a payload format (fmt {m.fmt!r})"
