@@ -273,7 +273,8 @@ def _device(info: FunctionInfo, i: int, obj: Any, d: dict, source: str) -> Buffe
         device = tuple(d["device"])
     except (KeyError, TypeError, ValueError) as e:
         raise LaunchError(f"{where}: malformed {source} description ({e})") from None
-    if len(device) != 2 or not isinstance(device[0], str) or not (device[1] is None or isinstance(device[1], int)):
+    if len(device) != 2 or not isinstance(device[0], str) or not (device[1] is None
+                                                                  or isinstance(device[1], (int, np.integer))):
         raise LaunchError(f"{where}: malformed {source} description (device must be a (name, index) pair, "
                           f"got {d['device']!r})")
     if ptr < 0:
