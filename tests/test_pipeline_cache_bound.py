@@ -3,7 +3,7 @@ per (block, shared_size), which grew forever (+50 MB of host memory per 400 shar
 ``polykern.lazy.BoundedLazyMap`` keeps at most ``PIPELINES_PER_KERNEL`` per kernel, least recently
 used first out; Vulkan destroys an evicted pipeline once no launch uses it. Results stay right when
 an evicted shape is launched again."""
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -72,11 +72,8 @@ def test_a_failed_creation_is_not_kept_and_is_retried():
 
 def test_many_threads_share_one_value_per_key():
     m, made, _ = _counting(8)
-    threads = [threading.Thread(target=lambda: [m.get(k % 4) for k in range(200)]) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: [m.get(k % 4) for k in range(200)], range(8)))
     assert sorted(made) == [0, 1, 2, 3]
 
 
@@ -133,18 +130,7 @@ def test_vulkan_evicts_safely_while_other_threads_launch(monkeypatch):
     monkeypatch.setattr(vulkan_program, "PIPELINES_PER_KERNEL", 2)  # evictions on nearly every launch
     root = pk.build([rev_tile], targets=["vulkan"])
     k = root["rev_tile"]
-    errors = []
-
-    def work(t):
-        try:
-            _launch_sizes(k, [_N + (t + j) % 6 for j in range(12)])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    with ThreadPoolExecutor(4) as pool:  # a failed launch re-raises here
+        list(pool.map(lambda t: _launch_sizes(k, [_N + (t + j) % 6 for j in range(12)]), range(4)))
     program = root.on("vulkan")._programs.get("rev_tile")
     assert len(program.pipelines) == 2 and program.pipelines.evictions > 0
