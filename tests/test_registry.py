@@ -58,7 +58,21 @@ def test_concurrent_registration():
 def test_snapshot_restore():
     before = registry.snapshot()
     registry.register("test.snap.x", 1)
-    assert registry.restore_absent(before) == ["test.snap.x"] and registry.get("test.snap.x") is None
+    assert registry.restore(before) == ["test.snap.x"] and registry.get("test.snap.x") is None
+
+
+def test_restore_puts_back_what_was_replaced_or_removed():
+    registry.register("test.snap.kept", "old")
+    registry.register("test.snap.gone", "old")
+    try:
+        before = registry.snapshot()
+        registry.register("test.snap.kept", "new", override=True)
+        registry.remove("test.snap.gone")
+        assert registry.restore(before) == ["test.snap.gone", "test.snap.kept"]
+        assert registry.get("test.snap.kept") == "old" and registry.get("test.snap.gone") == "old"
+    finally:
+        registry.remove("test.snap.kept")
+        registry.remove("test.snap.gone")
 
 
 def test_declare_registers_codegen_and_records_runtime_failure():

@@ -18,6 +18,10 @@ Each backend's ``register_backend()`` calls :func:`declare`, which registers its
 (always), then tries to import its runtime module and call that module's ``register()``.
 A failure is recorded with its reason — never raised, never silently lost — and shows up
 in :func:`status`, ``polykern backends`` and :func:`runtime_missing_message`.
+
+Registration is transactional: a backend owns its module kinds only once its codegen registered,
+and a package whose ``register_backend()`` fails leaves nothing behind (registry entries, records
+and kind ownership are put back as they were) but the record of its failure, which owns no kind.
 """
 from __future__ import annotations
 
@@ -36,8 +40,8 @@ from .errors import BackendUnavailableError
 
 __all__ = [
     "BackendRecord", "declare", "load_all", "status", "records", "record_for_kind", "runtime_missing_message",
-    "runtime_reason", "display_name", "autoload_enabled", "path_entries", "AUTOLOAD_ENV", "PATH_ENV",
-    "ENTRY_POINT_GROUP",
+    "runtime_reason", "display_name", "owner_of", "describe_entry", "autoload_enabled", "path_entries",
+    "AUTOLOAD_ENV", "PATH_ENV", "ENTRY_POINT_GROUP",
 ]
 
 AUTOLOAD_ENV = "POLYKERN_BACKEND_AUTOLOAD"
@@ -70,6 +74,8 @@ class BackendRecord:
     runtime_available: bool = False
     runtime_reason: str = ""
     devices_fn: Optional[Callable[[], Sequence[Any]]] = field(default=None, repr=False)
+    #: the registry names its codegen and runtime registered (what :func:`owner_of` answers)
+    registered: tuple = ()
 
     def devices(self) -> Dict[str, Any]:
         """``{"devices": [...], "error": str}``: asks the runtime only when it is available."""
@@ -116,20 +122,21 @@ def _reason(e: BaseException, modname: str) -> str:
 
 def _run_plugin(target: Union[str, Callable[[], Any], None], entry: str):
     """Import ``target`` (a module name) and call its ``entry`` if present, or call ``target``.
-    Returns the imported module (or None). Registry entries added by a failed attempt are undone."""
+    Returns (the imported module or None, the registry names it added). A failed attempt is undone."""
     before = registry.snapshot()
     try:
+        mod = None
         if callable(target):
             target()
-            return None
-        mod = importlib.import_module(target)
-        fn = getattr(mod, entry, None)
-        if callable(fn):
-            fn()
-        return mod
+        else:
+            mod = importlib.import_module(target)
+            fn = getattr(mod, entry, None)
+            if callable(fn):
+                fn()
     except BaseException:
-        registry.restore_absent(before)
+        registry.restore(before)
         raise
+    return mod, tuple(n for n in registry.names() if n not in before)
 
 
 def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name: Optional[str] = None,
@@ -158,21 +165,21 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
         rec = BackendRecord(name, kinds, display_name or name, extra or "", config or "", hint, install or "",
                             origin=_records[name].origin if name in _records else "declared")
         _records[name] = rec
-        for k in kinds:
-            _kind_owner.setdefault(k, name)
         try:
             if codegen is not None:
-                _run_plugin(codegen, "register")
+                rec.registered = _run_plugin(codegen, "register")[1]
             rec.codegen_ok = True
         except _PLUGIN_FAILURES as e:
             rec.codegen_error = _reason(e, codegen if isinstance(codegen, str) else f"{name} codegen")
             rec.runtime_reason = "not attempted: the codegen failed to load"
             return rec
+        for k in kinds:  # only a backend whose codegen registered owns its kinds
+            _kind_owner.setdefault(k, name)
         if runtime is None:
             rec.runtime_reason = "this backend has no runtime (compile-only)"
             return rec
         try:
-            mod = _run_plugin(runtime, "register")
+            mod, added = _run_plugin(runtime, "register")
         except _PLUGIN_FAILURES as e:
             if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
                 # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
@@ -185,6 +192,7 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
                 rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
             return rec
         rec.runtime_available = True
+        rec.registered += added
         rec.devices_fn = devices or (getattr(mod, "devices", None) if mod is not None else None)
         if rec.devices_fn is not None and not callable(rec.devices_fn):
             rec.devices_fn = None
@@ -233,6 +241,7 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
         return
     _attempted_modules.add(key)
     declared_before = set(_records)
+    before = (registry.snapshot(), dict(_records), dict(_kind_owner))
     try:
         mod = _import_package_dir(path) if path else importlib.import_module(modname)
         fn = mod
@@ -242,12 +251,16 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
             raise BackendUnavailableError(f"{modname} has no callable {attr}()")
         fn()
     except _PLUGIN_FAILURES as e:
-        rec = _records.get(name) or BackendRecord(name, (), name)
-        rec.origin = origin
-        rec.codegen_ok = False
-        rec.codegen_error = _reason(e, modname)
-        rec.runtime_reason = "not attempted: the backend package failed to load"
-        _records[name] = rec
+        # all or nothing: what the package declared or registered before failing is undone
+        registry.restore(before[0])
+        _records.clear()
+        _records.update(before[1])
+        _kind_owner.clear()
+        _kind_owner.update(before[2])
+        if name in _records and _records[name].codegen_ok:  # a working backend of that name stays listed
+            name = f"{name} ({origin})"
+        _records[name] = BackendRecord(name, (), name, origin=origin, codegen_error=_reason(e, modname),
+                                       runtime_reason="not attempted: the backend package failed to load")
         return
     new = set(_records) - declared_before
     for n in new | ({name} & set(_records)):
@@ -324,9 +337,30 @@ def status() -> List[Dict[str, Any]]:
 
 
 def record_for_kind(kind: str) -> Optional[BackendRecord]:
+    """The backend that owns module kind ``kind``: the first whose codegen registered (None if none did)."""
     with _lock:
         owner = _kind_owner.get(kind)
         return _records.get(owner) if owner else None
+
+
+def owner_of(registry_name: str) -> Optional[BackendRecord]:
+    """The backend whose codegen or runtime registered ``registry_name`` (None: registered otherwise)."""
+    with _lock:
+        return next((r for r in _records.values() if registry_name in r.registered), None)
+
+
+def describe_entry(registry_name: str) -> str:
+    """How messages name the plugin behind a registry entry: the function and the backend (with where it
+    was loaded from) that registered it, e.g. ``target.build.zz (polykern_zz.codegen.build, backend 'zz',
+    POLYKERN_BACKEND_PATH entry '/src/polykern_zz')``."""
+    entry = registry.get(registry_name)
+    fn = getattr(entry, "__func__", entry)
+    where = [f"{getattr(fn, '__module__', None) or type(fn).__module__}."
+             f"{getattr(fn, '__qualname__', None) or type(fn).__qualname__}"] if entry is not None else []
+    rec = owner_of(registry_name)
+    if rec is not None:
+        where.append(f"backend '{rec.name}'" + (f", {rec.origin}" if rec.origin not in ("", "declared") else ""))
+    return f"{registry_name} ({', '.join(where)})" if where else registry_name
 
 
 def undeclare(name: str) -> None:
@@ -335,6 +369,11 @@ def undeclare(name: str) -> None:
         _records.pop(name, None)
         for k in [k for k, v in _kind_owner.items() if v == name]:
             del _kind_owner[k]
+
+
+def _failed_declarations(kind: str) -> List[BackendRecord]:
+    with _lock:
+        return [r for r in _records.values() if kind in r.module_kinds and not r.codegen_ok]
 
 
 def display_name(kind: str) -> str:
@@ -351,9 +390,10 @@ def runtime_reason(kind: str) -> str:
         if not autoload_enabled():
             return (f"backend autoload is disabled ({AUTOLOAD_ENV}=0) and no backend providing the '{kind}' "
                     "module kind was registered")
+        failed = _failed_declarations(kind)  # they own nothing, but they are why nothing provides the kind
+        if failed:
+            return "; ".join(f"the {r.name} backend failed to load: {r.codegen_error}" for r in failed)
         return f"no installed polykern backend provides the '{kind}' module kind"
-    if not rec.codegen_ok:
-        return f"the {rec.name} backend failed to load: {rec.codegen_error}"
     if not rec.runtime_available:
         return rec.runtime_reason
     if registry.get(f"module.load_from_bytes.{kind}") is None and registry.get(f"module.create.{kind}") is None:

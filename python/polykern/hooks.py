@@ -150,11 +150,20 @@ def identity(fn: Callable[..., Any]) -> str:
     name = _qualified_name(base)
     declared = getattr(fn, "polykern_hook_identity", None)
     if declared is not None:
-        text = "declared:" + str(declared)
+        if not isinstance(declared, str):
+            raise CompileError(f"the build hook {name}: polykern_hook_identity must be a str, got "
+                               f"{type(declared).__name__}")
+        text = "declared:" + declared
     else:
-        text = _code_text(base)
-        if isinstance(fn, functools.partial):
-            text += "\n" + repr(fn.args) + repr(sorted(fn.keywords.items()))
+        try:  # the hook's own values (closure, defaults, state): their repr() is the user's code
+            text = _code_text(base)
+            if isinstance(fn, functools.partial):
+                text += "\n" + _value_text(fn.args, 0) + _value_text(sorted(fn.keywords.items()), 0)
+        except Exception as e:
+            raise CompileError(f"the build hook {name} cannot be identified: describing a value it closes over, "
+                               f"takes as a default or holds raised {type(e).__name__}: {e}; give it a string "
+                               "attribute polykern_hook_identity naming its behaviour (docs/backends.md "
+                               "\"Hooks\")") from e
     digest = hashlib.sha256(f"{name}\n{text}".encode("utf-8")).hexdigest()[:16]
     return f"{name} sha256:{digest}"
 

@@ -247,6 +247,10 @@ def _check_writable(where: str, a: ArgInfo, readonly: bool) -> None:
 
 def _host(info: FunctionInfo, i: int, obj: Any, arr: np.ndarray) -> BufferArg:
     a, where = info.args[i], _where(info, i)
+    if isinstance(arr, np.ma.MaskedArray):
+        raise LaunchError(f"{where}: a masked array: a kernel reads and writes every element, masked or not; "
+                          "pass its .data (or .filled(value)) explicitly")
+    arr = arr.view(np.ndarray)  # a subclass (np.matrix, memmap) is passed as its memory
     if arr.ndim == 0:
         raise LaunchError(f"{where}: expected an array, got a 0-d array")
     t = scalar_from_numpy(arr.dtype)
@@ -269,6 +273,12 @@ def _device(info: FunctionInfo, i: int, obj: Any, d: dict, source: str) -> Buffe
         device = tuple(d["device"])
     except (KeyError, TypeError, ValueError) as e:
         raise LaunchError(f"{where}: malformed {source} description ({e})") from None
+    if len(device) != 2 or not isinstance(device[0], str) or not (device[1] is None
+                                                                  or isinstance(device[1], (int, np.integer))):
+        raise LaunchError(f"{where}: malformed {source} description (device must be a (name, index) pair, "
+                          f"got {d['device']!r})")
+    if ptr < 0:
+        raise LaunchError(f"{where}: {source} reports a negative address")
     _check_dtype(where, a.dtype, _code_name(code, bits, lanes), (code, bits, lanes) == (a.code, a.bits, 1))
     readonly = bool(d.get("readonly", False))
     _check_writable(where, a, readonly)
@@ -280,6 +290,8 @@ def _device(info: FunctionInfo, i: int, obj: Any, d: dict, source: str) -> Buffe
 def _cuda_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     where = _where(info, i)
     cai = obj.__cuda_array_interface__
+    if not isinstance(cai, dict):
+        raise LaunchError(f"{where}: malformed __cuda_array_interface__ (a {type(cai).__name__}, not a dict)")
     try:
         shape = tuple(int(n) for n in cai["shape"])
         dt = np.dtype(cai["typestr"])
@@ -335,20 +347,47 @@ def _has_cuda_interface(obj: Any) -> bool:
         raise
 
 
+def _polykern_buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
+    d = obj.__polykern_buffer__()
+    if not isinstance(d, dict):
+        raise LaunchError(f"{_where(info, i)}: malformed __polykern_buffer__ description (__polykern_buffer__() "
+                          f"returned a {type(d).__name__}, not a dict)")
+    return _device(info, i, obj, d, "__polykern_buffer__")
+
+
+def _array_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
+    ai = obj.__array_interface__
+    if isinstance(ai, dict) and ai.get("mask") is not None:
+        raise LaunchError(f"{_where(info, i)}: masked __array_interface__ arrays are not supported (a kernel reads "
+                          "and writes every element, masked or not)")
+    return _host(info, i, obj, np.asarray(obj))
+
+
+def _has_dlpack(obj: Any) -> bool:
+    return hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
+
+
+#: The array protocols a buffer argument may speak, in the order they are tried: (name, present, read).
+_PROTOCOLS = (("__polykern_buffer__", lambda o: hasattr(o, "__polykern_buffer__"), _polykern_buffer),
+              ("__cuda_array_interface__", _has_cuda_interface, _cuda_interface),
+              ("__array_interface__", lambda o: hasattr(o, "__array_interface__"), _array_interface),
+              ("DLPack", _has_dlpack, _dlpack))
+
+
 def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     where = _where(info, i)
     if isinstance(obj, np.ndarray):
         return _host(info, i, obj, obj)
     if isinstance(obj, (bool, int, float, complex, np.generic, str, bytes)):
         raise LaunchError(f"{where}: expected an array, got {_tname(obj)}")
-    if hasattr(obj, "__polykern_buffer__"):
-        return _device(info, i, obj, dict(obj.__polykern_buffer__()), "__polykern_buffer__")
-    if _has_cuda_interface(obj):
-        return _cuda_interface(info, i, obj)
-    if hasattr(obj, "__array_interface__"):
-        return _host(info, i, obj, np.asarray(obj))
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        return _dlpack(info, i, obj)
+    for protocol, present, read in _PROTOCOLS:
+        try:  # the object's own code (properties, methods, NumPy reading its description) may raise anything
+            if present(obj):
+                return read(info, i, obj)
+        except LaunchError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"{where}: cannot read its {protocol} ({type(e).__name__}: {e})") from None
     hint = " (pass numpy.asarray(x, dtype=...))" if isinstance(obj, (list, tuple)) else ""
     raise LaunchError(f"{where}: expected an array (NumPy, DLPack, __cuda_array_interface__), got "
                       f"{_tname(obj)}{hint}")

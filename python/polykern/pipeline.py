@@ -11,6 +11,7 @@ import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
 
 from . import hooks, registry
+from .codegen_result import run_codegen
 from .errors import PolykernError, TargetError
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
@@ -104,7 +105,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
         if native is None or not native(t):
             copies = [verify(lower_async_copies(f)) for f in copies]
-        root.import_module(builder(copies, t))
+        root.import_module(run_codegen(builder, copies, t))  # checked: the plugin is named if it misbehaves
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root
 

@@ -21,10 +21,11 @@ from typing import Any, Dict, List, Optional
 
 from .errors import BackendUnavailableError
 
-__all__ = ["register", "get", "require", "names", "remove", "snapshot", "restore_absent"]
+__all__ = ["register", "get", "require", "names", "remove", "snapshot", "restore"]
 
 _lock = threading.RLock()
 _entries: Dict[str, Any] = {}
+_MISSING = object()
 
 
 def _check_name(name: str) -> None:
@@ -88,11 +89,16 @@ def snapshot() -> Dict[str, Any]:
         return dict(_entries)
 
 
-def restore_absent(before: Dict[str, Any]) -> List[str]:
-    """Remove every name that was not in ``before`` (a :func:`snapshot`). Returns the removed names."""
+def restore(before: Dict[str, Any]) -> List[str]:
+    """Put the registry back as it was at ``before`` (a :func:`snapshot`): names added since are removed,
+    names replaced (``override=True``) or removed since get their old entry back. Returns the changed
+    names, sorted. Undoes a failed plugin registration as a whole (backends.py)."""
     with _lock:
-        added = sorted(n for n in _entries if n not in before)
-        for n in added:
-            del _entries[n]
-        return added
-
+        changed = sorted(n for n in set(_entries) | set(before)
+                         if _entries.get(n, _MISSING) is not before.get(n, _MISSING))
+        for n in changed:
+            if n in before:
+                _entries[n] = before[n]
+            else:
+                del _entries[n]
+        return changed

@@ -330,7 +330,8 @@ def test_collected_module_releases_its_vulkan_objects(pv):
     x, y = saxpy_args(64)
     mod["saxpy"](64, 1.0, x, y, grid=1, block=64)
     mod["saxpy"](64, 1.0, x, y, grid=2, block=32)
-    tokens = list(mod._programs.get("saxpy").tokens)
+    program = mod._programs.get("saxpy")
+    tokens = list(program.tokens) + [token for _, token in program.pipelines.values()]
     assert len(tokens) == 5  # shader module, set layout, pipeline layout, 2 pipelines
     assert all(t in dev._owned for t in tokens)
     ref = weakref.ref(mod)

@@ -7,7 +7,9 @@ artifacts never touches a GPU.
 
 Per module, lazily and thread-safely (``polykern.lazy.LazyMap``):
 shader modules per kernel, bind-group/pipeline layouts per kernel, compute pipelines
-per (kernel, block dims) — repeated launches never recompile. Host arrays are
+per (kernel, block dims, shared_size) — repeated launches never recompile; at most
+``polykern.lazy.PIPELINES_PER_KERNEL`` pipelines per kernel are kept (``BoundedLazyMap``, least
+recently used first out; wgpu releases an evicted one when no command refers to it any more). Host arrays are
 copied through pooled storage buffers (wgpu_context.Context.acquire/release).
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ from polykern import registry, wire
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
-from polykern.lazy import LazyMap
+from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.payload_formats import check_payload
 from polykern.shared_launch import dynamic_shared_of
@@ -79,7 +81,8 @@ class WebGPUModule(DeviceModule):
         self._abis = LazyMap(lambda name: _KernelABI(self.functions[name]))
         self._shaders = LazyMap(self._make_shader)
         self._layouts = LazyMap(self._make_layouts)
-        self._pipelines = LazyMap(self._make_pipeline)
+        self._pipelines = LazyMap(lambda name: BoundedLazyMap(lambda key: self._make_pipeline((name, *key)),
+                                                              PIPELINES_PER_KERNEL))
         self._kernels = LazyMap(lambda name: WebGPUKernel(self, self.functions[name]))
         self.pipelines_built = 0  # observable: repeated launches must not rebuild
 
@@ -197,7 +200,7 @@ class WebGPUKernel:
         self._check_shape(ctx, grid3, block3)
         module = self.module
         dyn = self._dyn and int(prepared[self._dyn[0]].value)
-        pipeline = module._pipelines.get((self.info.name, block3, dyn or 0))
+        pipeline = module._pipelines.get(self.info.name).get((block3, dyn or 0))
         bgl, _ = module._layouts.get(self.info.name)
         buffers = [p for p in prepared if isinstance(p, BufferArg)]
         scalars = [p for p in prepared if isinstance(p, ScalarArg)]

@@ -14,10 +14,10 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from ..errors import KernelTypeError
-from ..ir.types import ScalarType, scalar_from_numpy
+from ..ir.types import ScalarType, i64, scalar_from_numpy, u64
 from .annotations import TypeParam
 
-__all__ = ["python_scope", "type_params", "check_value", "specialized_name", "describe", "ATTR"]
+__all__ = ["python_scope", "type_params", "check_value", "specialized_name", "describe", "ATTR", "INT_RANGE"]
 
 ATTR = "specialization"
 
@@ -52,6 +52,20 @@ def type_params(pyfunc, where) -> List[Tuple[str, str]]:
     return out
 
 
+#: The integers a pk.constexpr takes: those some kernel integer type holds (i64's least .. u64's largest).
+INT_RANGE = (i64.min_value(), u64.max_value())
+
+
+def _shown(value) -> str:
+    """``repr(value)`` for a message, or what stands for it where repr fails or would be huge."""
+    if isinstance(value, int) and value.bit_length() > 256:  # str() of a huge int is slow, or refused
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return repr(value)
+    except Exception as e:  # noqa: BLE001 - the user's object: its repr must not replace the message
+        return f"a {type(value).__name__} (whose repr() raised {type(e).__name__})"
+
+
 def check_value(owner: str, name: str, kind: str, value, loc=None):
     """``value`` as bound to parameter ``name`` (NumPy scalars and dtypes become Python ones), or a
     KernelTypeError naming what the parameter takes."""
@@ -61,20 +75,28 @@ def check_value(owner: str, name: str, kind: str, value, loc=None):
         t = None
         try:
             t = scalar_from_numpy(value)
-        except TypeError:
+        except Exception:  # noqa: BLE001 - anything NumPy cannot read as a dtype is refused below
             pass
         if t is None:
             raise KernelTypeError(f"{owner}: pk.dtype parameter '{name}' takes a scalar type (f32, i32, ...), "
-                                  f"got {value!r}", loc)
+                                  f"got {_shown(value)}", loc)
         return t
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
-        return int(value)
+        v = int(value)
+        if not INT_RANGE[0] <= v <= INT_RANGE[1]:
+            raise KernelTypeError(f"{owner}: pk.constexpr parameter '{name}' takes an integer in "
+                                  f"{INT_RANGE[0]}..{INT_RANGE[1]} (what i64 or u64 holds), got {_shown(v)}", loc)
+        return v
     if isinstance(value, (float, np.floating)):
-        return float(value)
+        f = float(value)
+        if math.isinf(f) and np.isfinite(value):  # a long double beyond float64
+            raise KernelTypeError(f"{owner}: pk.constexpr parameter '{name}' takes a float that float64 holds, "
+                                  f"got {_shown(value)}, which rounds to {f}", loc)
+        return f
     raise KernelTypeError(f"{owner}: pk.constexpr parameter '{name}' takes a Python number or bool, got "
-                          f"{value!r}", loc)
+                          f"{_shown(value)}", loc)
 
 
 def _spell(value) -> str:

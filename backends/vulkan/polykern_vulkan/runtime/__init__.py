@@ -10,7 +10,7 @@ device is created on first use.
     buffers.py       pooled VkBuffers (size classes), host-visible or staged
     device_array.py  DeviceArray: data kept on the device across launches
     abi.py           the launch ABI from FunctionInfo.attrs + SPIR-V capability scan
-    program.py       shader module + layouts per kernel, pipelines per block shape (lazy, cached)
+    program.py       shader module + layouts per kernel, pipelines per launch shape (lazy, cached, at most 64)
     kernel.py        VulkanKernel: one launch
     module.py        VulkanModule, create, load_from_bytes
     vkresult.py      VkResult codes/names -> DeviceError

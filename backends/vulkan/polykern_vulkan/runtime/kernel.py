@@ -116,7 +116,7 @@ class VulkanKernel:
         self._check_limits(grid3, block3)
         self._check_subgroup_rows(block3)
         dev, abi = self.dev, self.abi
-        pipeline = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
+        pipeline, lease = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
         max_range = dev.limits.max_storage_range
         scalars: List[Any] = [None] * len(prepared)
         bound: List[Tuple[int, Any, int]] = []
@@ -174,10 +174,14 @@ class VulkanKernel:
         except DeviceError as e:
             if getattr(e, "submitted", False):
                 temps = []  # the device may still be using them: never hand them out again
+                self.program.pipelines.abandon(lease)  # nor destroy the pipeline
+                lease = None
             raise
         finally:
             for buf in temps:
                 dev.pool.release(buf)
+            if lease is not None:
+                self.program.pipelines.release(lease)
 
 
 class _HostCopy:

@@ -3,9 +3,12 @@
 A :class:`KernelProgram` is created once per (module, kernel) — lazily and thread-safely, by the
 module's ``LazyMap`` — after checking that the device can run the shader (SPIR-V version, device
 features from the shader's capabilities, workgroup memory, push-constant size, buffer count).
-Pipelines are specialized per block shape (specialization constants 0, 1, 2 = local size x, y, z)
-and cached per block shape in another ``LazyMap``: one ``vkCreateComputePipelines`` per
-(kernel, block) however many threads launch at once; a failed creation is retried next time.
+Pipelines are specialized per block shape (specialization constants 0, 1, 2 = local size x, y, z;
+3 = the length of the pk.shared_dynamic array) and cached per launch shape in a ``BoundedLazyMap``:
+one ``vkCreateComputePipelines`` per (kernel, block, shared_size) however many threads launch at
+once; a failed creation is retried next time. At most ``PIPELINES_PER_KERNEL`` are kept (least
+recently used first out); an evicted pipeline is destroyed once no launch uses it (``Device.release``,
+which also drops the command buffers recorded with it).
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import List, Tuple
 import vulkan as vk
 
 from polykern.errors import DeviceError
-from polykern.lazy import LazyMap
+from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
 
 from . import coopmat
 from .abi import KernelABI
@@ -100,12 +103,19 @@ class KernelProgram:
         except BaseException:
             self.close()
             raise
-        self._pipelines: LazyMap = LazyMap(self._create_pipeline)
+        self.pipelines: BoundedLazyMap = BoundedLazyMap(self._create_pipeline, PIPELINES_PER_KERNEL,
+                                                        self._destroy_pipeline)
 
     def pipeline(self, block3: Tuple[int, int, int], shared_size: int = 0):
-        """The compute pipeline for this block shape (and length of the pk.shared_dynamic array, if
-        the kernel has one), created on first use, then cached."""
-        return self._pipelines.get((block3, shared_size) if shared_size else block3)
+        """``(pipeline, lease)``: the compute pipeline for this block shape (and length of the
+        pk.shared_dynamic array, if the kernel has one), created on first use, then cached; in use
+        (never destroyed) until ``pipelines.release(lease)`` (or ``abandon(lease)``)."""
+        (pipeline, _), lease = self.pipelines.acquire((block3, shared_size) if shared_size else block3)
+        return pipeline, lease
+
+    def _destroy_pipeline(self, value) -> None:
+        self.dev.release(value[1])
+        self.dev.count("pipelines_destroyed")
 
     def _create_pipeline(self, key):
         dev = self.dev
@@ -122,12 +132,14 @@ class KernelProgram:
         with vk_call(f"vkCreateComputePipelines (kernel '{self.abi.name}', block {block3})"):
             pipeline = vk.vkCreateComputePipelines(dev.handle, dev.pipeline_cache, 1, [info], None)[0]
         d = dev.handle
-        self.tokens.append(dev.own(lambda: vk.vkDestroyPipeline(d, pipeline, None)))
         dev.count("pipelines_created")
-        return pipeline
+        return pipeline, dev.own(lambda: vk.vkDestroyPipeline(d, pipeline, None))
 
     def close(self) -> None:
         """Destroy the pipelines, layouts and shader module (the module was garbage collected)."""
+        pipelines = getattr(self, "pipelines", None)
+        if pipelines is not None:
+            pipelines.clear()
         tokens, self.tokens = self.tokens, []
         for t in reversed(tokens):
             self.dev.release(t)
