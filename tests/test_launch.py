@@ -189,3 +189,30 @@ def test_polykern_buffer_protocol():
     with pytest.raises(LaunchError, match="malformed __polykern_buffer__"):
         _ok(8, 1.0, np.ones(8, np.float32), Broken())
 
+
+
+def test_a_void_cuda_typestr_defers_to_dlpack():
+    """torch 2.11 describes a bfloat16 CUDA tensor's elements as '|V2' in __cuda_array_interface__ (any 2-byte
+    type could be that): an object that also speaks DLPack is read through DLPack, which names bfloat16."""
+    from polykern.launch import _has_cuda_interface
+
+    class Tensor:
+        def __init__(self, typestr):
+            self.typestr = typestr
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"typestr": self.typestr, "shape": (4,), "data": (1 << 20, False), "version": 3}
+
+        def __dlpack__(self, stream=None):
+            raise NotImplementedError
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    class NoDLPack:
+        __cuda_array_interface__ = {"typestr": "|V2", "shape": (4,), "data": (1 << 20, False), "version": 3}
+
+    assert not _has_cuda_interface(Tensor("|V2"))
+    assert _has_cuda_interface(Tensor("<f2"))
+    assert _has_cuda_interface(NoDLPack())  # nothing better to read: the interface is read (and refused there)

@@ -337,10 +337,14 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
 
 
 def _has_cuda_interface(obj: Any) -> bool:
-    """Whether ``obj`` offers ``__cuda_array_interface__``. A property that raises for some dtypes (torch
-    has no typestr for bfloat16) counts as absent when the object also speaks DLPack, which has one."""
+    """Whether ``obj`` offers ``__cuda_array_interface__``. One whose element type it cannot name counts as
+    absent when the object also speaks DLPack, which can: a property that raises for some dtypes, or a void
+    typestr (torch 2.11 describes bfloat16 as ``|V2``, which any 2-byte type could be)."""
     try:
-        return hasattr(obj, "__cuda_array_interface__")
+        if not hasattr(obj, "__cuda_array_interface__"):
+            return False
+        cai = obj.__cuda_array_interface__
+        return not (isinstance(cai, dict) and str(cai.get("typestr", ""))[1:2] == "V" and _has_dlpack(obj))
     except Exception:
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             return False
