@@ -252,6 +252,14 @@ void *pk_cuda_function(pk_cuda_ctx *c, const pk_function_info *fi, pk_error *err
     const char *name = entry ? entry->ptr : fi->name.ptr;
     CUfunction f = NULL;
     CUresult rc;
+    /* Hopper kernels (docs/language.md 5.3) take hidden tensor maps encoded at launch and need a block of their
+       declared warpgroups: the Python CUDA runtime launches them, libpolykern does not yet (refused by name,
+       never launched with parameters it did not pass). */
+    if (pk_kv_find(fi->attrs, fi->num_attrs, "tensor_maps") || pk_kv_find(fi->attrs, fi->num_attrs, "warpgroups")) {
+        pk_fail(err, PK_ERR_UNAVAILABLE, "kernel '%.200s' uses Hopper tensor maps / warpgroups, which libpolykern does "
+                "not launch yet; launch it with polykern's Python CUDA runtime", fi->name.ptr);
+        return NULL;
+    }
     if (api.CtxSetCurrent(c->ctx) != 0) { pk_fail(err, PK_ERR_DEVICE, "cuCtxSetCurrent failed"); return NULL; }
     rc = api.ModuleGetFunction(&f, c->mod, name);
     if (rc != 0) {
