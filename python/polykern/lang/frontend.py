@@ -20,6 +20,7 @@ from . import builtins as B
 from . import async_copy, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
+from .body_facts import ARRAY_LIMITS, BodyFacts  # noqa: F401 - ARRAY_LIMITS: shared_launch.py
 from .exprs import ExprTranslator
 from .functions import Func, FunctionCalls
 from .source import get_kernel_source
@@ -36,11 +37,6 @@ _UNSUPPORTED_STMT = {
 }
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED_STMT[ast.TryStar] = "'try' statements"
-
-# The language's limits on array sizes, in bytes (a backend or device may allow less). 64 KiB of shared
-# memory is more than any portable API guarantees (WebGPU 16 KiB, Vulkan 16 KiB, CUDA 48 KiB static),
-# and 64 KiB of private arrays per work-item is what still fits the CPU backend's work-item stacks.
-ARRAY_LIMITS = {"shared": 64 * 1024, "local": 64 * 1024}
 
 
 class FunctionTranslator(ExprTranslator, FunctionCalls):
@@ -65,6 +61,7 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         self.loop_depth = 0
         self._taken = None  # every name the kernel's source uses (temporaries avoid them)
         self.pending: list = []  # statements the expression being translated needs to run first
+        self.facts = BodyFacts()  # what the body records for its kernel (lang/body_facts.py)
 
     # ------------------------------------------------------------------ function
     def translate(self) -> ir.Function:
@@ -116,6 +113,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
         self.fn.body = self.block(body)
+        self._fresh("_")  # fills self._taken: every name in the kernel's source
+        self.facts.apply(self.fn, self._taken | set(self.vars))
         verify(self.fn)
         if self.check_barriers:
             check_barrier_uniformity(self.fn)
@@ -371,18 +370,12 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         size = self.const_int(call.args[1], f"the size of pk.{scope}()")
         if size <= 0:
             raise self.type_error(f"pk.{scope}() size must be positive, got {size}", call.args[1])
-        limit = ARRAY_LIMITS[scope]
-        used = sum(a.size * a.elem.nbytes for a in self.fn.arrays.values() if a.scope == scope)
-        if size * elem.nbytes + used > limit:
-            whose = "per workgroup" if scope == "shared" else "per work-item"
-            before = f" (with the {used} bytes of this kernel's other {scope} arrays)" if used else ""
-            raise self.type_error(
-                f"pk.{scope}({elem}, {size}) is too large: {size * elem.nbytes} bytes{before}; the limit of "
-                f"{scope} arrays is {limit} bytes {whose} (devices may allow less: this is checked again at "
-                "launch)", call.args[1])
         name = target.id
         if name in self.vars:
             raise self.type_error(f"'{name}' is already defined; arrays must have a name of their own", target)
+        over = self.facts.array_budget(scope, size * elem.nbytes)
+        if over is not None:
+            raise self.type_error(f"pk.{scope}({elem}, {size}) is too large: {over}", call.args[1])
         t = ArrayType(elem, size, scope)
         self.vars[name] = t
         self.fn.arrays[name] = t

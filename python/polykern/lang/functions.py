@@ -155,6 +155,11 @@ class FunctionCalls:
                 mine[new] = t
                 rename[name] = (new, t)
         _rename(body, rename)
+        if sub.fn.params or sub.fn.attrs:  # a body records kernel facts in sub.facts only (lang/body_facts.py)
+            raise RuntimeError(f"internal error: inlining '{ctx.func.name}' recorded {sub.fn.params or sub.fn.attrs} "
+                               "on the function instead of its BodyFacts")
+        self.facts.merge(sub.facts, lambda n: rename[n][0], body, f"device function '{ctx.func.name}'",
+                         lambda msg: self.type_error(msg, node))
         stmts = []
         for name, t, arg in binds:
             if isinstance(t, ScalarType):
