@@ -22,7 +22,7 @@ from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .body_facts import ARRAY_LIMITS, BodyFacts  # noqa: F401 - ARRAY_LIMITS: shared_launch.py
 from .exprs import ExprTranslator
-from .functions import Func, FunctionCalls
+from .functions import Func, FunctionCalls, names_its_calls
 from .source import get_kernel_source
 from .specialize import ATTR as SPECIALIZATION_ATTR
 from .specialize import describe, python_scope, type_params
@@ -151,10 +151,7 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 res = self.stmt(s)
                 res = self.pending + res  # statements an expression of `s` needs to run first
             except RecursionError:
-                raise self.syntax_error(
-                    "this statement is nested too deeply to compile (operator chains of any length are "
-                    "fine, but not thousands of nested calls, unary operators or parentheses); split it "
-                    "into several statements", s) from None
+                raise self.nested_too_deeply(s) from None
             finally:
                 self.pending = saved
             for r in res:
@@ -162,6 +159,16 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                     r.loc = self.loc(s)
             out.extend(res)
         return out
+
+    def nested_too_deeply(self, s):
+        """The error for a statement whose translation ran out of Python's stack."""
+        msg = ("this statement is nested too deeply to compile (operator chains of any length are fine, but not "
+               "thousands of nested calls, unary operators or parentheses); split it into several statements")
+        if self.inline is None:
+            return self.syntax_error(msg, s)
+        chain = " -> ".join([self.inline.kernel] + [f.name for f in self.inline.stack])
+        return names_its_calls(self.syntax_error(f"{msg}, or nest fewer device function calls: it is inside "
+                                                 f"{len(self.inline.stack)} ({chain})", s))
 
     def new_temp(self, t, node) -> str:
         name = self._fresh("_t")

@@ -33,7 +33,12 @@ from .source import get_kernel_source
 from .specialize import check_value, type_params
 from .typing_rules import coerce, is_weak
 
-__all__ = ["Func", "func", "FunctionCalls"]
+__all__ = ["Func", "func", "FunctionCalls", "MAX_CALL_DEPTH", "names_its_calls"]
+
+#: How deep device function calls may nest (kernel -> f1 -> ... -> f32): each level of inlining
+#: translates the called body inside its caller's translation, on Python's stack, and this leaves
+#: room for the bodies' own nesting under Python's default recursion limit.
+MAX_CALL_DEPTH = 32
 
 
 class Func:
@@ -66,10 +71,10 @@ def func(fn=None):
 class InlineCall:
     """What the translator of one inlined call knows about it."""
 
-    __slots__ = ("func", "stack", "call_loc", "ret_type", "ret_name", "done_name")
+    __slots__ = ("func", "stack", "call_loc", "kernel", "ret_type", "ret_name", "done_name")
 
-    def __init__(self, fn: Func, stack, call_loc):
-        self.func, self.stack, self.call_loc = fn, stack, call_loc
+    def __init__(self, fn: Func, stack, call_loc, kernel: str):
+        self.func, self.stack, self.call_loc, self.kernel = fn, stack, call_loc, kernel
         self.ret_type = self.ret_name = self.done_name = None
 
 
@@ -87,6 +92,12 @@ class FunctionCalls:
             cycle = " -> ".join(f.name for f in stack[stack.index(fn):] + (fn,))
             raise self.type_error(f"recursive call of device function '{fn.name}' ({cycle}): device functions "
                                   "are inlined into their callers, so recursion is not supported", node)
+        if len(stack) >= MAX_CALL_DEPTH:
+            kernel = self.inline.kernel if self.inline is not None else self.name
+            chain = " -> ".join([kernel] + [f.name for f in stack + (fn,)])
+            raise names_its_calls(self.type_error(
+                f"this call of device function '{fn.name}' is nested {len(stack) + 1} calls deep ({chain}); device "
+                f"functions are inlined into their callers, and calls nest at most {MAX_CALL_DEPTH} deep", node))
         fdef = fn.src.tree
         a = fdef.args
         if len(node.args) != len(a.args):
@@ -98,7 +109,8 @@ class FunctionCalls:
                     for p, arg in zip(a.args, node.args) if p.arg in kinds}
         call_loc = self.loc(node)
         sub = type(self)(fn.pyfunc, self.check_barriers, bindings=bindings, src=fn.src,
-                         inline=InlineCall(fn, stack + (fn,), call_loc))
+                         inline=InlineCall(fn, stack + (fn,), call_loc,
+                                            self.inline.kernel if self.inline is not None else self.name))
         binds = []  # (parameter, type, argument)
         for p, arg in zip(a.args, node.args):
             if p.arg in kinds:
@@ -262,11 +274,20 @@ class FunctionCalls:
 # ---------------------------------------------------------------------- helpers
 
 
+def names_its_calls(exc):
+    """Mark a located error whose message already names the chain of calls it is in: the calls around
+    it add no note of their own (:func:`_noted`)."""
+    exc.names_its_calls = True
+    return exc
+
+
 def _noted(thunk, fn: Func, call_loc):
     """Run ``thunk``; a located error from inside the function names the call site too."""
     try:
         return thunk()
     except (KernelSyntaxError, KernelTypeError) as exc:
+        if getattr(exc, "names_its_calls", False):
+            raise
         note = f" (in device function '{fn.name}', called at {call_loc})"
         raise type(exc)(exc.message + note, exc.loc) from None
 
