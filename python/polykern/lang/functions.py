@@ -13,8 +13,11 @@ with the call site named), with its parameters bound to the call's arguments:
 The function's names are renamed to fresh names of the caller (``sq__x_0``); its locals and local
 arrays start at zero on every call, as a kernel's do. ``return`` anywhere (inside loops and ifs too)
 becomes an assignment to a result local plus a ``returned`` flag that guards the rest of the body and
-breaks out of loops. Recursion, direct or mutual, is refused at the call that closes the cycle.
-Uniformity (barriers) and bounds checking then see the calls' bodies like any other code.
+breaks out of loops. Recursion, direct or mutual, is refused at the call that closes the cycle, and
+calls nest at most ``MAX_CALL_DEPTH`` deep. What the body records for the kernel beyond its statements
+(a pk.shared_dynamic array's size parameter, buffers' alignment, ...) is merged into the caller's
+``BodyFacts`` (lang/body_facts.py). Uniformity (barriers) and bounds checking then see the calls'
+bodies like any other code.
 """
 from __future__ import annotations
 
