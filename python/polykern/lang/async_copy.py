@@ -10,7 +10,7 @@ from typing import List
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, i64
-from .vector_access import _record_alignment
+from .vector_access import record_alignment
 
 USAGE = {
     "copy_async": "pk.copy_async(tile, k_tile, buf, k_buf, 8)  # buf[8k_buf .. +8] -> tile[8k_tile .. +8]",
@@ -84,5 +84,5 @@ def _copy(tr, call: ast.Call) -> List[ir.Stmt]:
     s = ir.CopyAsync(dst, dk, src, sk, n)
     s.loc = tr.loc(call)
     out.append(s)
-    _record_alignment(tr, src, n)
+    record_alignment(tr, src, n)
     return out

@@ -2,9 +2,7 @@
 contract is in polykern/ir/dynamic_shared.py). ``tr`` is the frontend's FunctionTranslator."""
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.dynamic_shared import ATTR, dynamic_array, format_attr
-from ..ir.types import ArrayType, ScalarType, i32
+from ..ir.types import ArrayType, ScalarType
 
 USAGE = "tile = pk.shared_dynamic(f32), and launch with shared_size=<elements>"
 
@@ -20,23 +18,15 @@ def declare(tr, target, call):
         raise tr.type_error("the argument of pk.shared_dynamic() must be a scalar type", call.args[0])
     if elem.is_bool:
         raise tr.type_error("pk.shared_dynamic() of bool is not supported; use u8 or i32", call.args[0])
-    have = dynamic_array(tr.fn)
+    have = tr.facts.dynamic_shared  # the kernel's, or one of a device function it called earlier
     if have is not None:
-        raise tr.type_error(f"a kernel has at most one pk.shared_dynamic array ('{have[0]}' is the first); "
-                            "carve several tiles out of it by offset", call)
+        raise tr.type_error(f"a kernel has at most one pk.shared_dynamic array (the first is declared at "
+                            f"{have[2]}); carve several tiles out of it by offset", call)
     name = target.id
     if name in tr.vars:
         raise tr.type_error(f"'{name}' is already defined; arrays must have a name of their own", target)
     t = ArrayType(elem, 0, "shared", dynamic=True)
     tr.vars[name] = t
     tr.fn.arrays[name] = t
-    taken = set(tr.vars) | {p.name for p in tr.fn.params}
-    tr._fresh("_")  # fills tr._taken: every name in the kernel's source
-    taken |= tr._taken
-    pname, i = "shared_size", 0
-    while pname in taken:
-        i += 1
-        pname = f"shared_size_{i}"
-    tr.fn.attrs[ATTR] = format_attr(len(tr.fn.params), elem.nbytes)
-    tr.fn.params.append(ir.Param(pname, i32))  # hidden: the kernel's source cannot name it
+    tr.facts.declare_dynamic_shared(name, elem, tr.loc(call))  # the kernel gets its size parameter (body_facts)
     return []

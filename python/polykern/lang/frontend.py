@@ -20,8 +20,9 @@ from . import builtins as B
 from . import async_copy, hopper, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
+from .body_facts import ARRAY_LIMITS, BodyFacts  # noqa: F401 - ARRAY_LIMITS: shared_launch.py
 from .exprs import ExprTranslator
-from .functions import Func, FunctionCalls
+from .functions import Func, FunctionCalls, names_its_calls
 from .source import get_kernel_source
 from .specialize import ATTR as SPECIALIZATION_ATTR
 from .specialize import describe, python_scope, type_params
@@ -36,11 +37,6 @@ _UNSUPPORTED_STMT = {
 }
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED_STMT[ast.TryStar] = "'try' statements"
-
-# The language's limits on array sizes, in bytes (a backend or device may allow less). 64 KiB of shared
-# memory is more than any portable API guarantees (WebGPU 16 KiB, Vulkan 16 KiB, CUDA 48 KiB static),
-# and 64 KiB of private arrays per work-item is what still fits the CPU backend's work-item stacks.
-ARRAY_LIMITS = {"shared": 64 * 1024, "local": 64 * 1024}
 
 
 class FunctionTranslator(ExprTranslator, FunctionCalls):
@@ -65,6 +61,7 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         self.loop_depth = 0
         self._taken = None  # every name the kernel's source uses (temporaries avoid them)
         self.pending: list = []  # statements the expression being translated needs to run first
+        self.facts = BodyFacts()  # what the body records for its kernel (lang/body_facts.py)
 
     # ------------------------------------------------------------------ function
     def translate(self) -> ir.Function:
@@ -116,6 +113,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # docstring
         self.fn.body = self.block(body)
+        self._fresh("_")  # fills self._taken: every name in the kernel's source
+        self.facts.apply(self.fn, self._taken | set(self.vars))
         bad = hopper.H.check_swizzled_use(self.fn)
         if bad is not None:
             raise KernelTypeError(bad[0], getattr(bad[1], "loc", None) or self.fn.loc)
@@ -156,10 +155,7 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 res = self.stmt(s)
                 res = self.pending + res  # statements an expression of `s` needs to run first
             except RecursionError:
-                raise self.syntax_error(
-                    "this statement is nested too deeply to compile (operator chains of any length are "
-                    "fine, but not thousands of nested calls, unary operators or parentheses); split it "
-                    "into several statements", s) from None
+                raise self.nested_too_deeply(s) from None
             finally:
                 self.pending = saved
             for r in res:
@@ -167,6 +163,16 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                     r.loc = self.loc(s)
             out.extend(res)
         return out
+
+    def nested_too_deeply(self, s):
+        """The error for a statement whose translation ran out of Python's stack."""
+        msg = ("this statement is nested too deeply to compile (operator chains of any length are fine, but not "
+               "thousands of nested calls, unary operators or parentheses); split it into several statements")
+        if self.inline is None:
+            return self.syntax_error(msg, s)
+        chain = " -> ".join([self.inline.kernel] + [f.name for f in self.inline.stack])
+        return names_its_calls(self.syntax_error(f"{msg}, or nest fewer device function calls: it is inside "
+                                                 f"{len(self.inline.stack)} ({chain})", s))
 
     def new_temp(self, t, node) -> str:
         name = self._fresh("_t")
@@ -386,18 +392,12 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         size = self.const_int(call.args[1], f"the size of pk.{scope}()")
         if size <= 0:
             raise self.type_error(f"pk.{scope}() size must be positive, got {size}", call.args[1])
-        limit = ARRAY_LIMITS[scope]
-        used = sum(a.size * a.elem.nbytes for a in self.fn.arrays.values() if a.scope == scope)
-        if size * elem.nbytes + used > limit:
-            whose = "per workgroup" if scope == "shared" else "per work-item"
-            before = f" (with the {used} bytes of this kernel's other {scope} arrays)" if used else ""
-            raise self.type_error(
-                f"pk.{scope}({elem}, {size}) is too large: {size * elem.nbytes} bytes{before}; the limit of "
-                f"{scope} arrays is {limit} bytes {whose} (devices may allow less: this is checked again at "
-                "launch)", call.args[1])
         name = target.id
         if name in self.vars:
             raise self.type_error(f"'{name}' is already defined; arrays must have a name of their own", target)
+        over = self.facts.array_budget(scope, size * elem.nbytes)
+        if over is not None:
+            raise self.type_error(f"pk.{scope}({elem}, {size}) is too large: {over}", call.args[1])
         t = ArrayType(elem, size, scope)
         self.vars[name] = t
         self.fn.arrays[name] = t

@@ -13,8 +13,11 @@ with the call site named), with its parameters bound to the call's arguments:
 The function's names are renamed to fresh names of the caller (``sq__x_0``); its locals and local
 arrays start at zero on every call, as a kernel's do. ``return`` anywhere (inside loops and ifs too)
 becomes an assignment to a result local plus a ``returned`` flag that guards the rest of the body and
-breaks out of loops. Recursion, direct or mutual, is refused at the call that closes the cycle.
-Uniformity (barriers) and bounds checking then see the calls' bodies like any other code.
+breaks out of loops. Recursion, direct or mutual, is refused at the call that closes the cycle, and
+calls nest at most ``MAX_CALL_DEPTH`` deep. What the body records for the kernel beyond its statements
+(a pk.shared_dynamic array's size parameter, buffers' alignment, ...) is merged into the caller's
+``BodyFacts`` (lang/body_facts.py). Uniformity (barriers) and bounds checking then see the calls'
+bodies like any other code.
 """
 from __future__ import annotations
 
@@ -33,7 +36,12 @@ from .source import get_kernel_source
 from .specialize import check_value, type_params
 from .typing_rules import coerce, is_weak
 
-__all__ = ["Func", "func", "FunctionCalls"]
+__all__ = ["Func", "func", "FunctionCalls", "MAX_CALL_DEPTH", "names_its_calls"]
+
+#: How deep device function calls may nest (kernel -> f1 -> ... -> f32): each level of inlining
+#: translates the called body inside its caller's translation, on Python's stack, and this leaves
+#: room for the bodies' own nesting under Python's default recursion limit.
+MAX_CALL_DEPTH = 32
 
 
 class Func:
@@ -66,10 +74,10 @@ def func(fn=None):
 class InlineCall:
     """What the translator of one inlined call knows about it."""
 
-    __slots__ = ("func", "stack", "call_loc", "ret_type", "ret_name", "done_name")
+    __slots__ = ("func", "stack", "call_loc", "kernel", "ret_type", "ret_name", "done_name")
 
-    def __init__(self, fn: Func, stack, call_loc):
-        self.func, self.stack, self.call_loc = fn, stack, call_loc
+    def __init__(self, fn: Func, stack, call_loc, kernel: str):
+        self.func, self.stack, self.call_loc, self.kernel = fn, stack, call_loc, kernel
         self.ret_type = self.ret_name = self.done_name = None
 
 
@@ -87,6 +95,12 @@ class FunctionCalls:
             cycle = " -> ".join(f.name for f in stack[stack.index(fn):] + (fn,))
             raise self.type_error(f"recursive call of device function '{fn.name}' ({cycle}): device functions "
                                   "are inlined into their callers, so recursion is not supported", node)
+        if len(stack) >= MAX_CALL_DEPTH:
+            kernel = self.inline.kernel if self.inline is not None else self.name
+            chain = " -> ".join([kernel] + [f.name for f in stack + (fn,)])
+            raise names_its_calls(self.type_error(
+                f"this call of device function '{fn.name}' is nested {len(stack) + 1} calls deep ({chain}); device "
+                f"functions are inlined into their callers, and calls nest at most {MAX_CALL_DEPTH} deep", node))
         fdef = fn.src.tree
         a = fdef.args
         if len(node.args) != len(a.args):
@@ -98,7 +112,8 @@ class FunctionCalls:
                     for p, arg in zip(a.args, node.args) if p.arg in kinds}
         call_loc = self.loc(node)
         sub = type(self)(fn.pyfunc, self.check_barriers, bindings=bindings, src=fn.src,
-                         inline=InlineCall(fn, stack + (fn,), call_loc))
+                         inline=InlineCall(fn, stack + (fn,), call_loc,
+                                            self.inline.kernel if self.inline is not None else self.name))
         binds = []  # (parameter, type, argument)
         for p, arg in zip(a.args, node.args):
             if p.arg in kinds:
@@ -155,6 +170,11 @@ class FunctionCalls:
                 mine[new] = t
                 rename[name] = (new, t)
         _rename(body, rename)
+        if sub.fn.params or sub.fn.attrs:  # a body records kernel facts in sub.facts only (lang/body_facts.py)
+            raise RuntimeError(f"internal error: inlining '{ctx.func.name}' recorded {sub.fn.params or sub.fn.attrs} "
+                               "on the function instead of its BodyFacts")
+        self.facts.merge(sub.facts, lambda n: rename[n][0], body, f"device function '{ctx.func.name}'",
+                         lambda msg: self.type_error(msg, node))
         stmts = []
         for name, t, arg in binds:
             if isinstance(t, ScalarType):
@@ -257,11 +277,20 @@ class FunctionCalls:
 # ---------------------------------------------------------------------- helpers
 
 
+def names_its_calls(exc):
+    """Mark a located error whose message already names the chain of calls it is in: the calls around
+    it add no note of their own (:func:`_noted`)."""
+    exc.names_its_calls = True
+    return exc
+
+
 def _noted(thunk, fn: Func, call_loc):
     """Run ``thunk``; a located error from inside the function names the call site too."""
     try:
         return thunk()
     except (KernelSyntaxError, KernelTypeError) as exc:
+        if getattr(exc, "names_its_calls", False):
+            raise
         note = f" (in device function '{fn.name}', called at {call_loc})"
         raise type(exc)(exc.message + note, exc.loc) from None
 

@@ -15,7 +15,7 @@ from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, f32, i32
 from .typing_rules import coerce, default_type, is_weak
-from .vector_access import _record_alignment
+from .vector_access import record_alignment
 
 USAGE = {
     "warpgroups": "pk.warpgroups(3)  # blocks of exactly 3 warpgroups (384 work-items)",
@@ -232,7 +232,7 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
             raise tr.type_error(f"pk.wg_store() writes a writable Buffer of f32 or f16; '{buf.name}' is {buf.type}",
                                 call.args[0])
         op = ir.HopperOp("wg_store", [buf.name, acc], [_int(tr, call.args[1], out), _int(tr, call.args[2], out)])
-        _record_alignment(tr, buf, 2)  # column pairs are stored together where off and ld are even
+        record_alignment(tr, buf, 2)  # column pairs are stored together where off and ld are even
     else:  # setmaxnreg
         _nargs(tr, name, call, 2)
         n = tr.const_int(call.args[0], "the register count of pk.setmaxnreg()")

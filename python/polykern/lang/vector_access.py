@@ -11,17 +11,10 @@ from typing import List
 
 from ..ir import nodes as ir
 from ..ir.types import BufferType
-from ..ir.vector import (ALIGN_ATTR, VECTOR_WIDTHS, VecLane, element_index, format_alignment, group_alignment,
-                         parse_alignment)
+from ..ir.vector import VECTOR_WIDTHS, VecLane, element_index, group_alignment
 from .typing_rules import coerce, default_type, is_weak
 
 USAGE = {"vload": "a, b, c, d = pk.vload(buf, k, 4)", "vstore": "pk.vstore(buf, k, (a, b, c, d))"}
-
-
-def _group_id(tr) -> int:
-    n = getattr(tr, "_vec_groups", 0)
-    tr._vec_groups = n + 1
-    return n
 
 
 def _buffer(tr, node, name: str) -> ir.Var:
@@ -46,12 +39,11 @@ def _vector_index(tr, node, n: int, out: List[ir.Stmt]):
     return tmp, k.type
 
 
-def _record_alignment(tr, base: ir.Var, n: int) -> None:
-    if not isinstance(base.type, BufferType):
-        return
-    req = parse_alignment(tr.fn.attrs.get(ALIGN_ATTR, ""))
-    req[base.name] = max(req.get(base.name, 1), group_alignment(n, base.type.elem))
-    tr.fn.attrs[ALIGN_ATTR] = format_alignment(req)
+def record_alignment(tr, base: ir.Var, n: int) -> None:
+    """A group of ``n`` elements of ``base`` starts at a multiple of ``n``: a Buffer must be aligned to
+    that (ir/vector.py), a fact of the kernel (lang/body_facts.py)."""
+    if isinstance(base.type, BufferType):
+        tr.facts.require_alignment(base.name, group_alignment(n, base.type.elem))
 
 
 def _width(tr, node, name: str) -> int:
@@ -72,7 +64,7 @@ def vload(tr, targets: ast.Tuple, call: ast.Call, node) -> List[ir.Stmt]:
                             f"e.g. {USAGE['vload']}", targets)
     out: List[ir.Stmt] = []
     k, kt = _vector_index(tr, call.args[1], n, out)
-    group = _group_id(tr)
+    group = tr.facts.new_vector_group()
     elem = base.type.elem
     lanes = []
     for j in range(n):
@@ -88,7 +80,7 @@ def vload(tr, targets: ast.Tuple, call: ast.Call, node) -> List[ir.Stmt]:
         v = ir.Var(tmp, elem)
         v.loc = tr.loc(call)
         out.append(tr._assign_name(tgt, v, None, node))
-    _record_alignment(tr, base, n)
+    record_alignment(tr, base, n)
     for s in out:
         s.loc = tr.loc(node)
     return out
@@ -123,13 +115,13 @@ def vstore(tr, call: ast.Call, node) -> List[ir.Stmt]:
             out.append(a)
             v = ir.Var(tmp, elem)
         values.append(v)
-    group = _group_id(tr)
+    group = tr.facts.new_vector_group()
     for j, v in enumerate(values):
         lane = VecLane(group, n, j, k, kt)
         s = ir.Store(base, element_index(lane), v)
         s.vec = lane
         out.append(s)
-    _record_alignment(tr, base, n)
+    record_alignment(tr, base, n)
     for s in out:
         if s.loc is None:
             s.loc = tr.loc(node)
