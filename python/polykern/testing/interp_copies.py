@@ -21,7 +21,7 @@ with the shared memory they were copying into.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..ir import nodes as ir
 from .interp_memory import mark, mark_sites
@@ -44,13 +44,26 @@ class _Always:
 ALWAYS = _Always()
 
 
-class PendingCopy:
-    """Who issued a pending copy, and where."""
+class Marker:
+    """A last writer that is not a work-item (``(ALWAYS, marker)`` in ``Mem.wr``): every access to the
+    element asks it; ``refuse`` gives the message refusing the access, or None to allow it."""
+
+    __slots__ = ()
+
+    def refuse(self, me: int, where: str, what: str, name: str, i: int) -> Optional[str]:
+        raise NotImplementedError
+
+
+class PendingCopy(Marker):
+    """Who issued a pending copy, and where: every access to its destination is refused."""
 
     __slots__ = ("issuer", "where")
 
     def __init__(self, issuer: int, where: str):
         self.issuer, self.where = issuer, where
+
+    def refuse(self, me: int, where: str, what: str, name: str, i: int) -> Optional[str]:
+        return pending_message(where, what, name, i, self)
 
 
 def pending_message(where: str, what: str, name: str, i: int, p: PendingCopy, source: bool = False) -> str:
@@ -107,11 +120,14 @@ class CopyCompiler:
             for i in range(si, si + n):  # read now, as a load is
                 w = src.wr[i]
                 if w is not None and w[0] == ep and w[1] != me:
-                    if isinstance(w[1], PendingCopy):  # (a source element is never a destination)
-                        raise OracleError(pending_message(where, f"read by work-item {me}", src.name, i, w[1]))
-                    raise OracleError(f"{where}: data race on {src.name}[{i}]: read by pk.copy_async of "
-                                      f"work-item {me} after a write by another work-item in the same "
-                                      "barrier interval")
+                    if isinstance(w[1], Marker):  # (a source element is never a pending destination)
+                        why = w[1].refuse(me, where, f"read by work-item {me}", src.name, i)
+                        if why:
+                            raise OracleError(why)
+                    else:
+                        raise OracleError(f"{where}: data race on {src.name}[{i}]: read by pk.copy_async of "
+                                          f"work-item {me} after a write by another work-item in the same "
+                                          "barrier interval")
                 r = src.rd[i]
                 src.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
                 if src.pending is None:
