@@ -8,7 +8,8 @@ generators) for a grid x block with the language's meaning (see ``polykern.ir.no
 - locals and ``pk.local`` arrays start at zero, shared arrays are uninitialized (reading an element
   nobody wrote is an :class:`OracleError`);
 - the work-items of one workgroup run as Python generators that stop at ``barrier()``; a barrier that
-  only some work-items reach is an error;
+  only some work-items reach is an error (kernels with Hopper operations: ``interp_hopper`` schedules
+  them one at a time, also stopping at transaction-barrier waits and warpgroup operations);
 - atomics run in one valid order (sequentially), and every data race on a buffer or shared element
   (two work-items touching it in one barrier interval, one of them writing, not both atomically) is
   an error, as are out-of-bounds accesses, integer division by zero and runaway loops: a program the

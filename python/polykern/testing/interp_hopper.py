@@ -42,7 +42,7 @@ import numpy as np
 from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import f16, f32
-from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message
+from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
 from .interp_memory import mark, mark_sites
 from .interp_taint import location
 from .interp_values import OracleError, rounder
@@ -277,8 +277,8 @@ class HopperCompiler:
             if not 0 <= i < count:
                 raise OracleError(f"{where}: barrier index {i} is out of bounds of '{bars}' ({count} barriers)")
             key = (bars, i)
-            b = hs.bars.get(key)
             if op == "mbar_init":
+                b = hs.bars.get(key)
                 if b is not None:
                     raise OracleError(f"{where}: barrier {bars}[{i}] initialized again by work-item {me} (work-item "
                                       f"{b.by} initialized it at {b.where}): one work-item initializes it, once")
@@ -286,12 +286,7 @@ class HopperCompiler:
                     raise OracleError(f"{where}: an arrival count is 1 to {_COUNT_LIMIT - 1}, got {vals[1]}")
                 hs.bars[key] = _Bar(vals[1], me, st[2][0], where)
                 return None
-            if b is None:
-                raise OracleError(f"{where}: barrier {bars}[{i}] used by work-item {me} before pk.mbarrier_init")
-            if b.by != me and b.epoch == st[2][0]:
-                raise OracleError(f"{where}: barrier {bars}[{i}] used by work-item {me} in the barrier interval in "
-                                  f"which work-item {b.by} initialized it ({b.where}): a pk.barrier() must make "
-                                  "the initialization visible first")
+            b = _barrier(hs, key, me, st[2][0], where)
             if op == "mbar_wait":
                 parity = vals[1] & 1
                 if b.phase % 2 == parity:
@@ -334,9 +329,7 @@ class HopperCompiler:
             if not 0 <= i < count:
                 raise OracleError(f"{where}: barrier index {i} is out of bounds of '{bars}' ({count} barriers)")
             key = (bars, i)
-            b = hs.bars.get(key)
-            if b is None:
-                raise OracleError(f"{where}: barrier {bars}[{i}] used by work-item {me} before pk.mbarrier_init")
+            b = _barrier(hs, key, me, ep, where)
             rows, cols = (st[k] if k is not None else d for k, d in zip(shape, tm.shape))
             landed = Landed(hs, key, b.phase, where)
             marker = (ALWAYS, landed)
@@ -352,7 +345,8 @@ class HopperCompiler:
                         raise OracleError(pending_message(where, "written by a tensor copy", dst.name, di, w[1]))
                     if 0 <= gr < rows and 0 <= gc < cols:
                         si = gr * cols + gc
-                        _read(src, si, me, ep, where, "read by a tensor copy of")
+                        read_check(src, si, me, ep, where, f"read by a tensor copy of work-item {me}",
+                                   f"read by a tensor copy of work-item {me}")
                         dst.data[di] = src.data[si]
                         t = src.taint[si] if src.taint is not None else None
                         sites = src.sites[si] if src.sites is not None else None
@@ -369,25 +363,22 @@ class HopperCompiler:
         return tma
 
 
+def _barrier(hs: _GroupState, key, me: int, ep: int, where: str) -> _Bar:
+    """Barrier ``key`` used by work-item ``me`` in barrier interval ``ep``: initialized, and visible to it."""
+    b = hs.bars.get(key)
+    if b is None:
+        raise OracleError(f"{where}: barrier {key[0]}[{key[1]}] used by work-item {me} before pk.mbarrier_init")
+    if b.by != me and b.epoch == ep:
+        raise OracleError(f"{where}: barrier {key[0]}[{key[1]}] used by work-item {me} in the barrier interval in "
+                          f"which work-item {b.by} initialized it ({b.where}): a pk.barrier() must make the "
+                          "initialization visible first")
+    return b
+
+
 def _complete(b: _Bar) -> None:
     if b.pending == 0 and b.tx == 0:
         b.phase += 1
         b.pending = b.count
-
-
-def _read(mem, i, me, ep, where, what) -> None:
-    """A read of ``mem[i]`` by work-item ``me`` (a tensor copy's source): the race checks of a load."""
-    w = mem.wr[i]
-    if w is not None and w[0] == ep and w[1] != me:
-        if isinstance(w[1], Marker):
-            why = w[1].refuse(me, where, f"{what} work-item {me}", mem.name, i)
-            if why:
-                raise OracleError(why)
-        else:
-            raise OracleError(f"{where}: data race on {mem.name}[{i}]: {what} work-item {me} after a write by "
-                              "another work-item in the same barrier interval")
-    r = mem.rd[i]
-    mem.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
 
 
 def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) -> None:
