@@ -269,3 +269,60 @@ def test_tensor_copy_destination_rules():
         _box(0, 0, off=8)
     with pytest.raises(OracleError, match=r"the 4 x 8 box lands at tile\[64\] \.\. \[95\], out of bounds"):
         _box(0, 0, off=64)
+
+
+@pk.kernel
+def ring_reuse(X: Buffer[f32, "readonly"], out: Buffer[f32]):
+    """A one-stage ring read with plain loads: the second copy reuses the tile once every reader released it
+    (no pk.barrier() orders the copies and the reads: the transaction barriers do)."""
+    tx = pk.tensor_map(X, (8, 8), (4, 8), "none")
+    tile = pk.shared(f32, 32)
+    full = pk.mbarriers(1)
+    empty = pk.mbarriers(1)
+    lid = pk.local_id(0)
+    if lid == 0:
+        pk.mbarrier_init(full, 0, 1)
+        pk.mbarrier_init(empty, 0, 32)
+    pk.barrier()
+    if lid == 0:
+        pk.mbarrier_arrive_tx(full, 0, 128)
+        pk.tma_load(tile, 0, tx, 0, 0, full, 0)
+    pk.mbarrier_wait(full, 0, 0)
+    out[lid] = tile[(lid + 1) % 32]  # another work-item's element
+    pk.mbarrier_arrive(empty, 0)
+    if lid == 0:
+        pk.mbarrier_wait(empty, 0, 0)
+        pk.mbarrier_arrive_tx(full, 0, 128)
+        pk.tma_load(tile, 0, tx, 4, 0, full, 0)
+    pk.mbarrier_wait(full, 0, 1)
+    tile[lid] = tile[lid] * 2.0  # a plain write after the second copy: the first copy's readers do not race
+    out[32 + lid] = tile[lid]
+
+
+def test_ring_reuse_with_plain_reads():
+    x = np.arange(64, dtype=np.float32)
+    out = interpret(ring_reuse, [x, np.zeros(64, np.float32)], 1, 32).buffers["out"]
+    assert np.array_equal(out, np.concatenate([np.roll(x[:32], -1), 2 * x[32:]]))
+
+
+@pk.kernel
+def subgroup_vs_wait(out: Buffer[i32]):
+    """Every work-item reaches the subgroup collective, but work-item 0 only after a wait that only the
+    collective's work-items could complete: a deadlock that names both."""
+    bars = pk.mbarriers(1)
+    lid = pk.local_id(0)
+    if lid == 0:
+        pk.mbarrier_init(bars, 0, 1)
+    pk.barrier()
+    if lid == 0:
+        pk.mbarrier_wait(bars, 0, 0)
+    v = pk.subgroup_add(lid)
+    if lid == 1:
+        pk.mbarrier_arrive(bars, 0)
+    out[lid] = v
+
+
+def test_collective_and_wait_deadlock():
+    with pytest.raises(OracleError, match=r"deadlock: .*work-item 0 waits at pk.mbarrier_wait\(bars, 0, 0\) .*; "
+                                          r"work-items 1\.\.31 wait at the subgroup operation at .*test_hopper_interp"):
+        interpret(subgroup_vs_wait, [np.zeros(32, np.int32)], 1, 32, subgroup_size=8)

@@ -4,10 +4,10 @@ MMA, tensor copies, transaction barriers"; the rules and reference are ``polyker
 Scheduling. A kernel with Hopper operations runs its work-items as generators scheduled one at a
 time (:func:`run_group`): each runs until it stops, at a ``pk.barrier()`` (or a subgroup / fragment
 collective), at a warpgroup operation, or at an ``mbarrier_wait`` whose phase has not completed, and
-the scheduler goes round the runnable ones. A barrier (or collective) is passed once every unfinished
-work-item of the group is at one (``Program._group_stop``, as for kernels without these features); a
-warpgroup operation once all 128 work-items of the warpgroup are at it (the same operation with the same
-operands, else an OracleError); a wait once its barrier's phase bit differs from its parity. When no
+the scheduler goes round the runnable ones. A barrier (or subgroup / fragment collective: the
+language makes them group-uniform) is passed once every unfinished work-item of the group is at one (``Program._group_stop``, as for kernels without these
+features); a warpgroup operation once all 128 work-items of the warpgroup are at it (the same operation
+with the same operands, else an OracleError); a wait once its barrier's phase bit differs from its parity. When no
 work-item can move, the program hangs on a GPU: the oracle raises an OracleError naming what each
 blocked work-item waits for (a deadlock).
 
@@ -22,7 +22,9 @@ bytes on the barrier. Their elements are written "by the copy engine": their las
 element (a load, a fragment load, a copy source, a wgmma operand, by every work-item of the warpgroup)
 and every plain write to it is refused unless the work-item has *seen* the barrier phase the copy
 completed: a ``mbarrier_wait`` it passed after that phase completed, or a ``pk.barrier()`` after another
-work-item saw it. Not checked: a copy overwriting an element that a work-item read with a plain load
+work-item saw it. Plain accesses of different work-items are ordered by ``pk.barrier()`` only, as in every
+kernel: a plain shared-memory write that another work-item reads after a transaction barrier (and no
+``pk.barrier()``) is refused as a race (conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
 before (the ordering of such a reuse is the program's ``empty`` barriers); wgmma operands still pending
 (not retired by ``wgmma_wait``) are checked against a copy that overwrites them.
 
@@ -43,7 +45,9 @@ from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import f16, f32
 from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
+from .interp_fragments import FragmentRequest
 from .interp_memory import mark, mark_sites
+from .interp_subgroups import Request
 from .interp_taint import location
 from .interp_values import OracleError, rounder
 
@@ -166,7 +170,7 @@ def run_group(prog, states, epoch) -> None:
     stops: List = [None] * n  # None: runnable
     sent: List = [None] * n
     done = [False] * n
-    at_wg = {}  # warpgroup -> work-items at a warpgroup operation
+    at_wg: Dict[int, List[int]] = {}  # warpgroup -> its work-items at a warpgroup operation
     while True:
         moved = False
         for w in range(n):
@@ -190,9 +194,9 @@ def run_group(prog, states, epoch) -> None:
                 got.append(w)
                 if len(got) == H.WARPGROUP:
                     del at_wg[wg]
-                    _warpgroup_op(prog, hs, wg, [stops[i] for i in range(wg * H.WARPGROUP, (wg + 1) * H.WARPGROUP)])
-                    for i in range(wg * H.WARPGROUP, (wg + 1) * H.WARPGROUP):
-                        stops[i] = None
+                    lo, hi = wg * H.WARPGROUP, (wg + 1) * H.WARPGROUP
+                    _warpgroup_op(prog, hs, wg, stops[lo:hi])
+                    stops[lo:hi] = [None] * H.WARPGROUP
         live = [w for w in range(n) if not done[w]]
         if not live:
             return
@@ -233,6 +237,8 @@ def _deadlock(live, stops, states) -> str:
                     f"{s.state})")
         elif isinstance(s, WarpgroupStop):
             what = f"the warpgroup operation pk.{s.node.op} at {s.where} (its other work-items do not reach it)"
+        elif isinstance(s, (Request, FragmentRequest)):
+            what = f"the {'subgroup' if isinstance(s, Request) else 'matrix-fragment'} operation at {s.where}"
         else:
             what = f"pk.barrier() at {getattr(s, 'where', s)}"
         why.setdefault(what, []).append(states[w][1])
@@ -352,7 +358,7 @@ class HopperCompiler:
                         sites = src.sites[si] if src.sites is not None else None
                     else:
                         dst.data[di], t, sites = zero, None, None
-                    dst.wr[di] = marker
+                    dst.wr[di], dst.rd[di] = marker, None  # the copy engine's write: ordered by the barriers
                     if t is not None or dst.taint is not None:
                         mark(dst, di, t)
                     if sites is not None or dst.sites is not None:
