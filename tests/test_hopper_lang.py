@@ -53,6 +53,22 @@ def test_swizzled_array_is_not_indexed():
     assert "'tiles' holds swizzled tiles" in _error(k, "C[0] = tiles[5]")
 
 
+def test_unswizzled_copy_into_a_wgmma_operand_is_refused():
+    """A "none" map's copy writes rows as they are; wgmma reads the 128-byte swizzled layout: on the GPU the
+    product would be of permuted data while the IR interpreter (logical layout) gives the intended one."""
+    @pk.kernel
+    def k(M: i32, A: Buffer[f16, "readonly"], C: Buffer[f32]):
+        pk.warpgroups(1)
+        ta = pk.tensor_map(A, (M, 64), (64, 64), "none")
+        tiles = pk.shared(f16, 8192)
+        bars = pk.mbarriers(1)
+        acc = pk.wg_acc(f32, 64, 64)
+        pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)
+        pk.wgmma(acc, tiles, 0, tiles, 0)
+
+    assert "tensor map 'ta' copies without swizzle into it" in _error(k, "pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)")
+
+
 def test_wgmma_needs_warpgroups():
     @pk.kernel
     def k(C: Buffer[f32]):

@@ -183,6 +183,11 @@ def check_swizzled_use(fn: ir.Function) -> Optional[Tuple[str, object]]:
                 "pk.tma_load and pk.wgmma: index another array", node)
 
     for s in ir.walk_stmts(fn.body):
+        if isinstance(s, ir.HopperOp) and s.op == "tma_load" and s.names[0] in hf.swizzled \
+                and not hf.tensor_maps[s.names[1]].swizzle:
+            return (f"'{s.names[0]}' holds swizzled tiles (a tensor copy writes it or wgmma reads it), but tensor map "
+                    f"'{s.names[1]}' copies without swizzle into it: the tiles would not be in the layout wgmma "
+                    "reads; use a \"128B\" map (or another array)", s)
         if isinstance(s, ir.Store) and s.base.name in hf.swizzled:
             return bad(s.base.name, s)
         if isinstance(s, ir.CopyAsync) and s.dst.name in hf.swizzled:
