@@ -74,6 +74,16 @@ OPS = {
     "setmaxnreg_inc": ((), ("count",)),
     "setmaxnreg_dec": ((), ("count",)),
 }
+#: op -> the builtin a kernel writes it with (``pk.<builtin>``), where the two differ.
+BUILTIN_OF = {"mbar_init": "mbarrier_init", "mbar_arrive": "mbarrier_arrive", "mbar_arrive_tx": "mbarrier_arrive_tx",
+              "mbar_wait": "mbarrier_wait", "setmaxnreg_inc": "setmaxnreg", "setmaxnreg_dec": "setmaxnreg"}
+
+
+def builtin(op: str) -> str:
+    """``pk.<name>`` of ``op``, for messages."""
+    return f"pk.{BUILTIN_OF.get(op, op)}"
+
+
 #: Operations every work-item of a warpgroup performs together (with the same operands).
 WARPGROUP_OPS = ("wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg_inc",
                  "setmaxnreg_dec")
@@ -215,7 +225,7 @@ def check_target(fn: ir.Function, kind: str, target, support=None, checked: bool
 
     first = next((s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.HopperOp)), None)
     loc = getattr(first, "loc", None) or fn.loc
-    what = f"kernel '{fn.name}' uses Hopper operations (pk.{first.op if first else 'tensor_map'} ...)"
+    what = f"kernel '{fn.name}' uses Hopper operations ({builtin(first.op) if first else 'pk.tensor_map'} ...)"
     if checked:
         raise KernelTypeError(f"{what}: checked mode (bounds_check) does not cover them yet; build without "
                               "bounds_check, and test such kernels with the IR interpreter "

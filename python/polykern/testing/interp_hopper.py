@@ -236,7 +236,7 @@ def _deadlock(live, stops, states) -> str:
             what = (f"pk.mbarrier_wait({s.bar[0]}, {s.bar[1]}, {s.parity}) at {s.where} ({s.bar[0]}[{s.bar[1]}]: "
                     f"{s.state})")
         elif isinstance(s, WarpgroupStop):
-            what = f"the warpgroup operation pk.{s.node.op} at {s.where} (its other work-items do not reach it)"
+            what = f"the warpgroup operation {H.builtin(s.node.op)} at {s.where} (its other work-items do not reach it)"
         elif isinstance(s, (Request, FragmentRequest)):
             what = f"the {'subgroup' if isinstance(s, Request) else 'matrix-fragment'} operation at {s.where}"
         else:
@@ -396,7 +396,7 @@ def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) ->
                               f"(work-item {first.st[1]} at {first.where}, work-item {r.st[1]} here): a warpgroup "
                               "operation in divergent control flow")
         if r.values != first.values:
-            raise OracleError(f"{r.where}: the operands of pk.{first.node.op} differ within warpgroup {wg} "
+            raise OracleError(f"{r.where}: the operands of {H.builtin(first.node.op)} differ within warpgroup {wg} "
                               f"({first.values} in work-item {first.st[1]}, {r.values} in work-item {r.st[1]}): "
                               "every work-item of the warpgroup gives the same")
     s, where, vals = first.node, first.where, first.values
