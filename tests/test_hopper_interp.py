@@ -326,3 +326,15 @@ def test_collective_and_wait_deadlock():
     with pytest.raises(OracleError, match=r"deadlock: .*work-item 0 waits at pk.mbarrier_wait\(bars, 0, 0\) .*; "
                                           r"work-items 1\.\.31 wait at the subgroup operation at .*test_hopper_interp"):
         interpret(subgroup_vs_wait, [np.zeros(32, np.int32)], 1, 32, subgroup_size=8)
+
+
+def test_example_runs_on_the_cpu_and_writes_its_cuda_c(tmp_path):
+    import subprocess
+
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    run = subprocess.run([sys.executable, os.path.join(os.path.dirname(G.__file__), "gemm_hopper.py")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert "-> ok" in run.stdout
+    src = (tmp_path / "gemm_hopper.cu").read_text()
+    assert "wgmma.mma_async" in src and str(tmp_path / "gemm_hopper.cu") in run.stdout
