@@ -55,7 +55,8 @@ def test_gemm_results_carry_the_mma_tag():
 @pk.kernel
 def one_mma(M: i32, K: i32, a_off: i32, b_off: i32, mode: i32, A: Buffer[f16, "readonly"], C: Buffer[f32]):
     """mode 0: correct; 1: no mbarrier_wait; 2: no wgmma_wait; 3: no commit; 4: operands differ between
-    work-items; 5: a copy overwrites the operands while the wgmma is pending."""
+    work-items; 5: a copy overwrites the operands while the wgmma is pending; 6: the accumulator is
+    refilled while the wgmma is pending."""
     pk.warpgroups(1)
     ta = pk.tensor_map(A, (M, K), (128, 64), "128B")
     tiles = pk.shared(f16, 12288)
@@ -79,6 +80,8 @@ def one_mma(M: i32, K: i32, a_off: i32, b_off: i32, mode: i32, A: Buffer[f16, "r
         pk.wgmma_commit()
     if mode == 5 and lid == 0:
         pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)
+    if mode == 6:
+        pk.wg_fill(acc, 1.0)
     if mode != 2:
         pk.wgmma_wait(0)
     pk.wg_store(C, 0, 64, acc)
@@ -123,6 +126,12 @@ def test_reading_the_accumulator_while_a_wgmma_is_pending_is_refused():
         with pytest.raises(OracleError, match=r"pk.wg_store reads accumulator 'acc' of warpgroup 0 while a wgmma "
                                               "into it is pending"):
             _one(mode=mode)
+
+
+def test_refilling_the_accumulator_while_a_wgmma_is_pending_is_refused():
+    with pytest.raises(OracleError, match=r"pk.wg_fill overwrites accumulator 'acc' of warpgroup 0 while a wgmma "
+                                          "into it is pending"):
+        _one(mode=6)
 
 
 def test_warpgroup_operands_must_be_uniform():

@@ -4,12 +4,12 @@ MMA, tensor copies, transaction barriers"; the rules and reference are ``polyker
 Scheduling. A kernel with Hopper operations runs its work-items as generators scheduled one at a
 time (:func:`run_group`): each runs until it stops, at a ``pk.barrier()`` (or a subgroup / fragment
 collective), at a warpgroup operation, or at an ``mbarrier_wait`` whose phase has not completed, and
-the scheduler goes round the runnable ones. A barrier (or subgroup / fragment collective: the
-language makes them group-uniform) is passed once every unfinished work-item of the group is at one (``Program._group_stop``, as for kernels without these
-features); a warpgroup operation once all 128 work-items of the warpgroup are at it (the same operation
-with the same operands, else an OracleError); a wait once its barrier's phase bit differs from its parity. When no
-work-item can move, the program hangs on a GPU: the oracle raises an OracleError naming what each
-blocked work-item waits for (a deadlock).
+the scheduler goes round the runnable ones. A barrier (or a subgroup / fragment collective: the language
+makes them group-uniform) is passed once every unfinished work-item of the group is at one
+(``Program._group_stop``, as for kernels without these features); a warpgroup operation once all 128
+work-items of the warpgroup are at it (the same operation with the same operands, else an OracleError);
+a wait once its barrier's phase bit differs from its parity. When no work-item can move, the program
+hangs on a GPU: the oracle raises an OracleError naming what each blocked work-item waits for.
 
 Transaction barriers are per group (shared memory), with the arrival count, pending arrivals, pending
 transaction bytes (signed: a copy may land before its ``mbarrier_arrive_tx``) and the phase count
@@ -18,15 +18,16 @@ another work-item in the barrier interval of the init (no ``pk.barrier()`` made 
 
 Tensor copies land when issued (a valid schedule: the bytes arrive at once) and complete their box's
 bytes on the barrier. Their elements are written "by the copy engine": their last-writer slot
-(``Mem.wr``) is ``(ALWAYS, Landed)``, exempt from the plain race checks; instead every read of such an
-element (a load, a fragment load, a copy source, a wgmma operand, by every work-item of the warpgroup)
-and every plain write to it is refused unless the work-item has *seen* the barrier phase the copy
-completed: a ``mbarrier_wait`` it passed after that phase completed, or a ``pk.barrier()`` after another
-work-item saw it. Plain accesses of different work-items are ordered by ``pk.barrier()`` only, as in every
-kernel: a plain shared-memory write that another work-item reads after a transaction barrier (and no
-``pk.barrier()``) is refused as a race (conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
-before (the ordering of such a reuse is the program's ``empty`` barriers); wgmma operands still pending
-(not retired by ``wgmma_wait``) are checked against a copy that overwrites them.
+(``Mem.wr``) is ``(ALWAYS, Landed)``, exempt from the plain race checks (and the copy clears their
+readers); instead every read of such an element (a load, a fragment load, a copy source, a wgmma
+operand, by every work-item of the warpgroup) and every plain write to it is refused unless the
+work-item has *seen* the barrier phase the copy completed: a ``mbarrier_wait`` it passed after that
+phase completed, or a ``pk.barrier()`` after another work-item saw it. A copy over the operands of a
+pending wgmma (not retired by ``wgmma_wait``) is refused. Plain accesses of different work-items are
+ordered by ``pk.barrier()`` only, as in every kernel: a plain shared-memory write that another
+work-item reads after a transaction barrier (and no ``pk.barrier()``) is refused as a race
+(conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
+before (the program's "empty" barriers order such a reuse).
 
 Warpgroup accumulators are per (warpgroup, name) 64 x N float32 matrices. ``wgmma`` computes
 ``ir.hopper.reference_wgmma`` at issue and marks the accumulator pending until a ``wgmma_wait`` retires
