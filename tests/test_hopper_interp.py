@@ -99,62 +99,27 @@ def test_one_wgmma_is_the_reference():
     assert np.array_equal(out.buffers["C"].reshape(64, 64), want) and np.abs(want).max() > 1
 
 
-def test_wgmma_operand_offset_is_checked_at_run_time():
-    with pytest.raises(OracleError, match=r"the A operand starts at element 8: a wgmma operand starts at row r"):
-        _one(a_off=8)
-    with pytest.raises(OracleError, match=r"the B operand starts at element 64: "):
-        _one(b_off=64)
-
-
-def test_wgmma_operand_must_be_written_and_in_bounds():
-    with pytest.raises(OracleError, match=r"reads tiles\[8192\], which nothing has written"):
-        _one(b_off=8192)  # past the copied 128 x 64 tile
-    with pytest.raises(OracleError, match=r"the wgmma B operand at tiles\[11776\] reads up to element 15823, out of "
-                                          r"bounds \(12288 elements\)"):
-        _one(b_off=11776)
-
-
-def test_reading_a_copy_before_its_phase_is_refused():
-    with pytest.raises(OracleError, match=r"tiles\[0\] read by wgmma \(A operand\) of warpgroup 0 before the tensor "
-                                          r"copy into it \(pk.tma_load at .*\) is known to have landed: the copy "
-                                          r"completes phase 0 of barrier bars\[0\]"):
-        _one(mode=1)
-
-
-def test_reading_the_accumulator_while_a_wgmma_is_pending_is_refused():
-    for mode in (2, 3):  # no wait; a wait that retires no group (the wgmma was never committed)
-        with pytest.raises(OracleError, match=r"pk.wg_store reads accumulator 'acc' of warpgroup 0 while a wgmma "
-                                              "into it is pending"):
-            _one(mode=mode)
-
-
-def test_refilling_the_accumulator_while_a_wgmma_is_pending_is_refused():
-    with pytest.raises(OracleError, match=r"pk.wg_fill overwrites accumulator 'acc' of warpgroup 0 while a wgmma "
-                                          "into it is pending"):
-        _one(mode=6)
-
-
-def test_warpgroup_operands_must_be_uniform():
-    with pytest.raises(OracleError, match=r"the operands of pk.wgmma differ within warpgroup 0 \(\(0, 0\) in "
-                                          r"work-item 0, \(16, 0\) in work-item 64\)"):
-        _one(mode=4)
-
-
-def test_copy_over_pending_wgmma_operands_is_refused():
-    with pytest.raises(OracleError, match=r"a tensor copy overwrites tiles\[0\] while a wgmma that reads it is "
-                                          "pending"):
-        _one(mode=5)
-
-
-def test_block_must_be_the_declared_warpgroups():
-    with pytest.raises(OracleError, match=r"declares pk.warpgroups\(1\): its blocks have exactly 128 work-items, "
-                                          "got 64"):
-        _one(block=64)
-
-
-def test_tensor_map_must_fit_its_buffer():
-    with pytest.raises(OracleError, match=r"tensor map 'ta' views 'A' \(8192 elements\) as 129 x 64"):
-        _one(M=129)
+@pytest.mark.parametrize("kw, msg", [
+    (dict(a_off=8), r"the A operand starts at element 8: a wgmma operand starts at row r"),  # checked at run time
+    (dict(b_off=64), r"the B operand starts at element 64: "),
+    (dict(b_off=8192), r"reads tiles\[8192\], which nothing has written"),  # past the copied 128 x 64 tile
+    (dict(b_off=11776), r"the wgmma B operand at tiles\[11776\] reads up to element 15823, out of bounds \(12288 "
+                        r"elements\)"),
+    (dict(mode=1), r"tiles\[0\] read by wgmma \(A operand\) of warpgroup 0 before the tensor copy into it "
+                   r"\(pk.tma_load at .*\) is known to have landed: the copy completes phase 0 of barrier bars\[0\]"),
+    (dict(mode=2), r"pk.wg_store reads accumulator 'acc' of warpgroup 0 while a wgmma into it is pending"),
+    (dict(mode=3), r"pk.wg_store reads accumulator 'acc' of warpgroup 0 while a wgmma into it is pending"),  # no commit
+    (dict(mode=6), r"pk.wg_fill overwrites accumulator 'acc' of warpgroup 0 while a wgmma into it is pending"),
+    (dict(mode=4), r"the operands of pk.wgmma differ within warpgroup 0 \(\(0, 0\) in work-item 0, \(16, 0\) in "
+                   r"work-item 64\)"),
+    (dict(mode=5), r"a tensor copy overwrites tiles\[0\] while a wgmma that reads it is pending"),
+    (dict(block=64), r"declares pk.warpgroups\(1\): its blocks have exactly 128 work-items, got 64"),
+    (dict(M=129), r"tensor map 'ta' views 'A' \(8192 elements\) as 129 x 64"),
+], ids=["a_offset", "b_offset", "unwritten", "out_of_bounds", "not_landed", "no_wait", "no_commit", "refill",
+        "non_uniform", "copy_over_pending", "block", "map_too_big"])
+def test_warpgroup_mma_rules(kw, msg):
+    with pytest.raises(OracleError, match=msg):
+        _one(**kw)
 
 
 @pk.kernel
@@ -177,7 +142,7 @@ def test_warpgroup_op_in_divergent_control_flow_is_refused():
 def bar_rules(mode: i32, out: Buffer[i32]):
     """mode 0: the phase semantics below; 1: two work-items init; 2: a wait before any init; 3: used
     in the interval of the init; 4: an arrival more than the count; 5: a wait that never completes;
-    6: work-item 0 waits forever while the others are at a pk.barrier()."""
+    6: work-item 0 waits forever while the others are at a pk.barrier(); 7: the same at a subgroup collective."""
     bars = pk.mbarriers(2)
     lid = pk.local_id(0)
     if mode == 2:
@@ -199,6 +164,13 @@ def bar_rules(mode: i32, out: Buffer[i32]):
         if lid == 0:
             pk.mbarrier_wait(bars, 0, 0)
         pk.barrier()
+    if mode == 7:
+        if lid == 0:
+            pk.mbarrier_wait(bars, 0, 0)
+        v = pk.subgroup_add(lid)  # the arrival that would release work-item 0 comes after it
+        if lid == 1:
+            pk.mbarrier_arrive(bars, 0)
+        out[lid] = v
     if lid == 0:
         pk.mbarrier_arrive(bars, 0)  # completes phase 0: the phase bit is 1
     pk.mbarrier_wait(bars, 0, 0)
@@ -225,6 +197,8 @@ def test_phase_parity():
         r"pending\)"),
     (6, r"deadlock: .*work-item 0 waits at pk.mbarrier_wait\(bars, 0, 0\) .*; work-items 1\.\.63 wait at "
         r"pk.barrier\(\) at "),
+    (7, r"deadlock: .*work-item 0 waits at pk.mbarrier_wait\(bars, 0, 0\) .*; work-items 1\.\.63 wait at the "
+        r"subgroup operation at .*test_hopper_interp"),
 ])
 def test_barrier_rules(mode, msg):
     with pytest.raises(OracleError, match=msg):
@@ -313,28 +287,6 @@ def test_ring_reuse_with_plain_reads():
     out = interpret(ring_reuse, [x, np.zeros(64, np.float32)], 1, 32).buffers["out"]
     assert np.array_equal(out, np.concatenate([np.roll(x[:32], -1), 2 * x[32:]]))
 
-
-@pk.kernel
-def subgroup_vs_wait(out: Buffer[i32]):
-    """Every work-item reaches the subgroup collective, but work-item 0 only after a wait that only the
-    collective's work-items could complete: a deadlock that names both."""
-    bars = pk.mbarriers(1)
-    lid = pk.local_id(0)
-    if lid == 0:
-        pk.mbarrier_init(bars, 0, 1)
-    pk.barrier()
-    if lid == 0:
-        pk.mbarrier_wait(bars, 0, 0)
-    v = pk.subgroup_add(lid)
-    if lid == 1:
-        pk.mbarrier_arrive(bars, 0)
-    out[lid] = v
-
-
-def test_collective_and_wait_deadlock():
-    with pytest.raises(OracleError, match=r"deadlock: .*work-item 0 waits at pk.mbarrier_wait\(bars, 0, 0\) .*; "
-                                          r"work-items 1\.\.31 wait at the subgroup operation at .*test_hopper_interp"):
-        interpret(subgroup_vs_wait, [np.zeros(32, np.int32)], 1, 32, subgroup_size=8)
 
 
 def test_example_runs_on_the_cpu_and_writes_its_cuda_c(tmp_path):
