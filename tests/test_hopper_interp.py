@@ -87,9 +87,9 @@ def one_mma(M: i32, K: i32, a_off: i32, b_off: i32, mode: i32, A: Buffer[f16, "r
     pk.wg_store(C, 0, 64, acc)
 
 
-def _one(mode=0, a_off=0, b_off=0, block=128, M=128, K=64, n=8192):
+def _one(mode=0, a_off=0, b_off=0, block=128, M=128, K=64, n=8192, c_len=4096):
     a = (np.arange(n) % 7 - 3).astype(np.float16)
-    return a, interpret(one_mma, [M, K, a_off, b_off, mode, a, np.zeros(4096, np.float32)], 1, block)
+    return a, interpret(one_mma, [M, K, a_off, b_off, mode, a, np.zeros(c_len, np.float32)], 1, block)
 
 
 def test_one_wgmma_is_the_reference():
@@ -115,8 +115,9 @@ def test_one_wgmma_is_the_reference():
     (dict(mode=5), r"a tensor copy overwrites tiles\[0\] while a wgmma that reads it is pending"),
     (dict(block=64), r"declares pk.warpgroups\(1\): its blocks have exactly 128 work-items, got 64"),
     (dict(M=129), r"tensor map 'ta' views 'A' \(8192 elements\) as 129 x 64"),
+    (dict(c_len=4095), r"pk.wg_store writes C\[4095\], out of bounds \(4095 elements; offset 0, ld 64, 64 x 64\)"),
 ], ids=["a_offset", "b_offset", "unwritten", "out_of_bounds", "not_landed", "no_wait", "no_commit", "refill",
-        "non_uniform", "copy_over_pending", "block", "map_too_big"])
+        "non_uniform", "copy_over_pending", "block", "map_too_big", "store_out_of_bounds"])
 def test_warpgroup_mma_rules(kw, msg):
     with pytest.raises(OracleError, match=msg):
         _one(**kw)
