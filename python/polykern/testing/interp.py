@@ -207,7 +207,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
                 raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
                                   "operation while others reached a barrier (divergent control flow)")
             return resolve(requests, self.subgroup_size)
-        epoch[0] += 1  # a subgroup operation orders no memory: only a barrier starts a new interval
+        epoch[0] += 1  # a barrier: a new interval (a subgroup operation orders no memory)
         return None
 
 
