@@ -74,6 +74,16 @@ OPS = {
     "setmaxnreg_inc": ((), ("count",)),
     "setmaxnreg_dec": ((), ("count",)),
 }
+#: op -> the builtin a kernel writes it with (``pk.<builtin>``), where the two differ.
+BUILTIN_OF = {"mbar_init": "mbarrier_init", "mbar_arrive": "mbarrier_arrive", "mbar_arrive_tx": "mbarrier_arrive_tx",
+              "mbar_wait": "mbarrier_wait", "setmaxnreg_inc": "setmaxnreg", "setmaxnreg_dec": "setmaxnreg"}
+
+
+def builtin(op: str) -> str:
+    """``pk.<name>`` of ``op``, for messages."""
+    return f"pk.{BUILTIN_OF.get(op, op)}"
+
+
 #: Operations every work-item of a warpgroup performs together (with the same operands).
 WARPGROUP_OPS = ("wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg_inc",
                  "setmaxnreg_dec")
@@ -183,6 +193,11 @@ def check_swizzled_use(fn: ir.Function) -> Optional[Tuple[str, object]]:
                 "pk.tma_load and pk.wgmma: index another array", node)
 
     for s in ir.walk_stmts(fn.body):
+        if isinstance(s, ir.HopperOp) and s.op == "tma_load" and s.names[0] in hf.swizzled \
+                and not hf.tensor_maps[s.names[1]].swizzle:
+            return (f"'{s.names[0]}' holds swizzled tiles (a tensor copy writes it or wgmma reads it), but tensor map "
+                    f"'{s.names[1]}' copies without swizzle into it: the tiles would not be in the layout wgmma "
+                    "reads; use a \"128B\" map (or another array)", s)
         if isinstance(s, ir.Store) and s.base.name in hf.swizzled:
             return bad(s.base.name, s)
         if isinstance(s, ir.CopyAsync) and s.dst.name in hf.swizzled:
@@ -210,7 +225,7 @@ def check_target(fn: ir.Function, kind: str, target, support=None, checked: bool
 
     first = next((s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.HopperOp)), None)
     loc = getattr(first, "loc", None) or fn.loc
-    what = f"kernel '{fn.name}' uses Hopper operations (pk.{first.op if first else 'tensor_map'} ...)"
+    what = f"kernel '{fn.name}' uses Hopper operations ({builtin(first.op) if first else 'pk.tensor_map'} ...)"
     if checked:
         raise KernelTypeError(f"{what}: checked mode (bounds_check) does not cover them yet; build without "
                               "bounds_check, and test such kernels with the IR interpreter "

@@ -38,8 +38,7 @@ USAGE = {
 DECLARE = ("mbarriers", "tensor_map", "wg_acc")
 STATEMENTS = ("warpgroups", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_tx", "mbarrier_wait", "tma_load",
               "wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg")
-_OP = {"mbarrier_init": "mbar_init", "mbarrier_arrive": "mbar_arrive", "mbarrier_arrive_tx": "mbar_arrive_tx",
-       "mbarrier_wait": "mbar_wait"}
+_OP = {b: op for op, b in H.BUILTIN_OF.items() if b.startswith("mbarrier_")}  # the barrier operations
 
 
 def _kernel_only(tr, name: str, node) -> None:

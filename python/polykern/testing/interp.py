@@ -8,7 +8,8 @@ generators) for a grid x block with the language's meaning (see ``polykern.ir.no
 - locals and ``pk.local`` arrays start at zero, shared arrays are uninitialized (reading an element
   nobody wrote is an :class:`OracleError`);
 - the work-items of one workgroup run as Python generators that stop at ``barrier()``; a barrier that
-  only some work-items reach is an error;
+  only some work-items reach is an error (kernels with Hopper operations: ``interp_hopper`` schedules
+  them one at a time, also stopping at transaction-barrier waits and warpgroup operations);
 - atomics run in one valid order (sequentially), and every data race on a buffer or shared element
   (two work-items touching it in one barrier interval, one of them writing, not both atomically) is
   an error, as are out-of-bounds accesses, integer division by zero and runaway loops: a program the
@@ -43,6 +44,7 @@ from .interp_memory import Mem, Result, loose
 from .interp_sites import SiteFlow
 from .interp_stmts import LOOP_BUDGET, StmtCompiler
 from .interp_fragments import FragmentRequest, MatrixCompiler, resolve_fragments
+from .interp_hopper import HopperCompiler, launch_check, run_group
 from .interp_subgroups import Request, resolve
 from .interp_taint import INEXACT_BINOPS, INEXACT_CALLS, Taint, float_chain
 from .interp_values import SUBNORMAL_SEEN, OracleError, canon, zero
@@ -50,7 +52,7 @@ from .interp_values import SUBNORMAL_SEEN, OracleError, canon, zero
 __all__ = ["INEXACT_BINOPS", "INEXACT_CALLS", "OracleError", "Program", "Result", "prepare", "interpret"]
 
 
-class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
+class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCompiler):
     """A kernel's IR compiled to closures; ``run(args, grid, block)`` launches it."""
 
     def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE):
@@ -64,8 +66,9 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         self.special_seen_by: Dict[int, set] = {}  # the same per work-item id
         self.unspecified_seen: set = set()  # sites that gave a result no backend promises (interp_exprs)
         self.unspecified_seen_by: Dict[int, set] = {}
-        self.gen = ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(ir.subgroup_collective(s)
-                                                                     for s in ir.walk_stmts(fn.body))
+        self.hopper = ir.uses_hopper(fn)  # scheduled by interp_hopper.run_group
+        self.gen = self.hopper or ir.uses_barrier(fn) or ir.uses_matrix(fn) or any(
+            ir.subgroup_collective(s) for s in ir.walk_stmts(fn.body))
         self.fragments: dict = {}  # the subgroups' matrices during a run (interp_fragments)
         self.copies: dict = {}  # the work-items' asynchronous copies during a run (interp_copies)
         # slots: 0 ctx (ids), 1 work-item id, 2 [epoch], 3 [loop budget], then params, locals, arrays
@@ -119,6 +122,8 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
         shared = [(self.slot[n], n, a) for n, a in fn.shared_arrays.items()]
         ngroups = grid[0] * grid[1] * grid[2]
         gsize = block[0] * block[1] * block[2]
+        if self.hopper:
+            launch_check(fn, {p.name: base[self.slot[p.name]] for p in fn.params}, gsize)
         for g in range(ngroups):
             gid3 = (g % grid[0], (g // grid[0]) % grid[1], g // (grid[0] * grid[1]))
             epoch = [g * 1_000_000]  # distinct per group: shared memory is per group anyway
@@ -138,7 +143,9 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
                 for k, a in local_arrays:
                     st[k] = [zero(a.elem)] * a.size
                 states.append(st)
-            if self.gen:
+            if self.hopper:
+                run_group(self, states, epoch)
+            elif self.gen:
                 self._run_group_barriers(states, epoch)
             else:
                 body = self.body
@@ -181,22 +188,27 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler):
                 raise OracleError(f"{getattr(where, 'where', where)}: barrier reached by {len(at_barrier)} "
                                   f"work-items of a group while {finished} others finished without it (a "
                                   "barrier in divergent control flow)")
-            sent = [None] * len(at_barrier)
-            requests = [r for r in stops if isinstance(r, Request)]
-            frag_requests = [r for r in stops if isinstance(r, FragmentRequest)]
-            if frag_requests:
-                if len(frag_requests) != len(stops):
-                    raise OracleError(f"{frag_requests[0].where}: some work-items of a group reached a "
-                                      "matrix-fragment operation while others did not (divergent control flow)")
-                resolve_fragments(self, frag_requests, self.subgroup_size, self.fragments)
-            elif requests:
-                if len(requests) != len(stops):
-                    raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
-                                      "operation while others reached a barrier (divergent control flow)")
-                sent = resolve(requests, self.subgroup_size)
-            else:  # a subgroup operation orders no memory: only a barrier starts a new interval
-                epoch[0] += 1
+            sent = self._group_stop(stops, epoch) or [None] * len(at_barrier)
             live = at_barrier
+
+    def _group_stop(self, stops, epoch):
+        """Pass the barrier or collective every unfinished work-item of a group stopped at (``stops``, in
+        linear order): the values to resume them with, or None for a barrier (which starts a new interval)."""
+        requests = [r for r in stops if isinstance(r, Request)]
+        frag_requests = [r for r in stops if isinstance(r, FragmentRequest)]
+        if frag_requests:
+            if len(frag_requests) != len(stops):
+                raise OracleError(f"{frag_requests[0].where}: some work-items of a group reached a "
+                                  "matrix-fragment operation while others did not (divergent control flow)")
+            resolve_fragments(self, frag_requests, self.subgroup_size, self.fragments)
+            return [None] * len(stops)
+        if requests:
+            if len(requests) != len(stops):
+                raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
+                                  "operation while others reached a barrier (divergent control flow)")
+            return resolve(requests, self.subgroup_size)
+        epoch[0] += 1  # a barrier: a new interval (a subgroup operation orders no memory)
+        return None
 
 
 def _dims(d) -> Tuple[int, int, int]:

@@ -21,7 +21,7 @@ with the shared memory they were copying into.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..ir import nodes as ir
 from .interp_memory import mark, mark_sites
@@ -44,13 +44,26 @@ class _Always:
 ALWAYS = _Always()
 
 
-class PendingCopy:
-    """Who issued a pending copy, and where."""
+class Marker:
+    """A last writer that is not a work-item (``(ALWAYS, marker)`` in ``Mem.wr``): every access to the
+    element asks it; ``refuse`` gives the message refusing the access, or None to allow it."""
+
+    __slots__ = ()
+
+    def refuse(self, me: int, where: str, what: str, name: str, i: int) -> Optional[str]:
+        raise NotImplementedError
+
+
+class PendingCopy(Marker):
+    """Who issued a pending copy, and where: every access to its destination is refused."""
 
     __slots__ = ("issuer", "where")
 
     def __init__(self, issuer: int, where: str):
         self.issuer, self.where = issuer, where
+
+    def refuse(self, me: int, where: str, what: str, name: str, i: int) -> Optional[str]:
+        return pending_message(where, what, name, i, self)
 
 
 def pending_message(where: str, what: str, name: str, i: int, p: PendingCopy, source: bool = False) -> str:
@@ -63,6 +76,23 @@ def pending_message(where: str, what: str, name: str, i: int, p: PendingCopy, so
     return (f"{where}: {name}[{i}] {what} while an asynchronous copy into it is pending (pk.copy_async by "
             f"work-item {p.issuer} at {p.where}): the data is there for the issuing work-item after its "
             "pk.copy_wait retires the copy's group, for the others after that and a pk.barrier()")
+
+
+def read_check(mem, i: int, me: int, ep, where: str, what: str, reader: str) -> None:
+    """Work-item ``me`` reads ``mem[i]`` in barrier interval ``ep``: refused if another work-item wrote it in
+    that interval (``reader``: who reads, for the message) or its Marker refuses (``what``: e.g. 'read by
+    work-item 3'); recorded for the write checks."""
+    w = mem.wr[i]
+    if w is not None and w[0] == ep and w[1] != me:
+        if isinstance(w[1], Marker):
+            why = w[1].refuse(me, where, what, mem.name, i)
+            if why:
+                raise OracleError(why)
+        else:
+            raise OracleError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
+                              "in the same barrier interval (a barrier must separate them)")
+    r = mem.rd[i]
+    mem.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
 
 
 class _Copy:
@@ -105,15 +135,7 @@ class CopyCompiler:
             ep, me = st[2][0], st[1]
             p = PendingCopy(me, where)
             for i in range(si, si + n):  # read now, as a load is
-                w = src.wr[i]
-                if w is not None and w[0] == ep and w[1] != me:
-                    if isinstance(w[1], PendingCopy):  # (a source element is never a destination)
-                        raise OracleError(pending_message(where, f"read by work-item {me}", src.name, i, w[1]))
-                    raise OracleError(f"{where}: data race on {src.name}[{i}]: read by pk.copy_async of "
-                                      f"work-item {me} after a write by another work-item in the same "
-                                      "barrier interval")
-                r = src.rd[i]
-                src.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
+                read_check(src, i, me, ep, where, f"read by work-item {me}", f"read by pk.copy_async of work-item {me}")
                 if src.pending is None:
                     src.pending = {}
                 got = src.pending.get(i)

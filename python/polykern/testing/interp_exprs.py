@@ -7,7 +7,7 @@ import math
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
-from .interp_copies import PendingCopy, pending_message
+from .interp_copies import Marker, pending_message
 from .interp_memory import mark, mark_sites
 from .interp_sites import is_site
 from .interp_subgroups import Request, linear_id, register_value
@@ -192,11 +192,13 @@ class ExprCompiler:
             ep, me = st[2][0], st[1]
             w = mem.wr[i]
             if w is not None and w[0] == ep and w[1] != me:
-                if isinstance(w[1], PendingCopy):
-                    raise OracleError(pending_message(where, f"read by work-item {me}", name, i, w[1]))
-                raise OracleError(f"{where}: data race on {name}[{i}]: read by work-item {me} after "
-                                  f"{'a write' if isinstance(w[1], int) else 'atomic updates'} by another "
-                                  "work-item in the same barrier interval")
+                if not isinstance(w[1], Marker):
+                    raise OracleError(f"{where}: data race on {name}[{i}]: read by work-item {me} after "
+                                      f"{'a write' if isinstance(w[1], int) else 'atomic updates'} by another "
+                                      "work-item in the same barrier interval")
+                why = w[1].refuse(me, where, f"read by work-item {me}", name, i)
+                if why:
+                    raise OracleError(why)
             r = mem.rd[i]
             if r is None or r[0] != ep:
                 mem.rd[i] = (ep, me)
@@ -218,12 +220,10 @@ class ExprCompiler:
         w = mem.wr[i]
         tag = me if atomic is None else atomic
         if w is not None and w[0] == ep and w[1] != me and w[1] != tag:
-            if isinstance(w[1], PendingCopy):
-                raise OracleError(pending_message(where, f"written by work-item {me}", mem.name, i, w[1]))
-            raise OracleError(f"{where}: data race on {mem.name}[{i}]: "
-                              f"{'written' if atomic is None else f'atomic_{atomic}()'} by work-item {me} after "
-                              f"{'a write by another work-item' if isinstance(w[1], int) else f'atomic_{w[1]}()'} in the "
-                              "same barrier interval (the result would depend on the order)")
+            why = (w[1].refuse(me, where, f"written by work-item {me}", mem.name, i) if isinstance(w[1], Marker)
+                   else self._race_message(me, mem, i, where, atomic, w))
+            if why:
+                raise OracleError(why)
         r = mem.rd[i]
         if r is not None and r[0] == ep and r[1] != me:
             raise OracleError(f"{where}: data race on {mem.name}[{i}]: written by work-item {me} after "
@@ -232,6 +232,13 @@ class ExprCompiler:
             raise OracleError(pending_message(where, f"written by work-item {me}", mem.name, i, mem.pending[i][1],
                                               source=True))
         mem.wr[i] = (ep, tag if atomic in (None, "add", "min", "max") else me)
+
+    @staticmethod
+    def _race_message(me, mem, i, where, atomic, w) -> str:
+        return (f"{where}: data race on {mem.name}[{i}]: "
+                f"{'written' if atomic is None else f'atomic_{atomic}()'} by work-item {me} after "
+                f"{'a write by another work-item' if isinstance(w[1], int) else f'atomic_{w[1]}()'} in the "
+                "same barrier interval (the result would depend on the order)")
 
     def _e_Atomic(self, e):
         k, idx, bad = self._index(e.base, e.index)

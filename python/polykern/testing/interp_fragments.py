@@ -23,7 +23,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.matrix import reference_mma
 from ..ir.types import ArrayType, bf16
-from .interp_copies import PendingCopy, pending_message
+from .interp_copies import read_check
 from .interp_memory import mark
 from .interp_taint import location
 from .interp_values import OracleError
@@ -80,16 +80,8 @@ def _read_check(st, mem, i: int, where: str) -> None:
     """A read of ``mem[i]`` by the subgroup (as its first work-item ``st``): a race with a write by another
     work-item in the same barrier interval is refused, as a plain load's is."""
     ep, me = st[2][0], st[1]
-    w = mem.wr[i]
-    if w is not None and w[0] == ep and w[1] != me:
-        if isinstance(w[1], PendingCopy):
-            raise OracleError(pending_message(where, f"read by frag_load of the subgroup of work-item {me}",
-                                              mem.name, i, w[1]))
-        raise OracleError(f"{where}: data race on {mem.name}[{i}]: frag_load by the subgroup of work-item {me} "
-                          "after a write by another work-item in the same barrier interval (a barrier must "
-                          "separate them)")
-    r = mem.rd[i]
-    mem.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
+    read_check(mem, i, me, ep, where, f"read by frag_load of the subgroup of work-item {me}",
+               f"frag_load by the subgroup of work-item {me}")
 
 
 def _get(frags: Fragments, key, name: str, where: str):

@@ -147,7 +147,7 @@ class StmtCompiler:
         name = type(s).__name__
         if self.gen and ir.subgroup_collective(s) is not None:
             return self._g_collective(s), True
-        if self.gen and isinstance(s, (ir.If, ir.For, ir.While, ir.Barrier, ir.MatrixOp)):
+        if self.gen and isinstance(s, (ir.If, ir.For, ir.While, ir.Barrier, ir.MatrixOp, ir.HopperOp)):
             return getattr(self, "_g_" + name)(s), True
         m = getattr(self, "_s_" + name, None)
         if m is None:
