@@ -41,6 +41,20 @@ def test_gemm_example_is_exactly_the_reference(dtype):
     assert np.abs(want).max() > 1  # not a trivially zero product
 
 
+@pytest.mark.parametrize("inflight", [0, 1])
+def test_persistent_gemm_is_exactly_the_reference(inflight):
+    """Three blocks over four tiles: one block walks two, its ring's barrier phases running on across them."""
+    rng = np.random.default_rng(3)
+    M, N, K, BN = 256, 128, 192, 64
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (N, K)).astype(np.float16)
+    out = interpret(G.make_gemm_persistent(BN, 2, INFLIGHT=inflight),
+                    [M, N, K, a.reshape(-1), b.reshape(-1), np.zeros(M * N, np.float16), G.shared_elems(BN, 2)],
+                    (3, 1), 384)
+    want = _gemm_reference(a.astype(np.float64), b.astype(np.float64), BN)
+    assert np.array_equal(out.buffers["C"].reshape(M, N), want)
+
+
 def test_gemm_results_carry_the_mma_tag():
     """A device may sum a wgmma in another order: stored results are marked inexact like an mma's."""
     a = np.ones((128, 64), np.float16).reshape(-1)
