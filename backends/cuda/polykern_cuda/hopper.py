@@ -174,28 +174,21 @@ def _store(em, s: N.HopperOp, a) -> None:
     em.line(f"int pk_t = {_TID} & 127, pk_w = pk_t >> 5, pk_l = pk_t & 31;")
     em.line(f"long long pk_ld = (long long)({a[1]}), pk_off = (long long)({a[0]});")
     em.line("long long pk_r = (long long)(pk_w * 16 + (pk_l >> 2)) * pk_ld + pk_off, pk_r8 = pk_r + 8ll * pk_ld;")
-    em.line("if (((pk_off | pk_ld) & 1) == 0) {")
-    em.depth += 1
-    em.line("#pragma unroll")
-    em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
-    em.depth += 1
-    em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
-    em.line(f"*({pair_t}*)&{name}[pk_r + pk_c] = {pair(0)};")
-    em.line(f"*({pair_t}*)&{name}[pk_r8 + pk_c] = {pair(2)};")
-    em.depth -= 1
-    em.line("}")
-    em.depth -= 1
-    em.line("} else {")
-    em.depth += 1
-    em.line("#pragma unroll")
-    em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
-    em.depth += 1
-    em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
-    for k, (row, dc) in enumerate((("pk_r", 0), ("pk_r", 1), ("pk_r8", 0), ("pk_r8", 1))):
-        em.line(f"{name}[{row} + pk_c + {dc}] = {conv}({v}[4 * pk_j + {k}]);")
-    em.depth -= 1
-    em.line("}")
-    em.depth -= 1
+    pairs = [f"*({pair_t}*)&{name}[pk_r + pk_c] = {pair(0)};", f"*({pair_t}*)&{name}[pk_r8 + pk_c] = {pair(2)};"]
+    singles = [f"{name}[{row} + pk_c + {dc}] = {conv}({v}[4 * pk_j + {k}]);"
+               for k, (row, dc) in enumerate((("pk_r", 0), ("pk_r", 1), ("pk_r8", 0), ("pk_r8", 1)))]
+    for head, body in (("if (((pk_off | pk_ld) & 1) == 0) {", pairs), ("} else {", singles)):
+        em.line(head)
+        em.depth += 1
+        em.line("#pragma unroll")
+        em.line(f"for (int pk_j = 0; pk_j < {at.n // 8}; ++pk_j) {{")
+        em.depth += 1
+        em.line("int pk_c = 8 * pk_j + 2 * (pk_l & 3);")
+        for line in body:
+            em.line(line)
+        em.depth -= 1
+        em.line("}")
+        em.depth -= 1
     em.line("}")
     em.depth -= 1
     em.line("}")
