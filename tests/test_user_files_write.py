@@ -129,3 +129,34 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     with pytest.raises(TypeError):
         write_atomic(path, object())  # type: ignore[arg-type]
     assert path.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def test_a_benchmark_refuses_its_output_before_running(tmp_path):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, str(BENCHMARKS / "cpu.py"), "--json", str(fifo)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and r.stderr == f"cpu.py: error: cannot write {fifo}: it is a FIFO (named pipe), " \
+        "not a regular file\n", r.stderr[-3000:]
+    assert fifo.is_fifo()
+
+
+def test_benchmark_outputs_follow_the_rules(tmp_path):
+    code = f"""
+        import os, sys
+        sys.path.insert(0, {str(BENCHMARKS)!r})
+        import common
+        target = {str(tmp_path / "real.json")!r}
+        open(target, "w").write("old")
+        os.chmod(target, 0o640)
+        os.symlink("real.json", {str(tmp_path / "link.json")!r})
+        common.write_output({str(tmp_path / "link.json")!r}, "new")
+        print(open(target).read(), oct(os.stat(target).st_mode & 0o777), os.path.islink({str(tmp_path / "link.json")!r}))
+        common.output_folder(target)
+    """
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert r.stdout == "new 0o640 True\n"
+    assert r.returncode == 1 and r.stderr.startswith(f"-c: error: cannot create the output folder {tmp_path}/real.json:")
