@@ -8,15 +8,8 @@ import textwrap
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32
+from polykern.testing.c_corpus import saxpy
 from polykern.cli import main
-
-
-@pk.kernel
-def saxpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + y[i]
 
 
 @pytest.fixture(scope="module")

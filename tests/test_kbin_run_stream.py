@@ -7,19 +7,12 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32
+from polykern.testing.c_corpus import saxpy
 from polykern import launch_stream as ls
 from test_native import IS_ELF_HOST, native_build  # noqa: F401
 
 N = 100
 SIG = "saxpy(n: i32, a: f32, x: Buffer[f32, readonly], y: Buffer[f32])"
-
-
-@pk.kernel
-def saxpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + y[i]
 
 
 @pytest.fixture(scope="module")
