@@ -34,7 +34,7 @@ assert pk.__file__.startswith(tree) and polykern_llvm.__file__.startswith(tree),
 polykern_llvm.register_backend()
 sys.path.insert(0, bench)
 from kernels import PROBLEMS
-from common import interleaved, median
+from common import check_output, interleaved, median, write_output
 out = {"compile_cpu_s": {}, "run_s": {}}
 for p in PROBLEMS:
     pk.build([p.kernel], targets=["llvm"])
@@ -65,6 +65,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.json:
+        check_output(args.json)
     tmp = tempfile.mkdtemp(prefix="pk-baseline-")
     try:
         archive = subprocess.run(["git", "-C", ROOT, "archive", args.rev, "python", "backends/llvm"],
@@ -88,8 +90,7 @@ def main(argv=None):
               f"{b['run_s'][k] * 1e3:12.2f} -> {c['run_s'][k] * 1e3:8.2f}  ({b['run_s'][k] / c['run_s'][k]:.1f}x)")
     print(f"launch overhead: {b['launch_s'] * 1e6:.1f} us -> {c['launch_s'] * 1e6:.1f} us")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rev": args.rev, "median": med, "runs": runs}, f, indent=1)
+        write_output(args.json, json.dumps({"rev": args.rev, "median": med, "runs": runs}, indent=1))
     return 0
 
 

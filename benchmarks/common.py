@@ -31,6 +31,53 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _fail_output(e: Exception) -> "SystemExit":
+    return SystemExit(f"{os.path.basename(sys.argv[0]) or 'benchmark'}: error: {e}")
+
+
+def check_output(path: str) -> str:
+    """``path`` when :func:`write_output` may write it (polykern.user_files' rules), else exit with the
+    reason, before a long run is spent on a result that cannot be written."""
+    from polykern.errors import PolykernError
+    from polykern.user_files import check_destination
+
+    try:
+        check_destination(path)
+    except PolykernError as e:
+        raise _fail_output(e) from None
+    return path
+
+
+def output_folder(path: str) -> str:
+    """Create the output folder ``path`` (and its parents), or exit saying why it cannot be."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise _fail_output(f"cannot create the output folder {path}: {e.strerror or e}") from None
+    return path
+
+
+def write_output(path: str, data) -> None:
+    """Write a result (text or bytes) to ``path`` through polykern.user_files.write_atomic: regular files
+    only, atomically, through symlinks, keeping the mode; exit with the reason when it is refused."""
+    from polykern.errors import PolykernError
+    from polykern.user_files import write_atomic
+
+    try:
+        write_atomic(path, data.encode() if isinstance(data, str) else data)
+    except PolykernError as e:
+        raise _fail_output(e) from None
+
+
+def figure_bytes(fig, **savefig) -> bytes:
+    """A matplotlib figure as PNG bytes (for :func:`write_output`)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig)
+    return buf.getvalue()
+
+
 def interleaved(fns: Dict[str, Callable[[], None]], repeat: int, warmup: int = 1,
                 min_time: float = 0.0) -> Dict[str, List[float]]:
     """Wall-clock seconds of each ``fns[name]()``, measured round-robin ``repeat`` times (after

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from common import HERE, log, machine, median, versions
+from common import HERE, check_output, log, machine, median, versions, write_output
 from kernels import PROBLEMS
 
 TARGETS = ["llvm", "cuda -arch=sm_90", "nvptx -arch=sm_90", "rocm -mcpu=gfx90a", "opencl", "vulkan", "metal",
@@ -217,12 +217,13 @@ def main(argv=None):
     ap.add_argument("--peers", default="tvm,numba,triton")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.json:
+        check_output(args.json)
     res = run(args.quick, 2 if args.quick else args.repeat, not args.quick, tuple(filter(None, args.peers.split(","))))
     res["machine"] = machine()
     res["versions"] = versions("llvmlite", "tvm", "numba", "triton")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_output(args.json, json.dumps(res, indent=1))
     return 0
 
 

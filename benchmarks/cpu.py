@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from common import interleaved, log, machine, median, versions
+from common import check_output, interleaved, log, machine, median, versions, write_output
 from kernels import PROBLEMS
 
 TARGETS = {"polykern": "llvm", "polykern-native": "llvm -mcpu=native"}
@@ -265,13 +265,14 @@ def main(argv=None):
     ap.add_argument("--tuned", action="store_true", help="issue 15: the tuned kernels (saxpy, sum, row softmax) "
                     "against NumPy and Numba parallel, interleaved rounds (--repeat, at least 9)")
     args = ap.parse_args(argv)
+    if args.json:
+        check_output(args.json)
     if args.tuned:
         res = {"issue15": tuned(max(9, args.repeat), args.quick), "machine": machine(),
                "versions": versions("numpy", "numba", "llvmlite")}
         print(tuned_table(res["issue15"]))
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(res, f, indent=1)
+            write_output(args.json, json.dumps(res, indent=1))
         return 0
     res = run(args.quick, args.repeat, problems=args.only.split(",") if args.only else None)
     res["machine"] = machine()
@@ -279,8 +280,7 @@ def main(argv=None):
     lo = res["launch_overhead"]
     log("launch overhead per call: " + "  ".join(f"{k} {v * 1e6:.1f}us" for k, v in lo.items()))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_output(args.json, json.dumps(res, indent=1))
     return 0
 
 

@@ -46,6 +46,8 @@ for _p in [HERE, os.path.join(_ROOT, "examples"), os.path.join(_ROOT, "python")]
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
+from common import figure_bytes, output_folder, write_output  # noqa: E402
+
 CUDA_C = r"""
 #define TILE 16
 extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* y) {
@@ -657,7 +659,7 @@ def plot(out: str) -> None:
         axes[2].axhline(1.0, color="k", lw=0.8, ls="--")
         axes[2].set_title("launch overhead", fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "gpu.png"), dpi=120)
+    write_output(os.path.join(out, "gpu.png"), figure_bytes(fig, dpi=120))
     plt.close(fig)
 
 
@@ -669,7 +671,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--sections", default="kernels,launch,compile")
     args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
+    output_folder(args.out)
     try:
         RESULTS["device"] = device_info()
         log(f"device: {RESULTS['device']}")
@@ -687,8 +689,7 @@ def main(argv=None):
         RESULTS["targets"] = targets()
     except Exception as e:  # noqa: BLE001
         RESULTS["errors"]["targets"] = f"{type(e).__name__}: {e}"
-    with open(os.path.join(args.out, "gpu.json"), "w") as f:
-        json.dump(RESULTS, f, indent=1, default=str)
+    write_output(os.path.join(args.out, "gpu.json"), json.dumps(RESULTS, indent=1, default=str))
     try:
         plot(args.out)
     except Exception as e:  # noqa: BLE001

@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-peers", action="store_true", help="polykern only (e.g. under a profiler)")
     args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
+    common.output_folder(args.out)
     dry = args.dry_run
     dims = [int(x) for x in args.dims.split(",")]
     RESULTS["device"] = device_info(dry)
@@ -269,8 +269,7 @@ def main(argv=None) -> int:
     for d in dims:
         run_dim(shape + (d,), run_mods, places, sg_sizes, args, rng)
     path = os.path.join(args.out, "gpu_attention.json")
-    with open(path, "w") as f:
-        json.dump(RESULTS, f, indent=1, default=str)
+    common.write_output(path, json.dumps(RESULTS, indent=1, default=str))
     log(table())
     log(f"wrote {path}")
     bad = [f"{key}: {k}" for key, row in RESULTS["contenders"].items() for k, v in row.items()

@@ -159,7 +159,7 @@ def main(argv=None) -> int:
                     "dyn4wide (dyn4 at 128x256)")
     args = ap.parse_args(argv)
     variants = tuple(args.variants.split(","))
-    os.makedirs(args.out, exist_ok=True)
+    common.output_folder(args.out)
     dry = args.dry_run
     RESULTS["device"] = device_info(dry)
     RESULTS["config"] = {"size": args.size, "rounds": args.rounds, "arch": args.arch, "tiles": G.GPU_TILES,
@@ -195,8 +195,7 @@ def main(argv=None) -> int:
         RESULTS["contenders"][c.label].update(median_s=med(ts), tflops=flop / med(ts) / 1e12, rounds_s=ts)
     summarize(times, dry)
     path = os.path.join(args.out, "gpu_matrix.json")
-    with open(path, "w") as f:
-        json.dump(RESULTS, f, indent=1, default=str)
+    common.write_output(path, json.dumps(RESULTS, indent=1, default=str))
     log(table())
     log(f"wrote {path}")
     bad = [k for k, v in RESULTS["contenders"].items() if k.startswith("polykern") and v.get("check") != "ok"]

@@ -521,7 +521,7 @@ def plot(out: str) -> str:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = os.path.join(out, "gpu_peers.png")
-    fig.savefig(path, dpi=110)
+    common.write_output(path, common.figure_bytes(fig, dpi=110))
     plt.close(fig)
     return f"wrote {path}"
 
@@ -617,7 +617,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.rounds < 5 and not args.dry_run:
         ap.error("--rounds must be at least 5")
-    os.makedirs(args.out, exist_ok=True)
+    common.output_folder(args.out)
     t_start = time.perf_counter()
     names = args.only.split(",") if args.only else ORDER
     unknown = [n for n in names if n not in tp.PROBLEMS]
@@ -631,8 +631,7 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"]["cupy"] = f"missing: {short(e)}"
             log(f"CuPy is missing ({short(e)}): the GPU run needs it; --dry-run checks the kernels without a GPU")
-            with open(os.path.join(args.out, "gpu_peers.json"), "w") as f:
-                json.dump(RESULTS, f, indent=1, default=str)
+            common.write_output(os.path.join(args.out, "gpu_peers.json"), json.dumps(RESULTS, indent=1, default=str))
             return 2
     RESULTS["machine"] = device_info(args.dry_run)
     RESULTS["sizes"] = sizes
@@ -738,15 +737,13 @@ def main(argv=None) -> int:
     RESULTS["wall_s"] = time.perf_counter() - t_start
     txt = table()
     log(txt)
-    with open(os.path.join(args.out, "gpu_peers.txt"), "w") as f:
-        f.write(txt + "\n")
+    common.write_output(os.path.join(args.out, "gpu_peers.txt"), txt + "\n")
     try:
         log(plot(args.out))
     except Exception as e:  # noqa: BLE001
         RESULTS["errors"]["plot"] = short(e)
         log(f"plot failed: {short(e)}")
-    with open(os.path.join(args.out, "gpu_peers.json"), "w") as f:
-        json.dump(RESULTS, f, indent=1, default=str)
+    common.write_output(os.path.join(args.out, "gpu_peers.json"), json.dumps(RESULTS, indent=1, default=str))
     log(f"wrote {args.out}/gpu_peers.json in {RESULTS['wall_s']:.1f} s"
         + (f"; errors: {list(RESULTS['errors'])}" if RESULTS["errors"] else ""))
     failed = [n for n in names if any(v != "ok" and k.startswith("polykern")

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from common import HERE, log, machine, versions
+from common import HERE, log, machine, output_folder, versions, write_output
 
 
 def _fmt(v, scale=1e3, digits=1):
@@ -91,7 +91,7 @@ def main(argv=None):
     ap.add_argument("--sections", default="compile,cpu")
     ap.add_argument("--repeat", type=int, default=0, help="override the repeat counts")
     args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
+    output_folder(args.out)
     sections = set(args.sections.split(","))
     res = {"machine": machine(), "versions": versions("polykern", "numpy", "llvmlite", "numba", "tvm", "matplotlib"),
            "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:])}
@@ -113,10 +113,8 @@ def main(argv=None):
             timeout=120).stdout.strip() or None
     except Exception:  # noqa: BLE001
         pass
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(summary(res))
+    write_output(os.path.join(args.out, "results.json"), json.dumps(res, indent=1))
+    write_output(os.path.join(args.out, "summary.md"), summary(res))
     import plots
 
     for p in plots.all_figures(args.out):

@@ -55,6 +55,7 @@ from polykern.ir.bfloat16 import is_bf16_dtype  # noqa: E402
 from polykern.testing import fuzzcase, fuzzprofile, kernelgen  # noqa: E402
 from polykern.target import Target  # noqa: E402
 from polykern.testing.reduce import reduce_source  # noqa: E402
+from polykern.user_files import write_atomic  # noqa: E402
 
 SEED_STRIDE = 1_000_000  # program i of --seed S has generator seed S * SEED_STRIDE + i
 
@@ -105,8 +106,7 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=No
     kind = outcome.target.split()[0]
     base = f"{prog.name}_{kind}"
     path = os.path.join(save_dir, base + ".py")
-    with open(path, "w") as f:
-        f.write(source if source.endswith("\n") else source + "\n")
+    write_atomic(path, (source if source.endswith("\n") else source + "\n").encode())
     meta = {
         "kernel": prog.name, "seed": prog.seed, "grid": list(prog.grid), "block": list(prog.block),
         "features": sorted(prog.features), "targets": targets,
@@ -117,9 +117,7 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=No
     }
     if profile is not None:  # made for that target kind's refusal profile (tools/fuzz.py --profile)
         meta["profile"] = profile
-    with open(os.path.join(save_dir, base + ".json"), "w") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-        f.write("\n")
+    write_atomic(os.path.join(save_dir, base + ".json"), (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
     return path
 
 

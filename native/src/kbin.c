@@ -158,7 +158,30 @@ static int check_root_functions(pk_reader *r, const pk_artifact *art) {
     return 0;
 }
 
-pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
+/* wire.check_header: empty, magic, format version, on the first PK_HEADER_SIZE bytes (or all of a
+ * shorter artifact); r->end is the length of what the reader has. Returns 0 and leaves r->pos after
+ * the version. */
+#define PK_HEADER_SIZE 12
+static int check_header(pk_reader *r, uint32_t *version) {
+    size_t i, size = r->end;
+    if (size == 0) return pk_rd_fail_at(r, 0, PK_MSG_DATA_EMPTY);
+    if (memcmp(r->data, MAGIC, size < 8 ? size : 8) != 0) {
+        char hex[17];
+        for (i = 0; i < 8 && i < size; i++) snprintf(hex + 2 * i, 3, "%02x", r->data[i]);
+        hex[2 * i] = 0;
+        return pk_rd_fail_at(r, 0, PK_MSG_BAD_MAGIC, hex);
+    }
+    if (size < 8) return pk_rd_fail_at(r, 0, PK_MSG_TRUNCATED, "magic", 8ULL, (unsigned long long)size);
+    r->pos = 8;
+    if (pk_rd_u32(r, version, "format version")) return PK_ERR_ARTIFACT;
+    if (*version < PK_KBIN_MIN_VERSION || *version > PK_KBIN_VERSION)
+        return pk_rd_fail_at(r, 8, PK_MSG_VERSION, (unsigned long long)*version,
+                             (unsigned long long)PK_KBIN_MIN_VERSION, (unsigned long long)PK_KBIN_VERSION);
+    return 0;
+}
+
+/* Parse `bytes` (malloc'ed; the artifact owns them from here on, also when parsing fails). */
+static pk_artifact *parse_owned(uint8_t *bytes, size_t size, pk_error *err) {
     artifact_impl *impl;
     pk_artifact *art;
     pk_module *mods;
@@ -169,16 +192,14 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     size_t i, n, at, crc_at;
     pk_kv *meta;
 
-    if (err) memset(err, 0, sizeof *err);
     impl = (artifact_impl *)calloc(1, sizeof *impl);
-    if (!impl) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    if (!impl) { free(bytes); pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
+    impl->bytes = bytes;
     art = (pk_artifact *)pk_arena_alloc(&impl->arena, sizeof *art);
-    impl->bytes = (uint8_t *)malloc(size ? size : 1);
-    if (!art || !impl->bytes) {
+    if (!art) {
         pk_fail(err, PK_ERR_NOMEM, "out of memory (%zu byte artifact)", size);
         goto fail;
     }
-    if (size) memcpy(impl->bytes, data, size);
     art->internal_ = impl;
     art->size = size;
 
@@ -188,28 +209,7 @@ pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
     r.arena = &impl->arena;
     r.err = err;
 
-    if (size == 0) {
-        pk_rd_fail_at(&r, 0, PK_MSG_DATA_EMPTY);
-        goto fail;
-    }
-    if (memcmp(r.data, MAGIC, size < 8 ? size : 8) != 0) {
-        char hex[17];
-        for (i = 0; i < 8 && i < size; i++) snprintf(hex + 2 * i, 3, "%02x", r.data[i]);
-        hex[2 * i] = 0;
-        pk_rd_fail_at(&r, 0, PK_MSG_BAD_MAGIC, hex);
-        goto fail;
-    }
-    if (size < 8) {
-        pk_rd_fail_at(&r, 0, PK_MSG_TRUNCATED, "magic", 8ULL, (unsigned long long)size);
-        goto fail;
-    }
-    r.pos = 8;
-    if (pk_rd_u32(&r, &art->version, "format version")) goto fail;
-    if (art->version < PK_KBIN_MIN_VERSION || art->version > PK_KBIN_VERSION) {
-        pk_rd_fail_at(&r, 8, PK_MSG_VERSION, (unsigned long long)art->version,
-                      (unsigned long long)PK_KBIN_MIN_VERSION, (unsigned long long)PK_KBIN_VERSION);
-        goto fail;
-    }
+    if (check_header(&r, &art->version)) goto fail;
     at = r.pos;
     if (pk_rd_u64(&r, &n64, "module count")) goto fail;
     if (n64 < 1) {
@@ -262,7 +262,18 @@ fail:
     return NULL;
 }
 
-static const char *file_type(mode_t mode) {   /* artifact._file_type */
+pk_artifact *pk_artifact_parse(const void *data, size_t size, pk_error *err) {
+    uint8_t *copy;
+    if (err) memset(err, 0, sizeof *err);
+    if (!(copy = (uint8_t *)malloc(size ? size : 1))) {
+        pk_fail(err, PK_ERR_NOMEM, "out of memory (%zu byte artifact)", size);
+        return NULL;
+    }
+    if (size) memcpy(copy, data, size);
+    return parse_owned(copy, size, err);
+}
+
+static const char *file_type(mode_t mode) {   /* user_files.file_type */
     if (S_ISDIR(mode)) return "a directory";
     if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
     if (S_ISCHR(mode)) return "a character device";
@@ -271,14 +282,75 @@ static const char *file_type(mode_t mode) {   /* artifact._file_type */
     return "not a regular file";
 }
 
-/* artifact._read: a regular file only (O_NONBLOCK: opening a FIFO does not wait for a writer),
- * and no more than the size it had when opened. */
+/* kbin_file.read (polykern.user_files.read_regular): a regular file only (O_NONBLOCK: opening a FIFO
+ * does not wait for a writer); the header is checked before the rest is read, so a file that is not an
+ * artifact costs 12 bytes whatever its size; then no more than the size it had when opened is read,
+ * into the one buffer the artifact keeps (no second copy). */
+/* read(2) until `n` bytes or end of file; the count read, or -1 (errno set) */
+static ssize_t read_full(int fd, uint8_t *dst, size_t n) {
+    size_t len = 0;
+    ssize_t got;
+    while (len < n) {
+        got = read(fd, dst + len, n - len);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) break;
+        len += (size_t)got;
+    }
+    return (ssize_t)len;
+}
+
+static pk_artifact *load_fd(int fd, const char *shown, pk_error *err) {
+    struct stat st;
+    uint8_t head[PK_HEADER_SIZE], *buf, extra;
+    size_t size, n_head;
+    ssize_t got;
+    uint32_t version;
+    pk_reader r;
+    if (fstat(fd, &st) != 0) {
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        pk_fail(err, PK_ERR_IO, PK_MSG_NOT_REGULAR, shown, file_type(st.st_mode));
+        return NULL;
+    }
+    size = (size_t)st.st_size;
+    n_head = size < PK_HEADER_SIZE ? size : PK_HEADER_SIZE;
+    if ((got = read_full(fd, head, n_head)) < 0) {
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
+        return NULL;
+    }
+    if ((size_t)got != n_head) {
+        pk_fail(err, PK_ERR_IO, PK_MSG_FILE_CHANGED, shown, (unsigned long long)size);
+        return NULL;
+    }
+    memset(&r, 0, sizeof r);
+    r.data = head;
+    r.end = n_head;
+    r.err = err;
+    if (check_header(&r, &version)) return NULL;
+    if ((off_t)size != st.st_size || !(buf = (uint8_t *)malloc(size ? size : 1))) {
+        pk_fail(err, PK_ERR_NOMEM, "cannot read %s: %llu bytes do not fit in this process's memory", shown,
+                (unsigned long long)st.st_size);
+        return NULL;
+    }
+    memcpy(buf, head, n_head);
+    if ((got = read_full(fd, buf + n_head, size - n_head)) < 0) {
+        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
+        free(buf);
+        return NULL;
+    }
+    if ((size_t)got != size - n_head || read(fd, &extra, 1) > 0) {
+        pk_fail(err, PK_ERR_IO, PK_MSG_FILE_CHANGED, shown, (unsigned long long)size);
+        free(buf);
+        return NULL;
+    }
+    return parse_owned(buf, size, err);
+}
+
 pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
     int fd;
-    struct stat st;
-    uint8_t *buf, extra;
-    size_t len = 0, size;
-    ssize_t got;
     char shown[400];
     pk_artifact *art;
     if (err) memset(err, 0, sizeof *err);
@@ -288,43 +360,8 @@ pk_artifact *pk_artifact_load(const char *path, pk_error *err) {
         pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
         return NULL;
     }
-    if (fstat(fd, &st) != 0) {
-        pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        pk_fail(err, PK_ERR_IO, PK_MSG_NOT_REGULAR, shown, file_type(st.st_mode));
-        close(fd);
-        return NULL;
-    }
-    size = (size_t)st.st_size;
-    if ((off_t)size != st.st_size || !(buf = (uint8_t *)malloc(size ? size : 1))) {
-        close(fd);
-        pk_fail(err, PK_ERR_NOMEM, "%s: out of memory reading the file", shown);
-        return NULL;
-    }
-    while (len < size) {
-        got = read(fd, buf + len, size - len);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            pk_fail(err, PK_ERR_IO, "cannot read %s: %s", shown, strerror(errno));
-            free(buf);
-            close(fd);
-            return NULL;
-        }
-        if (got == 0) break;
-        len += (size_t)got;
-    }
-    if (len != size || read(fd, &extra, 1) > 0) {
-        pk_fail(err, PK_ERR_IO, PK_MSG_FILE_CHANGED, shown, (unsigned long long)size);
-        free(buf);
-        close(fd);
-        return NULL;
-    }
+    art = load_fd(fd, shown, err);
     close(fd);
-    art = pk_artifact_parse(buf, len, err);
-    free(buf);
     return art;
 }
 

@@ -9,10 +9,14 @@
  *                   then nbytes of data padded to 64 bytes; kind 0 = scalar, 1 = read-only
  *                   buffer, 2 = written buffer
  *   stdout  the data of every kind-2 argument in order, then u32 "PKOK".
+ * The records must match the kernel's signature: as many records as arguments, a scalar's record of
+ * kind 0 holding exactly the scalar's bytes, a buffer's of kind 1 or 2 ("argument 0 (n: i32) is a
+ * scalar of 4 bytes, but its record is a buffer (kind 1); the kernel is saxpy(...)").
  * Exit status 0 after a complete run, 3 with a message on stderr otherwise. Built for aarch64
  * (make -C native aarch64), it runs aarch64 artifacts under qemu-aarch64 on any host
  * (tests/test_emulation_aarch64.py).
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,39 @@ static int fail(const char *what) {
     return 3;
 }
 
+/* A record that does not match the kernel's signature (the kernel would read one as the other). */
+static int mismatch(const pk_function_info *fi, const char *fmt, ...) {
+    char sig[400];
+    va_list ap;
+    fprintf(stderr, "kbin-run: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "; the kernel is %s\n", pk_function_signature(fi, sig, sizeof sig));
+    return 3;
+}
+
+/* 0 when record `i` (kind `rkind`, `n` data bytes) fits argument `i` of `fi`, else 3 after the message */
+static int check_record(const pk_function_info *fi, uint32_t i, uint32_t rkind, uint64_t n) {
+    const pk_arg_info *a = &fi->args[i];
+    char type[32];
+    uint64_t size = ((uint64_t)a->bits * a->lanes + 7) / 8;
+    pk_type_name(a->code, a->bits, a->lanes, type, sizeof type);
+    if (a->kind == PK_ARG_BUFFER) {
+        if (rkind == 0)
+            return mismatch(fi, "argument %u (Buffer[%s]) is a buffer, but its record is a scalar (kind 0)", i,
+                            type);
+        return 0;
+    }
+    if (rkind != 0)
+        return mismatch(fi, "argument %u (%s) is a scalar of %llu bytes, but its record is a buffer (kind %u)", i,
+                        type, (unsigned long long)size, rkind);
+    if (n != size)
+        return mismatch(fi, "argument %u (%s) is a scalar of %llu bytes, but its record holds %llu bytes", i, type,
+                        (unsigned long long)size, (unsigned long long)n);
+    return 0;
+}
+
 static int read_all(void *dst, size_t n) {
     return fread(dst, 1, n, stdin) == n;
 }
@@ -39,6 +76,7 @@ int main(int argc, char **argv) {
     pk_artifact *art = NULL;
     pk_program *prog = NULL;
     pk_kernel *k;
+    const pk_function_info *fi;
     uint32_t head[4], i, grid[3], block[3], done = PK_DONE;
     int32_t launch[6];
     uint64_t body_bytes, off = 0;
@@ -73,6 +111,11 @@ int main(int argc, char **argv) {
     if (!(art = pk_artifact_load(argv[1], &err))) goto pkfail;
     if (!(prog = pk_program_load_first(art, kind, argv[2], &err))) goto pkfail;
     if (!(k = pk_program_kernel(prog, argv[2], &err))) goto pkfail;
+    fi = pk_kernel_info(k);
+    if (head[1] != fi->num_args) {
+        rc = mismatch(fi, "the launch stream has %u arguments, but the kernel takes %zu", head[1], fi->num_args);
+        goto out;
+    }
     for (i = 0; i < head[1]; i++) {
         uint32_t rkind;
         uint64_t n, padded;
@@ -85,6 +128,7 @@ int main(int argc, char **argv) {
             rc = fail("argument data past the end of the body");
             goto out;
         }
+        if ((rc = check_record(fi, i, rkind, n))) goto out;
         if (rkind == 0) {
             args[i] = body + off + PK_RECORD;
         } else {

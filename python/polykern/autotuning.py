@@ -20,8 +20,9 @@ The first call with a new key runs every configuration on the caller's arguments
 ``runtime.synchronize.<kind>``), takes the median, and caches the fastest on disk in
 ``cache.cache_root()/autotune`` (``$POLYKERN_CACHE_DIR``), in one JSON file per kernel, configuration
 list, kernel IR, device (the runtime's device description, with the driver it reports), compiler
-version, build hooks (their records, ``hooks.identity``) and key; written atomically. A corrupt or foreign cache file is ignored with a warning and
-rewritten. A configuration that fails to build or launch (a block over the device's limit ...) is
+version, build hooks (their records, ``hooks.identity``) and key; written atomically (``polykern.user_files``). A corrupt or foreign cache file is
+ignored with a warning and rewritten; so is one over ``CACHE_FILE_LIMIT`` (1 MiB), and a path that is not a regular file
+(a FIFO, a device) is neither read nor replaced. A configuration that fails to build or launch (a block over the device's limit ...) is
 skipped with a warning; if every one fails, the first error is raised. The written buffers are copied
 before tuning and restored before the real launch (``restore=True``; NumPy arrays and polykern device
 arrays; any other array needs ``restore=False``, for kernels that may run repeatedly).
@@ -41,23 +42,24 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from pathlib import Path
-
 import numpy as np
 
 from . import backends, hooks, registry
-from .cache import cache_root, write_atomic
+from .cache import cache_root
 from .device_array import DeviceArrayBase
 from .errors import LaunchError, PolykernError
 from .ir.printer import function_str
 from .lang.kernel import Kernel
 from .pipeline import build
+from .user_files import read_regular, write_atomic
 from .version import compiler_version
 
 __all__ = ["autotune", "Autotuned", "TunedKernel", "AUTOTUNE_ENV", "autotune_enabled"]
 
 AUTOTUNE_ENV = "POLYKERN_AUTOTUNE"
 CACHE_VERSION = 1
+#: The largest autotune cache file read (a record is a few KiB); a larger one is ignored and rewritten.
+CACHE_FILE_LIMIT = 1 << 20
 LAUNCH_KEYS = ("block", "shared_size")
 
 
@@ -224,13 +226,13 @@ class TunedKernel:
         return dict(self.tuned.configs[self.choose(args, grid, block, shared_size)])
 
     def _read_cache(self, path: str, ident: Dict[str, Any]) -> Optional[int]:
-        try:
-            with open(path, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             return None
-        except (OSError, ValueError) as e:
-            warnings.warn(f"polykern autotune: ignoring unreadable cache file {path} ({e}); tuning again",
+        try:  # a regular file of at most CACHE_FILE_LIMIT bytes (a FIFO, /dev/zero ... are refused)
+            data = json.loads(read_regular(path, limit=CACHE_FILE_LIMIT).decode("utf-8"))
+        except (PolykernError, ValueError, RecursionError) as e:
+            why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+            warnings.warn(f"polykern autotune: ignoring unreadable cache file {path} ({why}); tuning again",
                           RuntimeWarning, stacklevel=4)
             return None
         i = data.get("choice") if isinstance(data, dict) else None
@@ -245,10 +247,10 @@ class TunedKernel:
         record = {"identity": ident, "choice": i, "config": _canon(sorted(self.tuned.configs[i].items())),
                   "median_seconds": times}
         try:
-            write_atomic(Path(path), (json.dumps(record, sort_keys=True, indent=1) + "\n").encode())
-        except OSError as e:
-            warnings.warn(f"polykern autotune: cannot write the cache file {path} ({e}); the choice is kept "
-                          "for this process only", RuntimeWarning, stacklevel=4)
+            write_atomic(path, (json.dumps(record, sort_keys=True, indent=1) + "\n").encode(), make_parents=True)
+        except PolykernError as e:
+            warnings.warn(f"polykern autotune: cannot write the cache file ({e}); the choice is kept for this "
+                          "process only", RuntimeWarning, stacklevel=4)
 
     def _launch_options(self, i: int, call: Tuple[Any, Any, Any]) -> Dict[str, Any]:
         """grid=, block= (and shared_size=) of configuration ``i``: from the configuration, else the call's;

@@ -16,6 +16,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
+from . import user_files
 from .errors import PolykernError
 from .kbin_messages import escape, escape_source
 
@@ -58,8 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--grid", metavar="X[,Y[,Z]]", help="workgroups (default: ceil(n / block x))")
     r.add_argument("--block", metavar="X[,Y[,Z]]", help="workgroup size (default 64)")
     r.add_argument("--on", metavar="KIND", help="run on this module kind (default: first runnable)")
-    r.add_argument("--shared-size", type=int, metavar="N", help="length of the kernel's pk.shared_dynamic array, "
-                   "if it has one (default: the block's work-item count)")
+    r.add_argument("--shared-size", type=int, metavar="N", help="length (>= 1) of the kernel's pk.shared_dynamic "
+                   "array, if it has one (default: the block's work-item count)")
     r.add_argument("--seed", type=int, default=0)
 
     b = sub.add_parser("backends", help="list backends: codegen, runtime, devices")
@@ -133,6 +134,7 @@ def _compile(args) -> int:
     from . import target as target_mod
 
     targets = [target_mod.Target.parse(t) for t in args.target]  # fail fast on a bad target
+    user_files.check_destination(args.output, inputs=[args.file])  # and on an output it would refuse
     try:
         from .lang import Kernel
     except ImportError as e:
@@ -157,7 +159,8 @@ def _compile(args) -> int:
     else:
         selected = list(found.values())
     root = build(selected, [str(t) for t in targets])
-    data = root.export(args.output, strip_sources=args.strip_sources)
+    data = root.export(strip_sources=args.strip_sources)
+    user_files.write_atomic(args.output, data, inputs=[args.file])
     mods = ", ".join(f"{m.kind}/{m.fmt}" + ("" if m.is_runnable else " (fallback)") for m in root.device_modules())
     print(f"wrote {args.output}: {len(data)} bytes; kernels: {', '.join(root.functions)}; modules: {mods}")
     return 0
@@ -269,6 +272,11 @@ def _print_source(desc: Dict[str, Any], fmt: str) -> int:
 # ------------------------------------------------------------------ run
 
 
+#: The largest --n, --grid/--block dimension and --shared-size: int scalars get --n, and global ids,
+#: sizes and the pk.shared_dynamic length are i32 (docs/language.md).
+_I32_MAX = 2**31 - 1
+
+
 def _dims(text: Optional[str], what: str):
     if text is None:
         return None
@@ -278,7 +286,21 @@ def _dims(text: Optional[str], what: str):
         raise _UsageError(f"--{what} takes X[,Y[,Z]] positive integers, got {text!r}") from None
     if not 1 <= len(parts) <= 3:
         raise _UsageError(f"--{what} takes 1 to 3 integers, got {text!r}")
+    if not all(1 <= p <= _I32_MAX for p in parts):
+        raise _UsageError(f"--{what} takes positive integers of at most {_I32_MAX}, got {text!r}")
     return parts
+
+
+def _run_options(args):
+    """(block, grid, shared_size or None) of ``polykern run``, every value checked (usage errors)."""
+    for name, value in (("n", args.n), ("shared-size", args.shared_size)):
+        if value is not None and not 1 <= value <= _I32_MAX:
+            raise _UsageError(f"--{name} must be between 1 and {_I32_MAX}, got {value}")
+    if args.seed < 0:
+        raise _UsageError(f"--seed must be >= 0, got {args.seed}")
+    block = _dims(args.block, "block") or (64,)
+    grid = _dims(args.grid, "grid") or (-(-args.n // block[0]),)
+    return block, grid, args.shared_size
 
 
 def _run(args) -> int:
@@ -290,8 +312,7 @@ def _run(args) -> int:
     from .ir.types import bf16
     from .shared_launch import dynamic_shared_of
 
-    if args.n < 1:
-        raise _UsageError("--n must be positive")
+    block, grid, shared_size = _run_options(args)
     root = load(args.artifact)
     info = user_visible(root.function_info(args.kernel))  # a checked kernel's hidden arguments are passed for us
     dyn = dynamic_shared_of(info)
@@ -300,26 +321,29 @@ def _run(args) -> int:
     fn = root.on(args.on)[args.kernel] if args.on else root[args.kernel]
     rng = np.random.default_rng(args.seed)
     values: List[Any] = []
-    for a in info.args:
-        t = a.dtype
-        if a.is_buffer:
-            if t == bf16:
-                values.append(bf16_array(rng.random(args.n)))
-            elif t.is_float:
-                values.append(rng.random(args.n).astype(t.numpy))
-            elif t.is_bool:
-                values.append(rng.random(args.n) < 0.5)
+    try:
+        for a in info.args:
+            t = a.dtype
+            if a.is_buffer:
+                if t == bf16:
+                    values.append(bf16_array(rng.random(args.n)))
+                elif t.is_float:
+                    values.append(rng.random(args.n).astype(t.numpy))
+                elif t.is_bool:
+                    values.append(rng.random(args.n) < 0.5)
+                else:
+                    values.append(rng.integers(0, 100, args.n).astype(t.numpy))
             else:
-                values.append(rng.integers(0, 100, args.n).astype(t.numpy))
-        else:
-            values.append(t.numpy.type(1.5) if t.is_float else (True if t.is_bool else args.n))
-    block = _dims(args.block, "block") or (64,)
-    grid = _dims(args.grid, "grid") or (-(-args.n // block[0]),)
+                values.append(t.numpy.type(1.5) if t.is_float else (True if t.is_bool else args.n))
+    except MemoryError:  # NumPy's _ArrayMemoryError is one
+        buffers = sum(a.is_buffer for a in info.args)
+        raise PolykernError(f"--n {args.n}: the {buffers} buffers of {args.n} elements each do not fit in this "
+                            "process's memory; use a smaller --n") from None
     where = fn.module.kind if hasattr(fn, "module") else (args.on or "?")
     launch: Dict[str, Any] = {}
     if dyn is not None:
-        launch["shared_size"] = args.shared_size or block[0] * (block[1] if len(block) > 1 else 1) * \
-            (block[2] if len(block) > 2 else 1)
+        launch["shared_size"] = shared_size if shared_size is not None else \
+            block[0] * (block[1] if len(block) > 1 else 1) * (block[2] if len(block) > 2 else 1)
     start = time.perf_counter()
     fn(*values, grid=grid, block=block, **launch)
     elapsed = time.perf_counter() - start

@@ -31,7 +31,7 @@ from .ir.types import scalar_from_code
 from .kbin_messages import message, quote
 
 __all__ = [
-    "MAGIC", "VERSION", "VERSIONS", "LAYOUTS", "V1_KINDS", "Reader", "Writer", "Container", "ContainerModule",
+    "MAGIC", "VERSION", "VERSIONS", "HEADER_SIZE", "check_header", "LAYOUTS", "V1_KINDS", "Reader", "Writer", "Container", "ContainerModule",
     "encode_function_info", "decode_function_info", "encode_device_payload", "decode_device_payload",
     "encode_root_payload", "decode_root_payload", "encode_container", "decode_container", "payload_layout",
     "function_problem", "check_function_info", "check_kind", "KIND_RE",
@@ -534,12 +534,15 @@ def encode_container(modules: Sequence[Tuple[str, bytes]], children: Sequence[Se
     return data
 
 
-def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
-    """Validate and split a .kbin container. Raises :class:`ArtifactError` with the offset."""
-    if isinstance(data, memoryview):
-        data = data.tobytes()
-    elif not isinstance(data, bytes):
-        data = bytes(data)
+#: Magic and format version: what :func:`check_header` needs to accept or refuse a file.
+HEADER_SIZE = len(MAGIC) + 4
+
+
+def check_header(data: bytes) -> int:
+    """The format version of an artifact whose first bytes are ``data`` (its first
+    ``HEADER_SIZE`` bytes, or all of a shorter artifact); raises what :func:`decode_container` raises
+    for an empty artifact, a bad magic or an unsupported version. The file reader calls it before
+    reading the rest of a file."""
     if not data:
         raise _fail("DATA_EMPTY", 0)
     if data[:len(MAGIC)] != MAGIC[:min(len(data), len(MAGIC))]:
@@ -549,6 +552,17 @@ def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
     version = r.u32("format version")
     if version not in VERSIONS:
         raise _fail("VERSION", len(MAGIC), version, VERSIONS[0], VERSIONS[-1])
+    return version
+
+
+def decode_container(data: Union[bytes, bytearray, memoryview]) -> Container:
+    """Validate and split a .kbin container. Raises :class:`ArtifactError` with the offset."""
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    elif not isinstance(data, bytes):
+        data = bytes(data)
+    version = check_header(data)
+    r = Reader(data, HEADER_SIZE)
     at = r.pos
     n = r.u64("module count")
     if n < 1:
