@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
 
+import common  # noqa: E402
 import gemm_hopper as G  # noqa: E402
 
 import polykern as pk  # noqa: E402
@@ -198,9 +199,8 @@ def main(argv=None) -> int:
         cold = None
         log(f"cold compile failed: {type(e).__name__}: {str(e)[:400]}")
     if a.out:
-        os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "gpu_hopper.json"), "w") as f:
-            json.dump({"results": results, "cold_compile_s": cold, "log": lines}, f, indent=1)
+        common.write_output(os.path.join(common.output_folder(a.out), "gpu_hopper.json"),
+                            json.dumps({"results": results, "cold_compile_s": cold, "log": lines}, indent=1))
     return 0 if all(r.get("ok") for r in results) else 1
 
 
