@@ -21,7 +21,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from . import backends, kbin_file, registry, wire
 from .backends import FORCE_FALLBACK_ENV
 from .aligned_launch import wrap_if_aligned
-from .checked_launch import wrap_if_checked
+from .checked_launch import user_visible, wrap_if_checked
+from .launch_proof import wrap_if_proven
 from .shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
 from .function_info import ArgInfo, FunctionInfo
@@ -206,7 +207,8 @@ class DeviceModule(Module):
     def get_function(self, name: str):
         info = self.function_info(name)
         raw = self._get_function(info)
-        return wrap_if_aligned(info, wrap_if_dynamic(info, wrap_if_checked(info, raw), raw))
+        checked = wrap_if_proven(info, user_visible(info), wrap_if_checked(info, raw))
+        return wrap_if_aligned(info, wrap_if_dynamic(info, checked, raw))
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")

@@ -19,6 +19,8 @@ from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.async_copy import ASYNC_KEY, lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
+from .passes.bounds_proof import SAFE_KEY, all_proven
+from .passes.bounds_proof import attach as attach_proof
 from .passes.clone import clone_function
 
 BOUNDS_CHECK_ENV = "POLYKERN_BOUNDS_CHECK"
@@ -50,14 +52,26 @@ def collect_kernels(kernels: KernelsLike) -> List[Kernel]:
     return out
 
 
-def bounds_check_requested(flag: Optional[bool] = None) -> bool:
+def bounds_check_requested(flag: Optional[bool] = None) -> Optional[bool]:
     """``bounds_check=`` of :func:`build`, or when it is None the environment variable
-    ``POLYKERN_BOUNDS_CHECK`` (on unless unset, "", "0" or "false" in any case), read on every build."""
+    ``POLYKERN_BOUNDS_CHECK`` (read on every build): True (checked mode everywhere), False ("", unset
+    aside: "0" or "false" in any case; the raw kernels everywhere) or None (unset or "": the default,
+    the CPU runtimes' safe build, :data:`SAFE_KEY`)."""
     if flag is not None:
         if not isinstance(flag, bool):
             raise PolykernError(f"build(): bounds_check must be True, False or None, got {flag!r}")
         return flag
-    return os.environ.get(BOUNDS_CHECK_ENV, "").strip().lower() not in ("", "0", "false")
+    env = os.environ.get(BOUNDS_CHECK_ENV, "").strip().lower()
+    return None if env == "" else env not in ("0", "false")
+
+
+def _safe_build(f):
+    """The default build of a kernel for a target kind that runs in the caller's process (the CPU
+    runtimes): accesses proven in bounds under launch-time conditions (passes/bounds_proof.py) stay as
+    they are, the others get checked mode's guards; no guards at all, no hidden parameters, when
+    every access is proven."""
+    f = attach_proof(clone_function(f))
+    return f if all_proven(f) else verify(lower_async_copies(add_bounds_checks(f)))
 
 
 def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), *,
@@ -65,7 +79,9 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``).
 
     ``bounds_check=True`` (or ``POLYKERN_BOUNDS_CHECK=1``) builds the checked mode
-    (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time."""
+    (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time.
+    ``None`` (the default): the CPU runtimes' targets get the safe build (:func:`_safe_build`), the
+    others the raw kernels; ``False`` (or ``POLYKERN_BOUNDS_CHECK=0``): the raw kernels everywhere."""
     from .backends import load_all
     from .module import FunctionInfo, RootModule
     from .target import Target
@@ -81,11 +97,17 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
-    if bounds_check_requested(bounds_check):
+    mode = bounds_check_requested(bounds_check)
+    if mode:
         # checked mode checks plain copies (a valid meaning of pk.copy_async on every target): the pass
         # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
         funcs = [verify(lower_async_copies(add_bounds_checks(f))) for f in funcs]
-    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
+    safe = None
+    if mode is None and any(registry.get(SAFE_KEY + t.kind) for t in parsed):
+        safe = [_safe_build(f) for f in funcs]
+    # the root lists the first target's functions (a caller's view is the same on every target)
+    first = safe if safe is not None and registry.get(SAFE_KEY + parsed[0].kind) else funcs
+    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in first}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
         if builder is None:
@@ -94,7 +116,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
             check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
-        copies = [clone_function(f) for f in funcs]
+        copies = [clone_function(f) for f in (safe if safe is not None and registry.get(SAFE_KEY + t.kind)
+                                              else funcs)]
         native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
         if native is None or not native(t):
             copies = [verify(lower_async_copies(f)) for f in copies]

@@ -1,0 +1,457 @@
+"""Launch-time proofs of in-bounds accesses (the CPU runtimes' default safety, docs/correctness.md 5.5).
+
+For each access ``base[index]`` (load, store, atomic, group lane) to a buffer or a fixed-size shared or
+local array, the pass tries to bound the *mathematical* value of ``index`` by polynomials over launch
+*symbols*: integer scalar arguments, buffer lengths, ``block[d]`` and ``grid[d]``. What it knows:
+
+- ``local_id(d)`` in ``[0, block[d]-1]``, ``group_id(d)`` in ``[0, grid[d]-1]``, ``global_id(d)`` in
+  ``[0, grid[d]*block[d]-1]``, ``local_size``/``num_groups`` exactly;
+- a local assigned once, at the top level of the kernel (outside loops and branches): its definition
+  (operands are then fixed: parameters, registers, other such locals);
+- a ``for`` variable with a constant positive step, not assigned in its body: ``[start, stop-1]``;
+- the conditions guarding the access: ``if a < b`` (``<=``, ``>``, ``>=``, ``and``) in the then
+  branch, their negation in the else branch and after ``if c: ... return`` (``continue``, ``break``),
+  ``!=`` trimming an end of a range (``x != 0`` with ``x >= 0`` gives ``x >= 1``);
+- ``+``, ``-``, ``*`` (products assume their factors' lower bounds are ``>= 0``, a condition checked at
+  launch), widening integer casts.
+
+Only ring operations are followed, so the computed index equals the mathematical one modulo
+``2**bits``; the proof also requires ``hi <= max of the index type``, so the two are equal. An access
+is *proven* under a launch-time condition: one of its alternatives holds (all its polynomials are
+``>= 0``: ``lo >= 0``, ``hi <= length-1``, ``hi <= type max``, the factors' signs), or some range on its
+path is empty (``lo > hi``: the access cannot run). The pass marks proven access nodes
+(:data:`PROVEN` attribute, which :mod:`polykern.passes.bounds_check` reads to leave them unguarded)
+and returns the conditions; :func:`attach` records them in ``Function.attrs`` (see
+:mod:`polykern.launch_proof` for the text format and the check before each launch).
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Tuple
+
+from ..ir import nodes as ir
+from ..ir.printer import expr_str
+from ..ir.types import ArrayType, BufferType, ScalarType
+
+__all__ = ["SAFE_KEY", "PROVEN", "ATTR", "ATTR_CLAUSE", "ATTR_AT", "Poly", "Clause", "prove", "encode", "attach", "all_proven"]
+
+#: Registry key prefix: ``registry.register(SAFE_KEY + kind, True)`` declares that kernels of that target
+#: kind run in the caller's own process (the CPU runtimes): their default build (pipeline.build with
+#: ``bounds_check=None``) proves or checks every access.
+SAFE_KEY = "bounds.safe_default."
+PROVEN = "bounds_proven"  # attribute set on a proven Load/Store/Atomic node
+ATTR = "bounds_proof"  # the attributes: polykern/launch_proof.py describes them
+ATTR_CLAUSE = "bounds_proof_"  # + k
+ATTR_AT = "bounds_proof_at_"  # + k
+TEXT_LIMIT = 4000  # a longer condition is not recorded (its access stays checked)
+MAX_ALTS = 4  # alternatives kept per bound (a min/max of several symbolic bounds)
+
+# A polynomial: {sorted tuple of symbols: integer coefficient}; () is the constant term.
+Poly = Dict[Tuple[str, ...], int]
+# An alternative: polynomials that must all be >= 0. A clause: alternatives, one of which must hold.
+Clause = List[List[Poly]]
+
+
+def const(c: int) -> Poly:
+    return {(): c} if c else {}
+
+
+def sym(s: str) -> Poly:
+    return {(s,): 1}
+
+
+def padd(a: Poly, b: Poly, k: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        v = out.get(m, 0) + k * c
+        if v:
+            out[m] = v
+        else:
+            out.pop(m, None)
+    return out
+
+
+def pmul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            out = padd(out, {tuple(sorted(ma + mb)): ca * cb})
+    return out
+
+
+def is_const(p: Poly) -> Optional[int]:
+    return p.get((), 0) if all(m == () for m in p) else None
+
+
+class Range:
+    """Alternatives for the bounds of an integer value: each (lo, hi, assumptions)."""
+
+    __slots__ = ("alts",)
+
+    def __init__(self, alts):
+        seen, out = set(), []
+        for a in alts:  # distinct alternatives, the first (tightest known) first
+            key = repr([sorted(p.items()) if p is not None else None for p in a[:2]] + [sorted(sorted(p.items()) for p in a[2])])
+            if key not in seen:
+                seen.add(key)
+                out.append(a)
+        self.alts = out[:MAX_ALTS]
+
+
+def _exact(p: Poly) -> Range:
+    return Range([(p, p, [])])
+
+
+class _Prover:
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.scalars = {p.name: i for i, p in enumerate(fn.params)
+                        if isinstance(p.type, ScalarType) and p.type.is_int}
+        self.buffers = {p.name: i for i, p in enumerate(fn.params) if isinstance(p.type, BufferType)}
+        counts: Dict[str, int] = {}
+        loop_assigned: set = set()
+        self._count(fn.body, counts, loop_assigned, 0)
+        self.once = {n for n, c in counts.items() if c == 1 and n not in loop_assigned}
+        self.assigned = set(counts)
+        self.defs: Dict[str, ir.Expr] = {}  # single top-level definitions seen so far
+        self.facts: List[Dict[str, Range]] = [{}]  # expr_str -> extra alternatives (scoped)
+        self.chain_facts: List[List[ir.Expr]] = [[]]  # sums a condition bounded (scoped)
+        self.empties: List[List[Poly]] = [[]]  # ranges on the path that make it unreachable when < 0
+        self.clauses: List[Tuple[ir.Expr, Clause]] = []  # (access node, clause)
+        self.loop_vars: set = set()  # for variables inside their loop (facts hold their range)
+
+    def _count(self, stmts, counts, loop_assigned, depth):
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                counts[s.name] = counts.get(s.name, 0) + 1 + (depth > 0)  # nested: never "once"
+                if depth:
+                    loop_assigned.add(s.name)
+            elif isinstance(s, ir.If):
+                self._count(s.then, counts, loop_assigned, depth + 1)
+                self._count(s.orelse, counts, loop_assigned, depth + 1)
+            elif isinstance(s, (ir.For, ir.While)):
+                if isinstance(s, ir.For):
+                    counts[s.var] = counts.get(s.var, 0) + 2
+                self._count(s.body, counts, loop_assigned, depth + 1)
+
+    # ------------------------------------------------------------ bounds of expressions
+    def fact(self, key: str) -> List:
+        out = []
+        for scope in self.facts:
+            if key in scope:
+                out = scope[key].alts + out
+        return out
+
+    def bound(self, e: ir.Expr) -> Optional[Range]:
+        if not (isinstance(e.type, ScalarType) and e.type.is_int):
+            return None
+        own = self._bound(e)
+        facts = self.fact(expr_str(e))  # the innermost (tightest) first
+        full = [a for a in facts + (own.alts if own else []) if a[0] is not None and a[1] is not None]
+        mixed = [(lo if lo is not None else f[0], hi if hi is not None else f[1], asm + f[2])
+                 for lo, hi, asm in facts if lo is None or hi is None for f in full]
+        nf = sum(1 for a in facts if a[0] is not None and a[1] is not None)
+        out = full[:nf] + mixed + full[nf:]
+        return Range(out) if out else None
+
+    def _bound(self, e: ir.Expr) -> Optional[Range]:
+        if isinstance(e, ir.Const):
+            return _exact(const(int(e.value)))
+        if isinstance(e, ir.Var):
+            if e.name in self.scalars and e.name not in self.assigned:
+                return _exact(sym(f"a{self.scalars[e.name]}"))
+            if e.name in self.defs:
+                return self.bound(self.defs[e.name])
+            return None
+        if isinstance(e, ir.SpecialReg):
+            d = e.dim
+            b, g = sym(f"b{d}"), sym(f"g{d}")
+            one = const(-1)
+            return {"local_id": Range([(const(0), padd(b, one), [])]),
+                    "group_id": Range([(const(0), padd(g, one), [])]),
+                    "global_id": Range([(const(0), padd(pmul(g, b), one), [])]),
+                    "local_size": _exact(b), "num_groups": _exact(g)}.get(e.kind)
+        if isinstance(e, ir.Cast):
+            src = e.a.type
+            if not (isinstance(src, ScalarType) and src.is_int) or src.is_bool:
+                return None
+            t = e.to
+            widen = t.bits > src.bits and (t.is_signed or not src.is_signed)
+            return self.bound(e.a) if (widen or t == src) else None
+        if isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul"):
+            chained = self.chain(e) if e.op != "mul" else []
+            a, b = self.bound(e.a), self.bound(e.b)
+            if a is None or b is None:
+                return Range(chained) if chained else None
+            out = chained
+            for alo, ahi, aasm in a.alts:
+                for blo, bhi, basm in b.alts:
+                    if e.op == "add":
+                        out.append((padd(alo, blo), padd(ahi, bhi), aasm + basm))
+                    elif e.op == "sub":
+                        out.append((padd(alo, bhi, -1), padd(ahi, blo, -1), aasm + basm))
+                    else:
+                        out.append(_mul(alo, ahi, blo, bhi, aasm + basm))
+            out = [x for x in out if x is not None]
+            return Range(out) if out else None
+        return None
+
+    def chain(self, e: ir.Expr) -> List:
+        """Bounds of a sum ``e`` that holds the terms of a sum a condition bounded (``row*k + t + tx``
+        under ``t + tx < k``): that sum's bounds plus the other terms'."""
+        terms = _terms(e, 1)
+        out = []
+        for fact_e in self.chains():
+            rest = list(terms)
+            for sign, key, _ in _terms(fact_e, 1):
+                hit = next((i for i, t in enumerate(rest) if t[0] == sign and t[1] == key), None)
+                if hit is None:
+                    break
+                del rest[hit]
+            else:
+                if not rest or len(rest) == len(terms):
+                    continue
+                acc = self.bound(fact_e)
+                alts = acc.alts if acc else []
+                for sign, _, t in rest:
+                    r = self.bound(t)
+                    if r is None:
+                        alts = []
+                        break
+                    alts = [(padd(lo, rlo if sign > 0 else rhi, sign), padd(hi, rhi if sign > 0 else rlo, sign),
+                             asm + rasm) for lo, hi, asm in alts for rlo, rhi, rasm in r.alts][:MAX_ALTS]
+                out.extend(alts)
+        return out
+
+    def chains(self) -> List[ir.Expr]:
+        return [e for scope in reversed(self.chain_facts) for e in scope]
+
+    # ------------------------------------------------------------ conditions -> facts
+    def exact(self, e: ir.Expr) -> Optional[Poly]:
+        """The value of ``e`` as one polynomial of launch symbols (no range), else None."""
+        r = self._bound(e) if isinstance(e.type, ScalarType) and e.type.is_int else None
+        if r is not None and len(r.alts) == 1 and r.alts[0][0] == r.alts[0][1] and not r.alts[0][2]:
+            return r.alts[0][0]
+        return None
+
+    def stable(self, e: ir.Expr) -> bool:
+        """Whether every variable in ``e`` keeps its value where the fact is used."""
+        for x in ir.walk_expr(e):
+            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)):
+                return False
+            if isinstance(x, ir.Var) and not (x.name in self.defs or x.name in self.loop_vars
+                                              or (x.name in self.scalars and x.name not in self.assigned)):
+                return False
+        return True
+
+    def learn(self, cond: ir.Expr, positive: bool) -> None:
+        if isinstance(cond, ir.UnaryOp) and cond.op == "not":
+            return self.learn(cond.a, not positive)
+        if isinstance(cond, ir.BinOp) and cond.op in ("land", "lor"):
+            if (cond.op == "land") == positive:  # a and b holds / a or b fails: both parts
+                self.learn(cond.a, positive)
+                self.learn(cond.b, positive)
+            return
+        if not (isinstance(cond, ir.BinOp) and cond.op in ir.BINOPS_CMP and cond.a.type.is_int
+                and not cond.a.type.is_bool):
+            return
+        op = cond.op if positive else {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne",
+                                       "ne": "eq"}[cond.op]
+        if op == "eq":
+            return
+        a, b = cond.a, cond.b
+        if op in ("gt", "ge"):  # b < a, b <= a
+            a, b, op = b, a, {"gt": "lt", "ge": "le"}[op]
+        if op == "ne":
+            for x, y in ((a, b), (b, a)):
+                p = self.exact(y)
+                r = self.bound(x) if p is not None and self.stable(x) else None
+                if r is not None:
+                    alts = [(padd(lo, const(1)) if lo == p else lo, padd(hi, const(-1)) if hi == p else hi, asm)
+                            for lo, hi, asm in r.alts if lo == p or hi == p]
+                    if alts:
+                        self.add_fact(x, alts)
+            return
+        gap = 1 if op == "lt" else 0
+        pb = self.exact(b)
+        if pb is not None and self.stable(a):  # a <= b - gap
+            self.add_fact(a, [(None, padd(pb, const(-gap)), [])])
+        pa = self.exact(a)
+        if pa is not None and self.stable(b):  # b >= a + gap
+            self.add_fact(b, [(padd(pa, const(gap)), None, [])])
+
+    def add_fact(self, e: ir.Expr, alts) -> None:
+        if isinstance(e, ir.BinOp) and e.op in ("add", "sub"):
+            self.chain_facts[-1].append(e)
+        key = expr_str(e)
+        scope = self.facts[-1]
+        old = scope.get(key)
+        scope[key] = Range(alts + (old.alts if old else []))
+        r = self.bound(e)
+        if r is not None:  # the path is unreachable when this range is empty
+            self.empties[-1].extend(padd(lo, hi, -1) for lo, hi, asm in r.alts[:1] if not asm)
+
+    # ------------------------------------------------------------ statements
+    def access(self, node, base: ir.Var, index: ir.Expr) -> None:
+        t = base.type
+        if isinstance(t, ArrayType):
+            if t.dynamic:
+                return
+            length = const(t.size)
+        elif base.name in self.buffers:
+            length = sym(f"L{self.buffers[base.name]}")
+        else:
+            return
+        r = self.bound(index)
+        if r is None:
+            return
+        tmax = const(index.type.max_value())
+        clause: Clause = []
+        for lo, hi, asm in r.alts:
+            alt = [lo, padd(padd(length, const(-1)), hi, -1), padd(tmax, hi, -1)] + asm
+            alt = [p for p in alt if is_const(p) is None or is_const(p) < 0]
+            if any(is_const(p) is not None for p in alt):
+                continue  # a constant < 0: this alternative never holds
+            clause.append(alt)
+        if not clause:
+            return
+        for scope in self.empties:
+            for p in scope:  # lo - hi - 1 >= 0: lo > hi
+                clause.append([padd(p, const(-1))])
+        self.clauses.append((node, clause))
+
+    def expr(self, e: ir.Expr) -> None:
+        for x in ir.walk_expr(e):
+            if isinstance(x, (ir.Load, ir.Atomic)):
+                self.access(x, x.base, x.index)
+
+    def block(self, stmts: List[ir.Stmt], top: bool = False) -> None:
+        pushed = 0
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                self.expr(s.value)
+                if top and s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType):
+                    self.defs[s.name] = s.value
+            elif isinstance(s, ir.Store):
+                self.expr(s.index)
+                self.expr(s.value)
+                self.access(s, s.base, s.index)
+            elif isinstance(s, ir.ExprStmt):
+                self.expr(s.expr)
+            elif isinstance(s, ir.If):
+                self.expr(s.cond)
+                for branch, positive in ((s.then, True), (s.orelse, False)):
+                    self.push()
+                    self.learn(s.cond, positive)
+                    self.block(branch)
+                    self.pop()
+                if s.then and isinstance(s.then[-1], (ir.Return, ir.Continue, ir.Break)) and not s.orelse:
+                    self.push()  # the rest of this block runs only when the condition failed
+                    pushed += 1
+                    self.learn(s.cond, False)
+            elif isinstance(s, ir.For):
+                self.expr(s.start)
+                self.expr(s.stop)
+                self.push()
+                lo, hi = self.bound(s.start), self.bound(s.stop)
+                if (s.step > 0 and s.var not in self.assigned_in(s.body) and lo is not None and hi is not None):
+                    self.facts[-1][s.var] = Range([(a[0], padd(b[1], const(-1)), a[2] + b[2])
+                                                   for a in lo.alts for b in hi.alts])
+                    self.loop_vars.add(s.var)
+                self.block(s.body)
+                self.loop_vars.discard(s.var)
+                self.pop()
+            elif isinstance(s, ir.While):
+                self.expr(s.cond)
+                self.block(s.body)
+            elif isinstance(s, ir.MatrixOp):
+                for a in s.args:
+                    self.expr(a)
+            elif isinstance(s, ir.CopyAsync):
+                self.expr(s.dst_k)
+                self.expr(s.src_k)
+        for _ in range(pushed):
+            self.pop()
+
+    def assigned_in(self, stmts) -> set:
+        counts: Dict[str, int] = {}
+        self._count(stmts, counts, set(), 0)
+        return set(counts)
+
+    def push(self):
+        self.facts.append({})
+        self.chain_facts.append([])
+        self.empties.append([])
+
+    def pop(self):
+        self.facts.pop()
+        self.chain_facts.pop()
+        self.empties.pop()
+
+
+def _terms(e: ir.Expr, sign: int) -> List[Tuple[int, str, ir.Expr]]:
+    """A sum as its signed terms: (sign, text, term)."""
+    if isinstance(e, ir.BinOp) and e.op in ("add", "sub"):
+        return _terms(e.a, sign) + _terms(e.b, sign if e.op == "add" else -sign)
+    return [(sign, expr_str(e), e)]
+
+
+def _mul(alo: Poly, ahi: Poly, blo: Poly, bhi: Poly, asm):
+    """[alo, ahi] * [blo, bhi]: a constant factor scales (and may swap); otherwise both factors are
+    assumed >= 0 (the assumption is part of the launch condition)."""
+    for (lo, hi), (clo, chi) in (((alo, ahi), (blo, bhi)), ((blo, bhi), (alo, ahi))):
+        c = is_const(clo)
+        if c is not None and clo == chi:
+            return (pmul(lo, clo), pmul(hi, clo), asm) if c >= 0 else (pmul(hi, clo), pmul(lo, clo), asm)
+    return pmul(alo, blo), pmul(ahi, bhi), asm + [p for p in (alo, blo) if is_const(p) is None]
+
+
+def prove(fn: ir.Function) -> List[Tuple[ir.Expr, Clause, str]]:
+    """Mark the accesses of ``fn`` (in place) that are in bounds under a launch-time condition; return
+    (node, clause, where) for each of them, in program order."""
+    p = _Prover(fn)
+    p.block(fn.body, top=True)
+    out = []
+    for node, clause in p.clauses:
+        setattr(node, PROVEN, True)
+        loc = node.loc
+        where = f"{os.path.basename(loc.file)}:{loc.line}" if loc else fn.name
+        out.append((node, clause, f"'{node.base.name}' at {where}"))
+    return out
+
+
+def _poly_text(p: Poly) -> str:
+    return " ".join(str(c) + "".join(f"*{s}" for s in m) for m, c in sorted(p.items())) or "0"
+
+
+def encode(clause: Clause) -> str:
+    """A condition's text (polykern/launch_proof.py)."""
+    return " | ".join(" & ".join(_poly_text(p) for p in alt) or "true" for alt in clause)
+
+
+def attach(fn: ir.Function) -> ir.Function:
+    """Prove what can be proven in ``fn`` (in place), record the launch-time conditions in its
+    attributes, and return it; a condition too long to record leaves its access unproven."""
+    texts = []
+    for node, clause, where in prove(fn):
+        text = encode(clause)
+        if len(text) > TEXT_LIMIT:
+            delattr(node, PROVEN)
+            continue
+        texts.append((text, where[:TEXT_LIMIT]))
+    fn.attrs = dict(fn.attrs)
+    fn.attrs[ATTR] = str(len(texts))
+    for k, (text, where) in enumerate(texts):
+        fn.attrs[f"{ATTR_CLAUSE}{k}"] = text
+        fn.attrs[f"{ATTR_AT}{k}"] = where
+    return fn
+
+
+def all_proven(fn: ir.Function) -> bool:
+    """Whether every access of ``fn`` is proven (then checked mode adds nothing: no hidden parameters)."""
+    for s in ir.walk_stmts(fn.body):
+        if isinstance(s, (ir.CopyAsync, ir.MatrixOp)) and (not isinstance(s, ir.MatrixOp) or s.op in ("load", "store")):
+            return False
+        if isinstance(s, ir.Store) and not getattr(s, PROVEN, False):
+            return False
+    return all(getattr(e, PROVEN, False) for e in ir.walk_all_exprs(fn.body) if isinstance(e, (ir.Load, ir.Atomic)))
