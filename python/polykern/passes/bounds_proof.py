@@ -27,6 +27,8 @@ and returns the conditions; :func:`attach` records them in ``Function.attrs`` (s
 from __future__ import annotations
 
 import os
+from fractions import Fraction
+from math import lcm
 from typing import Dict, List, Optional, Tuple
 
 from ..ir import nodes as ir
@@ -91,7 +93,8 @@ class Range:
     def __init__(self, alts):
         seen, out = set(), []
         for a in alts:  # distinct alternatives, the first (tightest known) first
-            key = repr([sorted(p.items()) if p is not None else None for p in a[:2]] + [sorted(sorted(p.items()) for p in a[2])])
+            key = repr([sorted(p.items()) if isinstance(p, dict) else (id(p[0]), p[1]) if p else None
+                        for p in a[:2]] + [sorted(sorted(p.items()) for p in a[2])])
             if key not in seen:
                 seen.add(key)
                 out.append(a)
@@ -113,12 +116,34 @@ class _Prover:
         self._count(fn.body, counts, loop_assigned, 0)
         self.once = {n for n, c in counts.items() if c == 1 and n not in loop_assigned}
         self.assigned = set(counts)
+        self.shrinking = self._shrinking(fn)
+        self.inits: Dict[str, ir.Expr] = {}  # shrinking locals: their top-level first value, once seen
+        self.resolving: set = set()  # conditions being bounded (no cycles between two of them)
         self.defs: Dict[str, ir.Expr] = {}  # single top-level definitions seen so far
         self.facts: List[Dict[str, Range]] = [{}]  # expr_str -> extra alternatives (scoped)
         self.chain_facts: List[List[ir.Expr]] = [[]]  # sums a condition bounded (scoped)
         self.empties: List[List[Poly]] = [[]]  # ranges on the path that make it unreachable when < 0
         self.clauses: List[Tuple[ir.Expr, Clause]] = []  # (access node, clause)
         self.loop_vars: set = set()  # for variables inside their loop (facts hold their range)
+        self.mutable: set = set()  # variables assigned where the facts being learned hold
+
+    def _shrinking(self, fn: ir.Function) -> set:
+        """Locals assigned once at the top level and otherwise only ``v = v // c`` / ``v = v >> c``
+        (the halving step of a tree reduction): their values stay in ``[0, first value]`` when the
+        first value is ``>= 0``."""
+        top = [s.name for s in fn.body if isinstance(s, ir.Assign)]
+        out = set()
+        for name in {n for n in top if top.count(n) == 1}:
+            others = [s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign) and s.name == name
+                      and s not in fn.body]
+            if (name not in self.scalars and isinstance(fn.locals.get(name), ScalarType)
+                    and all(isinstance(s.value, ir.BinOp) and s.value.op in ("floordiv", "shr")
+                            and isinstance(s.value.a, ir.Var) and s.value.a.name == name
+                            and isinstance(s.value.b, ir.Const) and int(s.value.b.value) >= (s.value.op == "floordiv")
+                            for s in others)
+                    and not any(isinstance(s, ir.For) and s.var == name for s in ir.walk_stmts(fn.body))):
+                out.add(name)
+        return out
 
     def _count(self, stmts, counts, loop_assigned, depth):
         for s in stmts:
@@ -140,12 +165,30 @@ class _Prover:
         for scope in self.facts:
             if key in scope:
                 out = scope[key].alts + out
-        return out
+        if key in self.resolving:
+            return [a for a in out if not any(isinstance(x, tuple) for x in a[:2])]
+        resolved = []
+        self.resolving.add(key)
+        for lo, hi, asm in out:  # (e, k): the other side's bound, plus k, evaluated here
+            if isinstance(lo, tuple) or isinstance(hi, tuple):
+                e, k = lo if isinstance(lo, tuple) else hi
+                r = self.bound(e)
+                for rlo, rhi, rasm in (r.alts if r else []):
+                    if isinstance(lo, tuple):
+                        resolved.append((padd(rlo, const(k)), hi, asm + rasm))
+                    else:
+                        resolved.append((lo, padd(rhi, const(k)), asm + rasm))
+            else:
+                resolved.append((lo, hi, asm))
+        self.resolving.discard(key)
+        return resolved
 
     def bound(self, e: ir.Expr) -> Optional[Range]:
         if not (isinstance(e.type, ScalarType) and e.type.is_int):
             return None
         own = self._bound(e)
+        if own is not None and len(own.alts) == 1 and own.alts[0][0] == own.alts[0][1] and not own.alts[0][2]:
+            return own  # one exact value: no condition can narrow it
         facts = self.fact(expr_str(e))  # the innermost (tightest) first
         full = [a for a in facts + (own.alts if own else []) if a[0] is not None and a[1] is not None]
         mixed = [(lo if lo is not None else f[0], hi if hi is not None else f[1], asm + f[2])
@@ -162,6 +205,9 @@ class _Prover:
                 return _exact(sym(f"a{self.scalars[e.name]}"))
             if e.name in self.defs:
                 return self.bound(self.defs[e.name])
+            if e.name in self.inits:  # a shrinking local: [0, its first value]
+                r = self.bound(self.inits[e.name])
+                return Range([(const(0), hi, asm + [lo]) for lo, hi, asm in r.alts]) if r else None
             return None
         if isinstance(e, ir.SpecialReg):
             d = e.dim
@@ -194,6 +240,23 @@ class _Prover:
                         out.append(_mul(alo, ahi, blo, bhi, aasm + basm))
             out = [x for x in out if x is not None]
             return Range(out) if out else None
+        if isinstance(e, ir.BinOp) and isinstance(e.b, ir.Const) and e.op in ("floordiv", "shr", "mod", "and"):
+            c, t = int(e.b.value), e.type
+            if e.op == "mod" and c > 0:  # floored or truncated: |x % c| < c either way
+                return Range([(const(1 - c), const(c - 1), [])])
+            if e.op == "and" and c >= 0:
+                return Range([(const(0), const(c), [])])
+            if e.op == "shr" and 0 <= c < t.bits:
+                c = 1 << c
+            elif e.op != "floordiv" or c <= 0:
+                return None
+            r = self.bound(e.a)  # floor(x / c), of x's true value (no wrap: it fits the type)
+            if r is None:
+                return None
+            k = Fraction(1, c)
+            return Range([(padd(pmul(lo, const(k)), const(-(c - 1) * k)), pmul(hi, const(k)),
+                           asm + [padd(lo, const(-t.min_value())), padd(const(t.max_value()), hi, -1)])
+                          for lo, hi, asm in r.alts])
         return None
 
     def chain(self, e: ir.Expr) -> List:
@@ -235,14 +298,19 @@ class _Prover:
         return None
 
     def stable(self, e: ir.Expr) -> bool:
-        """Whether every variable in ``e`` keeps its value where the fact is used."""
+        """Whether ``e`` keeps its value where the fact is used: no memory, no variable assigned there."""
         for x in ir.walk_expr(e):
             if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)):
                 return False
-            if isinstance(x, ir.Var) and not (x.name in self.defs or x.name in self.loop_vars
-                                              or (x.name in self.scalars and x.name not in self.assigned)):
+            if isinstance(x, ir.Var) and x.name in self.mutable:
                 return False
         return True
+
+    def learn_in(self, cond: ir.Expr, positive: bool, region: List[ir.Stmt]) -> None:
+        """Facts from ``cond`` being ``positive``, for the statements ``region`` (they hold there
+        when none of their variables is assigned in it)."""
+        self.mutable = self.assigned_in(region)
+        self.learn(cond, positive)
 
     def learn(self, cond: ir.Expr, positive: bool) -> None:
         if isinstance(cond, ir.UnaryOp) and cond.op == "not":
@@ -273,14 +341,16 @@ class _Prover:
                         self.add_fact(x, alts)
             return
         gap = 1 if op == "lt" else 0
-        pb = self.exact(b)
-        if pb is not None and self.stable(a):  # a <= b - gap
-            self.add_fact(a, [(None, padd(pb, const(-gap)), [])])
-        pa = self.exact(a)
-        if pa is not None and self.stable(b):  # b >= a + gap
-            self.add_fact(b, [(padd(pa, const(gap)), None, [])])
+        if not (self.stable(a) and self.stable(b)):
+            return
+        pb = self.exact(b)  # a <= b - gap (b's upper bound when b is not one polynomial)
+        self.add_fact(a, [(None, padd(pb, const(-gap)) if pb is not None else (b, -gap), [])])
+        pa = self.exact(a)  # b >= a + gap
+        self.add_fact(b, [(padd(pa, const(gap)) if pa is not None else (a, gap), None, [])])
 
     def add_fact(self, e: ir.Expr, alts) -> None:
+        if self.exact(e) is not None:
+            return
         if isinstance(e, ir.BinOp) and e.op in ("add", "sub"):
             self.chain_facts[-1].append(e)
         key = expr_str(e)
@@ -309,7 +379,7 @@ class _Prover:
         clause: Clause = []
         for lo, hi, asm in r.alts:
             alt = [lo, padd(padd(length, const(-1)), hi, -1), padd(tmax, hi, -1)] + asm
-            alt = [p for p in alt if is_const(p) is None or is_const(p) < 0]
+            alt = [p for k, p in enumerate(alt) if (is_const(p) is None or is_const(p) < 0) and p not in alt[:k]]
             if any(is_const(p) is not None for p in alt):
                 continue  # a constant < 0: this alternative never holds
             clause.append(alt)
@@ -332,6 +402,8 @@ class _Prover:
                 self.expr(s.value)
                 if top and s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType):
                     self.defs[s.name] = s.value
+                elif top and s.name in self.shrinking:
+                    self.inits[s.name] = s.value
             elif isinstance(s, ir.Store):
                 self.expr(s.index)
                 self.expr(s.value)
@@ -342,13 +414,13 @@ class _Prover:
                 self.expr(s.cond)
                 for branch, positive in ((s.then, True), (s.orelse, False)):
                     self.push()
-                    self.learn(s.cond, positive)
+                    self.learn_in(s.cond, positive, branch)
                     self.block(branch)
                     self.pop()
                 if s.then and isinstance(s.then[-1], (ir.Return, ir.Continue, ir.Break)) and not s.orelse:
                     self.push()  # the rest of this block runs only when the condition failed
                     pushed += 1
-                    self.learn(s.cond, False)
+                    self.learn_in(s.cond, False, stmts[stmts.index(s) + 1:])
             elif isinstance(s, ir.For):
                 self.expr(s.start)
                 self.expr(s.stop)
@@ -421,7 +493,9 @@ def prove(fn: ir.Function) -> List[Tuple[ir.Expr, Clause, str]]:
 
 
 def _poly_text(p: Poly) -> str:
-    return " ".join(str(c) + "".join(f"*{s}" for s in m) for m, c in sorted(p.items())) or "0"
+    """``p >= 0`` scaled by its coefficients' common denominator: integer coefficients."""
+    scale = lcm(*(Fraction(c).denominator for c in p.values())) if p else 1
+    return " ".join(str(int(c * scale)) + "".join(f"*{s}" for s in m) for m, c in sorted(p.items())) or "0"
 
 
 def encode(clause: Clause) -> str:
