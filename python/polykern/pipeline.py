@@ -11,7 +11,7 @@ import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
 
 from . import hooks, registry
-from .errors import PolykernError, TargetError
+from .errors import CompileError, PolykernError, TargetError
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
@@ -71,7 +71,13 @@ def _safe_build(f):
     they are, the others get checked mode's guards; no guards at all, no hidden parameters, when
     every access is proven."""
     f = attach_proof(clone_function(f))
-    return f if all_proven(f) else verify(lower_async_copies(add_bounds_checks(f)))
+    if all_proven(f):
+        return f
+    try:
+        return verify(lower_async_copies(add_bounds_checks(f)))
+    except CompileError as e:  # what checked mode cannot guard (an atomic in a loop condition's index)
+        raise CompileError(f"{e} (the default build for the CPU runtimes checks every access it cannot prove "
+                           "in bounds; bounds_check=False builds the raw kernel)") from None
 
 
 def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), *,

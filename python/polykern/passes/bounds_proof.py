@@ -242,20 +242,24 @@ class _Prover:
             return Range(out) if out else None
         if isinstance(e, ir.BinOp) and isinstance(e.b, ir.Const) and e.op in ("floordiv", "shr", "mod", "and"):
             c, t = int(e.b.value), e.type
-            if e.op == "mod" and c > 0:  # floored or truncated: |x % c| < c either way
-                return Range([(const(1 - c), const(c - 1), [])])
+            if e.op == "mod" and c > 0:  # srem/urem: in [0, c-1] for x >= 0 (x's true value), |x % c| < c
+                r = self.bound(e.a)
+                fits = [(const(0), const(c - 1), asm + [lo, padd(const(t.max_value()), hi, -1)])
+                        for lo, hi, asm in (r.alts if r else [])]
+                return Range(fits + [(const(0 if not t.is_signed else 1 - c), const(c - 1), [])])
             if e.op == "and" and c >= 0:
                 return Range([(const(0), const(c), [])])
             if e.op == "shr" and 0 <= c < t.bits:
                 c = 1 << c
             elif e.op != "floordiv" or c <= 0:
                 return None
-            r = self.bound(e.a)  # floor(x / c), of x's true value (no wrap: it fits the type)
+            r = self.bound(e.a)  # floor(x / c) of x's true value (it fits the type; x >= 0 for sdiv)
             if r is None:
                 return None
             k = Fraction(1, c)
+            low = 0 if e.op == "floordiv" else t.min_value()  # sdiv truncates: floor only from 0 up
             return Range([(padd(pmul(lo, const(k)), const(-(c - 1) * k)), pmul(hi, const(k)),
-                           asm + [padd(lo, const(-t.min_value())), padd(const(t.max_value()), hi, -1)])
+                           asm + [padd(lo, const(-low)), padd(const(t.max_value()), hi, -1)])
                           for lo, hi, asm in r.alts])
         return None
 
@@ -391,9 +395,27 @@ class _Prover:
         self.clauses.append((node, clause))
 
     def expr(self, e: ir.Expr) -> None:
-        for x in ir.walk_expr(e):
-            if isinstance(x, (ir.Load, ir.Atomic)):
-                self.access(x, x.base, x.index)
+        """The accesses in ``e``; the right operand of ``and``/``or`` and the arms of a select under
+        what their evaluation implies."""
+        if isinstance(e, ir.BinOp) and e.op in ("land", "lor"):
+            self.expr(e.a)
+            self.under(e.a, e.op == "land", e.b)
+            return
+        if isinstance(e, ir.Select):
+            self.expr(e.cond)
+            self.under(e.cond, True, e.a)
+            self.under(e.cond, False, e.b)
+            return
+        for c in e.children():
+            self.expr(c)
+        if isinstance(e, (ir.Load, ir.Atomic)):
+            self.access(e, e.base, e.index)
+
+    def under(self, cond: ir.Expr, positive: bool, e: ir.Expr) -> None:
+        self.push()
+        self.learn_in(cond, positive, [])  # nothing is assigned inside an expression
+        self.expr(e)
+        self.pop()
 
     def block(self, stmts: List[ir.Stmt], top: bool = False) -> None:
         pushed = 0
