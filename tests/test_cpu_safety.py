@@ -1,0 +1,212 @@
+"""Issue 21 item 7: the CPU runtimes' default build cannot touch memory outside the caller's arrays.
+
+llvm and hexagon kernels run in the caller's process (hexagon: in qemu's). Their default build proves
+the guarded affine accesses in bounds under launch-time conditions (passes/bounds_proof.py, checked
+before each launch by polykern.launch_proof) and keeps checked mode's guards for the others; a
+failed condition or guard is an out-of-bounds LaunchError. ``bounds_check=False`` is the raw build.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import Buffer, f32, i32
+from polykern.errors import ArtifactError, LaunchError
+from runtimes import runnable_targets
+from test_native import native_build  # noqa: F401 (fixture)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from matmul import matmul  # noqa: E402
+from reduction import block_sum  # noqa: E402
+from saxpy import saxpy  # noqa: E402
+from stencil2d import jacobi  # noqa: E402
+
+CPU = [pytest.param(t, id=t.split()[0]) for t, k, _ in runnable_targets() if k in ("llvm", "hexagon")]
+
+
+@pk.kernel
+def fill(n: i32, y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = 1.0
+
+
+@pk.kernel
+def scatter(n: i32, idx: Buffer[i32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[idx[i]] = 1.0
+
+
+@pk.kernel
+def tile(n: i32, y: Buffer[f32]):
+    s = pk.shared(f32, 64)
+    lid = pk.local_id(0)
+    s[lid] = 2.0
+    pk.barrier()
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = s[lid]
+
+
+@pk.kernel
+def shifted_down(n: i32, y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i - 1] = 1.0  # i = 0 writes y[-1]
+
+
+@pk.kernel
+def walk(n: i32, y: Buffer[f32]):
+    j = pk.global_id(0)
+    for t in range(3):
+        j = j + n  # reassigned in a loop: nothing is known about j
+    y[j] = 1.0
+
+
+@pytest.fixture
+def guarded_memory():
+    """A 32-element array whose first 8 elements are the kernel's buffer: the rest must stay 0."""
+    return np.zeros(32, np.float32)
+
+
+def _build(kernels, target, **kw):
+    return pk.build(kernels, targets=[target], **kw)
+
+
+@pytest.mark.parametrize("target", CPU)
+def test_proven_write_past_the_end_is_refused_before_running(target, guarded_memory):
+    k = _build([fill], target)["fill"]
+    with pytest.raises(LaunchError, match=r"kernel 'fill': out-of-bounds access to 'y' at test_cpu_safety.py:\d+ "
+                                          r".*len\(y\) = 8.*fails"):
+        k(16, guarded_memory[:8], grid=1, block=16)
+    assert not guarded_memory.any()  # nothing ran
+    k(8, guarded_memory[:8], grid=1, block=16)
+    assert guarded_memory[:8].tolist() == [1.0] * 8 and not guarded_memory[8:].any()
+
+
+@pytest.mark.parametrize("target", CPU)
+def test_unproven_write_past_the_end_is_checked(target, guarded_memory):
+    k = _build([scatter], target)["scatter"]
+    idx = np.array([0, 1, 20], np.int32)
+    with pytest.raises(LaunchError, match="out-of-bounds write to buffer 'y' at index 20 .length 8."):
+        k(3, idx, guarded_memory[:8], grid=1, block=4)
+    assert not guarded_memory[8:].any()
+
+
+@pytest.mark.parametrize("target", CPU)
+def test_shared_array_past_its_size_is_refused(target):
+    k = _build([tile], target)["tile"]
+    y = np.zeros(128, np.float32)
+    with pytest.raises(LaunchError, match="out-of-bounds access to 's' at"):
+        k(128, y, grid=1, block=128)  # s has 64 elements, local_id(0) reaches 127
+    k(128, y, grid=2, block=64)
+    assert (y == 2.0).all()
+
+
+@pytest.mark.parametrize("target", CPU)
+def test_what_is_not_provable_is_still_caught(target):
+    y = np.zeros(8, np.float32)
+    with pytest.raises(LaunchError, match="'y'"):
+        _build([shifted_down], target)["shifted_down"](8, y, grid=1, block=8)
+    with pytest.raises(LaunchError, match="out-of-bounds write to buffer 'y' at index 1[23] "):
+        _build([walk], target)["walk"](4, y, grid=1, block=2)
+
+
+def test_an_access_that_cannot_run_needs_no_condition():
+    y = np.zeros(4, np.float32)
+    _build([fill], "llvm")["fill"](-5, y, grid=1, block=64)  # i < -5 never holds: nothing to check
+    assert not y.any()
+
+
+def test_benchmark_kernels_are_proven_and_compile_to_the_raw_code():
+    """No guard, no hidden argument: the emitted LLVM IR is the raw build's, byte for byte."""
+    for k in (saxpy, matmul, block_sum, jacobi, fill):
+        safe, raw = pk.build([k]), pk.build([k], bounds_check=False)
+        info = safe.on("llvm").function_info(k.name)
+        assert "bounds_check" not in info.attrs and int(info.attrs["bounds_proof"]) > 0, k.name
+        assert safe.on("llvm").inspect_source("ll") == raw.on("llvm").inspect_source("ll"), k.name
+
+
+def test_only_the_unproven_access_is_guarded():
+    info = pk.build([scatter]).on("llvm").function_info("scatter")
+    assert info.attrs["bounds_check"] == "1" and info.attrs["bounds_accesses"] == "1"  # y[idx[i]] only
+    assert info.attrs["bounds_proof"] == "1"  # idx[i]
+
+
+def test_opt_out_is_the_raw_kernel(monkeypatch):
+    raw = pk.build([fill], bounds_check=False).on("llvm")
+    assert not any(a.startswith("bounds") for a in raw.function_info("fill").attrs)
+    assert type(raw.get_function("fill")).__name__ == "CPUKernel"
+    monkeypatch.setenv("POLYKERN_BOUNDS_CHECK", "0")
+    env = pk.build([fill]).on("llvm")
+    assert type(env.get_function("fill")).__name__ == "CPUKernel"
+    monkeypatch.delenv("POLYKERN_BOUNDS_CHECK")
+    assert type(pk.build([fill]).on("llvm").get_function("fill")).__name__ == "ProvenKernel"
+
+
+def test_gpu_targets_keep_the_raw_default():
+    mod = pk.build([fill], targets=["opencl", "llvm"])
+    assert "bounds_proof" not in mod.on("opencl").function_info("fill").attrs
+    assert "bounds_proof" in mod.on("llvm").function_info("fill").attrs
+
+
+def test_artifact_keeps_the_conditions(tmp_path):
+    path = tmp_path / "fill.kbin"
+    pk.build([fill]).export(str(path))
+    k = pk.load(str(path))["fill"]
+    with pytest.raises(LaunchError, match="out-of-bounds access to 'y'"):
+        k(9, np.zeros(8, np.float32), grid=1, block=16)
+
+
+def test_malformed_condition_is_an_artifact_error():
+    mod = pk.build([fill]).on("llvm")
+    mod.functions["fill"].attrs["bounds_proof_0"] = "1*x9"
+    with pytest.raises(ArtifactError, match="malformed launch-proof attributes"):
+        mod.get_function("fill")
+    mod.functions["fill"].attrs["bounds_proof_0"] = "1*L7"
+    with pytest.raises(ArtifactError, match="launch-proof symbol L7"):
+        mod.get_function("fill")
+
+
+# ---------------------------------------------------------------- libpolykern (kbin-run): the same checks in C
+
+
+def _kbin_run(native_build, tmp_path, kernel, items, launch):
+    import subprocess
+
+    from polykern import launch_stream as ls
+
+    path = tmp_path / f"{kernel.name}.kbin"
+    pk.build([kernel]).export(str(path))
+    return subprocess.run([str(native_build / "kbin-run"), str(path), kernel.name], input=ls.encode(items, launch),
+                          capture_output=True, timeout=120)
+
+
+def test_libpolykern_checks_the_launch_conditions(native_build, tmp_path):
+    from polykern import launch_stream as ls
+
+    y = np.zeros(8, np.float32).tobytes()
+    bad = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(16).tobytes()), (ls.WRITE, y)],
+                    (1, 1, 1, 16, 1, 1))
+    assert bad.returncode == 3 and b"out-of-bounds access to 'y' at test_cpu_safety.py" in bad.stderr, bad.stderr
+    good = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(8).tobytes()), (ls.WRITE, y)],
+                     (1, 1, 1, 16, 1, 1))
+    assert good.returncode == 0, good.stderr
+    assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1.0] * 8
+
+
+def test_libpolykern_adds_the_hidden_arguments_of_checked_accesses(native_build, tmp_path):
+    from polykern import launch_stream as ls
+
+    idx = np.array([0, 1, 20], np.int32).tobytes()
+    items = [(ls.SCALAR, np.int32(3).tobytes()), (ls.READ, idx), (ls.WRITE, np.zeros(8, np.float32).tobytes())]
+    bad = _kbin_run(native_build, tmp_path, scatter, items, (1, 1, 1, 4, 1, 1))
+    assert bad.returncode == 3 and b"out-of-bounds access (index bits 0x14)" in bad.stderr, bad.stderr
+    assert b'"y","write"' in bad.stderr
+    items[1] = (ls.READ, np.array([0, 1, 7], np.int32).tobytes())
+    good = _kbin_run(native_build, tmp_path, scatter, items, (1, 1, 1, 4, 1, 1))
+    assert good.returncode == 0, good.stderr
+    assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1, 1, 0, 0, 0, 0, 0, 1]
