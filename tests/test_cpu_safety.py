@@ -66,6 +66,14 @@ def walk(n: i32, y: Buffer[f32]):
     y[j] = 1.0
 
 
+@pk.kernel
+def wrapped(n: i32, y: Buffer[f32]):
+    g = pk.global_id(0) * 2
+    j = g * 1073741824 + 2147483647  # i32 wraps: 2147483647, then -1 for every g > 0
+    if j < n:  # compares the wrapped value
+        y[j] = 1.0
+
+
 @pytest.fixture
 def guarded_memory():
     """A 32-element array whose first 8 elements are the kernel's buffer: the rest must stay 0."""
@@ -107,12 +115,15 @@ def test_shared_array_past_its_size_is_refused(target):
 
 
 @pytest.mark.parametrize("target", CPU)
-def test_what_is_not_provable_is_still_caught(target):
-    y = np.zeros(8, np.float32)
+def test_what_is_not_provable_is_still_caught(target, guarded_memory):
+    y = guarded_memory[8:16]  # its neighbours, both sides, must stay 0
     with pytest.raises(LaunchError, match="'y'"):
         _build([shifted_down], target)["shifted_down"](8, y, grid=1, block=8)
     with pytest.raises(LaunchError, match="out-of-bounds write to buffer 'y' at index 1[23] "):
         _build([walk], target)["walk"](4, y, grid=1, block=2)
+    with pytest.raises(LaunchError, match="'y'"):  # a bound of the true value is no bound of a wrapped one
+        _build([wrapped], target)["wrapped"](8, y, grid=1, block=4)
+    assert not guarded_memory[:8].any() and not guarded_memory[16:].any()
 
 
 def test_an_access_that_cannot_run_needs_no_condition():

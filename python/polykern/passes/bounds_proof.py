@@ -174,6 +174,7 @@ class _Prover:
                 e, k = lo if isinstance(lo, tuple) else hi
                 r = self.bound(e)
                 for rlo, rhi, rasm in (r.alts if r else []):
+                    rasm = rasm + fit(rlo, rhi, e.type)  # the comparison saw the machine value
                     if isinstance(lo, tuple):
                         resolved.append((padd(rlo, const(k)), hi, asm + rasm))
                     else:
@@ -191,7 +192,7 @@ class _Prover:
             return own  # one exact value: no condition can narrow it
         facts = self.fact(expr_str(e))  # the innermost (tightest) first
         full = [a for a in facts + (own.alts if own else []) if a[0] is not None and a[1] is not None]
-        mixed = [(lo if lo is not None else f[0], hi if hi is not None else f[1], asm + f[2])
+        mixed = [(lo if lo is not None else f[0], hi if hi is not None else f[1], asm + f[2] + fit(f[0], f[1], e.type))
                  for lo, hi, asm in facts if lo is None or hi is None for f in full]
         nf = sum(1 for a in facts if a[0] is not None and a[1] is not None)
         out = full[:nf] + mixed + full[nf:]
@@ -223,7 +224,8 @@ class _Prover:
                 return None
             t = e.to
             widen = t.bits > src.bits and (t.is_signed or not src.is_signed)
-            return self.bound(e.a) if (widen or t == src) else None
+            r = self.bound(e.a) if (widen or t == src) else None
+            return Range([(lo, hi, asm + fit(lo, hi, src)) for lo, hi, asm in r.alts]) if r else None
         if isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul"):
             chained = self.chain(e) if e.op != "mul" else []
             a, b = self.bound(e.a), self.bound(e.b)
@@ -339,7 +341,8 @@ class _Prover:
                 p = self.exact(y)
                 r = self.bound(x) if p is not None and self.stable(x) else None
                 if r is not None:
-                    alts = [(padd(lo, const(1)) if lo == p else lo, padd(hi, const(-1)) if hi == p else hi, asm)
+                    alts = [(padd(lo, const(1)) if lo == p else lo, padd(hi, const(-1)) if hi == p else hi,
+                             asm + fit(lo, hi, x.type) + fit(p, p, y.type))
                             for lo, hi, asm in r.alts if lo == p or hi == p]
                     if alts:
                         self.add_fact(x, alts)
@@ -348,9 +351,9 @@ class _Prover:
         if not (self.stable(a) and self.stable(b)):
             return
         pb = self.exact(b)  # a <= b - gap (b's upper bound when b is not one polynomial)
-        self.add_fact(a, [(None, padd(pb, const(-gap)) if pb is not None else (b, -gap), [])])
+        self.add_fact(a, [(None, padd(pb, const(-gap)), fit(pb, pb, b.type)) if pb is not None else (None, (b, -gap), [])])
         pa = self.exact(a)  # b >= a + gap
-        self.add_fact(b, [(padd(pa, const(gap)) if pa is not None else (a, gap), None, [])])
+        self.add_fact(b, [(padd(pa, const(gap)), None, fit(pa, pa, a.type)) if pa is not None else ((a, gap), None, [])])
 
     def add_fact(self, e: ir.Expr, alts) -> None:
         if self.exact(e) is not None:
@@ -497,7 +500,15 @@ def _mul(alo: Poly, ahi: Poly, blo: Poly, bhi: Poly, asm):
         c = is_const(clo)
         if c is not None and clo == chi:
             return (pmul(lo, clo), pmul(hi, clo), asm) if c >= 0 else (pmul(hi, clo), pmul(lo, clo), asm)
+    if any(is_const(p) is not None and is_const(p) < 0 for p in (alo, blo)):
+        return None  # a factor that may be negative: the corners would be needed
     return pmul(alo, blo), pmul(ahi, bhi), asm + [p for p in (alo, blo) if is_const(p) is None]
+
+
+def fit(lo: Poly, hi: Poly, t: ScalarType) -> List[Poly]:
+    """The conditions for a value known as ``[lo, hi]`` (its true value) to fit ``t``: then the machine
+    value is the true one, and a comparison of the machine value bounds the true one."""
+    return [padd(lo, const(-t.min_value())), padd(const(t.max_value()), hi, -1)]
 
 
 def prove(fn: ir.Function) -> List[Tuple[ir.Expr, Clause, str]]:
