@@ -23,7 +23,7 @@ from reduction import block_sum  # noqa: E402
 from saxpy import saxpy  # noqa: E402
 from stencil2d import jacobi  # noqa: E402
 
-CPU = [pytest.param(t, id=t.split()[0]) for t, k, _ in runnable_targets() if k in ("llvm", "hexagon")]
+
 
 
 @pk.kernel
@@ -72,6 +72,20 @@ def wrapped(n: i32, y: Buffer[f32]):
     j = g * 1073741824 + 2147483647  # i32 wraps: 2147483647, then -1 for every g > 0
     if j < n:  # compares the wrapped value
         y[j] = 1.0
+
+
+def _opencl_on_cpu() -> bool:
+    try:
+        mod = pk.build([fill], targets=["opencl"]).on("opencl")
+        return mod.runs_cpu_form(mod.device)
+    except Exception:  # no OpenCL device here
+        return False
+
+
+CPU = [pytest.param(t, id=t.split()[0]) for t, k, _ in runnable_targets() if k in ("llvm", "hexagon")]
+CPU += [pytest.param("opencl", id="opencl-cpu", marks=pytest.mark.skipif(
+    not any(k == "opencl" for _, k, _ in runnable_targets()) or not _opencl_on_cpu(),
+    reason="the OpenCL device here is not a CPU (PoCL)"))]
 
 
 @pytest.fixture
@@ -221,3 +235,19 @@ def test_libpolykern_adds_the_hidden_arguments_of_checked_accesses(native_build,
     good = _kbin_run(native_build, tmp_path, scatter, items, (1, 1, 1, 4, 1, 1))
     assert good.returncode == 0, good.stderr
     assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1, 1, 0, 0, 0, 0, 0, 1]
+
+
+def test_opencl_runs_the_raw_kernels_on_a_gpu_and_the_safe_form_on_a_cpu():
+    from types import SimpleNamespace
+
+    import pyopencl as cl
+
+    mod = pk.build([scatter], targets=["opencl"]).on("opencl")
+    gpu = SimpleNamespace(cl_device=SimpleNamespace(type=cl.device_type.GPU))
+    cpu = SimpleNamespace(cl_device=SimpleNamespace(type=cl.device_type.CPU))
+    assert "bounds_err" not in mod.source_for(gpu) and "bounds_err" in mod.source_for(cpu)
+    assert [a.name for a in mod.info_on(gpu, "scatter").args] == ["n", "idx", "y"]
+    safe = mod.info_on(cpu, "scatter")
+    assert safe.attrs["bounds_check"] == "1" and [a.name for a in safe.args][3:] == ["bounds_lens", "bounds_err"]
+    raw = pk.build([scatter], targets=["opencl"], bounds_check=False).on("opencl")
+    assert raw.source_for(cpu) == raw.source_for(gpu) == raw.source

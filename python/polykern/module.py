@@ -31,7 +31,7 @@ from .version import compiler_version
 __all__ = [
     "ArgInfo", "FunctionInfo", "Module", "DeviceModule", "FallbackModule", "UnavailableModule",
     "RootModule", "Launcher", "create_with_fallback", "force_fallback_enabled", "payload_text",
-    "FORCE_FALLBACK_ENV",
+    "FORCE_FALLBACK_ENV", "wrap_launch",
 ]
 
 
@@ -206,9 +206,7 @@ class DeviceModule(Module):
 
     def get_function(self, name: str):
         info = self.function_info(name)
-        raw = self._get_function(info)
-        checked = wrap_if_proven(info, user_visible(info), wrap_if_checked(info, raw))
-        return wrap_if_aligned(info, wrap_if_dynamic(info, checked, raw))
+        return wrap_launch(info, self._get_function(info))
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")
@@ -225,6 +223,13 @@ class DeviceModule(Module):
                 return None
             parts.append(f"// ---- {name} ----\n{text}")
         return "\n".join(parts) if parts else None
+
+
+def wrap_launch(info: FunctionInfo, raw):
+    """A runtime's kernel ``raw`` for ``info`` as the caller launches it: launch-time bounds conditions,
+    checked mode's hidden arguments, the dynamic shared size, alignment checks."""
+    checked = wrap_if_proven(info, user_visible(info), wrap_if_checked(info, raw))
+    return wrap_if_aligned(info, wrap_if_dynamic(info, checked, raw))
 
 
 class FallbackModule(DeviceModule):

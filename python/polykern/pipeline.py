@@ -19,7 +19,7 @@ from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.async_copy import ASYNC_KEY, lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
-from .passes.bounds_proof import SAFE_KEY, all_proven
+from .passes.bounds_proof import SAFE_KEY, SAFE_VARIANT_KEY, all_proven
 from .passes.bounds_proof import attach as attach_proof
 from .passes.clone import clone_function
 
@@ -109,7 +109,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
         funcs = [verify(lower_async_copies(add_bounds_checks(f))) for f in funcs]
     safe = None
-    if mode is None and any(registry.get(SAFE_KEY + t.kind) for t in parsed):
+    if mode is None and any(registry.get(SAFE_KEY + t.kind) or registry.get(SAFE_VARIANT_KEY + t.kind)
+                            for t in parsed):
         safe = [_safe_build(f) for f in funcs]
     # the root lists the first target's functions (a caller's view is the same on every target)
     first = safe if safe is not None and registry.get(SAFE_KEY + parsed[0].kind) else funcs
@@ -127,6 +128,11 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
         if native is None or not native(t):
             copies = [verify(lower_async_copies(f)) for f in copies]
+        variant = registry.get(SAFE_VARIANT_KEY + t.kind) if safe is not None else None
+        if variant is not None:  # a runtime that may find a CPU device: both forms (passes/bounds_proof.py)
+            safe_copies = [verify(lower_async_copies(clone_function(f))) for f in safe]
+            root.import_module(variant(copies, safe_copies, t))
+            continue
         root.import_module(builder(copies, t))
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root

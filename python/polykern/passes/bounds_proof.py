@@ -35,12 +35,16 @@ from ..ir import nodes as ir
 from ..ir.printer import expr_str
 from ..ir.types import ArrayType, BufferType, ScalarType
 
-__all__ = ["SAFE_KEY", "PROVEN", "ATTR", "ATTR_CLAUSE", "ATTR_AT", "Poly", "Clause", "prove", "encode", "attach", "all_proven"]
+__all__ = ["SAFE_KEY", "SAFE_VARIANT_KEY", "PROVEN", "ATTR", "ATTR_CLAUSE", "ATTR_AT", "Poly", "Clause", "prove", "encode", "attach", "all_proven"]
 
 #: Registry key prefix: ``registry.register(SAFE_KEY + kind, True)`` declares that kernels of that target
 #: kind run in the caller's own process (the CPU runtimes): their default build (pipeline.build with
 #: ``bounds_check=None``) proves or checks every access.
 SAFE_KEY = "bounds.safe_default."
+#: Registry key prefix: ``registry.register(SAFE_VARIANT_KEY + kind, build)`` declares a target kind whose
+#: runtime may find a CPU device (OpenCL: PoCL): the default build calls ``build(raw, safe, target)`` with
+#: both forms of the kernels, and the runtime runs the safe form on a CPU device, the raw one elsewhere.
+SAFE_VARIANT_KEY = "bounds.safe_variant."
 PROVEN = "bounds_proven"  # attribute set on a proven Load/Store/Atomic node
 ATTR = "bounds_proof"  # the attributes: polykern/launch_proof.py describes them
 ATTR_CLAUSE = "bounds_proof_"  # + k
