@@ -281,9 +281,17 @@ def safety(repeat: int = 15, quick: bool = False) -> dict:
                      "ratio": {"median": median(r), "min": min(r), "max": max(r)}, "rounds": times})
         log(f"cpu {p.name:10} default {median(times['default']) * 1e3:.3f}ms raw {median(times['raw']) * 1e3:.3f}ms "
             f"default/raw {median(r):.3f} ({min(r):.3f}-{max(r):.3f})")
+    from saxpy import saxpy  # launch overhead: a one-group saxpy on 256 elements, per call
+
+    x, y = np.ones(256, np.float32), np.ones(256, np.float32)
+    tiny = {label: (lambda k=pk.build([saxpy], bounds_check=flag)["saxpy"]: k(256, 2.0, x, y, grid=1, block=256))
+            for label, flag in (("default", None), ("raw", False))}
+    t = interleaved(tiny, repeat, warmup=50, min_time=0.05)
+    overhead = {k: median(v) for k, v in t.items()}
+    log("launch per call: " + "  ".join(f"{k} {v * 1e6:.1f}us" for k, v in overhead.items()))
     load.append(os.getloadavg())
     log(f"load average (1, 5, 15 min) before {load[0]}, after {load[1]}")
-    return {"rows": rows, "repeat": repeat, "loadavg": load}
+    return {"rows": rows, "repeat": repeat, "loadavg": load, "launch_seconds": overhead}
 
 
 def main(argv=None):

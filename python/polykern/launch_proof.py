@@ -15,7 +15,7 @@ A failed condition is an out-of-bounds :class:`LaunchError` before anything runs
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .errors import ArtifactError, LaunchError
 from .launch import BufferArg, ScalarArg, check_args, fast_dims
 from .passes.bounds_proof import ATTR, ATTR_AT, ATTR_CLAUSE
 
-__all__ = ["decode", "holds", "ProvenKernel", "wrap_if_proven"]
+__all__ = ["decode", "ProvenKernel", "wrap_if_proven"]
 
 _TERM = re.compile(r"-?[0-9]+(\*(a|L|b|g)[0-9]+)*")
 
@@ -47,13 +47,16 @@ def decode(text: str) -> List[List[List[Tuple[int, Tuple[str, ...]]]]]:
     return out
 
 
-def _compile(conds) -> Callable[[Mapping[str, int]], int]:
-    """``f(values)``: the index of the first condition that fails, -1 when all hold. The conditions'
-    text is made only of the tokens :func:`decode` accepted (integers, symbol names)."""
-    if not conds:
-        return lambda values: -1
+def _compile(conds):
+    """(``check(values)``, ``fast(args, grid3, block3)``): the index of the first condition that fails,
+    -1 when all hold; ``fast`` reads the symbols from the arguments themselves and returns None unless
+    they are the common case (NumPy arrays, exact ints). The conditions' text is made only of the tokens
+    :func:`decode` accepted (integers, symbol names)."""
     names = sorted({s for c in conds for alt in c for p in alt for _, syms in p for s in syms})
     fetch = "".join(f"{n} = v[{n!r}]\n    " for n in names)
+    read = "".join(f"x = args[{n[1:]}]\n    if type(x) is not {'ndarray' if n[0] == 'L' else 'int'}:\n"
+                   f"        return None\n    {n} = x{'.size' if n[0] == 'L' else ''}\n    "
+                   for n in names if n[0] in "aL")
 
     def poly(p):
         return " + ".join("*".join([str(c), *syms]) for c, syms in p) or "0"
@@ -61,27 +64,10 @@ def _compile(conds) -> Callable[[Mapping[str, int]], int]:
     def cond(c):
         return " or ".join("(" + (" and ".join(f"{poly(p)} >= 0" for p in alt) or "True") + ")" for alt in c)
     body = "".join(f"    if not ({cond(c)}):\n        return {k}\n" for k, c in enumerate(conds))
-    ns: Dict[str, Any] = {}
-    exec(f"def check(v):\n    {fetch}\n{body}    return -1\n", ns)  # noqa: S102 (validated tokens)
-    return ns["check"]
-
-
-def holds(cond, values: Mapping[str, int]) -> bool:
-    """Whether a decoded condition holds for the symbols' ``values`` (exact integers)."""
-    for alt in cond:
-        ok = True
-        for poly in alt:
-            total = 0
-            for c, syms in poly:
-                for s in syms:
-                    c *= values[s]
-                total += c
-            if total < 0:
-                ok = False
-                break
-        if ok:
-            return True
-    return False
+    ns: Dict[str, Any] = {"ndarray": np.ndarray}
+    exec(f"def check(v):\n    {fetch}\n{body}    return -1\n"  # noqa: S102 (validated tokens)
+         f"def fast(args, g, b):\n    b0, b1, b2 = b\n    g0, g1, g2 = g\n    {read}\n{body}    return -1\n", ns)
+    return ns["check"], ns["fast"]
 
 
 def symbols(prepared: Sequence[Any], grid3, block3) -> Dict[str, int]:
@@ -115,8 +101,8 @@ class ProvenKernel:
             if not ok:
                 raise ArtifactError(f"kernel '{info.name}': launch-proof symbol {s} does not name a "
                                     "suitable argument")
-        self.wanted = sorted({(int(s[1:]), s[0]) for s in need if s[0] in "aL"})
-        self.check = _compile([c for c, _ in self.conds])
+        self.check, self.fast = _compile([c for c, _ in self.conds])
+        self.nargs = len(args)
 
     @property
     def name(self) -> str:
@@ -131,32 +117,14 @@ class ProvenKernel:
         return f"<ProvenKernel {self.user_info.signature()}>"
 
     def __call__(self, *args: Any, grid=None, block=None, **launch) -> None:
-        values = self._fast_symbols(args, grid, block)
-        if values is None:
+        g, b = fast_dims(grid), fast_dims(block)
+        failed = self.fast(args, g, b) if g is not None and b is not None and len(args) == self.nargs else None
+        if failed is None:
             grid3, block3, prepared = check_args(self.user_info, args, grid, block)
-            values = symbols(prepared, grid3, block3)
-        failed = self.check(values)
+            failed = self.check(symbols(prepared, grid3, block3))
         if failed >= 0:
             self.fail(failed, args, grid, block)
         return self.fn(*args, grid=grid, block=block, **launch)
-
-    def _fast_symbols(self, args, grid, block) -> Optional[Dict[str, int]]:
-        """The symbols for the common call (NumPy arrays, exact ints, int/tuple dims), else None."""
-        g, b = fast_dims(grid), fast_dims(block)
-        if g is None or b is None or len(args) != len(self.user_info.args):
-            return None
-        values = {"b0": b[0], "b1": b[1], "b2": b[2], "g0": g[0], "g1": g[1], "g2": g[2]}
-        for i, kind in self.wanted:
-            v = args[i]
-            if kind == "L":
-                if type(v) is not np.ndarray:
-                    return None
-                values[f"L{i}"] = v.size
-            elif type(v) is int:
-                values[f"a{i}"] = v
-            else:
-                return None
-        return values
 
     def fail(self, k: int, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.user_info, args, grid, block)
