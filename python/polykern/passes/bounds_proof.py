@@ -212,7 +212,7 @@ class _Prover:
                 return self.bound(self.defs[e.name])
             if e.name in self.inits:  # a shrinking local: [0, its first value]
                 r = self.bound(self.inits[e.name])
-                return Range([(const(0), hi, asm + [lo]) for lo, hi, asm in r.alts]) if r else None
+                return Range([(const(0), hi, asm + [lo] + fit(lo, hi, e.type)) for lo, hi, asm in r.alts]) if r else None
             return None
         if isinstance(e, ir.SpecialReg):
             d = e.dim
@@ -390,7 +390,7 @@ class _Prover:
         clause: Clause = []
         for lo, hi, asm in r.alts:
             alt = [lo, padd(padd(length, const(-1)), hi, -1), padd(tmax, hi, -1)] + asm
-            alt = [p for k, p in enumerate(alt) if (is_const(p) is None or is_const(p) < 0) and p not in alt[:k]]
+            alt = [p for k, p in enumerate(alt) if not _always(p) and p not in alt[:k]]
             if any(is_const(p) is not None for p in alt):
                 continue  # a constant < 0: this alternative never holds
             clause.append(alt)
@@ -455,9 +455,14 @@ class _Prover:
                 self.expr(s.stop)
                 self.push()
                 lo, hi = self.bound(s.start), self.bound(s.stop)
-                if (s.step > 0 and s.var not in self.assigned_in(s.body) and lo is not None and hi is not None):
-                    self.facts[-1][s.var] = Range([(a[0], padd(b[1], const(-1)), a[2] + b[2])
-                                                   for a in lo.alts for b in hi.alts])
+                t = self.fn.locals.get(s.var)
+                if (s.step > 0 and s.var not in self.assigned_in(s.body) and lo is not None and hi is not None
+                        and isinstance(t, ScalarType)):
+                    # [start, stop-1], the machine values: start and stop fit, and t + step never wraps
+                    self.facts[-1][s.var] = Range([
+                        (a[0], padd(b[1], const(-1)), a[2] + b[2] + fit(a[0], a[1], t) + fit(b[0], b[1], t)
+                         + [padd(const(t.max_value() - s.step + 1), b[1], -1)])
+                        for a in lo.alts for b in hi.alts])
                     self.loop_vars.add(s.var)
                 self.block(s.body)
                 self.loop_vars.discard(s.var)
@@ -488,6 +493,23 @@ class _Prover:
         self.facts.pop()
         self.chain_facts.pop()
         self.empties.pop()
+
+
+def _always(p: Poly) -> bool:
+    """Whether ``p >= 0`` holds for every launch: a constant >= 0 plus terms of lengths, block and grid
+    sizes (>= 0) with positive coefficients, less at most ``k * grid[d] * block[d]`` (<= k * 2**31, the
+    language's limit on work-items per dimension)."""
+    c = p.get((), 0)
+    for m, k in p.items():
+        if m == ():
+            continue
+        if k > 0 and all(s[0] in "Lbg" for s in m):
+            continue
+        if k < 0 and len(m) == 2 and m[0][0] == "b" and m[1] == "g" + m[0][1:]:
+            c += k * (1 << 31)
+            continue
+        return False
+    return c >= 0
 
 
 def _terms(e: ir.Expr, sign: int) -> List[Tuple[int, str, ir.Expr]]:
