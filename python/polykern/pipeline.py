@@ -112,9 +112,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     if mode is None and any(registry.get(SAFE_KEY + t.kind) or registry.get(SAFE_VARIANT_KEY + t.kind)
                             for t in parsed):
         safe = [_safe_build(f) for f in funcs]
-    # the root lists the first target's functions (a caller's view is the same on every target)
-    first = safe if safe is not None and registry.get(SAFE_KEY + parsed[0].kind) else funcs
-    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in first}, targets=[str(t) for t in parsed])
+    # the root lists what the caller passes (a safe build's hidden arguments are its CPU modules' own)
+    root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
         if builder is None:

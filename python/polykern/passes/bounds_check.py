@@ -340,6 +340,9 @@ class _Checker:
         loc = s.loc
         s.dst_k = self.hold(self.flat(s.dst_k, out, loc), out, loc)
         s.src_k = self.hold(self.flat(s.src_k, out, loc), out, loc)
+        if getattr(s, PROVEN, False):  # passes/bounds_proof.py: both groups in bounds; lowered later
+            out.append(s)
+            return
         g = _both(self.fit_guard(s.dst, s.dst_k, s.count, "write", loc),
                   self.fit_guard(s.src, s.src_k, s.count, "read", loc))
         body = self.block(self.copies.copy(s))

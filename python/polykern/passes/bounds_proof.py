@@ -127,7 +127,7 @@ class _Prover:
         self.facts: List[Dict[str, Range]] = [{}]  # expr_str -> extra alternatives (scoped)
         self.chain_facts: List[List[ir.Expr]] = [[]]  # sums a condition bounded (scoped)
         self.empties: List[List[Poly]] = [[]]  # ranges on the path that make it unreachable when < 0
-        self.clauses: List[Tuple[ir.Expr, Clause]] = []  # (access node, clause)
+        self.clauses: List[Tuple[object, Clause, str]] = []  # (access node, clause, array)
         self.loop_vars: set = set()  # for variables inside their loop (facts hold their range)
         self.mutable: set = set()  # variables assigned where the facts being learned hold
 
@@ -374,32 +374,46 @@ class _Prover:
 
     # ------------------------------------------------------------ statements
     def access(self, node, base: ir.Var, index: ir.Expr) -> None:
+        clause = self.clause(base, index)
+        if clause is not None:
+            self.clauses.append((node, clause, base.name))
+
+    def copy(self, s: ir.CopyAsync) -> None:
+        """A pk.copy_async is proven when both of its groups are."""
+        both = [self.clause(s.dst, s.dst_k, s.count), self.clause(s.src, s.src_k, s.count)]
+        if all(c is not None for c in both):
+            self.clauses.extend((s, c, b.name) for c, b in zip(both, (s.dst, s.src)))
+
+    def clause(self, base: ir.Var, index: ir.Expr, n: int = 1) -> Optional[Clause]:
+        """The launch-time condition for elements ``n*index .. n*index + n-1`` of ``base`` to be in bounds
+        (and to fit the index's type), or None when the index cannot be bounded."""
         t = base.type
         if isinstance(t, ArrayType):
             if t.dynamic:
-                return
+                return None
             length = const(t.size)
         elif base.name in self.buffers:
             length = sym(f"L{self.buffers[base.name]}")
         else:
-            return
+            return None
         r = self.bound(index)
         if r is None:
-            return
+            return None
         tmax = const(index.type.max_value())
         clause: Clause = []
         for lo, hi, asm in r.alts:
+            lo, hi = pmul(lo, const(n)), padd(pmul(hi, const(n)), const(n - 1))
             alt = [lo, padd(padd(length, const(-1)), hi, -1), padd(tmax, hi, -1)] + asm
             alt = [p for k, p in enumerate(alt) if not _always(p) and p not in alt[:k]]
             if any(is_const(p) is not None for p in alt):
                 continue  # a constant < 0: this alternative never holds
             clause.append(alt)
         if not clause:
-            return
+            return None
         for scope in self.empties:
             for p in scope:  # lo - hi - 1 >= 0: lo > hi
                 clause.append([padd(p, const(-1))])
-        self.clauses.append((node, clause))
+        return clause
 
     def expr(self, e: ir.Expr) -> None:
         """The accesses in ``e``; the right operand of ``and``/``or`` and the arms of a select under
@@ -476,6 +490,7 @@ class _Prover:
             elif isinstance(s, ir.CopyAsync):
                 self.expr(s.dst_k)
                 self.expr(s.src_k)
+                self.copy(s)
         for _ in range(pushed):
             self.pop()
 
@@ -543,11 +558,11 @@ def prove(fn: ir.Function) -> List[Tuple[ir.Expr, Clause, str]]:
     p = _Prover(fn)
     p.block(fn.body, top=True)
     out = []
-    for node, clause in p.clauses:
+    for node, clause, name in p.clauses:
         setattr(node, PROVEN, True)
         loc = node.loc
         where = f"{os.path.basename(loc.file)}:{loc.line}" if loc else fn.name
-        out.append((node, clause, f"'{node.base.name}' at {where}"))
+        out.append((node, clause, f"'{name}' at {where}"))
     return out
 
 
@@ -565,13 +580,11 @@ def encode(clause: Clause) -> str:
 def attach(fn: ir.Function) -> ir.Function:
     """Prove what can be proven in ``fn`` (in place), record the launch-time conditions in its
     attributes, and return it; a condition too long to record leaves its access unproven."""
-    texts = []
-    for node, clause, where in prove(fn):
-        text = encode(clause)
+    found = [(node, encode(clause), where[:TEXT_LIMIT]) for node, clause, where in prove(fn)]
+    for node, text, _ in found:
         if len(text) > TEXT_LIMIT:
-            delattr(node, PROVEN)
-            continue
-        texts.append((text, where[:TEXT_LIMIT]))
+            setattr(node, PROVEN, False)
+    texts = [(text, where) for node, text, where in found if getattr(node, PROVEN)]
     fn.attrs = dict(fn.attrs)
     fn.attrs[ATTR] = str(len(texts))
     for k, (text, where) in enumerate(texts):
@@ -583,7 +596,9 @@ def attach(fn: ir.Function) -> ir.Function:
 def all_proven(fn: ir.Function) -> bool:
     """Whether every access of ``fn`` is proven (then checked mode adds nothing: no hidden parameters)."""
     for s in ir.walk_stmts(fn.body):
-        if isinstance(s, (ir.CopyAsync, ir.MatrixOp)) and (not isinstance(s, ir.MatrixOp) or s.op in ("load", "store")):
+        if isinstance(s, ir.CopyAsync) and not getattr(s, PROVEN, False):
+            return False
+        if isinstance(s, ir.MatrixOp) and s.op in ("load", "store"):
             return False
         if isinstance(s, ir.Store) and not getattr(s, PROVEN, False):
             return False
