@@ -206,7 +206,13 @@ class DeviceModule(Module):
 
     def get_function(self, name: str):
         info = self.function_info(name)
-        return wrap_launch(info, self._get_function(info))
+        return self.launcher(name, lambda: wrap_launch(info, self._get_function(info)))
+
+    def launcher(self, key, make):
+        """One launchable object per ``key``: ``make()`` the first time (``m["k"] is m["k"]``)."""
+        made = self.__dict__.setdefault("_launchers", {})
+        got = made.get(key)
+        return got if got is not None else made.setdefault(key, make())
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")

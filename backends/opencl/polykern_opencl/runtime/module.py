@@ -85,7 +85,8 @@ class OpenCLModule(DeviceModule):
 
     def get_function(self, name: str):
         dev = self.device
-        return wrap_launch(self.info_on(dev, name), self._kernels.get((dev, self.function_info(name).name)))
+        name = self.function_info(name).name
+        return self.launcher((dev, name), lambda: wrap_launch(self.info_on(dev, name), self._kernels.get((dev, name))))
 
     def _build_program(self, dev: "_device.Device") -> Program:
         program = Program(dev, self.source_for(dev), label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
