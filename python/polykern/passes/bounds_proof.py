@@ -130,6 +130,8 @@ class _Prover:
         self.clauses: List[Tuple[object, Clause, str]] = []  # (access node, clause, array)
         self.loop_vars: set = set()  # for variables inside their loop (facts hold their range)
         self.mutable: set = set()  # variables assigned where the facts being learned hold
+        self.version = 0  # bumped whenever facts, definitions or scopes change (bound's memo)
+        self.memo: Dict[Tuple[int, int], Tuple[Optional[Range], ir.Expr]] = {}
 
     def _shrinking(self, fn: ir.Function) -> set:
         """Locals assigned once at the top level and otherwise only ``v = v // c`` / ``v = v >> c``
@@ -189,6 +191,13 @@ class _Prover:
         return resolved
 
     def bound(self, e: ir.Expr) -> Optional[Range]:
+        """Bounds of ``e`` where the analysis stands (memoized until what is known changes)."""
+        key = (id(e), self.version)
+        if key not in self.memo:
+            self.memo[key] = (self._bound_now(e), e)  # e kept alive: its id stays its own
+        return self.memo[key][0]
+
+    def _bound_now(self, e: ir.Expr) -> Optional[Range]:
         if not (isinstance(e.type, ScalarType) and e.type.is_int):
             return None
         own = self._bound(e)
@@ -364,6 +373,7 @@ class _Prover:
             return
         if isinstance(e, ir.BinOp) and e.op in ("add", "sub"):
             self.chain_facts[-1].append(e)
+        self.version += 1
         key = expr_str(e)
         scope = self.facts[-1]
         old = scope.get(key)
@@ -445,8 +455,10 @@ class _Prover:
                 self.expr(s.value)
                 if top and s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType):
                     self.defs[s.name] = s.value
+                    self.version += 1
                 elif top and s.name in self.shrinking:
                     self.inits[s.name] = s.value
+                    self.version += 1
             elif isinstance(s, ir.Store):
                 self.expr(s.index)
                 self.expr(s.value)
@@ -478,6 +490,7 @@ class _Prover:
                          + [padd(const(t.max_value() - s.step + 1), b[1], -1)])
                         for a in lo.alts for b in hi.alts])
                     self.loop_vars.add(s.var)
+                    self.version += 1
                 self.block(s.body)
                 self.loop_vars.discard(s.var)
                 self.pop()
@@ -500,11 +513,13 @@ class _Prover:
         return set(counts)
 
     def push(self):
+        self.version += 1
         self.facts.append({})
         self.chain_facts.append([])
         self.empties.append([])
 
     def pop(self):
+        self.version += 1
         self.facts.pop()
         self.chain_facts.pop()
         self.empties.pop()
