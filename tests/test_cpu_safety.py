@@ -253,3 +253,28 @@ def test_opencl_runs_the_raw_kernels_on_a_gpu_and_the_safe_form_on_a_cpu():
     assert safe.attrs["bounds_check"] == "1" and [a.name for a in safe.args][3:] == ["bounds_lens", "bounds_err"]
     raw = pk.build([scatter], targets=["opencl"], bounds_check=False).on("opencl")
     assert raw.source_for(cpu) == raw.source_for(gpu) == raw.source
+
+
+def test_libpolykern_under_qemu_aarch64_checks_a_cross_built_artifact(tmp_path):
+    """A cross triple (llvm -mtriple=aarch64-linux-gnu) run by the aarch64 kbin-run under QEMU."""
+    import subprocess
+
+    emu = pytest.importorskip("test_emulation_aarch64", reason="tests/test_emulation_aarch64.py is not here")
+    if emu.MISSING:
+        pytest.skip("aarch64 emulation needs " + ", ".join(emu.MISSING))
+    runner = emu.kbin_run.__wrapped__()
+    from polykern import launch_stream as ls
+
+    path = tmp_path / "fill_a64.kbin"
+    pk.build([scatter], targets=[emu.TARGET]).export(str(path))
+
+    def run(idx):
+        items = [(ls.SCALAR, np.int32(3).tobytes()), (ls.READ, np.array(idx, np.int32).tobytes()),
+                 (ls.WRITE, np.zeros(8, np.float32).tobytes())]
+        return subprocess.run([emu.QEMU, "-L", emu.SYSROOT, runner, str(path), "scatter"],
+                              input=ls.encode(items, (1, 1, 1, 4, 1, 1)), capture_output=True, timeout=300)
+    bad = run([0, 1, 20])
+    assert bad.returncode == 3 and b"out-of-bounds access (index bits 0x14)" in bad.stderr, bad.stderr
+    good = run([0, 1, 7])
+    assert good.returncode == 0, good.stderr
+    assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1, 1, 0, 0, 0, 0, 0, 1]
