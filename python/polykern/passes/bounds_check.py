@@ -315,7 +315,8 @@ class _Checker:
         loc = access.loc or s.loc
         lane = lane_access(s)
         proven = getattr(access, PROVEN, False)  # passes/bounds_proof.py: in bounds, lane fits its type
-        g_fit = self.fit_guard(access.base, index_expr(lane), lane.n, op, loc) if lane is not None and not proven else None
+        g_fit = (self.fit_guard(access.base, index_expr(lane), lane.n, op, loc) if lane is not None and not proven
+                 else None)
         access.index = self.flat(access.index, out, loc)
         for name in ("compare", "value"):
             sub = getattr(access, name, None)

@@ -1,28 +1,33 @@
 """Launch-time proofs of in-bounds accesses (the CPU runtimes' default safety, docs/correctness.md 5.5).
 
-For each access ``base[index]`` (load, store, atomic, group lane) to a buffer or a fixed-size shared or
-local array, the pass tries to bound the *mathematical* value of ``index`` by polynomials over launch
-*symbols*: integer scalar arguments, buffer lengths, ``block[d]`` and ``grid[d]``. What it knows:
+For each access ``base[index]`` (load, store, atomic, group lane, both groups of a ``pk.copy_async``) to
+a buffer or a fixed-size shared or local array, the pass bounds the index by polynomials (rational
+coefficients) over launch *symbols*: integer scalar arguments ``a<i>``, buffer lengths ``L<i>``,
+``block[d]`` ``b<d>`` and ``grid[d]`` ``g<d>``. What it knows:
 
-- ``local_id(d)`` in ``[0, block[d]-1]``, ``group_id(d)`` in ``[0, grid[d]-1]``, ``global_id(d)`` in
-  ``[0, grid[d]*block[d]-1]``, ``local_size``/``num_groups`` exactly;
-- a local assigned once, at the top level of the kernel (outside loops and branches): its definition
-  (operands are then fixed: parameters, registers, other such locals);
+- ``local_id(d)`` in ``[0, b<d>-1]``, ``group_id(d)`` in ``[0, g<d>-1]``, ``global_id(d)`` in
+  ``[0, g<d>*b<d>-1]``, ``local_size``/``num_groups`` exactly;
+- a local assigned once, at the top level (outside loops and branches): its definition, re-bounded
+  where it is used; a local assigned once at the top level and otherwise only ``v //= c`` / ``v >>= c``:
+  ``[0, first value]``;
 - a ``for`` variable with a constant positive step, not assigned in its body: ``[start, stop-1]``;
-- the conditions guarding the access: ``if a < b`` (``<=``, ``>``, ``>=``, ``and``) in the then
-  branch, their negation in the else branch and after ``if c: ... return`` (``continue``, ``break``),
-  ``!=`` trimming an end of a range (``x != 0`` with ``x >= 0`` gives ``x >= 1``);
-- ``+``, ``-``, ``*`` (products assume their factors' lower bounds are ``>= 0``, a condition checked at
-  launch), widening integer casts.
+- the conditions an access runs under: ``if``/``else``, the operands of ``and``/``or``, the rest of a
+  block after ``if c: ... return`` (``continue``, ``break``); ``a < b`` bounds ``a`` by ``b`` (also when
+  ``b`` is itself a variable: ``lid < step``) and ``b`` by ``a``, ``!=`` trims an end of a range, a
+  condition on a sum serves a larger sum holding its terms (``t + tx < k`` for ``row*k + t + tx``); a
+  condition holds where none of its variables is assigned;
+- ``+ - *`` (a product needs its factors' lower bounds ``>= 0``), ``//`` and ``>>`` by positive
+  constants, ``% c``, ``& c``, widening integer casts.
 
-Only ring operations are followed, so the computed index equals the mathematical one modulo
-``2**bits``; the proof also requires ``hi <= max of the index type``, so the two are equal. An access
-is *proven* under a launch-time condition: one of its alternatives holds (all its polynomials are
-``>= 0``: ``lo >= 0``, ``hi <= length-1``, ``hi <= type max``, the factors' signs), or some range on its
-path is empty (``lo > hi``: the access cannot run). The pass marks proven access nodes
-(:data:`PROVEN` attribute, which :mod:`polykern.passes.bounds_check` reads to leave them unguarded)
-and returns the conditions; :func:`attach` records them in ``Function.attrs`` (see
-:mod:`polykern.launch_proof` for the text format and the check before each launch).
+Each bound is one of a few *alternatives* ``(lo, hi, assumptions)``. A bound is of the index's true
+value; a comparison sees the machine value: the two are combined only under *fit* assumptions (the
+true value within the type, so that it is the machine value), and ``//``, ``>>``, ``%`` and casts
+need their operand to fit. The final index must satisfy ``0 <= lo``, ``hi <= length-1`` and ``hi <=``
+its type's maximum, so the machine index is the true one. An access is *proven* under its launch-time
+condition: one alternative holds (all its polynomials ``>= 0``), or a range on its path is empty (it
+cannot run). The pass marks proven nodes (:data:`PROVEN`, read by :mod:`polykern.passes.bounds_check`
+to leave them unguarded); :func:`attach` records the conditions in ``Function.attrs`` (text format and
+launch check: :mod:`polykern.launch_proof`, native/src/launch_proof.c).
 """
 from __future__ import annotations
 
@@ -35,7 +40,8 @@ from ..ir import nodes as ir
 from ..ir.printer import expr_str
 from ..ir.types import ArrayType, BufferType, ScalarType
 
-__all__ = ["SAFE_KEY", "SAFE_VARIANT_KEY", "PROVEN", "ATTR", "ATTR_CLAUSE", "ATTR_AT", "Poly", "Clause", "prove", "encode", "attach", "all_proven"]
+__all__ = ["SAFE_KEY", "SAFE_VARIANT_KEY", "PROVEN", "ATTR", "ATTR_CLAUSE", "ATTR_AT", "Poly", "Clause", "prove",
+           "encode", "attach", "all_proven"]
 
 #: Registry key prefix: ``registry.register(SAFE_KEY + kind, True)`` declares that kernels of that target
 #: kind run in the caller's own process (the CPU runtimes): their default build (pipeline.build with
@@ -52,7 +58,7 @@ ATTR_AT = "bounds_proof_at_"  # + k
 TEXT_LIMIT = 4000  # a longer condition is not recorded (its access stays checked)
 MAX_ALTS = 4  # alternatives kept per bound (a min/max of several symbolic bounds)
 
-# A polynomial: {sorted tuple of symbols: integer coefficient}; () is the constant term.
+# A polynomial: {sorted tuple of symbols: coefficient (int or Fraction)}; () is the constant term.
 Poly = Dict[Tuple[str, ...], int]
 # An alternative: polynomials that must all be >= 0. A clause: alternatives, one of which must hold.
 Clause = List[List[Poly]]
@@ -221,7 +227,9 @@ class _Prover:
                 return self.bound(self.defs[e.name])
             if e.name in self.inits:  # a shrinking local: [0, its first value]
                 r = self.bound(self.inits[e.name])
-                return Range([(const(0), hi, asm + [lo] + fit(lo, hi, e.type)) for lo, hi, asm in r.alts]) if r else None
+                if r is None:
+                    return None
+                return Range([(const(0), hi, asm + [lo] + fit(lo, hi, e.type)) for lo, hi, asm in r.alts])
             return None
         if isinstance(e, ir.SpecialReg):
             d = e.dim
@@ -364,9 +372,11 @@ class _Prover:
         if not (self.stable(a) and self.stable(b)):
             return
         pb = self.exact(b)  # a <= b - gap (b's upper bound when b is not one polynomial)
-        self.add_fact(a, [(None, padd(pb, const(-gap)), fit(pb, pb, b.type)) if pb is not None else (None, (b, -gap), [])])
+        self.add_fact(a, [(None, padd(pb, const(-gap)), fit(pb, pb, b.type)) if pb is not None
+                          else (None, (b, -gap), [])])
         pa = self.exact(a)  # b >= a + gap
-        self.add_fact(b, [(padd(pa, const(gap)), None, fit(pa, pa, a.type)) if pa is not None else ((a, gap), None, [])])
+        self.add_fact(b, [(padd(pa, const(gap)), None, fit(pa, pa, a.type)) if pa is not None
+                          else ((a, gap), None, [])])
 
     def add_fact(self, e: ir.Expr, alts) -> None:
         if self.exact(e) is not None:

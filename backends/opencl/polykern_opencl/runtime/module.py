@@ -89,7 +89,8 @@ class OpenCLModule(DeviceModule):
         return self.launcher((dev, name), lambda: wrap_launch(self.info_on(dev, name), self._kernels.get((dev, name))))
 
     def _build_program(self, dev: "_device.Device") -> Program:
-        program = Program(dev, self.source_for(dev), label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
+        program = Program(dev, self.source_for(dev),
+                          label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
         with self._count_lock:
             self.programs_built += 1
         return program
