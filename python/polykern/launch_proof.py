@@ -104,13 +104,7 @@ class ProvenKernel:
         self.check, self.fast = _compile([c for c, _ in self.conds])
         self.nargs = len(args)
 
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    def __getattr__(self, name: str):
-        if name == "fn":
-            raise AttributeError(name)
+    def __getattr__(self, name: str) -> Any:  # the runtime kernel's own attributes (name, last_threads ...)
         return getattr(self.fn, name)
 
     def __repr__(self) -> str:
@@ -131,7 +125,7 @@ class ProvenKernel:
         cond, where = self.conds[k]
         lens = ", ".join(f"len({a.name}) = {a.size}" for a in prepared if isinstance(a, BufferArg))
         raise LaunchError(
-            f"kernel '{self.name}': out-of-bounds access to {where} with these arguments (grid {grid3}, "
+            f"kernel '{self.info.name}': out-of-bounds access to {where} with these arguments (grid {grid3}, "
             f"block {block3}; {lens}): its launch-time bounds condition {self.info.attrs[ATTR_CLAUSE + str(k)]} "
             "fails (a<i>: argument i, L<i>: length of buffer argument i, b/g: block/grid); nothing ran (the "
             "CPU runtimes' default safety, docs/correctness.md; bounds_check=False builds the raw kernel)")
