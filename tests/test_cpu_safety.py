@@ -67,6 +67,15 @@ def walk(n: i32, y: Buffer[f32]):
 
 
 @pk.kernel
+def stale(n: i32, y: Buffer[f32]):
+    j = pk.global_id(0) + 5
+    v = j  # v keeps j's first value
+    j = pk.global_id(0)
+    if j >= 0 and j < n:  # says nothing about v
+        y[v] = 1.0
+
+
+@pk.kernel
 def wrapped(n: i32, y: Buffer[f32]):
     g = pk.global_id(0) * 2
     j = g * 1073741824 + 2147483647  # i32 wraps: 2147483647, then -1 for every g > 0
@@ -139,6 +148,8 @@ def test_what_is_not_provable_is_still_caught(target, guarded_memory):
         _build([walk], target)["walk"](4, y, grid=1, block=2)
     with pytest.raises(LaunchError, match="'y'"):  # a bound of the true value is no bound of a wrapped one
         _build([wrapped], target)["wrapped"](8, y, grid=1, block=4)
+    with pytest.raises(LaunchError, match="write to buffer 'y' at index 5 "):
+        _build([stale], target)["stale"](3, y[:3], grid=1, block=1)
     assert not guarded_memory[:8].any() and not guarded_memory[16:].any()
 
 

@@ -157,19 +157,20 @@ class _Prover:
                 out.add(name)
         return out
 
-    def _count(self, stmts, counts, loop_assigned, depth):
+    def _count(self, stmts, counts, loop_assigned, loops):
+        """Assignments per variable (a for variable counts twice); those inside a loop."""
         for s in stmts:
             if isinstance(s, ir.Assign):
-                counts[s.name] = counts.get(s.name, 0) + 1 + (depth > 0)  # nested: never "once"
-                if depth:
+                counts[s.name] = counts.get(s.name, 0) + 1
+                if loops:
                     loop_assigned.add(s.name)
             elif isinstance(s, ir.If):
-                self._count(s.then, counts, loop_assigned, depth + 1)
-                self._count(s.orelse, counts, loop_assigned, depth + 1)
+                self._count(s.then, counts, loop_assigned, loops)
+                self._count(s.orelse, counts, loop_assigned, loops)
             elif isinstance(s, (ir.For, ir.While)):
                 if isinstance(s, ir.For):
                     counts[s.var] = counts.get(s.var, 0) + 2
-                self._count(s.body, counts, loop_assigned, depth + 1)
+                self._count(s.body, counts, loop_assigned, loops + 1)
 
     # ------------------------------------------------------------ bounds of expressions
     def fact(self, key: str) -> List:
@@ -458,15 +459,28 @@ class _Prover:
         self.expr(e)
         self.pop()
 
+    def fixed(self, e: ir.Expr) -> bool:
+        """Whether ``e`` has the same value wherever it is re-evaluated: only unassigned scalar
+        parameters, registers, constants and definitions (no memory)."""
+        for x in ir.walk_expr(e):
+            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)):
+                return False
+            if isinstance(x, ir.Var) and not (x.name in self.defs or (x.name in self.scalars
+                                                                      and x.name not in self.assigned)):
+                return False
+        return True
+
     def block(self, stmts: List[ir.Stmt], top: bool = False) -> None:
-        pushed = 0
+        pushed, defined = 0, []
         for s in stmts:
             if isinstance(s, ir.Assign):
                 self.expr(s.value)
-                if top and s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType):
+                if (s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType)
+                        and self.fixed(s.value)):  # a definition, for the rest of this block
                     self.defs[s.name] = s.value
+                    defined.append(s.name)
                     self.version += 1
-                elif top and s.name in self.shrinking:
+                elif top and s.name in self.shrinking and self.fixed(s.value):
                     self.inits[s.name] = s.value
                     self.version += 1
             elif isinstance(s, ir.Store):
@@ -516,6 +530,9 @@ class _Prover:
                 self.copy(s)
         for _ in range(pushed):
             self.pop()
+        for name in defined:
+            del self.defs[name]
+        self.version += bool(defined)
 
     def assigned_in(self, stmts) -> set:
         counts: Dict[str, int] = {}
