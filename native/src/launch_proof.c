@@ -9,6 +9,7 @@
  *
  * Arithmetic is exact in int64; a term or sum past it fails the condition (refused, never wrong).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +73,10 @@ static int poly_ok(const pk_function_info *fi, size_t nuser, void *const *args, 
         const char *t = p, *te = memchr(p, ' ', (size_t)(end - p));
         char *num_end;
         if (!te) te = end;
+        errno = 0;
         long long c = strtoll(t, &num_end, 10);
         if (num_end == t || num_end > te) return -1;
+        if (errno == ERANGE) overflow = 1;  /* past int64: the condition fails (refused, never wrong) */
         int64_t v = c;
         const char *q = num_end;
         while (q < te) {
