@@ -7,9 +7,8 @@
  *   only: the hidden lengths buffer and error record (python/polykern/passes/bounds_check.py) are
  *   added here, and a recorded violation is a PK_ERR_LAUNCH naming the array, the index and the line.
  *
- * Arithmetic is exact in int64; a term or sum past it fails the condition (refused, never wrong).
+ * Arithmetic is exact in 128 bits; a term or sum past them fails the condition (refused, never wrong).
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,21 +63,34 @@ static int64_t symbol(const pk_function_info *fi, size_t nuser, void *const *arg
     return 0;
 }
 
+typedef __int128 pk_wide; /* exact for every coefficient the text holds (up to 2^64) and their sums */
+
+/* A decimal integer from p (optional '-'); *end after it; 0 digits or past 2^100 -> *bad = 1. */
+static pk_wide parse_wide(const char *p, const char **end, int *bad) {
+    int neg = *p == '-', digits = 0;
+    pk_wide v = 0;
+    if (neg) p++;
+    while (*p >= '0' && *p <= '9') {
+        if (++digits > 30) *bad = 1;
+        else v = v * 10 + (*p - '0');
+        p++;
+    }
+    if (!digits) *bad = 1;
+    *end = p;
+    return neg ? -v : v;
+}
+
 /* Whether one polynomial (terms separated by ' ', up to `end`) is >= 0; -1 when malformed. */
 static int poly_ok(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
                    const uint32_t block[3], const char *p, const char *end) {
-    int64_t total = 0;
+    pk_wide total = 0;
     int overflow = 0;
     while (p < end) {
-        const char *t = p, *te = memchr(p, ' ', (size_t)(end - p));
-        char *num_end;
+        const char *t = p, *te = memchr(p, ' ', (size_t)(end - p)), *q;
+        int bad = 0;
         if (!te) te = end;
-        errno = 0;
-        long long c = strtoll(t, &num_end, 10);
-        if (num_end == t || num_end > te) return -1;
-        if (errno == ERANGE) overflow = 1;  /* past int64: the condition fails (refused, never wrong) */
-        int64_t v = c;
-        const char *q = num_end;
+        pk_wide v = parse_wide(t, &q, &bad);
+        if (bad || q > te) return -1;
         while (q < te) {
             const char *se;
             int ok = 1;
@@ -88,7 +100,7 @@ static int poly_ok(const pk_function_info *fi, size_t nuser, void *const *args, 
             while (se < te && *se != '*') se++;
             int64_t x = symbol(fi, nuser, args, grid, block, q, (size_t)(se - q), &ok);
             if (!ok) return -1;
-            if (__builtin_mul_overflow(v, x, &v)) overflow = 1;
+            if (__builtin_mul_overflow(v, (pk_wide)x, &v)) overflow = 1;
             q = se;
         }
         if (__builtin_add_overflow(total, v, &total)) overflow = 1;
