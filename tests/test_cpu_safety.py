@@ -5,6 +5,7 @@ the guarded affine accesses in bounds under launch-time conditions (passes/bound
 before each launch by polykern.launch_proof) and keeps checked mode's guards for the others; a
 failed condition or guard is an out-of-bounds LaunchError. ``bounds_check=False`` is the raw build.
 """
+import re
 import sys
 from pathlib import Path
 
@@ -38,6 +39,15 @@ def scatter(n: i32, idx: Buffer[i32, "readonly"], y: Buffer[f32]):
     i = pk.global_id(0)
     if i < n:
         y[idx[i]] = 1.0
+
+
+@pk.kernel
+def groups_and_scatter(n4: i32, idx: Buffer[i32, "readonly"], x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    k = pk.global_id(0)
+    if k < n4:
+        a, b, c, d = pk.vload(x, k, 4)
+        pk.vstore(y, k, (a, b, c, d))
+        y[idx[k]] = 0.5  # the one checked access
 
 
 @pk.kernel
@@ -172,6 +182,18 @@ def test_only_the_unproven_access_is_guarded():
     info = pk.build([scatter]).on("llvm").function_info("scatter")
     assert info.attrs["bounds_check"] == "1" and info.attrs["bounds_accesses"] == "1"  # y[idx[i]] only
     assert info.attrs["bounds_proof"] == "1"  # idx[i]
+
+
+def test_proven_groups_stay_vector_accesses_beside_a_checked_access():
+    mod = pk.build([groups_and_scatter]).on("llvm")
+    assert mod.function_info("groups_and_scatter").attrs["bounds_accesses"] == "1"
+    ll = mod.inspect_source("ll")
+    assert re.search(r"load <4 x float>, ptr %[^,]+, align 16", ll), ll
+    x, y = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    mod["groups_and_scatter"](4, np.array([0, 1, 2, 3], np.int32), x, y, grid=1, block=4)
+    assert y[:4].tolist() == [0.5] * 4 and y[4:].tolist() == x[4:].tolist()
+    with pytest.raises(LaunchError, match="write to buffer 'y' at index 30 "):
+        mod["groups_and_scatter"](4, np.array([0, 1, 2, 30], np.int32), x, y, grid=1, block=4)
 
 
 def test_opt_out_is_the_raw_kernel(monkeypatch):

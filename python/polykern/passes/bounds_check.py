@@ -322,8 +322,11 @@ class _Checker:
             sub = getattr(access, name, None)
             if isinstance(sub, ir.Expr):
                 setattr(access, name, self.flat(sub, out, loc))
+        if proven:  # unguarded: the index stays in place (a group's lanes stay one vector access)
+            out.append(s)
+            return
         access.index = self.hold(access.index, out, loc)
-        g = None if proven else _both(g_fit, self.guard(access.base, access.index, op, loc))
+        g = _both(g_fit, self.guard(access.base, access.index, op, loc))
         if g is None:
             out.append(s)
             return
