@@ -30,6 +30,7 @@ from reduction import block_sum  # noqa: E402
 from saxpy import saxpy  # noqa: E402
 from stencil2d import jacobi  # noqa: E402
 
+
 @pk.kernel
 def fill(n: i32, y: Buffer[f32]):
     i = pk.global_id(0)
