@@ -214,8 +214,11 @@ class _Prover:
         full = [a for a in facts + (own.alts if own else []) if a[0] is not None and a[1] is not None]
         mixed = [(lo if lo is not None else f[0], hi if hi is not None else f[1], asm + f[2] + fit(f[0], f[1], e.type))
                  for lo, hi, asm in facts if lo is None or hi is None for f in full]
+        # two one-sided conditions (j >= 0 and j < n): both bound the machine value
+        paired = [(lo[0], hi[1], lo[2] + hi[2]) for lo in facts if lo[0] is not None and lo[1] is None
+                  for hi in facts if hi[0] is None and hi[1] is not None]
         nf = sum(1 for a in facts if a[0] is not None and a[1] is not None)
-        out = full[:nf] + mixed + full[nf:]
+        out = full[:nf] + paired + mixed + full[nf:]
         return Range(out) if out else None
 
     def _bound(self, e: ir.Expr) -> Optional[Range]:
