@@ -5,6 +5,7 @@ measured in the same run, and launch overhead per call on a tiny launch.
 
     python benchmarks/cpu.py [--quick] [--json out.json]
     python benchmarks/cpu.py --tuned [--repeat 9] [--json out.json]   # issue 15: tuned_kernels.py vs Numba/NumPy
+    python benchmarks/cpu.py --safety [--repeat 15] [--json out.json]  # issue 21: default build vs bounds_check=False
 """
 from __future__ import annotations
 
@@ -256,6 +257,43 @@ def tuned_table(res: dict) -> str:
     return "\n".join(lines)
 
 
+def safety(repeat: int = 15, quick: bool = False) -> dict:
+    """Issue 21: the four benchmark kernels built by default (the CPU runtimes' safe build: accesses
+    proven under launch-time conditions, the rest checked) against ``bounds_check=False`` (the raw
+    kernels, the build before issue 21), both checked first, interleaved rounds; per kernel the
+    median of the per-round ratios default / raw and their spread, and the load average around."""
+    import os
+
+    import polykern as pk
+
+    load = [os.getloadavg()]
+    rows = []
+    for p in PROBLEMS:
+        d = p.make(np.random.default_rng(0), quick)
+        fns = {}
+        for label, flag in (("default", None), ("raw", False)):
+            k = pk.build([p.kernel], targets=["llvm"], bounds_check=flag)[p.kernel.name]
+            p.check(dict(p.make(np.random.default_rng(1), True), _k=k))
+            fns[label] = lambda k=k, d=d, p=p: p.launch(k, d)
+        times = interleaved(fns, repeat, warmup=2, min_time=0.02)
+        r = [a / b for a, b in zip(times["default"], times["raw"])]
+        rows.append({"kernel": p.name, "seconds": {k: median(v) for k, v in times.items()},
+                     "ratio": {"median": median(r), "min": min(r), "max": max(r)}, "rounds": times})
+        log(f"cpu {p.name:10} default {median(times['default']) * 1e3:.3f}ms raw {median(times['raw']) * 1e3:.3f}ms "
+            f"default/raw {median(r):.3f} ({min(r):.3f}-{max(r):.3f})")
+    from saxpy import saxpy  # launch overhead: a one-group saxpy on 256 elements, per call
+
+    x, y = np.ones(256, np.float32), np.ones(256, np.float32)
+    tiny = {label: (lambda k=pk.build([saxpy], bounds_check=flag)["saxpy"]: k(256, 2.0, x, y, grid=1, block=256))
+            for label, flag in (("default", None), ("raw", False))}
+    t = interleaved(tiny, repeat, warmup=50, min_time=0.05)
+    overhead = {k: median(v) for k, v in t.items()}
+    log("launch per call: " + "  ".join(f"{k} {v * 1e6:.1f}us" for k, v in overhead.items()))
+    load.append(os.getloadavg())
+    log(f"load average (1, 5, 15 min) before {load[0]}, after {load[1]}")
+    return {"rows": rows, "repeat": repeat, "loadavg": load, "launch_seconds": overhead}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -264,9 +302,15 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--tuned", action="store_true", help="issue 15: the tuned kernels (saxpy, sum, row softmax) "
                     "against NumPy and Numba parallel, interleaved rounds (--repeat, at least 9)")
+    ap.add_argument("--safety", action="store_true", help="issue 21: default build against bounds_check=False")
     args = ap.parse_args(argv)
     if args.json:
         check_output(args.json)
+    if args.safety:
+        res = {"issue21": safety(args.repeat, args.quick), "machine": machine()}
+        if args.json:
+            write_output(args.json, json.dumps(res, indent=1))
+        return 0
     if args.tuned:
         res = {"issue15": tuned(max(9, args.repeat), args.quick), "machine": machine(),
                "versions": versions("numpy", "numba", "llvmlite")}

@@ -274,7 +274,9 @@ def test_atomic_index_in_a_loop_condition_is_a_located_refusal():
     with pytest.raises(CompileError, match=r"test_bounds_check.py:\d+:\d+: checked mode .* 'x': its index contains "
                                            "an atomic"):
         pk.build([atomic_in_loop_condition], bounds_check=True)
-    pk.build([atomic_in_loop_condition])  # fine unchecked
+    pk.build([atomic_in_loop_condition], bounds_check=False)  # fine unchecked
+    with pytest.raises(CompileError, match="default build for the CPU runtimes checks every access it cannot prove"):
+        pk.build([atomic_in_loop_condition])  # the CPU's default checks what it cannot prove (issue 21)
 
 
 def test_deeply_nested_indices_grow_the_kernel_linearly():

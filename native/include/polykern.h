@@ -202,7 +202,10 @@ size_t pk_buffer_size(const pk_buffer *buf);
 void pk_buffer_free(pk_buffer *buf);
 
 /* Launch: args[i] points at the scalar value for a scalar argument (of the exact
- * size FunctionInfo gives), and IS a pk_buffer* for a buffer argument.
+ * size FunctionInfo gives), and IS a pk_buffer* for a buffer argument. A default CPU build's
+ * launch-time bounds conditions are checked first (src/launch_proof.c); a kernel with checked
+ * accesses (attribute bounds_check) may be given the user's arguments only (bounds_user_args):
+ * the hidden ones are added here and a violation is PK_ERR_LAUNCH.
  * grid counts workgroups (CUDA semantics), block is the workgroup size.
  * Returns after the kernel has finished. */
 int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args,

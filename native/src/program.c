@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "launch_proof.h"
 
 #define PK_BUFFER_MAGIC 0x50424B42u  /* "BKBP" */
 
@@ -41,6 +42,8 @@ struct pk_buffer {
 static int g_threads;
 
 void pk_set_num_threads(int n) { g_threads = n; }
+
+pk_program *pk_kernel_program(const pk_kernel *k) { return k->prog; }
 
 static pk_program *load_cpu(const pk_module *m, pk_program *p, pk_error *err) {
     if (strcmp(m->fmt.ptr, "o") != 0) {
@@ -304,6 +307,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     int rc = 0, d;
     int64_t groups = 1;
     if (err) memset(err, 0, sizeof *err);
+    if (pk_bounds_hidden_args(fi, nargs)) return pk_bounds_launch(k, nargs, args, grid, block, err);
     if (nargs != fi->num_args)
         return pk_fail(err, PK_ERR_LAUNCH, "%s takes %zu arguments, %zu given", fi->name.ptr,
                        fi->num_args, nargs);
@@ -325,6 +329,10 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
                            "2147483648 (2**31) work-items per dimension", fi->name.ptr, d, d, grid[d],
                            block[d], (unsigned long long)items, "xyz"[d], d);
     }
+    for (i = 0; i < nargs; i++)
+        if (!args[i] || (fi->args[i].kind == PK_ARG_BUFFER && ((pk_buffer *)args[i])->magic != PK_BUFFER_MAGIC))
+            break;  /* reported below */
+    if (i == nargs && (rc = pk_launch_proof_check(fi, nargs, args, grid, block, err))) return rc;
     if (k->prog->dev == DEV_CPU) {
         /* as the Python CPU runtime (polykern.launch.PORTABLE_MAX_GRID): CUDA's grid limits */
         static const uint32_t max_grid[3] = {2147483647u, 65535u, 65535u};

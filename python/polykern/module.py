@@ -21,7 +21,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from . import backends, kbin_file, registry, wire
 from .backends import FORCE_FALLBACK_ENV
 from .aligned_launch import wrap_if_aligned
-from .checked_launch import wrap_if_checked
+from .checked_launch import user_visible, wrap_if_checked
+from .launch_proof import wrap_if_proven
 from .shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
 from .function_info import ArgInfo, FunctionInfo
@@ -30,7 +31,7 @@ from .version import compiler_version
 __all__ = [
     "ArgInfo", "FunctionInfo", "Module", "DeviceModule", "FallbackModule", "UnavailableModule",
     "RootModule", "Launcher", "create_with_fallback", "force_fallback_enabled", "payload_text",
-    "FORCE_FALLBACK_ENV",
+    "FORCE_FALLBACK_ENV", "wrap_launch",
 ]
 
 
@@ -205,8 +206,13 @@ class DeviceModule(Module):
 
     def get_function(self, name: str):
         info = self.function_info(name)
-        raw = self._get_function(info)
-        return wrap_if_aligned(info, wrap_if_dynamic(info, wrap_if_checked(info, raw), raw))
+        return self.launcher(name, lambda: wrap_launch(info, self._get_function(info)))
+
+    def launcher(self, key, make):
+        """One launchable object per ``key``: ``make()`` the first time (``m["k"] is m["k"]``)."""
+        made = self.__dict__.setdefault("_launchers", {})
+        got = made.get(key)
+        return got if got is not None else made.setdefault(key, make())
 
     def _get_function(self, info: FunctionInfo):
         raise NotImplementedError(f"{type(self).__name__} must implement _get_function")
@@ -223,6 +229,13 @@ class DeviceModule(Module):
                 return None
             parts.append(f"// ---- {name} ----\n{text}")
         return "\n".join(parts) if parts else None
+
+
+def wrap_launch(info: FunctionInfo, raw):
+    """A runtime's kernel ``raw`` for ``info`` as the caller launches it: launch-time bounds conditions,
+    checked mode's hidden arguments, the dynamic shared size, alignment checks."""
+    checked = wrap_if_proven(info, user_visible(info), wrap_if_checked(info, raw))
+    return wrap_if_aligned(info, wrap_if_dynamic(info, checked, raw))
 
 
 class FallbackModule(DeviceModule):

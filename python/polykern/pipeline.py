@@ -12,7 +12,7 @@ from typing import Iterable, List, Optional, Sequence, Union
 
 from . import hooks, registry
 from .codegen_result import run_codegen
-from .errors import PolykernError, TargetError
+from .errors import CompileError, PolykernError, TargetError
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from .ir.hopper import check_target as check_hopper_target
@@ -22,6 +22,8 @@ from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.async_copy import ASYNC_KEY, lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
+from .passes.bounds_proof import SAFE_KEY, SAFE_VARIANT_KEY, all_proven
+from .passes.bounds_proof import attach as attach_proof
 from .passes.clone import clone_function
 
 BOUNDS_CHECK_ENV = "POLYKERN_BOUNDS_CHECK"
@@ -53,14 +55,32 @@ def collect_kernels(kernels: KernelsLike) -> List[Kernel]:
     return out
 
 
-def bounds_check_requested(flag: Optional[bool] = None) -> bool:
+def bounds_check_requested(flag: Optional[bool] = None) -> Optional[bool]:
     """``bounds_check=`` of :func:`build`, or when it is None the environment variable
-    ``POLYKERN_BOUNDS_CHECK`` (on unless unset, "", "0" or "false" in any case), read on every build."""
+    ``POLYKERN_BOUNDS_CHECK`` (read on every build): True (checked mode everywhere), False ("", unset
+    aside: "0" or "false" in any case; the raw kernels everywhere) or None (unset or "": the default,
+    the CPU runtimes' safe build, :data:`SAFE_KEY`)."""
     if flag is not None:
         if not isinstance(flag, bool):
             raise PolykernError(f"build(): bounds_check must be True, False or None, got {flag!r}")
         return flag
-    return os.environ.get(BOUNDS_CHECK_ENV, "").strip().lower() not in ("", "0", "false")
+    env = os.environ.get(BOUNDS_CHECK_ENV, "").strip().lower()
+    return None if env == "" else env not in ("0", "false")
+
+
+def _safe_build(f):
+    """The default build of a kernel for a target kind that runs in the caller's process (the CPU
+    runtimes): accesses proven in bounds under launch-time conditions (passes/bounds_proof.py) stay as
+    they are, the others get checked mode's guards; no guards at all, no hidden parameters, when
+    every access is proven."""
+    f = attach_proof(clone_function(f))
+    if all_proven(f):
+        return f
+    try:
+        return verify(lower_async_copies(add_bounds_checks(f)))
+    except CompileError as e:  # what checked mode cannot guard (an atomic in a loop condition's index)
+        raise CompileError(f"{e} (the default build for the CPU runtimes checks every access it cannot prove "
+                           "in bounds; bounds_check=False builds the raw kernel)") from None
 
 
 def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), *,
@@ -68,7 +88,9 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``).
 
     ``bounds_check=True`` (or ``POLYKERN_BOUNDS_CHECK=1``) builds the checked mode
-    (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time."""
+    (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time.
+    ``None`` (the default): the CPU runtimes' targets get the safe build (:func:`_safe_build`), the
+    others the raw kernels; ``False`` (or ``POLYKERN_BOUNDS_CHECK=0``): the raw kernels everywhere."""
     from .backends import load_all
     from .module import FunctionInfo, RootModule
     from .target import Target
@@ -84,14 +106,19 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
-    checked = bounds_check_requested(bounds_check)
+    mode = bounds_check_requested(bounds_check)
     for f in funcs:  # Hopper operations: sm_90a targets only, not in checked mode (ir/hopper.py)
         for t in parsed:
-            check_hopper_target(f, t.kind, t, registry.get(HOPPER_SUPPORT_KEY + t.kind), checked)
-    if checked:
+            check_hopper_target(f, t.kind, t, registry.get(HOPPER_SUPPORT_KEY + t.kind), bool(mode))
+    if mode:
         # checked mode checks plain copies (a valid meaning of pk.copy_async on every target): the pass
         # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
         funcs = [verify(lower_async_copies(add_bounds_checks(f))) for f in funcs]
+    safe = None
+    if mode is None and any(registry.get(SAFE_KEY + t.kind) or registry.get(SAFE_VARIANT_KEY + t.kind)
+                            for t in parsed):
+        safe = [_safe_build(f) for f in funcs]
+    # the root lists what the caller passes (a safe build's hidden arguments are its CPU modules' own)
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
@@ -101,10 +128,16 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
             check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
-        copies = [clone_function(f) for f in funcs]
+        copies = [clone_function(f) for f in (safe if safe is not None and registry.get(SAFE_KEY + t.kind)
+                                              else funcs)]
         native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
         if native is None or not native(t):
             copies = [verify(lower_async_copies(f)) for f in copies]
+        variant = registry.get(SAFE_VARIANT_KEY + t.kind) if safe is not None else None
+        if variant is not None:  # a runtime that may find a CPU device: both forms (passes/bounds_proof.py)
+            safe_copies = [verify(lower_async_copies(clone_function(f))) for f in safe]
+            root.import_module(run_codegen(lambda c, tt: variant(c, safe_copies, tt), copies, t))
+            continue
         root.import_module(run_codegen(builder, copies, t))  # checked: the plugin is named if it misbehaves
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root

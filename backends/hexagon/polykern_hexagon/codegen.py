@@ -29,6 +29,7 @@ from polykern.codegen.llvm_matrix import cpu_support
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.ir import nodes as N
 from polykern.module import FunctionInfo, create_with_fallback
+from polykern.passes.bounds_proof import SAFE_KEY
 from polykern.target import Attr, Target, TargetKind
 
 from . import variable_shifts
@@ -117,3 +118,4 @@ def register() -> None:
     registry.register("target.build.hexagon", build)
     registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
     registry.register("matrix.support.hexagon", cpu_support)
+    registry.register(SAFE_KEY + "hexagon", True)  # runs in the caller's process: the safe default build

@@ -31,6 +31,7 @@ from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.codegen.llvm_probe import check_cpu_and_features
 from polykern.errors import TargetError
 from polykern.module import FunctionInfo, create_with_fallback
+from polykern.passes.bounds_proof import SAFE_KEY
 from polykern.target import Attr, Target, TargetKind
 
 from .fallback import LLVMFallbackModule, PendingAsm
@@ -106,3 +107,4 @@ def register() -> None:
     registry.register("target.build.llvm", build)
     registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
     registry.register("matrix.support.llvm", cpu_support)
+    registry.register(SAFE_KEY + "llvm", True)  # runs in the caller's process: the safe default build

@@ -62,6 +62,7 @@ from ..ir.dynamic_shared import size_param
 from ..ir.types import SCALAR_TYPES, ArrayType, BufferType, ScalarType, bool_, i32, u32, u64
 from ..ir.vector import index_expr, lane_access
 from .async_copy import copy_lowering
+from .bounds_proof import PROVEN
 
 __all__ = ["bounds_check", "ATTR", "ATTR_USER_ARGS", "ATTR_LENGTHS", "ATTR_ACCESSES", "ATTR_ACCESS", "ATTR_INDEX_BITS",
            "RECORD_WORDS",
@@ -333,7 +334,7 @@ class _Checker:
     def masked(self, e, loc) -> ir.Expr:
         """``index * guard`` (loop conditions and bounds only): a bad access touches element 0 instead."""
         op = "read" if isinstance(e, ir.Load) else f"atomic_{e.op}"
-        g = self.guard(e.base, e.index, op, loc)
+        g = None if getattr(e, PROVEN, False) else self.guard(e.base, e.index, op, loc)
         if g is None:
             return e.index
         return _bin("mul", e.index, ir.Cast(e.index.type, g))
@@ -380,7 +381,7 @@ class _Checker:
             return e
         e.index = self.hold(e.index, out, loc)
         op = "read" if isinstance(e, ir.Load) else f"atomic_{e.op}"
-        g = self.guard(e.base, e.index, op, loc)
+        g = None if getattr(e, PROVEN, False) else self.guard(e.base, e.index, op, loc)
         if g is None:
             return e
         result = self.temp(e.type, None, out, loc)
@@ -396,12 +397,17 @@ class _Checker:
         loads runs ``t = base[i]`` under the guard, else ``t = 0``."""
         loc = access.loc or s.loc
         lane = lane_access(s)
-        g_fit = self.fit_guard(access.base, index_expr(lane), lane.n, op, loc) if lane is not None else None
+        proven = getattr(access, PROVEN, False)  # passes/bounds_proof.py: in bounds, lane fits its type
+        g_fit = (self.fit_guard(access.base, index_expr(lane), lane.n, op, loc) if lane is not None and not proven
+                 else None)
         access.index = self.flat(access.index, out, loc)
         for name in ("compare", "value"):
             sub = getattr(access, name, None)
             if isinstance(sub, ir.Expr):
                 setattr(access, name, self.flat(sub, out, loc))
+        if proven:  # unguarded: the index stays in place (a group's lanes stay one vector access)
+            out.append(s)
+            return
         access.index = self.hold(access.index, out, loc)
         g = _both(g_fit, self.guard(access.base, access.index, op, loc))
         if g is None:
@@ -421,6 +427,9 @@ class _Checker:
         loc = s.loc
         s.dst_k = self.hold(self.flat(s.dst_k, out, loc), out, loc)
         s.src_k = self.hold(self.flat(s.src_k, out, loc), out, loc)
+        if getattr(s, PROVEN, False):  # passes/bounds_proof.py: both groups in bounds; lowered later
+            out.append(s)
+            return
         g = _both(self.fit_guard(s.dst, s.dst_k, s.count, "write", loc),
                   self.fit_guard(s.src, s.src_k, s.count, "read", loc))
         body = self.block(self.copies.copy(s))

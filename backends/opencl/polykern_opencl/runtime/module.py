@@ -14,13 +14,16 @@ import threading
 from typing import Mapping, Optional
 
 import numpy as np
+import pyopencl as cl
 
 from polykern import wire
 from polykern.errors import ArtifactError
 from polykern.lazy import LazyMap
-from polykern.module import DeviceModule, FunctionInfo, payload_text
+from polykern.module import ArgInfo, DeviceModule, FunctionInfo, payload_text, wrap_launch
+from polykern.ir.types import i32, u32, u64
 from polykern.payload_formats import check_payload
 
+from ..codegen import CPU_VARIANT_MARK
 from ..fallback import OpenCLFallbackModule
 from . import device as _device
 from .device_array import DeviceArray, empty, to_device, zeros
@@ -66,8 +69,28 @@ class OpenCLModule(DeviceModule):
         """The OpenCL device this module runs on (context created on first use)."""
         return _device.get()
 
+    def source_for(self, dev: "_device.Device") -> str:
+        """The part of the source ``dev`` runs: after CPU_VARIANT_MARK on a CPU device (the CPU runtimes'
+        default safety, docs/correctness.md), before it elsewhere."""
+        raw, _, cpu = self.source.partition(CPU_VARIANT_MARK)
+        return cpu if self.runs_cpu_form(dev) else raw
+
+    def runs_cpu_form(self, dev: "_device.Device") -> bool:
+        return CPU_VARIANT_MARK in self.source and bool(dev.cl_device.type & cl.device_type.CPU)
+
+    def info_on(self, dev: "_device.Device", name: str) -> FunctionInfo:
+        """``name``'s FunctionInfo as ``dev`` runs it (its CPU form on a CPU device: cpu_safe_info)."""
+        info = self.function_info(name)
+        return cpu_safe_info(info) if self.runs_cpu_form(dev) and "cpu_entry" in info.attrs else info
+
+    def get_function(self, name: str):
+        dev = self.device
+        name = self.function_info(name).name
+        return self.launcher((dev, name), lambda: wrap_launch(self.info_on(dev, name), self._kernels.get((dev, name))))
+
     def _build_program(self, dev: "_device.Device") -> Program:
-        program = Program(dev, self.source, label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
+        program = Program(dev, self.source_for(dev),
+                          label=f"opencl module ({', '.join(self.functions) or 'no kernels'})")
         with self._count_lock:
             self.programs_built += 1
         return program
@@ -78,8 +101,9 @@ class OpenCLModule(DeviceModule):
 
     def _make_kernel(self, key) -> OpenCLKernel:
         dev, name = key
-        kobj = self._programs.get(dev).kernel(self.symbols[name])
-        return OpenCLKernel(self, self.functions[name], dev, kobj)
+        info = self.info_on(dev, name)
+        kobj = self._programs.get(dev).kernel(info.attrs.get("entry", self.symbols[name]))
+        return OpenCLKernel(self, info, dev, kobj)
 
     def _get_function(self, info: FunctionInfo) -> OpenCLKernel:
         """The launchable kernel; builds the program on first call (CompileError / DeviceError if this
@@ -108,6 +132,19 @@ class OpenCLModule(DeviceModule):
         if shape is None or dtype is None:
             raise TypeError("device_array() takes an array, or shape= and dtype=")
         return DeviceArray(shape, np.dtype(dtype), device=self.device)
+
+
+def cpu_safe_info(info: FunctionInfo) -> FunctionInfo:
+    """The FunctionInfo of a kernel's CPU form from its ``cpu_*`` attributes (codegen.build_with_cpu_variant):
+    those attributes unprefixed, and checked mode's hidden arguments when it has checked accesses."""
+    attrs = {k: v for k, v in info.attrs.items() if not k.startswith("cpu_")}
+    attrs.update({k[4:]: v for k, v in info.attrs.items() if k.startswith("cpu_")})
+    args = list(info.args)
+    if attrs.get("bounds_check") == "1":
+        if attrs.get("bounds_lengths"):
+            args.append(ArgInfo.buffer("bounds_lens", u64 if attrs.get("bounds_index_bits") == "64" else u32, True))
+        args.append(ArgInfo.buffer("bounds_err", i32, False))
+    return FunctionInfo(info.name, tuple(args), info.launch_tags, info.shared_bytes, attrs)
 
 
 def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo],
