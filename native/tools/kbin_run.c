@@ -71,6 +71,27 @@ static int read_all(void *dst, size_t n) {
     return fread(dst, 1, n, stdin) == n;
 }
 
+/* The arguments a caller passes: all of them, or for a kernel of the CPU runtimes' default build with checked
+ * accesses the user's alone (attribute bounds_user_args; libpolykern adds the hidden ones, launch_proof.c). */
+static size_t user_args(const pk_function_info *fi) {
+    size_t i, on = 0, n = fi->num_args;
+    for (i = 0; i < fi->num_attrs; i++) {
+        const pk_kv *a = &fi->attrs[i];
+        if (a->key.len == 12 && memcmp(a->key.ptr, "bounds_check", 12) == 0)
+            on = a->value.len == 1 && a->value.ptr[0] == '1';
+    }
+    for (i = 0; on && i < fi->num_attrs; i++) {
+        const pk_kv *a = &fi->attrs[i];
+        if (a->key.len == 16 && memcmp(a->key.ptr, "bounds_user_args", 16) == 0 && a->value.len < 8) {
+            char buf[8];
+            memcpy(buf, a->value.ptr, a->value.len);
+            buf[a->value.len] = 0;
+            if (strtoul(buf, NULL, 10) < n) n = strtoul(buf, NULL, 10);
+        }
+    }
+    return n;
+}
+
 int main(int argc, char **argv) {
     pk_error err;
     pk_artifact *art = NULL;
@@ -112,8 +133,8 @@ int main(int argc, char **argv) {
     if (!(prog = pk_program_load_first(art, kind, argv[2], &err))) goto pkfail;
     if (!(k = pk_program_kernel(prog, argv[2], &err))) goto pkfail;
     fi = pk_kernel_info(k);
-    if (head[1] != fi->num_args) {
-        rc = mismatch(fi, "the launch stream has %u arguments, but the kernel takes %zu", head[1], fi->num_args);
+    if (head[1] != fi->num_args && head[1] != user_args(fi)) {
+        rc = mismatch(fi, "the launch stream has %u arguments, but the kernel takes %zu", head[1], user_args(fi));
         goto out;
     }
     for (i = 0; i < head[1]; i++) {
