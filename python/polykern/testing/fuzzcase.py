@@ -47,6 +47,7 @@ class Case:
     block: tuple
     args: List
     features: frozenset = frozenset()
+    shared_size: Optional[int] = None  # the launch's shared_size= (a kernel with a pk.shared_dynamic array)
     _kernel: object = field(default=None, repr=False)
     _program: object = field(default=None, repr=False)
 
@@ -58,7 +59,11 @@ class Case:
     def oracle(self) -> Result:
         if self._program is None:
             self._program = prepare(self.kernel())
-        return self._program.run(_copy(self.args), self.grid, self.block)
+        hidden = [] if self.shared_size is None else [np.int32(self.shared_size)]  # its size parameter
+        return self._program.run(_copy(self.args) + hidden, self.grid, self.block)
+
+    def launch_options(self) -> dict:
+        return {} if self.shared_size is None else {"shared_size": self.shared_size}
 
 
 def _copy(args: Sequence) -> List:
@@ -180,7 +185,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "skipped", "no runtime here")
     args = _copy(case.args)
     try:
-        mod[kernel.name](*args, grid=case.grid, block=case.block)  # a specialized kernel's name has its values
+        mod[kernel.name](*args, grid=case.grid, block=case.block, **case.launch_options())  # a specialized kernel's name has its values
     except RuntimeNotLinkedError as e:  # e.g. a cross triple this host cannot execute: compiled only
         return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001
