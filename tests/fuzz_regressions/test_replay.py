@@ -39,7 +39,7 @@ def load_case(name):
         else:
             args.append(np.dtype(a["dtype"]).type(_dec(a["value"])))
     case = fuzzcase.Case(meta["kernel"], source, tuple(meta["grid"]), tuple(meta["block"]), args,
-                         frozenset(meta["features"]))
+                         frozenset(meta["features"]), meta.get("shared_size"))
     return case, meta
 
 

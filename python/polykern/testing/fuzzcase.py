@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import KernelSyntaxError, KernelTypeError, PolykernError, RuntimeNotLinkedError
 from .compare import compare
+from ..ir.dynamic_shared import size_param
 from .interp import OracleError, Result, prepare
 
 
@@ -60,6 +61,9 @@ class Case:
         if self._program is None:
             self._program = prepare(self.kernel())
         hidden = [] if self.shared_size is None else [np.int32(self.shared_size)]  # its size parameter
+        if hidden and size_param(self.kernel().ir) is None:
+            raise OracleError(f"kernel '{self.name}' declares a pk.shared_dynamic array (here or in a device "
+                              f"function it calls) but has no hidden shared_size parameter to size it")
         return self._program.run(_copy(self.args) + hidden, self.grid, self.block)
 
     def launch_options(self) -> dict:
@@ -98,20 +102,32 @@ def load_kernel(source: str, name: str, workdir: Optional[str] = None):
 
 def declared_refusals(target_kind: str) -> Dict[str, str]:
     """``{feature: reason}`` that the backend of ``target_kind`` declares it refuses."""
+    conf = _conformance(target_kind)
+    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {})) if conf is not None else {}
+
+
+def device_refusals(target_kind: str) -> Dict[str, str]:
+    """``{feature: reason}`` that the backend of ``target_kind`` says the target or the selected device
+    lacks beyond its codegen's ``REFUSES``: its conformance ``SKIPS`` (e.g. ``matrix`` on OpenCL and
+    WebGPU, which refuse fragments at build, and on a Vulkan device without cooperative matrices, which
+    refuses them at load)."""
+    conf = _conformance(target_kind)
+    skips = dict(getattr(conf, "SKIPS", {}).get(target_kind, {})) if conf is not None else {}
+    return {f: why for f, why in skips.items() if f not in declared_refusals(target_kind)}
+
+
+def _conformance(target_kind: str):
     from .. import backends, registry
 
     backends.load_all()
     tk = registry.get(f"target.kind.{target_kind}")
-    if tk is None:
-        return {}
-    rec = backends.record_for_kind(tk.module_kind)
+    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
     if rec is None:
-        return {}
+        return None
     try:
-        conf = importlib.import_module(f"polykern_{rec.name}.conformance")
+        return importlib.import_module(f"polykern_{rec.name}.conformance")
     except ModuleNotFoundError:
-        return {}
-    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {}))
+        return None
 
 
 def numerics_backend(target_kind: str) -> str:
@@ -174,7 +190,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     try:
         mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}))
     except (KernelTypeError, KernelSyntaxError) as e:
-        declared = declared_refusals(kind)
+        declared = {**declared_refusals(kind), **device_refusals(kind)}
         hit = sorted(f for f in case.features if f in declared)
         if hit:
             return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
@@ -189,6 +205,9 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     except RuntimeNotLinkedError as e:  # e.g. a cross triple this host cannot execute: compiled only
         return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:  # what the device lacks, refused when the kernel is loaded (conformance SKIPS)
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
     got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
@@ -203,5 +222,50 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     return Outcome(target, "ok")
 
 
-__all__ = ["Case", "Outcome", "OracleError", "check_target", "declared_refusals", "load_kernel",
-           "runtime_present"]
+def check_violation(case: Case, target: str) -> Outcome:
+    """A checked program that accesses out of bounds (``kernelgen.generate(checked=True)``, its
+    ``violation``): built with ``bounds_check=True`` for ``target`` and launched where its runtime exists,
+    the launch must end in a ``LaunchError`` that names the out-of-bounds access (docs/language.md 7.4);
+    no error, another error or a dead process is a disagreement."""
+    import polykern as pk
+    from ..errors import LaunchError
+    from ..target import Target
+
+    kind = Target.parse(target).kind
+    kernel = case.kernel()
+    try:
+        mod = pk.build([kernel], [target], bounds_check=True)
+    except (KernelTypeError, KernelSyntaxError) as e:
+        declared = {**declared_refusals(kind), **device_refusals(kind)}
+        hit = sorted(f for f in case.features if f in declared)
+        if hit:
+            return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
+        return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+    except Exception as e:  # noqa: BLE001
+        return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
+    if not runtime_present(target):
+        return Outcome(target, "skipped", "no runtime here")
+    try:
+        mod[kernel.name](*_copy(case.args), grid=case.grid, block=case.block, **case.launch_options())
+    except RuntimeNotLinkedError as e:
+        return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
+    except LaunchError as e:
+        if "out-of-bounds" in str(e):
+            return Outcome(target, "ok", str(e).splitlines()[0][:300])
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
+        return Outcome(target, "disagree", f"checked launch failed without naming the out-of-bounds access: "
+                                           f"{e}", "crash")
+    except Exception as e:  # noqa: BLE001
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
+        return Outcome(target, "disagree", f"checked launch raised {type(e).__name__}, not a LaunchError: {e}",
+                       "crash")
+    return Outcome(target, "disagree", "a checked launch with an out-of-bounds access ran to the end "
+                                       "without a LaunchError", "missed-violation")
+
+
+__all__ = ["Case", "Outcome", "OracleError", "check_target", "check_violation", "declared_refusals",
+           "device_refusals", "load_kernel", "runtime_present"]

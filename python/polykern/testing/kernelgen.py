@@ -803,7 +803,9 @@ AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpe
              "specials": "no NaN or infinity among the literals and the inputs (arithmetic may still make one)",
              "vectors": "no pk.vload/pk.vstore section", "shared_dynamic": "no pk.shared_dynamic array",
              "matrix": "no matrix fragments", "rotates": "no rotate section (shift amounts past the width)",
-             "memory_functions": "no @pk.func pair with shared memory, pk.vload/vstore and copies inside"}
+             "memory_functions": "no @pk.func pair with shared memory, pk.vload/vstore and copies inside",
+             "function_shared_dynamic": "no pk.shared_dynamic declared inside a device function",
+             "matrix_huge_ld": "no checked-mode fragment violation by a leading dimension near 2^31 / rows"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
 BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16", "vectors", "shared_dynamic",

@@ -45,7 +45,8 @@ def _functions(g, r, t: str) -> List[str]:
     counts = copy_counts(g, t) if "copies" not in g.avoid else []
     how = r.choice(["copy"] * bool(counts) + ["vstore", "plain"])
     m = r.choice(counts) if how == "copy" else r.choice([2, 4])
-    dynamic = g.shared_size is None and "shared_dynamic" not in g.avoid and r.random() < 0.6
+    dynamic = (g.shared_size is None and not {"shared_dynamic", "function_shared_dynamic"} & g.avoid
+               and r.random() < 0.6)
     body = [f'def {outer}(b: Buffer[{tn}, "readonly"], o: Buffer[{tn}], lid: i32, gi: i32) -> {tn}:']
     if dynamic:
         g.shared_size = g.block * m + r.randint(0, 3)

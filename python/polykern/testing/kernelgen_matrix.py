@@ -55,7 +55,10 @@ def matrix_section(g):
         off = f"pk.group_id(0) * {step}"
         if g.checked and not g.violation and r.random() < 0.3:
             g.violation = "matrix fragment"
-            off += f" + pk.select(pk.group_id(0) == {g.groups - 1}, {length}, 0)"
+            if "matrix_huge_ld" not in g.avoid and r.random() < 0.5:  # ld * (rows - 1) past 2^31
+                ld = f"pk.select(pk.group_id(0) == {g.groups - 1}, {(1 << 31) // 7 + r.randint(0, 1 << 20)}, {ld})"
+            else:
+                off += f" + pk.select(pk.group_id(0) == {g.groups - 1}, {length}, 0)"
         lay = "" if layout == "row" and r.random() < 0.5 else f', "{layout}"'
         g.emit(0, f"pk.frag_load({frag}, {buf}, {off}, {ld}{lay})")
     for _ in range(r.choice([1, 1, 2])):
