@@ -116,6 +116,37 @@ def device_refusals(target_kind: str) -> Dict[str, str]:
     return {f: why for f, why in skips.items() if f not in declared_refusals(target_kind)}
 
 
+def matrix_refusal(kernel, target: str) -> str:
+    """Why ``target`` does not compile ``kernel``'s matrix fragments by what its kind declares
+    (``ir.matrix.SUPPORT_KEY``: the combinations a backend compiles; none for a kind without a matrix
+    engine), or "" when it declares them all: a refusal of a fragment combination is declared there."""
+    from .. import backends, registry
+    from ..ir.matrix import SUPPORT_KEY, check_target as check_matrix
+    from ..target import Target
+
+    backends.load_all()
+    t = Target.parse(target)
+    try:
+        check_matrix(kernel.ir, t.kind, t, registry.get(SUPPORT_KEY + t.kind))
+    except KernelTypeError as e:
+        return str(e).splitlines()[0]
+    return ""
+
+
+def _build_refusal(case: Case, target: str, kind: str, e: Exception) -> Outcome:
+    """A build's refusal of ``case``: declared (its backend's REFUSES or SKIPS names a feature the program
+    uses, or the kind's matrix support leaves out a fragment combination it uses), or a disagreement."""
+    declared = {**declared_refusals(kind), **device_refusals(kind)}
+    hit = sorted(f for f in case.features if f in declared)
+    if hit:
+        return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
+    if "matrix" in case.features:
+        why = matrix_refusal(case.kernel(), target)
+        if why:
+            return Outcome(target, "refused", f"declared matrix support: {why}")
+    return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+
+
 def _conformance(target_kind: str):
     from .. import backends, registry
 
@@ -190,11 +221,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     try:
         mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}))
     except (KernelTypeError, KernelSyntaxError) as e:
-        declared = {**declared_refusals(kind), **device_refusals(kind)}
-        hit = sorted(f for f in case.features if f in declared)
-        if hit:
-            return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
-        return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+        return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001 - any other build failure is a compiler bug to report
         return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
     if not runtime_present(target):
@@ -236,11 +263,7 @@ def check_violation(case: Case, target: str) -> Outcome:
     try:
         mod = pk.build([kernel], [target], bounds_check=True)
     except (KernelTypeError, KernelSyntaxError) as e:
-        declared = {**declared_refusals(kind), **device_refusals(kind)}
-        hit = sorted(f for f in case.features if f in declared)
-        if hit:
-            return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
-        return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+        return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001
         return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
     if not runtime_present(target):
@@ -268,4 +291,4 @@ def check_violation(case: Case, target: str) -> Outcome:
 
 
 __all__ = ["Case", "Outcome", "OracleError", "check_target", "check_violation", "declared_refusals",
-           "device_refusals", "load_kernel", "runtime_present"]
+           "device_refusals", "load_kernel", "matrix_refusal", "runtime_present"]

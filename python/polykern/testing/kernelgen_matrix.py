@@ -55,8 +55,14 @@ def matrix_section(g):
         off = f"pk.group_id(0) * {step}"
         if g.checked and not g.violation and r.random() < 0.3:
             g.violation = "matrix fragment"
-            if "matrix_huge_ld" not in g.avoid and r.random() < 0.5:  # ld * (rows - 1) past 2^31
-                ld = f"pk.select(pk.group_id(0) == {g.groups - 1}, {(1 << 31) // 7 + r.randint(0, 1 << 20)}, {ld})"
+            if "matrix_huge_ld" not in g.avoid and r.random() < 0.5:
+                # ld * (rows - 1) in 2^31 .. 2^32 - 1 (negative in i32), or just past 2^32 (small in i32)
+                mult = (rows if layout == "row" else cols) - 1
+                if r.random() < 0.5:
+                    huge = r.randint((1 << 31) // mult + 1, ((1 << 32) - 1) // mult)
+                else:
+                    huge = -(-(1 << 32) // mult)
+                ld = f"pk.select(pk.group_id(0) == {g.groups - 1}, {huge}, {ld})"
             else:
                 off += f" + pk.select(pk.group_id(0) == {g.groups - 1}, {length}, 0)"
         lay = "" if layout == "row" and r.random() < 0.5 else f', "{layout}"'

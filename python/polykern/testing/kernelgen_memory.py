@@ -27,14 +27,14 @@ def _itemsize(g, t: str) -> int:
     return 2 if t == "bf16" else np.dtype(g.np_name(t)).itemsize
 
 
-def _oob_offset(g, r, groups: int) -> str:
+def _oob_offset(g, r, groups: int, t: str = "i32") -> str:
     """"" or, in a checked program that has no violation yet (one in 4 of its sections), `` + X`` that
     takes the last work-item's group index ``groups`` past the end of an array of ``groups`` groups."""
     if not g.checked or g.violation or r.random() >= 0.25:
         return ""
     last = g.block * g.groups - 1
     g.violation = "vector group"
-    return f" + pk.select(g == {last}, {groups}, 0)"
+    return f" + {t}(pk.select(g == {last}, {groups}, 0))"
 
 
 def vector_section(g):
@@ -58,7 +58,7 @@ def vector_section(g):
             last = (g.block * g.groups + 1) * n + n - 1  # the last element a group (or a violation) reaches
             it = r.choice([x for x in g.int_types() if _RANGE_MAX[x] >= last])
             vals = ", ".join(g.expr(t, 2) for _ in range(n))
-            g.emit(0, f"pk.vstore({buf}, {it}(g){_oob_offset(g, r, g.block * g.groups)}, ({vals}))")
+            g.emit(0, f"pk.vstore({buf}, {it}(g){_oob_offset(g, r, g.block * g.groups, it)}, ({vals}))")
         locs = [t for t in g.local_arrays if t not in _NOT_VECTOR]
         if locs and r.random() < 0.5:
             t = r.choice(locs)
@@ -110,7 +110,7 @@ def shared_dynamic_section(g):
         other = f"(lid + {r.randint(0, g.block - 1)}) & {g.block - 1}"
         if n in (2, 4) and r.random() < 0.6:  # a copy's n may be 1, 8 or 16: no vector group
             names = [g.fresh("x") for _ in range(n)]
-            g.emit(0, f"{', '.join(names)} = pk.vload({tile}, {other}{_oob_offset(g, r, g.shared_size // n)}, {n})")
+            g.emit(0, f"{', '.join(names)} = pk.vload({tile}, ({other}{_oob_offset(g, r, g.shared_size // n)}), {n})")
         else:
             names = [g.fresh("v")]
             g.emit(0, f"{names[0]} = {tile}[({other}) * {n} + {r.randint(0, n - 1)}]")
