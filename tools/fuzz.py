@@ -119,6 +119,8 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=No
         meta["profile"] = profile
     if prog.shared_size is not None:  # the launch's shared_size= (a pk.shared_dynamic array)
         meta["shared_size"] = prog.shared_size
+    if prog.vector_align:  # what the build's FunctionInfo vector_align must record
+        meta["vector_align"] = prog.vector_align
     with open(os.path.join(save_dir, base + ".json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -425,7 +427,8 @@ def worker(a) -> int:
         print(f"@@BEGIN {i} {seed} oracle", flush=True)
         prog, made_for = program_for(a, i, profs, every)
         args = prog.make_args()
-        case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features, prog.shared_size)
+        case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
         if first_target == 0:
             n += 1
             progress()
@@ -473,7 +476,8 @@ def worker(a) -> int:
                 source = reduce_source(prog.source, prog.name,
                                        lambda src, t=t, k=out.kind: _still_fails(src, prog, args, t, k, checked),
                                        time_budget=a.reduce_budget)
-            small = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size)
+            small = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
             try:
                 small_oracle = small.oracle()
                 small_out = fuzzcase.check_target(small, small_oracle, t, bounds_check=a.bounds_check)
@@ -524,7 +528,8 @@ def _check_violation(a, i, seed, prog, case, targets, per_target, profs, every) 
 
 
 def _still_fails(source, prog, args, target, kind, bounds_check) -> bool:
-    case = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size)
+    case = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
     try:
         oracle = case.oracle()
         out = fuzzcase.check_target(case, oracle, target, bounds_check=bounds_check)

@@ -49,6 +49,8 @@ class Case:
     args: List
     features: frozenset = frozenset()
     shared_size: Optional[int] = None  # the launch's shared_size= (a kernel with a pk.shared_dynamic array)
+    #: buffer -> bytes its vector groups and copies need (kernelgen); the build must record at least that
+    vector_align: Dict[str, int] = field(default_factory=dict)
     _kernel: object = field(default=None, repr=False)
     _program: object = field(default=None, repr=False)
 
@@ -224,6 +226,9 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001 - any other build failure is a compiler bug to report
         return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
+    lost = _lost_alignment(case, mod)
+    if lost:
+        return Outcome(target, "disagree", lost, "alignment")
     if not runtime_present(target):
         return Outcome(target, "skipped", "no runtime here")
     args = _copy(case.args)
@@ -247,6 +252,23 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
                                             "or an add/sub chain on a backend that may contract or reassociate "
                                             "it, or NaN/inf where the device does not promise IEEE specials")
     return Outcome(target, "ok")
+
+
+def _lost_alignment(case: Case, mod) -> str:
+    """"" or what the built kernel's ``vector_align`` (docs/language.md 6.1: every runtime refuses a less
+    aligned buffer at launch by it) leaves out of what the program's vector groups and copies need."""
+    from ..ir.vector import ALIGN_ATTR, parse_alignment
+
+    if not case.vector_align:
+        return ""
+    info = mod.functions[case.kernel().name]
+    have = parse_alignment(info.attrs.get(ALIGN_ATTR, ""))
+    short = {b: n for b, n in case.vector_align.items() if have.get(b, 0) < n}
+    if not short:
+        return ""
+    return (f"the kernel records {ALIGN_ATTR}={info.attrs.get(ALIGN_ATTR, '')!r}, but its vector groups and "
+            f"copies need " + ", ".join(f"{b}={n}" for b, n in sorted(short.items())) + " (a misaligned buffer "
+            f"would not be refused at launch)")
 
 
 def check_violation(case: Case, target: str) -> Outcome:

@@ -68,6 +68,9 @@ class GenProgram:
     shared_size: Optional[int] = None  # the launch's shared_size= (the kernel has a pk.shared_dynamic array)
     #: in a checked program (generate(checked=True)): what one work-item accesses out of bounds ("" none)
     violation: str = ""
+    #: buffer parameter -> the alignment (bytes) its pk.vload/vstore/copy_async groups need, where more
+    #: than one element's: what the built kernel's FunctionInfo ``vector_align`` must record
+    vector_align: Dict[str, int] = field(default_factory=dict)
 
     def make_args(self) -> List:
         """The launch arguments (NumPy scalars and arrays), the same for the same program."""
@@ -181,6 +184,7 @@ class _Gen:
         self.violation = ""
         self.extra_types: set = set()  # types a section uses beyond self.types (features)
         self.extra_sizes: Dict[str, int] = {}
+        self.align: Dict[str, int] = {}
         self.mem_call: Optional[Tuple[str, str]] = None
         self.params: List[Tuple[str, str, Optional[str]]] = []
 
@@ -207,6 +211,12 @@ class _Gen:
         self.params.append((name, t, role))
         self.extra_sizes[name] = size
         return name
+
+    def need_align(self, buf: str, n: int, t: str):
+        """Record that a group of ``n`` elements of ``t`` accesses kernel buffer ``buf`` (docs/language.md 6.1)."""
+        size = 2 if t == "bf16" else np.dtype(_np(t)).itemsize
+        if n * size > size:
+            self.align[buf] = max(self.align.get(buf, 0), min(n * size, 16))
 
     def wants(self, section: str, needs=()) -> bool:
         """Whether this program gets ``section`` (its own stream's first draw; not when avoided)."""
@@ -521,6 +531,7 @@ class _Gen:
         self.emit(0, f"{sh} = pk.shared({t}, {parts * self.block * n})")
         for p in range(parts):
             off = r.randint(0, groups - 1)
+            self.need_align(self.readonly[t], n, t)
             self.emit(0, f"pk.copy_async({sh}, lid + {p * self.block}, {self.readonly[t]}, "
                          f"(lid + {off}) & {groups - 1}, {n})")
             self.emit(0, "pk.copy_commit()")
@@ -764,7 +775,7 @@ class _Gen:
             src += f"\n\n{self.name} = {self.name}.specialize({values})\n"
         return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
                           frozenset(feats), self.seed * 7919 + 17, sizes, "specials" in self.avoid,
-                          self.shared_size, self.violation)
+                          self.shared_size, self.violation, dict(self.align))
 
 
 def _helper_annot(pt: str) -> str:

@@ -73,6 +73,10 @@ def _functions(g, r, t: str) -> List[str]:
     body.append(f"    return {y} {op} {inner}(b, o, lid + {r.randint(0, 7)}, gi)")
     lines += ["", "", "@pk.func"] + body + [""]
     out = g.add_buffer(t, "out", g.block * g.groups * n)
+    g.need_align(out, n, t)  # through the functions' parameters o and b
+    g.need_align(g.readonly[t], n, t)
+    if how == "copy":
+        g.need_align(g.readonly[t], m, t)
     g.uses_barrier = True
     g.mem_call = (t, f"{outer}({g.readonly[t]}, {out}, lid, g)")
     return lines

@@ -51,10 +51,12 @@ def vector_section(g):
             idx = f"({g.expr(r.choice(g.int_types()), 2)}) & {groups - 1}"
             idx = f"(i32({idx}){_oob_offset(g, r, groups)})"
             g.emit(0, f"{', '.join(names)} = pk.vload({g.readonly[t]}, {idx}, {n})")
+            g.need_align(g.readonly[t], n, t)
             g.vars[t].extend(names)
         for t in r.sample([t for t in g.types if t not in _NOT_VECTOR], r.randint(1, 2)):
             n = r.choice([2, 4])
             buf = g.add_buffer(t, "out", g.block * g.groups * n)
+            g.need_align(buf, n, t)
             last = (g.block * g.groups + 1) * n + n - 1  # the last element a group (or a violation) reaches
             it = r.choice([x for x in g.int_types() if _RANGE_MAX[x] >= last])
             vals = ", ".join(g.expr(t, 2) for _ in range(n))
@@ -97,6 +99,7 @@ def shared_dynamic_section(g):
         g.emit(0, f"{tile} = pk.shared_dynamic({'bool_' if t == 'bool' else t})")
         if how == "copy":
             groups = g.n_in // n
+            g.need_align(g.readonly[t], n, t)
             g.emit(0, f"pk.copy_async({tile}, lid, {g.readonly[t]}, (lid + {r.randint(0, groups - 1)}) & "
                       f"{groups - 1}, {n})")
             g.emit(0, "pk.copy_commit()")
