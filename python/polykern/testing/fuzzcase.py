@@ -233,7 +233,8 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "skipped", "no runtime here")
     args = _copy(case.args)
     try:
-        mod[kernel.name](*args, grid=case.grid, block=case.block, **case.launch_options())  # a specialized kernel's name has its values
+        # a specialized kernel's name has its values
+        mod[kernel.name](*args, grid=case.grid, block=case.block, **case.launch_options())
     except RuntimeNotLinkedError as e:  # e.g. a cross triple this host cannot execute: compiled only
         return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001

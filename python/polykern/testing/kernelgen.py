@@ -28,15 +28,15 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..ir.bfloat16 import bf16_array, round_value
+from ..ir.bfloat16 import bf16_array
 from .kernelgen_funcs import memory_functions
 from .kernelgen_matrix import matrix_possible, matrix_section
-from .kernelgen_memory import rotate_section, shared_dynamic_section, vector_section
+from .kernelgen_memory import copy_counts, rotate_section, shared_dynamic_section, vector_section
+from .kernelgen_values import FLOATS, INTS, itemsize
+from .kernelgen_values import RANGES as _RANGES, np_name as _np, rand_value as _rand_value
 
 PORTABLE = ("bool", "i32", "u32", "f32", "f16")
 ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
-INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-FLOATS = ("f16", "f32", "f64", "bf16")
 #: feature names a backend may refuse (backends declare theirs; see tests/runtimes.py)
 FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64", "subgroups", "barrier",
             "bf16", "matrix")
@@ -87,51 +87,6 @@ class GenProgram:
                 arr = np.array([_rand_value(rng, t, self.finite) for _ in range(n)], dtype=_np(t))
                 out.append(arr)
         return out
-
-
-def _np(t: str) -> str:
-    """The NumPy dtype name of ``t`` (bf16: of its bits, uint16)."""
-    return {"bool": "bool", "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "uint16"}.get(
-        t, ("int" if t[0] == "i" else "uint") + t[1:])
-
-
-_RANGES = {t: (int(np.iinfo(_np(t)).min), int(np.iinfo(_np(t)).max)) for t in INTS}
-
-
-_FLOAT_SPECIAL = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e4, -1e4, 65504.0, 1e30, float("inf"), float("-inf"),
-                  float("nan"), 2147483648.0, -2147483904.0, 4294967296.0, 255.5, -128.5)
-
-
-def _rand_value(rng, t: str, finite: bool = False):
-    if t == "bool":
-        return bool(rng.integers(0, 2))
-    if t in FLOATS:
-        r = rng.random()
-        if r < 0.25:
-            v = float(_FLOAT_SPECIAL[int(rng.integers(0, len(_FLOAT_SPECIAL)))])
-        elif r < 0.6:
-            v = float(rng.integers(-20, 21)) / float(rng.choice([1, 2, 4, 8]))
-        else:
-            v = float(rng.normal(0, 100.0))
-        ft = "float32" if t == "bf16" else _np(t)
-        with np.errstate(all="ignore"):
-            x = np.dtype(ft).type(v)
-            if finite and not np.isfinite(x):  # also what overflows the type (1e30 as f16)
-                x = np.dtype(ft).type(1.5)
-        if t != "f64" and np.isfinite(x) and x != 0 and abs(float(x)) < float(np.finfo(ft).tiny):
-            x = np.dtype(ft).type(0.0)  # no subnormal inputs (a device may flush them)
-        return np.float32(round_value(x)) if t == "bf16" else x
-    lo, hi = _RANGES[t]
-    r = rng.random()
-    if r < 0.2:
-        edges = [lo, hi, 0, 1, -1 if lo < 0 else 2, lo + 1, hi - 1]
-        return edges[int(rng.integers(0, len(edges)))]
-    if r < 0.6:
-        v = int(rng.integers(-16, 17))
-        return v if lo <= v <= hi else -v
-    if t == "u64":
-        return int(rng.integers(0, 1 << 63, dtype=np.int64)) * 2 + int(rng.integers(0, 2))
-    return int(rng.integers(lo, hi, endpoint=True, dtype=np.int64))
 
 
 class _Gen:
@@ -202,9 +157,6 @@ class _Gen:
     def int_types(self) -> List[str]:
         return self.types_of(lambda x: x in INTS)
 
-    def np_name(self, t: str) -> str:
-        return _np(t)
-
     def add_buffer(self, t: str, role: str, size: int) -> str:
         """A new buffer parameter (after the others: earlier arguments keep their values) of ``size``."""
         name = self.fresh("mo" if role == "out" else "ma")
@@ -214,7 +166,7 @@ class _Gen:
 
     def need_align(self, buf: str, n: int, t: str):
         """Record that a group of ``n`` elements of ``t`` accesses kernel buffer ``buf`` (docs/language.md 6.1)."""
-        size = 2 if t == "bf16" else np.dtype(_np(t)).itemsize
+        size = itemsize(t)
         if n * size > size:
             self.align[buf] = max(self.align.get(buf, 0), min(n * size, 16))
 
@@ -522,8 +474,7 @@ class _Gen:
         if not ins:
             return
         t = r.choice(ins)
-        size = np.dtype(_np(t)).itemsize
-        n = r.choice([b // size for b in (4, 8, 16) if b % size == 0 and b // size <= N_IN])
+        n = r.choice(copy_counts(self, t))
         groups = N_IN // n  # of the input buffer (N_IN elements, a power of two)
         parts = r.choice([1, 2])
         sh = self.fresh("cp")

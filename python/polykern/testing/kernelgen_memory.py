@@ -13,18 +13,10 @@ from __future__ import annotations
 
 from typing import List
 
-import numpy as np
+from .kernelgen_values import RANGES, itemsize
 
 #: element types a vector group may have (not bool: docs/language.md 6.1)
 _NOT_VECTOR = ("bool",)
-
-
-_RANGE_MAX = {t: int(np.iinfo(t.replace("u", "uint") if t[0] == "u" else t.replace("i", "int")).max)
-              for t in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")}
-
-
-def _itemsize(g, t: str) -> int:
-    return 2 if t == "bf16" else np.dtype(g.np_name(t)).itemsize
 
 
 def _oob_offset(g, r, groups: int, t: str = "i32") -> str:
@@ -58,7 +50,7 @@ def vector_section(g):
             buf = g.add_buffer(t, "out", g.block * g.groups * n)
             g.need_align(buf, n, t)
             last = (g.block * g.groups + 1) * n + n - 1  # the last element a group (or a violation) reaches
-            it = r.choice([x for x in g.int_types() if _RANGE_MAX[x] >= last])
+            it = r.choice([x for x in g.int_types() if RANGES[x][1] >= last])
             vals = ", ".join(g.expr(t, 2) for _ in range(n))
             g.emit(0, f"pk.vstore({buf}, {it}(g){_oob_offset(g, r, g.block * g.groups, it)}, ({vals}))")
         locs = [t for t in g.local_arrays if t not in _NOT_VECTOR]
@@ -77,7 +69,7 @@ def vector_section(g):
 
 def copy_counts(g, t: str) -> List[int]:
     """The element counts ``pk.copy_async`` allows for ``t`` (4, 8 or 16 bytes) that fit an input buffer."""
-    size = _itemsize(g, t)
+    size = itemsize(t)
     return [b // size for b in (4, 8, 16) if b % size == 0 and b // size <= g.n_in]
 
 
