@@ -22,6 +22,13 @@ conformance ``REFUSES``), in turn per refusing target, decided by the program's 
 replays it; replay lines name ``--profile``). The summary says per target how many programs were
 compared with the oracle, and how many of those were made for its profile.
 
+Checked mode (``--checked``, alias ``--bounds-check``): every target builds with ``bounds_check=True``, and
+the programs whose generator pointed a vector group or a matrix fragment out of bounds on one work-item
+(``kernelgen.generate(checked=True)``, ``GenProgram.violation``) must be refused by the oracle and stop
+with a LaunchError on every target (``fuzzcase.check_violation``); the summary counts them as
+``violation ok`` / ``violation disagree``. On every build the FunctionInfo ``vector_align`` must record the
+alignment the program's vector groups and copies need (an ``alignment`` disagreement otherwise).
+
 Programs run in worker processes (``--jobs`` at once); a program that kills its worker (a driver's
 segmentation fault) or takes longer than ``--program-timeout`` seconds on one target (a hanging
 compiler: the worker and what it started are killed) is a disagreement of that program on that
