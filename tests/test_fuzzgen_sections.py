@@ -145,6 +145,10 @@ def test_checked_programs_with_an_out_of_bounds_access_stop_with_a_launch_error(
     found = {}
     for s in range(400):
         p = kernelgen.generate(s, checked=True, avoid={"memory_functions", "matrix_huge_ld"})
+        if p.violation and s < 150:  # each one is out of bounds where the oracle runs (not in dead code)
+            case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features, p.shared_size)
+            with pytest.raises(fuzzcase.OracleError, match="out of bounds|do not fit|out-of-bounds"):
+                case.oracle()
         if p.violation and p.violation not in found:
             found[p.violation] = p
         assert not kernelgen.generate(s, avoid={"function_shared_dynamic"}).violation  # unchecked: never

@@ -29,6 +29,13 @@ def _oob_offset(g, r, groups: int, t: str = "i32") -> str:
     return f" + {t}(pk.select(g == {last}, {groups}, 0))"
 
 
+def _keep(g, t: str, name: str):
+    """Store a value an out-of-bounds load gave into a new output buffer: a load nobody uses is dead code,
+    which the passes may remove (and the oracle, which runs the IR after them, then sees no violation)."""
+    buf = g.add_buffer(t, "out", g.block * g.groups)
+    g.emit(0, f"{buf}[g] = {name}")
+
+
 def vector_section(g):
     """``pk.vload`` from an input buffer or a ``pk.local`` array into fresh names, and ``pk.vstore`` of
     each work-item's own group (index ``g``, in a random integer type) into a new output buffer."""
@@ -41,8 +48,11 @@ def vector_section(g):
             names = [g.fresh("x") for _ in range(n)]
             groups = g.n_in // n
             idx = f"({g.expr(r.choice(g.int_types()), 2)}) & {groups - 1}"
-            idx = f"(i32({idx}){_oob_offset(g, r, groups)})"
+            oob = _oob_offset(g, r, groups)
+            idx = f"(i32({idx}){oob})"
             g.emit(0, f"{', '.join(names)} = pk.vload({g.readonly[t]}, {idx}, {n})")
+            if oob:
+                _keep(g, t, names[0])
             g.need_align(g.readonly[t], n, t)
             g.vars[t].extend(names)
         for t in r.sample([t for t in g.types if t not in _NOT_VECTOR], r.randint(1, 2)):
@@ -105,7 +115,10 @@ def shared_dynamic_section(g):
         other = f"(lid + {r.randint(0, g.block - 1)}) & {g.block - 1}"
         if n in (2, 4) and r.random() < 0.6:  # a copy's n may be 1, 8 or 16: no vector group
             names = [g.fresh("x") for _ in range(n)]
-            g.emit(0, f"{', '.join(names)} = pk.vload({tile}, ({other}{_oob_offset(g, r, g.shared_size // n)}), {n})")
+            oob = _oob_offset(g, r, g.shared_size // n)
+            g.emit(0, f"{', '.join(names)} = pk.vload({tile}, (({other}){oob}), {n})")
+            if oob:
+                _keep(g, t, names[0])
         else:
             names = [g.fresh("v")]
             g.emit(0, f"{names[0]} = {tile}[({other}) * {n} + {r.randint(0, n - 1)}]")
