@@ -145,7 +145,7 @@ def test_checked_programs_with_an_out_of_bounds_access_stop_with_a_launch_error(
     found = {}
     for s in range(400):
         p = kernelgen.generate(s, checked=True, avoid={"memory_functions", "matrix_huge_ld"})
-        if p.violation and s < 150:  # each one is out of bounds where the oracle runs (not in dead code)
+        if p.violation:  # each one is out of bounds where the oracle runs (not in dead code)
             case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features, p.shared_size)
             with pytest.raises(fuzzcase.OracleError, match="out of bounds|do not fit|out-of-bounds"):
                 case.oracle()
@@ -186,3 +186,14 @@ def test_a_saved_case_keeps_its_shared_size_and_alignment(tmp_path, monkeypatch)
     loaded, _ = test_replay.load_case(os.path.basename(path)[:-3])
     assert (loaded.shared_size, loaded.vector_align) == (p.shared_size, p.vector_align)
     test_replay.test_oracle_still_gives_the_saved_outputs(os.path.basename(path)[:-3])
+
+
+def test_an_out_of_bounds_dynamic_shared_group_starts_past_the_end():
+    """Fuzz seed 67000099 (vulkan's profile, checked): a shared_dynamic array of 33 f32 and groups of 4; the
+    violating group started at element 32 (33 // 4 groups in), in bounds and never written, so the oracle
+    refused the program for reading uninitialized memory instead of for the out-of-bounds group."""
+    p = kernelgen.generate(67000099, avoid={"math_f64"}, checked=True)
+    assert p.violation == "vector group" and p.shared_size == 33
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features, p.shared_size)
+    with pytest.raises(fuzzcase.OracleError, match=r"index \d+ is out of bounds of 'dyn\d+' \(33 elements\)"):
+        case.oracle()

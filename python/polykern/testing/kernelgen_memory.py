@@ -115,7 +115,7 @@ def shared_dynamic_section(g):
         other = f"(lid + {r.randint(0, g.block - 1)}) & {g.block - 1}"
         if n in (2, 4) and r.random() < 0.6:  # a copy's n may be 1, 8 or 16: no vector group
             names = [g.fresh("x") for _ in range(n)]
-            oob = _oob_offset(g, r, g.shared_size // n)
+            oob = _oob_offset(g, r, -(-g.shared_size // n))  # the first group that starts past the end
             g.emit(0, f"{', '.join(names)} = pk.vload({tile}, (({other}){oob}), {n})")
             if oob:
                 _keep(g, t, names[0])
