@@ -18,7 +18,10 @@ Programs are valid by construction, so the oracle (``polykern.testing.interp``) 
 - float -> int casts see any value (NaN, infinities, out of range: they saturate, NaN -> 0);
 - device functions (``@pk.func`` helpers ``h<k>``) take scalars, an input buffer and a ``pk.constexpr``,
   may return early (also from inside a loop) and are called from expressions; a kernel may have a
-  ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end.
+  ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end;
+- vector groups, a ``pk.shared_dynamic`` array, rotates past the width (``kernelgen_memory``), matrix
+  fragments (``kernelgen_matrix``) and device functions with memory (``kernelgen_funcs``), each drawn from a
+  random stream of its own with its ``PROBABILITY``.
 """
 from __future__ import annotations
 
