@@ -16,6 +16,10 @@ from polykern.testing.reduce import reduce_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = os.path.join(REPO, "tools", "fuzz.py")
+#: generator features left out while a bug they find is open (issue 21: device-function inlining drops
+#: the hidden size of a pk.shared_dynamic array declared in a device function, and the alignment that
+#: its pk.vload/pk.vstore/pk.copy_async groups need)
+OPEN = "memory_functions"
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
 
@@ -36,15 +40,17 @@ def test_generator_covers_the_language():
                "pk.select(", " if ", "NAN", "INF", "pk.sin(", "pk.exp(", "pk.pow(", "pk.fma(", "pk.sqrt(",
                "pk.rsqrt(", "pk.floor(", "pk.min(", " // ", " % ", " << ", " >> ", "~", "i32(", "u8(",
                "f16(", " += ", "pk.group_id(0)", "range(", "@pk.func", "pk.constexpr", ".specialize(",
-               "pk.copy_async(", "pk.copy_commit()", "pk.copy_wait(1)"]
+               "pk.copy_async(", "pk.copy_commit()", "pk.copy_wait(1)", "pk.vload(", "pk.vstore(",
+               "pk.shared_dynamic(", "pk.frag_load(", "pk.frag_fill(", "pk.frag_scale(", "pk.mma(",
+               "pk.frag_store(", "Buffer[u64", "<< (64 - k"]
     missing = [n for n in needles if n not in text]
     assert not missing, missing
 
 
 @pytest.mark.parametrize("seed", [*range(0, 40, 4), 4000262])  # 4000262: a constant `<<=` amount
 def test_generated_programs_are_valid_for_the_frontend_and_the_oracle(seed, tmp_path):
-    p = kernelgen.generate(seed, avoid=kernelgen.BEFORE_FUNCTIONS if seed == 4000262 else ())
-    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features)
+    p = kernelgen.generate(seed, avoid=kernelgen.BEFORE_FUNCTIONS if seed == 4000262 else {OPEN})
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features, p.shared_size)
     case.kernel(str(tmp_path))
     r = case.oracle()  # raises OracleError for a program without one meaning
     assert set(r.buffers) == {n for n, _, role in p.params if role is not None}
@@ -58,7 +64,7 @@ def test_every_refusal_is_declared_and_nothing_else_is_refused(tmp_path, monkeyp
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only
     refused = {t: 0 for t in COMPILE_TARGETS}
     for seed in range(12):
-        p = kernelgen.generate(seed)
+        p = kernelgen.generate(seed, avoid={OPEN})
         k = fuzzcase.load_kernel(p.source, p.name, str(tmp_path))
         for t in COMPILE_TARGETS:
             declared = fuzzcase.declared_refusals(t.split()[0])
@@ -66,6 +72,8 @@ def test_every_refusal_is_declared_and_nothing_else_is_refused(tmp_path, monkeyp
                 pk.build([k], [t])
             except (KernelTypeError, KernelSyntaxError) as e:
                 refused[t] += 1
+                if "matrix" in p.features and fuzzcase.matrix_refusal(k, t) == str(e).splitlines()[0]:
+                    continue  # a fragment combination the kind does not declare it compiles (ir/matrix.py)
                 assert p.features & set(declared), (
                     f"{t} refused seed {seed}, which uses only {sorted(p.features)} (declared: "
                     f"{sorted(declared)}): {e}")
@@ -93,9 +101,9 @@ def test_reducer_keeps_the_failure_and_shrinks():
 def test_saved_case_round_trips(tmp_path, monkeypatch):
     import fuzz  # tools/fuzz.py
 
-    p = kernelgen.generate(5)
+    p = kernelgen.generate(5, avoid={OPEN})
     args = p.make_args()
-    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, args, p.features)
+    case = fuzzcase.Case(p.name, p.source, p.grid, p.block, args, p.features, p.shared_size)
     oracle = case.oracle()
     out = fuzzcase.Outcome("opencl", "disagree", "example", "mismatch")
     path = fuzz.save_case(str(tmp_path), p, p.source, out, oracle, ["opencl"], args)
@@ -147,7 +155,8 @@ def _fuzz(*argv, timeout=300):
 
 
 def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
-    p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save")
+    p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save",
+              "--avoid", OPEN)
     last = p.stdout.strip().splitlines()[-1]
     m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
     assert m, p.stdout[-3000:] + p.stderr[-3000:]
@@ -156,8 +165,8 @@ def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
 
 
 def test_runner_names_absent_runtimes_as_skipped_and_is_deterministic():
-    a = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save")
-    b = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save")
+    a = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save", "--avoid", OPEN)
+    b = _fuzz("--seed", "5", "--count", "2", "--targets", "llvm,rocm", "--no-save", "--avoid", OPEN)
     assert "fuzz: rocm: skipped (no runtime here" in a.stdout, a.stdout + a.stderr
     assert a.stdout.strip().splitlines()[-1] == "fuzz: 2 programs x 1 targets, 0 disagreements", a.stdout
     strip = [ln for ln in a.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]
@@ -178,7 +187,8 @@ def test_a_runtime_that_kills_the_process_is_reported_and_the_run_goes_on(tmp_pa
         "    return _real(case, oracle, target, **kw)\n"
         "fuzzcase.check_target = check_target\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), _PATH]))
-    p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm", "--no-save"],
+    p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm", "--no-save",
+                        "--avoid", OPEN],
                        capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert "DISAGREE seed=5000001 target=llvm process-crash" in p.stdout, p.stdout + p.stderr
     assert "--start 1 --count 1" in p.stdout  # the replay command
@@ -204,7 +214,7 @@ def test_a_program_that_hangs_is_a_timeout_and_the_run_goes_on(tmp_path):
         "fuzzcase.check_target = check_target\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), _PATH]))
     p = subprocess.run([sys.executable, FUZZ, "--seed", "5", "--count", "3", "--targets", "llvm,opencl",
-                        "--no-save", "--program-timeout", "8", "--avoid", "subgroups"],  # opencl runs all 3
+                        "--no-save", "--program-timeout", "8", "--avoid", "subgroups," + OPEN],  # opencl runs all 3
                        capture_output=True, text=True, timeout=240, cwd=REPO, env=env)
     assert "DISAGREE seed=5000001 target=llvm timeout: building or running it took more than 8 s" in p.stdout, \
         p.stdout + p.stderr
@@ -217,8 +227,9 @@ def test_a_program_that_hangs_is_a_timeout_and_the_run_goes_on(tmp_path):
 
 
 def test_jobs_give_the_same_programs_and_report_order():
-    one = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v")
-    two = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v", "--jobs", "2")
+    one = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v", "--avoid", OPEN)
+    two = _fuzz("--seed", "5", "--count", "5", "--targets", "llvm", "--no-save", "-v", "--jobs", "2",
+                "--avoid", OPEN)
 
     def strip(p):
         return [ln for ln in p.stdout.splitlines() if not re.match(r"fuzz: [\d.]+ s,", ln)]

@@ -42,7 +42,8 @@ def test_every_feature_a_backend_may_refuse_can_be_left_out():
 def test_webgpu_profile_programs_use_no_refused_feature_and_compile(tmp_path):
     (kind, avoid), = fuzzprofile.profiles([WEBGPU, "llvm"])
     # its refusals, and no NaN/inf literals or inputs: WGSL promises no IEEE specials (numerics)
-    assert kind == "webgpu" and avoid == set(fuzzcase.declared_refusals("webgpu")) | {"specials"}
+    # and matrix fragments: webgpu registers no matrix support (ir/matrix.py), it refuses every fragment
+    assert kind == "webgpu" and avoid == set(fuzzcase.declared_refusals("webgpu")) | {"specials", "matrix"}
     assert "f64" in avoid and fuzzprofile.profile_features("vulkan") == {"math_f64"}  # vulkan keeps specials
     for seed in range(200):
         p = kernelgen.generate(seed, avoid=avoid)
@@ -110,8 +111,10 @@ def test_a_saved_case_names_its_profile(tmp_path):
 
 
 def _fuzz(*argv):
-    return subprocess.run([sys.executable, FUZZ, *argv], capture_output=True, text=True, timeout=600, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=_PATH))
+    # the programs these tests name are those of before session 6's sections (kernelgen.BEFORE_MEMORY)
+    before = ("--avoid", ",".join(sorted(kernelgen.BEFORE_MEMORY)))
+    return subprocess.run([sys.executable, FUZZ, *argv, *before], capture_output=True, text=True, timeout=600,
+                          cwd=REPO, env=dict(os.environ, PYTHONPATH=_PATH))
 
 
 def _counts(stdout, target):

@@ -22,6 +22,13 @@ conformance ``REFUSES``), in turn per refusing target, decided by the program's 
 replays it; replay lines name ``--profile``). The summary says per target how many programs were
 compared with the oracle, and how many of those were made for its profile.
 
+Checked mode (``--checked``, alias ``--bounds-check``): every target builds with ``bounds_check=True``, and
+the programs whose generator pointed a vector group or a matrix fragment out of bounds on one work-item
+(``kernelgen.generate(checked=True)``, ``GenProgram.violation``) must be refused by the oracle and stop
+with a LaunchError on every target (``fuzzcase.check_violation``); the summary counts them as
+``violation ok`` / ``violation disagree``. On every build the FunctionInfo ``vector_align`` must record the
+alignment the program's vector groups and copies need (an ``alignment`` disagreement otherwise).
+
 Programs run in worker processes (``--jobs`` at once); a program that kills its worker (a driver's
 segmentation fault) or takes longer than ``--program-timeout`` seconds on one target (a hanging
 compiler: the worker and what it started are killed) is a disagreement of that program on that
@@ -117,6 +124,10 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=No
     }
     if profile is not None:  # made for that target kind's refusal profile (tools/fuzz.py --profile)
         meta["profile"] = profile
+    if prog.shared_size is not None:  # the launch's shared_size= (a pk.shared_dynamic array)
+        meta["shared_size"] = prog.shared_size
+    if prog.vector_align:  # what the build's FunctionInfo vector_align must record
+        meta["vector_align"] = prog.vector_align
     write_atomic(os.path.join(save_dir, base + ".json"), (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
     return path
 
@@ -133,7 +144,9 @@ def _parser():
     ap.add_argument("--no-reduce", action="store_true", help="save disagreements unshrunk")
     ap.add_argument("--max-saves", type=int, default=5)
     ap.add_argument("--reduce-budget", type=float, default=120.0, help="seconds to shrink one disagreement")
-    ap.add_argument("--bounds-check", action="store_true", help="build with pk.build(..., bounds_check=True)")
+    ap.add_argument("--bounds-check", "--checked", action="store_true", help="build with pk.build(..., "
+                    "bounds_check=True); a share of the programs then access a vector group or a matrix fragment "
+                    "out of bounds on one work-item, and their launch must be a LaunchError")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
     ap.add_argument("--profile", default="auto", help="which programs leave out what a target refuses "
@@ -174,7 +187,8 @@ def program_for(a, i, profs, every):
     refusals left out) and the profile's target kind (None: not profiled)."""
     prof = fuzzprofile.profile_for(i, profs, every)
     avoid = frozenset(x for x in a.avoid.split(",") if x) | (prof[1] if prof else frozenset())
-    return kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid), (prof[0] if prof else None)
+    return (kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid, checked=a.bounds_check),
+            prof[0] if prof else None)
 
 
 def _add(into, stats):
@@ -380,7 +394,8 @@ def _replay(a, idx, targets, profs, every):
     """The command that runs program ``idx`` of this run again (with its profile named)."""
     prof = fuzzprofile.profile_for(idx, profs, every)
     return (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets '{targets}' "
-            f"--profile {prof[0] if prof else 'none'}{' --avoid ' + a.avoid if a.avoid else ''} --no-save")
+            f"--profile {prof[0] if prof else 'none'}{' --avoid ' + a.avoid if a.avoid else ''}"
+            f"{' --bounds-check' if a.bounds_check else ''} --no-save")
 
 
 def _compared_text(compared, n):
@@ -417,10 +432,16 @@ def worker(a) -> int:
         print(f"@@BEGIN {i} {seed} oracle", flush=True)
         prog, made_for = program_for(a, i, profs, every)
         args = prog.make_args()
-        case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features)
+        case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
         if first_target == 0:
             n += 1
             progress()
+        if prog.violation:  # a checked program that accesses out of bounds: every launch must stop
+            disagreements += _check_violation(a, i, seed, prog, case, targets[first_target:], per_target,
+                                              profs, every)
+            progress()
+            continue
         try:
             oracle = case.oracle()
         except Exception as e:  # noqa: BLE001 - a program the tools cannot judge is a bug in them
@@ -460,7 +481,8 @@ def worker(a) -> int:
                 source = reduce_source(prog.source, prog.name,
                                        lambda src, t=t, k=out.kind: _still_fails(src, prog, args, t, k, checked),
                                        time_budget=a.reduce_budget)
-            small = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features)
+            small = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
             try:
                 small_oracle = small.oracle()
                 small_out = fuzzcase.check_target(small, small_oracle, t, bounds_check=a.bounds_check)
@@ -477,8 +499,42 @@ def worker(a) -> int:
     return 0
 
 
+def _check_violation(a, i, seed, prog, case, targets, per_target, profs, every) -> int:
+    """A checked program with an out-of-bounds access (``prog.violation``): the oracle must refuse it
+    and every target's checked launch must be a LaunchError naming it; the disagreements (not saved:
+    the replay command reproduces one)."""
+    bad = 0
+    try:
+        case.oracle()
+        bad += 1
+        print(f"fuzz: DISAGREE seed={seed} oracle: ran a program with an out-of-bounds {prog.violation} "
+              f"without refusing it; {_replay(a, i, a.targets, profs, every)}", flush=True)
+    except fuzzcase.OracleError as e:
+        if "out of bounds" not in str(e) and "do not fit" not in str(e) and "out-of-bounds" not in str(e):
+            bad += 1
+            print(f"fuzz: DISAGREE seed={seed} oracle refused a checked program for another reason: "
+                  f"{str(e)[:600]}", flush=True)
+    except Exception as e:  # noqa: BLE001
+        bad += 1
+        print(f"fuzz: DISAGREE seed={seed} oracle/frontend refused a generated program: {type(e).__name__}: "
+              f"{str(e)[:600]}", flush=True)
+    for t in targets:
+        print(f"@@BEGIN {i} {seed} {t}", flush=True)
+        out = fuzzcase.check_violation(case, t)
+        status = "violation " + out.status
+        per_target[t][status] = per_target[t].get(status, 0) + 1
+        if a.verbose:
+            print(f"fuzz: seed={seed} {t}: {status} {out.detail[:200]}", flush=True)
+        if out.bad:
+            bad += 1
+            print(f"fuzz: DISAGREE seed={seed} target={t} {out.kind} (out-of-bounds {prog.violation}): "
+                  f"{out.detail[:800]}; {_replay(a, i, t, profs, every)}", flush=True)
+    return bad
+
+
 def _still_fails(source, prog, args, target, kind, bounds_check) -> bool:
-    case = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features)
+    case = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
+                             prog.vector_align)
     try:
         oracle = case.oracle()
         out = fuzzcase.check_target(case, oracle, target, bounds_check=bounds_check)

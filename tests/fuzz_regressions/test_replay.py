@@ -39,7 +39,8 @@ def load_case(name):
         else:
             args.append(np.dtype(a["dtype"]).type(_dec(a["value"])))
     case = fuzzcase.Case(meta["kernel"], source, tuple(meta["grid"]), tuple(meta["block"]), args,
-                         frozenset(meta["features"]))
+                         frozenset(meta["features"]), meta.get("shared_size"),
+                         meta.get("vector_align", {}))
     return case, meta
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import KernelSyntaxError, KernelTypeError, PolykernError, RuntimeNotLinkedError
 from .compare import compare
+from ..ir.dynamic_shared import size_param
 from .interp import OracleError, Result, prepare
 
 
@@ -47,6 +48,9 @@ class Case:
     block: tuple
     args: List
     features: frozenset = frozenset()
+    shared_size: Optional[int] = None  # the launch's shared_size= (a kernel with a pk.shared_dynamic array)
+    #: buffer -> bytes its vector groups and copies need (kernelgen); the build must record at least that
+    vector_align: Dict[str, int] = field(default_factory=dict)
     _kernel: object = field(default=None, repr=False)
     _program: object = field(default=None, repr=False)
 
@@ -58,7 +62,14 @@ class Case:
     def oracle(self) -> Result:
         if self._program is None:
             self._program = prepare(self.kernel())
-        return self._program.run(_copy(self.args), self.grid, self.block)
+        hidden = [] if self.shared_size is None else [np.int32(self.shared_size)]  # its size parameter
+        if hidden and size_param(self.kernel().ir) is None:
+            raise OracleError(f"kernel '{self.name}' declares a pk.shared_dynamic array (here or in a device "
+                              f"function it calls) but has no hidden shared_size parameter to size it")
+        return self._program.run(_copy(self.args) + hidden, self.grid, self.block)
+
+    def launch_options(self) -> dict:
+        return {} if self.shared_size is None else {"shared_size": self.shared_size}
 
 
 def _copy(args: Sequence) -> List:
@@ -93,20 +104,63 @@ def load_kernel(source: str, name: str, workdir: Optional[str] = None):
 
 def declared_refusals(target_kind: str) -> Dict[str, str]:
     """``{feature: reason}`` that the backend of ``target_kind`` declares it refuses."""
+    conf = _conformance(target_kind)
+    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {})) if conf is not None else {}
+
+
+def device_refusals(target_kind: str) -> Dict[str, str]:
+    """``{feature: reason}`` that the backend of ``target_kind`` says the target or the selected device
+    lacks beyond its codegen's ``REFUSES``: its conformance ``SKIPS`` (e.g. ``matrix`` on OpenCL and
+    WebGPU, which refuse fragments at build, and on a Vulkan device without cooperative matrices, which
+    refuses them at load)."""
+    conf = _conformance(target_kind)
+    skips = dict(getattr(conf, "SKIPS", {}).get(target_kind, {})) if conf is not None else {}
+    return {f: why for f, why in skips.items() if f not in declared_refusals(target_kind)}
+
+
+def matrix_refusal(kernel, target: str) -> str:
+    """Why ``target`` does not compile ``kernel``'s matrix fragments by what its kind declares
+    (``ir.matrix.SUPPORT_KEY``: the combinations a backend compiles; none for a kind without a matrix
+    engine), or "" when it declares them all: a refusal of a fragment combination is declared there."""
+    from .. import backends, registry
+    from ..ir.matrix import SUPPORT_KEY, check_target as check_matrix
+    from ..target import Target
+
+    backends.load_all()
+    t = Target.parse(target)
+    try:
+        check_matrix(kernel.ir, t.kind, t, registry.get(SUPPORT_KEY + t.kind))
+    except KernelTypeError as e:
+        return str(e).splitlines()[0]
+    return ""
+
+
+def _build_refusal(case: Case, target: str, kind: str, e: Exception) -> Outcome:
+    """A build's refusal of ``case``: declared (its backend's REFUSES or SKIPS names a feature the program
+    uses, or the kind's matrix support leaves out a fragment combination it uses), or a disagreement."""
+    declared = {**declared_refusals(kind), **device_refusals(kind)}
+    hit = sorted(f for f in case.features if f in declared)
+    if hit:
+        return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
+    if "matrix" in case.features:
+        why = matrix_refusal(case.kernel(), target)
+        if why:
+            return Outcome(target, "refused", f"declared matrix support: {why}")
+    return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+
+
+def _conformance(target_kind: str):
     from .. import backends, registry
 
     backends.load_all()
     tk = registry.get(f"target.kind.{target_kind}")
-    if tk is None:
-        return {}
-    rec = backends.record_for_kind(tk.module_kind)
+    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
     if rec is None:
-        return {}
+        return None
     try:
-        conf = importlib.import_module(f"polykern_{rec.name}.conformance")
+        return importlib.import_module(f"polykern_{rec.name}.conformance")
     except ModuleNotFoundError:
-        return {}
-    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {}))
+        return None
 
 
 def numerics_backend(target_kind: str) -> str:
@@ -169,21 +223,24 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     try:
         mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}))
     except (KernelTypeError, KernelSyntaxError) as e:
-        declared = declared_refusals(kind)
-        hit = sorted(f for f in case.features if f in declared)
-        if hit:
-            return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
-        return Outcome(target, "disagree", f"refused a feature it does not declare: {e}", "refusal")
+        return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001 - any other build failure is a compiler bug to report
         return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
+    lost = _lost_alignment(case, mod)
+    if lost:
+        return Outcome(target, "disagree", lost, "alignment")
     if not runtime_present(target):
         return Outcome(target, "skipped", "no runtime here")
     args = _copy(case.args)
     try:
-        mod[kernel.name](*args, grid=case.grid, block=case.block)  # a specialized kernel's name has its values
+        # a specialized kernel's name has its values
+        mod[kernel.name](*args, grid=case.grid, block=case.block, **case.launch_options())
     except RuntimeNotLinkedError as e:  # e.g. a cross triple this host cannot execute: compiled only
         return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:  # what the device lacks, refused when the kernel is loaded (conformance SKIPS)
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
     got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
@@ -198,5 +255,63 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     return Outcome(target, "ok")
 
 
-__all__ = ["Case", "Outcome", "OracleError", "check_target", "declared_refusals", "load_kernel",
-           "runtime_present"]
+def _lost_alignment(case: Case, mod) -> str:
+    """"" or what the built kernel's ``vector_align`` (docs/language.md 6.1: every runtime refuses a less
+    aligned buffer at launch by it) leaves out of what the program's vector groups and copies need."""
+    from ..ir.vector import ALIGN_ATTR, parse_alignment
+
+    if not case.vector_align:
+        return ""
+    info = mod.functions[case.kernel().name]
+    have = parse_alignment(info.attrs.get(ALIGN_ATTR, ""))
+    short = {b: n for b, n in case.vector_align.items() if have.get(b, 0) < n}
+    if not short:
+        return ""
+    return (f"the kernel records {ALIGN_ATTR}={info.attrs.get(ALIGN_ATTR, '')!r}, but its vector groups and "
+            f"copies need " + ", ".join(f"{b}={n}" for b, n in sorted(short.items())) + " (a misaligned buffer "
+            f"would not be refused at launch)")
+
+
+def check_violation(case: Case, target: str) -> Outcome:
+    """A checked program that accesses out of bounds (``kernelgen.generate(checked=True)``, its
+    ``violation``): built with ``bounds_check=True`` for ``target`` and launched where its runtime exists,
+    the launch must end in a ``LaunchError`` that names the out-of-bounds access (docs/language.md 7.4);
+    no error, another error or a dead process is a disagreement."""
+    import polykern as pk
+    from ..errors import LaunchError
+    from ..target import Target
+
+    kind = Target.parse(target).kind
+    kernel = case.kernel()
+    try:
+        mod = pk.build([kernel], [target], bounds_check=True)
+    except (KernelTypeError, KernelSyntaxError) as e:
+        return _build_refusal(case, target, kind, e)
+    except Exception as e:  # noqa: BLE001
+        return Outcome(target, "disagree", f"build failed: {type(e).__name__}: {e}", "build")
+    if not runtime_present(target):
+        return Outcome(target, "skipped", "no runtime here")
+    try:
+        mod[kernel.name](*_copy(case.args), grid=case.grid, block=case.block, **case.launch_options())
+    except RuntimeNotLinkedError as e:
+        return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
+    except LaunchError as e:
+        if "out-of-bounds" in str(e):
+            return Outcome(target, "ok", str(e).splitlines()[0][:300])
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
+        return Outcome(target, "disagree", f"checked launch failed without naming the out-of-bounds access: "
+                                           f"{e}", "crash")
+    except Exception as e:  # noqa: BLE001
+        lacks = sorted(f for f in case.features if f in device_refusals(kind))
+        if lacks:
+            return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
+        return Outcome(target, "disagree", f"checked launch raised {type(e).__name__}, not a LaunchError: {e}",
+                       "crash")
+    return Outcome(target, "disagree", "a checked launch with an out-of-bounds access ran to the end "
+                                       "without a LaunchError", "missed-violation")
+
+
+__all__ = ["Case", "Outcome", "OracleError", "check_target", "check_violation", "declared_refusals",
+           "device_refusals", "load_kernel", "matrix_refusal", "runtime_present"]

@@ -39,13 +39,19 @@ def refused_features(kind: str) -> frozenset:
 
 
 def profile_features(kind: str) -> frozenset:
-    """What a program made for target kind ``kind`` leaves out: its refusals, and "specials" where its
-    backend promises no IEEE specials on any device (the same on every machine, so a seed replays)."""
+    """What a program made for target kind ``kind`` leaves out: its refusals, "matrix" where the kind
+    registers no matrix support (``ir.matrix.SUPPORT_KEY``: it refuses every fragment at build), and
+    "specials" where its backend promises no IEEE specials on any device (each the same on every
+    machine, so a seed replays)."""
+    from .. import registry
+    from ..ir.matrix import SUPPORT_KEY
+
     refused = refused_features(kind)
     if not refused:
         return refused
     finite = not numerics.specials_promised(numerics_backend(kind))
-    return refused | ({"specials"} if finite else set())
+    no_matrix = registry.get(SUPPORT_KEY + kind) is None
+    return refused | ({"specials"} if finite else set()) | ({"matrix"} if no_matrix else set())
 
 
 def profiles(targets: Sequence[str]) -> List[Profile]:

@@ -18,7 +18,10 @@ Programs are valid by construction, so the oracle (``polykern.testing.interp``) 
 - float -> int casts see any value (NaN, infinities, out of range: they saturate, NaN -> 0);
 - device functions (``@pk.func`` helpers ``h<k>``) take scalars, an input buffer and a ``pk.constexpr``,
   may return early (also from inside a loop) and are called from expressions; a kernel may have a
-  ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end.
+  ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end;
+- vector groups, a ``pk.shared_dynamic`` array, rotates past the width (``kernelgen_memory``), matrix
+  fragments (``kernelgen_matrix``) and device functions with memory (``kernelgen_funcs``), each drawn from a
+  random stream of its own with its ``PROBABILITY``.
 """
 from __future__ import annotations
 
@@ -28,15 +31,18 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..ir.bfloat16 import bf16_array, round_value
+from ..ir.bfloat16 import bf16_array
+from .kernelgen_funcs import memory_functions
+from .kernelgen_matrix import matrix_possible, matrix_section
+from .kernelgen_memory import copy_counts, rotate_section, shared_dynamic_section, vector_section
+from .kernelgen_values import FLOATS, INTS, itemsize
+from .kernelgen_values import RANGES as _RANGES, np_name as _np, rand_value as _rand_value
 
 PORTABLE = ("bool", "i32", "u32", "f32", "f16")
 ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
-INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-FLOATS = ("f16", "f32", "f64", "bf16")
 #: feature names a backend may refuse (backends declare theirs; see tests/runtimes.py)
 FEATURES = ("f64", "f16", "i64", "u64", "i8", "u8", "i16", "u16", "bool_buffer", "math_f64", "subgroups", "barrier",
-            "bf16")
+            "bf16", "matrix")
 #: every type a program may use, in declaration order: ALL (the pool the types are drawn from) and bf16,
 #: which joins from a random stream of its own (so the programs of earlier seeds stay what they were)
 TYPE_ORDER = ALL + ("bf16",)
@@ -44,6 +50,9 @@ TYPE_ORDER = ALL + ("bf16",)
 N_IN = 16  # input buffer length (indices masked with N_IN - 1)
 N_LOCAL = 8  # pk.local array length
 N_ACC = 8  # atomic accumulator length
+#: the chance that a program gets each section added in session 6 (each drawn from its own random stream,
+#: ``random.Random(f"{section}-{seed}")``, so a seed without them keeps its program of before)
+PROBABILITY = {"vectors": 0.25, "shared_dynamic": 0.2, "matrix": 0.15, "rotates": 0.3, "memory_functions": 0.15}
 _INEXACT_MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
 _EXACT_F64_MATH = ("sqrt", "fma", "/")  # the f64 math stores that are not "math_f64"
 
@@ -59,6 +68,12 @@ class GenProgram:
     args_seed: int
     sizes: Dict[str, int] = field(default_factory=dict)
     finite: bool = False  # no NaN or infinity among the float inputs (avoid "specials")
+    shared_size: Optional[int] = None  # the launch's shared_size= (the kernel has a pk.shared_dynamic array)
+    #: in a checked program (generate(checked=True)): what one work-item accesses out of bounds ("" none)
+    violation: str = ""
+    #: buffer parameter -> the alignment (bytes) its pk.vload/vstore/copy_async groups need, where more
+    #: than one element's: what the built kernel's FunctionInfo ``vector_align`` must record
+    vector_align: Dict[str, int] = field(default_factory=dict)
 
     def make_args(self) -> List:
         """The launch arguments (NumPy scalars and arrays), the same for the same program."""
@@ -77,54 +92,13 @@ class GenProgram:
         return out
 
 
-def _np(t: str) -> str:
-    """The NumPy dtype name of ``t`` (bf16: of its bits, uint16)."""
-    return {"bool": "bool", "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "uint16"}.get(
-        t, ("int" if t[0] == "i" else "uint") + t[1:])
-
-
-_RANGES = {t: (int(np.iinfo(_np(t)).min), int(np.iinfo(_np(t)).max)) for t in INTS}
-
-
-_FLOAT_SPECIAL = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e4, -1e4, 65504.0, 1e30, float("inf"), float("-inf"),
-                  float("nan"), 2147483648.0, -2147483904.0, 4294967296.0, 255.5, -128.5)
-
-
-def _rand_value(rng, t: str, finite: bool = False):
-    if t == "bool":
-        return bool(rng.integers(0, 2))
-    if t in FLOATS:
-        r = rng.random()
-        if r < 0.25:
-            v = float(_FLOAT_SPECIAL[int(rng.integers(0, len(_FLOAT_SPECIAL)))])
-        elif r < 0.6:
-            v = float(rng.integers(-20, 21)) / float(rng.choice([1, 2, 4, 8]))
-        else:
-            v = float(rng.normal(0, 100.0))
-        ft = "float32" if t == "bf16" else _np(t)
-        with np.errstate(all="ignore"):
-            x = np.dtype(ft).type(v)
-            if finite and not np.isfinite(x):  # also what overflows the type (1e30 as f16)
-                x = np.dtype(ft).type(1.5)
-        if t != "f64" and np.isfinite(x) and x != 0 and abs(float(x)) < float(np.finfo(ft).tiny):
-            x = np.dtype(ft).type(0.0)  # no subnormal inputs (a device may flush them)
-        return np.float32(round_value(x)) if t == "bf16" else x
-    lo, hi = _RANGES[t]
-    r = rng.random()
-    if r < 0.2:
-        edges = [lo, hi, 0, 1, -1 if lo < 0 else 2, lo + 1, hi - 1]
-        return edges[int(rng.integers(0, len(edges)))]
-    if r < 0.6:
-        v = int(rng.integers(-16, 17))
-        return v if lo <= v <= hi else -v
-    if t == "u64":
-        return int(rng.integers(0, 1 << 63, dtype=np.int64)) * 2 + int(rng.integers(0, 2))
-    return int(rng.integers(lo, hi, endpoint=True, dtype=np.int64))
-
-
 class _Gen:
-    def __init__(self, seed: int, name: str, avoid=frozenset()):
+    n_in, n_local = N_IN, N_LOCAL
+
+    def __init__(self, seed: int, name: str, avoid=frozenset(), checked: bool = False, probability=None):
         self.avoid = frozenset(avoid)
+        self.checked = checked
+        self.probability = dict(PROBABILITY, **(probability or {}))
         self.rng = random.Random(seed)
         self.seed = seed
         self.name = name
@@ -162,6 +136,15 @@ class _Gen:
         self.cprng = random.Random(f"copies-{seed}")  # likewise for the asynchronous-copy section
         self.uses_barrier = False
         self.uses_subgroups = False
+        # the sections added in session 6, each from a random stream of its own (see PROBABILITY)
+        self.streams = {k: random.Random(f"{k}-{seed}") for k in PROBABILITY}
+        self.shared_size: Optional[int] = None
+        self.violation = ""
+        self.extra_types: set = set()  # types a section uses beyond self.types (features)
+        self.extra_sizes: Dict[str, int] = {}
+        self.align: Dict[str, int] = {}
+        self.mem_call: Optional[Tuple[str, str]] = None
+        self.params: List[Tuple[str, str, Optional[str]]] = []
 
     # ------------------------------------------------------------------ helpers
     def fresh(self, prefix: str) -> str:
@@ -173,6 +156,28 @@ class _Gen:
 
     def types_of(self, pred) -> List[str]:
         return [t for t in self.types if pred(t)]
+
+    def int_types(self) -> List[str]:
+        return self.types_of(lambda x: x in INTS)
+
+    def add_buffer(self, t: str, role: str, size: int) -> str:
+        """A new buffer parameter (after the others: earlier arguments keep their values) of ``size``."""
+        name = self.fresh("mo" if role == "out" else "ma")
+        self.params.append((name, t, role))
+        self.extra_sizes[name] = size
+        return name
+
+    def need_align(self, buf: str, n: int, t: str):
+        """Record that a group of ``n`` elements of ``t`` accesses kernel buffer ``buf`` (docs/language.md 6.1)."""
+        size = itemsize(t)
+        if n * size > size:
+            self.align[buf] = max(self.align.get(buf, 0), min(n * size, 16))
+
+    def wants(self, section: str, needs=()) -> bool:
+        """Whether this program gets ``section`` (its own stream's first draw; not when avoided)."""
+        if section in self.avoid or set(needs) & self.avoid:
+            return False
+        return self.streams[section].random() < self.probability[section]
 
     # ------------------------------------------------------------------ expressions
     def literal(self, t: str, bare: bool = False) -> str:
@@ -472,8 +477,7 @@ class _Gen:
         if not ins:
             return
         t = r.choice(ins)
-        size = np.dtype(_np(t)).itemsize
-        n = r.choice([b // size for b in (4, 8, 16) if b % size == 0 and b // size <= N_IN])
+        n = r.choice(copy_counts(self, t))
         groups = N_IN // n  # of the input buffer (N_IN elements, a power of two)
         parts = r.choice([1, 2])
         sh = self.fresh("cp")
@@ -481,6 +485,7 @@ class _Gen:
         self.emit(0, f"{sh} = pk.shared({t}, {parts * self.block * n})")
         for p in range(parts):
             off = r.randint(0, groups - 1)
+            self.need_align(self.readonly[t], n, t)
             self.emit(0, f"pk.copy_async({sh}, lid + {p * self.block}, {self.readonly[t]}, "
                          f"(lid + {off}) & {groups - 1}, {n})")
             self.emit(0, "pk.copy_commit()")
@@ -593,7 +598,7 @@ class _Gen:
     # ------------------------------------------------------------------ program
     def program(self) -> GenProgram:
         r = self.rng
-        params: List[Tuple[str, str, Optional[str]]] = []
+        params = self.params
         for _ in range(r.randint(0, 3)):
             t = r.choice(self.types)
             t = "f32" if t == "bf16" else t  # no bf16 scalar kernel arguments (docs/language.md "bf16")
@@ -631,6 +636,8 @@ class _Gen:
         helper_lines = []
         for _ in range(self.frng.choice([0, 0, 0, 1, 2]) if "functions" not in self.avoid else 0):
             helper_lines += self.helper()
+        if self.wants("memory_functions", ("functions", "barrier")):
+            helper_lines += memory_functions(self)
         if "constexpr" not in self.avoid and self.frng.random() < 0.25:
             self.constexprs[self.fresh("C")] = self.frng.randint(0, 6)
 
@@ -660,6 +667,19 @@ class _Gen:
             self.copy_section()
         if "subgroups" not in self.avoid and self.sgrng.random() < 0.3:
             self.subgroup_section()
+        if self.wants("vectors"):
+            vector_section(self)
+        if self.wants("shared_dynamic", ("barrier",)) and self.shared_size is None:
+            shared_dynamic_section(self)
+        if self.wants("matrix", ("subgroups",)) and matrix_possible(self):
+            matrix_section(self)
+        if self.wants("rotates"):
+            rotate_section(self)
+        if self.mem_call is not None:
+            t, call = self.mem_call
+            v = self.fresh("v")
+            self.emit(0, f"{v} = {call}")
+            self.vars[t].append(v)
         while self.budget > 0:
             self.stmt(0)
         for t in self.outs:
@@ -674,7 +694,9 @@ class _Gen:
         sizes = {}
         slots = {}
         for name, t, role in params:
-            if role == "in":
+            if name in self.extra_sizes:
+                sizes[name] = self.extra_sizes[name]
+            elif role == "in":
                 sizes[name] = N_IN
             elif role == "out":
                 slots[name] = self.out_slots[t]
@@ -689,7 +711,7 @@ class _Gen:
             body = body.replace(f"{{K_{name}}}", str(k))
         sig = ", ".join([f"{c}: pk.constexpr" for c in self.constexprs] +
                         [f"{n}: {_annot(t, role)}" for n, t, role in params])
-        used = {t for _, t, _ in params} | set(self.types)
+        used = {t for _, t, _ in params} | set(self.types) | self.extra_types
         feats = {t for t in used if t in FEATURES}
         if any(t == "bool" and role is not None for _, t, role in params):
             feats.add("bool_buffer")
@@ -699,12 +721,15 @@ class _Gen:
             feats.add("subgroups")
         if self.uses_barrier:  # shared memory between barriers: work-items that run together
             feats.add("barrier")
+        if "pk.mma(" in body:
+            feats.add("matrix")
         src = HEADER + "\n".join(helper_lines) + f"\n\n@pk.kernel\ndef {self.name}({sig}):\n{body}\n"
         if self.constexprs:  # the module's kernel is the specialized one (its .name says the values)
             values = ", ".join(f"{c}={v}" for c, v in self.constexprs.items())
             src += f"\n\n{self.name} = {self.name}.specialize({values})\n"
         return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
-                          frozenset(feats), self.seed * 7919 + 17, sizes, "specials" in self.avoid)
+                          frozenset(feats), self.seed * 7919 + 17, sizes, "specials" in self.avoid,
+                          self.shared_size, self.violation, dict(self.align))
 
 
 def _helper_annot(pt: str) -> str:
@@ -740,16 +765,32 @@ AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpe
              "bool_buffer": "no bool buffers (bool scalars and shared arrays stay)",
              "math_f64": "no f64 math beyond sqrt, fma and /",
              "barrier": "no shared memory between barriers (nor pk.copy_async, which needs one)",
-             "specials": "no NaN or infinity among the literals and the inputs (arithmetic may still make one)"}
+             "specials": "no NaN or infinity among the literals and the inputs (arithmetic may still make one)",
+             "vectors": "no pk.vload/pk.vstore section", "shared_dynamic": "no pk.shared_dynamic array",
+             "matrix": "no matrix fragments", "rotates": "no rotate section (shift amounts past the width)",
+             "memory_functions": "no @pk.func pair with shared memory, pk.vload/vstore and copies inside",
+             "function_shared_dynamic": "no pk.shared_dynamic declared inside a device function",
+             "matrix_huge_ld": "no checked-mode fragment violation by a leading dimension near 2^31 / rows"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
-BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16"))
+BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16", "vectors", "shared_dynamic",
+                              "matrix", "rotates", "memory_functions"))
+#: ``avoid`` that gives the programs of the generator before session 6's sections (vector groups, dynamic
+#: shared memory, matrix fragments, rotates, device functions with memory): a seed's program of then
+BEFORE_MEMORY = frozenset(("vectors", "shared_dynamic", "matrix", "rotates", "memory_functions"))
 
 
-def generate(seed: int, name: Optional[str] = None, avoid=frozenset()) -> GenProgram:
-    """The program of ``seed`` (deterministic: the same seed and ``avoid`` give the same source and
-    inputs). ``avoid``: names from ``AVOIDABLE``."""
+def generate(seed: int, name: Optional[str] = None, avoid=frozenset(), checked: bool = False,
+             probability: Optional[Dict[str, float]] = None) -> GenProgram:
+    """The program of ``seed`` (deterministic: the same seed and arguments give the same source and
+    inputs). ``avoid``: names from ``AVOIDABLE``. ``checked``: for a checked-mode run
+    (``bounds_check=True``): a share of the vector and fragment sections point one work-item's group
+    or offset past its array (``GenProgram.violation`` says so; the launch must be a LaunchError).
+    ``probability``: overrides of ``PROBABILITY`` (section -> chance a program gets it)."""
     bad = set(avoid) - set(AVOIDABLE)
     if bad:
         raise ValueError(f"kernelgen: unknown avoid {sorted(bad)}; known: {sorted(AVOIDABLE)}")
-    return _Gen(seed, name or f"fz{seed}", avoid).program()
+    unknown = set(probability or {}) - set(PROBABILITY)
+    if unknown:
+        raise ValueError(f"kernelgen: unknown probability {sorted(unknown)}; known: {sorted(PROBABILITY)}")
+    return _Gen(seed, name or f"fz{seed}", avoid, checked, probability).program()
