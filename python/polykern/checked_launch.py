@@ -39,9 +39,12 @@ def user_visible(info):
         return info
     try:
         n_user = decode_user_args(info.attrs)
-    except (KeyError, ValueError):
+    except KeyError:
         raise ArtifactError(f"checked kernel '{escape(info.name)}': malformed bounds-check attributes "
-                            f"({ATTR_USER_ARGS})") from None
+                            f"({ATTR_USER_ARGS} is missing)") from None
+    except ValueError as e:
+        raise ArtifactError(f"checked kernel '{escape(info.name)}': malformed bounds-check attributes "
+                            f"({escape(str(e))})") from None
     if not 0 <= n_user < len(info.args):
         raise ArtifactError(f"checked kernel '{escape(info.name)}': its hidden bounds-check parameters do not match "
                             "its arguments")
