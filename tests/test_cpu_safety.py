@@ -97,6 +97,46 @@ def wrapped(n: i32, y: Buffer[f32]):
         y[j] = 1.0
 
 
+@pk.kernel
+def wide_rows(h: i32, w: i32, src: Buffer[f32, "readonly"], srcs: Buffer[f32, "readonly"], dst: Buffer[f32]):
+    """benchmarks/tuned_kernels.py jacobi_wide's indexing, reduced: float4 groups at ``y*w4 + q`` and
+    ``v - w4`` (w4 = w // 4, q < w4) and scalar neighbours ``srcs[y*w + 4*q - 1]`` / ``[... + 4]``."""
+    q = pk.global_id(0)
+    y = pk.global_id(1)
+    w4 = w // 4
+    if q < w4 and y < h:
+        v = y * w4 + q
+        c0, c1, c2, c3 = pk.vload(src, v, 4)
+        if y == 0:
+            pk.vstore(dst, v, (c0, c1, c2, c3))
+        else:
+            u0, u1, u2, u3 = pk.vload(src, v - w4, 4)
+            x0 = q * 4
+            i = y * w + x0
+            left = srcs[i - 1] if x0 > 0 else c0
+            right = srcs[i + 4] if x0 + 4 < w else c3
+            pk.vstore(dst, v, (u0 + left, u1, u2, u3 + right))
+
+
+@pk.kernel
+def quotients(n: i32, m: i32, y: Buffer[f32]):
+    """Indexes by ``n // 4`` (truncates toward zero) and ``m >> 2`` (rounds down)."""
+    if pk.global_id(0) == 0:
+        y[n // 4] = 1.0
+        y[(m >> 2) + 1] = 2.0
+
+
+def _wide_rows_reference(h, w, a):
+    g = a.reshape(h, w)
+    out = g.copy()
+    left = np.concatenate([g[:, :1], g[:, :-1]], axis=1)  # x0 > 0: the neighbour, else c0
+    right = np.concatenate([g[:, 1:], g[:, -1:]], axis=1)
+    out[1:] = g[:-1]
+    out[1:, 0::4] += left[1:, 0::4]
+    out[1:, 3::4] += right[1:, 3::4]
+    return out.ravel()
+
+
 def _opencl_on_cpu() -> bool:
     try:
         import pyopencl as cl
@@ -126,8 +166,8 @@ def _build(kernels, target, **kw):
 @pytest.mark.parametrize("target", CPU)
 def test_proven_write_past_the_end_is_refused_before_running(target, guarded_memory):
     k = _build([fill], target)["fill"]
-    with pytest.raises(LaunchError, match=r"kernel 'fill': out-of-bounds access to 'y' at test_cpu_safety.py:\d+ "
-                                          r".*len\(y\) = 8.*fails"):
+    with pytest.raises(LaunchError, match=r"kernel 'fill': possible out-of-bounds access to 'y' at test_cpu_safety.py:\d+ "
+                                          r".*len\(y\) = 8.*fails: n <= len\(y\) \(here 16 > 8\)"):
         k(16, guarded_memory[:8], grid=1, block=16)
     assert not guarded_memory.any()  # nothing ran
     k(8, guarded_memory[:8], grid=1, block=16)
@@ -165,6 +205,45 @@ def test_what_is_not_provable_is_still_caught(target, guarded_memory):
     with pytest.raises(LaunchError, match="write to buffer 'y' at index 5 "):
         _build([stale], target)["stale"](3, y[:3], grid=1, block=1)
     assert not guarded_memory[:8].any() and not guarded_memory[16:].any()
+
+
+def test_a_divided_argument_keeps_its_correlations():
+    """jacobi_wide (benchmarks/tuned_kernels.py) was refused in bounds (h*w == len, a grid past both
+    dimensions): ``w // 4`` was a range, ``[(w-3)/4, w/4]``, so ``y*w4 + q - w4`` lost ``q < w4`` and
+    the condition needed ``w <= 4``. It is now a symbol of its own, evaluated at launch."""
+    k = _build([wide_rows], "llvm")["wide_rows"]
+    h, w = 7, 12
+    a = np.arange(h * w, dtype=np.float32)
+    dst = np.zeros(h * w, np.float32)
+    k(h, w, a, a, dst, grid=(1, 3, 1), block=(8, 4, 1))
+    np.testing.assert_array_equal(dst, _wide_rows_reference(h, w, a))
+    with pytest.raises(LaunchError, match=r"possible out-of-bounds access to 'src' at test_cpu_safety.py:\d+"):
+        k(h + 1, w, a, a, dst, grid=(1, 3, 1), block=(8, 4, 1))  # row 7 of a 7-row array
+
+
+def test_quotient_symbols_are_the_machine_values():
+    """``n // 4`` truncates toward zero, ``m >> 2`` rounds down: the launch check evaluates each the way
+    the kernel does (a rounding the other way would accept y[-1] or refuse y[0])."""
+    k = _build([quotients], "llvm")["quotients"]
+    y = np.zeros(4, np.float32)
+    k(-3, -3, y, grid=1, block=1)  # -3 // 4 == 0 (truncated), (-3 >> 2) + 1 == 0 (rounded down)
+    assert y.tolist() == [2.0, 0, 0, 0]
+    k(-3, 11, y, grid=1, block=1)
+    assert y.tolist() == [1.0, 0, 0, 2.0]
+    for n, m in ((-4, 0), (0, -5), (16, 0), (0, 12)):  # y[-1], y[-1] (truncated: y[0]), y[4], y[4]
+        with pytest.raises(LaunchError, match="possible out-of-bounds access to 'y'"):
+            k(n, m, y, grid=1, block=1)
+
+
+def test_a_refusal_names_the_failed_inequality_in_the_kernels_terms():
+    k = _build([wide_rows], "llvm")["wide_rows"]
+    a = np.zeros(84, np.float32)
+    with pytest.raises(LaunchError) as e:
+        k(8, 12, a, a, a, grid=(1, 3, 1), block=(8, 4, 1))
+    msg = str(e.value)
+    assert "h*(w // 4) <= " in msg and "len(src)" in msg and "block[1]*grid[1]" in msg, msg
+    assert "(here " in msg and "bounds_check=True" in msg, msg
+    assert not re.search(r"\b[aLbgqr][0-9]", msg), msg  # no internal symbol is left
 
 
 def test_an_access_that_cannot_run_needs_no_condition():
@@ -256,11 +335,27 @@ def test_libpolykern_checks_the_launch_conditions(native_build, tmp_path):
     bad = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(16).tobytes()), (ls.WRITE, y)],
                     (1, 1, 1, 16, 1, 1))
     assert bad.returncode == 3 and b"out-of-bounds access to 'y' at test_cpu_safety.py" in bad.stderr, bad.stderr
+    assert b"n <= len(y) (here 16 > 8)" in bad.stderr, bad.stderr  # the condition in the kernel's terms
     good = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(8).tobytes()), (ls.WRITE, y)],
                      (1, 1, 1, 16, 1, 1))
     assert good.returncode == 0, good.stderr
     assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1.0] * 8
 
+
+def test_libpolykern_evaluates_quotients_as_the_kernel_does(native_build, tmp_path):
+    from polykern import launch_stream as ls
+
+    def run(n, m):
+        items = [(ls.SCALAR, np.int32(n).tobytes()), (ls.SCALAR, np.int32(m).tobytes()),
+                 (ls.WRITE, np.zeros(4, np.float32).tobytes())]
+        return _kbin_run(native_build, tmp_path, quotients, items, (1, 1, 1, 1, 1, 1))
+    good = run(-3, -3)  # -3 // 4 == 0, (-3 >> 2) + 1 == 0
+    assert good.returncode == 0, good.stderr
+    assert np.frombuffer(ls.split_outputs(good.stdout, [16])[0], np.float32).tolist() == [2.0, 0, 0, 0]
+    for n, m, shown in ((-4, 0, b"(n // 4)"), (0, -5, b"(m >> 2)"), (16, 0, b"(n // 4)"), (0, 12, b"(m >> 2)")):
+        bad = run(n, m)
+        assert bad.returncode == 3 and b"possible out-of-bounds access to 'y'" in bad.stderr, bad.stderr
+        assert shown in bad.stderr, bad.stderr
 
 def test_libpolykern_adds_the_hidden_arguments_of_checked_accesses(native_build, tmp_path):
     from polykern import launch_stream as ls
