@@ -30,6 +30,9 @@ from reduction import block_sum  # noqa: E402
 from saxpy import saxpy  # noqa: E402
 from stencil2d import jacobi  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tuned_kernels import jacobi_wide  # noqa: E402
+
 
 @pk.kernel
 def fill(n: i32, y: Buffer[f32]):
@@ -98,25 +101,12 @@ def wrapped(n: i32, y: Buffer[f32]):
 
 
 @pk.kernel
-def wide_rows(h: i32, w: i32, src: Buffer[f32, "readonly"], srcs: Buffer[f32, "readonly"], dst: Buffer[f32]):
-    """benchmarks/tuned_kernels.py jacobi_wide's indexing, reduced: float4 groups at ``y*w4 + q`` and
-    ``v - w4`` (w4 = w // 4, q < w4) and scalar neighbours ``srcs[y*w + 4*q - 1]`` / ``[... + 4]``."""
-    q = pk.global_id(0)
-    y = pk.global_id(1)
-    w4 = w // 4
-    if q < w4 and y < h:
-        v = y * w4 + q
-        c0, c1, c2, c3 = pk.vload(src, v, 4)
-        if y == 0:
-            pk.vstore(dst, v, (c0, c1, c2, c3))
-        else:
-            u0, u1, u2, u3 = pk.vload(src, v - w4, 4)
-            x0 = q * 4
-            i = y * w + x0
-            left = srcs[i - 1] if x0 > 0 else c0
-            right = srcs[i + 4] if x0 + 4 < w else c3
-            pk.vstore(dst, v, (u0 + left, u1, u2, u3 + right))
-
+def row_diff(h: i32, w: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    c = pk.global_id(0)
+    r = pk.global_id(1)
+    if r < h and c + 1 < w:
+        i = r * w + c
+        y[i] = x[i + 1]  # i + 1 holds the guarded sum c + 1 through i's definition
 
 @pk.kernel
 def quotients(n: i32, m: i32, y: Buffer[f32]):
@@ -126,16 +116,12 @@ def quotients(n: i32, m: i32, y: Buffer[f32]):
         y[(m >> 2) + 1] = 2.0
 
 
-def _wide_rows_reference(h, w, a):
-    g = a.reshape(h, w)
+def _jacobi_reference(h, w, a):
+    """A 5-point Jacobi step, edges copied (float64)."""
+    g = a.reshape(h, w).astype(np.float64)
     out = g.copy()
-    left = np.concatenate([g[:, :1], g[:, :-1]], axis=1)  # x0 > 0: the neighbour, else c0
-    right = np.concatenate([g[:, 1:], g[:, -1:]], axis=1)
-    out[1:] = g[:-1]
-    out[1:, 0::4] += left[1:, 0::4]
-    out[1:, 3::4] += right[1:, 3::4]
+    out[1:-1, 1:-1] = 0.2 * (g[1:-1, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:] + g[:-2, 1:-1] + g[2:, 1:-1])
     return out.ravel()
-
 
 def _opencl_on_cpu() -> bool:
     try:
@@ -211,15 +197,27 @@ def test_a_divided_argument_keeps_its_correlations():
     """jacobi_wide (benchmarks/tuned_kernels.py) was refused in bounds (h*w == len, a grid past both
     dimensions): ``w // 4`` was a range, ``[(w-3)/4, w/4]``, so ``y*w4 + q - w4`` lost ``q < w4`` and
     the condition needed ``w <= 4``. It is now a symbol of its own, evaluated at launch."""
-    k = _build([wide_rows], "llvm")["wide_rows"]
-    h, w = 7, 12
-    a = np.arange(h * w, dtype=np.float32)
-    dst = np.zeros(h * w, np.float32)
-    k(h, w, a, a, dst, grid=(1, 3, 1), block=(8, 4, 1))
-    np.testing.assert_array_equal(dst, _wide_rows_reference(h, w, a))
-    with pytest.raises(LaunchError, match=r"possible out-of-bounds access to 'src' at test_cpu_safety.py:\d+"):
+    k = _build([jacobi_wide], "llvm")["jacobi_wide"]
+    for h, w, grid, block in ((37, 68, (1, 10, 1), (64, 4, 1)), (7, 12, (1, 3, 1), (8, 4, 1))):
+        a = np.random.default_rng(h).random(h * w, dtype=np.float32)
+        dst = np.zeros(h * w, np.float32)
+        k(h, w, a, a, dst, grid=grid, block=block)
+        np.testing.assert_allclose(dst, _jacobi_reference(h, w, a), rtol=1e-6)
+    with pytest.raises(LaunchError, match=r"possible out-of-bounds access to 'src' at tuned_kernels.py:\d+"):
         k(h + 1, w, a, a, dst, grid=(1, 3, 1), block=(8, 4, 1))  # row 7 of a 7-row array
 
+
+def test_a_guard_on_a_sum_serves_a_defined_local_holding_it():
+    """``c + 1 < w`` bounds ``x[i + 1]`` with ``i = r*w + c`` (jacobi_wide's ``srcs[i + 4]`` under
+    ``x0 + 4 < w``): the whole last row is in bounds when h*w == len(x) (y's bound, on ``c`` itself,
+    takes the grid's width: y has room for it)."""
+    k = _build([row_diff], "llvm")["row_diff"]
+    x = np.arange(1, 13, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    k(3, 4, x, y, grid=(2, 2), block=(4, 2))
+    assert y.tolist() == [2, 3, 4, 0, 6, 7, 8, 0, 10, 11, 12, 0, 0, 0, 0, 0]
+    with pytest.raises(LaunchError, match="possible out-of-bounds access to 'x'"):
+        k(3, 4, x[:11], y, grid=(2, 2), block=(4, 2))
 
 def test_quotient_symbols_are_the_machine_values():
     """``n // 4`` truncates toward zero, ``m >> 2`` rounds down: the launch check evaluates each the way
@@ -236,7 +234,7 @@ def test_quotient_symbols_are_the_machine_values():
 
 
 def test_a_refusal_names_the_failed_inequality_in_the_kernels_terms():
-    k = _build([wide_rows], "llvm")["wide_rows"]
+    k = _build([jacobi_wide], "llvm")["jacobi_wide"]
     a = np.zeros(84, np.float32)
     with pytest.raises(LaunchError) as e:
         k(8, 12, a, a, a, grid=(1, 3, 1), block=(8, 4, 1))

@@ -3,7 +3,9 @@
 For each access ``base[index]`` (load, store, atomic, group lane, both groups of a ``pk.copy_async``) to
 a buffer or a fixed-size shared or local array, the pass bounds the index by polynomials (rational
 coefficients) over launch *symbols*: integer scalar arguments ``a<i>``, buffer lengths ``L<i>``,
-``block[d]`` ``b<d>`` and ``grid[d]`` ``g<d>``. What it knows:
+``block[d]`` ``b<d>`` and ``grid[d]`` ``g<d>``, and an integer argument divided by a constant ``c``:
+``a // c`` as ``q<i>_<c>``, ``a >> s`` as ``r<i>_<2**s>`` (exact values the launch check computes: a
+range such as ``[(w-3)/4, w/4]`` would lose ``q < w4`` in ``y*w4 + q - w4``). What it knows:
 
 - ``local_id(d)`` in ``[0, b<d>-1]``, ``group_id(d)`` in ``[0, g<d>-1]``, ``global_id(d)`` in
   ``[0, g<d>*b<d>-1]``, ``local_size``/``num_groups`` exactly;
