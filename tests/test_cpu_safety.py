@@ -31,6 +31,9 @@ from reduction import block_sum  # noqa: E402
 from saxpy import saxpy  # noqa: E402
 from stencil2d import jacobi  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tuned_kernels import jacobi_wide  # noqa: E402
+
 
 @pk.kernel
 def fill(n: i32, y: Buffer[f32]):
@@ -98,6 +101,29 @@ def wrapped(n: i32, y: Buffer[f32]):
         y[j] = 1.0
 
 
+@pk.kernel
+def row_diff(h: i32, w: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    c = pk.global_id(0)
+    r = pk.global_id(1)
+    if r < h and c + 1 < w:
+        i = r * w + c
+        y[i] = x[i + 1]  # i + 1 holds the guarded sum c + 1 through i's definition
+
+@pk.kernel
+def quotients(n: i32, m: i32, y: Buffer[f32]):
+    """Indexes by ``n // 4`` (truncates toward zero) and ``m >> 2`` (rounds down)."""
+    if pk.global_id(0) == 0:
+        y[n // 4] = 1.0
+        y[(m >> 2) + 1] = 2.0
+
+
+def _jacobi_reference(h, w, a):
+    """A 5-point Jacobi step, edges copied (float64)."""
+    g = a.reshape(h, w).astype(np.float64)
+    out = g.copy()
+    out[1:-1, 1:-1] = 0.2 * (g[1:-1, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:] + g[:-2, 1:-1] + g[2:, 1:-1])
+    return out.ravel()
+
 def _opencl_on_cpu() -> bool:
     try:
         import pyopencl as cl
@@ -127,8 +153,8 @@ def _build(kernels, target, **kw):
 @pytest.mark.parametrize("target", CPU)
 def test_proven_write_past_the_end_is_refused_before_running(target, guarded_memory):
     k = _build([fill], target)["fill"]
-    with pytest.raises(LaunchError, match=r"kernel 'fill': out-of-bounds access to 'y' at test_cpu_safety.py:\d+ "
-                                          r".*len\(y\) = 8.*fails"):
+    with pytest.raises(LaunchError, match=r"kernel 'fill': possible out-of-bounds access to 'y' at test_cpu_safety.py:\d+ "
+                                          r".*len\(y\) = 8.*fails: n <= len\(y\) \(here 16 > 8\)"):
         k(16, guarded_memory[:8], grid=1, block=16)
     assert not guarded_memory.any()  # nothing ran
     k(8, guarded_memory[:8], grid=1, block=16)
@@ -166,6 +192,57 @@ def test_what_is_not_provable_is_still_caught(target, guarded_memory):
     with pytest.raises(LaunchError, match="write to buffer 'y' at index 5 "):
         _build([stale], target)["stale"](3, y[:3], grid=1, block=1)
     assert not guarded_memory[:8].any() and not guarded_memory[16:].any()
+
+
+def test_a_divided_argument_keeps_its_correlations():
+    """jacobi_wide (benchmarks/tuned_kernels.py) was refused in bounds (h*w == len, a grid past both
+    dimensions): ``w // 4`` was a range, ``[(w-3)/4, w/4]``, so ``y*w4 + q - w4`` lost ``q < w4`` and
+    the condition needed ``w <= 4``. It is now a symbol of its own, evaluated at launch."""
+    k = _build([jacobi_wide], "llvm")["jacobi_wide"]
+    for h, w, grid, block in ((37, 68, (1, 10, 1), (64, 4, 1)), (7, 12, (1, 3, 1), (8, 4, 1))):
+        a = np.random.default_rng(h).random(h * w, dtype=np.float32)
+        dst = np.zeros(h * w, np.float32)
+        k(h, w, a, a, dst, grid=grid, block=block)
+        np.testing.assert_allclose(dst, _jacobi_reference(h, w, a), rtol=1e-6)
+    with pytest.raises(LaunchError, match=r"possible out-of-bounds access to 'src' at tuned_kernels.py:\d+"):
+        k(h + 1, w, a, a, dst, grid=(1, 3, 1), block=(8, 4, 1))  # row 7 of a 7-row array
+
+
+def test_a_guard_on_a_sum_serves_a_defined_local_holding_it():
+    """``c + 1 < w`` bounds ``x[i + 1]`` with ``i = r*w + c`` (jacobi_wide's ``srcs[i + 4]`` under
+    ``x0 + 4 < w``): the whole last row is in bounds when h*w == len(x) (y's bound, on ``c`` itself,
+    takes the grid's width: y has room for it)."""
+    k = _build([row_diff], "llvm")["row_diff"]
+    x = np.arange(1, 13, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    k(3, 4, x, y, grid=(2, 2), block=(4, 2))
+    assert y.tolist() == [2, 3, 4, 0, 6, 7, 8, 0, 10, 11, 12, 0, 0, 0, 0, 0]
+    with pytest.raises(LaunchError, match="possible out-of-bounds access to 'x'"):
+        k(3, 4, x[:11], y, grid=(2, 2), block=(4, 2))
+
+def test_quotient_symbols_are_the_machine_values():
+    """``n // 4`` truncates toward zero, ``m >> 2`` rounds down: the launch check evaluates each the way
+    the kernel does (a rounding the other way would accept y[-1] or refuse y[0])."""
+    k = _build([quotients], "llvm")["quotients"]
+    y = np.zeros(4, np.float32)
+    k(-3, -3, y, grid=1, block=1)  # -3 // 4 == 0 (truncated), (-3 >> 2) + 1 == 0 (rounded down)
+    assert y.tolist() == [2.0, 0, 0, 0]
+    k(-3, 11, y, grid=1, block=1)
+    assert y.tolist() == [1.0, 0, 0, 2.0]
+    for n, m in ((-4, 0), (0, -5), (16, 0), (0, 12)):  # y[-1], y[-1] (truncated: y[0]), y[4], y[4]
+        with pytest.raises(LaunchError, match="possible out-of-bounds access to 'y'"):
+            k(n, m, y, grid=1, block=1)
+
+
+def test_a_refusal_names_the_failed_inequality_in_the_kernels_terms():
+    k = _build([jacobi_wide], "llvm")["jacobi_wide"]
+    a = np.zeros(84, np.float32)
+    with pytest.raises(LaunchError) as e:
+        k(8, 12, a, a, a, grid=(1, 3, 1), block=(8, 4, 1))
+    msg = str(e.value)
+    assert "h*(w // 4) <= " in msg and "len(src)" in msg and "block[1]*grid[1]" in msg, msg
+    assert "(here " in msg and "bounds_check=True" in msg, msg
+    assert not re.search(r"\b[aLbgqr][0-9]", msg), msg  # no internal symbol is left
 
 
 def test_an_access_that_cannot_run_needs_no_condition():
@@ -257,11 +334,27 @@ def test_libpolykern_checks_the_launch_conditions(native_build, tmp_path):
     bad = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(16).tobytes()), (ls.WRITE, y)],
                     (1, 1, 1, 16, 1, 1))
     assert bad.returncode == 3 and b"out-of-bounds access to 'y' at test_cpu_safety.py" in bad.stderr, bad.stderr
+    assert b"n <= len(y) (here 16 > 8)" in bad.stderr, bad.stderr  # the condition in the kernel's terms
     good = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(8).tobytes()), (ls.WRITE, y)],
                      (1, 1, 1, 16, 1, 1))
     assert good.returncode == 0, good.stderr
     assert np.frombuffer(ls.split_outputs(good.stdout, [32])[0], np.float32).tolist() == [1.0] * 8
 
+
+def test_libpolykern_evaluates_quotients_as_the_kernel_does(native_build, tmp_path):
+    from polykern import launch_stream as ls
+
+    def run(n, m):
+        items = [(ls.SCALAR, np.int32(n).tobytes()), (ls.SCALAR, np.int32(m).tobytes()),
+                 (ls.WRITE, np.zeros(4, np.float32).tobytes())]
+        return _kbin_run(native_build, tmp_path, quotients, items, (1, 1, 1, 1, 1, 1))
+    good = run(-3, -3)  # -3 // 4 == 0, (-3 >> 2) + 1 == 0
+    assert good.returncode == 0, good.stderr
+    assert np.frombuffer(ls.split_outputs(good.stdout, [16])[0], np.float32).tolist() == [2.0, 0, 0, 0]
+    for n, m, shown in ((-4, 0, b"(n // 4)"), (0, -5, b"(m >> 2)"), (16, 0, b"(n // 4)"), (0, 12, b"(m >> 2)")):
+        bad = run(n, m)
+        assert bad.returncode == 3 and b"possible out-of-bounds access to 'y'" in bad.stderr, bad.stderr
+        assert shown in bad.stderr, bad.stderr
 
 def test_libpolykern_adds_the_hidden_arguments_of_checked_accesses(native_build, tmp_path):
     from polykern import launch_stream as ls

@@ -9,6 +9,7 @@
  *
  * Arithmetic is exact in 128 bits; a term or sum past them fails the condition (refused, never wrong).
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +28,37 @@ static int arg_elem_bytes(const pk_arg_info *a) {
     return n > 0 ? n : 1;
 }
 
-/* The value of symbol `s` (a<i> L<i> b<d> g<d>); 0 when it names nothing suitable (*ok = 0). */
-static int64_t symbol(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
-                      const uint32_t block[3], const char *s, size_t len, int *ok) {
-    char *end;
-    char buf[24];
-    unsigned long i;
-    if (len < 2 || len >= sizeof buf) { *ok = 0; return 0; }
+/* Symbol `s` (len bytes) split: its letter, index i and (q<i>_<c>, r<i>_<c>) divisor c >= 1; 0 when malformed. */
+static int parse_symbol(const char *s, size_t len, char *letter, unsigned long *i, unsigned long *c) {
+    char buf[48], *end;
+    if (len < 2 || len >= sizeof buf || !(s[1] >= '0' && s[1] <= '9')) return 0;
     memcpy(buf, s + 1, len - 1);
     buf[len - 1] = 0;
-    i = strtoul(buf, &end, 10);
-    if (*end) { *ok = 0; return 0; }
+    *letter = s[0];
+    *i = strtoul(buf, &end, 10);
+    *c = 1;
+    if (s[0] == 'q' || s[0] == 'r') {
+        if (*end != '_' || !(end[1] >= '1' && end[1] <= '9')) return 0;
+        *c = strtoul(end + 1, &end, 10);
+        if (*c == 0 || (unsigned long long)*c > (unsigned long long)INT64_MAX) return 0;
+    }
+    return *end == 0 && strchr("aLbgqr", s[0]) != NULL;
+}
+
+/* The value of symbol `s` (a<i> L<i> b<d> g<d> q<i>_<c> r<i>_<c>, launch_proof.py); 0 when it names
+ * nothing suitable (*ok = 0). */
+static int64_t symbol(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
+                      const uint32_t block[3], const char *s, size_t len, int *ok) {
+    char letter;
+    unsigned long i, c;
+    if (!parse_symbol(s, len, &letter, &i, &c)) { *ok = 0; return 0; }
+    if (letter == 'q' || letter == 'r') { /* the argument divided by c: truncated (q) or rounded down (r) */
+        char base[24];
+        int n = snprintf(base, sizeof base, "a%lu", i);
+        int64_t a = symbol(fi, nuser, args, grid, block, base, (size_t)n, ok), d = (int64_t)c;
+        if (!*ok) return 0;
+        return letter == 'q' || a >= 0 || a % d == 0 ? a / d : a / d - 1;
+    }
     if (s[0] == 'b' || s[0] == 'g') {
         if (i > 2) { *ok = 0; return 0; }
         return s[0] == 'b' ? block[i] : grid[i];
@@ -109,6 +130,110 @@ static int poly_ok(const pk_function_info *fi, size_t nuser, void *const *args, 
     return overflow ? 0 : total >= 0;
 }
 
+/* Appends to buf (size n, at *at) like snprintf; output past the end is dropped. */
+static void put(char *buf, size_t n, size_t *at, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (*at < n) {
+        int w = vsnprintf(buf + *at, n - *at, fmt, ap);
+        if (w > 0) *at += (size_t)w;
+    }
+    va_end(ap);
+    if (*at > n) *at = n;
+}
+
+/* Symbol `s` in the kernel's names: h, len(src), block[0], grid[1], (w // 4), floor(w / 4). */
+static void put_symbol(const pk_function_info *fi, size_t nuser, const char *s, size_t len, char *buf, size_t n,
+                       size_t *at) {
+    char letter;
+    unsigned long i, c;
+    if (!parse_symbol(s, len, &letter, &i, &c) || ((letter != 'b' && letter != 'g') && i >= nuser)) {
+        put(buf, n, at, "%.*s", (int)len, s);
+        return;
+    }
+    const char *name = letter == 'b' || letter == 'g' ? "" : fi->args[i].name.ptr;
+    switch (letter) {
+    case 'b': put(buf, n, at, "block[%lu]", i); break;
+    case 'g': put(buf, n, at, "grid[%lu]", i); break;
+    case 'L': put(buf, n, at, "len(%s)", name); break;
+    case 'a': put(buf, n, at, "%s", name); break;
+    case 'q': put(buf, n, at, "(%s // %lu)", name, c); break;
+    default:
+        if ((c & (c - 1)) == 0) put(buf, n, at, "(%s >> %d)", name, __builtin_ctzl(c));
+        else put(buf, n, at, "floor(%s / %lu)", name, c);
+        break;
+    }
+}
+
+/* The terms of polynomial [p, end) with sign `sign` (1: positive ones, -1: negated negative ones) in the
+ * kernel's names; their value in *value (exact unless *overflow). */
+static void put_side(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
+                     const uint32_t block[3], const char *p, const char *end, int sign, char *buf, size_t n,
+                     size_t *at, pk_wide *value, int *overflow) {
+    int first = 1;
+    *value = 0;
+    while (p < end) {
+        const char *te = memchr(p, ' ', (size_t)(end - p)), *q;
+        int bad = 0;
+        if (!te) te = end;
+        pk_wide v = parse_wide(p, &q, &bad) * sign;
+        if (v > 0) {
+            int shown = v != 1 || q == te;
+            put(buf, n, at, "%s", first ? "" : " + ");
+            if (shown) put(buf, n, at, "%lld%s", (long long)v, q < te ? "*" : "");
+            for (const char *sy = q; sy < te;) {
+                const char *se = sy + 1;
+                int ok = 1;
+                while (se < te && *se != '*') se++;
+                if (sy > q) put(buf, n, at, "*");
+                put_symbol(fi, nuser, sy + 1, (size_t)(se - sy - 1), buf, n, at);
+                int64_t x = symbol(fi, nuser, args, grid, block, sy + 1, (size_t)(se - sy - 1), &ok);
+                if (__builtin_mul_overflow(v, (pk_wide)x, &v)) *overflow = 1;
+                sy = se;
+            }
+            if (__builtin_add_overflow(*value, v, value)) *overflow = 1;
+            first = 0;
+        }
+        p = te < end ? te + 1 : end;
+    }
+    if (first) put(buf, n, at, "0");
+}
+
+/* The inequalities of a failed condition that fail, in the kernel's names (launch_proof.py's describe):
+ * "4*h*(w // 4) <= 3 + len(src) (here 2584 > 2519); or ...". */
+static void describe(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
+                     const uint32_t block[3], const char *text, char *buf, size_t n) {
+    const char *alt = text, *text_end = text + strlen(text);
+    size_t at = 0;
+    buf[0] = 0;
+    while (alt <= text_end) {
+        const char *alt_end = strstr(alt, " | ");
+        int shown = 0;
+        if (!alt_end) alt_end = text_end;
+        if (alt != text) put(buf, n, &at, "; or ");
+        if (!(alt_end - alt == 4 && memcmp(alt, "true", 4) == 0)) {
+            for (const char *p = alt; p <= alt_end;) {
+                const char *pe = strstr(p, " & ");
+                if (!pe || pe > alt_end) pe = alt_end;
+                if (poly_ok(fi, nuser, args, grid, block, p, pe) == 0) {
+                    pk_wide lhs, rhs;
+                    int overflow = 0;
+                    put(buf, n, &at, "%s", shown++ ? " and " : "");
+                    put_side(fi, nuser, args, grid, block, p, pe, -1, buf, n, &at, &lhs, &overflow);
+                    put(buf, n, &at, " <= ");
+                    put_side(fi, nuser, args, grid, block, p, pe, 1, buf, n, &at, &rhs, &overflow);
+                    if (overflow) put(buf, n, &at, " (here past 128 bits)");
+                    else put(buf, n, &at, " (here %lld > %lld)", (long long)lhs, (long long)rhs);
+                }
+                p = pe + 3;
+            }
+        }
+        if (!shown) put(buf, n, &at, "(holds)");
+        alt = alt_end + 3;
+    }
+    if (at >= n && n > 4) memcpy(buf + n - 4, "...", 4);
+}
+
 /* 1 when the condition holds, 0 when not, -1 when malformed. */
 static int condition_holds(const pk_function_info *fi, size_t nuser, void *const *args, const uint32_t grid[3],
                            const uint32_t block[3], const char *text) {
@@ -151,11 +276,14 @@ int pk_launch_proof_check(const pk_function_info *fi, size_t nuser, void *const 
         if (r < 0)
             return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': malformed launch-proof attribute %s", fi->name.ptr,
                            key);
-        if (!r)
-            return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': out-of-bounds access to %s with these arguments "
-                           "(grid %u %u %u, block %u %u %u): its launch-time bounds condition %s fails; nothing "
-                           "ran (the CPU runtimes' default safety; bounds_check=False builds the raw kernel)",
-                           fi->name.ptr, where, grid[0], grid[1], grid[2], block[0], block[1], block[2], text);
+        if (!r) {
+            char why[1024];
+            describe(fi, nuser, args, grid, block, text, why, sizeof why);
+            return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': possible out-of-bounds access to %s (grid %u %u %u, "
+                           "block %u %u %u); nothing ran (docs/correctness.md 5.5; bounds_check=True checks each "
+                           "access as it runs). Its launch-time bounds condition fails: %s",
+                           fi->name.ptr, where, grid[0], grid[1], grid[2], block[0], block[1], block[2], why);
+        }
     }
     return 0;
 }

@@ -7,13 +7,16 @@ condition is alternatives joined by `` | `` (one must hold); an alternative is p
 `` & `` (all must be ``>= 0``; ``true`` when there are none); a polynomial is terms joined by spaces,
 each ``c`` or ``c*s*s...`` (a decimal coefficient times symbols); ``0`` is the zero polynomial.
 Symbols: ``a<i>`` the value of integer scalar argument ``i``, ``L<i>`` the element count of buffer
-argument ``i``, ``b<d>``/``g<d>`` the block and grid size in dimension ``d``. The C runtime
-(native/src/launch_proof.c) reads the same text.
+argument ``i``, ``b<d>``/``g<d>`` the block and grid size in dimension ``d``, ``q<i>_<c>`` argument ``i``
+divided by ``c > 0`` truncated toward zero (the kernel's ``a // c``), ``r<i>_<c>`` the same rounded down
+(``a >> s`` with ``c = 2**s``). The C runtime (native/src/launch_proof.c) reads the same text.
 
-A failed condition is an out-of-bounds :class:`LaunchError` before anything runs.
+A failed condition is an out-of-bounds :class:`LaunchError` before anything runs; its message names the
+access and the inequalities that failed in the kernel's own names (:func:`describe`).
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
@@ -23,9 +26,22 @@ from .errors import ArtifactError, LaunchError
 from .launch import BufferArg, ScalarArg, check_args, fast_dims
 from .passes.bounds_proof import ATTR, ATTR_AT, ATTR_CLAUSE
 
-__all__ = ["decode", "ProvenKernel", "wrap_if_proven"]
+__all__ = ["decode", "describe", "ProvenKernel", "wrap_if_proven"]
 
-_TERM = re.compile(r"-?[0-9]+(\*(a|L|b|g)[0-9]+)*")
+_SYM = r"(a|L|b|g)[0-9]+|[qr][0-9]+_[1-9][0-9]*"
+_TERM = re.compile(rf"-?[0-9]+(\*({_SYM}))*")
+
+
+def _derived(s: str) -> Tuple[int, int]:
+    """(argument index, divisor) of a ``q<i>_<c>``/``r<i>_<c>`` symbol."""
+    i, c = s[1:].split("_")
+    return int(i), int(c)
+
+
+def _derive(s: str, a: int) -> int:
+    """The value of derived symbol ``s`` for argument value ``a``."""
+    c = _derived(s)[1]
+    return a // c if s[0] == "r" or a >= 0 else -(-a // c)
 
 
 def decode(text: str) -> List[List[List[Tuple[int, Tuple[str, ...]]]]]:
@@ -52,11 +68,16 @@ def _compile(conds):
     -1 when all hold; ``fast`` reads the symbols from the arguments themselves and returns None unless
     they are the common case (NumPy arrays, exact ints). The conditions' text is made only of the tokens
     :func:`decode` accepted (integers, symbol names)."""
-    names = sorted({s for c in conds for alt in c for p in alt for _, syms in p for s in syms})
+    used = {s for c in conds for alt in c for p in alt for _, syms in p for s in syms}
+    derived = sorted(s for s in used if s[0] in "qr")
+    names = sorted((used - set(derived)) | {f"a{_derived(s)[0]}" for s in derived})
     fetch = "".join(f"{n} = v[{n!r}]\n    " for n in names)
     read = "".join(f"x = args[{n[1:]}]\n    if type(x) is not {'ndarray' if n[0] == 'L' else 'int'}:\n"
                    f"        return None\n    {n} = x{'.size' if n[0] == 'L' else ''}\n    "
                    for n in names if n[0] in "aL")
+    derive = "".join(f"{s} = derive({s!r}, a{_derived(s)[0]})\n    " for s in derived)
+    fetch += derive
+    read += derive
 
     def poly(p):
         return " + ".join("*".join([str(c), *syms]) for c, syms in p) or "0"
@@ -64,7 +85,7 @@ def _compile(conds):
     def cond(c):
         return " or ".join("(" + (" and ".join(f"{poly(p)} >= 0" for p in alt) or "True") + ")" for alt in c)
     body = "".join(f"    if not ({cond(c)}):\n        return {k}\n" for k, c in enumerate(conds))
-    ns: Dict[str, Any] = {"ndarray": np.ndarray}
+    ns: Dict[str, Any] = {"ndarray": np.ndarray, "derive": _derive}
     exec(f"def check(v):\n    {fetch}\n{body}    return -1\n"  # noqa: S102 (validated tokens)
          f"def fast(args, g, b):\n    b0, b1, b2 = b\n    g0, g1, g2 = g\n    {read}\n{body}    return -1\n", ns)
     return ns["check"], ns["fast"]
@@ -82,6 +103,47 @@ def symbols(prepared: Sequence[Any], grid3, block3) -> Dict[str, int]:
     return values
 
 
+def _user_symbol(s: str, names: Sequence[str]) -> str:
+    if s[0] in "bg":
+        return f"{'block' if s[0] == 'b' else 'grid'}[{s[1:]}]"
+    if s[0] == "L":
+        return f"len({names[int(s[1:])]})"
+    if s[0] == "a":
+        return names[int(s[1:])]
+    i, c = _derived(s)
+    if s[0] == "r" and c & (c - 1) == 0:
+        return f"({names[i]} >> {c.bit_length() - 1})"
+    return f"({names[i]} // {c})" if s[0] == "q" else f"floor({names[i]} / {c})"
+
+
+def _side(terms, names) -> str:
+    out = []
+    for c, syms in terms:
+        text = "*".join(_user_symbol(s, names) for s in syms)
+        out.append(str(c) if not syms else text if c == 1 else f"{c}*{text}")
+    return " + ".join(out) or "0"
+
+
+def describe(cond, values: Dict[str, int], names: Sequence[str]) -> str:
+    """The inequalities of ``cond`` that fail for ``values``, in the kernel's names (``names``: its
+    parameters): ``h*w <= len(src) + 7 (2516 > ...)``; one line per alternative."""
+    def value(p):
+        return sum(c * math.prod(values[s] for s in syms) for c, syms in p)
+
+    lines = []
+    for alt in cond:
+        bad = []
+        for p in alt:
+            v = value(p)
+            if v >= 0:
+                continue  # the inequalities that hold are left out
+            pos = [(c, syms) for c, syms in p if c > 0]
+            neg = [(-c, syms) for c, syms in p if c < 0]
+            bad.append(f"{_side(neg, names)} <= {_side(pos, names)} (here {value(neg)} > {value(pos)})")
+        lines.append(" and ".join(bad) if bad else "(holds)")
+    return "; or ".join(lines)
+
+
 class ProvenKernel:
     """``kernel(*args, grid=, block=)``: the conditions of the proven accesses, then the launch."""
 
@@ -95,7 +157,7 @@ class ProvenKernel:
         need = {s for c, _ in self.conds for alt in c for p in alt for _, syms in p for s in syms}
         args = user_info.args
         for s in need:
-            i = int(s[1:])
+            i = _derived(s)[0] if s[0] in "qr" else int(s[1:])
             ok = (i <= 2 if s[0] in "bg" else i < len(args) and args[i].is_buffer == (s[0] == "L")
                   and (s[0] == "L" or (args[i].dtype.is_int and not args[i].dtype.is_bool)))
             if not ok:
@@ -123,12 +185,18 @@ class ProvenKernel:
     def fail(self, k: int, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.user_info, args, grid, block)
         cond, where = self.conds[k]
+        values = symbols(prepared, grid3, block3)
+        values.update({s: _derive(s, values[f"a{_derived(s)[0]}"]) for alt in cond for p in alt
+                       for _, syms in p for s in syms if s[0] in "qr"})
+        names = [a.name for a in self.user_info.args]
         lens = ", ".join(f"len({a.name}) = {a.size}" for a in prepared if isinstance(a, BufferArg))
         raise LaunchError(
-            f"kernel '{self.info.name}': out-of-bounds access to {where} with these arguments (grid {grid3}, "
-            f"block {block3}; {lens}): its launch-time bounds condition {self.info.attrs[ATTR_CLAUSE + str(k)]} "
-            "fails (a<i>: argument i, L<i>: length of buffer argument i, b/g: block/grid); nothing ran (the "
-            "CPU runtimes' default safety, docs/correctness.md; bounds_check=False builds the raw kernel)")
+            f"kernel '{self.info.name}': possible out-of-bounds access to {where} with these arguments "
+            f"(grid {grid3}, block {block3}; {lens}): its launch-time bounds condition fails: "
+            f"{describe(cond, values, names)}. Nothing ran (the CPU runtimes' default safety, "
+            "docs/correctness.md 5.5: the condition bounds every index the launch could form, so a launch "
+            "that would stay in bounds can still fail it; bounds_check=True checks each access as it "
+            "runs, bounds_check=False builds the raw kernel)")
 
 
 def wrap_if_proven(info, user_info, fn: Callable) -> Callable:

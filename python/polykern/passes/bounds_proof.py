@@ -3,7 +3,9 @@
 For each access ``base[index]`` (load, store, atomic, group lane, both groups of a ``pk.copy_async``) to
 a buffer or a fixed-size shared or local array, the pass bounds the index by polynomials (rational
 coefficients) over launch *symbols*: integer scalar arguments ``a<i>``, buffer lengths ``L<i>``,
-``block[d]`` ``b<d>`` and ``grid[d]`` ``g<d>``. What it knows:
+``block[d]`` ``b<d>`` and ``grid[d]`` ``g<d>``, and an integer argument divided by a constant ``c``:
+``a // c`` as ``q<i>_<c>``, ``a >> s`` as ``r<i>_<2**s>`` (exact values the launch check computes: a
+range such as ``[(w-3)/4, w/4]`` would lose ``q < w4`` in ``y*w4 + q - w4``). What it knows:
 
 - ``local_id(d)`` in ``[0, b<d>-1]``, ``group_id(d)`` in ``[0, g<d>-1]``, ``global_id(d)`` in
   ``[0, g<d>*b<d>-1]``, ``local_size``/``num_groups`` exactly;
@@ -280,6 +282,11 @@ class _Prover:
                 c = 1 << c
             elif e.op != "floordiv" or c <= 0:
                 return None
+            if isinstance(e.a, ir.Var) and e.a.name in self.scalars and e.a.name not in self.assigned:
+                # an argument divided by a constant: its exact value, a symbol of its own (launch_proof
+                # evaluates it), so that ``y*w4 + q - w4`` under ``q < w4`` keeps its correlations
+                letter = "q" if e.op == "floordiv" else "r"  # sdiv/udiv truncate, shifts floor
+                return _exact(sym(f"{letter}{self.scalars[e.a.name]}_{c}"))
             r = self.bound(e.a)  # floor(x / c) of x's true value (it fits the type; x >= 0 for sdiv)
             if r is None:
                 return None
@@ -293,11 +300,11 @@ class _Prover:
     def chain(self, e: ir.Expr) -> List:
         """Bounds of a sum ``e`` that holds the terms of a sum a condition bounded (``row*k + t + tx``
         under ``t + tx < k``): that sum's bounds plus the other terms'."""
-        terms = _terms(e, 1)
+        terms = _terms(e, 1, self.defs)
         out = []
         for fact_e in self.chains():
             rest = list(terms)
-            for sign, key, _ in _terms(fact_e, 1):
+            for sign, key, _ in _terms(fact_e, 1, self.defs):
                 hit = next((i for i, t in enumerate(rest) if t[0] == sign and t[1] == key), None)
                 if hit is None:
                     break
@@ -572,10 +579,13 @@ def _always(p: Poly) -> bool:
     return c >= 0
 
 
-def _terms(e: ir.Expr, sign: int) -> List[Tuple[int, str, ir.Expr]]:
-    """A sum as its signed terms: (sign, text, term)."""
+def _terms(e: ir.Expr, sign: int, defs: Dict[str, ir.Expr]) -> List[Tuple[int, str, ir.Expr]]:
+    """A sum as its signed terms: (sign, text, term); a local with a definition (``defs``) that is a sum
+    counts as that sum's terms (``i + 4`` with ``i = y*w + x0`` holds ``x0 + 4``)."""
+    if isinstance(e, ir.Var) and isinstance(defs.get(e.name), ir.BinOp) and defs[e.name].op in ("add", "sub"):
+        return _terms(defs[e.name], sign, defs)
     if isinstance(e, ir.BinOp) and e.op in ("add", "sub"):
-        return _terms(e.a, sign) + _terms(e.b, sign if e.op == "add" else -sign)
+        return _terms(e.a, sign, defs) + _terms(e.b, sign if e.op == "add" else -sign, defs)
     return [(sign, expr_str(e), e)]
 
 
