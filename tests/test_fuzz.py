@@ -155,8 +155,8 @@ def _fuzz(*argv, timeout=300):
 
 
 def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
-    p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save",
-              "--avoid", OPEN)
+    p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save")
+    # every section, device functions with memory too (issue 21's inlining fixes landed)
     last = p.stdout.strip().splitlines()[-1]
     m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
     assert m, p.stdout[-3000:] + p.stderr[-3000:]

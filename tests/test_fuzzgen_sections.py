@@ -117,11 +117,9 @@ def test_programs_with_each_section_are_valid_and_agree_on_llvm(section, tmp_pat
         assert out.status == "ok", (s, out.detail)
 
 
-_OPEN_ALIGN = pytest.mark.xfail(strict=True, reason="issue 21 (open, fixed in parallel): device-function inlining "
-                                "drops the vector_align that pk.vload/pk.vstore/pk.copy_async inside the function need")
 
 
-@pytest.mark.parametrize("section", ["vectors", "shared_dynamic", pytest.param("memory_functions", marks=_OPEN_ALIGN)])
+@pytest.mark.parametrize("section", ["vectors", "shared_dynamic", "memory_functions"])
 def test_the_build_records_the_alignment_the_vector_groups_need(section):
     import polykern as pk
 
