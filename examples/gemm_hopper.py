@@ -154,6 +154,12 @@ def shared_elems(BN: int = 256, STAGES: int = 4) -> int:
     return STAGES * (BM + BN) * BK
 
 
+#: The default tiles (BN 256, 4 stages, f16), so that `polykern compile examples/gemm_hopper.py --target
+#: "cuda -arch=sm_90a" -o g.kbin` finds them (the CLI builds a file's module-level kernels).
+gemm_hopper = make_gemm()
+gemm_hopper_persistent = make_gemm_persistent()
+
+
 def run_on_cpu(M: int = 128, N: int = 128, K: int = 256, BN: int = 64, STAGES: int = 2, dtype=f16, seed: int = 0):
     """The GEMM on the IR interpreter (every rule of docs/language.md 5.3 checked): (A, B, C)."""
     from polykern.ir.bfloat16 import BF16_DTYPE, f32_to_bits
