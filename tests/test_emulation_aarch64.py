@@ -12,6 +12,7 @@ with the reason where any is missing.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -45,7 +46,15 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason="aarch64 emulation needs "
 def kbin_run():
     if not (NATIVE / "Makefile").exists() or not (NATIVE / "tools" / "kbin_run.c").exists():
         pytest.skip("native/ sources are not here (under Bazel, //tests:cross_compile_emulated is this cell)")
-    r = subprocess.run([MAKE, "-C", str(NATIVE), "aarch64"], capture_output=True, text=True)
+    # the same lock as tests/test_native.py's make: pytest-xdist workers share native/build-aarch64 (two
+    # concurrent makes there raced: one linked kbin-inspect while the other rebuilt libpolykern.a)
+    (NATIVE / "build").mkdir(parents=True, exist_ok=True)
+    with open(NATIVE / "build" / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            r = subprocess.run([MAKE, "-C", str(NATIVE), "aarch64"], capture_output=True, text=True)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return str(NATIVE / "build-aarch64" / "kbin-run")
 
