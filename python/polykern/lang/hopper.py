@@ -65,12 +65,12 @@ def _int(tr, node, out: List[ir.Stmt]) -> ir.Expr:
     e = tr.index_expr(node)
     out.extend(tr.pending)
     tr.pending = []
-    return e if e.type == i32 or is_weak(e) else ir.Cast(i32, e) if e.type.bits <= 32 else _narrow(tr, e, node)
-
-
-def _narrow(tr, e, node):
-    raise tr.type_error(f"'{ast.unparse(node)}' is {e.type}: this operand of a Hopper operation is an i32 "
-                        "(convert with i32(...))", node)
+    if e.type == i32 or is_weak(e):
+        return e
+    if e.type.bits > 32:
+        raise tr.type_error(f"'{ast.unparse(node)}' is {e.type}: this operand of a Hopper operation is an i32 "
+                            "(convert with i32(...))", node)
+    return ir.Cast(i32, e)
 
 
 def _shared(tr, node, name: str) -> ir.Var:
