@@ -5,10 +5,12 @@
 #     OUT=<dir> bash tools/gpu/run_gpu_hopper.sh [benchmarks/gpu_hopper.py arguments]
 #
 #   1. tools/gpu/gpu_setup.sh: pycuda for polykern's CUDA runtime -> $SITE (GPU_HOPPER_SKIP_SETUP=1 skips it)
-#   2. backends/cuda/tests/test_hopper_runtime.py (examples/gemm_hopper.py on the device against float64, the
-#      launch checks) -> $OUT/hopper_tests.log (GPU_HOPPER_SKIP_TESTS=1 skips it)
+#   2. backends/cuda/tests/test_hopper_runtime.py (examples/gemm_hopper.py and attention_hopper.py on the device against
+#      float64 and the IR interpreter, the launch checks) -> $OUT/hopper_tests.log (GPU_HOPPER_SKIP_TESTS=1 skips it)
 #   3. benchmarks/gpu_hopper.py --out $OUT (f16/bf16 GEMM vs cuBLAS and Triton's tutorial, interleaved rounds,
-#      cold compile) -> $OUT/gpu_hopper.json, $OUT/gpu_hopper.log
+#      cold compile) -> $OUT/gpu_hopper.json, $OUT/gpu_hopper.log (GPU_HOPPER_SKIP_GEMM=1 skips it)
+#   4. benchmarks/gpu_attention_hopper.py --out $OUT $GPU_ATTENTION_ARGS (attention vs torch SDPA and Triton)
+#      -> $OUT/gpu_attention_hopper.json, .log (GPU_HOPPER_SKIP_ATTENTION=1 skips it)
 #   GPU_EXTRA_CMD="<shell>": then any command in that environment -> $OUT/extra_cmd.log (GPU_EXTRA_CMD_S, 200 s)
 set -uo pipefail
 REPO=$(pwd)
@@ -38,8 +40,16 @@ if [ "${GPU_HOPPER_SKIP_TESTS:-0}" != 1 ]; then
         > "$OUT/hopper_tests.log" 2>&1
     echo "hopper tests exit $?"; tail -n 15 "$OUT/hopper_tests.log"
 fi
-echo "== benchmarks/gpu_hopper.py"
-timeout --kill-after=5 "${GPU_HOPPER_BENCH_S:-300}" "$PY" benchmarks/gpu_hopper.py --out "$OUT" "$@" 2>&1 | tee "$OUT/gpu_hopper.log"
+if [ "${GPU_HOPPER_SKIP_GEMM:-0}" != 1 ]; then
+    echo "== benchmarks/gpu_hopper.py"
+    timeout --kill-after=5 "${GPU_HOPPER_BENCH_S:-300}" "$PY" benchmarks/gpu_hopper.py --out "$OUT" "$@" 2>&1 | tee "$OUT/gpu_hopper.log"
+fi
+if [ "${GPU_HOPPER_SKIP_ATTENTION:-0}" != 1 ]; then
+    echo "== benchmarks/gpu_attention_hopper.py"
+    # shellcheck disable=SC2086
+    timeout --kill-after=5 "${GPU_ATTENTION_BENCH_S:-300}" "$PY" benchmarks/gpu_attention_hopper.py --out "$OUT" \
+        ${GPU_ATTENTION_ARGS:-} 2>&1 | tee "$OUT/gpu_attention_hopper.log"
+fi
 if [ -n "${GPU_EXTRA_CMD:-}" ]; then
     echo "== extra command"
     timeout --kill-after=5 "${GPU_EXTRA_CMD_S:-200}" bash -c "$GPU_EXTRA_CMD" > "$OUT/extra_cmd.log" 2>&1

@@ -44,6 +44,24 @@ struct __align__(64) pk_tmap {{ unsigned long long v[16]; }};""", ()),
 {fn} unsigned long long pk_wg_desc(unsigned addr) {{
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }}""", ()),
+    "pk_wg_desc_mn": ("""// the descriptor of an MN-major operand (pk.wgmma_kn's B): 128-byte swizzle, 8 K-rows 1024 bytes apart,
+// panels of 64 N-columns panel_bytes apart
+{fn} unsigned long long pk_wg_desc_mn(unsigned addr, unsigned panel_bytes) {{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((panel_bytes >> 4) & 0x3FFFu) << 16)
+        | (64ull << 32) | (1ull << 62);
+}}""", ()),
+    "pk_pack_f16": ("""// two floats rounded to f16 (nearest even), lo in the low half: a register of wgmma's A operand
+{fn} unsigned pk_pack_f16(float lo, float hi) {{
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}}""", ()),
+    "pk_pack_bf16": ("""// two floats rounded to bf16 (nearest even), lo in the low half: a register of wgmma's A operand
+{fn} unsigned pk_pack_bf16(float lo, float hi) {{
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}}""", ()),
 }
 
 
@@ -94,6 +112,9 @@ def declarations(em) -> None:
         em.line(f"__shared__ __align__(8) unsigned long long {em.names[name]}[{n}];")
     for name, t in hf.accs.items():
         em.line(f"float {em.names[name]}[{t.n // 2}];")
+    for name in hf.vecs:
+        em.line(f"float {em.names[name]}[{H.VEC_SLOTS}] = {{0.0f, 0.0f}};")
+    _mark_fences(em.fn.body)
 
 
 def _addr(em, arr: str, off) -> str:
@@ -126,8 +147,12 @@ def emit_c(em, s: N.HopperOp) -> None:
         n = em.fn.hopper.accs[s.names[0]].n // 2
         em.line("#pragma unroll")
         em.line(f"for (int pk_i = 0; pk_i < {n}; ++pk_i) {acc}[pk_i] = {a[0]};")
-    elif op == "wgmma":
+    elif op in H.WGMMA_OPS:
         _wgmma(em, s, a)
+    elif op == "wg_set":
+        em.line(f"{em.names[s.names[0]]}[{a[0]}] = {a[1]};")
+    elif op in ("wg_row_max", "wg_row_sum"):
+        _row_reduce(em, s)
     elif op == "wgmma_commit":
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
     elif op == "wgmma_wait":
@@ -139,16 +164,83 @@ def emit_c(em, s: N.HopperOp) -> None:
 
 
 def _wgmma(em, s: N.HopperOp, a) -> None:
+    """``wgmma.mma_async`` m64nNk16: A by descriptor or from registers (an accumulator's columns a_off ..
+    a_off + 15 packed to 16 bits: its registers a_off / 2 .. a_off / 2 + 7 in order are the A fragment's);
+    B K-major (``pk.wgmma``) or MN-major (``pk.wgmma_kn``: the transpose bit, panels ``panel`` apart)."""
     acc, ta, tb = s.names
-    at = em.fn.hopper.accs[acc]
-    elem = em.fn.arrays[ta].elem.name
+    hf = em.fn.hopper
+    at = hf.accs[acc]
+    elem = em.fn.arrays[tb].elem.name
     regs = at.n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     cons = ", ".join(f'"+f"({em.names[acc]}[{i}])' for i in range(regs))
-    em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    if s.op == "wgmma_kn":
+        panel_bytes = int(s.args[2].value) * 2
+        em.unit.helper("pk_wg_desc_mn")
+        b_desc, trans_b = f"pk_wg_desc_mn({_addr(em, tb, a[1])}, {panel_bytes}u)", 1
+    else:
+        b_desc, trans_b = f"pk_wg_desc({_addr(em, tb, a[1])})", 0
+    if not getattr(s, "no_fence", False):
+        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    if ta in hf.accs:  # A from registers
+        em.unit.helper(f"pk_pack_{elem}")
+        src, base = em.names[ta], f"(({a[0]}) >> 1)"
+        a_ops = [f'"r"(pk_pack_{elem}({src}[{base} + {2 * k}], {src}[{base} + {2 * k + 1}]))' for k in range(4)]
+        a_text = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
+        ins = ", ".join(a_ops + [f'"l"({b_desc})'])
+        tail, b_at = f"p, 1, 1, {trans_b}", regs + 4
+    else:
+        a_text, b_at = f"%{regs}", regs + 1
+        ins = f'"l"(pk_wg_desc({_addr(em, ta, a[0])})), "l"({b_desc})'
+        tail = f"p, 1, 1, 0, {trans_b}"
     em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.eq.u32 p, 1, 1;\\nwgmma.mma_async.sync.aligned.m64n{at.n}k16.f32.'
-            f'{elem}.{elem} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}\\n" : {cons} : '
-            f'"l"(pk_wg_desc({_addr(em, ta, a[0])})), "l"(pk_wg_desc({_addr(em, tb, a[1])})) : "memory");')
+            f'{elem}.{elem} {{{outs}}}, {a_text}, %{b_at}, {tail};\\n}}\\n" : {cons} : {ins} : "memory");')
+
+
+def _mark_fences(stmts) -> None:
+    """Mark the wgmmas that need no ``wgmma.fence`` before them: those that follow another wgmma of the
+    same block with nothing in between that could write registers a wgmma reads (only scalar assignments
+    that read no warpgroup register, commits and waits)."""
+    fenced = False
+    for s in stmts:
+        if isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS:
+            s.no_fence = fenced
+            fenced = True
+        elif isinstance(s, N.HopperOp) and s.op in ("wgmma_commit", "wgmma_wait"):
+            pass
+        elif isinstance(s, N.Assign) and not any(isinstance(x, N.WgReg) for x in N.walk_expr(s.value)):
+            pass
+        else:
+            fenced = False
+        for body in ((s.then, s.orelse) if isinstance(s, N.If) else (s.body,) if isinstance(s, (N.For, N.While))
+                     else ()):
+            _mark_fences(body)
+
+
+def _row_reduce(em, s: N.HopperOp) -> None:
+    """``vec[i] = max / sum over j of acc[i, j]`` (ir.hopper.reference_row_max / _sum): each work-item folds
+    its columns of the row in register order, then the row's four holders (lanes 4r .. 4r + 3) combine by
+    two butterfly shuffles, (s0 + s1) + (s2 + s3) in every lane."""
+    vec, acc = (em.names[x] for x in s.names)
+    n = em.fn.hopper.accs[s.names[1]].n
+    f = "fmaxf({a}, {b})" if s.op == "wg_row_max" else "{a} + {b}"
+    em.line("#pragma unroll")
+    em.line(f"for (int pk_s = 0; pk_s < {H.VEC_SLOTS}; ++pk_s) {{")
+    em.depth += 1
+    em.line(f"float pk_v = {acc}[2 * pk_s];")
+    em.line(f"pk_v = {f.format(a='pk_v', b=f'{acc}[2 * pk_s + 1]')};")
+    em.line("#pragma unroll")
+    em.line(f"for (int pk_j = 1; pk_j < {n // 8}; ++pk_j) {{")
+    em.depth += 1
+    for d in (0, 1):
+        em.line(f"pk_v = {f.format(a='pk_v', b=f'{acc}[4 * pk_j + 2 * pk_s + {d}]')};")
+    em.depth -= 1
+    em.line("}")
+    for x in (1, 2):
+        em.line(f"pk_v = {f.format(a='pk_v', b=f'__shfl_xor_sync(0xffffffffu, pk_v, {x})')};")
+    em.line(f"{vec}[pk_s] = pk_v;")
+    em.depth -= 1
+    em.line("}")
 
 
 def _store(em, s: N.HopperOp, a) -> None:

@@ -95,3 +95,100 @@ def test_tensor_map_checks_are_launch_errors(sm90):
     buf = cp.asarray(np.concatenate([np.zeros(1, np.float16), a.ravel()]))
     with pytest.raises(LaunchError, match="aligned"):  # an offset view
         k(128, 64, 64, buf[1:], b.ravel(), c.ravel(), shared_size=G.shared_elems(64, 2), grid=(1, 1, 1), block=(384, 1, 1))
+
+
+# ---------------------------------------------------------------- attention: registers, rows, A from registers
+
+import attention_hopper as AT  # noqa: E402
+
+
+@pytest.mark.parametrize("D,causal,BN", [(64, False, 128), (128, False, 128), (64, True, 64), (128, True, 128)])
+def test_attention_hopper_matches_float64(sm90, D, causal, BN):
+    """wgmma for S, the row operations (pk.wg_row_max / sum, wg_rows, wg_elements), P from S's registers and V
+    as a K x N tile (pk.wgmma_kn: one panel at D 64, two at D 128), against float64."""
+    heads, seq = 2, 512
+    mod = pk.build(AT.make_attention(D, causal, BN, 2), "cuda -arch=sm_90a")
+    rng = np.random.default_rng(D + causal)
+    q, k, v = (rng.uniform(-1, 1, (heads * seq, D)).astype(np.float16) for _ in range(3))
+    o = np.zeros(heads * seq * D, np.float16)
+    mod["attention_hopper"](*AT.launch_args(q.ravel(), k.ravel(), v.ravel(), o, heads, seq, D),
+                            shared_size=AT.shared_elems(D, BN, 2), grid=(seq // AT.BM, heads, 1), block=(384, 1, 1))
+    ref = AT.reference(q, k, v, heads, seq, D, causal)
+    err = np.abs(o.reshape(heads * seq, D).astype(np.float64) - ref).max()
+    assert err <= 2e-3, f"max |O - float64| = {err}"
+
+
+def test_attention_hopper_matches_the_interpreter(sm90):
+    """The device and the IR interpreter on one input: the same kernel, the same exact meaning (exp2 and the
+    tensor cores' sums within their promises)."""
+    heads, seq, D, BN = 1, 256, 64, 64
+    q, k, v, o_cpu = AT.run_on_cpu(heads, seq, D, True, BN, 2, seed=5)
+    mod = pk.build(AT.make_attention(D, True, BN, 2), "cuda -arch=sm_90a")
+    o = np.zeros(heads * seq * D, np.float16)
+    mod["attention_hopper"](*AT.launch_args(q.ravel(), k.ravel(), v.ravel(), o, heads, seq, D),
+                            shared_size=AT.shared_elems(D, BN, 2), grid=(seq // AT.BM, heads, 1), block=(384, 1, 1))
+    diff = np.abs(o.reshape(heads * seq, D).astype(np.float64) - o_cpu.astype(np.float64))
+    assert diff.max() <= 2.0 ** -10, f"device and interpreter differ by {diff.max()}"
+
+
+@pytest.mark.parametrize("n", [64, 128])
+def test_wgmma_kn_and_rows_match_the_interpreter(sm90, n):
+    """A @ B with B a K x N row-major tile (pk.wgmma_kn, panels of 64 columns) and A from another accumulator's
+    registers, then the row max and sum: on small integers every step is exact, so the device equals float64 and
+    the IR interpreter bit for bit."""
+    from polykern.testing.interp import interpret
+
+    K = 64
+
+    @pk.kernel
+    def kn(B: pk.Buffer[pk.f16, "readonly"], C: pk.Buffer[pk.f32], R: pk.Buffer[pk.f32]):
+        pk.warpgroups(1)
+        tb = pk.tensor_map(B, (K, n), (K, 64), "128B")
+        tiles = pk.shared_dynamic(pk.f16)
+        bar = pk.mbarriers(1)
+        src = pk.wg_acc(pk.f32, 64, K)
+        acc = pk.wg_acc(pk.f32, 64, n)
+        rows = pk.wg_acc(pk.f32, 64, 8)
+        mx = pk.wg_vec(pk.f32)
+        sm = pk.wg_vec(pk.f32)
+        if pk.local_id(0) == 0:
+            pk.mbarrier_init(bar, 0, 1)
+        pk.barrier()
+        if pk.local_id(0) == 0:
+            pk.mbarrier_arrive_tx(bar, 0, K * n * 2)
+            for p in range(n // 64):
+                pk.tma_load(tiles, p * K * 64, tb, 0, p * 64, bar, 0)
+        pk.mbarrier_wait(bar, 0, 0)
+        pk.wg_fill(src, 0.0)
+        pk.wg_fill(acc, 0.0)
+        pk.wg_fill(rows, 0.0)
+        for i, j in pk.wg_elements(src):
+            src[i, j] = pk.f32(i - j) * 0.25
+        for kk in range(K // 16):
+            pk.wgmma_kn(acc, src, kk * 16, tiles, kk * 16 * 64, K * 64)
+        pk.wgmma_commit()
+        pk.wgmma_wait(0)
+        pk.wg_row_max(mx, acc)
+        pk.wg_row_sum(sm, acc)
+        for i, j in pk.wg_elements(rows):
+            if j == 0:
+                rows[i, j] = mx[i]
+            if j == 1:
+                rows[i, j] = sm[i]
+        pk.wg_store(C, 0, n, acc)
+        pk.wg_store(R, 0, 8, rows)
+
+    rng = np.random.default_rng(n)
+    b = rng.integers(-4, 5, (K, n)).astype(np.float16)
+    args = lambda: [b.ravel(), np.zeros(64 * n, np.float32), np.zeros(64 * 8, np.float32)]  # noqa: E731
+    shared = K * n
+    ref = interpret(kn, args() + [shared], (1,), 128)
+    got = args()
+    pk.build(kn, "cuda -arch=sm_90a")["kn"](*got, shared_size=shared, grid=(1, 1, 1), block=(128, 1, 1))
+    src = np.array([[(i - j) * 0.25 for j in range(K)] for i in range(64)], np.float64)
+    want = src @ b.astype(np.float64)
+    assert np.array_equal(got[1].reshape(64, n), want.astype(np.float32)), "pk.wgmma_kn with A from registers"
+    assert np.array_equal(got[1], ref.buffers["C"])
+    r = got[2].reshape(64, 8)
+    assert np.array_equal(r[:, 0], want.max(1).astype(np.float32)) and np.array_equal(r[:, 1], want.sum(1))
+    assert np.array_equal(got[2], ref.buffers["R"])

@@ -54,7 +54,7 @@ class KernelEmitter:
         self.fn, self.d, self.unit = fn, dialect, unit
         self.symbol = kernel_symbol(fn.name)
         hf = fn.hopper  # barrier sets, accumulators and tensor maps are named objects too (ir/hopper.py)
-        objects = [*hf.mbarriers, *hf.accs, *hf.tensor_maps] if hf is not None else []
+        objects = [*hf.mbarriers, *hf.accs, *hf.vecs, *hf.tensor_maps] if hf is not None else []
         self.names = NameTable([p.name for p in fn.params] + list(fn.locals) + list(fn.arrays) + objects)
         self.lines: List[str] = []
         self.depth = 1
@@ -340,6 +340,8 @@ class KernelEmitter:
             return self.atomic(e)
         if isinstance(e, ir.Subgroup):
             return self.subgroup(e)
+        if isinstance(e, ir.WgReg):  # a warpgroup register array (the dialect declares it: CUDA's hopper.py)
+            return Code(f"{self.names[e.name]}[{self.expr(e.index)}]")
         raise self.fail(f"expression {type(e).__name__}", "unknown to the C source emitter", e)
 
     def subgroup(self, e: ir.Subgroup) -> Code:

@@ -68,11 +68,15 @@ OPS = {
     "tma_load": (("dst", "tmap", "bars"), ("dst_off", "row", "col", "index")),
     "wg_fill": (("acc",), ("value",)),
     "wgmma": (("acc", "a", "b"), ("a_off", "b_off")),
+    "wgmma_kn": (("acc", "a", "b"), ("a_off", "b_off", "panel")),
     "wgmma_commit": ((), ()),
     "wgmma_wait": ((), ("pending",)),
     "wg_store": (("buf", "acc"), ("off", "ld")),
     "setmaxnreg_inc": ((), ("count",)),
     "setmaxnreg_dec": ((), ("count",)),
+    "wg_row_max": (("vec", "acc"), ()),
+    "wg_row_sum": (("vec", "acc"), ()),
+    "wg_set": (("reg",), ("index", "value")),
 }
 #: op -> the builtin a kernel writes it with (``pk.<builtin>``), where the two differ.
 BUILTIN_OF = {"mbar_init": "mbarrier_init", "mbar_arrive": "mbarrier_arrive", "mbar_arrive_tx": "mbarrier_arrive_tx",
@@ -85,8 +89,10 @@ def builtin(op: str) -> str:
 
 
 #: Operations every work-item of a warpgroup performs together (with the same operands).
-WARPGROUP_OPS = ("wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg_inc",
-                 "setmaxnreg_dec")
+WARPGROUP_OPS = ("wg_fill", "wgmma", "wgmma_kn", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg_inc",
+                 "setmaxnreg_dec", "wg_row_max", "wg_row_sum")
+#: The wgmma operations (A from shared memory or from an accumulator's registers; B K-major or K x N).
+WGMMA_OPS = ("wgmma", "wgmma_kn")
 #: FunctionInfo attributes that carry the facts a runtime needs to launch.
 ATTR_WARPGROUPS = "warpgroups"
 ATTR_TENSOR_MAPS = "tensor_maps"
@@ -126,6 +132,17 @@ class WgAccType:
 
 
 @dataclass(frozen=True)
+class WgVecType:
+    """``pk.wg_vec(f32)``: one value per row of a warpgroup accumulator (64), each held by the work-items
+    that hold the row's elements."""
+
+    elem: ScalarType
+
+    def __str__(self) -> str:
+        return f"wg_vec[{self.elem}, 64]"
+
+
+@dataclass(frozen=True)
 class MBarrierSetType:
     """``pk.mbarriers(n)``: n transaction barriers in shared memory."""
 
@@ -141,6 +158,7 @@ class HopperFacts:
     mbarriers: Dict[str, int] = field(default_factory=dict)
     tensor_maps: Dict[str, TensorMap] = field(default_factory=dict)
     accs: Dict[str, WgAccType] = field(default_factory=dict)
+    vecs: Dict[str, WgVecType] = field(default_factory=dict)
     #: shared arrays holding swizzled tiles -> swizzle bytes
     swizzled: Dict[str, int] = field(default_factory=dict)
 
@@ -169,6 +187,70 @@ def check_operand_offset(off: int, what: str) -> Optional[str]:
         return (f"the {what} operand starts at element {off}: a wgmma operand starts at row r, column c of "
                 "its tile (64 elements a row) with r a multiple of 8 and c one of 0, 16, 32, 48")
     return None
+
+
+def check_kn_operand(off: int, panel: int, n: int) -> Optional[str]:
+    """Why ``pk.wgmma_kn``'s B operand (a K x N tile, rows of 64 N-elements, N in panels of 64 columns
+    ``panel`` elements apart) at logical element ``off`` cannot be read, or None: ``off`` starts an 8-row
+    swizzle atom at column 0 of a panel, and the panels of an N above 64 start atoms too."""
+    if off < 0 or off % 512:
+        return (f"the B operand of pk.wgmma_kn starts at element {off}: it starts at row k of its K x 64 panel "
+                "with k a multiple of 8 (an element offset that is a multiple of 512)")
+    if n > 64 and (panel <= 0 or panel % 512):
+        return (f"pk.wgmma_kn with N = {n} reads {(n + 63) // 64} panels of 64 columns: the panel stride is a "
+                f"positive multiple of 512 elements, got {panel}")
+    return None
+
+
+def check_a_registers(k0: int, src_n: int) -> Optional[str]:
+    """Why columns ``k0 .. k0 + 15`` of a 64 x ``src_n`` accumulator cannot be wgmma's A operand, or None."""
+    if k0 < 0 or k0 % WG_K or k0 + WG_K > src_n:
+        return (f"wgmma's A operand from an accumulator is 16 of its columns starting at a multiple of 16 below "
+                f"{src_n}, got column {k0}")
+    return None
+
+
+def element_row_col(t: int, e: int) -> Tuple[int, int]:
+    """The (row, column) of register ``e`` of work-item ``t`` (0..127 in its warpgroup) of a warpgroup
+    accumulator: wgmma's register layout (warp w = t // 32 holds rows 16w .. 16w + 15; lane l holds rows
+    l // 4 and l // 4 + 8 of those at columns 8c + 2 (l % 4) + {0, 1}, as registers 4c .. 4c + 3)."""
+    w, lane = t // 32, t % 32
+    return 16 * w + lane // 4 + 8 * ((e >> 1) & 1), 8 * (e >> 2) + 2 * (lane % 4) + (e & 1)
+
+
+def slot_row(t: int, slot: int) -> int:
+    """The row of register ``slot`` (0 or 1) of work-item ``t``'s part of a row vector: the rows it holds
+    of every accumulator (register ``e`` of an accumulator is in the row of slot ``(e >> 1) & 1``)."""
+    return element_row_col(t, 2 * slot)[0]
+
+
+#: Registers a work-item holds of a row vector.
+VEC_SLOTS = 2
+
+
+def row_partials(row: np.ndarray) -> List[np.ndarray]:
+    """The columns of one accumulator row each of its four holders (lane % 4 = q) holds, in register order."""
+    n = row.shape[0]
+    return [np.array([row[8 * c + 2 * q + d] for c in range(n // 8) for d in (0, 1)], row.dtype) for q in range(4)]
+
+
+def reference_row_sum(row: np.ndarray) -> np.float32:
+    """``pk.wg_row_sum``'s exact value for one row of f32 values: each holder q sums its columns in register
+    order (starting from the first, each add rounded to f32), then ``(s0 + s1) + (s2 + s3)``."""
+    sums = []
+    for part in row_partials(np.asarray(row, np.float32)):
+        acc = part[0]
+        for v in part[1:]:
+            acc = np.float32(acc + v)
+        sums.append(acc)
+    return np.float32(np.float32(sums[0] + sums[1]) + np.float32(sums[2] + sums[3]))
+
+
+def reference_row_max(row: np.ndarray) -> np.float32:
+    """``pk.wg_row_max``'s value for one row: the largest element; a NaN is skipped where another element
+    is a number (fmaxf), the row is NaN only when all are."""
+    r = np.asarray(row, np.float32)
+    return np.float32(np.nanmax(r)) if not np.isnan(r).all() else np.float32(np.nan)
 
 
 def check_tma_dst(off: int, swizzle: int, elem: ScalarType) -> Optional[str]:

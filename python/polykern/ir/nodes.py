@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
 from ..errors import SourceLoc
-from .types import ArrayType, BufferType, FragmentType, ScalarType, Type, bool_
+from .types import ArrayType, BufferType, FragmentType, ScalarType, Type, bool_, f32
 
 # ---------------------------------------------------------------- expressions
 
@@ -146,6 +146,23 @@ class Load(Expr):
 
     def __post_init__(self):
         self.type = self.base.type.elem
+
+    def children(self):
+        return [self.index]
+
+
+@dataclass(eq=False)
+class WgReg(Expr):
+    """Register ``index`` of this work-item's part of a warpgroup accumulator or row vector ``name``
+    (docs/language.md "Hopper": ``acc[i, j]`` / ``vec[i]`` inside ``pk.wg_elements`` / ``pk.wg_rows``; the
+    frontend computes the index from the layout ``ir.hopper.element_row_col`` gives). Written by the
+    ``HopperOp`` ``wg_set``."""
+
+    name: str
+    index: Expr  # i32
+
+    def __post_init__(self):
+        self.type = f32
 
     def children(self):
         return [self.index]

@@ -27,6 +27,8 @@ def expr_str(e: ir.Expr) -> str:
         return f"{e.func}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, ir.SpecialReg):
         return f"{e.kind}({e.dim})"
+    if isinstance(e, ir.WgReg):
+        return f"{e.name}.reg[{expr_str(e.index)}]"
     if isinstance(e, ir.Subgroup):
         return f"subgroup_{e.op}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, ir.Atomic):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import CompileError
 from . import nodes as ir
-from .types import ArrayType, BufferType, ScalarType, bool_, i32
+from .types import ArrayType, BufferType, ScalarType, bool_, f32, i32
 
 
 class _Verifier:
@@ -115,15 +115,18 @@ class _Verifier:
         spec = H.OPS.get(s.op)
         if spec is None or hf is None or len(s.names) != len(spec[0]) or len(s.args) != len(spec[1]):
             self.fail(f"malformed Hopper operation {s.op}", s)
-        kinds = {"bars": hf.mbarriers, "tmap": hf.tensor_maps, "acc": hf.accs}
-        for role, name in zip(spec[0], s.names):
-            ok = name in kinds[role] if role in kinds else (
-                name in self.fn.arrays or self.fn.param(name) is not None)
+        kinds = {"bars": hf.mbarriers, "tmap": hf.tensor_maps, "acc": hf.accs, "vec": hf.vecs,
+                 "reg": {**hf.accs, **hf.vecs}}
+        for k, (role, name) in enumerate(zip(spec[0], s.names)):
+            regs_a = s.op in H.WGMMA_OPS and k == 1 and name in hf.accs  # A from an accumulator's registers
+            ok = regs_a or (name in kinds[role] if role in kinds else (
+                name in self.fn.arrays or self.fn.param(name) is not None))
             if not ok:
                 self.fail(f"{s.op} names undeclared {role} '{name}'", s)
         for e in s.args:
             self.expr(e)
-        if s.op != "wg_fill" and not all(e.type.is_int for e in s.args):
+        ints = s.args[:1] if s.op == "wg_set" else [] if s.op == "wg_fill" else s.args
+        if not all(e.type.is_int for e in ints) or (s.op == "wg_set" and s.args[1].type != f32):
             self.fail(f"{s.op} takes integer operands", s)
         if s.op in H.WARPGROUP_OPS and not hf.warpgroups:
             self.fail(f"{s.op} in a kernel that declares no warpgroups", s)
@@ -220,6 +223,11 @@ class _Verifier:
                 self.expect(e.compare, e.type, e)
         elif isinstance(e, ir.Subgroup):
             self.subgroup(e)
+        elif isinstance(e, ir.WgReg):
+            hf = self.fn.hopper
+            if hf is None or (e.name not in hf.accs and e.name not in hf.vecs):
+                self.fail(f"register of undeclared warpgroup accumulator or row vector '{e.name}'", e)
+            self.expect(e.index, i32, e)
         else:
             self.fail(f"unknown expression {type(e).__name__}", e)
 

@@ -9,6 +9,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f32, f64, i32, i64, u32, u64
 from . import builtins as B
+from . import hopper
 from .functions import Func
 from .typing_rules import coerce, default_type, is_weak, literal, unify
 
@@ -446,6 +447,8 @@ class ExprTranslator:
         return e
 
     def expr_Subscript(self, node):
+        if hopper.is_element(self, node):
+            return hopper.element(self, node)
         base = self.array_ref(node.value)
         return ir.Load(base, self.index_expr(node.slice))
 

@@ -242,6 +242,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             alloc = self._alloc_call(node.value)
             if alloc is not None:
                 return self._declare_array(target, alloc, node.value)
+        if hopper.is_element(self, target):
+            return [hopper.element_store(self, target, self.expr(node.value), node)]
         if isinstance(target, ast.Subscript):
             return [self._store(target, self.expr(node.value), node)]
         if isinstance(target, ast.Name):
@@ -271,6 +273,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
             if node.target.id not in self.vars:
                 raise self.syntax_error(f"name '{node.target.id}' is not defined", node.target)
             return [self._assign_name(node.target, self.expr(binop), None, node)]
+        if hopper.is_element(self, node.target):
+            return [hopper.element_store(self, node.target, self.expr(binop), node)]
         if isinstance(node.target, ast.Subscript):
             pre = []
             idx_node = node.target.slice
@@ -434,6 +438,9 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         it = node.iter
         is_range = False
         if isinstance(it, ast.Call):
+            fn = self._builtin_of(it)
+            if isinstance(fn, B.Builtin) and fn.name in hopper.LOOPS:
+                return hopper.wg_loop(self, node, fn.name)
             try:
                 is_range = self.static_value(it.func) is range
             except KeyError:

@@ -9,10 +9,12 @@ them all. The translator ``tr`` is the frontend's FunctionTranslator.
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import List, Tuple
 
+from ..errors import KernelTypeError
 from ..ir import hopper as H
 from ..ir import nodes as ir
+from ..passes.unroll import own_exit, unroll
 from ..ir.types import ArrayType, BufferType, ScalarType, f32, i32
 from .typing_rules import coerce, default_type, is_weak
 from .vector_access import record_alignment
@@ -34,10 +36,19 @@ USAGE = {
     "wgmma_wait": "pk.wgmma_wait(0)",
     "wg_store": "pk.wg_store(C, offset, ld, acc)",
     "setmaxnreg": "pk.setmaxnreg(232, \"inc\")  # or (40, \"dec\")",
+    "wg_vec": "m = pk.wg_vec(f32)  # one value per accumulator row",
+    "wgmma_kn": "pk.wgmma_kn(acc, a_tile, a_offset, b_tile, b_offset, panel)  # B a K x N tile",
+    "wg_row_max": "pk.wg_row_max(m, acc)  # m[i] = max over j of acc[i, j]",
+    "wg_row_sum": "pk.wg_row_sum(l, acc)  # l[i] = sum over j of acc[i, j]",
+    "wg_elements": "for i, j in pk.wg_elements(acc):",
+    "wg_rows": "for i in pk.wg_rows():",
 }
-DECLARE = ("mbarriers", "tensor_map", "wg_acc")
+DECLARE = ("mbarriers", "tensor_map", "wg_acc", "wg_vec")
 STATEMENTS = ("warpgroups", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_tx", "mbarrier_wait", "tma_load",
-              "wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg")
+              "wg_fill", "wgmma", "wgmma_kn", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg", "wg_row_max",
+              "wg_row_sum")
+#: The loops over a warpgroup's registers (``for i, j in pk.wg_elements(acc)``, ``for i in pk.wg_rows()``).
+LOOPS = ("wg_elements", "wg_rows")
 _OP = {b: op for op, b in H.BUILTIN_OF.items() if b.startswith("mbarrier_")}  # the barrier operations
 
 
@@ -112,6 +123,13 @@ def declare(tr, target: ast.Name, call: ast.Call, name: str) -> List[ir.Stmt]:
             raise tr.type_error(f"pk.wg_acc({elem}, 64, {n}): {why}", call)
         t = H.WgAccType(elem, n)
         hf.accs[target.id] = t
+    elif name == "wg_vec":
+        _nargs(tr, name, call, 1)
+        elem = tr.static_value(call.args[0]) if isinstance(call.args[0], (ast.Name, ast.Attribute)) else None
+        if elem is not f32:
+            raise tr.type_error(f"a warpgroup row vector holds f32: {USAGE[name]}", call.args[0])
+        t = H.WgVecType(elem)
+        hf.vecs[target.id] = t
     else:
         t = _tensor_map(tr, call)
         hf.tensor_maps[target.id] = t
@@ -201,19 +219,13 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
         tr.pending = []
         op = ir.HopperOp("wg_fill", [acc], [coerce(v if not is_weak(v) else default_type(v), t.elem,
                                                    "pk.wg_fill()")])
-    elif name == "wgmma":
-        _nargs(tr, name, call, 5)
-        acc, t = _obj(tr, call.args[0], H.WgAccType, "a warpgroup accumulator", "wg_acc")
-        a, b = _shared(tr, call.args[1], name), _shared(tr, call.args[3], name)
-        if a.type.elem != b.type.elem or a.type.elem.name not in H.WG_INPUTS:
-            raise tr.type_error(f"wgmma multiplies two tiles of f16 or of bf16; '{a.name}' holds {a.type.elem} and "
-                                f"'{b.name}' {b.type.elem}", call)
-        _swizzled(tr, a, call.args[1])
-        _swizzled(tr, b, call.args[3])
-        args = [_int(tr, call.args[2], out), _int(tr, call.args[4], out)]
-        _const_rule(tr, args[0], lambda v: H.check_operand_offset(v, "A"), call.args[2])
-        _const_rule(tr, args[1], lambda v: H.check_operand_offset(v, "B"), call.args[4])
-        op = ir.HopperOp("wgmma", [acc, a.name, b.name], args)
+    elif name in H.WGMMA_OPS:
+        op = _wgmma(tr, name, call, out)
+    elif name in ("wg_row_max", "wg_row_sum"):
+        _nargs(tr, name, call, 2)
+        vec, _ = _obj(tr, call.args[0], H.WgVecType, "a warpgroup row vector", "wg_vec")
+        acc, _ = _obj(tr, call.args[1], H.WgAccType, "a warpgroup accumulator", "wg_acc")
+        op = ir.HopperOp(name, [vec, acc], [])
     elif name in ("wgmma_commit", "wgmma_wait"):
         _nargs(tr, name, call, 0 if name == "wgmma_commit" else 1)
         args = []
@@ -250,6 +262,48 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
     return out
 
 
+def _wgmma(tr, name: str, call: ast.Call, out: List[ir.Stmt]) -> ir.HopperOp:
+    """``pk.wgmma(acc, a, a_off, b, b_off)`` / ``pk.wgmma_kn(acc, a, a_off, b, b_off, panel)``; ``a`` is a
+    swizzled shared tile or an accumulator (A from registers: its columns a_off .. a_off + 15, rounded to
+    B's element type)."""
+    kn = name == "wgmma_kn"
+    _nargs(tr, name, call, 6 if kn else 5)
+    acc, t = _obj(tr, call.args[0], H.WgAccType, "a warpgroup accumulator", "wg_acc")
+    a_node = call.args[1]
+    a_regs = isinstance(a_node, ast.Name) and isinstance(tr.vars.get(a_node.id), H.WgAccType)
+    b = _shared(tr, call.args[3], name)
+    if b.type.elem.name not in H.WG_INPUTS:
+        raise tr.type_error(f"wgmma multiplies tiles of f16 or of bf16; '{b.name}' holds {b.type.elem}", call.args[3])
+    if a_regs:
+        a_name, src = a_node.id, tr.vars[a_node.id]
+        if a_name == acc:
+            raise tr.type_error(f"pk.{name}() reads A from accumulator '{a_name}' while adding into it: use another "
+                                "accumulator", a_node)
+    else:
+        a = _shared(tr, a_node, name)
+        if a.type.elem != b.type.elem:
+            raise tr.type_error(f"wgmma multiplies two tiles of f16 or of bf16; '{a.name}' holds {a.type.elem} and "
+                                f"'{b.name}' {b.type.elem}", call)
+        _swizzled(tr, a, a_node)
+        a_name = a.name
+    _swizzled(tr, b, call.args[3])
+    args = [_int(tr, call.args[i], out) for i in ((2, 4, 5) if kn else (2, 4))]
+    if a_regs:
+        _const_rule(tr, args[0], lambda v: H.check_a_registers(v, src.n), call.args[2])
+    else:
+        _const_rule(tr, args[0], lambda v: H.check_operand_offset(v, "A"), call.args[2])
+    if kn:
+        if not isinstance(args[2], ir.Const):
+            raise tr.type_error("the panel stride of pk.wgmma_kn() is a compile-time constant", call.args[5])
+        _const_rule(tr, args[1], lambda v: H.check_kn_operand(v, int(args[2].value), t.n), call.args[4])
+        why = H.check_kn_operand(0, int(args[2].value), t.n)
+        if why:
+            raise tr.type_error(why, call.args[5])
+    else:
+        _const_rule(tr, args[1], lambda v: H.check_operand_offset(v, "B"), call.args[4])
+    return ir.HopperOp(name, [acc, a_name, b.name], args)
+
+
 def _const_rule(tr, e: ir.Expr, rule, node) -> None:
     if isinstance(e, ir.Const):
         why = rule(int(e.value))
@@ -261,11 +315,201 @@ def warpgroup_id(tr, node) -> ir.Expr:
     """``pk.warpgroup_id()``: the linear local index // 128 (an i32)."""
     if node.args or node.keywords:
         raise tr.type_error(f"pk.warpgroup_id() takes no arguments: {USAGE['warpgroup_id']}", node)
+    return ir.BinOp("floordiv", _linear_local(), ir.Const(H.WARPGROUP, i32))
+
+
+def _linear_local() -> ir.Expr:
+    """The work-item's linear local index (``local_id(0)`` fastest), as IR."""
     lid = [ir.SpecialReg("local_id", d) for d in range(3)]
     size = [ir.SpecialReg("local_size", d) for d in range(2)]
-    linear = ir.BinOp("add", lid[0], ir.BinOp("mul", size[0], ir.BinOp("add", lid[1],
-                                                                         ir.BinOp("mul", size[1], lid[2]))))
-    return ir.BinOp("floordiv", linear, ir.Const(H.WARPGROUP, i32))
+    return ir.BinOp("add", lid[0], ir.BinOp("mul", size[0], ir.BinOp("add", lid[1], ir.BinOp("mul", size[1], lid[2]))))
 
 
-__all__ = ["DECLARE", "STATEMENTS", "USAGE", "declare", "statement", "warpgroup_id", "f32"]
+__all__ = ["DECLARE", "LOOPS", "STATEMENTS", "USAGE", "declare", "element", "element_store", "is_element", "statement",
+           "warpgroup_id", "wg_loop", "f32"]
+
+
+# ---------------------------------------------------------------- loops over a warpgroup's registers
+
+
+class _WgLoop:
+    """The ``pk.wg_elements`` / ``pk.wg_rows`` loop being translated: its row (and column) variables and
+    the hidden register index."""
+
+    def __init__(self, kind: str, acc, n: int, i: str, j, reg: str):
+        self.kind, self.acc, self.n, self.i, self.j, self.reg = kind, acc, n, i, j, reg
+
+
+def _lane_terms():
+    """(warp within the warpgroup, lane) of this work-item, as IR."""
+    t = ir.BinOp("mod", _linear_local(), ir.Const(H.WARPGROUP, i32))
+    return ir.BinOp("floordiv", t, ir.Const(32, i32)), ir.BinOp("mod", t, ir.Const(32, i32))
+
+
+def _c(v: int) -> ir.Expr:
+    return ir.Const(v, i32)
+
+
+def _bin(op, a, b) -> ir.Expr:
+    return ir.BinOp(op, a, b)
+
+
+def _lane_temps(tr, node) -> Tuple[List[ir.Stmt], ir.Var, ir.Var]:
+    """Statements computing, once before a warpgroup loop, this work-item's first row (16 warp + lane // 4)
+    and first column (2 (lane % 4)) in ``ir.hopper.element_row_col``'s layout, and the two variables."""
+    w, lane = _lane_terms()
+    out, vs = [], []
+    for base, value in (("_wgrow", _bin("add", _bin("mul", _c(16), w), _bin("floordiv", lane, _c(4)))),
+                        ("_wgcol", _bin("mul", _c(2), _bin("mod", lane, _c(4))))):
+        name = tr._fresh(base)
+        tr._declare_scalar(name, i32, node)
+        out.append(ir.Assign(name, value))
+        vs.append(ir.Var(name, i32))
+    return out, vs[0], vs[1]
+
+
+def _row_expr(row0: ir.Var, slot: ir.Expr) -> ir.Expr:
+    """``ir.hopper.element_row_col``'s row of register slot ``slot`` (0/1)."""
+    return _bin("add", row0, _bin("mul", _c(8), slot))
+
+
+def _col_expr(col0: ir.Var, e: ir.Expr) -> ir.Expr:
+    return _bin("add", _bin("add", _bin("mul", _c(8), _bin("shr", e, _c(2))), col0), _bin("and", e, _c(1)))
+
+
+def _slot_of(e: ir.Expr) -> ir.Expr:
+    return _bin("and", _bin("shr", e, _c(1)), _c(1))
+
+
+def _loop_var(tr, node) -> str:
+    if not isinstance(node, ast.Name):
+        raise tr.syntax_error("the variables of a warpgroup loop are plain names", node)
+    t = tr.vars.get(node.id)
+    if t is None:
+        tr._declare_scalar(node.id, i32, node)
+    elif t != i32:
+        raise tr.type_error(f"'{node.id}' is a {t}; a warpgroup loop's row and column are i32", node)
+    return node.id
+
+
+def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
+    """``for i, j in pk.wg_elements(acc):`` (the body runs for every element (i, j) of ``acc``, each by the
+    work-item holding it) or ``for i in pk.wg_rows():`` (for every row i of the warpgroup's accumulators,
+    by each work-item holding it). The body is unrolled over the work-item's registers."""
+    call = node.iter
+    _kernel_only(tr, name, call)
+    if node.orelse:
+        raise tr.syntax_error("'for ... else' is not supported in kernels", node)
+    if call.keywords:
+        raise tr.syntax_error(f"keyword arguments are not supported in kernel calls: {USAGE[name]}", call)
+    if not H.facts(tr.fn).warpgroups:
+        raise tr.type_error(f"pk.{name}() loops over a warpgroup's registers: declare the block's warpgroups first "
+                            f"({USAGE['warpgroups']})", call)
+    if getattr(tr, "wg_loop", None) is not None:
+        raise tr.type_error(f"pk.{name}() loops do not nest", node)
+    reg = tr._fresh("_wgr")
+    tr._declare_scalar(reg, i32, node)
+    e = ir.Var(reg, i32)
+    lanes, row0, col0 = _lane_temps(tr, node)
+    if name == "wg_elements":
+        _nargs(tr, name, call, 1)
+        acc, t = _obj(tr, call.args[0], H.WgAccType, "a warpgroup accumulator", "wg_acc")
+        if not (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2):
+            raise tr.syntax_error(f"pk.wg_elements() gives a row and a column: {USAGE[name]}", node.target)
+        i, j = (_loop_var(tr, x) for x in node.target.elts)
+        regs, pre = t.n // 2, [ir.Assign(i, _row_expr(row0, _slot_of(e))), ir.Assign(j, _col_expr(col0, e))]
+        ctx = _WgLoop("elements", acc, t.n, i, j, reg)
+    else:
+        _nargs(tr, name, call, 0)
+        i = _loop_var(tr, node.target)
+        regs, pre = H.VEC_SLOTS, [ir.Assign(i, _row_expr(row0, e))]
+        ctx = _WgLoop("rows", None, 0, i, None, reg)
+    for s in pre + lanes:
+        s.loc = tr.loc(node)
+    tr.wg_loop = ctx
+    tr.loop_depth += 1
+    try:
+        body = tr.block(node.body)
+    finally:
+        tr.loop_depth -= 1
+        tr.wg_loop = None
+    _check_body(tr, body, name)
+    loop = ir.For(reg, _c(0), _c(regs), 1, pre + body)
+    loop.loc = tr.loc(node)
+    return lanes + (unroll(loop, max_trips=128) or [loop])
+
+
+def _check_body(tr, body: List[ir.Stmt], name: str) -> None:
+    """A warpgroup loop's body computes per element (or row): it writes only its element, row vectors at its
+    row (pk.wg_rows), locals and private arrays; it reads memory but does not write it or synchronize."""
+    from ..errors import KernelTypeError
+
+    from ..passes.unroll import own_exit
+
+    if own_exit(body):
+        raise KernelTypeError(f"the body of a pk.{name}() loop runs for each register: it has no break or continue "
+                              "of its own", tr.fn.loc)
+    for s in ir.walk_stmts(body):
+        bad = None
+        if isinstance(s, ir.Store) and not (isinstance(s.base.type, ArrayType) and s.base.type.scope == "local"):
+            bad = f"a store to '{s.base.name}'"
+        elif isinstance(s, (ir.Barrier, ir.MatrixOp, ir.CopyAsync, ir.Return)) or \
+                (isinstance(s, ir.HopperOp) and s.op != "wg_set"):
+            bad = {ir.Return: "return"}.get(type(s), "a synchronizing operation")
+        else:
+            for e in ir.stmt_exprs(s):
+                for x in ir.walk_expr(e):
+                    if isinstance(x, (ir.Atomic, ir.Subgroup)):
+                        bad = "an atomic or subgroup operation"
+        if bad:
+            raise KernelTypeError(f"the body of a pk.{name}() loop computes per element: {bad} is not allowed in it "
+                                  "(its work-item differs per target)", getattr(s, "loc", None) or tr.fn.loc)
+
+
+def is_element(tr, node) -> bool:
+    """Whether ``node`` is ``acc[i, j]`` / ``vec[i]`` (a Subscript of a warpgroup accumulator or row vector)."""
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+        and isinstance(tr.vars.get(node.value.id), (H.WgAccType, H.WgVecType))
+
+
+def _element_index(tr, node: ast.Subscript, write: bool) -> ir.Expr:
+    name = node.value.id
+    t = tr.vars[name]
+    ctx = getattr(tr, "wg_loop", None)
+    e = ir.Var(ctx.reg, i32) if ctx is not None else None
+    if isinstance(t, H.WgAccType):
+        form = f"{name}[i, j] inside 'for i, j in pk.wg_elements({name})'"
+        ok = (ctx is not None and ctx.kind == "elements" and t.n == ctx.n and isinstance(node.slice, ast.Tuple)
+              and len(node.slice.elts) == 2 and all(isinstance(x, ast.Name) for x in node.slice.elts)
+              and (node.slice.elts[0].id, node.slice.elts[1].id) == (ctx.i, ctx.j))
+        if not ok:
+            raise tr.type_error(f"a warpgroup accumulator's element is read and written as {form} (or of another "
+                                f"accumulator of its shape), with the loop's own row and column", node)
+        return e
+    form = "vec[i] inside 'for i in pk.wg_rows()' or 'for i, j in pk.wg_elements(acc)'"
+    ok = ctx is not None and isinstance(node.slice, ast.Name) and node.slice.id == ctx.i
+    if not ok:
+        raise tr.type_error(f"a warpgroup row vector is read and written as {form}, with the loop's own row", node)
+    if ctx.kind == "elements":
+        if write:
+            raise tr.type_error(f"row vector '{name}' is written in a pk.wg_rows() loop (in pk.wg_elements(...) the "
+                                "work-items holding a row would each write it)", node)
+        return _slot_of(e)
+    return e
+
+
+def element(tr, node: ast.Subscript) -> ir.Expr:
+    """The value of ``acc[i, j]`` / ``vec[i]``."""
+    x = ir.WgReg(node.value.id, _element_index(tr, node, False))
+    x.loc = tr.loc(node)
+    return x
+
+
+def element_store(tr, target: ast.Subscript, value: ir.Expr, node) -> ir.Stmt:
+    """``acc[i, j] = value`` / ``vec[i] = value``."""
+    idx = _element_index(tr, target, True)
+    if not isinstance(value.type, ScalarType) or (value.type != f32 and not is_weak(value)):
+        raise tr.type_error(f"'{target.value.id}' holds f32, not {value.type}", node)
+    s = ir.HopperOp("wg_set", [target.value.id], [idx, coerce(value, f32, f"store to '{target.value.id}'")])
+    s.loc = tr.loc(node)
+    return s

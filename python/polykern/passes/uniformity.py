@@ -97,6 +97,8 @@ class _Analysis:
             return f"{e.kind}({e.dim})"
         if isinstance(e, ir.Atomic):
             return f"the result of atomic_{e.op}() on '{e.base.name}'"
+        if isinstance(e, ir.WgReg):
+            return f"a register of warpgroup accumulator or row vector '{e.name}'"
         if isinstance(e, ir.Subgroup) and e.op != "size":  # the same within a subgroup at most
             return f"subgroup_{e.op}()"
         if isinstance(e, ir.Load):

@@ -17,22 +17,23 @@ from typing import List, Optional
 from ..ir import nodes as ir
 from .clone import clone_function
 
-__all__ = ["unroll", "MAX_TRIPS", "MAX_STMTS"]
+__all__ = ["unroll", "own_exit", "MAX_TRIPS", "MAX_STMTS"]
 
 MAX_TRIPS = 64
 MAX_STMTS = 2048
 
 
-def unroll(loop: ir.For) -> Optional[List[ir.Stmt]]:
-    """The statements that replace ``loop``, or None where it stays a loop."""
+def unroll(loop: ir.For, max_trips: int = MAX_TRIPS) -> Optional[List[ir.Stmt]]:
+    """The statements that replace ``loop``, or None where it stays a loop (``max_trips``: a caller's own
+    limit on the iterations, for loops over registers)."""
     if not (isinstance(loop.start, ir.Const) and isinstance(loop.stop, ir.Const)):
         return None
     values = range(loop.start.value, loop.stop.value, loop.step)
-    if len(values) > MAX_TRIPS:
+    if len(values) > max_trips:
         return None
     if len(values) * sum(1 for _ in ir.walk_stmts(loop.body)) > MAX_STMTS:
         return None
-    if _own_exit(loop.body) or any(isinstance(s, ir.Assign) and s.name == loop.var or
+    if own_exit(loop.body) or any(isinstance(s, ir.Assign) and s.name == loop.var or
                                    isinstance(s, ir.For) and s.var == loop.var for s in ir.walk_stmts(loop.body)):
         return None
     t = loop.start.type
@@ -50,12 +51,12 @@ def _wrap(v: int, t) -> int:
     return v - (1 << t.bits) if t.is_signed and v >> (t.bits - 1) else v
 
 
-def _own_exit(stmts) -> bool:
+def own_exit(stmts) -> bool:
     """A break/continue that leaves this loop (not one of an inner loop)."""
     for s in stmts:
         if isinstance(s, (ir.Break, ir.Continue)):
             return True
-        if isinstance(s, ir.If) and (_own_exit(s.then) or _own_exit(s.orelse)):
+        if isinstance(s, ir.If) and (own_exit(s.then) or own_exit(s.orelse)):
             return True
     return False
 

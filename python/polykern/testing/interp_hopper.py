@@ -44,12 +44,12 @@ import numpy as np
 
 from ..ir import hopper as H
 from ..ir import nodes as ir
-from ..ir.types import f16, f32
+from ..ir.types import bf16, f16, f32
 from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
 from .interp_fragments import FragmentRequest
 from .interp_memory import mark, mark_sites
 from .interp_subgroups import Request
-from .interp_taint import location
+from .interp_taint import MMA_TAGS, NONE, location
 from .interp_values import OracleError, rounder
 
 __all__ = ["HopperCompiler", "launch_check", "run_group"]
@@ -58,7 +58,6 @@ __all__ = ["HopperCompiler", "launch_check", "run_group"]
 _WARPGROUP = frozenset(H.WARPGROUP_OPS)
 #: PTX's limit on an arrival count and on a transaction byte count
 _COUNT_LIMIT = 1 << 20
-_MMA_TAGS = frozenset({("mma", "f32")})
 
 
 class Landed(Marker):
@@ -94,6 +93,10 @@ class _Bar:
                 "bytes pending")
 
 
+#: The key of an accumulator's registers in ``_GroupState.reading`` (a wgmma reads them as its A operand).
+_REGS = "#registers"
+
+
 class _Acc:
     __slots__ = ("value", "inexact", "pending")
 
@@ -111,7 +114,8 @@ class _GroupState:
         self.seen: List[Dict[Tuple[str, int], int]] = [{} for _ in range(size)]
         self.accs: Dict[Tuple[int, str], _Acc] = {}
         self.groups: Dict[int, List[list]] = {}
-        self.reading: Dict[Tuple[str, int], int] = {}  # (array, element) -> pending wgmma reads
+        self.reading: Dict[tuple, int] = {}  # (array, element) or (_REGS, wg, acc) -> pending wgmma reads
+        self.vecs: Dict[Tuple[int, str], List[float]] = {}  # (work-item, row vector) -> its registers
 
 
 class WaitStop:
@@ -263,6 +267,8 @@ class HopperCompiler:
                 return None
 
             return warpgroup_op
+        if s.op == "wg_set":
+            return self._wg_set(s, where, args)
         if s.op == "tma_load":
             tma = self._tma_load(s, where)
 
@@ -314,6 +320,64 @@ class HopperCompiler:
             return None
 
         return mbar
+
+    def _e_WgReg(self, e: ir.WgReg):
+        where = location(e, self.fn)
+        reg = self._register(e.name, where)
+        idx = self._expr(e.index)
+        return lambda st: reg(st, idx(st), None)
+
+    def _wg_set(self, s: ir.HopperOp, where: str, args):
+        reg = self._register(s.names[0], where)
+        idx, value = args
+
+        def wg_set(st):
+            reg(st, idx(st), value(st))
+            if False:  # a generator statement, like the others
+                yield None
+            return None
+
+        return wg_set
+
+    def _register(self, name: str, where: str):
+        """``f(st, index, value)``: reads (value None) or writes register ``index`` of the work-item's part of
+        accumulator or row vector ``name`` (ir.hopper.element_row_col: the accumulator's element it holds)."""
+        hf = self.fn.hopper
+        if name in hf.vecs:
+            def vec(st, i, value):
+                if not 0 <= i < H.VEC_SLOTS:
+                    raise OracleError(f"{where}: register {i} of row vector '{name}' (a work-item holds {H.VEC_SLOTS})")
+                regs = self.hopper_state.vecs.setdefault((st[1], name), [0.0] * H.VEC_SLOTS)
+                if value is None:
+                    return regs[i]
+                regs[i] = value
+                return None
+
+            return vec
+        n = hf.accs[name].n
+
+        def acc_reg(st, i, value):
+            hs = self.hopper_state
+            k = st[1] - hs.first
+            wg = k // H.WARPGROUP
+            if not 0 <= i < n // 2:
+                raise OracleError(f"{where}: register {i} of accumulator '{name}' (a work-item holds {n // 2})")
+            acc = hs.accs.get((wg, name))
+            if acc is None:
+                raise OracleError(f"{where}: accumulator '{name}' of warpgroup {wg} is read before pk.wg_fill")
+            if acc.pending:
+                raise OracleError(f"{where}: accumulator '{name}' of warpgroup {wg} is {'read' if value is None else 'written'} "
+                                  "while a wgmma into it is pending (pk.wgmma_commit, then pk.wgmma_wait retires it)")
+            r, c = H.element_row_col(k % H.WARPGROUP, i)
+            if value is None:
+                return float(acc.value[r, c])
+            if (_REGS, wg, name) in hs.reading:
+                raise OracleError(f"{where}: accumulator '{name}' of warpgroup {wg} is written while a wgmma that reads "
+                                  "it (its A operand) is pending (pk.wgmma_wait retires it)")
+            acc.value[r, c] = value
+            return None
+
+        return acc_reg
 
     def _tma_load(self, s: ir.HopperOp, where: str):
         dst_name, tmap, bars = s.names
@@ -420,51 +484,92 @@ def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) ->
                     else:
                         del hs.reading[key]
         return
-    name = s.names[0] if op != "wg_store" else s.names[1]
+    name = s.names[0] if op not in ("wg_store", "wg_row_max", "wg_row_sum") else s.names[1]
     at = prog.fn.hopper.accs[name]
     acc = hs.accs.get((wg, name))
     if op == "wg_fill":
         if acc is not None and acc.pending:
             raise OracleError(f"{where}: pk.wg_fill overwrites accumulator '{name}' of warpgroup {wg} while a wgmma "
                               "into it is pending (pk.wgmma_commit, then pk.wgmma_wait retires it)")
+        if (_REGS, wg, name) in hs.reading:
+            raise OracleError(f"{where}: pk.wg_fill overwrites accumulator '{name}' of warpgroup {wg} while a wgmma "
+                              "that reads it (its A operand) is pending (pk.wgmma_wait retires it)")
         hs.accs[(wg, name)] = _Acc(np.full((H.WG_M, at.n), vals[0], np.float32), False)
         return
     if acc is None:
         raise OracleError(f"{where}: accumulator '{name}' of warpgroup {wg} is read before pk.wg_fill")
-    if op == "wgmma":
-        a, b = (_operand(prog, hs, stops, where, arr, off, rows, what)
-                for arr, off, rows, what in ((s.names[1], vals[0], H.WG_M, "A"), (s.names[2], vals[1], at.n, "B")))
-        acc.value = H.reference_wgmma(acc.value, a[0], b[0])
-        acc.inexact = True
-        acc.pending += 1
-        reads = a[1] + b[1]
-        for key in reads:
-            hs.reading[key] = hs.reading.get(key, 0) + 1
-        groups[0].append((acc, reads))
+    if op in H.WGMMA_OPS:
+        _wgmma(prog, hs, stops, wg, s, acc, at, vals, groups)
         return
-    if acc.pending:  # wg_store
-        raise OracleError(f"{where}: pk.wg_store reads accumulator '{name}' of warpgroup {wg} while a wgmma into "
+    if acc.pending:  # wg_store, wg_row_max, wg_row_sum
+        raise OracleError(f"{where}: {H.builtin(op)} reads accumulator '{name}' of warpgroup {wg} while a wgmma into "
                           "it is pending (pk.wgmma_commit, then pk.wgmma_wait retires it)")
-    _store(prog, stops, where, s.names[0], acc, vals)
+    if op in ("wg_row_max", "wg_row_sum"):
+        ref = H.reference_row_max if op == "wg_row_max" else H.reference_row_sum
+        rows = [float(ref(acc.value[r])) for r in range(H.WG_M)]
+        for x in stops:
+            t = (x.st[1] - hs.first) % H.WARPGROUP
+            hs.vecs[(x.st[1], s.names[0])] = [rows[H.slot_row(t, k)] for k in range(H.VEC_SLOTS)]
+        return
+    _store(prog, stops, where, s.names[0], name, acc, vals)
 
 
-def _operand(prog, hs, stops, where, arr: str, off: int, rows: int, what: str):
-    """The K-major ``rows`` x 16 operand at ``off`` of shared array ``arr`` (values, elements read)."""
-    why = H.check_operand_offset(off, what)
-    if why:
-        raise OracleError(f"{where}: {why}")
+def _wgmma(prog, hs, stops, wg: int, s: ir.HopperOp, acc: _Acc, at, vals, groups) -> None:
+    """Issue ``pk.wgmma`` / ``pk.wgmma_kn``: the result is computed now, retired by a later wgmma_wait."""
+    where = stops[0].where
+    _, a_name, b_name = s.names
+    hf = prog.fn.hopper
+    b_elem = prog.fn.arrays[b_name].elem
+    if a_name in hf.accs:  # A from an accumulator's registers, rounded to B's element type
+        why = H.check_a_registers(vals[0], hf.accs[a_name].n)
+        if why:
+            raise OracleError(f"{where}: {why}")
+        src = hs.accs.get((wg, a_name))
+        if src is None or src.pending:
+            raise OracleError(f"{where}: the A operand of {H.builtin(s.op)} is accumulator '{a_name}' of warpgroup {wg}, "
+                              f"{'read before pk.wg_fill' if src is None else 'while a wgmma into it is pending'}")
+        rnd = rounder(b_elem)
+        a = (np.array([[rnd(float(x)) for x in row] for row in src.value[:, vals[0]:vals[0] + H.WG_K]], np.float64),
+             [(_REGS, wg, a_name)])
+    else:
+        a = _operand(prog, hs, stops, where, a_name, H.WG_M, "A", vals[0], lambda r, k, o=vals[0]: o + 64 * r + k)
+    if s.op == "wgmma_kn":
+        off, panel = vals[1], vals[2]
+        why = H.check_kn_operand(off, panel, at.n)
+        if why:
+            raise OracleError(f"{where}: {why}")
+        b = _operand(prog, hs, stops, where, b_name, at.n, "B", None,
+                     lambda j, k: off + (j // 64) * panel + 64 * k + j % 64)
+    else:
+        b = _operand(prog, hs, stops, where, b_name, at.n, "B", vals[1], lambda j, k, o=vals[1]: o + 64 * j + k)
+    acc.value = H.reference_wgmma(acc.value, a[0], b[0])
+    acc.inexact = True
+    acc.pending += 1
+    reads = a[1] + b[1]
+    for key in reads:
+        hs.reading[key] = hs.reading.get(key, 0) + 1
+    groups[0].append((acc, reads))
+
+
+def _operand(prog, hs, stops, where, arr: str, rows: int, what: str, off, index):
+    """The ``rows`` x 16 operand of shared array ``arr`` whose element (r, k) is ``arr[index(r, k)]`` (values,
+    elements read); ``off``: a K-major operand's offset, checked here."""
+    if off is not None:
+        why = H.check_operand_offset(off, what)
+        if why:
+            raise OracleError(f"{where}: {why}")
     st0 = stops[0].st
     mem = st0[prog.slot[arr]]
-    last = off + 64 * (rows - 1) + H.WG_K - 1
+    last = max(index(rows - 1, H.WG_K - 1), index(min(rows, 64) - 1, H.WG_K - 1))
     if last >= len(mem.data):
-        raise OracleError(f"{where}: the wgmma {what} operand at {arr}[{off}] reads up to element {last}, out of "
+        raise OracleError(f"{where}: the wgmma {what} operand at {arr}[{index(0, 0)}] reads up to element {last}, out of "
                           f"bounds ({len(mem.data)} elements)")
     known: Dict = {}
     out = np.empty((rows, H.WG_K), np.float64)
     keys = []
     for r in range(rows):
         for k in range(H.WG_K):
-            i = off + 64 * r + k
+            i = index(r, k)
             w = mem.wr[i]
             if w is None or mem.data[i] is None:
                 raise OracleError(f"{where}: the wgmma {what} operand reads {arr}[{i}], which nothing has written "
@@ -487,7 +592,7 @@ def _operand(prog, hs, stops, where, arr: str, off: int, rows: int, what: str):
     return out, keys
 
 
-def _store(prog, stops, where, buf: str, acc: _Acc, vals) -> None:
+def _store(prog, stops, where, buf: str, name: str, acc: _Acc, vals) -> None:
     """``buf[off + i * ld + j] = acc[i][j]``, each element written as the work-item holding it in wgmma's
     register layout (warp w holds rows 16w .. 16w+15; lane l rows l/4 and l/4 + 8 of those, columns
     8c + 2(l%4) + {0, 1})."""
@@ -502,7 +607,8 @@ def _store(prog, stops, where, buf: str, acc: _Acc, vals) -> None:
         if not 0 <= i < n:
             raise OracleError(f"{where}: pk.wg_store writes {buf}[{i}], out of bounds ({n} elements; offset {off}, "
                               f"ld {ld}, {rows} x {cols})")
-    tags = (None, _MMA_TAGS, ()) if acc.inexact else None
+    inexact = prog.taint.arr.get(name, NONE) | (MMA_TAGS if acc.inexact else NONE)
+    tags = (None, inexact, ()) if inexact else None
     values = acc.value.tolist()
     check = prog._write_check
     for r in range(rows):

@@ -62,6 +62,8 @@ class SiteFlow:
                     changed |= _join(self.arr, s.base.name, self.of(s.value))
                 elif isinstance(s, ir.CopyAsync):  # the source's elements into the destination
                     changed |= _join(self.arr, s.dst.name, self.arr.get(s.src.name, _NONE))
+                elif isinstance(s, ir.HopperOp) and s.names:  # warpgroup registers (ir.WgReg) flow like memory
+                    changed |= _join(self.arr, s.names[0], _hopper_flow(s, self))
                 for e in ir.stmt_exprs(s):
                     for a in ir.walk_expr(e):
                         if isinstance(a, ir.Atomic):
@@ -101,11 +103,25 @@ class SiteFlow:
                 mem |= self.var_mem.get(x.name, _NONE)
             elif isinstance(x, (ir.Load, ir.Atomic)):
                 mem |= self.arr.get(x.base.name, _NONE)
+            elif isinstance(x, ir.WgReg):
+                mem |= self.arr.get(x.name, _NONE)
         return frozenset(own), frozenset(mem)
 
     def of(self, e) -> Sites:
         own, mem = self.split(e)
         return own | mem
+
+
+def _hopper_flow(s: ir.HopperOp, flow: "SiteFlow") -> Sites:
+    """What a Hopper operation brings into the registers (or memory) it writes: a stored element's sites,
+    a row reduction's accumulator, a wgmma's register operand."""
+    if s.op == "wg_set":
+        return flow.of(s.args[1])
+    if s.op in ("wg_row_max", "wg_row_sum"):
+        return flow.arr.get(s.names[1], _NONE)
+    if s.op in ("wgmma", "wgmma_kn"):
+        return flow.arr.get(s.names[1], _NONE) | flow.arr.get(s.names[2], _NONE)
+    return _NONE
 
 
 def _join(table, key, sites) -> bool:

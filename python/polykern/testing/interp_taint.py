@@ -15,6 +15,8 @@ INEXACT_BINOPS = frozenset(("div",))
 
 Tags = FrozenSet[Tuple[str, str]]
 NONE: Tags = frozenset()
+#: What a matrix multiply-add on tensor cores may sum otherwise than the reference (numerics.mma_error_bound).
+MMA_TAGS: Tags = frozenset({("mma", "f32")})
 
 
 def bf16_operation(e: ir.Expr) -> Optional[ir.Expr]:
@@ -51,6 +53,8 @@ class Taint:
                     changed |= self._join(self.arr, s.base.name, self.tags(s.value))
                 elif isinstance(s, ir.CopyAsync):  # the source's elements into the destination
                     changed |= self._join(self.arr, s.dst.name, self.arr.get(s.src.name, NONE))
+                elif isinstance(s, ir.HopperOp) and s.names:  # warpgroup registers (ir.WgReg) are tracked like arrays
+                    changed |= self._join(self.arr, s.names[0], self._hopper_tags(s))
                 for e in ir.stmt_exprs(s):
                     for a in ir.walk_expr(e):
                         if isinstance(a, ir.Atomic):
@@ -79,7 +83,20 @@ class Taint:
                 out |= self.var.get(x.name, NONE)
             elif isinstance(x, (ir.Load, ir.Atomic)):
                 out |= self.arr.get(x.base.name, NONE)
+            elif isinstance(x, ir.WgReg):
+                out |= self.arr.get(x.name, NONE)
         return frozenset(out)
+
+    def _hopper_tags(self, s: ir.HopperOp) -> Tags:
+        """What a Hopper operation writes into its first named object may depend on: a register store's value;
+        a wgmma's accumulation (the tensor cores' order) and a register operand; a row reduction's input."""
+        if s.op == "wg_set":
+            return self.tags(s.args[1])
+        if s.op in ("wgmma", "wgmma_kn"):
+            return MMA_TAGS | self.arr.get(s.names[1], NONE) | self.arr.get(s.names[2], NONE)
+        if s.op in ("wg_row_max", "wg_row_sum"):
+            return self.arr.get(s.names[1], NONE)
+        return NONE
 
     def direct(self, e: ir.Expr) -> Optional[Tuple[str, str]]:
         """(op, dtype) when ``e`` is one inexact operation applied to exact operands. A bf16 operation
