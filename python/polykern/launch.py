@@ -301,7 +301,7 @@ def _cuda_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         raise LaunchError(f"{where}: malformed __cuda_array_interface__ ({e})") from None
     if cai.get("mask") is not None:
         raise LaunchError(f"{where}: masked __cuda_array_interface__ arrays are not supported")
-    t = scalar_from_numpy(dt) if dt.isnative else None
+    t = bf16 if names_bfloat16(obj, cai) else scalar_from_numpy(dt) if dt.isnative and dt.kind != "V" else None
     elem = [s // dt.itemsize for s in strides] if strides is not None else None
     if not _contiguous(shape, elem) or (strides is not None and any(s % dt.itemsize for s in strides)):
         raise LaunchError(f"{where}: the device array is not C-contiguous (strides {strides})")
@@ -344,7 +344,8 @@ def _has_cuda_interface(obj: Any) -> bool:
         if not hasattr(obj, "__cuda_array_interface__"):
             return False
         cai = obj.__cuda_array_interface__
-        return not (isinstance(cai, dict) and str(cai.get("typestr", ""))[1:2] == "V" and _has_dlpack(obj))
+        return not (isinstance(cai, dict) and str(cai.get("typestr", ""))[1:2] == "V" and not names_bfloat16(obj, cai)
+                    and _has_dlpack(obj))
     except Exception:
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             return False
@@ -365,6 +366,17 @@ def _array_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         raise LaunchError(f"{_where(info, i)}: masked __array_interface__ arrays are not supported (a kernel reads "
                           "and writes every element, masked or not)")
     return _host(info, i, obj, np.asarray(obj))
+
+
+def names_bfloat16(obj: Any, cai: dict) -> bool:
+    """Whether a ``|V2`` ``__cuda_array_interface__`` is bfloat16: its object names its dtype so (torch's
+    ``torch.bfloat16``, CuPy / JAX ``bfloat16``); a void typestr alone could be any 2-byte type."""
+    if not (isinstance(cai, dict) and cai.get("typestr") == "|V2"):
+        return False
+    try:
+        return str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1] == "bfloat16"
+    except Exception:  # noqa: BLE001 - an object whose dtype cannot be named is not known to be bfloat16
+        return False
 
 
 def _has_dlpack(obj: Any) -> bool:

@@ -114,7 +114,7 @@ def declarations(em) -> None:
         em.line(f"float {em.names[name]}[{t.n // 2}];")
     for name in hf.vecs:
         em.line(f"float {em.names[name]}[{H.VEC_SLOTS}] = {{0.0f, 0.0f}};")
-    _mark_fences(em.fn.body)
+    _mark_fences(em.fn.body, hf)
 
 
 def _addr(em, arr: str, off) -> str:
@@ -161,6 +161,8 @@ def emit_c(em, s: N.HopperOp) -> None:
         _store(em, s, a)
     else:  # setmaxnreg_inc / _dec
         em.line(f'asm volatile("setmaxnreg.{op[-3:]}.sync.aligned.u32 {int(s.args[0].value)};");')
+    if getattr(s, "fence_after", False):  # for the wgmma loop that follows (_mark_fences)
+        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
 
 
 def _wgmma(em, s: N.HopperOp, a) -> None:
@@ -197,24 +199,48 @@ def _wgmma(em, s: N.HopperOp, a) -> None:
             f'{elem}.{elem} {{{outs}}}, {a_text}, %{b_at}, {tail};\\n}}\\n" : {cons} : {ins} : "memory");')
 
 
-def _mark_fences(stmts) -> None:
-    """Mark the wgmmas that need no ``wgmma.fence`` before them: those that follow another wgmma of the
-    same block with nothing in between that could write registers a wgmma reads (only scalar assignments
-    that read no warpgroup register, commits and waits)."""
-    fenced = False
+def _mark_fences(stmts, hf) -> None:
+    """Where ``wgmma.fence`` goes (it orders the warpgroup's register accesses before a wgmma reads or adds
+    into registers; consecutive wgmmas into one accumulator are ordered without it). A wgmma after another
+    of the same block, with only scalar assignments (reading no warpgroup register), commits and waits in
+    between, needs none (``no_fence``); neither do the wgmmas of a loop made only of such statements, when
+    the fence goes after the Hopper operation before the loop (``fence_after``) instead of into every
+    iteration. A wgmma with A from registers keeps its fence: the conversion just before it writes A."""
+    fenced, last_op = False, None
     for s in stmts:
         if isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS:
-            s.no_fence = fenced
+            regs_a = s.names[1] in hf.accs
+            s.no_fence = fenced and not regs_a
+            fenced, last_op = True, s
+        elif _fence_safe(s):
+            continue
+        elif isinstance(s, N.For) and last_op is not None and _wgmma_loop(s.body, hf):
+            for x in s.body:
+                if isinstance(x, N.HopperOp) and x.op in H.WGMMA_OPS:
+                    x.no_fence = True
+            if not fenced:
+                last_op.fence_after = True
             fenced = True
-        elif isinstance(s, N.HopperOp) and s.op in ("wgmma_commit", "wgmma_wait"):
-            pass
-        elif isinstance(s, N.Assign) and not any(isinstance(x, N.WgReg) for x in N.walk_expr(s.value)):
-            pass
         else:
             fenced = False
-        for body in ((s.then, s.orelse) if isinstance(s, N.If) else (s.body,) if isinstance(s, (N.For, N.While))
-                     else ()):
-            _mark_fences(body)
+            last_op = s if isinstance(s, N.HopperOp) else None
+            for body in ((s.then, s.orelse) if isinstance(s, N.If) else (s.body,) if isinstance(s, (N.For, N.While))
+                         else ()):
+                _mark_fences(body, hf)
+
+
+def _fence_safe(s) -> bool:
+    """Statements that touch no register a wgmma reads or writes."""
+    if isinstance(s, N.HopperOp):
+        return s.op in ("wgmma_commit", "wgmma_wait")
+    return isinstance(s, N.Assign) and not any(isinstance(x, N.WgReg) for x in N.walk_expr(s.value))
+
+
+def _wgmma_loop(body, hf) -> bool:
+    """A loop body of descriptor-operand wgmmas and fence-safe statements only."""
+    return any(isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS for s in body) and all(
+        (isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS and s.names[1] not in hf.accs) or _fence_safe(s)
+        for s in body)
 
 
 def _row_reduce(em, s: N.HopperOp) -> None:

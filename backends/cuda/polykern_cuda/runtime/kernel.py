@@ -32,7 +32,7 @@ import pycuda.driver as drv
 
 from polykern.errors import DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
+from polykern.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.shared_launch import dynamic_shared_of
@@ -178,7 +178,8 @@ class CUDAKernel:
                 return MISS
             try:
                 cai = v.__cuda_array_interface__
-                if cai["typestr"] != typestr or cai.get("strides") is not None or cai.get("mask") is not None:
+                if cai["typestr"] != typestr or cai.get("strides") is not None or cai.get("mask") is not None or (
+                        typestr == "|V2" and not names_bfloat16(v, cai)):
                     return MISS
                 ptr, readonly = cai["data"]
                 shape = cai["shape"]
