@@ -52,6 +52,7 @@ from .ir.printer import function_str
 from .lang.kernel import Kernel
 from .pipeline import build
 from .user_files import read_regular, write_atomic
+from .user_tracebacks import entry_point, user_stacklevel
 from .version import compiler_version
 
 __all__ = ["autotune", "Autotuned", "TunedKernel", "AUTOTUNE_ENV", "autotune_enabled"]
@@ -233,13 +234,13 @@ class TunedKernel:
         except (PolykernError, ValueError, RecursionError) as e:
             why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
             warnings.warn(f"polykern autotune: ignoring unreadable cache file {path} ({why}); tuning again",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             return None
         i = data.get("choice") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and data.get("identity") == ident and isinstance(i, int)
                 and not isinstance(i, bool) and 0 <= i < len(self.tuned.configs)):
             warnings.warn(f"polykern autotune: ignoring cache file {path} (not a valid record for this kernel, "
-                          "device and key); tuning again", RuntimeWarning, stacklevel=4)
+                          "device and key); tuning again", RuntimeWarning, stacklevel=user_stacklevel())
             return None
         return i
 
@@ -250,7 +251,7 @@ class TunedKernel:
             write_atomic(path, (json.dumps(record, sort_keys=True, indent=1) + "\n").encode(), make_parents=True)
         except PolykernError as e:
             warnings.warn(f"polykern autotune: cannot write the cache file ({e}); the choice is kept for this "
-                          "process only", RuntimeWarning, stacklevel=4)
+                          "process only", RuntimeWarning, stacklevel=user_stacklevel())
 
     def _launch_options(self, i: int, call: Tuple[Any, Any, Any]) -> Dict[str, Any]:
         """grid=, block= (and shared_size=) of configuration ``i``: from the configuration, else the call's;
@@ -312,7 +313,8 @@ class TunedKernel:
                     first_error = first_error or e
                     times.append(None)
                     warnings.warn(f"polykern autotune: '{self.tuned.name}' config {i} "
-                                  f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning, stacklevel=5)
+                                  f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning,
+                                  stacklevel=user_stacklevel())
         finally:
             self._restore(args, saved)
         ok = [(t, i) for i, t in enumerate(times) if t is not None]
@@ -338,6 +340,7 @@ class TunedKernel:
         return statistics.median(samples)
 
     # ---------------------------------------------------------------- launching
+    @entry_point
     def __call__(self, *args, grid: Any = None, block: Any = None, shared_size: Any = None):
         i = self.choose(args, grid, block, shared_size)
         return self.launcher(i)(*args, **self._launch_options(i, (grid, block, shared_size)))
