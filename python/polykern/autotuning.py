@@ -27,6 +27,10 @@ skipped with a warning; if every one fails, the first error is raised. The writt
 before tuning and restored before the real launch (``restore=True``; NumPy arrays and polykern device
 arrays; any other array needs ``restore=False``, for kernels that may run repeatedly).
 
+Tuning reports on stderr what it tried and chose (``autotune_report.py``): by default when it takes longer
+than a second, always with ``verbose=True``, never with ``verbose=False`` or, ``verbose=`` not given,
+``POLYKERN_AUTOTUNE_VERBOSE=0``.
+
 ``POLYKERN_AUTOTUNE=0`` (read on every call; also ``false``/``off``) or ``enabled=False`` turns
 measuring off: the configuration ``pinned`` (default the first) is used, and the cache is neither
 read nor written, so builds and launches are reproducible.
@@ -51,6 +55,7 @@ from .errors import LaunchError, PolykernError
 from .ir.printer import function_str
 from .lang.kernel import Kernel
 from .pipeline import build
+from .autotune_report import TuningReport, report_cached, verbosity
 from .user_files import read_regular, write_atomic
 from .user_tracebacks import entry_point, user_stacklevel
 from .version import compiler_version
@@ -72,11 +77,12 @@ def autotune_enabled(flag: Optional[bool] = None) -> bool:
 
 
 def autotune(configs: Sequence[Dict[str, Any]], key: Sequence[str] = (), *, warmup: int = 1, reps: int = 5,
-             enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True) -> Callable[[Kernel], "Autotuned"]:
+             enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True,
+             verbose: Optional[bool] = None) -> Callable[[Kernel], "Autotuned"]:
     """Decorator for a ``@pk.kernel``: see the module docstring."""
     def deco(k: Kernel) -> Autotuned:
         return Autotuned(k, configs, key, warmup=warmup, reps=reps, enabled=enabled, pinned=pinned,
-                         restore=restore)
+                         restore=restore, verbose=verbose)
     return deco
 
 
@@ -96,7 +102,8 @@ def _canon(v: Any) -> Any:
 class Autotuned:
     """A kernel with its configurations; ``.build(targets)`` gives the launchable :class:`TunedKernel`."""
 
-    def __init__(self, k: Kernel, configs, key, *, warmup=1, reps=5, enabled=None, pinned=0, restore=True):
+    def __init__(self, k: Kernel, configs, key, *, warmup=1, reps=5, enabled=None, pinned=0, restore=True,
+                 verbose=None):
         if not isinstance(k, Kernel):
             raise PolykernError(f"pk.autotune(...) decorates a @pk.kernel, got {k!r}")
         if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, dict) for c in configs):
@@ -116,6 +123,7 @@ class Autotuned:
         self.kernel, self.key = k, list(key)
         self.configs = [dict(c) for c in configs]
         self.warmup, self.reps, self.enabled, self.pinned, self.restore = warmup, reps, enabled, pinned, restore
+        self.verbose = verbose  # autotune_report.verbosity: True, False, or None (report a slow tuning)
         # Fail early on a bad constexpr name or value (the same KernelTypeError specialize gives).
         self.kernels = [self._specialize(c) for c in self.configs]
 
@@ -217,8 +225,10 @@ class TunedKernel:
             self.last_cache_path = path
             i = self._read_cache(path, ident)
             if i is None:
-                i, times = self._measure(args, (grid, block, shared_size))
+                i, times = self._measure(args, (grid, block, shared_size), ident["key"])
                 self._write_cache(path, ident, i, times)
+            else:
+                report_cached(self.tuned.name, i, self.tuned.configs[i], path, verbosity(self.tuned.verbose))
             self._chosen[memo] = i
             return i
 
@@ -301,17 +311,22 @@ class TunedKernel:
             else:
                 v.copy_from_host(copy)
 
-    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> Tuple[int, List[Optional[float]]]:
+    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any], key: List[Any]
+                 ) -> Tuple[int, List[Optional[float]]]:
         saved = self._snapshot(args)
         times: List[Optional[float]] = []
         first_error: Optional[BaseException] = None
+        report = TuningReport(self.tuned.name, self.tuned.configs, key, verbosity(self.tuned.verbose))
         try:
             for i in range(len(self.tuned.configs)):
+                report.trying(i)
                 try:
                     times.append(self._time(i, args, call))
+                    report.tried(i, times[-1])
                 except PolykernError as e:
                     first_error = first_error or e
                     times.append(None)
+                    report.tried(i, None, e)
                     warnings.warn(f"polykern autotune: '{self.tuned.name}' config {i} "
                                   f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning,
                                   stacklevel=user_stacklevel())
@@ -320,7 +335,9 @@ class TunedKernel:
         ok = [(t, i) for i, t in enumerate(times) if t is not None]
         if not ok:
             raise first_error
-        return min(ok)[1], times
+        best = min(ok)[1]
+        report.chose(best, times[best], self.tuned.reps)
+        return best, times
 
     def _time(self, i: int, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> float:
         launcher = self.launcher(i)
