@@ -93,6 +93,19 @@ def test_numpy_functions_name_their_polykern_equivalent(tmp_path, line, want):
     assert "cannot be called in a kernel" in msg and want in msg, msg
 
 
+def test_a_plain_python_function_is_told_about_pk_func(tmp_path):
+    path = tmp_path / "helper_kern.py"
+    path.write_text("import polykern as pk\nfrom polykern import *\n\ndef exp(v):\n    return v\n\n"
+                    "@pk.kernel\ndef kk(x: Buffer[f32]):\n    x[0] = exp(x[0])\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelSyntaxError) as info:
+        mod.kk.ir
+    msg = info.value.message
+    assert "decorate it with @pk.func" in msg and "pk.exp" not in msg, msg  # the user's own exp, not NumPy's
+
+
 def test_len_says_to_pass_the_length(tmp_path):
     msg = error_of(tmp_path, "x: Buffer[f32]", "x[0] = f32(len(x))", KernelSyntaxError)
     assert "'len' cannot be called" in msg and "pass the length as a parameter" in msg, msg

@@ -3,13 +3,14 @@
 A kernel calls polykern builtins, device functions, type casts, and the Python functions that
 ``builtins.PYTHON_ALIASES`` maps to builtins (``min``, ``math.sqrt`` ...). Any other callee is refused
 with a message naming its polykern equivalent where one exists, found by the callee's name (NumPy's,
-``math``'s, PyTorch's ``exp`` is ``pk.exp``; ``np.float32`` is the cast ``f32``), and otherwise listing
-what is callable.
+``math``'s, PyTorch's ``exp`` is ``pk.exp``; ``np.float32`` is the cast ``f32``), ``@pk.func`` for a
+plain Python function of the user's, and otherwise listing what is callable.
 """
 from __future__ import annotations
 
 import builtins as _py
 import math as _math
+import types as _pytypes
 from typing import Any, Iterable, List, Optional
 
 import numpy as np
@@ -21,6 +22,8 @@ from . import builtins as B
 _RENAMED = {"absolute": "abs", "fabs": "abs", "power": "pow", "minimum": "min", "maximum": "max",
             "fmin": "min", "fmax": "max", "amin": "min", "amax": "max", "where": "select"}
 _EQUIVALENT_CATEGORIES = ("math", "select")
+# Libraries whose functions are matched to builtins by name even when written in Python.
+_LIBRARIES = ("numpy", "math", "cmath", "torch", "jax", "jaxlib", "cupy", "cupyx", "scipy", "numba")
 
 
 def python_callables(casts: Iterable[Any]) -> List[str]:
@@ -48,6 +51,12 @@ def equivalent(fn: Any) -> Optional[str]:
     return f"pk.{name}" if b is not None and b.category in _EQUIVALENT_CATEGORIES else None
 
 
+def _users_function(fn: Any) -> bool:
+    """A Python function defined outside the array and math libraries (a helper of the user's)."""
+    lib = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, _pytypes.FunctionType) and lib not in _LIBRARIES
+
+
 def uncallable_message(fn: Any, text: str, casts: Iterable[Any]) -> str:
     """Why ``text`` (the callee as written, resolving to ``fn``) cannot be called in a kernel, and what to
     write instead (``casts``: the Python types a kernel calls as casts)."""
@@ -55,6 +64,9 @@ def uncallable_message(fn: Any, text: str, casts: Iterable[Any]) -> str:
     if fn is _py.len:
         return (f"{head}: a Buffer's length is not known inside a kernel; pass the length as a parameter "
                 "(e.g. n: i32) and use it (if i < n: ...)")
+    if _users_function(fn):
+        return (f"{head}: it is a plain Python function; decorate it with @pk.func (and type its parameters) "
+                "to make it a device function kernels can call")
     alt = equivalent(fn)
     if alt is not None:
         return f"{head}; use {alt}(...) instead (the polykern {'cast' if alt[:3] != 'pk.' else 'builtin'})"
