@@ -106,3 +106,11 @@ def test_warnings_still_name_the_users_line(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="ignoring unreadable cache file") as rec:
         tuned(4, y, grid=1)
     assert rec[0].filename == __file__, rec[0].filename
+
+
+def test_an_autotune_decoration_error_shows_only_the_entry_point(monkeypatch):
+    monkeypatch.delenv(TRACEBACK_ENV, raising=False)
+    with pytest.raises(KernelTypeError) as info:
+        pk.autotune(configs=[{"block": 4, "NOPE": 1}])(fill)
+    text, frames = _polykern_frames(info.value)
+    assert len(frames) == 1 and "has no pk.constexpr or pk.dtype parameter 'NOPE'" in text, text

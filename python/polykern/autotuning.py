@@ -80,6 +80,7 @@ def autotune(configs: Sequence[Dict[str, Any]], key: Sequence[str] = (), *, warm
              enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True,
              verbose: Optional[bool] = None) -> Callable[[Kernel], "Autotuned"]:
     """Decorator for a ``@pk.kernel``: see the module docstring."""
+    @entry_point
     def deco(k: Kernel) -> Autotuned:
         return Autotuned(k, configs, key, warmup=warmup, reps=reps, enabled=enabled, pinned=pinned,
                          restore=restore, verbose=verbose)
