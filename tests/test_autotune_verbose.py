@@ -110,3 +110,25 @@ def test_the_default_is_silent_for_a_fast_tuning():
         clock.now += 0.1
     report.chose(0, 0.001, 5)
     assert out.getvalue() == ""
+
+
+def test_a_slow_first_build_counts(capsys, monkeypatch):
+    """The clock starts before the first configuration is built (the key's identity needs it), so a tuning
+    whose cost is that build is reported too."""
+    from polykern import autotuning
+
+    real = autotuning.build
+
+    def slow_build(*a, **kw):
+        slow_build.calls += 1
+        if slow_build.calls == 1:
+            clock.now += SLOW_SECONDS + 1
+        return real(*a, **kw)
+
+    slow_build.calls = 0
+    clock = Clock()
+    monkeypatch.setattr(autotuning, "build", slow_build)
+    monkeypatch.setattr(autotuning, "_clock", clock)
+    _tune()
+    err = capsys.readouterr().err
+    assert "tuning 'bump' over 2 configs" in err and "'bump' chose config" in err, err

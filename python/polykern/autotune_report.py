@@ -46,10 +46,11 @@ class TuningReport:
 
     def __init__(self, name: str, configs: Sequence[Dict[str, Any]], key: Sequence[Sequence[Any]],
                  mode: Optional[bool], stream: Optional[TextIO] = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, start: Optional[float] = None):
+        """``start``: when the tuning began (the ``clock()`` of its first build), default now."""
         self.name, self.configs, self.mode, self.clock = name, configs, mode, clock
         self.stream = stream
-        self.start = clock()
+        self.start = clock() if start is None else start
         self.live = mode is True
         self.pending: List[str] = [f"tuning '{name}' over {len(configs)} configs for {describe_key(key)}"]
         self._flush()

@@ -67,6 +67,8 @@ CACHE_VERSION = 1
 #: The largest autotune cache file read (a record is a few KiB); a larger one is ignored and rewritten.
 CACHE_FILE_LIMIT = 1 << 20
 LAUNCH_KEYS = ("block", "shared_size")
+#: The clock of the tuning reports (autotune_report.py): how long a tuning has taken.
+_clock = time.perf_counter
 
 
 def autotune_enabled(flag: Optional[bool] = None) -> bool:
@@ -218,6 +220,7 @@ class TunedKernel:
         if not autotune_enabled(self.tuned.enabled):
             return self.tuned.pinned
         with self._lock:
+            started = _clock()  # identity() builds the first configuration: part of a tuning
             ident = self.identity(args)
             memo = json.dumps(ident, sort_keys=True)
             if memo in self._chosen:
@@ -226,7 +229,7 @@ class TunedKernel:
             self.last_cache_path = path
             i = self._read_cache(path, ident)
             if i is None:
-                i, times = self._measure(args, (grid, block, shared_size), ident["key"])
+                i, times = self._measure(args, (grid, block, shared_size), ident["key"], started)
                 self._write_cache(path, ident, i, times)
             else:
                 report_cached(self.tuned.name, i, self.tuned.configs[i], path, verbosity(self.tuned.verbose))
@@ -312,12 +315,13 @@ class TunedKernel:
             else:
                 v.copy_from_host(copy)
 
-    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any], key: List[Any]
+    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any], key: List[Any], started: float
                  ) -> Tuple[int, List[Optional[float]]]:
         saved = self._snapshot(args)
         times: List[Optional[float]] = []
         first_error: Optional[BaseException] = None
-        report = TuningReport(self.tuned.name, self.tuned.configs, key, verbosity(self.tuned.verbose))
+        report = TuningReport(self.tuned.name, self.tuned.configs, key, verbosity(self.tuned.verbose), clock=_clock,
+                              start=started)
         try:
             for i in range(len(self.tuned.configs)):
                 report.trying(i)
