@@ -37,8 +37,10 @@ from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401
 from .lang.functions import Func, func  # noqa: F401
 
 from .version import __version__  # noqa: E402,F401
+from .user_tracebacks import entry_point  # noqa: E402
 
 
+@entry_point
 def build(kernels, targets=("llvm",), *, bounds_check=None):
     """Compile kernels for targets; see :func:`polykern.pipeline.build` (``bounds_check=True``: checked mode)."""
     from .pipeline import build as _build
@@ -53,6 +55,7 @@ def autotune(configs, key=(), **options):
     return _autotune(configs, key, **options)
 
 
+@entry_point
 def load(path_or_bytes, strict: bool = False):
     """Load a .kbin artifact (a path or its bytes); see :func:`polykern.artifact.load`."""
     from .artifact import load as _load

@@ -27,6 +27,10 @@ skipped with a warning; if every one fails, the first error is raised. The writt
 before tuning and restored before the real launch (``restore=True``; NumPy arrays and polykern device
 arrays; any other array needs ``restore=False``, for kernels that may run repeatedly).
 
+Tuning reports on stderr what it tried and chose (``autotune_report.py``): by default when it takes longer
+than a second, always with ``verbose=True``, never with ``verbose=False`` or, ``verbose=`` not given,
+``POLYKERN_AUTOTUNE_VERBOSE=0``.
+
 ``POLYKERN_AUTOTUNE=0`` (read on every call; also ``false``/``off``) or ``enabled=False`` turns
 measuring off: the configuration ``pinned`` (default the first) is used, and the cache is neither
 read nor written, so builds and launches are reproducible.
@@ -51,7 +55,9 @@ from .errors import LaunchError, PolykernError
 from .ir.printer import function_str
 from .lang.kernel import Kernel
 from .pipeline import build
+from .autotune_report import TuningReport, report_cached, verbosity
 from .user_files import read_regular, write_atomic
+from .user_tracebacks import entry_point, user_stacklevel
 from .version import compiler_version
 
 __all__ = ["autotune", "Autotuned", "TunedKernel", "AUTOTUNE_ENV", "autotune_enabled"]
@@ -61,6 +67,8 @@ CACHE_VERSION = 1
 #: The largest autotune cache file read (a record is a few KiB); a larger one is ignored and rewritten.
 CACHE_FILE_LIMIT = 1 << 20
 LAUNCH_KEYS = ("block", "shared_size")
+#: The clock of the tuning reports (autotune_report.py): how long a tuning has taken.
+_clock = time.perf_counter
 
 
 def autotune_enabled(flag: Optional[bool] = None) -> bool:
@@ -71,11 +79,13 @@ def autotune_enabled(flag: Optional[bool] = None) -> bool:
 
 
 def autotune(configs: Sequence[Dict[str, Any]], key: Sequence[str] = (), *, warmup: int = 1, reps: int = 5,
-             enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True) -> Callable[[Kernel], "Autotuned"]:
+             enabled: Optional[bool] = None, pinned: int = 0, restore: bool = True,
+             verbose: Optional[bool] = None) -> Callable[[Kernel], "Autotuned"]:
     """Decorator for a ``@pk.kernel``: see the module docstring."""
+    @entry_point
     def deco(k: Kernel) -> Autotuned:
         return Autotuned(k, configs, key, warmup=warmup, reps=reps, enabled=enabled, pinned=pinned,
-                         restore=restore)
+                         restore=restore, verbose=verbose)
     return deco
 
 
@@ -95,7 +105,8 @@ def _canon(v: Any) -> Any:
 class Autotuned:
     """A kernel with its configurations; ``.build(targets)`` gives the launchable :class:`TunedKernel`."""
 
-    def __init__(self, k: Kernel, configs, key, *, warmup=1, reps=5, enabled=None, pinned=0, restore=True):
+    def __init__(self, k: Kernel, configs, key, *, warmup=1, reps=5, enabled=None, pinned=0, restore=True,
+                 verbose=None):
         if not isinstance(k, Kernel):
             raise PolykernError(f"pk.autotune(...) decorates a @pk.kernel, got {k!r}")
         if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, dict) for c in configs):
@@ -115,6 +126,7 @@ class Autotuned:
         self.kernel, self.key = k, list(key)
         self.configs = [dict(c) for c in configs]
         self.warmup, self.reps, self.enabled, self.pinned, self.restore = warmup, reps, enabled, pinned, restore
+        self.verbose = verbose  # autotune_report.verbosity: True, False, or None (report a slow tuning)
         # Fail early on a bad constexpr name or value (the same KernelTypeError specialize gives).
         self.kernels = [self._specialize(c) for c in self.configs]
 
@@ -208,6 +220,7 @@ class TunedKernel:
         if not autotune_enabled(self.tuned.enabled):
             return self.tuned.pinned
         with self._lock:
+            started = _clock()  # identity() builds the first configuration: part of a tuning
             ident = self.identity(args)
             memo = json.dumps(ident, sort_keys=True)
             if memo in self._chosen:
@@ -216,8 +229,10 @@ class TunedKernel:
             self.last_cache_path = path
             i = self._read_cache(path, ident)
             if i is None:
-                i, times = self._measure(args, (grid, block, shared_size))
+                i, times = self._measure(args, (grid, block, shared_size), ident["key"], started)
                 self._write_cache(path, ident, i, times)
+            else:
+                report_cached(self.tuned.name, i, self.tuned.configs[i], path, verbosity(self.tuned.verbose))
             self._chosen[memo] = i
             return i
 
@@ -233,13 +248,13 @@ class TunedKernel:
         except (PolykernError, ValueError, RecursionError) as e:
             why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
             warnings.warn(f"polykern autotune: ignoring unreadable cache file {path} ({why}); tuning again",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             return None
         i = data.get("choice") if isinstance(data, dict) else None
         if not (isinstance(data, dict) and data.get("identity") == ident and isinstance(i, int)
                 and not isinstance(i, bool) and 0 <= i < len(self.tuned.configs)):
             warnings.warn(f"polykern autotune: ignoring cache file {path} (not a valid record for this kernel, "
-                          "device and key); tuning again", RuntimeWarning, stacklevel=4)
+                          "device and key); tuning again", RuntimeWarning, stacklevel=user_stacklevel())
             return None
         return i
 
@@ -250,7 +265,7 @@ class TunedKernel:
             write_atomic(path, (json.dumps(record, sort_keys=True, indent=1) + "\n").encode(), make_parents=True)
         except PolykernError as e:
             warnings.warn(f"polykern autotune: cannot write the cache file ({e}); the choice is kept for this "
-                          "process only", RuntimeWarning, stacklevel=4)
+                          "process only", RuntimeWarning, stacklevel=user_stacklevel())
 
     def _launch_options(self, i: int, call: Tuple[Any, Any, Any]) -> Dict[str, Any]:
         """grid=, block= (and shared_size=) of configuration ``i``: from the configuration, else the call's;
@@ -300,25 +315,34 @@ class TunedKernel:
             else:
                 v.copy_from_host(copy)
 
-    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> Tuple[int, List[Optional[float]]]:
+    def _measure(self, args: Sequence[Any], call: Tuple[Any, Any, Any], key: List[Any], started: float
+                 ) -> Tuple[int, List[Optional[float]]]:
         saved = self._snapshot(args)
         times: List[Optional[float]] = []
         first_error: Optional[BaseException] = None
+        report = TuningReport(self.tuned.name, self.tuned.configs, key, verbosity(self.tuned.verbose), clock=_clock,
+                              start=started)
         try:
             for i in range(len(self.tuned.configs)):
+                report.trying(i)
                 try:
                     times.append(self._time(i, args, call))
+                    report.tried(i, times[-1])
                 except PolykernError as e:
                     first_error = first_error or e
                     times.append(None)
+                    report.tried(i, None, e)
                     warnings.warn(f"polykern autotune: '{self.tuned.name}' config {i} "
-                                  f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning, stacklevel=5)
+                                  f"{self.tuned.configs[i]!r} skipped: {e}", RuntimeWarning,
+                                  stacklevel=user_stacklevel())
         finally:
             self._restore(args, saved)
         ok = [(t, i) for i, t in enumerate(times) if t is not None]
         if not ok:
             raise first_error
-        return min(ok)[1], times
+        best = min(ok)[1]
+        report.chose(best, times[best], self.tuned.reps)
+        return best, times
 
     def _time(self, i: int, args: Sequence[Any], call: Tuple[Any, Any, Any]) -> float:
         launcher = self.launcher(i)
@@ -338,6 +362,7 @@ class TunedKernel:
         return statistics.median(samples)
 
     # ---------------------------------------------------------------- launching
+    @entry_point
     def __call__(self, *args, grid: Any = None, block: Any = None, shared_size: Any = None):
         i = self.choose(args, grid, block, shared_size)
         return self.launcher(i)(*args, **self._launch_options(i, (grid, block, shared_size)))

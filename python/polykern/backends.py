@@ -57,6 +57,12 @@ _PLUGIN_FAILURES = (Exception, SystemExit)
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
+def install_step(install: str, extra: str) -> str:
+    """The command that installs a backend's runtime: its ``install`` step (an out-of-tree backend's), else
+    ``pip install polykern[<extra>]``; "" when it has neither."""
+    return install or (f"pip install polykern[{extra}]" if extra else "")
+
+
 @dataclass
 class BackendRecord:
     """What is known about one backend: where it came from, codegen and runtime state."""
@@ -184,8 +190,8 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
             if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
                 # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
                 fixes = [f"build with --config={rec.config}"] if rec.config else []
-                if rec.install or rec.extra:
-                    fixes.append(rec.install or f"pip install polykern[{rec.extra}]")
+                if install_step(rec.install, rec.extra):
+                    fixes.append(install_step(rec.install, rec.extra))
                 rec.runtime_reason = (f"the {rec.display_name} runtime is not part of this build"
                                       + (f" ({', or '.join(fixes)})" if fixes else ""))
             else:

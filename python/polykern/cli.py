@@ -380,7 +380,9 @@ def _backends(args) -> int:
         elif r["runtime_available"]:
             detail = ", ".join(r["devices"]) or (f"device query failed: {r['devices_error']}"
                                                  if r["devices_error"] else "no devices listed")
-        else:
-            detail = r["runtime_reason"]
+        else:  # the reason, and the command that installs the runtime where it does not say it already
+            detail, step = r["runtime_reason"], backends.install_step(r["install"], r["extra"])
+            if step and step not in detail:
+                detail += f" (install: {step})"
         print(f"{r['name']:<10} {','.join(r['module_kinds']) or '-':<14} {codegen:<8} {runtime:<8} {detail}")
     return 0

@@ -220,6 +220,20 @@ def _contiguous(shape: Sequence[int], strides_elems: Optional[Sequence[int]]) ->
     return all(n <= 1 or s == c for n, s, c in zip(shape, strides_elems, _c_strides(shape)))
 
 
+#: How each array library makes a C-contiguous copy of ``x``, by the top-level package of the array's type.
+_CONTIGUOUS_COPY = {"numpy": "numpy.ascontiguousarray(x)", "torch": "x.contiguous()",
+                    "cupy": "cupy.ascontiguousarray(x)", "jax": "jax.numpy.array(x, copy=True)",
+                    "jaxlib": "jax.numpy.array(x, copy=True)"}
+
+
+def _not_contiguous(where: str, what: str, obj: Any, layout: str) -> LaunchError:
+    """The error for a strided array: the fix in the array's own library (``x.contiguous()`` for a torch
+    tensor), NumPy's for an unknown host array (NumPy reads any)."""
+    lib = type(obj).__module__.split(".")[0]
+    fix = _CONTIGUOUS_COPY.get(lib) or (_CONTIGUOUS_COPY["numpy"] if what == "array" else "a C-contiguous copy")
+    return LaunchError(f"{where}: the {what} is not C-contiguous ({layout}); pass {fix}")
+
+
 def _code_name(code: int, bits: int, lanes: int) -> str:
     try:
         t = scalar_from_code(code, bits)
@@ -257,8 +271,7 @@ def _host(info: FunctionInfo, i: int, obj: Any, arr: np.ndarray) -> BufferArg:
     got = "bf16 (pk.bf16_array)" if t == bf16 else str(arr.dtype)
     _check_dtype(where, a.dtype, got, t == a.dtype and arr.dtype.isnative)
     if not arr.flags.c_contiguous:
-        raise LaunchError(f"{where}: the array is not C-contiguous (shape {arr.shape}, strides {arr.strides}); "
-                          "pass numpy.ascontiguousarray(x)")
+        raise _not_contiguous(where, "array", obj, f"shape {arr.shape}, strides {arr.strides}")
     _check_writable(where, a, not arr.flags.writeable)
     flat = arr.reshape(-1)
     return BufferArg(i, a, obj, flat, int(arr.__array_interface__["data"][0]), int(flat.size), ("cpu", 0),
@@ -304,7 +317,7 @@ def _cuda_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     t = bf16 if names_bfloat16(obj, cai) else scalar_from_numpy(dt) if dt.isnative and dt.kind != "V" else None
     elem = [s // dt.itemsize for s in strides] if strides is not None else None
     if not _contiguous(shape, elem) or (strides is not None and any(s % dt.itemsize for s in strides)):
-        raise LaunchError(f"{where}: the device array is not C-contiguous (strides {strides})")
+        raise _not_contiguous(where, "device array", obj, f"strides {strides}")
     d = {"ptr": ptr or 0, "size": math.prod(shape), "device": ("cuda", None), "readonly": bool(readonly),
          "code": t.code if t else -1, "bits": t.bits if t else -1}
     if t is None:
@@ -330,7 +343,7 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     except Exception as e:
         raise LaunchError(f"{where}: cannot read the DLPack tensor: {e}") from None
     if not _contiguous(d["shape"], d["strides"]):
-        raise LaunchError(f"{where}: the DLPack tensor is not C-contiguous (strides {d['strides']})")
+        raise _not_contiguous(where, "DLPack tensor", obj, f"strides {d['strides']}")
     d.update(size=math.prod(d["shape"]), keepalive=capsule,
              device=(_DL_DEVICES.get(d["device"][0], f"dlpack:{d['device'][0]}"), d["device"][1]))
     return _device(info, i, obj, d, "DLPack tensor")

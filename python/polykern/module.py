@@ -26,6 +26,7 @@ from .launch_proof import wrap_if_proven
 from .shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
 from .function_info import ArgInfo, FunctionInfo
+from .user_tracebacks import entry_point
 from .version import compiler_version
 
 __all__ = [
@@ -322,6 +323,7 @@ class Launcher:
     def module(self) -> Module:
         return self.resolve()[0]
 
+    @entry_point
     def __call__(self, *args, grid=None, block=None, **launch):
         if launch:  # shared_size= of a kernel with a pk.shared_dynamic array (shared_launch.py)
             extra = sorted(k for k in launch if k != "shared_size" or dynamic_shared_of(self.info) is None)

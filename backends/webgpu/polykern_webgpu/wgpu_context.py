@@ -18,6 +18,10 @@ import wgpu
 
 from polykern.errors import DeviceError
 from polykern.lazy import Lazy
+from polykern.runtime_dir import ensure_runtime_dir
+
+# Before wgpu probes any adapter: Mesa's EGL probe needs a session runtime directory (runtime_dir.py).
+ensure_runtime_dir()
 
 _LIMIT_KEYS = (
     "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",

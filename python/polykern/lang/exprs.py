@@ -10,6 +10,7 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f32, f64, i32, i64, u32, u64
 from . import builtins as B
 from . import hopper
+from .call_hints import uncallable_message
 from .functions import Func
 from .typing_rules import coerce, default_type, is_weak, literal, unify
 
@@ -271,7 +272,7 @@ class ExprTranslator:
             folded = self._fold(name, a, b, node)
             if folded is not None:
                 return folded
-        a, b = unify(a, b, what, loc)
+        a, b = unify(a, b, what, loc, (node.left, text, node.right))
         a, b = default_type(a), default_type(b)
         t = a.type
         if name in ("and", "or", "xor"):
@@ -338,7 +339,7 @@ class ExprTranslator:
             for _ in range(b.value - 1):
                 out = ir.BinOp("mul", out, a)
             return out
-        a, b = unify(a, b, "'**'", self.loc(node))
+        a, b = unify(a, b, "'**'", self.loc(node), (node.left, "**", node.right))
         a, b = default_type(a), default_type(b)
         if not a.type.is_float:
             raise self.type_error(
@@ -398,7 +399,8 @@ class ExprTranslator:
                                     node)
         name = _CMPOPS[op]
         a, b = self.scalar_expr(node.left), self.scalar_expr(node.comparators[0])
-        a, b = unify(a, b, f"'{_CMP_TEXT[name]}'", self.loc(node))
+        text = _CMP_TEXT[name]
+        a, b = unify(a, b, f"'{text}'", self.loc(node), (node.left, text, node.comparators[0]))
         a, b = default_type(a), default_type(b)
         if a.type == bool_ and name not in ("eq", "ne"):
             raise self.type_error(f"'{_CMP_TEXT[name]}' is not defined for bool operands", node)
@@ -410,7 +412,7 @@ class ExprTranslator:
         c = self.cond_expr(node.test)
         a, pre_a = self.expr_with_pending(node.body)
         b, pre_b = self.expr_with_pending(node.orelse)
-        a, b = unify(a, b, "conditional expression", self.loc(node))
+        a, b = unify(a, b, "conditional expression", self.loc(node), (node.body, None, node.orelse))
         a, b = default_type(a), default_type(b)
         if not pre_a and not pre_b and _is_safe(a) and _is_safe(b):
             return ir.Select(c, a, b)
@@ -471,9 +473,7 @@ class ExprTranslator:
         elif id(fn) in B.PYTHON_ALIASES:
             name = B.PYTHON_ALIASES[id(fn)]
         else:
-            raise self.syntax_error(
-                f"'{ast.unparse(node.func)}' cannot be called in a kernel (only polykern builtins, "
-                "math functions and type casts)", node)
+            raise self.syntax_error(uncallable_message(fn, ast.unparse(node.func), _CAST_NAMES), node)
         cat = B.BUILTINS[name].category
         return getattr(self, "_call_" + cat)(name, node)
 
@@ -555,7 +555,7 @@ class ExprTranslator:
         self._nargs(node, "select", 3)
         c = self.cond_expr(node.args[0])
         a, b = self.scalar_expr(node.args[1]), self.scalar_expr(node.args[2])
-        a, b = unify(a, b, "select()", self.loc(node))
+        a, b = unify(a, b, "select()", self.loc(node), (node.args[1], None, node.args[2]))
         return ir.Select(c, default_type(a), default_type(b))
 
     def _call_subgroup(self, name, node):

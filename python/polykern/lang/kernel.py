@@ -61,6 +61,19 @@ class Kernel:
             f"kernel '{self.name}' runs on a device: build it first, e.g. "
             f"mod = pk.build([{self.name}], targets=['llvm']); mod['{self.name}'](..., grid=..., block=...)")
 
+    def __getitem__(self, launch):
+        """``saxpy[grid, block](...)`` is Numba's and Triton's launch form, not polykern's: a kernel is
+        compiled for its targets first (one module holds every target), then launched by name with
+        ``grid=`` and ``block=``. The error shows that form with the values given."""
+        dims = launch if isinstance(launch, tuple) else (launch,)
+        grid, block = (repr(dims[0]), repr(dims[1])) if len(dims) >= 2 else (repr(dims[0]), "...")
+        raise PolykernError(
+            f"kernel '{self.name}' is not launched as {self.name}[grid, block](...) (Numba's form): build a module, "
+            f"then launch by name with grid= and block=, e.g. mod = pk.build([{self.name}], targets=['llvm']); "
+            f"mod['{self.name}'](..., grid={grid}, block={block})")
+
+    __iter__ = None  # __getitem__ does not make a kernel a sequence
+
     def __repr__(self) -> str:
         return f"<polykern kernel {self.name}>"
 

@@ -10,8 +10,9 @@ literal is ``f32``.
 """
 from __future__ import annotations
 
+import ast
 import math
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir import nodes as ir
@@ -87,14 +88,62 @@ def coerce(e: ir.Expr, t: ScalarType, what: str) -> ir.Expr:
     raise KernelTypeError(f"{what}: expected {t}, got {e.type}; cast explicitly, e.g. {t}(...)", e.loc)
 
 
-def unify(a: ir.Expr, b: ir.Expr, what: str, loc: Optional[SourceLoc]):
-    """Bring two operands to one type (literal adaptation), or raise a KernelTypeError."""
+#: An operator's operands as the user wrote them, for the examples in messages: (left, the operator's
+#: text or None, right), the operands as ``ast`` nodes.
+Operands = Tuple[ast.AST, Optional[str], ast.AST]
+# Operands shown in parentheses beside a cast operand (``f32(i) * (a + b)``).
+_COMPOUND = (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)
+_LONGEST_SHOWN = 40
+
+
+def cast_choices(ta: ScalarType, tb: ScalarType) -> List[Tuple[int, ScalarType]]:
+    """The explicit casts that give operands of types ``ta`` and ``tb`` one type, as (operand 0 or 1, the
+    type to cast it to), the one to suggest first: an integer or bool operand takes the other side's float
+    type, a bool the other side's type, the narrower of two floats or of two integers of one signedness the
+    wider type; signed with unsigned (and bf16 with f16) has no lossless choice, so both are offered."""
+    for side, t, other in ((0, ta, tb), (1, tb, ta)):
+        if (other.is_float and not t.is_float) or (t.is_bool and not other.is_bool):
+            return [(side, other)]
+    if ta.bits != tb.bits and (ta.is_float or ta.code == tb.code):
+        return [(0, tb)] if ta.bits < tb.bits else [(1, ta)]
+    return [(1, ta), (0, tb)]
+
+
+def _shown(node: Optional[ast.AST], parens: bool) -> str:
+    text = ast.unparse(node) if node is not None else "..."
+    if len(text) > _LONGEST_SHOWN:
+        return "..."
+    return f"({text})" if parens and isinstance(node, _COMPOUND) else text
+
+
+def cast_example(side: int, t: ScalarType, operands: Optional[Operands]) -> str:
+    """The user's expression with operand ``side`` cast to ``t`` (``f * f32(i)``), or the cast alone
+    (``f32(i)``; ``f32(...)`` without the operands)."""
+    if operands is None:
+        return f"{t}(...)"
+    left, op, right = operands
+    cast = f"{t}({_shown((left, right)[side], False)})"
+    if op is None:
+        return cast
+    other = _shown((right, left)[side], True)
+    return f"{cast} {op} {other}" if side == 0 else f"{other} {op} {cast}"
+
+
+def unify(a: ir.Expr, b: ir.Expr, what: str, loc: Optional[SourceLoc], operands: Optional[Operands] = None):
+    """Bring two operands to one type (literal adaptation), or raise a KernelTypeError whose example casts
+    the operand :func:`cast_choices` picks (``operands``: the source of ``a`` and ``b``, for the example)."""
     if not isinstance(a.type, ScalarType) or not isinstance(b.type, ScalarType):
         bad = a if not isinstance(a.type, ScalarType) else b
         raise KernelTypeError(f"{what} needs scalar operands, got {bad.type}", bad.loc or loc)
     if a.type == b.type:
         return a, b
     wa, wb = is_weak(a), is_weak(b)
+    for side, lit, other in ((0, a, b), (1, b, a)):
+        if is_weak(lit) and not is_weak(other) and isinstance(lit.value, float) and other.type.is_int:
+            raise KernelTypeError(
+                f"float literal {lit.value!r} with the {other.type} operand in {what}: a float literal does not "
+                f"make an integer a float; cast the integer explicitly, e.g. {cast_example(1 - side, f32, operands)}",
+                lit.loc or loc)
     if wa and not wb:
         return retype_literal(a, b.type, what), b
     if wb and not wa:
@@ -102,9 +151,14 @@ def unify(a: ir.Expr, b: ir.Expr, what: str, loc: Optional[SourceLoc]):
     if wa and wb:  # int literal with float literal
         t = f32
         return retype_literal(a, t, what), retype_literal(b, t, what)
-    raise KernelTypeError(
-        f"mismatched operand types {a.type} and {b.type} in {what}; cast one side explicitly, "
-        f"e.g. {b.type}(...)", loc)
+    choices = cast_choices(a.type, b.type)
+    if len(choices) == 1:
+        side, t = choices[0]
+        advice = f"cast the {(a.type, b.type)[side]} operand explicitly, e.g. {cast_example(side, t, operands)}"
+    else:
+        advice = ("cast one side explicitly, to whichever type holds the values: "
+                  + " or ".join(cast_example(side, t, operands) for side, t in choices))
+    raise KernelTypeError(f"mismatched operand types {a.type} and {b.type} in {what}; {advice}", loc)
 
 
 def default_type(e: ir.Expr) -> ir.Expr:
