@@ -42,10 +42,10 @@ def carry(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
 
 
 @pk.kernel
-def plus_one(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+def index_of(n: i32, y: Buffer[f32]):
     i = pk.global_id(0)
     if i < n:
-        y[i] = x[i] + 1.0
+        y[i] = f32(i)
 
 
 N = 8
@@ -91,7 +91,7 @@ def _doc_table():
 
 @pytest.fixture(scope="module")
 def built():
-    return pk.build([both_written, read_after_write, carry, plus_one], targets=RUNNABLE)
+    return pk.build([both_written, read_after_write, carry, index_of], targets=RUNNABLE)
 
 
 def test_the_table_covers_each_case_and_every_runtime_here():
@@ -119,12 +119,15 @@ def test_each_cell_is_what_the_runtime_does(built, kind, label):
 
 @pytest.mark.parametrize("kind", RUNNABLE)
 def test_a_contiguous_2d_array_is_its_elements_in_c_order(built, kind):
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
     y = np.zeros((3, 4), np.float32)
-    built.on(kind)["plus_one"](12, x, y, grid=1, block=12)
-    np.testing.assert_array_equal(y, x + 1)
+    built.on(kind)["index_of"](12, y, grid=1, block=12)
+    np.testing.assert_array_equal(y, [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]])  # [r, c] is y[r * 4 + c]
+    x = np.zeros((3, 4), np.float32)
     with pytest.raises(LaunchError, match="not C-contiguous"):
-        built.on(kind)["plus_one"](3, x[:, 0], y[:, 0], grid=1, block=3)
+        built.on(kind)["index_of"](3, x[:, 1], grid=1, block=3)
+    with pytest.raises(LaunchError, match="not C-contiguous"):
+        built.on(kind)["index_of"](12, x.T, grid=1, block=12)
+    assert not x.any()  # nothing ran
 
 
 def test_the_doc_says_so():

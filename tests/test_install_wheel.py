@@ -13,18 +13,17 @@ half a minute.
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pip_source import copy_buildable_source
 from polykern import backends
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
 EXTRAS = "opencl,vulkan,webgpu"
 
 
@@ -61,12 +60,7 @@ def _has_build_backend() -> bool:
 def installed(tmp_path_factory):
     """(python of the fresh virtualenv, its folder, pip install's output)."""
     root = tmp_path_factory.mktemp("wheel")
-    src = root / "polykern-src"
-    src.mkdir()
-    for name in ("python", "backends"):
-        shutil.copytree(REPO / name, src / name, ignore=_IGNORE)
-    for name in ("pyproject.toml", "setup.py", "README.md"):
-        shutil.copy(REPO / name, src / name)
+    src = copy_buildable_source(root / "polykern-src")
     dist = root / "dist"
     isolation = ["--no-build-isolation"] if _has_build_backend() else []
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", dist, src], root)
