@@ -38,9 +38,8 @@ def run(mod, rng, n=100_001, block=BLOCK):
     np.testing.assert_allclose(out[0], expect, rtol=RTOL)
     groups = (n + block - 1) // block
     return (f"reduction: sum of {n} = {out[0]:.3f} OK (float64 sum {expect:.3f}, relative error "
-            f"{abs(out[0] - expect) / expect:.1e} <= {RTOL:g}; the {groups} work-group partial sums are added "
-            "with float32 atomics in the order the groups finish, so the last digits can differ between runs "
-            "and backends)")
+            f"{abs(out[0] - expect) / expect:.1e} <= {RTOL:g}; float32 atomic adds of the {groups} group sums "
+            "run in the order the groups finish, so the last digits vary between runs)")
 
 
 if __name__ == "__main__":
