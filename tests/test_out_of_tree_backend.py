@@ -24,10 +24,10 @@ from pathlib import Path
 import llvmlite
 import numpy as np
 import pytest
+from pip_source import IGNORE as _IGNORE, copy_buildable_source
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "out_of_tree_backend"
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist", "golden", "tests")
 
 KERNELS = '''
 import os
@@ -111,12 +111,7 @@ def venv(tmp_path_factory):
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler (cc or gcc) is not on PATH: the csrc example runtime needs one")
     root = tmp_path_factory.mktemp("oot")
-    src = root / "polykern-src"
-    src.mkdir()
-    for name in ("python", "backends"):
-        shutil.copytree(REPO / name, src / name, ignore=_IGNORE)
-    for name in ("pyproject.toml", "setup.py", "README.md"):
-        shutil.copy(REPO / name, src / name)
+    src = copy_buildable_source(root / "polykern-src")
     example = root / "example"
     shutil.copytree(EXAMPLE, example, ignore=_IGNORE)
     env_dir = root / "venv"

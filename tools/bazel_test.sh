@@ -34,6 +34,7 @@ remote_check() {
 }
 step "--config=remote without an endpoint refuses clearly" remote_check
 step "bazelw in a workspace deleted and cloned again at its path" bash tools/bazelw_reclone_check.sh
+step "a downstream workspace depends on polykern (examples/bazel_consumer)" bash tools/bazel_consumer_check.sh
 # Remote execution on the loopback stack (BuildGrid + PostgreSQL + buildbox workers, 127.0.0.1 only):
 # //tests:cross_compile runs remotely, routing proven from BuildGrid's records (docs/remote-execution.md).
 # (The workspace's Bazel server is stopped first: the step runs its own, in its own output base.)

@@ -407,6 +407,22 @@ def runtime_reason(kind: str) -> str:
     return ""
 
 
+def runnable_kinds() -> List[str]:
+    """The module kinds that can launch on this host (each also a target kind): their backend's runtime
+    imported and found at least one device, as ``polykern backends`` lists them.
+    ``pk.build(kernels, targets=runnable_kinds())`` builds for every runtime present."""
+    kinds = []
+    for rec in load_all():
+        if not rec.codegen_ok or not rec.runtime_available:
+            continue
+        found = rec.devices()
+        if found["error"] or not found["devices"]:
+            continue
+        kinds.extend(k for k in rec.module_kinds
+                     if registry.get(f"target.kind.{k}") is not None and not runtime_reason(k))
+    return kinds
+
+
 def runtime_missing_message(kind: str, func: str) -> str:
     """The message for launching ``func`` on a module that cannot run here (docs/backends.md
     "Module, registry and fallback"): why, then every fix that exists for this backend."""

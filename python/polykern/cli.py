@@ -163,6 +163,9 @@ def _compile(args) -> int:
     user_files.write_atomic(args.output, data, inputs=[args.file])
     mods = ", ".join(f"{m.kind}/{m.fmt}" + ("" if m.is_runnable else " (fallback)") for m in root.device_modules())
     print(f"wrote {args.output}: {len(data)} bytes; kernels: {', '.join(root.functions)}; modules: {mods}")
+    if any(not m.is_runnable for m in root.device_modules()):
+        print("  (fallback) = built here without that runtime (or for another CPU): cross-compiled, it cannot "
+              "run on this host but loads and runs where its runtime exists; `polykern backends` says why")
     return 0
 
 

@@ -59,7 +59,7 @@ def _read(path):
 def _report_modules(path):
     """{kind: 'real' | 'fallback'} from the compiler's report line '... modules: llvm/obj, cuda/ptx (fallback)'."""
     text = _read(path).decode()
-    m = re.search(r"modules: (.*)$", text.strip().splitlines()[-1])
+    m = re.search(r"^wrote .*; modules: (.*)$", text, re.M)  # (a legend line may follow it)
     if not m:
         raise AssertionError(f"unexpected compiler report {path}: {text!r}")
     out = {}

@@ -103,6 +103,15 @@ class WebGPUModule(DeviceModule):
     empty = staticmethod(empty)
     zeros = staticmethod(zeros)
 
+    def device_array(self, array=None, *, shape=None, dtype=None):
+        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
+        uninitialized storage (as on the CUDA, OpenCL and Vulkan modules)."""
+        if array is not None:
+            return to_device(array)
+        if shape is None or dtype is None:
+            raise TypeError("device_array() takes an array, or shape= and dtype=")
+        return empty(shape, dtype)
+
     # ------------------------------------------------------------ lazy device objects
 
     def _make_shader(self, name: str):
