@@ -52,6 +52,10 @@ _I8 = ll.IntType(8)
 WG_DESC_FIELDS = (1 << 16) | (64 << 32) | (1 << 62)
 _MEM = "~{memory}"
 
+
+def _i64(v: int) -> ll.Constant:
+    return ll.Constant(I64, v)
+
 #: op -> the NVPTXHopper method that lowers it.
 LOWERED = {
     "mbar_init": "_mbar_init", "mbar_arrive": "_mbar_arrive", "mbar_arrive_tx": "_mbar_arrive_tx",
@@ -155,7 +159,7 @@ class NVPTXHopper:
 
     def _mbar_arrive_tx(self, s, a) -> None:
         self._hop_asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r," + _MEM,
-                  [self._hop_bar(s.names[0], a[0]), a[1]])
+                      [self._hop_bar(s.names[0], a[0]), a[1]])
 
     def _mbar_wait(self, s, a) -> None:
         b = self.builder
@@ -164,7 +168,7 @@ class NVPTXHopper:
         b.branch(spin)
         b.position_at_end(spin)
         ok = self._hop_asm("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
-                       "selp.u32 $0, 1, 0, p;\n}", "=r,r,r," + _MEM, [bar, parity], I32)
+                           "selp.u32 $0, 1, 0, p;\n}", "=r,r,r," + _MEM, [bar, parity], I32)
         b.cbranch(b.icmp_unsigned("!=", ok, ll.Constant(I32, 0)), done, spin)
         b.position_at_end(done)
 
@@ -172,8 +176,8 @@ class NVPTXHopper:
         dst, tmap, bars = s.names
         where = self.builder.ptrtoint(self._hop_tmaps[tmap], I64)  # the parameter's generic address
         self._hop_asm("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                  "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r," + _MEM,
-                  [self._hop_elem(dst, a[0]), where, a[2], a[1], self._hop_bar(bars, a[3])])
+                      "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r," + _MEM,
+                      [self._hop_elem(dst, a[0]), where, a[2], a[1], self._hop_bar(bars, a[3])])
 
     # ------------------------------------------------------------------ the accumulator
     def _hop_acc(self, name: str):
@@ -244,14 +248,13 @@ class NVPTXHopper:
         ptr, _ = self._hop_acc(acc)
         base, st = self.buffers[buf]
         mty = mem_type(st)
-        c64 = lambda v: ll.Constant(I64, v)  # noqa: E731
         t = b.and_(self._sg_tid(), ll.Constant(I32, H.WARPGROUP - 1))
         w, lane = b.zext(b.lshr(t, ll.Constant(I32, 5)), I64), b.zext(b.and_(t, ll.Constant(I32, 31)), I64)
         off, ld = (b.sext(v, I64) for v in a)
-        row = b.add(b.mul(b.add(b.mul(w, c64(16)), b.lshr(lane, c64(2))), ld), off)
-        rows = (row, b.add(row, b.mul(ld, c64(8))))
-        col0 = b.mul(b.and_(lane, c64(3)), c64(2))
-        even = b.icmp_unsigned("==", b.and_(b.or_(off, ld), c64(1)), c64(0))
+        row = b.add(b.mul(b.add(b.mul(w, _i64(16)), b.lshr(lane, _i64(2))), ld), off)
+        rows = (row, b.add(row, b.mul(ld, _i64(8))))
+        col0 = b.mul(b.and_(lane, _i64(3)), _i64(2))
+        even = b.icmp_unsigned("==", b.and_(b.or_(off, ld), _i64(1)), _i64(0))
         with b.if_else(even) as (pairs, singles):
             with pairs:
                 self._hop_store_pairs(ptr, base, mty, rows, col0, s, True)
