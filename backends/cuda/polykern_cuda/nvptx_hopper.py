@@ -27,8 +27,10 @@ path (``hopper.py``: the same PTX instructions, register layout, descriptors and
   (the runtime adds 1024 bytes for that: the ``shared_dynamic_align`` attribute); a swizzled ``pk.shared``
   array is refused, as on cuda.
 
-An operation of ``ir.hopper.OPS`` that ``LOWERED`` does not list is refused by name (a located
-``KernelTypeError``), never lowered wrongly.
+Before a Hopper kernel is emitted, what this module does not lower is refused by name (a located
+``KernelTypeError``), never lowered wrongly: an operation of ``ir.hopper.OPS`` that ``LOWERED`` does not list,
+a ``wgmma`` operand that is not a shared tile (A from an accumulator's registers), an expression the emitter
+has no method for.
 """
 from __future__ import annotations
 
@@ -65,9 +67,9 @@ LOWERED = {
 }
 
 
-def refusal(fn: N.Function, op: str, loc) -> KernelTypeError:
-    return KernelTypeError(f"nvptx backend: {H.builtin(op)} (in kernel '{fn.name}') is not supported: the nvptx "
-                           "target does not lower it yet; build for 'cuda -arch=sm_90a' (CUDA C)", loc)
+def refusal(fn: N.Function, what: str, loc) -> KernelTypeError:
+    return KernelTypeError(f"nvptx backend: {what} (in kernel '{fn.name}') is not supported: the nvptx target does "
+                           "not lower it yet; build for 'cuda -arch=sm_90a' (CUDA C)", loc)
 
 
 class NVPTXHopper:
@@ -80,6 +82,25 @@ class NVPTXHopper:
         self._hop_bars = {}    # barrier set -> pointer to its first barrier
 
     # ------------------------------------------------------------------ the kernel
+    def emit_function(self, fn: N.Function) -> ll.Function:
+        if fn.hopper is not None:
+            self.hopper_refusals(fn)
+        return super().emit_function(fn)
+
+    def hopper_refusals(self, fn: N.Function) -> None:
+        """Raise the refusal of the first construct of ``fn`` this module does not lower, if any."""
+        for s in N.walk_stmts(fn.body):
+            loc = getattr(s, "loc", None) or fn.loc
+            if isinstance(s, N.HopperOp):
+                if s.op not in LOWERED:
+                    raise refusal(fn, H.builtin(s.op), loc)
+                if s.op == "wgmma" and not all(x in fn.arrays for x in s.names[1:]):
+                    raise refusal(fn, f"{H.builtin(s.op)} with an operand that is not a shared tile", loc)
+            for e in N.stmt_exprs(s):
+                for x in N.walk_expr(e):
+                    if getattr(self, f"expr_{type(x).__name__}", None) is None:
+                        raise refusal(fn, f"the expression {type(x).__name__}", getattr(x, "loc", None) or loc)
+
     def hidden_param_types(self, fn: N.Function) -> List[ll.Type]:
         hf = fn.hopper
         return [ll.PointerType()] * (len(hf.tensor_maps) if hf is not None else 0)
@@ -119,11 +140,8 @@ class NVPTXHopper:
         return b.gep(ptr, [pad], inbounds=True, source_etype=_I8)
 
     # ------------------------------------------------------------------ operations
-    def stmt_HopperOp(self, s: N.HopperOp) -> None:
-        meth = LOWERED.get(s.op)
-        if meth is None:
-            raise refusal(self.fn, s.op, s.loc or self.fn.loc)
-        getattr(self, meth)(s, [self.expr(x) for x in s.args])
+    def stmt_HopperOp(self, s: N.HopperOp) -> None:  # hopper_refusals has refused any other op
+        getattr(self, LOWERED[s.op])(s, [self.expr(x) for x in s.args])
 
     def _hop_asm(self, text: str, cons: str, args, ret: ll.Type = VOID, convergent: bool = False):
         fnty = ll.FunctionType(ret, [a.type for a in args])

@@ -158,21 +158,52 @@ def test_static_swizzled_tile_is_refused_by_name():
         _device(k)
 
 
-def test_an_operation_nvptx_does_not_lower_is_refused_by_name(monkeypatch):
-    """A Hopper operation added to the language (ir.hopper.OPS) before nvptx lowers it: a located
-    KernelTypeError naming it, not a crash."""
-    monkeypatch.setitem(H.OPS, "wg_future", ((), ()))
+class _FutureExpr(N.Expr):
+    """An expression node no emitter knows (as a new warpgroup register read would be)."""
+
+    def __init__(self):
+        self.type = f32
+
+    def children(self):
+        return []
+
+
+def _refusal_of(change) -> KernelTypeError:
+    """The error nvptx gives one_wgmma's IR after ``change(fn, commit)`` (``commit``: its wgmma_commit)."""
     fn = run_default_passes(copy.deepcopy(HK.make_one_wgmma().ir))
     commit = next(s for s in N.walk_stmts(fn.body) if isinstance(s, N.HopperOp) and s.op == "wgmma_commit")
-    future = N.HopperOp("wg_future", [], [])
-    future.loc = commit.loc
-    body = fn.body
-    body.insert(body.index(commit), future)
+    change(fn, commit)
     with pytest.raises(KernelTypeError) as e:
         registry.get("target.build.nvptx")([fn], Target(TARGET))
-    assert ("nvptx backend: pk.wg_future (in kernel 'one_wgmma') is not supported: the nvptx target does not lower it "
-            "yet; build for 'cuda -arch=sm_90a'") in e.value.message
     assert e.value.loc is commit.loc
+    return e.value
+
+
+def _insert_before(fn, at, s) -> None:
+    s.loc = at.loc
+    fn.body.insert(fn.body.index(at), s)
+
+
+def test_an_operation_nvptx_does_not_lower_is_refused_by_name(monkeypatch):
+    """A Hopper operation added to the language (ir.hopper.OPS) before nvptx lowers it: a located
+    KernelTypeError naming it, before anything is emitted, not a crash."""
+    monkeypatch.setitem(H.OPS, "wg_future", ((), ()))
+    e = _refusal_of(lambda fn, commit: _insert_before(fn, commit, N.HopperOp("wg_future", [], [])))
+    assert ("nvptx backend: pk.wg_future (in kernel 'one_wgmma') is not supported: the nvptx target does not lower it "
+            "yet; build for 'cuda -arch=sm_90a'") in e.message
+
+
+def test_other_forms_nvptx_does_not_lower_are_refused_by_name():
+    """A wgmma whose A operand is an accumulator's registers, an expression the emitter has no method for."""
+    def acc_as_a(fn, commit):
+        wgmma = next(s for s in N.walk_stmts(fn.body) if isinstance(s, N.HopperOp) and s.op == "wgmma")
+        wgmma.names[1] = wgmma.names[0]
+        wgmma.loc = commit.loc
+
+    assert "pk.wgmma with an operand that is not a shared tile (in kernel 'one_wgmma') is not supported" in (
+        _refusal_of(acc_as_a).message)
+    e = _refusal_of(lambda fn, commit: _insert_before(fn, commit, N.ExprStmt(_FutureExpr())))
+    assert "nvptx backend: the expression _FutureExpr (in kernel 'one_wgmma') is not supported" in e.message
 
 
 @pytest.mark.parametrize("target, why", [
