@@ -1,6 +1,8 @@
 """Hopper's matrix path for ``nvptx -arch=sm_90a`` (docs/language.md "Hopper: warpgroup MMA, tensor copies,
 transaction barriers"; the rules and the exact meaning are ``polykern.ir.hopper``): the scheme of the CUDA C
 path (``hopper.py``: the same PTX instructions, register layout, descriptors and launch facts) in LLVM IR.
+llvmlite's LLVM (22) takes ``sm_90a`` as the NVPTX cpu: with ``+ptx80`` (nvptx.py) it writes ``.version 8.0``
+and ``.target sm_90a`` itself, the PTX ISA wgmma, setmaxnreg and the tensor copies need.
 
 - A barrier set is an ``addrspace(3)`` global of ``n`` i64 (8-byte aligned). Its operations, and the tensor
   copy, are the CUDA C path's inline PTX on the 32-bit shared address (the ``ptrtoint`` of the
@@ -9,16 +11,16 @@ path (``hopper.py``: the same PTX instructions, register layout, descriptors and
   ``mbarrier.try_wait.parity`` in a loop of two blocks.
 - A tensor map is a hidden parameter ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"`` after the
   user's parameters, in declaration order: NVPTX declares it ``.param .align 64 .b8 <entry>_param_<i>[128]``,
-  as NVRTC does CUDA C's ``const __grid_constant__`` CUtensorMap, so the runtime launches both alike
+  as nvcc does CUDA C's ``const __grid_constant__`` CUtensorMap, so the runtime launches both alike
   (runtime/tensor_maps.py: ``kernelParams``). A copy reads it at the parameter's generic address
   (``cvta.param``; ``nvvm.grid_constant`` keeps LLVM from copying it to local memory).
 - An accumulator is ``n/2`` f32 registers (a private array with constant indices only), in wgmma's register
   layout (hopper.py). ``pk.wgmma`` is ``wgmma.fence`` then ``wgmma.mma_async`` m64n{n}k16 as inline PTX whose
   ``n/2`` outputs are tied to the accumulator's values, both operands by descriptor (``desc``). Its call is
   ``convergent`` (every thread of the warpgroup executes it), like the intrinsics below. The accumulator
-  passes through an empty asm before each ``wgmma.fence`` and after each ``wgmma.wait_group`` ("fencing
-  the operand"): LLVM then writes it before the fence and reads it after the wait, never between an issue
-  and the wait that retires it (ptxas would serialize the wgmmas there).
+  passes through an empty asm ("fencing the operand") before each ``wgmma.fence``, so LLVM writes its
+  registers before the fence (else ptxas 13.0 injects a ``warpgroup.arrive``: advisory C7519), and after each
+  ``wgmma.wait_group``, so LLVM cannot move a read of it (``pk.wg_store``'s conversions) above the wait.
 - ``wgmma.fence``, ``wgmma.commit_group``, ``wgmma.wait_group`` and ``setmaxnreg`` are LLVM's intrinsics.
 - ``pk.warpgroups(n)``: the kernel attributes ``"nvvm.maxntid"="128n"`` and ``"nvvm.minctasm"="1"`` (PTX
   ``.maxntid 128n`` and ``.minnctapersm 1``, what ``__launch_bounds__(128 n, 1)`` gives; ``setmaxnreg``
