@@ -9,6 +9,7 @@ gives registers back (setmaxnreg "dec") so the consumers can hold their 64 x BN 
 
     python examples/gemm_hopper.py            # on the CPU (the IR interpreter): small sizes, against float64
     polykern compile examples/gemm_hopper.py --target "cuda -arch=sm_90a" -o g.kbin
+    polykern compile examples/gemm_hopper.py --target "nvptx -arch=sm_90a" -o g.kbin   # LLVM NVPTX, no CUDA toolkit
 """
 import numpy as np
 
@@ -17,9 +18,10 @@ from polykern import Buffer, f16, f32, i32
 
 BM, BK = 128, 64
 #: Why libpolykern does not run these kernels (tests/test_native.py reads it): Hopper kernels compile for
-#: cuda -arch=sm_90a only and their tensor maps are encoded by the Python CUDA runtime; libpolykern refuses them
-#: by name. On a CPU-only host the IR interpreter runs them (python examples/gemm_hopper.py).
-NOT_NATIVE = "Hopper kernels (cuda -arch=sm_90a, tensor maps) run through the Python CUDA runtime or the IR interpreter"
+#: cuda/nvptx -arch=sm_90a only and their tensor maps are encoded by the Python CUDA runtime; libpolykern refuses
+#: them by name. On a CPU-only host the IR interpreter runs them (python examples/gemm_hopper.py).
+NOT_NATIVE = ("Hopper kernels (cuda/nvptx -arch=sm_90a, tensor maps) run through the Python CUDA runtime or the IR "
+              "interpreter")
 
 
 def make_gemm(BN: int = 256, STAGES: int = 4, dtype=f16, INFLIGHT: int = 1):

@@ -120,8 +120,10 @@ def test_constant_operand_offset_is_refused_at_compile_time():
 @pytest.mark.parametrize("target, why", [
     *[(t, f"which target '{t}' ({t}) has no code for: they compile for 'cuda -arch=sm_90a'")
       for t in ("llvm", "opencl", "vulkan", "webgpu", "metal", "rocm", "hexagon")],
-    ("nvptx", "the nvptx target does not lower Hopper operations yet; use cuda -arch=sm_90a"),
-    ("cuda -arch=sm_90", "they need the architecture-specific target sm_90a"),
+    ("nvptx", "they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 parts), "
+              "not sm_90: build for 'nvptx -arch=sm_90a'"),
+    ("cuda -arch=sm_90", "they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 "
+                         "parts), not sm_90: build for 'cuda -arch=sm_90a'"),
 ])
 def test_other_targets_refuse_by_name(target, why):
     with pytest.raises(KernelTypeError) as e:

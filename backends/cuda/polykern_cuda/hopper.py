@@ -66,13 +66,10 @@ struct __align__(64) pk_tmap {{ unsigned long long v[16]; }};""", ()),
 
 
 def supported(target) -> str:
-    """Why ``target`` (cuda or nvptx) cannot compile Hopper operations, or '' if it can."""
-    if target.kind != "cuda":
-        return ("the nvptx target does not lower Hopper operations yet; use cuda -arch=sm_90a (CUDA C through "
-                "NVRTC or nvcc)")
+    """Why ``target`` (cuda or nvptx: nvptx_hopper.py) cannot compile Hopper operations, or '' if it can."""
     if target.attrs["arch"] != "sm_90a":
         return (f"they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 "
-                f"parts), not {target.attrs['arch']}: build for 'cuda -arch=sm_90a'")
+                f"parts), not {target.attrs['arch']}: build for '{target.kind} -arch=sm_90a'")
     return ""
 
 

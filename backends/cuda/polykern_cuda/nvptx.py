@@ -21,7 +21,8 @@ f32 and f64 (f16 computes in f32). Measured against correctly rounded references
 within 2 ulp everywhere, including huge ``sin``/``cos`` arguments, which are reduced exactly with a
 table of 2/pi (Payne-Hanek); f32 ``pow`` is computed in f64, f64 ``pow`` with a double-f64
 logarithm. ``sqrt rsqrt fma abs min max floor ceil`` are NVPTX instructions in every type. Nothing
-is refused: every kernel the frontend accepts compiles for nvptx.
+is refused: every kernel the frontend accepts compiles for nvptx, except that Hopper operations need
+``-arch=sm_90a`` (``nvptx_hopper.py``: the CUDA C path's scheme, the same launch facts).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from polykern.module import create_with_fallback
 from .fallback import CUDAFallbackModule
 from .functions import function_map
 from .cp_async import NVPTXCopies
+from .nvptx_hopper import NVPTXHopper
 from .nvptx_matrix import NVPTXMatrix
 from .nvptx_subgroups import NVPTXSubgroups, has_redux
 
@@ -58,7 +60,7 @@ def ptx_feature(arch: str) -> str:
     return f"+ptx{max(BASE_PTX, _MIN_PTX.get(arch, BASE_PTX))}"
 
 
-class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, PortableMath, LLVMKernelEmitter):
+class NVPTXEmitter(NVPTXHopper, NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
@@ -133,7 +135,9 @@ class NVPTXEmitter(NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, PortableMath, LLVMK
         ty = ll.ArrayType(mem_type(at.elem), at.size)
         gname = self.module.get_unique_name(f"{self.symbols[self.fn.name]}.{ascii_ident(name)}")
         if at.dynamic:  # an external symbol keeps its name: only PTX identifier characters
-            return self.alloc_dynamic_shared(f"pk_dynamic_shared_{self.symbols[self.fn.name]}", at)
+            ptr = self.alloc_dynamic_shared(f"pk_dynamic_shared_{self.symbols[self.fn.name]}", at)
+            return self.hopper_tile(name, at, ptr)  # a swizzled tile starts at a 1024-byte boundary
+        self.hopper_tile(name, at, None)  # a swizzled tile must be the dynamic array
         gv = ll.GlobalVariable(self.module, ty, name=gname, addrspace=self.SHARED_AS)
         gv.linkage = "internal"
         gv.initializer = ll.Constant(ty, ll.Undefined)

@@ -1,7 +1,9 @@
 """Hopper's matrix path on a real sm_90 GPU (docs/language.md "Hopper ..."): examples/gemm_hopper.py built for
-``cuda -arch=sm_90a`` runs (tensor maps encoded at launch, warp-specialized wgmma) and matches float64, and the
-launch checks of tensor maps and warpgroups are LaunchErrors. Skipped with the reason where no CUDA device
-(or a device other than compute capability 9.0) is present; run by tools/gpu/run_gpu_hopper.sh.
+``cuda -arch=sm_90a`` (CUDA C) and for ``nvptx -arch=sm_90a`` (LLVM NVPTX) runs (tensor maps encoded at launch,
+warp-specialized wgmma) and matches float64, one wgmma (hopper_kernels.py: f32 and f16 stores, even and odd
+leading dimensions) is exact, and the launch checks of tensor maps and warpgroups are LaunchErrors, on both
+targets. Skipped with the reason where no CUDA device (or a device other than compute capability 9.0) is
+present; run by tools/gpu/run_gpu_hopper.sh.
 """
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ from polykern.errors import LaunchError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
 import gemm_hopper as G  # noqa: E402
+import hopper_kernels as HK  # noqa: E402
+
+#: The two ways to build Hopper kernels (docs/language.md 5.3 "Targets").
+SM90A = ["cuda -arch=sm_90a", "nvptx -arch=sm_90a"]
 
 _REC = backends.record_for_kind("cuda")
 REASON = "" if (_REC is not None and _REC.runtime_available) else (
@@ -41,11 +47,11 @@ def _operands(M, N, K, seed=1):
     return a, b
 
 
-@pytest.mark.parametrize("fmt", ["ptx", "cuda"])
+@pytest.mark.parametrize("target", ["cuda -arch=sm_90a -fmt=ptx", "cuda -arch=sm_90a -fmt=cuda", SM90A[1]])
 @pytest.mark.parametrize("bn,stages,K", [(256, 4, 1024), (128, 3, 192), (64, 2, 64)])
-def test_gemm_hopper_matches_float64(sm90, fmt, bn, stages, K):
+def test_gemm_hopper_matches_float64(sm90, target, bn, stages, K):
     M, N = 256, 2 * bn
-    mod = pk.build(G.make_gemm(BN=bn, STAGES=stages), f"cuda -arch=sm_90a -fmt={fmt}")
+    mod = pk.build(G.make_gemm(BN=bn, STAGES=stages), target)
     a, b = _operands(M, N, K)
     c = np.zeros((M, N), np.float16)
     mod["gemm_hopper"](M, N, K, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(bn, stages),
@@ -57,11 +63,12 @@ def test_gemm_hopper_matches_float64(sm90, fmt, bn, stages, K):
     assert (err <= tol + 1e-6).all(), f"max error {err.max()} (worst {np.unravel_index(err.argmax(), err.shape)})"
 
 
+@pytest.mark.parametrize("target", SM90A)
 @pytest.mark.parametrize("grid", [1, 3, 7])
-def test_persistent_gemm_matches_float64(sm90, grid):
+def test_persistent_gemm_matches_float64(sm90, target, grid):
     """Fewer blocks than tiles: each walks several tiles, the ring's phases running on across them."""
     M, N, K, bn = 384, 512, 320, 128
-    mod = pk.build(G.make_gemm_persistent(BN=bn, STAGES=3), "cuda -arch=sm_90a")
+    mod = pk.build(G.make_gemm_persistent(BN=bn, STAGES=3), target)
     a, b = _operands(M, N, K, seed=grid)
     c = np.zeros((M, N), np.float16)
     mod["gemm_hopper_persistent"](M, N, K, a.ravel(), b.ravel(), c.ravel(), shared_size=G.shared_elems(bn, 3),
@@ -72,8 +79,20 @@ def test_persistent_gemm_matches_float64(sm90, grid):
     assert (err <= tol + 1e-6).all(), f"max error {err.max()}"
 
 
-def test_wrong_block_is_a_launch_error(sm90):
-    mod = pk.build(G.make_gemm(BN=64, STAGES=2), "cuda -arch=sm_90a")
+@pytest.mark.parametrize("target", SM90A)
+@pytest.mark.parametrize("case", HK.CASES, ids=HK.CASE_IDS)
+def test_one_wgmma_is_exact(sm90, target, case):
+    """Small integers: every product and sum is exact, so the device's result is the reference's (which the IR
+    interpreter computes too: test_hopper_nvptx.py)."""
+    args, a, c = HK.launch_args(case)
+    mod = pk.build(HK.make_one_wgmma(*case[:3]), target)
+    mod["one_wgmma"](*args, shared_size=HK.SHARED_ELEMS, grid=(1, 1, 1), block=(128, 1, 1))
+    assert np.array_equal(HK.stored(c, case), HK.expected(a, case)), target
+
+
+@pytest.mark.parametrize("target", SM90A)
+def test_wrong_block_is_a_launch_error(sm90, target):
+    mod = pk.build(G.make_gemm(BN=64, STAGES=2), target)
     a, b = _operands(128, 64, 64)
     c = np.zeros((128, 64), np.float16)
     with pytest.raises(LaunchError, match="exactly 3 warpgroups"):
@@ -81,8 +100,9 @@ def test_wrong_block_is_a_launch_error(sm90):
                            block=(256, 1, 1))
 
 
-def test_tensor_map_checks_are_launch_errors(sm90):
-    mod = pk.build(G.make_gemm(BN=64, STAGES=2), "cuda -arch=sm_90a")
+@pytest.mark.parametrize("target", SM90A)
+def test_tensor_map_checks_are_launch_errors(sm90, target):
+    mod = pk.build(G.make_gemm(BN=64, STAGES=2), target)
     a, b = _operands(128, 64, 64)
     c = np.zeros((128, 64), np.float16)
     k = mod["gemm_hopper"]

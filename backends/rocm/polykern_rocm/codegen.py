@@ -29,6 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
+from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
@@ -59,17 +60,6 @@ ROCM_KIND = TargetKind("rocm", "rocm", {
 _WG_SIZE_OFFSET, _GRID_SIZE_OFFSET = 4, 12
 
 
-class _StringAttributes(ll.values.FunctionAttributes):
-    """Function attributes plus ``"key"="value"`` string attributes (llvmlite knows only keywords)."""
-
-    def __init__(self, base, strings: Dict[str, str]):
-        super().__init__(list(base))
-        self.strings = dict(strings)
-
-    def _to_list(self, ret_type):
-        return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in sorted(self.strings.items())]
-
-
 class AMDGPUEmitter(AMDGPUMatrix, AMDGPUSubgroups, PortableMath, LLVMKernelEmitter):
     """IR -> LLVM IR for AMDGPU (GPU style: one invocation per work-item)."""
 
@@ -87,7 +77,7 @@ class AMDGPUEmitter(AMDGPUMatrix, AMDGPUSubgroups, PortableMath, LLVMKernelEmitt
     def declare_kernel(self, fn: N.Function) -> ll.Function:
         llfn = super().declare_kernel(fn)
         llfn.calling_convention = "amdgpu_kernel"
-        llfn.attributes = _StringAttributes(llfn.attributes, {"amdgpu-flat-work-group-size": "1,1024"})
+        llfn.attributes = StringFunctionAttributes(llfn.attributes, {"amdgpu-flat-work-group-size": "1,1024"})
         llfn.attributes.add("nounwind")
         return llfn
 

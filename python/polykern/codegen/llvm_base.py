@@ -11,6 +11,7 @@ hook                           what a backend decides
 =============================  ===============================================================
 ``GLOBAL_AS/SHARED_AS/...``    address spaces of buffers, workgroup memory and private memory
 ``declare_kernel``             the kernel's symbol, signature and calling convention
+``hidden_param_types``         parameters after the user's (nvptx: Hopper tensor maps)
 ``finish_kernel``              kernel metadata (``nvvm.annotations``, attributes, ...)
 ``param_type/param_value``     how a parameter is passed (bool as i8, buffers as pointers)
 ``read_special_reg``           local_id / group_id / local_size / num_groups (``global_id`` is
@@ -257,8 +258,12 @@ class LLVMKernelEmitter:
             return self.builder.icmp_unsigned("!=", raw, ll.Constant(I8, 0))
         return raw
 
+    def hidden_param_types(self, fn: N.Function) -> List[ll.Type]:
+        """Types of the parameters the kernel takes after the user's (none by default)."""
+        return []
+
     def declare_kernel(self, fn: N.Function) -> ll.Function:
-        fty = ll.FunctionType(VOID, [self.param_type(p) for p in fn.params])
+        fty = ll.FunctionType(VOID, [self.param_type(p) for p in fn.params] + self.hidden_param_types(fn))
         llfn = ll.Function(self.module, fty, name=self.kernel_symbol(fn))
         for arg, p in zip(llfn.args, fn.params):
             arg.name = p.name

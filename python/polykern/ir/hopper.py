@@ -58,6 +58,8 @@ BOX_MAX = 256
 NREG_RANGE = (24, 256)
 #: Dynamic shared memory alignment a swizzled tile needs.
 SWIZZLE_ALIGN = 1024
+#: A tensor map as a hidden kernel parameter on NVIDIA (a CUtensorMap): its bytes and alignment.
+TMAP_PARAM_BYTES, TMAP_PARAM_ALIGN = 128, 64
 
 #: op -> (names it takes, expression operands it takes), documentation order.
 OPS = {
@@ -314,8 +316,8 @@ def check_target(fn: ir.Function, kind: str, target, support=None, checked: bool
                               "(polykern.testing.interp), which checks every access", loc)
     if support is None:
         raise KernelTypeError(f"{what}, which target '{target}' ({kind}) has no code for: they compile for "
-                              "'cuda -arch=sm_90a' (H100, H200); on any host the IR interpreter "
-                              "(polykern.testing.interp) runs them exactly", loc)
+                              "'cuda -arch=sm_90a' or 'nvptx -arch=sm_90a' (H100, H200); on any host the IR "
+                              "interpreter (polykern.testing.interp) runs them exactly", loc)
     why = support(target)
     if why:
         raise KernelTypeError(f"{what}: {why}", loc)

@@ -19,7 +19,7 @@ from polykern.module import FunctionInfo
 
 __all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
 
-MAP_BYTES, MAP_ALIGN = 128, 64
+MAP_BYTES, MAP_ALIGN = H.TMAP_PARAM_BYTES, H.TMAP_PARAM_ALIGN
 # CUtensorMapDataType, CUtensorMapSwizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B (cuda.h)
 _DTYPE = {"u32": 2, "i32": 3, "f16": 6, "f32": 7, "bf16": 9}
 _SWIZZLE = {0: 0, 128: 3}
