@@ -11,6 +11,7 @@
 #      cold compile) -> $OUT/gpu_hopper.json, $OUT/gpu_hopper.log (GPU_HOPPER_SKIP_GEMM=1 skips it)
 #   4. benchmarks/gpu_attention_hopper.py --out $OUT $GPU_ATTENTION_ARGS (attention vs torch SDPA and Triton)
 #      -> $OUT/gpu_attention_hopper.json, .log (GPU_HOPPER_SKIP_ATTENTION=1 skips it)
+#   GPU_HOPPER_PROFILE=1: then tools/gpu/profile_hopper.sh (Nsight Compute, GEMM vs cuBLAS) -> $OUT/ncu_hopper_gemm.txt
 #   GPU_EXTRA_CMD="<shell>": then any command in that environment -> $OUT/extra_cmd.log (GPU_EXTRA_CMD_S, 200 s)
 set -uo pipefail
 REPO=$(pwd)
@@ -49,6 +50,10 @@ if [ "${GPU_HOPPER_SKIP_ATTENTION:-0}" != 1 ]; then
     # shellcheck disable=SC2086
     timeout --kill-after=5 "${GPU_ATTENTION_BENCH_S:-300}" "$PY" benchmarks/gpu_attention_hopper.py --out "$OUT" \
         ${GPU_ATTENTION_ARGS:-} 2>&1 | tee "$OUT/gpu_attention_hopper.log"
+fi
+if [ "${GPU_HOPPER_PROFILE:-0}" = 1 ]; then
+    echo "== tools/gpu/profile_hopper.sh (Nsight Compute: polykern's persistent GEMM and cuBLAS)"
+    bash tools/gpu/profile_hopper.sh
 fi
 if [ -n "${GPU_EXTRA_CMD:-}" ]; then
     echo "== extra command"
