@@ -111,19 +111,7 @@ def declarations(em) -> None:
         em.line(f"float {em.names[name]}[{t.n // 2}];")
     for name in hf.vecs:
         em.line(f"float {em.names[name]}[{H.VEC_SLOTS}] = {{0.0f, 0.0f}};")
-    for s in N.walk_stmts(em.fn.body):  # marks of an earlier build of this IR do not count
-        if isinstance(s, N.HopperOp):
-            s.no_fence = s.fence_after = s.packed = False
-            s.pack_before = None
-    _mark_fences(em.fn.body, hf, em.fn.arrays)
-    packs = {s.pack_before for s in N.walk_stmts(em.fn.body) if isinstance(s, N.HopperOp) and s.pack_before}
-    for src, elem in sorted(packs):
-        em.line(f"unsigned {_packed(em, src, elem)}[{hf.accs[src].n // 4}];")
-
-
-def _packed(em, src: str, elem: str) -> str:
-    """The array of ``src``'s registers packed in pairs to ``elem`` (wgmma's A fragments)."""
-    return f"pk_pa_{elem}_{em.names[src]}"
+    _mark_fences(em.fn.body, hf)
 
 
 def _addr(em, arr: str, off) -> str:
@@ -170,14 +158,7 @@ def emit_c(em, s: N.HopperOp) -> None:
         _store(em, s, a)
     else:  # setmaxnreg_inc / _dec
         em.line(f'asm volatile("setmaxnreg.{op[-3:]}.sync.aligned.u32 {int(s.args[0].value)};");')
-    if s.pack_before:  # the A fragments of the register-A wgmma loop that follows, converted once
-        src, elem = s.pack_before
-        em.unit.helper(f"pk_pack_{elem}")
-        v = em.names[src]
-        em.line("#pragma unroll")
-        em.line(f"for (int pk_i = 0; pk_i < {em.fn.hopper.accs[src].n // 4}; ++pk_i) "
-                f"{_packed(em, src, elem)}[pk_i] = pk_pack_{elem}({v}[2 * pk_i], {v}[2 * pk_i + 1]);")
-    if s.fence_after:  # for the wgmma loop that follows (_mark_fences)
+    if getattr(s, "fence_after", False):  # for the wgmma loop that follows (_mark_fences)
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
 
 
@@ -198,14 +179,9 @@ def _wgmma(em, s: N.HopperOp, a) -> None:
         b_desc, trans_b = f"pk_wg_desc_mn({_addr(em, tb, a[1])}, {panel_bytes}u)", 1
     else:
         b_desc, trans_b = f"pk_wg_desc({_addr(em, tb, a[1])})", 0
-    if not s.no_fence:
+    if not getattr(s, "no_fence", False):
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-    if ta in hf.accs and s.packed:  # A from registers converted before the loop (_mark_fences)
-        a_ops = [f'"r"({_packed(em, ta, elem)}[(({a[0]}) >> 2) + {k}])' for k in range(4)]
-        a_text = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
-        ins = ", ".join(a_ops + [f'"l"({b_desc})'])
-        tail, b_at = f"p, 1, 1, {trans_b}", regs + 4
-    elif ta in hf.accs:  # A from registers
+    if ta in hf.accs:  # A from registers
         em.unit.helper(f"pk_pack_{elem}")
         src, base = em.names[ta], f"(({a[0]}) >> 1)"
         a_ops = [f'"r"(pk_pack_{elem}({src}[{base} + {2 * k}], {src}[{base} + {2 * k + 1}]))' for k in range(4)]
@@ -220,15 +196,13 @@ def _wgmma(em, s: N.HopperOp, a) -> None:
             f'{elem}.{elem} {{{outs}}}, {a_text}, %{b_at}, {tail};\\n}}\\n" : {cons} : {ins} : "memory");')
 
 
-def _mark_fences(stmts, hf, arrays) -> None:
+def _mark_fences(stmts, hf) -> None:
     """Where ``wgmma.fence`` goes (it orders the warpgroup's register accesses before a wgmma reads or adds
     into registers; consecutive wgmmas into one accumulator are ordered without it). A wgmma after another
     of the same block, with only scalar assignments (reading no warpgroup register), commits and waits in
     between, needs none (``no_fence``); neither do the wgmmas of a loop made only of such statements, when
     the fence goes after the Hopper operation before the loop (``fence_after``) instead of into every
-    iteration. A wgmma with A from registers keeps its fence (the conversion just before it writes A),
-    except in such a loop whose wgmmas all read one accumulator they do not add into: its registers are
-    converted once, before that fence (``pack_before``), and the loop's wgmmas read the converted array."""
+    iteration. A wgmma with A from registers keeps its fence: the conversion just before it writes A."""
     fenced, last_op = False, None
     for s in stmts:
         if isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS:
@@ -237,15 +211,11 @@ def _mark_fences(stmts, hf, arrays) -> None:
             fenced, last_op = True, s
         elif _fence_safe(s):
             continue
-        elif isinstance(s, N.For) and last_op is not None and _wgmma_loop(s.body, hf, arrays):
-            pack = _register_source(s.body, hf, arrays)
+        elif isinstance(s, N.For) and last_op is not None and _wgmma_loop(s.body, hf):
             for x in s.body:
                 if isinstance(x, N.HopperOp) and x.op in H.WGMMA_OPS:
-                    x.no_fence, x.packed = True, pack is not None
-            if pack is not None:  # convert A once, then fence: the loop's wgmmas read registers no one writes
-                last_op.pack_before = pack
-                last_op.fence_after = True
-            elif not fenced:
+                    x.no_fence = True
+            if not fenced:
                 last_op.fence_after = True
             fenced = True
         else:
@@ -253,7 +223,7 @@ def _mark_fences(stmts, hf, arrays) -> None:
             last_op = s if isinstance(s, N.HopperOp) else None
             for body in ((s.then, s.orelse) if isinstance(s, N.If) else (s.body,) if isinstance(s, (N.For, N.While))
                          else ()):
-                _mark_fences(body, hf, arrays)
+                _mark_fences(body, hf)
 
 
 def _fence_safe(s) -> bool:
@@ -263,27 +233,11 @@ def _fence_safe(s) -> bool:
     return isinstance(s, N.Assign) and not any(isinstance(x, N.WgReg) for x in N.walk_expr(s.value))
 
 
-def _wgmma_loop(body, hf, arrays) -> bool:
-    """A loop body of wgmmas and fence-safe statements only, the wgmmas reading A from shared memory, or all
-    from one accumulator's registers (converted before the loop: ``_register_source``)."""
-    ops = [s for s in body if isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS]
-    if not ops or not all(s in ops or _fence_safe(s) for s in body):
-        return False
-    return all(s.names[1] not in hf.accs for s in ops) or _register_source(body, hf, arrays) is not None
-
-
-def _register_source(body, hf, arrays):
-    """(accumulator, 16-bit type) when every wgmma of ``body`` reads A from that accumulator's registers as
-    that type and none adds into it, else None."""
-    ops = [s for s in body if isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS]
-    srcs = {(s.names[1], s.names[2]) for s in ops}
-    if len({a for a, _ in srcs}) != 1:
-        return None
-    src = next(iter(srcs))[0]
-    if src not in hf.accs or any(s.names[0] == src for s in ops):
-        return None
-    elems = {arrays[b].elem.name for _, b in srcs}
-    return (src, elems.pop()) if len(elems) == 1 else None
+def _wgmma_loop(body, hf) -> bool:
+    """A loop body of descriptor-operand wgmmas and fence-safe statements only."""
+    return any(isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS for s in body) and all(
+        (isinstance(s, N.HopperOp) and s.op in H.WGMMA_OPS and s.names[1] not in hf.accs) or _fence_safe(s)
+        for s in body)
 
 
 def _row_reduce(em, s: N.HopperOp) -> None:
