@@ -3,12 +3,16 @@ testing/interp_named.py, the CUDA C in backends/cuda/polykern_cuda/hopper.py): a
 warpgroups synchronizes, memory written before the barrier by its arrivers is there for its waiters after
 it and for nobody else; the IR interpreter refuses the races, deadlocks and misuses, the frontend the rules
 that need no run."""
+import copy
+
 import numpy as np
 import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.errors import KernelTypeError
+from polykern.errors import CompileError, KernelTypeError
+from polykern.ir import nodes as ir
+from polykern.ir.verifier import verify
 from polykern.testing.interp import OracleError, interpret
 from test_hopper_lang import _error, assemble_sm90a
 
@@ -253,6 +257,17 @@ def test_warpgroups_and_a_constant_count_are_required():
     assert "pk.named_arrive() takes 2 arguments" in _error(one_argument, "pk.named_arrive(1)")
 
 
+@pytest.mark.parametrize("count", [ir.Const(100, i32), ir.Const(512, i32), ir.Var("mode", i32)])
+def test_the_verifier_wants_a_constant_count_of_whole_warpgroups(count):
+    """bar.sync takes the count as an immediate: IR that another producer builds with a computed or partial one
+    is a compiler bug the verifier names."""
+    fn = copy.deepcopy(handoff.ir)
+    op = next(s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.HopperOp) and s.op == "named_barrier")
+    op.args[1] = count
+    with pytest.raises(CompileError, match="named_barrier needs a constant count of whole warpgroups within the block"):
+        verify(fn)
+
+
 # ------------------------------------------------------------------ targets
 def test_cuda_c_has_bar_sync_and_bar_arrive(tmp_path):
     src = pk.build(relay, targets="cuda -arch=sm_90a -fmt=cuda").on("cuda").inspect_source("cuda")
@@ -264,9 +279,9 @@ def test_cuda_c_has_bar_sync_and_bar_arrive(tmp_path):
 
 @pytest.mark.parametrize("target", ["llvm", "opencl", "nvptx", "nvptx -arch=sm_90a"])
 def test_other_targets_refuse_by_name(target):
-    """Every target but cuda -arch=sm_90a refuses, naming the operation and the target that compiles it (nvptx
+    """Every target but cuda -arch=sm_90a refuses, naming the operation and a target to build for (nvptx
     lowers named barriers not yet: its refusal names the operation too)."""
     with pytest.raises(KernelTypeError) as e:
         pk.build(misuse, targets=target)
-    assert "pk.named_barrier" in e.value.message and "cuda -arch=sm_90a" in e.value.message, e.value.message
+    assert "pk.named_barrier" in e.value.message and "-arch=sm_90a" in e.value.message, e.value.message
     assert e.value.loc is not None and "pk.named_barrier(1, 384)" in e.value.loc.source_line
