@@ -25,9 +25,9 @@ operand, by every work-item of the warpgroup) and every plain write to it is ref
 work-item has *seen* the barrier phase the copy completed: a ``mbarrier_wait`` it passed after that
 phase completed, or a ``pk.barrier()`` after another work-item saw it. A copy over the operands of a
 pending wgmma (not retired by ``wgmma_wait``) is refused. Plain accesses of different work-items are
-ordered by ``pk.barrier()``, as in every kernel, and by named barriers (``interp_named``): a plain
-shared-memory write that another
-work-item reads after a transaction barrier (and no ``pk.barrier()``) is refused as a race
+ordered by ``pk.barrier()``, as in every kernel, and by named barriers (``interp_named``), not by
+transaction barriers: a plain shared-memory write that another work-item reads after a transaction
+barrier (and no ``pk.barrier()`` or named barrier round ordering them) is refused as a race
 (conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
 before (the program's "empty" barriers order such a reuse).
 
