@@ -154,6 +154,11 @@ def test_cuda_c_for_sm90a_assembles(bn, stages, tmp_path):
                    "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "setmaxnreg.dec", "setmaxnreg.inc",
                    "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "__launch_bounds__(384, 1)"):
         assert needle in src, needle
+    assemble_sm90a(src, tmp_path)
+
+
+def assemble_sm90a(src: str, tmp_path) -> None:
+    """nvcc compiles CUDA C ``src`` for sm_90a into a cubin (skipped without the CUDA toolkit)."""
     nvcc = _nvcc()
     cu, cubin = tmp_path / "g.cu", tmp_path / "g.cubin"
     cu.write_text(src)

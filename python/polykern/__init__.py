@@ -28,9 +28,9 @@ from .lang.builtins import (frag_a, frag_acc, frag_b, frag_fill, frag_load, frag
                             frag_store, mma)
 from .lang.builtins import copy_async, copy_commit, copy_wait  # noqa: F401
 from .lang.builtins import (mbarrier_arrive, mbarrier_arrive_tx, mbarrier_init, mbarrier_wait,  # noqa: F401
-                            mbarriers, setmaxnreg, tensor_map, tma_load, warpgroup_id, warpgroups, wg_acc,
-                            wg_elements, wg_fill, wg_row_max, wg_row_sum, wg_rows, wg_store, wg_vec, wgmma,
-                            wgmma_commit, wgmma_kn, wgmma_wait)
+                            mbarriers, named_arrive, named_barrier, setmaxnreg, tensor_map, tma_load, warpgroup_id,
+                            warpgroups, wg_acc, wg_elements, wg_fill, wg_row_max, wg_row_sum, wg_rows, wg_store,
+                            wg_vec, wgmma, wgmma_commit, wgmma_kn, wgmma_wait)
 from .lang.builtins import abs, max, min  # noqa: F401,A004
 from .lang.kernel import Kernel, kernel  # noqa: F401
 from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401

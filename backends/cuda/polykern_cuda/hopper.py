@@ -13,6 +13,9 @@ barriers"; the rules and the exact meaning are ``polykern.ir.hopper``), for ``cu
   columns 8j + 2(l%4) + {0, 1} as elements 4j .. 4j+3. ``wgmma`` is ``wgmma.mma_async`` m64n{n}k16 with
   both operands in shared memory by descriptor (128-byte swizzle, K-major rows of 128 bytes, 8-row
   atoms 1024 bytes apart), preceded by ``wgmma.fence``.
+- A named barrier is ``bar.sync id, count`` (``pk.named_barrier``) or ``bar.arrive id, count``
+  (``pk.named_arrive``): PTX's barriers 1..15, which order the arrivers' memory accesses before the
+  waiters' (``__syncthreads`` is barrier 0).
 - ``pk.warpgroups(n)`` gives the kernel ``__launch_bounds__(128 n, 1)`` (``setmaxnreg`` needs that cap).
 - A swizzled ``pk.shared_dynamic`` array starts at the dynamic shared memory's first 1024-byte boundary;
   the runtime adds 1024 bytes to the launch's dynamic shared memory for it.
@@ -156,6 +159,9 @@ def emit_c(em, s: N.HopperOp) -> None:
         em.line(f'asm volatile("wgmma.wait_group.sync.aligned {int(s.args[0].value)};" ::: "memory");')
     elif op == "wg_store":
         _store(em, s, a)
+    elif op in H.NAMED_OPS:  # the count is a constant (ir.hopper.check_named_count); memory is ordered by it
+        kind = "sync" if op == "named_barrier" else "arrive"
+        em.line(f'asm volatile("bar.{kind} %0, {int(s.args[1].value)};" :: "r"((unsigned)({a[0]})) : "memory");')
     else:  # setmaxnreg_inc / _dec
         em.line(f'asm volatile("setmaxnreg.{op[-3:]}.sync.aligned.u32 {int(s.args[0].value)};");')
     if getattr(s, "fence_after", False):  # for the wgmma loop that follows (_mark_fences)

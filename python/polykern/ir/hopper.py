@@ -19,7 +19,13 @@ The objects:
 - a *tensor map* (``pk.tensor_map(buf, (rows, cols), (box_rows, box_cols), swizzle)``) views a
   ``Buffer`` as a row-major ``rows x cols`` matrix (``rows``/``cols``: scalar parameters or
   constants, read at launch); a tensor copy moves one ``box_rows x box_cols`` box of it;
-- a *warpgroup accumulator* (``pk.wg_acc(f32, 64, n)``) is a 64 x n matrix held by one warpgroup.
+- a *warpgroup accumulator* (``pk.wg_acc(f32, 64, n)``) is a 64 x n matrix held by one warpgroup;
+- a *named barrier* ``id`` (1..15; 0 is ``pk.barrier()``'s) synchronizes a subset of the block's
+  warpgroups. A warpgroup (all 128 work-items, the same operands) arriving with ``named_barrier(id,
+  count)`` waits, one arriving with ``named_arrive(id, count)`` does not; when ``count`` work-items
+  (a multiple of 128 within the block) have arrived the round completes and the waiters go on. What
+  every arriver wrote or read before it is ordered before what the waiters do after it (as
+  ``pk.barrier()`` orders it for the whole block); an arriver that does not wait learns nothing.
 
 Shared tiles: a shared array that a tensor copy writes or ``wgmma`` reads is *swizzled*: on the GPU
 its rows of 128 bytes are stored with the 16-byte chunks of row ``r`` permuted (chunk ``c`` at
@@ -79,6 +85,8 @@ OPS = {
     "wg_row_max": (("vec", "acc"), ()),
     "wg_row_sum": (("vec", "acc"), ()),
     "wg_set": (("reg",), ("index", "value")),
+    "named_barrier": ((), ("id", "count")),
+    "named_arrive": ((), ("id", "count")),
 }
 #: op -> the builtin a kernel writes it with (``pk.<builtin>``), where the two differ.
 BUILTIN_OF = {"mbar_init": "mbarrier_init", "mbar_arrive": "mbarrier_arrive", "mbar_arrive_tx": "mbarrier_arrive_tx",
@@ -92,7 +100,11 @@ def builtin(op: str) -> str:
 
 #: Operations every work-item of a warpgroup performs together (with the same operands).
 WARPGROUP_OPS = ("wg_fill", "wgmma", "wgmma_kn", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg_inc",
-                 "setmaxnreg_dec", "wg_row_max", "wg_row_sum")
+                 "setmaxnreg_dec", "wg_row_max", "wg_row_sum", "named_barrier", "named_arrive")
+#: The named barrier operations (the arriving warpgroup waits for the round to complete, or only signals).
+NAMED_OPS = ("named_barrier", "named_arrive")
+#: Named barrier ids a kernel may use (0 is the block barrier ``pk.barrier()`` compiles to; the hardware has 16).
+NAMED_IDS = range(1, 16)
 #: The wgmma operations (A from shared memory or from an accumulator's registers; B K-major or K x N).
 WGMMA_OPS = ("wgmma", "wgmma_kn")
 #: FunctionInfo attributes that carry the facts a runtime needs to launch.
@@ -253,6 +265,23 @@ def reference_row_max(row: np.ndarray) -> np.float32:
     is a number (fmaxf), the row is NaN only when all are."""
     r = np.asarray(row, np.float32)
     return np.float32(np.nanmax(r)) if not np.isnan(r).all() else np.float32(np.nan)
+
+
+def check_named_id(bar_id: int) -> Optional[str]:
+    """Why ``bar_id`` is not a named barrier of the language, or None."""
+    if bar_id not in NAMED_IDS:
+        return (f"named barrier {bar_id}: the ids are {NAMED_IDS.start} to {NAMED_IDS.stop - 1} (0 is the block "
+                "barrier pk.barrier() uses)")
+    return None
+
+
+def check_named_count(count: int, warpgroups: int) -> Optional[str]:
+    """Why ``count`` work-items cannot complete a named barrier in blocks of ``warpgroups`` warpgroups, or None:
+    whole warpgroups arrive, so it is a multiple of 128, from one warpgroup to the whole block."""
+    if count % WARPGROUP or not WARPGROUP <= count <= WARPGROUP * warpgroups:
+        return (f"a named barrier's count is the work-items that arrive, whole warpgroups: a multiple of "
+                f"{WARPGROUP} from {WARPGROUP} to the block's {WARPGROUP * warpgroups}, got {count}")
+    return None
 
 
 def check_tma_dst(off: int, swizzle: int, elem: ScalarType) -> Optional[str]:

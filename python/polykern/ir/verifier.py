@@ -130,6 +130,10 @@ class _Verifier:
             self.fail(f"{s.op} takes integer operands", s)
         if s.op in H.WARPGROUP_OPS and not hf.warpgroups:
             self.fail(f"{s.op} in a kernel that declares no warpgroups", s)
+        if s.op in H.NAMED_OPS:  # the count is an immediate of bar.sync / bar.arrive
+            count = s.args[1]
+            if not isinstance(count, ir.Const) or H.check_named_count(int(count.value), hf.warpgroups):
+                self.fail(f"{s.op} needs a constant count of whole warpgroups within the block, got {count}", s)
 
     def copy(self, s):
         self.memory(s.dst, s.dst_k, s)

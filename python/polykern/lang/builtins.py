@@ -50,7 +50,8 @@ _COPY = ("copy_async", "copy_commit", "copy_wait")
 # Hopper: warpgroup MMA, tensor copies, transaction barriers (docs/language.md; lang/hopper.py).
 _HOPPER = ("warpgroups", "mbarriers", "tensor_map", "wg_acc", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_tx",
            "mbarrier_wait", "tma_load", "wg_fill", "wgmma", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg",
-           "wg_vec", "wgmma_kn", "wg_row_max", "wg_row_sum", "wg_elements", "wg_rows")
+           "wg_vec", "wgmma_kn", "wg_row_max", "wg_row_sum", "wg_elements", "wg_rows",
+           "named_barrier", "named_arrive")
 
 BUILTINS = {}
 for _n in _HOPPER:

@@ -42,11 +42,13 @@ USAGE = {
     "wg_row_sum": "pk.wg_row_sum(l, acc)  # l[i] = sum over j of acc[i, j]",
     "wg_elements": "for i, j in pk.wg_elements(acc):",
     "wg_rows": "for i in pk.wg_rows():",
+    "named_barrier": "pk.named_barrier(1, 256)  # wait until 256 work-items (2 warpgroups) arrived at barrier 1",
+    "named_arrive": "pk.named_arrive(1, 256)  # arrive at barrier 1 (of 256 work-items) without waiting",
 }
 DECLARE = ("mbarriers", "tensor_map", "wg_acc", "wg_vec")
 STATEMENTS = ("warpgroups", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_tx", "mbarrier_wait", "tma_load",
               "wg_fill", "wgmma", "wgmma_kn", "wgmma_commit", "wgmma_wait", "wg_store", "setmaxnreg", "wg_row_max",
-              "wg_row_sum")
+              "wg_row_sum", "named_barrier", "named_arrive")
 #: The loops over a warpgroup's registers (``for i, j in pk.wg_elements(acc)``, ``for i in pk.wg_rows()``).
 LOOPS = ("wg_elements", "wg_rows")
 _OP = {b: op for op, b in H.BUILTIN_OF.items() if b.startswith("mbarrier_")}  # the barrier operations
@@ -226,6 +228,8 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
         vec, _ = _obj(tr, call.args[0], H.WgVecType, "a warpgroup row vector", "wg_vec")
         acc, _ = _obj(tr, call.args[1], H.WgAccType, "a warpgroup accumulator", "wg_acc")
         op = ir.HopperOp(name, [vec, acc], [])
+    elif name in H.NAMED_OPS:
+        op = _named(tr, name, call, out)
     elif name in ("wgmma_commit", "wgmma_wait"):
         _nargs(tr, name, call, 0 if name == "wgmma_commit" else 1)
         args = []
@@ -260,6 +264,23 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
     op.loc = tr.loc(node)
     out.append(op)
     return out
+
+
+def _named(tr, name: str, call: ast.Call, out: List[ir.Stmt]) -> ir.HopperOp:
+    """``pk.named_barrier(id, count)`` / ``pk.named_arrive(id, count)``: ``id`` an integer (a constant is
+    checked here, another value by the IR interpreter), ``count`` a constant number of work-items."""
+    _nargs(tr, name, call, 2)
+    warpgroups = H.facts(tr.fn).warpgroups
+    if not warpgroups:
+        raise tr.type_error(f"pk.{name}() synchronizes whole warpgroups: declare the block's warpgroups first "
+                            f"({USAGE['warpgroups']})", call)
+    bar_id = _int(tr, call.args[0], out)
+    _const_rule(tr, bar_id, H.check_named_id, call.args[0])
+    count = tr.const_int(call.args[1], f"the count of pk.{name}()")
+    why = H.check_named_count(count, warpgroups)
+    if why:
+        raise tr.type_error(why, call.args[1])
+    return ir.HopperOp(name, [], [bar_id, ir.Const(count, i32)])
 
 
 def _wgmma(tr, name: str, call: ast.Call, out: List[ir.Stmt]) -> ir.HopperOp:

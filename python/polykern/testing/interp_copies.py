@@ -25,6 +25,7 @@ from typing import Dict, List, Optional
 
 from ..ir import nodes as ir
 from .interp_memory import mark, mark_sites
+from .interp_named import join
 from .interp_taint import location
 from .interp_values import OracleError
 
@@ -92,7 +93,10 @@ def read_check(mem, i: int, me: int, ep, where: str, what: str, reader: str) -> 
             raise OracleError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
                               "in the same barrier interval (a barrier must separate them)")
     r = mem.rd[i]
-    mem.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
+    if r is None or r[0] != ep or r[1] == me:
+        mem.rd[i] = (ep, me)
+    else:  # several readers (with named barriers: each of them, interp_named)
+        mem.rd[i] = (ep if ep.__class__ is int else join(r[0], ep), -2)
 
 
 class _Copy:

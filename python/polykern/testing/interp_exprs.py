@@ -9,6 +9,7 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from .interp_copies import Marker, pending_message
 from .interp_memory import mark, mark_sites
+from .interp_named import join
 from .interp_sites import is_site
 from .interp_subgroups import Request, linear_id, register_value
 from .interp_taint import location
@@ -202,8 +203,8 @@ class ExprCompiler:
             r = mem.rd[i]
             if r is None or r[0] != ep:
                 mem.rd[i] = (ep, me)
-            elif r[1] != me:
-                mem.rd[i] = (ep, -2)
+            elif r[1] != me:  # several readers (with named barriers: each of them, interp_named)
+                mem.rd[i] = (ep if ep.__class__ is int else join(r[0], ep), -2)
             v = data[i]
             if v is None and shared:
                 raise OracleError(f"{where}: read of {name}[{i}], which no work-item has written "
@@ -231,6 +232,8 @@ class ExprCompiler:
         if mem.pending is not None and i in mem.pending:
             raise OracleError(pending_message(where, f"written by work-item {me}", mem.name, i, mem.pending[i][1],
                                               source=True))
+        if w is not None and w[1] == tag != me and ep.__class__ is not int and w[0] == ep:
+            ep = join(w[0], ep)  # unordered atomics of one op, with named barriers: each of them (interp_named)
         mem.wr[i] = (ep, tag if atomic in (None, "add", "min", "max") else me)
 
     @staticmethod

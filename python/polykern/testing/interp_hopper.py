@@ -8,7 +8,8 @@ the scheduler goes round the runnable ones. A barrier (or a subgroup / fragment 
 makes them group-uniform) is passed once every unfinished work-item of the group is at one
 (``Program._group_stop``, as for kernels without these features); a warpgroup operation once all 128
 work-items of the warpgroup are at it (the same operation with the same operands, else an OracleError);
-a wait once its barrier's phase bit differs from its parity. When no work-item can move, the program
+a wait once its barrier's phase bit differs from its parity; a named barrier (``interp_named``) once its
+round's count of work-items arrived. When no work-item can move, the program
 hangs on a GPU: the oracle raises an OracleError naming what each blocked work-item waits for.
 
 Transaction barriers are per group (shared memory), with the arrival count, pending arrivals, pending
@@ -24,8 +25,9 @@ operand, by every work-item of the warpgroup) and every plain write to it is ref
 work-item has *seen* the barrier phase the copy completed: a ``mbarrier_wait`` it passed after that
 phase completed, or a ``pk.barrier()`` after another work-item saw it. A copy over the operands of a
 pending wgmma (not retired by ``wgmma_wait``) is refused. Plain accesses of different work-items are
-ordered by ``pk.barrier()`` only, as in every kernel: a plain shared-memory write that another
-work-item reads after a transaction barrier (and no ``pk.barrier()``) is refused as a race
+ordered by ``pk.barrier()``, as in every kernel, and by named barriers (``interp_named``), not by
+transaction barriers: a plain shared-memory write that another work-item reads after a transaction
+barrier (and no ``pk.barrier()`` or named barrier round ordering them) is refused as a race
 (conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
 before (the program's "empty" barriers order such a reuse).
 
@@ -48,6 +50,7 @@ from ..ir.types import bf16, f16, f32
 from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
 from .interp_fragments import FragmentRequest
 from .interp_memory import mark, mark_sites
+from .interp_named import NamedBarriers, NamedWait, uses_named
 from .interp_subgroups import Request
 from .interp_taint import MMA_TAGS, NONE, location
 from .interp_values import OracleError, rounder
@@ -172,6 +175,7 @@ def run_group(prog, states, epoch) -> None:
     first = states[0][1]
     hs = prog.hopper_state = _GroupState(first, n)
     gens = [prog.body(st) for st in states]
+    named = NamedBarriers(states, epoch[0], hs) if uses_named(prog.fn) else None
     stops: List = [None] * n  # None: runnable
     sent: List = [None] * n
     done = [False] * n
@@ -200,8 +204,16 @@ def run_group(prog, states, epoch) -> None:
                 if len(got) == H.WARPGROUP:
                     del at_wg[wg]
                     lo, hi = wg * H.WARPGROUP, (wg + 1) * H.WARPGROUP
-                    _warpgroup_op(prog, hs, wg, stops[lo:hi])
-                    stops[lo:hi] = [None] * H.WARPGROUP
+                    _same_op(wg, stops[lo:hi])
+                    if s.node.op in H.NAMED_OPS:  # interp_named: wait for the round, or only arrive
+                        go = named.arrive(wg, s, s.node.op == "named_barrier")
+                        if lo not in go:
+                            stops[lo:hi] = [NamedWait(s.where, s.node, named.rounds[s.values[0]])] * H.WARPGROUP
+                        for k in go:
+                            stops[k] = None
+                    else:
+                        _warpgroup_op(prog, hs, wg, stops[lo:hi])
+                        stops[lo:hi] = [None] * H.WARPGROUP
         live = [w for w in range(n) if not done[w]]
         if not live:
             return
@@ -211,7 +223,8 @@ def run_group(prog, states, epoch) -> None:
                 raise OracleError(f"{stops[got[0]].where}: work-items {_ranges(got)} of warpgroup {wg} reached a "
                                   f"warpgroup operation that work-items {_ranges(gone)} finished without (a "
                                   "warpgroup operation in divergent control flow)")
-        group = [w for w in live if stops[w] is not None and not isinstance(stops[w], (WaitStop, WarpgroupStop))]
+        group = [w for w in live if stops[w] is not None
+                 and not isinstance(stops[w], (WaitStop, WarpgroupStop, NamedWait))]
         if len(group) == len(live):
             if len(live) != n:
                 raise OracleError(f"{getattr(stops[live[0]], 'where', stops[live[0]])}: barrier reached by "
@@ -225,6 +238,8 @@ def run_group(prog, states, epoch) -> None:
                         if v > merged.get(k, 0):
                             merged[k] = v
                 hs.seen = [dict(merged) for _ in range(n)]
+                if named is not None:  # a new epoch: what anyone did before is ordered before what all do after
+                    named.new_epoch(epoch[0])
                 got = [None] * n
             for k, w in enumerate(live):
                 stops[w], sent[w] = None, got[k]
@@ -237,7 +252,9 @@ def _deadlock(live, stops, states) -> str:
     why: Dict[str, List[int]] = {}
     for w in live:
         s = stops[w]
-        if isinstance(s, WaitStop):
+        if isinstance(s, NamedWait):
+            what = s.describe()
+        elif isinstance(s, WaitStop):
             what = (f"pk.mbarrier_wait({s.bar[0]}, {s.bar[1]}, {s.parity}) at {s.where} ({s.bar[0]}[{s.bar[1]}]: "
                     f"{s.state})")
         elif isinstance(s, WarpgroupStop):
@@ -452,8 +469,8 @@ def _complete(b: _Bar) -> None:
         b.pending = b.count
 
 
-def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) -> None:
-    """Do the warpgroup operation all 128 work-items of warpgroup ``wg`` (``stops``) reached."""
+def _same_op(wg: int, stops: List[WarpgroupStop]) -> None:
+    """All 128 work-items of warpgroup ``wg`` (``stops``) reached one warpgroup operation with the same operands."""
     first = stops[0]
     for r in stops[1:]:
         if r.node is not first.node:
@@ -464,6 +481,11 @@ def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) ->
             raise OracleError(f"{r.where}: the operands of {H.builtin(first.node.op)} differ within warpgroup {wg} "
                               f"({first.values} in work-item {first.st[1]}, {r.values} in work-item {r.st[1]}): "
                               "every work-item of the warpgroup gives the same")
+
+
+def _warpgroup_op(prog, hs: _GroupState, wg: int, stops: List[WarpgroupStop]) -> None:
+    """Do the warpgroup operation all 128 work-items of warpgroup ``wg`` (``stops``) reached."""
+    first = stops[0]
     s, where, vals = first.node, first.where, first.values
     op = s.op
     if op.startswith("setmaxnreg"):
