@@ -425,6 +425,10 @@ def k(out: Buffer[f32]):
      "f(wide, wide, tiles)",
      r"this call passes accumulator 'wide' to two parameters of device function 'f', whose pk.wgmma\(\) at .*reads A "
      r"from the accumulator it adds into"),
+    ("def f(v: pk.WgVec):\n    for i in pk.wg_rows():\n        v[i] = 0.0\n",
+     "for i, j in pk.wg_elements(acc):\n        f(m)", "for i in pk.wg_rows()",
+     r"pk.wg_rows\(\) loops do not nest \(this one is in a device function called in the body of one\) "
+     r"\(in device function 'f', called at"),
     ("def f(a: pk.WgAcc[64, 8, 2]):\n    pass\n", "f(acc)", "pk.WgAcc[64, 8, 2]",
      r"pk.WgAcc\[64, n\] takes an accumulator's shape"),
     ("def f(a: pk.WgAcc[64, 12]):\n    pass\n", "f(acc)", "pk.WgAcc[64, 12]", r"N = 12"),
@@ -472,11 +476,17 @@ def never(out: Buffer[f32]):
     v = pk.wg_vec(f32)
     rows(v)
 
+@pk.func
+def wg_of() -> i32:
+    return pk.warpgroup_id()
+
 @pk.kernel
 def fine(out: Buffer[f32]):
     pk.warpgroups(1)
     acc = pk.wg_acc(f32, 64, 16)
-    outer(acc)
+    pk.wg_fill(acc, 2.0)
+    if wg_of() == 0:
+        outer(acc)
     pk.wgmma_commit()
     pk.wgmma_wait(0)
     pk.wg_store(out, 0, 16, acc)

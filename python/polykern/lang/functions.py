@@ -77,11 +77,13 @@ def func(fn=None):
 class InlineCall:
     """What the translator of one inlined call knows about it."""
 
-    __slots__ = ("func", "stack", "call_loc", "kernel", "warpgroups", "ret_type", "ret_name", "done_name")
+    __slots__ = ("func", "stack", "call_loc", "kernel", "warpgroups", "in_wg_loop", "ret_type", "ret_name",
+                 "done_name")
 
-    def __init__(self, fn: Func, stack, call_loc, kernel: str, warpgroups: int):
+    def __init__(self, fn: Func, stack, call_loc, kernel: str, warpgroups: int, in_wg_loop: bool):
         self.func, self.stack, self.call_loc, self.kernel = fn, stack, call_loc, kernel
         self.warpgroups = warpgroups  # the block's warpgroups the kernel has declared before the call (0: none)
+        self.in_wg_loop = in_wg_loop  # the call is in the body of a pk.wg_elements / pk.wg_rows loop
         self.ret_type = self.ret_name = self.done_name = None
 
 
@@ -119,8 +121,9 @@ class FunctionCalls:
             kernel, warpgroups = self.inline.kernel, self.inline.warpgroups
         else:
             kernel, warpgroups = self.name, self.fn.hopper.warpgroups if self.fn.hopper is not None else 0
+        in_wg_loop = hopper.in_wg_loop(self)
         sub = type(self)(fn.pyfunc, self.check_barriers, bindings=bindings, src=fn.src,
-                         inline=InlineCall(fn, stack + (fn,), call_loc, kernel, warpgroups))
+                         inline=InlineCall(fn, stack + (fn,), call_loc, kernel, warpgroups, in_wg_loop))
         binds = []  # (parameter, type, argument)
         for p, arg in zip(a.args, node.args):
             if p.arg in kinds:

@@ -363,8 +363,8 @@ def _linear_local() -> ir.Expr:
     return ir.BinOp("add", lid[0], ir.BinOp("mul", size[0], ir.BinOp("add", lid[1], ir.BinOp("mul", size[1], lid[2]))))
 
 
-__all__ = ["DECLARE", "LOOPS", "STATEMENTS", "USAGE", "check_call", "declare", "element", "element_store", "is_element",
-           "statement", "warpgroup_id", "wg_loop", "f32"]
+__all__ = ["DECLARE", "LOOPS", "STATEMENTS", "USAGE", "check_call", "declare", "element", "element_store", "in_wg_loop",
+           "is_element", "statement", "warpgroup_id", "wg_loop", "f32"]
 
 
 # ---------------------------------------------------------------- loops over a warpgroup's registers
@@ -440,8 +440,9 @@ def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     if call.keywords:
         raise tr.syntax_error(f"keyword arguments are not supported in kernel calls: {USAGE[name]}", call)
     _needs_warpgroups(tr, f"pk.{name}() loops over a warpgroup's registers", call)
-    if getattr(tr, "wg_loop", None) is not None:
-        raise tr.type_error(f"pk.{name}() loops do not nest", node)
+    if in_wg_loop(tr):
+        inside = " (this one is in a device function called in the body of one)" if tr.inline is not None else ""
+        raise tr.type_error(f"pk.{name}() loops do not nest{inside}", node)
     reg = tr._fresh("_wgr")
     tr._declare_scalar(reg, i32, node)
     e = ir.Var(reg, i32)
@@ -472,6 +473,11 @@ def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     loop = ir.For(reg, _c(0), _c(regs), 1, pre + body)
     loop.loc = tr.loc(node)
     return lanes + (unroll(loop, max_trips=128) or [loop])
+
+
+def in_wg_loop(tr) -> bool:
+    """Whether ``tr`` is translating the body of a warpgroup loop (its own, or one around the call it inlines)."""
+    return getattr(tr, "wg_loop", None) is not None or (tr.inline is not None and tr.inline.in_wg_loop)
 
 
 def _check_body(tr, body: List[ir.Stmt], name: str) -> None:
