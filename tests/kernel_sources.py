@@ -10,14 +10,19 @@ import polykern as pk
 _SEQ = itertools.count()
 
 
-def make_kernel(tmp_path, body, name="kk"):
-    """A kernel defined in a real file (the frontend reads kernels' source)."""
+def make_module(tmp_path, source):
+    """The module of ``source``, written to a real file (the frontend reads kernels' source)."""
     path = tmp_path / f"kern_{next(_SEQ)}.py"
-    path.write_text("import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n" + body)
+    path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return getattr(mod, name)
+    return mod
+
+
+def make_kernel(tmp_path, body, name="kk"):
+    """A kernel defined in a real file."""
+    return getattr(make_module(tmp_path, "import polykern as pk\nfrom polykern import *\n\n@pk.kernel\n" + body), name)
 
 
 def checked_ptx(kernel, target):

@@ -201,11 +201,61 @@ def bytes_2(out: Buffer[f32]):
     _scratch_outer(out)
 
 
+# ---------------------------------------------------------------------- swizzled (tiles a tensor copy or wgmma uses)
+
+
+@pk.func
+def _tile_mma(acc: pk.WgAcc, tiles: Shared[pk.f16]):
+    pk.wgmma(acc, tiles, 0, tiles, 1024)
+
+
+@pk.func
+def _tile_mma_outer(acc: pk.WgAcc, tiles: Shared[pk.f16]):
+    _tile_mma(acc, tiles)
+
+
+@pk.kernel
+def swz_0(out: Buffer[f32]):
+    pk.warpgroups(1)
+    acc = pk.wg_acc(f32, 64, 16)
+    tiles = pk.shared_dynamic(pk.f16)
+    pk.wg_fill(acc, 0.0)
+    pk.wgmma(acc, tiles, 0, tiles, 1024)
+    pk.wgmma_commit()
+    pk.wgmma_wait(0)
+    pk.wg_store(out, 0, 16, acc)
+
+
+@pk.kernel
+def swz_1(out: Buffer[f32]):
+    pk.warpgroups(1)
+    acc = pk.wg_acc(f32, 64, 16)
+    tiles = pk.shared_dynamic(pk.f16)
+    pk.wg_fill(acc, 0.0)
+    _tile_mma(acc, tiles)
+    pk.wgmma_commit()
+    pk.wgmma_wait(0)
+    pk.wg_store(out, 0, 16, acc)
+
+
+@pk.kernel
+def swz_2(out: Buffer[f32]):
+    pk.warpgroups(1)
+    acc = pk.wg_acc(f32, 64, 16)
+    tiles = pk.shared_dynamic(pk.f16)
+    pk.wg_fill(acc, 0.0)
+    _tile_mma_outer(acc, tiles)
+    pk.wgmma_commit()
+    pk.wgmma_wait(0)
+    pk.wg_store(out, 0, 16, acc)
+
+
 KERNELS = {
     "dynamic_shared": (dyn_0, dyn_1, dyn_2),
     "vector_align": (wide_0, wide_1, wide_2),
     "vector_groups": (groups_0, groups_1, groups_2),
     "array_bytes": (bytes_0, bytes_1, bytes_2),
+    "swizzled": (swz_0, swz_1, swz_2),  # where it matters: tests/test_hopper_funcs.py
 }
 FACTS = [f.name for f in dataclasses.fields(BodyFacts)]
 
@@ -223,7 +273,7 @@ def _outcome(kernel):
         return "refused", re.search(r"the limit of \w+ arrays is \d+ bytes per [\w-]+", exc.message).group(0)
     ids = collections.Counter(lane_of(s).group for s in ir.walk_stmts(fn.body) if lane_of(s) is not None)
     return ([(p.name, str(p.type)) for p in fn.params], fn.attrs, sorted(map(str, fn.arrays.values())),
-            sorted(ids.values()))
+            sorted(ids.values()), fn.hopper.swizzled if fn.hopper is not None else None)
 
 
 @pytest.mark.parametrize("fact", FACTS)

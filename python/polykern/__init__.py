@@ -33,7 +33,7 @@ from .lang.builtins import (mbarrier_arrive, mbarrier_arrive_tx, mbarrier_init, 
                             wg_vec, wgmma, wgmma_commit, wgmma_kn, wgmma_wait)
 from .lang.builtins import abs, max, min  # noqa: F401,A004
 from .lang.kernel import Kernel, kernel  # noqa: F401
-from .lang.annotations import Local, Shared, constexpr, dtype  # noqa: F401
+from .lang.annotations import Local, MBarriers, Shared, TensorMap, WgAcc, WgVec, constexpr, dtype  # noqa: F401
 from .lang.functions import Func, func  # noqa: F401
 
 from .version import __version__  # noqa: E402,F401

@@ -7,6 +7,9 @@
   (``x: Buffer["T"]``, ``s: "T"``, ``acc: "T" = 0``) and ``T(expr)`` casts to it.
 - ``Shared[T]`` and ``Local[T]``: a ``@pk.func`` parameter that is a ``pk.shared`` / ``pk.local`` array
   (its size is the argument's).
+- ``pk.WgAcc`` (``pk.WgAcc[64, n]``: of that shape only), ``pk.WgVec``, ``pk.MBarriers`` and
+  ``pk.TensorMap``: a ``@pk.func`` parameter that is the caller's warpgroup accumulator, row vector,
+  barrier set or tensor map (ir/hopper.py; its type, shape included, is the argument's).
 
 :func:`resolve` turns what an annotation evaluated to into a type, looking names of ``pk.dtype``
 parameters up with a callback (the translator's scope, where specialization values are bound).
@@ -14,12 +17,14 @@ parameters up with a callback (the translator's scope, where specialization valu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 from ..errors import KernelTypeError
-from ..ir.types import ArrayType, BufferType, ScalarType, _annotation_error
+from ..ir import hopper as H
+from ..ir.types import ArrayType, BufferType, ScalarType, _annotation_error, f32
 
-__all__ = ["TypeParam", "constexpr", "dtype", "ArrayParam", "Shared", "Local", "resolve"]
+__all__ = ["TypeParam", "constexpr", "dtype", "ArrayParam", "Shared", "Local", "HopperParam", "WgAcc", "WgVec",
+           "MBarriers", "TensorMap", "hopper_object", "resolve"]
 
 
 class TypeParam:
@@ -70,6 +75,55 @@ class _ArrayFactory:
 
 Shared = _ArrayFactory("shared")
 Local = _ArrayFactory("local")
+
+
+@dataclass(frozen=True)
+class HopperParam:
+    """``pk.WgAcc`` / ``pk.WgAcc[64, n]`` / ``pk.WgVec`` / ``pk.MBarriers`` / ``pk.TensorMap``: a device
+    function parameter that aliases the caller's Hopper object of that kind (``n``: the accumulator's N
+    the parameter requires; None: any)."""
+
+    kind: str  # a key of _HOPPER_KINDS
+    n: Optional[int] = None
+
+    def __str__(self) -> str:
+        return f"pk.{self.kind}" + (f"[64, {self.n}]" if self.n is not None else "")
+
+    @property
+    def what(self) -> str:
+        """The objects it takes, for messages."""
+        cls, what = _HOPPER_KINDS[self.kind]
+        return what if self.n is None else f"{what} of 64 x {self.n}"
+
+    def accepts(self, t) -> bool:
+        return isinstance(t, _HOPPER_KINDS[self.kind][0]) and (self.n is None or t.n == self.n)
+
+    def __getitem__(self, shape) -> "HopperParam":
+        ok = self.kind == "WgAcc" and self.n is None and isinstance(shape, tuple) and len(shape) == 2 \
+            and all(type(d) is int for d in shape) and shape[0] == H.WG_M
+        if not ok:
+            raise _annotation_error(f"{self}[...] takes no shape" if self.kind != "WgAcc" or self.n is not None else
+                                    f"pk.WgAcc[64, n] takes an accumulator's shape: 64 rows (wgmma's m64) and "
+                                    f"its N, two integers, got {shape!r}")
+        why = H.check_acc(f32, shape[1])
+        if why:
+            raise _annotation_error(f"pk.WgAcc[64, {shape[1]}]: {why}")
+        return HopperParam(self.kind, shape[1])
+
+
+#: HopperParam kind -> (the object type it aliases, what that is in messages).
+_HOPPER_KINDS = {
+    "WgAcc": (H.WgAccType, "a warpgroup accumulator (pk.wg_acc)"),
+    "WgVec": (H.WgVecType, "a warpgroup row vector (pk.wg_vec)"),
+    "MBarriers": (H.MBarrierSetType, "a barrier set (pk.mbarriers)"),
+    "TensorMap": (H.TensorMap, "a tensor map (pk.tensor_map)"),
+}
+WgAcc, WgVec, MBarriers, TensorMap = (HopperParam(k) for k in _HOPPER_KINDS)
+
+
+def hopper_object(t) -> Optional[str]:
+    """What ``t`` is when it is the type of a Hopper object (for messages), else None."""
+    return next((f"{what[2:]} of type {t}" for cls, what in _HOPPER_KINDS.values() if isinstance(t, cls)), None)
 
 
 def resolve(value, lookup: Callable[[str], object], loc):

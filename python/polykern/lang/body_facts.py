@@ -3,7 +3,8 @@
 Translating a statement can leave a fact that belongs to the whole kernel: a ``pk.shared_dynamic``
 array needs a hidden size parameter and the ``dynamic_shared`` attribute, a ``pk.vload`` /
 ``pk.vstore`` / ``pk.copy_async`` needs its buffer aligned (``vector_align``), every wide-access group
-needs an id of its own in the kernel, and arrays use up the kernel's shared and private memory.
+needs an id of its own in the kernel, arrays use up the kernel's shared and private memory, and a shared
+array that a tensor copy writes or wgmma reads holds swizzled tiles (ir/hopper.py).
 
 Each translator records such facts in its own :class:`BodyFacts` (``tr.facts``), never on its
 ``ir.Function`` directly: the kernel's translator, and one translator per inlined call of a device
@@ -24,6 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import SourceLoc
 from ..ir import nodes as ir
+from ..ir import hopper as H
 from ..ir.dynamic_shared import ATTR as DYNAMIC_ATTR
 from ..ir.dynamic_shared import format_attr
 from ..ir.types import ScalarType, i32
@@ -51,6 +53,9 @@ class BodyFacts:
     vector_groups: int = 0
     #: "shared" / "local" -> bytes of the static arrays declared (the language's limit is per kernel).
     array_bytes: Dict[str, int] = field(default_factory=dict)
+    #: Shared array name -> the swizzle (bytes) of the tiles a tensor copy writes or wgmma reads in it: such an
+    #: array is used only by those operations and is aligned to ``ir.hopper.SWIZZLE_ALIGN`` bytes.
+    swizzled: Dict[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ recording
     def declare_dynamic_shared(self, name: str, elem: ScalarType, loc: SourceLoc) -> None:
@@ -62,6 +67,9 @@ class BodyFacts:
     def new_vector_group(self) -> int:
         self.vector_groups += 1
         return self.vector_groups - 1
+
+    def swizzle(self, array: str, nbytes: int) -> None:
+        self.swizzled[array] = nbytes
 
     def array_budget(self, scope: str, nbytes: int) -> Optional[str]:
         """Count ``nbytes`` more of ``scope`` arrays; the reason they do not fit the limit, or None."""
@@ -112,6 +120,10 @@ class BodyFacts:
             if over is not None:
                 raise error(f"the {scope} arrays of {where} are too large for this kernel: {over}")
 
+    def _merge_swizzled(self, call, rename, body, where, error):
+        for array, nbytes in call.swizzled.items():
+            self.swizzle(rename(array), nbytes)
+
     # ------------------------------------------------------------------ the kernel
     def apply(self, fn: ir.Function, taken) -> None:
         """Record the facts on the kernel ``fn`` (its body translated); ``taken``: names in use."""
@@ -139,3 +151,7 @@ class BodyFacts:
 
     def _apply_array_bytes(self, fn, taken):
         pass  # the arrays are in fn.arrays; the limit was checked as they were declared and merged
+
+    def _apply_swizzled(self, fn, taken):
+        if self.swizzled:
+            H.facts(fn).swizzled.update(self.swizzled)

@@ -364,7 +364,6 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
         raise self.syntax_error(f"pk.{name}() is a statement of its own: {hopper.USAGE[name]}", node)
 
     def _call_warpgroup(self, name, node):
-        hopper._kernel_only(self, name, node)
         return hopper.warpgroup_id(self, node)
 
     def _call_copy(self, name, node):

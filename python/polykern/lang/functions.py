@@ -7,6 +7,8 @@ with the call site named), with its parameters bound to the call's arguments:
 - a scalar parameter is a local of the function, assigned the (type-checked) argument: a copy;
 - a ``Buffer[T]`` parameter aliases the caller's buffer (readonly when either side says readonly);
 - a ``Shared[T]`` / ``Local[T]`` parameter aliases the caller's ``pk.shared`` / ``pk.local`` array;
+- a ``pk.WgAcc`` / ``pk.WgVec`` / ``pk.MBarriers`` / ``pk.TensorMap`` parameter aliases the caller's
+  warpgroup accumulator, row vector, barrier set or tensor map (the body sees its type: its shape too);
 - a ``pk.constexpr`` / ``pk.dtype`` parameter takes a compile-time argument (a constant, or a type
   such as ``f32`` or the caller's own ``T``) and specializes the body.
 
@@ -15,8 +17,8 @@ arrays start at zero on every call, as a kernel's do. ``return`` anywhere (insid
 becomes an assignment to a result local plus a ``returned`` flag that guards the rest of the body and
 breaks out of loops. Recursion, direct or mutual, is refused at the call that closes the cycle, and
 calls nest at most ``MAX_CALL_DEPTH`` deep. What the body records for the kernel beyond its statements
-(a pk.shared_dynamic array's size parameter, buffers' alignment, ...) is merged into the caller's
-``BodyFacts`` (lang/body_facts.py). Uniformity (barriers) and bounds checking then see the calls'
+(a pk.shared_dynamic array's size parameter, buffers' alignment, swizzled arrays ...) is merged into the
+caller's ``BodyFacts`` (lang/body_facts.py). Uniformity (barriers) and bounds checking then see the calls'
 bodies like any other code.
 """
 from __future__ import annotations
@@ -30,7 +32,8 @@ from ..errors import KernelSyntaxError, KernelTypeError, PolykernError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, BufferType, ScalarType, bool_, i32
 from ..ir.vector import lane_of
-from .annotations import ArrayParam
+from . import hopper
+from .annotations import ArrayParam, HopperParam, hopper_object
 from .decorate import decorate
 from .source import get_kernel_source
 from .specialize import check_value, type_params
@@ -74,10 +77,13 @@ def func(fn=None):
 class InlineCall:
     """What the translator of one inlined call knows about it."""
 
-    __slots__ = ("func", "stack", "call_loc", "kernel", "ret_type", "ret_name", "done_name")
+    __slots__ = ("func", "stack", "call_loc", "kernel", "warpgroups", "in_wg_loop", "ret_type", "ret_name",
+                 "done_name")
 
-    def __init__(self, fn: Func, stack, call_loc, kernel: str):
+    def __init__(self, fn: Func, stack, call_loc, kernel: str, warpgroups: int, in_wg_loop: bool):
         self.func, self.stack, self.call_loc, self.kernel = fn, stack, call_loc, kernel
+        self.warpgroups = warpgroups  # the block's warpgroups the kernel has declared before the call (0: none)
+        self.in_wg_loop = in_wg_loop  # the call is in the body of a pk.wg_elements / pk.wg_rows loop
         self.ret_type = self.ret_name = self.done_name = None
 
 
@@ -111,9 +117,13 @@ class FunctionCalls:
         bindings = {p.arg: self._static_argument(fn, p.arg, kinds[p.arg], arg)
                     for p, arg in zip(a.args, node.args) if p.arg in kinds}
         call_loc = self.loc(node)
+        if self.inline is not None:
+            kernel, warpgroups = self.inline.kernel, self.inline.warpgroups
+        else:
+            kernel, warpgroups = self.name, self.fn.hopper.warpgroups if self.fn.hopper is not None else 0
+        in_wg_loop = hopper.in_wg_loop(self)
         sub = type(self)(fn.pyfunc, self.check_barriers, bindings=bindings, src=fn.src,
-                         inline=InlineCall(fn, stack + (fn,), call_loc,
-                                            self.inline.kernel if self.inline is not None else self.name))
+                         inline=InlineCall(fn, stack + (fn,), call_loc, kernel, warpgroups, in_wg_loop))
         binds = []  # (parameter, type, argument)
         for p, arg in zip(a.args, node.args):
             if p.arg in kinds:
@@ -144,6 +154,19 @@ class FunctionCalls:
     def _bind_argument(self, fn, name, t, arg):
         """(the parameter's type inside the function, the argument: an Expr or the caller's Var)."""
         what = f"argument '{name}' of {fn.name}()"
+        obj = self.vars.get(arg.id) if isinstance(arg, ast.Name) else None
+        if isinstance(t, HopperParam):
+            if not t.accepts(obj):
+                got = f"{hopper_object(obj) or obj} '{arg.id}'" if obj is not None else f"'{ast.unparse(arg)}'"
+                raise self.type_error(f"{what} is a {t} parameter: pass {t.what} of the caller, got {got}", arg)
+            v = ir.Var(arg.id, obj)
+            v.loc = self.loc(arg)
+            return obj, v
+        if hopper_object(obj) is not None:
+            kind = "Buffer" if isinstance(t, BufferType) else "scalar" if isinstance(t, ScalarType) else "array"
+            raise self.type_error(f"{what} is a {kind} parameter ({t}), got {hopper_object(obj)} '{arg.id}' "
+                                  "(a Hopper object is passed to a pk.WgAcc, pk.WgVec, pk.MBarriers or pk.TensorMap "
+                                  "parameter)", arg)
         if isinstance(t, ScalarType):
             return t, coerce(self.scalar_expr(arg), t, what)
         if isinstance(t, BufferType):
@@ -170,9 +193,11 @@ class FunctionCalls:
                 mine[new] = t
                 rename[name] = (new, t)
         _rename(body, rename)
-        if sub.fn.params or sub.fn.attrs:  # a body records kernel facts in sub.facts only (lang/body_facts.py)
-            raise RuntimeError(f"internal error: inlining '{ctx.func.name}' recorded {sub.fn.params or sub.fn.attrs} "
-                               "on the function instead of its BodyFacts")
+        if sub.fn.params or sub.fn.attrs or sub.fn.hopper is not None:  # kernel facts: in sub.facts only
+            raise RuntimeError(f"internal error: inlining '{ctx.func.name}' recorded "
+                               f"{sub.fn.params or sub.fn.attrs or sub.fn.hopper} on the function instead of its "
+                               "BodyFacts (lang/body_facts.py)")
+        hopper.check_call(self, body, ctx.func.name, node)
         self.facts.merge(sub.facts, lambda n: rename[n][0], body, f"device function '{ctx.func.name}'",
                          lambda msg: self.type_error(msg, node))
         stmts = []
@@ -211,9 +236,10 @@ class FunctionCalls:
             raise self.type_error(f"parameter '{p.arg}' needs a type annotation, e.g. {p.arg}: f32, "
                                   f"{p.arg}: Buffer[f32] or {p.arg}: Shared[f32]", p)
         t = self._eval_annotation(p.annotation)
-        if not isinstance(t, (ScalarType, BufferType, ArrayParam)):
+        if not isinstance(t, (ScalarType, BufferType, ArrayParam, HopperParam)):
             raise self.type_error(f"parameter '{p.arg}' has annotation {t!r}; use a scalar type (f32, ...), "
-                                  "Buffer[T], Shared[T], Local[T], pk.constexpr or pk.dtype", p.annotation)
+                                  "Buffer[T], Shared[T], Local[T], pk.WgAcc, pk.WgVec, pk.MBarriers, pk.TensorMap, "
+                                  "pk.constexpr or pk.dtype", p.annotation)
         return t
 
     def translate_inline(self, binds) -> List[ir.Stmt]:
@@ -372,6 +398,8 @@ def _rename(body, rename):
         elif isinstance(s, ir.CopyAsync):  # its arrays are fields, not expressions
             var(s.dst)
             var(s.src)
+        elif isinstance(s, ir.HopperOp):  # its arrays, buffers and Hopper objects are names
+            s.names = [rename.get(n, (n,))[0] for n in s.names]
         elif isinstance(s, ir.MatrixOp):  # its fragments are names, its memory a field
             s.frag = rename.get(s.frag, (s.frag,))[0]
             s.srcs = [rename.get(f, (f,))[0] for f in s.srcs]
@@ -383,6 +411,9 @@ def _rename(body, rename):
                     var(x)
                 elif isinstance(x, (ir.Load, ir.Atomic)):
                     var(x.base)
+                elif isinstance(x, ir.WgReg) and id(x) not in seen:  # an accumulator's / row vector's register
+                    seen.add(id(x))
+                    x.name = rename.get(x.name, (x.name,))[0]
 
 
 def _zero(t: ScalarType) -> ir.Const:

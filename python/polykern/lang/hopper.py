@@ -1,8 +1,12 @@
 """Translation of the Hopper builtins (docs/language.md "Hopper: warpgroup MMA, tensor copies,
 transaction barriers") into ``ir.HopperOp`` statements and the kernel's ``ir.hopper.HopperFacts``.
 
-Declarations (``pk.warpgroups``, ``pk.mbarriers``, ``pk.tensor_map``, ``pk.wg_acc``) are per kernel,
-like arrays; every operation names declared objects and takes integer operands. The rules that do not
+Declarations (``pk.warpgroups``, ``pk.mbarriers``, ``pk.tensor_map``, ``pk.wg_acc``, ``pk.wg_vec``) are per
+kernel; every operation names declared objects and takes integer operands. A ``@pk.func`` device function
+takes the kernel's objects as parameters (``pk.WgAcc`` ..., lang/annotations.py) and uses the operations on
+them; what its operations record for the kernel (swizzled arrays, a buffer's alignment) goes through its
+``BodyFacts`` (lang/body_facts.py), and its warpgroup operations need the kernel's ``pk.warpgroups`` declared
+before the call (``InlineCall.warpgroups``). The rules that do not
 depend on run-time values are checked here, with the user's source location; ``ir.hopper`` holds
 them all. The translator ``tr`` is the frontend's FunctionTranslator.
 """
@@ -54,10 +58,33 @@ LOOPS = ("wg_elements", "wg_rows")
 _OP = {b: op for op, b in H.BUILTIN_OF.items() if b.startswith("mbarrier_")}  # the barrier operations
 
 
+#: Declaration -> the device function parameter annotation that takes what it declares.
+_PARAM_OF = {"mbarriers": "pk.MBarriers", "tensor_map": "pk.TensorMap", "wg_acc": "pk.WgAcc", "wg_vec": "pk.WgVec"}
+
+
 def _kernel_only(tr, name: str, node) -> None:
-    if tr.inline is not None:
-        raise tr.type_error(f"pk.{name}() is used in a kernel's own body, not in a @pk.func device function "
-                            "(Hopper objects and operations are per kernel)", node)
+    if tr.inline is None:
+        return
+    if name == "warpgroups":
+        how = "declare the block's warpgroups in the kernel, before it calls functions with warpgroup operations"
+    else:
+        how = f"declare it in the kernel and pass it to the function as a {_PARAM_OF[name]} parameter"
+    raise tr.type_error(f"pk.{name}() is a kernel's declaration, not allowed in a @pk.func device function: {how}",
+                        node)
+
+
+def _warpgroups(tr) -> int:
+    """The block's warpgroups the kernel has declared so far (0: none), in a device function at its call."""
+    return tr.inline.warpgroups if tr.inline is not None else H.facts(tr.fn).warpgroups
+
+
+def _needs_warpgroups(tr, what: str, node) -> None:
+    if _warpgroups(tr):
+        return
+    if tr.inline is None:
+        raise tr.type_error(f"{what}: declare the block's warpgroups first ({USAGE['warpgroups']})", node)
+    raise tr.type_error(f"{what}: the kernel declares the block's warpgroups ({USAGE['warpgroups']}) before it "
+                        f"calls a device function that uses one, and kernel '{tr.inline.kernel}' has not", node)
 
 
 def _nargs(tr, name: str, call: ast.Call, n: int) -> None:
@@ -70,7 +97,9 @@ def _nargs(tr, name: str, call: ast.Call, n: int) -> None:
 def _obj(tr, node, cls, what: str, name: str):
     t = tr.vars.get(node.id) if isinstance(node, ast.Name) else None
     if not isinstance(t, cls):
-        raise tr.type_error(f"'{ast.unparse(node)}' is not {what} (declare one with {USAGE[name]})", node)
+        how = f"declare one with {USAGE[name]}" if tr.inline is None else \
+            f"a device function takes the kernel's as a {_PARAM_OF[name]} parameter"
+        raise tr.type_error(f"'{ast.unparse(node)}' is not {what} ({how})", node)
     return node.id, t
 
 
@@ -96,7 +125,7 @@ def _shared(tr, node, name: str) -> ir.Var:
 
 def _swizzled(tr, v: ir.Var, node) -> None:
     """``v`` holds swizzled tiles from now on: it must not be indexed as well."""
-    H.facts(tr.fn).swizzled[v.name] = H.SWIZZLE_BYTES
+    tr.facts.swizzle(v.name, H.SWIZZLE_BYTES)
 
 
 def declare(tr, target: ast.Name, call: ast.Call, name: str) -> List[ir.Stmt]:
@@ -183,10 +212,10 @@ def _tensor_map(tr, call: ast.Call) -> H.TensorMap:
 
 
 def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
-    _kernel_only(tr, name, call)
     out: List[ir.Stmt] = []
-    hf = H.facts(tr.fn)
     if name == "warpgroups":
+        _kernel_only(tr, name, call)
+        hf = H.facts(tr.fn)
         _nargs(tr, name, call, 1)
         n = tr.const_int(call.args[0], "the count of pk.warpgroups()")
         if not 1 <= n <= 8:
@@ -258,9 +287,8 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
         if not (isinstance(d, ast.Constant) and d.value in ("inc", "dec")):
             raise tr.type_error("the second argument of pk.setmaxnreg() is the string literal \"inc\" or \"dec\"", d)
         op = ir.HopperOp(f"setmaxnreg_{d.value}", [], [ir.Const(n, i32)])
-    if op.op in H.WARPGROUP_OPS and not hf.warpgroups:
-        raise tr.type_error(f"pk.{name}() is a warpgroup operation: declare the block's warpgroups first "
-                            f"({USAGE['warpgroups']})", call)
+    if op.op in H.WARPGROUP_OPS:
+        _needs_warpgroups(tr, f"pk.{name}() is a warpgroup operation", call)
     op.loc = tr.loc(node)
     out.append(op)
     return out
@@ -325,6 +353,16 @@ def _wgmma(tr, name: str, call: ast.Call, out: List[ir.Stmt]) -> ir.HopperOp:
     return ir.HopperOp(name, [acc, a_name, b.name], args)
 
 
+def check_call(tr, body: List[ir.Stmt], fname: str, node) -> None:
+    """The rule on names of an inlined call's operations (``body``, renamed to the caller's names): two
+    parameters distinct in the device function may be one object of the caller."""
+    for s in ir.walk_stmts(body):
+        if isinstance(s, ir.HopperOp) and s.op in H.WGMMA_OPS and s.names[0] == s.names[1]:
+            raise tr.type_error(f"this call passes accumulator '{s.names[0]}' to two parameters of device function "
+                                f"'{fname}', whose pk.{s.op}() at {s.loc} then reads A from the accumulator it adds "
+                                "into: pass another accumulator", node)
+
+
 def _const_rule(tr, e: ir.Expr, rule, node) -> None:
     if isinstance(e, ir.Const):
         why = rule(int(e.value))
@@ -346,8 +384,8 @@ def _linear_local() -> ir.Expr:
     return ir.BinOp("add", lid[0], ir.BinOp("mul", size[0], ir.BinOp("add", lid[1], ir.BinOp("mul", size[1], lid[2]))))
 
 
-__all__ = ["DECLARE", "LOOPS", "STATEMENTS", "USAGE", "declare", "element", "element_store", "is_element", "statement",
-           "warpgroup_id", "wg_loop", "f32"]
+__all__ = ["DECLARE", "LOOPS", "STATEMENTS", "USAGE", "check_call", "declare", "element", "element_store", "in_wg_loop",
+           "is_element", "statement", "warpgroup_id", "wg_loop", "f32"]
 
 
 # ---------------------------------------------------------------- loops over a warpgroup's registers
@@ -418,16 +456,14 @@ def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     work-item holding it) or ``for i in pk.wg_rows():`` (for every row i of the warpgroup's accumulators,
     by each work-item holding it). The body is unrolled over the work-item's registers."""
     call = node.iter
-    _kernel_only(tr, name, call)
     if node.orelse:
         raise tr.syntax_error("'for ... else' is not supported in kernels", node)
     if call.keywords:
         raise tr.syntax_error(f"keyword arguments are not supported in kernel calls: {USAGE[name]}", call)
-    if not H.facts(tr.fn).warpgroups:
-        raise tr.type_error(f"pk.{name}() loops over a warpgroup's registers: declare the block's warpgroups first "
-                            f"({USAGE['warpgroups']})", call)
-    if getattr(tr, "wg_loop", None) is not None:
-        raise tr.type_error(f"pk.{name}() loops do not nest", node)
+    _needs_warpgroups(tr, f"pk.{name}() loops over a warpgroup's registers", call)
+    if in_wg_loop(tr):
+        inside = " (this one is in a device function called in the body of one)" if tr.inline is not None else ""
+        raise tr.type_error(f"pk.{name}() loops do not nest{inside}", node)
     reg = tr._fresh("_wgr")
     tr._declare_scalar(reg, i32, node)
     e = ir.Var(reg, i32)
@@ -458,6 +494,11 @@ def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     loop = ir.For(reg, _c(0), _c(regs), 1, pre + body)
     loop.loc = tr.loc(node)
     return lanes + (unroll(loop, max_trips=128) or [loop])
+
+
+def in_wg_loop(tr) -> bool:
+    """Whether ``tr`` is translating the body of a warpgroup loop (its own, or one around the call it inlines)."""
+    return getattr(tr, "wg_loop", None) is not None or (tr.inline is not None and tr.inline.in_wg_loop)
 
 
 def _check_body(tr, body: List[ir.Stmt], name: str) -> None:
