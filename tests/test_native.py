@@ -639,7 +639,7 @@ def test_examples_run_through_libpolykern(clib, example, kind):
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(EXAMPLES))
-    if getattr(mod, "NOT_NATIVE", None):  # e.g. Hopper kernels: sm_90a through the Python CUDA runtime only
+    if getattr(mod, "NOT_NATIVE", None):  # e.g. Hopper kernels: sm_90a only (tests/test_native_hopper.py)
         pytest.skip(f"{example}.py: {mod.NOT_NATIVE}")
     # an example with specialized kernels says which ones its run() launches in kernels()
     kernels = mod.kernels() if callable(getattr(mod, "kernels", None)) else \

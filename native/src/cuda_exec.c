@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tensor_maps.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -39,6 +40,9 @@ typedef struct cuda_api {
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* CUDA 12 drivers and later (Hopper tensor maps); NULL on older ones, which launch everything else */
+    CUresult (*TensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *, int, int, int, int);
 } cuda_api;
 
 static cuda_api api;
@@ -89,6 +93,7 @@ static int load_api(pk_error *err) {
             SYM(GetErrorName, "cuGetErrorName");
             SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
+            *(void **)(&api.TensorMapEncodeTiled) = dlsym(api.lib, "cuTensorMapEncodeTiled");
             api_state = api_why[0] ? -1 : 1;
         }
     }
@@ -116,7 +121,7 @@ static int cu_fail(pk_error *err, CUresult rc, const char *what) {
     } while (0)
 
 /* fmt "cuda": CUDA C source, compiled here by NVRTC to PTX for this device. */
-static char *nvrtc_compile(const pk_module *m, int major, int minor, pk_error *err) {
+static char *nvrtc_compile(const pk_module *m, int major, int minor, const char *variant, pk_error *err) {
     static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
                                  "/usr/local/cuda/lib64/libnvrtc.so"};
     typedef int (*create_t)(void **, const char *, const char *, int, const char *const *,
@@ -158,7 +163,7 @@ static char *nvrtc_compile(const pk_module *m, int major, int minor, pk_error *e
     if (!src) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
     memcpy(src, m->payload, m->payload_size);
     src[m->payload_size] = 0;
-    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d%d", major, minor);
+    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d%d%s", major, minor, variant);
     opts[0] = arch;
     if (create(&prog, src, "kernel.cu", 0, NULL, NULL) != 0) {
         free(src);
@@ -179,8 +184,27 @@ static char *nvrtc_compile(const pk_module *m, int major, int minor, pk_error *e
     return ptx;
 }
 
+/* The architecture-specific target (sm_90a) m's kernels were built for (FunctionInfo "arch"; NULL for
+ * portable code), as backends/cuda/polykern_cuda/runtime/module.py reads it: such code (wgmma, setmaxnreg)
+ * runs only on that exact compute capability. */
+static const pk_str *specific_arch(const pk_module *m, int *major, int *minor) {
+    size_t i, d;
+    for (i = 0; i < m->num_functions; i++) {
+        const pk_str *a = pk_kv_find(m->functions[i].attrs, m->functions[i].num_attrs, "arch");
+        /* ^sm_(\d+)(\d)a$ */
+        if (!a || a->len < 6 || memcmp(a->ptr, "sm_", 3) != 0 || a->ptr[a->len - 1] != 'a' || a->len > 12) continue;
+        for (d = 3; d < a->len - 1 && a->ptr[d] >= '0' && a->ptr[d] <= '9'; d++) {}
+        if (d != a->len - 1) continue;
+        *minor = a->ptr[a->len - 2] - '0';
+        *major = atoi(a->ptr + 3) / 10;
+        return a;
+    }
+    return NULL;
+}
+
 static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
-    int count = 0, ordinal = 0, major = 0, minor = 0;
+    int count = 0, ordinal = 0, major = 0, minor = 0, want_major = 0, want_minor = 0;
+    const pk_str *arch;
     const char *env = getenv("POLYKERN_CUDA_DEVICE");
     char logbuf[4096] = "";
     int opt[2] = {5 /* CU_JIT_ERROR_LOG_BUFFER */, 6 /* ..._SIZE_BYTES */};
@@ -200,6 +224,10 @@ static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
     CU(api.DeviceGetAttribute(&major, 75, c->dev), "cuDeviceGetAttribute(major)");
     CU(api.DeviceGetAttribute(&minor, 76, c->dev), "cuDeviceGetAttribute(minor)");
     snprintf(c->name + strlen(c->name), 16, " (sm_%d%d)", major, minor);
+    if ((arch = specific_arch(m, &want_major, &want_minor)) != NULL && (want_major != major || want_minor != minor))
+        return pk_fail(err, PK_ERR_UNAVAILABLE, "this module was built for %.20s (architecture-specific code such as "
+                       "wgmma and setmaxnreg, which runs only on compute capability %d.%d); %s is sm_%d%d: rebuild "
+                       "for its architecture", arch->ptr, want_major, want_minor, c->name, major, minor);
     CU(api.PrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
     CU(api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent");
     if (strcmp(m->fmt.ptr, "ptx") == 0) {
@@ -208,7 +236,7 @@ static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
         memcpy(image, m->payload, m->payload_size);
         image[m->payload_size] = 0;
     } else if (strcmp(m->fmt.ptr, "cuda") == 0) {
-        image = nvrtc_compile(m, major, minor, err);
+        image = nvrtc_compile(m, major, minor, specific_arch(m, &want_major, &want_minor) ? "a" : "", err);
         if (!image) return err ? (int)err->status : PK_ERR_LOAD;
     } else if (strcmp(m->fmt.ptr, "cubin") != 0 && strcmp(m->fmt.ptr, "fatbin") != 0) {
         return pk_fail(err, PK_ERR_LOAD, "CUDA module has fmt '%s'; this runtime loads ptx, "
@@ -252,14 +280,6 @@ void *pk_cuda_function(pk_cuda_ctx *c, const pk_function_info *fi, pk_error *err
     const char *name = entry ? entry->ptr : fi->name.ptr;
     CUfunction f = NULL;
     CUresult rc;
-    /* Hopper kernels (docs/language.md 5.3) take hidden tensor maps encoded at launch and need a block of their
-       declared warpgroups: the Python CUDA runtime launches them, libpolykern does not yet (refused by name,
-       never launched with parameters it did not pass). */
-    if (pk_kv_find(fi->attrs, fi->num_attrs, "tensor_maps") || pk_kv_find(fi->attrs, fi->num_attrs, "warpgroups")) {
-        pk_fail(err, PK_ERR_UNAVAILABLE, "kernel '%.200s' uses Hopper tensor maps / warpgroups, which libpolykern does "
-                "not launch yet; launch it with polykern's Python CUDA runtime", fi->name.ptr);
-        return NULL;
-    }
     if (api.CtxSetCurrent(c->ctx) != 0) { pk_fail(err, PK_ERR_DEVICE, "cuCtxSetCurrent failed"); return NULL; }
     rc = api.ModuleGetFunction(&f, c->mod, name);
     if (rc != 0) {
@@ -300,9 +320,8 @@ int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_erro
     return 0;
 }
 
-int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
-                   uint64_t static_bytes, unsigned shared_bytes, void **params, pk_error *err) {
-    CU(api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+static int launch_sync(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
+                       uint64_t static_bytes, unsigned shared_bytes, void **params, pk_error *err) {
     /* static + dynamic shared memory past 48 KiB is opt-in, per function: the default limit of the
      * dynamic bytes is 48 KiB less the static ones (32 KiB static + 20 KiB dynamic failed to launch) */
     if (shared_bytes && static_bytes + shared_bytes > 48 * 1024)
@@ -315,4 +334,58 @@ int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uin
        "cuLaunchKernel");
     CU(api.CtxSynchronize(), "kernel execution (cuCtxSynchronize)");
     return 0;
+}
+
+/* Hopper tensor maps: each encoded into a 64-byte aligned CUtensorMap of `store` (PK_TMAP_BYTES each, plus
+ * PK_TMAP_ALIGN of slack), its address appended to params after the n user parameters. */
+static int encode_maps(const pk_tmap_encoding *maps, size_t nmaps, unsigned char *store, void **params, size_t n,
+                       pk_error *err) {
+    unsigned char *base = store + (PK_TMAP_ALIGN - (uintptr_t)store % PK_TMAP_ALIGN) % PK_TMAP_ALIGN;
+    size_t i;
+    static const uint32_t unit_strides[2] = {1, 1};
+    if (nmaps && !api.TensorMapEncodeTiled)
+        return pk_fail(err, PK_ERR_UNAVAILABLE, "this kernel's Hopper tensor maps need cuTensorMapEncodeTiled, which "
+                       "this NVIDIA driver lacks (CUDA 12 or later)");
+    for (i = 0; i < nmaps; i++) {
+        void *map = base + i * PK_TMAP_BYTES;
+        CUresult rc = api.TensorMapEncodeTiled(map, maps[i].dtype, 2, (void *)(uintptr_t)maps[i].addr, maps[i].dims,
+                                               &maps[i].row_bytes, maps[i].box, unit_strides, 0, maps[i].swizzle,
+                                               maps[i].l2, 0);
+        if (rc != 0) {
+            cu_fail(err, rc, "cuTensorMapEncodeTiled");
+            if (err) {
+                char prefix[160];
+                snprintf(prefix, sizeof prefix, "tensor map %zu (shape (%llu, %llu), box (%u, %u)): ", i,
+                         (unsigned long long)maps[i].dims[1], (unsigned long long)maps[i].dims[0], maps[i].box[1],
+                         maps[i].box[0]);
+                pk_error_prefix(err, prefix);
+            }
+            return PK_ERR_DEVICE;
+        }
+        params[n + i] = map;   /* kernelParams: a pointer to each parameter's bytes */
+    }
+    return 0;
+}
+
+int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
+                   uint64_t static_bytes, unsigned shared_bytes, void **params, size_t nparams,
+                   const pk_tmap_encoding *maps, size_t nmaps, pk_error *err) {
+    unsigned char store[PK_TMAP_MAX * PK_TMAP_BYTES + PK_TMAP_ALIGN];
+    void *all_small[16 + PK_TMAP_MAX], **all = params;
+    int rc;
+    CU(api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+    if (nmaps > PK_TMAP_MAX) return pk_fail(err, PK_ERR_LAUNCH, "more than %u tensor maps", PK_TMAP_MAX);
+    if (nmaps) {   /* the user's parameters, then the hidden tensor maps */
+        all = nparams <= 16 ? all_small : (void **)calloc(nparams + nmaps, sizeof *all);
+        if (!all) return pk_fail(err, PK_ERR_NOMEM, "out of memory");
+        if (nparams) memcpy(all, params, nparams * sizeof *all);
+        rc = encode_maps(maps, nmaps, store, all, nparams, err);
+        if (rc) {
+            if (all != all_small) free(all);
+            return rc;
+        }
+    }
+    rc = launch_sync(c, func, grid, block, static_bytes, shared_bytes, all, err);
+    if (all != params && all != all_small) free(all);
+    return rc;
 }

@@ -128,8 +128,11 @@ void pk_cuda_free(pk_cuda_ctx *c, uint64_t dptr);
 int pk_cuda_copy_htod(pk_cuda_ctx *c, uint64_t dst, const void *src, size_t n, pk_error *err);
 int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_error *err);
 /* shared_bytes: the launch's dynamic shared memory; static_bytes: the function's static shared arrays
- * (past 48 KiB together the dynamic bytes must be opted into) */
+ * (past 48 KiB together the dynamic bytes must be opted into). params: a pointer to each of the nparams
+ * parameters (kernelParams); maps: the Hopper tensor maps encoded and passed after them (tensor_maps.h) */
+struct pk_tmap_encoding;
 int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
-                   uint64_t static_bytes, unsigned shared_bytes, void **params, pk_error *err);
+                   uint64_t static_bytes, unsigned shared_bytes, void **params, size_t nparams,
+                   const struct pk_tmap_encoding *maps, size_t nmaps, pk_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include "internal.h"
 #define PK_KBIN_TABLES_IMPL
 #include "kbin_tables.h"
+#include "tensor_maps.h"
 
 int pk_v1_layout_of_kind(const char *kind, pk_layout *layout) {
     size_t i;
@@ -140,7 +141,10 @@ static int value_ok(int type, const pk_str *v) {
         }
         return 1;
     }
+    if (type == PK_ATTR_WARPGROUPS) return pk_warpgroups_attr_ok(v);
+    if (type == PK_ATTR_ALIGN) return pk_align_attr_ok(v);
     if (v->len > limit || !printable(v)) return 0;
+    if (type == PK_ATTR_TENSOR_MAPS) return pk_tmaps_attr_ok(v);
     return type == PK_ATTR_TEXT || (v->len && memchr(v->ptr, ' ', v->len) == NULL);
 }
 

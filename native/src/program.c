@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "launch_proof.h"
+#include "tensor_maps.h"
 
 #define PK_BUFFER_MAGIC 0x50424B42u  /* "BKBP" */
 
@@ -17,6 +18,7 @@ struct pk_kernel {
     const pk_function_info *fi;
     pk_range_fn range;      /* CPU */
     void *cufn;             /* CUDA */
+    pk_hopper *hopper;      /* CUDA: tensor maps, warpgroups (NULL for other kernels) */
     pk_kernel *next;
 };
 
@@ -143,6 +145,7 @@ void pk_program_free(pk_program *p) {
     if (!p) return;
     while ((k = p->kernels) != NULL) {
         p->kernels = k->next;
+        pk_hopper_free(k->hopper);
         free(k);
     }
     pk_pool_destroy(p->pool);
@@ -185,8 +188,9 @@ pk_kernel *pk_program_kernel(pk_program *p, const char *name, pk_error *err) {
         }
         memcpy(&k->range, &addr, sizeof addr);   /* object pointer -> function pointer */
     } else {
+        if (pk_hopper_plan(fi, &k->hopper, err)) { free(k); return NULL; }
         k->cufn = pk_cuda_function(p->cu, fi, err);
-        if (!k->cufn) { free(k); return NULL; }
+        if (!k->cufn) { pk_hopper_free(k->hopper); free(k); return NULL; }
     }
     k->next = p->kernels;
     p->kernels = k;
@@ -295,6 +299,27 @@ static int dynamic_shared_bytes(const pk_function_info *fi, void *const *args, u
     return 0;
 }
 
+/* A Hopper kernel's launch (tensor_maps.h): the block of its declared warpgroups, its tensor maps' encodings
+ * from the buffers they view, and the alignment slack of its pk.shared_dynamic array added to *dyn_bytes
+ * (as the Python CUDA runtime does: only with a dynamic shared array). */
+static int hopper_launch(const pk_kernel *k, void *const *args, const uint32_t block[3], uint64_t *dyn_bytes,
+                         pk_tmap_encoding *maps, size_t *nmaps, pk_error *err) {
+    const pk_hopper *h = k->hopper;
+    uint64_t addr[PK_TMAP_MAX];
+    size_t bytes[PK_TMAP_MAX], i;
+    int rc = pk_hopper_check_block(h, k->fi, block, err);
+    if (rc) return rc;
+    for (i = 0; i < h->nmaps; i++) {
+        const pk_buffer *b = (const pk_buffer *)args[h->buf_arg[i]];
+        addr[i] = b->dptr;
+        bytes[i] = b->size;
+    }
+    if ((rc = pk_hopper_encodings(h, k->fi, args, addr, bytes, maps, err)) != 0) return rc;
+    *nmaps = h->nmaps;
+    if (*dyn_bytes) *dyn_bytes += h->dyn_slack;
+    return 0;
+}
+
 /* The language's limit of a work-group's shared arrays, static and dynamic together, where the device
  * sets none of its own (the CPU): ARRAY_LIMITS["shared"] in polykern/lang/frontend.py. */
 #define PK_SHARED_LIMIT (64u * 1024u)
@@ -390,12 +415,15 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
             }
             rc = pk_pool_run(k->prog->pool, k->range, argv, launch, groups, err);
         } else {
-            if (dyn_bytes > UINT32_MAX)
+            pk_tmap_encoding maps[PK_TMAP_MAX];
+            size_t nmaps = 0;
+            if (k->hopper) rc = hopper_launch(k, args, block, &dyn_bytes, maps, &nmaps, err);
+            if (!rc && dyn_bytes > UINT32_MAX)
                 rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its pk.shared_dynamic array needs %llu "
                              "bytes", fi->name.ptr, (unsigned long long)dyn_bytes);
-            else
+            if (!rc)
                 rc = pk_cuda_launch(k->prog->cu, k->cufn, grid, block, fi->shared_bytes, (unsigned)dyn_bytes,
-                                    argv, err);
+                                    argv, nargs, maps, nmaps, err);
         }
     }
     if (argv != argv_small) free(argv);

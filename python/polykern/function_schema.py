@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional, Tuple
 
+from .ir import hopper
 from .ir.nodes import SPECIAL_REGS
 from .kbin_messages import INVISIBLE
 
@@ -33,6 +34,11 @@ ATTR_TYPES: Dict[str, Tuple[str, int]] = {
     "size": ("a decimal integer from 0 to %u", 1 << 40),
     "name": ("a non-empty name without spaces or control characters, at most %u bytes", NAME_MAX),
     "text": ("text without control characters, at most %u bytes", TEXT_MAX),
+    # Hopper launch facts (polykern.ir.hopper; docs/internals.md, the attribute schema)
+    "warpgroups": ("a decimal integer from 1 to %u", hopper.WARPGROUPS_MAX),
+    "align": ("%u", hopper.SWIZZLE_ALIGN),
+    "tensor_maps": ("a JSON list of at most " + str(hopper.TMAP_MAX) + " tensor maps {name, buffer, elem, shape, "
+                    "box, swizzle} of at most %u bytes", TEXT_MAX),
 }
 
 #: attribute -> type. Backends: llvm/hexagon (entry, triple, cpu, features, item_bytes,
@@ -56,11 +62,14 @@ ATTRS: Dict[str, str] = {
     "private_bytes": "size",
     "push_constant_size": "u32",
     "push_constants": "text",
+    hopper.ATTR_DYNAMIC_ALIGN: "align",
     "spec_ids": "text",
     "spirv": "name",
+    hopper.ATTR_TENSOR_MAPS: "tensor_maps",
     "triple": "name",
     "uses_atomics": "flag",
     "uses_barrier": "flag",
+    hopper.ATTR_WARPGROUPS: "warpgroups",
     "workgroup_size": "text",
 }
 
@@ -78,12 +87,26 @@ def _printable(value: str) -> bool:
     return True
 
 
+def _parses(reader, name: str, value: str) -> bool:
+    try:
+        reader({name: value})
+    except ValueError:
+        return False
+    return True
+
+
 def _value_ok(type_name: str, value: str) -> bool:
     limit = ATTR_TYPES[type_name][1]
     if type_name in ("flag", "u32", "size"):
         return bool(_UINT_RE.fullmatch(value)) and int(value) <= limit
+    if type_name == "align":
+        return value == str(limit)
+    if type_name == "warpgroups":
+        return _parses(hopper.warpgroups_of, hopper.ATTR_WARPGROUPS, value)
     if len(value.encode("utf-8")) > limit or not _printable(value):
         return False
+    if type_name == "tensor_maps":
+        return _parses(hopper.tensor_maps_of, hopper.ATTR_TENSOR_MAPS, value)
     return type_name == "text" or (bool(value) and " " not in value)
 
 

@@ -380,35 +380,60 @@ def info_attrs(fn: ir.Function) -> Dict[str, str]:
     return out
 
 
+#: At most this many tensor maps per kernel, and warpgroups per block.
+TMAP_MAX = 32
+WARPGROUPS_MAX = 8
+_TMAP_KEYS = ("box", "buffer", "elem", "name", "shape", "swizzle")
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a tensor map has a key twice")
+    return dict(pairs)
+
+
+def _count(d, limit: int) -> bool:
+    return type(d) is int and 0 < d <= limit
+
+
 def tensor_maps_of(attrs) -> List[dict]:
     """The tensor maps FunctionInfo ``attrs`` declare, validated (a hostile artifact gets a ValueError
-    naming what is wrong, never a crash)."""
-    text = attrs.get(ATTR_TENSOR_MAPS, "")
-    if not text:
+    naming what is wrong, never a crash): a JSON list of at most TMAP_MAX objects with exactly the keys
+    name, buffer, elem, shape, box and swizzle, each once; names unique; elem one of TMAP_TYPES; shape
+    two (parameter name or integer in [1, 2**32)); box two integers in [1, BOX_MAX]; swizzle 0 or 128.
+    ``function_schema`` checks it when an artifact is read; native/src/tensor_maps.c reads the same."""
+    text = attrs.get(ATTR_TENSOR_MAPS)
+    if text is None:
         return []
     if len(text) > 65536:
         raise ValueError("tensor_maps attribute longer than 64 KiB")
-    maps = json.loads(text)
-    if not isinstance(maps, list) or len(maps) > 32:
-        raise ValueError("tensor_maps is not a list of at most 32 maps")
+    try:
+        maps = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:  # nested lists past Python's recursion limit: malformed, not a crash
+        raise ValueError("tensor_maps is nested too deeply") from None
+    if not isinstance(maps, list) or len(maps) > TMAP_MAX:
+        raise ValueError(f"tensor_maps is not a list of at most {TMAP_MAX} maps")
     for m in maps:
-        ok = (isinstance(m, dict) and set(m) == {"name", "buffer", "elem", "shape", "box", "swizzle"}
-              and isinstance(m["name"], str) and isinstance(m["buffer"], str) and m["elem"] in TMAP_TYPES
+        ok = (isinstance(m, dict) and sorted(m) == list(_TMAP_KEYS)
+              and isinstance(m["name"], str) and isinstance(m["buffer"], str)
+              and isinstance(m["elem"], str) and m["elem"] in TMAP_TYPES
               and isinstance(m["shape"], list) and len(m["shape"]) == 2
-              and all(isinstance(d, str) or (type(d) is int and 0 < d < 2 ** 32) for d in m["shape"])
-              and isinstance(m["box"], list) and len(m["box"]) == 2
-              and all(type(d) is int and 0 < d <= BOX_MAX for d in m["box"])
-              and m["swizzle"] in (0, *SWIZZLES.values()))
+              and all(isinstance(d, str) or _count(d, 2 ** 32 - 1) for d in m["shape"])
+              and isinstance(m["box"], list) and len(m["box"]) == 2 and all(_count(d, BOX_MAX) for d in m["box"])
+              and type(m["swizzle"]) is int and m["swizzle"] in (0, *SWIZZLES.values()))
         if not ok:
             raise ValueError(f"malformed tensor map {m!r:.200}")
+    if len({m["name"] for m in maps}) != len(maps):
+        raise ValueError("two tensor maps have the same name")
     return maps
 
 
 def warpgroups_of(attrs) -> int:
-    """The warpgroups FunctionInfo ``attrs`` declare (0: none declared)."""
-    text = attrs.get(ATTR_WARPGROUPS, "")
-    if not text:
+    """The warpgroups FunctionInfo ``attrs`` declare (0: none declared): a decimal 1..WARPGROUPS_MAX."""
+    text = attrs.get(ATTR_WARPGROUPS)
+    if text is None:
         return 0
-    if not text.isdigit() or not 0 < int(text) <= 8:
-        raise ValueError(f"warpgroups attribute {text!r:.40} is not 1..8")
+    if text not in [str(n) for n in range(1, WARPGROUPS_MAX + 1)]:
+        raise ValueError(f"warpgroups attribute {text!r:.40} is not 1..{WARPGROUPS_MAX}")
     return int(text)

@@ -218,8 +218,9 @@ def statement(tr, name: str, call: ast.Call, node) -> List[ir.Stmt]:
         hf = H.facts(tr.fn)
         _nargs(tr, name, call, 1)
         n = tr.const_int(call.args[0], "the count of pk.warpgroups()")
-        if not 1 <= n <= 8:
-            raise tr.type_error(f"pk.warpgroups() takes 1 to 8 (blocks of 128 to 1024 work-items), got {n}", call)
+        if not 1 <= n <= H.WARPGROUPS_MAX:
+            raise tr.type_error(f"pk.warpgroups() takes 1 to {H.WARPGROUPS_MAX} (blocks of {H.WARPGROUP} to "
+                                f"{H.WARPGROUP * H.WARPGROUPS_MAX} work-items), got {n}", call)
         if hf.warpgroups and hf.warpgroups != n:
             raise tr.type_error(f"pk.warpgroups() was already given {hf.warpgroups}", call)
         hf.warpgroups = n

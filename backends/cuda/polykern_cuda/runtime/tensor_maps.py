@@ -17,13 +17,13 @@ from polykern.errors import LaunchError
 from polykern.ir import hopper as H
 from polykern.module import FunctionInfo
 
+from ..tensor_map_codes import DTYPE as _DTYPE
+from ..tensor_map_codes import L2_256B as _L2_256B
+from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
+from ..tensor_map_codes import SWIZZLE as _SWIZZLE
+
 __all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
 
-MAP_BYTES, MAP_ALIGN = H.TMAP_PARAM_BYTES, H.TMAP_PARAM_ALIGN
-# CUtensorMapDataType, CUtensorMapSwizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B (cuda.h)
-_DTYPE = {"u32": 2, "i32": 3, "f16": 6, "f32": 7, "bf16": 9}
-_SWIZZLE = {0: 0, 128: 3}
-_L2_256B = 3
 _CACHE_MAX = 256
 
 
