@@ -374,16 +374,21 @@ def test_runtime_cases_are_the_languages_meaning(case):
     assert np.array_equal(HK.stored(out.buffers["C"], case), HK.expected(a, case))
 
 
-def test_compile_cli_writes_the_kernels(tmp_path):
-    """``polykern compile examples/gemm_hopper.py --target "nvptx -arch=sm_90a"`` on a host without a GPU."""
+@pytest.mark.parametrize("example, entries, needles", [
+    ("gemm_hopper", 2, ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", ".target sm_90a")),
+    # the two module-level kernels are both named attention_hopper: the CLI keeps the first
+    ("attention_hopper", 1, ("wgmma.mma_async", "cvt.rn.f16x2.f32", "shfl.sync.bfly.b32", ".target sm_90a")),
+])
+def test_compile_cli_writes_the_kernels(tmp_path, example, entries, needles):
+    """``polykern compile examples/<example>.py --target "nvptx -arch=sm_90a"`` on a host without a GPU."""
     out = tmp_path / "g.kbin"
-    example = os.path.join(os.path.dirname(G.__file__), "gemm_hopper.py")
-    r = subprocess.run([sys.executable, "-m", "polykern", "compile", example, "--target", TARGET, "-o", str(out)],
+    path = os.path.join(os.path.dirname(G.__file__), f"{example}.py")
+    r = subprocess.run([sys.executable, "-m", "polykern", "compile", path, "--target", TARGET, "-o", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     shown = subprocess.run([sys.executable, "-m", "polykern", "inspect", str(out), "--source", "ptx"],
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr
-    for needle in ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", ".target sm_90a"):
+    for needle in needles:
         assert needle in shown.stdout, needle
-    assert shown.stdout.count(".visible .entry gemm_hopper") == 2  # both kernels
+    assert shown.stdout.count(f".visible .entry {example}") == entries
