@@ -212,7 +212,7 @@ class NVPTXHopper:
                       [self._hop_elem(dst, a[0]), where, a[2], a[1], self._hop_bar(bars, a[3])])
 
     # ------------------------------------------------------------------ the registers
-    def _hop_acc(self, name: str):
+    def _hop_regs(self, name: str):
         """(pointer to the registers of accumulator or row vector ``name``, how many)."""
         hf = self.fn.hopper
         n = hf.accs[name].n // 2 if name in hf.accs else H.VEC_SLOTS
@@ -227,20 +227,21 @@ class NVPTXHopper:
         super().zero_locals(fn)
         if fn.hopper is not None:  # every copy of a row vector starts at 0
             for name in fn.hopper.vecs:
-                ptr, n = self._hop_acc(name)
+                ptr, n = self._hop_regs(name)
                 for j in range(n):
                     self.builder.store(ll.Constant(_F32, 0.0), self._hop_slot(ptr, j))
 
     def _hop_index(self, e: N.Expr, v):
-        """A register index: the constant the frontend's unrolling leaves, else the value ``v``."""
+        """A register index: a constant as an int, else the i32 value ``v`` (the index variable of the unrolled
+        pk.wg_elements / pk.wg_rows loop, or a wgmma's k0: constants once LLVM has folded and unrolled)."""
         return int(e.value) if isinstance(e, N.Const) else v
 
     def expr_WgReg(self, e: N.WgReg) -> ll.Value:
-        ptr, _ = self._hop_acc(e.name)
+        ptr, _ = self._hop_regs(e.name)
         return self.builder.load(self._hop_slot(ptr, self._hop_index(e.index, self.expr(e.index))), typ=_F32)
 
     def _wg_set(self, s, a) -> None:
-        ptr, _ = self._hop_acc(s.names[0])
+        ptr, _ = self._hop_regs(s.names[0])
         self.builder.store(a[1], self._hop_slot(ptr, self._hop_index(s.args[0], a[0])))
 
     def _wg_row(self, s, a) -> None:
@@ -250,12 +251,13 @@ class NVPTXHopper:
         butterfly shuffles, (s0 + s1) + (s2 + s3) in every lane."""
         b = self.builder
         vec, acc = s.names
-        src, n = self._hop_acc(acc)
-        dst, _ = self._hop_acc(vec)
+        src, n = self._hop_regs(acc)
+        dst, _ = self._hop_regs(vec)
         full = ll.Constant(I32, -1)
 
         def fold(x, y):
             return self.math_call("max", f32, [x, y]) if s.op == "wg_row_max" else b.fadd(x, y)
+
         for r in range(H.VEC_SLOTS):
             regs = [4 * c + 2 * r + d for c in range(n // 4) for d in (0, 1)]
             v = b.load(self._hop_slot(src, regs[0]), typ=_F32)
@@ -269,7 +271,7 @@ class NVPTXHopper:
         """The accumulator's registers as the ``=f`` outputs of inline PTX ``text``, tied to their current
         values (inputs after ``args``, whose constraints are ``cons``)."""
         b = self.builder
-        ptr, n = self._hop_acc(name)
+        ptr, n = self._hop_regs(name)
         vals = [b.load(self._hop_slot(ptr, j), typ=_F32) for j in range(n)]
         constraint = ",".join(["=f"] * n + ([cons] if cons else []) + [str(j) for j in range(n)])
         res = self._hop_asm(text, constraint, list(args) + vals, ll.LiteralStructType([_F32] * n), convergent=True)
@@ -281,7 +283,7 @@ class NVPTXHopper:
             self._hop_through_asm(name, "", "", [])
 
     def _wg_fill(self, s, a) -> None:
-        ptr, n = self._hop_acc(s.names[0])
+        ptr, n = self._hop_regs(s.names[0])
         for j in range(n):
             self.builder.store(a[0], self._hop_slot(ptr, j))
 
@@ -297,7 +299,7 @@ class NVPTXHopper:
         k0/2 + 2q + 1 rounded to ``elem`` (nearest even) and packed, the first in the low half, for q = 0..3
         (hopper.py ``pk_pack_f16``), then fenced as the accumulator is."""
         b = self.builder
-        ptr, _ = self._hop_acc(src)
+        ptr, _ = self._hop_regs(src)
         base = k0 >> 1 if isinstance(k0, int) else b.ashr(k0, ll.Constant(I32, 1))
         packed = []
         for q in range(4):
@@ -316,10 +318,10 @@ class NVPTXHopper:
         acc, ta, tb = s.names
         hf = self.fn.hopper
         at = hf.accs[acc]
-        elem = self.fn.arrays[tb].elem.name
-        n = at.n // 2
+        bt = self.fn.arrays[tb].elem
+        elem, n = bt.name, at.n // 2
         if s.op == "wgmma_kn":
-            b_desc, trans_b = self._hop_desc(self._hop_elem(tb, a[1]), int(s.args[2].value) * 2), 1
+            b_desc, trans_b = self._hop_desc(self._hop_elem(tb, a[1]), int(s.args[2].value) * bt.nbytes), 1
         else:
             b_desc, trans_b = self._hop_desc(self._hop_elem(tb, a[1])), 0
         if ta in hf.accs:  # A from registers: {$n .. $n+3}, B at $n+4
@@ -353,7 +355,7 @@ class NVPTXHopper:
         buffer is aligned to two elements: the kernel's ``vector_align``), element by element otherwise."""
         b = self.builder
         buf, acc = s.names
-        ptr, _ = self._hop_acc(acc)
+        ptr, _ = self._hop_regs(acc)
         base, st = self.buffers[buf]
         mty = mem_type(st)
         t = b.and_(self._sg_tid(), ll.Constant(I32, H.WARPGROUP - 1))
