@@ -279,6 +279,23 @@ def test_static_swizzled_tile_is_refused_by_name():
         _device(k)
 
 
+def test_row_vectors_start_at_zero():
+    """Every copy of a pk.wg_vec starts at 0 (docs/language.md 5.3): v[i] + 1 of a vector never written stores
+    1.0 everywhere (LLVM folds it; uninitialized registers would fold to an arbitrary value)."""
+    @pk.kernel
+    def vec_start(C: pk.Buffer[f32]):
+        pk.warpgroups(1)
+        acc = pk.wg_acc(f32, 64, 8)
+        v = pk.wg_vec(f32)
+        for i, j in pk.wg_elements(acc):
+            acc[i, j] = v[i] + 1.0
+        pk.wg_store(C, 0, 8, acc)
+
+    stores = [line for line in _device(vec_start).sources["llvm"].splitlines()
+              if re.match(r"\s*store .*ptr addrspace\(1\)", line)]
+    assert stores and all("float 1.000000e+00" in line for line in stores), stores
+
+
 class _FutureExpr(N.Expr):
     """An expression node no emitter knows (as one added to the IR before nvptx lowers it would be)."""
 
