@@ -14,13 +14,25 @@ and ``.target sm_90a`` itself, the PTX ISA wgmma, setmaxnreg and the tensor copi
   as nvcc does CUDA C's ``const __grid_constant__`` CUtensorMap, so the runtime launches both alike
   (runtime/tensor_maps.py: ``kernelParams``). A copy reads it at the parameter's generic address
   (``cvta.param``; ``nvvm.grid_constant`` keeps LLVM from copying it to local memory).
-- An accumulator is ``n/2`` f32 registers (a private array with constant indices only), in wgmma's register
-  layout (hopper.py). ``pk.wgmma`` is ``wgmma.fence`` then ``wgmma.mma_async`` m64n{n}k16 as inline PTX whose
-  ``n/2`` outputs are tied to the accumulator's values, both operands by descriptor (``desc``). Its call is
-  ``convergent`` (every thread of the warpgroup executes it), like the intrinsics below. The accumulator
-  passes through an empty asm ("fencing the operand") before each ``wgmma.fence``, so LLVM writes its
-  registers before the fence (else ptxas 13.0 injects a ``warpgroup.arrive``: advisory C7519), and after each
-  ``wgmma.wait_group``, so LLVM cannot move a read of it (``pk.wg_store``'s conversions) above the wait.
+- An accumulator is ``n/2`` f32 registers and a row vector (``pk.wg_vec``) 2, starting at 0 (private arrays
+  with constant indices, which LLVM keeps in registers), in wgmma's register layout
+  (``ir.hopper.element_row_col``): ``acc[i, j]`` / ``m[i]`` in ``pk.wg_elements`` / ``pk.wg_rows`` are the
+  ``ir.WgReg`` loads and ``wg_set`` stores of the register the frontend computed. ``pk.wg_row_max`` /
+  ``pk.wg_row_sum`` fold each thread's columns of the row in register order from the first (``llvm.maxnum``,
+  i.e. ``max.f32`` with fmaxf's NaN rule; ``fadd``), then ``shfl.sync.bfly`` xor 1 and xor 2 over the full
+  warp: ``(s0 + s1) + (s2 + s3)`` in each of the row's four lanes, as the CUDA C path.
+- ``pk.wgmma`` / ``pk.wgmma_kn`` are ``wgmma.fence`` then ``wgmma.mma_async`` m64n{n}k16 as inline PTX whose
+  ``n/2`` outputs are tied to the accumulator's values. B is a K-major descriptor (``desc``) or, for
+  ``pk.wgmma_kn``, an MN-major one (``desc_mn``: the panel stride in bytes as the leading byte offset) with
+  the transpose bit; A is a descriptor or four ``.b32`` registers: the source accumulator's registers
+  ``k0/2 .. k0/2 + 7`` packed in pairs by ``cvt.rn.{f16,bf16}x2.f32``, whose FIRST source is the upper half
+  (the pair's second register). Its call is ``convergent`` (every thread of the warpgroup executes it), like
+  the intrinsics below. The accumulator and A's registers pass through an empty asm ("fencing the operand")
+  before each ``wgmma.fence``, so LLVM writes those registers before the fence (else ptxas 13.0 injects a
+  ``warpgroup.arrive``: advisory C7519); the accumulators pass through one after each ``wgmma.wait_group``
+  too, so LLVM cannot move a read of them (``pk.wg_store``'s conversions, a row reduction) above the wait.
+  Every wgmma is fenced (the CUDA C path leaves out the fences its ``_mark_fences`` shows are not needed;
+  one with A from registers keeps its fence there too).
 - ``wgmma.fence``, ``wgmma.commit_group``, ``wgmma.wait_group`` and ``setmaxnreg`` are LLVM's intrinsics.
 - ``pk.warpgroups(n)``: the kernel attributes ``"nvvm.maxntid"="128n"`` and ``"nvvm.minctasm"="1"`` (PTX
   ``.maxntid 128n`` and ``.minnctapersm 1``, what ``__launch_bounds__(128 n, 1)`` gives; ``setmaxnreg``
@@ -30,9 +42,8 @@ and ``.target sm_90a`` itself, the PTX ISA wgmma, setmaxnreg and the tensor copi
   array is refused, as on cuda.
 
 Before a Hopper kernel is emitted, what this module does not lower is refused by name (a located
-``KernelTypeError``), never lowered wrongly: an operation of ``ir.hopper.OPS`` that ``LOWERED`` does not list,
-a ``wgmma`` operand that is not a shared tile (A from an accumulator's registers), an expression the emitter
-has no method for.
+``KernelTypeError``), never lowered wrongly: an operation of ``ir.hopper.OPS`` that ``LOWERED`` does not list
+(one added to the language before this module lowers it), an expression the emitter has no method for.
 """
 from __future__ import annotations
 
@@ -51,9 +62,11 @@ from polykern.ir.types import f32
 
 _F32 = value_type(f32)
 _I8 = ll.IntType(8)
-#: The constant fields of a wgmma shared-memory descriptor (bits 0-13 hold address >> 4): leading byte offset
-#: 1 (unused with a swizzle), stride 64 (8-row atoms 1024 bytes apart, in 16-byte units), 128-byte swizzle.
-WG_DESC_FIELDS = (1 << 16) | (64 << 32) | (1 << 62)
+#: The constant fields of a wgmma shared-memory descriptor (bits 0-13 hold address >> 4, bits 16-29 the leading
+#: byte offset in 16-byte units): stride 64 (8-row atoms 1024 bytes apart, in 16-byte units), 128-byte swizzle.
+WG_DESC_FIELDS = (64 << 32) | (1 << 62)
+#: The leading byte offset of a K-major operand: 1 (unused with a swizzle).
+WG_DESC_K_LBO = 1
 _MEM = "~{memory}"
 
 
@@ -64,8 +77,9 @@ def _i64(v: int) -> ll.Constant:
 LOWERED = {
     "mbar_init": "_mbar_init", "mbar_arrive": "_mbar_arrive", "mbar_arrive_tx": "_mbar_arrive_tx",
     "mbar_wait": "_mbar_wait", "tma_load": "_tma_load", "wg_fill": "_wg_fill", "wgmma": "_wgmma",
-    "wgmma_commit": "_wgmma_commit", "wgmma_wait": "_wgmma_wait", "wg_store": "_wg_store",
-    "setmaxnreg_inc": "_setmaxnreg", "setmaxnreg_dec": "_setmaxnreg",
+    "wgmma_kn": "_wgmma", "wgmma_commit": "_wgmma_commit", "wgmma_wait": "_wgmma_wait", "wg_store": "_wg_store",
+    "setmaxnreg_inc": "_setmaxnreg", "setmaxnreg_dec": "_setmaxnreg", "wg_row_max": "_wg_row",
+    "wg_row_sum": "_wg_row", "wg_set": "_wg_set",
 }
 
 
@@ -96,8 +110,6 @@ class NVPTXHopper:
             if isinstance(s, N.HopperOp):
                 if s.op not in LOWERED:
                     raise refusal(fn, H.builtin(s.op), loc)
-                if s.op == "wgmma" and not all(x in fn.arrays for x in s.names[1:]):
-                    raise refusal(fn, f"{H.builtin(s.op)} with an operand that is not a shared tile", loc)
             for e in N.stmt_exprs(s):
                 for x in N.walk_expr(e):
                     if getattr(self, f"expr_{type(x).__name__}", None) is None:
@@ -199,20 +211,67 @@ class NVPTXHopper:
                       "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r," + _MEM,
                       [self._hop_elem(dst, a[0]), where, a[2], a[1], self._hop_bar(bars, a[3])])
 
-    # ------------------------------------------------------------------ the accumulator
-    def _hop_acc(self, name: str):
-        """(pointer to the accumulator's registers, how many)."""
-        n = self.fn.hopper.accs[name].n // 2
+    # ------------------------------------------------------------------ the registers
+    def _hop_regs(self, name: str):
+        """(pointer to the registers of accumulator or row vector ``name``, how many)."""
+        hf = self.fn.hopper
+        n = hf.accs[name].n // 2 if name in hf.accs else H.VEC_SLOTS
         return lane_fragment(self, name, n, _F32), n
 
-    def _hop_slot(self, ptr, j: int):
-        return self.builder.gep(ptr, [ll.Constant(I64, j)], inbounds=True, source_etype=_F32)
+    def _hop_slot(self, ptr, j):
+        """Register ``j`` (an int, or an i32 value) of the registers at ``ptr``."""
+        at = ll.Constant(I64, j) if isinstance(j, int) else self.builder.sext(j, I64)
+        return self.builder.gep(ptr, [at], inbounds=True, source_etype=_F32)
+
+    def zero_locals(self, fn: N.Function) -> None:
+        super().zero_locals(fn)
+        if fn.hopper is not None:  # every copy of a row vector starts at 0
+            for name in fn.hopper.vecs:
+                ptr, n = self._hop_regs(name)
+                for j in range(n):
+                    self.builder.store(ll.Constant(_F32, 0.0), self._hop_slot(ptr, j))
+
+    def _hop_index(self, e: N.Expr, v):
+        """A register index: a constant as an int, else the i32 value ``v`` (the index variable of the unrolled
+        pk.wg_elements / pk.wg_rows loop, or a wgmma's k0: constants once LLVM has folded and unrolled)."""
+        return int(e.value) if isinstance(e, N.Const) else v
+
+    def expr_WgReg(self, e: N.WgReg) -> ll.Value:
+        ptr, _ = self._hop_regs(e.name)
+        return self.builder.load(self._hop_slot(ptr, self._hop_index(e.index, self.expr(e.index))), typ=_F32)
+
+    def _wg_set(self, s, a) -> None:
+        ptr, _ = self._hop_regs(s.names[0])
+        self.builder.store(a[1], self._hop_slot(ptr, self._hop_index(s.args[0], a[0])))
+
+    def _wg_row(self, s, a) -> None:
+        """``vec[i] = max / sum over j of acc[i, j]`` (ir.hopper.reference_row_max / _sum; hopper.py
+        ``_row_reduce``): register slot ``r`` of the vector is the row of the accumulator's registers
+        ``4c + 2r + {0, 1}``; each thread folds them in that order, then the row's four lanes combine by two
+        butterfly shuffles, (s0 + s1) + (s2 + s3) in every lane."""
+        b = self.builder
+        vec, acc = s.names
+        src, n = self._hop_regs(acc)
+        dst, _ = self._hop_regs(vec)
+        full = ll.Constant(I32, -1)
+
+        def fold(x, y):
+            return self.math_call("max", f32, [x, y]) if s.op == "wg_row_max" else b.fadd(x, y)
+
+        for r in range(H.VEC_SLOTS):
+            regs = [4 * c + 2 * r + d for c in range(n // 4) for d in (0, 1)]
+            v = b.load(self._hop_slot(src, regs[0]), typ=_F32)
+            for j in regs[1:]:
+                v = fold(v, b.load(self._hop_slot(src, j), typ=_F32))
+            for x in (1, 2):
+                v = fold(v, self._shfl("bfly", full, v, ll.Constant(I32, x)))
+            b.store(v, self._hop_slot(dst, r))
 
     def _hop_through_asm(self, name: str, text: str, cons: str, args) -> None:
         """The accumulator's registers as the ``=f`` outputs of inline PTX ``text``, tied to their current
         values (inputs after ``args``, whose constraints are ``cons``)."""
         b = self.builder
-        ptr, n = self._hop_acc(name)
+        ptr, n = self._hop_regs(name)
         vals = [b.load(self._hop_slot(ptr, j), typ=_F32) for j in range(n)]
         constraint = ",".join(["=f"] * n + ([cons] if cons else []) + [str(j) for j in range(n)])
         res = self._hop_asm(text, constraint, list(args) + vals, ll.LiteralStructType([_F32] * n), convergent=True)
@@ -224,28 +283,59 @@ class NVPTXHopper:
             self._hop_through_asm(name, "", "", [])
 
     def _wg_fill(self, s, a) -> None:
-        ptr, n = self._hop_acc(s.names[0])
+        ptr, n = self._hop_regs(s.names[0])
         for j in range(n):
             self.builder.store(a[0], self._hop_slot(ptr, j))
 
-    def _hop_desc(self, addr) -> ll.Value:
-        """A wgmma shared-memory descriptor of the tile row at shared address ``addr``."""
+    def _hop_desc(self, addr, lbo_bytes: int = 16 * WG_DESC_K_LBO) -> ll.Value:
+        """A wgmma shared-memory descriptor of the tile row at shared address ``addr``; ``lbo_bytes``: the
+        leading byte offset (an MN-major operand's panel stride; hopper.py ``pk_wg_desc_mn``)."""
         b = self.builder
         bits = b.lshr(b.and_(addr, ll.Constant(I32, 0x3FFFF)), ll.Constant(I32, 4))
-        return b.or_(b.zext(bits, I64), ll.Constant(I64, WG_DESC_FIELDS))
+        return b.or_(b.zext(bits, I64), ll.Constant(I64, WG_DESC_FIELDS | (((lbo_bytes >> 4) & 0x3FFF) << 16)))
+
+    def _hop_a_registers(self, src: str, k0, elem: str):
+        """wgmma's A operand from accumulator ``src``'s columns ``k0 .. k0 + 15``: its registers k0/2 + 2q and
+        k0/2 + 2q + 1 rounded to ``elem`` (nearest even) and packed, the first in the low half, for q = 0..3
+        (hopper.py ``pk_pack_f16``), then fenced as the accumulator is."""
+        b = self.builder
+        ptr, _ = self._hop_regs(src)
+        base = k0 >> 1 if isinstance(k0, int) else b.ashr(k0, ll.Constant(I32, 1))
+        packed = []
+        for q in range(4):
+            lo, hi = (b.load(self._hop_slot(ptr, base + 2 * q + d if isinstance(base, int) else
+                                            b.add(base, ll.Constant(I32, 2 * q + d))), typ=_F32) for d in (0, 1))
+            cvt = ll.InlineAsm(ll.FunctionType(I32, [_F32, _F32]), f"cvt.rn.{elem}x2.f32 $0, $1, $2;", "=r,f,f")
+            packed.append(b.call(cvt, [hi, lo]))  # cvt's first source is the upper half
+        res = self._hop_asm("", ",".join(["=r"] * 4 + [str(q) for q in range(4)]), packed,
+                            ll.LiteralStructType([I32] * 4), convergent=True)
+        return [b.extract_value(res, q) for q in range(4)]
 
     def _wgmma(self, s, a) -> None:
+        """``wgmma.mma_async`` m64nNk16 (hopper.py ``_wgmma``): A by descriptor or from an accumulator's
+        registers; B K-major (``pk.wgmma``) or MN-major (``pk.wgmma_kn``: transpose bit, panels ``panel``
+        elements apart)."""
         acc, ta, tb = s.names
-        at = self.fn.hopper.accs[acc]
-        elem = self.fn.arrays[ta].elem.name
-        n = at.n // 2
-        descs = [self._hop_desc(self._hop_elem(ta, a[0])), self._hop_desc(self._hop_elem(tb, a[1]))]
+        hf = self.fn.hopper
+        at = hf.accs[acc]
+        bt = self.fn.arrays[tb].elem
+        elem, n = bt.name, at.n // 2
+        if s.op == "wgmma_kn":
+            b_desc, trans_b = self._hop_desc(self._hop_elem(tb, a[1]), int(s.args[2].value) * bt.nbytes), 1
+        else:
+            b_desc, trans_b = self._hop_desc(self._hop_elem(tb, a[1])), 0
+        if ta in hf.accs:  # A from registers: {$n .. $n+3}, B at $n+4
+            ins, cons = self._hop_a_registers(ta, self._hop_index(s.args[0], a[0]), elem) + [b_desc], "r,r,r,r,l"
+            operands, tail = f"{{${n}, ${n + 1}, ${n + 2}, ${n + 3}}}, ${n + 4}", f"p, 1, 1, {trans_b}"
+        else:
+            ins, cons = [self._hop_desc(self._hop_elem(ta, a[0])), b_desc], "l,l"
+            operands, tail = f"${n}, ${n + 1}", f"p, 1, 1, 0, {trans_b}"
         self._hop_through_asm(acc, "", "", [])
         self.call_intrinsic("llvm.nvvm.wgmma.fence.sync.aligned", VOID, [])
         outs = ", ".join(f"${j}" for j in range(n))
         text = (f"{{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n{at.n}k16.f32.{elem}."
-                f"{elem} {{{outs}}}, ${n}, ${n + 1}, p, 1, 1, 0, 0;\n}}")
-        self._hop_through_asm(acc, text, "l,l", descs)
+                f"{elem} {{{outs}}}, {operands}, {tail};\n}}")
+        self._hop_through_asm(acc, text, cons, ins)
 
     def _wgmma_commit(self, s, a) -> None:
         self.call_intrinsic("llvm.nvvm.wgmma.commit_group.sync.aligned", VOID, [])
@@ -265,7 +355,7 @@ class NVPTXHopper:
         buffer is aligned to two elements: the kernel's ``vector_align``), element by element otherwise."""
         b = self.builder
         buf, acc = s.names
-        ptr, _ = self._hop_acc(acc)
+        ptr, _ = self._hop_regs(acc)
         base, st = self.buffers[buf]
         mty = mem_type(st)
         t = b.and_(self._sg_tid(), ll.Constant(I32, H.WARPGROUP - 1))

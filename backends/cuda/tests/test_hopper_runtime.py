@@ -1,8 +1,9 @@
 """Hopper's matrix path on a real sm_90 GPU (docs/language.md "Hopper ..."): examples/gemm_hopper.py built for
 ``cuda -arch=sm_90a`` (CUDA C) and for ``nvptx -arch=sm_90a`` (LLVM NVPTX) runs (tensor maps encoded at launch,
 warp-specialized wgmma) and matches float64, one wgmma (hopper_kernels.py: f32 and f16 stores, even and odd
-leading dimensions) is exact, and the launch checks of tensor maps and warpgroups are LaunchErrors, on both
-targets. Skipped with the reason where no CUDA device (or a device other than compute capability 9.0) is
+leading dimensions) is exact, the launch checks of tensor maps and warpgroups are LaunchErrors, and
+examples/attention_hopper.py and the register operations (rows, A from registers, B as K x N) match float64 and
+the IR interpreter, on both targets. Skipped with the reason where no CUDA device (or a device other than compute capability 9.0) is
 present; run by tools/gpu/run_gpu_hopper.sh.
 """
 from __future__ import annotations
@@ -122,12 +123,13 @@ def test_tensor_map_checks_are_launch_errors(sm90, target):
 import attention_hopper as AT  # noqa: E402
 
 
+@pytest.mark.parametrize("target", SM90A)
 @pytest.mark.parametrize("D,causal,BN", [(64, False, 128), (128, False, 128), (64, True, 64), (128, True, 128)])
-def test_attention_hopper_matches_float64(sm90, D, causal, BN):
+def test_attention_hopper_matches_float64(sm90, target, D, causal, BN):
     """wgmma for S, the row operations (pk.wg_row_max / sum, wg_rows, wg_elements), P from S's registers and V
     as a K x N tile (pk.wgmma_kn: one panel at D 64, two at D 128), against float64."""
     heads, seq = 2, 512
-    mod = pk.build(AT.make_attention(D, causal, BN, 2), "cuda -arch=sm_90a")
+    mod = pk.build(AT.make_attention(D, causal, BN, 2), target)
     rng = np.random.default_rng(D + causal)
     q, k, v = (rng.uniform(-1, 1, (heads * seq, D)).astype(np.float16) for _ in range(3))
     o = np.zeros(heads * seq * D, np.float16)
@@ -135,24 +137,26 @@ def test_attention_hopper_matches_float64(sm90, D, causal, BN):
                             shared_size=AT.shared_elems(D, BN, 2), grid=(seq // AT.BM, heads, 1), block=(384, 1, 1))
     ref = AT.reference(q, k, v, heads, seq, D, causal)
     err = np.abs(o.reshape(heads * seq, D).astype(np.float64) - ref).max()
-    assert err <= 2e-3, f"max |O - float64| = {err}"
+    assert err <= 2e-3, f"{target}: max |O - float64| = {err}"
 
 
-def test_attention_hopper_matches_the_interpreter(sm90):
+@pytest.mark.parametrize("target", SM90A)
+def test_attention_hopper_matches_the_interpreter(sm90, target):
     """The device and the IR interpreter on one input: the same kernel, the same exact meaning (exp2 and the
     tensor cores' sums within their promises)."""
     heads, seq, D, BN = 1, 256, 64, 64
     q, k, v, o_cpu = AT.run_on_cpu(heads, seq, D, True, BN, 2, seed=5)
-    mod = pk.build(AT.make_attention(D, True, BN, 2), "cuda -arch=sm_90a")
+    mod = pk.build(AT.make_attention(D, True, BN, 2), target)
     o = np.zeros(heads * seq * D, np.float16)
     mod["attention_hopper"](*AT.launch_args(q.ravel(), k.ravel(), v.ravel(), o, heads, seq, D),
                             shared_size=AT.shared_elems(D, BN, 2), grid=(seq // AT.BM, heads, 1), block=(384, 1, 1))
     diff = np.abs(o.reshape(heads * seq, D).astype(np.float64) - o_cpu.astype(np.float64))
-    assert diff.max() <= 2.0 ** -10, f"device and interpreter differ by {diff.max()}"
+    assert diff.max() <= 2.0 ** -10, f"{target}: device and interpreter differ by {diff.max()}"
 
 
+@pytest.mark.parametrize("target", SM90A)
 @pytest.mark.parametrize("n", [64, 128])
-def test_wgmma_kn_and_rows_match_the_interpreter(sm90, n):
+def test_wgmma_kn_and_rows_match_the_interpreter(sm90, target, n):
     """A @ B with B a K x N row-major tile (pk.wgmma_kn, panels of 64 columns) and A from another accumulator's
     registers, then the row max and sum: on small integers every step is exact, so the device equals float64 and
     the IR interpreter bit for bit."""
@@ -204,7 +208,7 @@ def test_wgmma_kn_and_rows_match_the_interpreter(sm90, n):
     shared = K * n
     ref = interpret(kn, args() + [shared], (1,), 128)
     got = args()
-    pk.build(kn, "cuda -arch=sm_90a")["kn"](*got, shared_size=shared, grid=(1, 1, 1), block=(128, 1, 1))
+    pk.build(kn, target)["kn"](*got, shared_size=shared, grid=(1, 1, 1), block=(128, 1, 1))
     src = np.array([[(i - j) * 0.25 for j in range(K)] for i in range(64)], np.float64)
     want = src @ b.astype(np.float64)
     assert np.array_equal(got[1].reshape(64, n), want.astype(np.float32)), "pk.wgmma_kn with A from registers"
