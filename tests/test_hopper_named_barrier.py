@@ -277,10 +277,24 @@ def test_cuda_c_has_bar_sync_and_bar_arrive(tmp_path):
     assemble_sm90a(src, tmp_path)
 
 
-@pytest.mark.parametrize("target", ["llvm", "opencl", "nvptx", "nvptx -arch=sm_90a"])
+def test_nvptx_has_bar_sync_and_bar_arrive(tmp_path):
+    """nvptx -arch=sm_90a writes the same instructions (LLVM inline PTX), and ptxas takes them."""
+    import subprocess
+
+    ptx = pk.build(relay, targets="nvptx -arch=sm_90a").on("cuda").inspect_source("ptx")
+    for bar in (1, 2):
+        for kind in ("sync", "arrive"):
+            assert any(f"bar.{kind}" in line and ", 256;" in line for line in ptx.splitlines()), (kind, bar)
+    path = tmp_path / "relay.ptx"
+    path.write_text(ptx)
+    r = subprocess.run(["ptxas", "-arch=sm_90a", str(path), "-o", str(tmp_path / "relay.cubin")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("target", ["llvm", "opencl", "nvptx"])
 def test_other_targets_refuse_by_name(target):
-    """Every target but cuda -arch=sm_90a refuses, naming the operation and a target to build for (nvptx
-    lowers named barriers not yet: its refusal names the operation too)."""
+    """Every target but cuda / nvptx -arch=sm_90a refuses, naming the operation and a target to build for."""
     with pytest.raises(KernelTypeError) as e:
         pk.build(misuse, targets=target)
     assert "pk.named_barrier" in e.value.message and "-arch=sm_90a" in e.value.message, e.value.message

@@ -79,7 +79,7 @@ LOWERED = {
     "mbar_wait": "_mbar_wait", "tma_load": "_tma_load", "wg_fill": "_wg_fill", "wgmma": "_wgmma",
     "wgmma_kn": "_wgmma", "wgmma_commit": "_wgmma_commit", "wgmma_wait": "_wgmma_wait", "wg_store": "_wg_store",
     "setmaxnreg_inc": "_setmaxnreg", "setmaxnreg_dec": "_setmaxnreg", "wg_row_max": "_wg_row",
-    "wg_row_sum": "_wg_row", "wg_set": "_wg_set",
+    "wg_row_sum": "_wg_row", "wg_set": "_wg_set", "named_barrier": "_named", "named_arrive": "_named",
 }
 
 
@@ -344,6 +344,13 @@ class NVPTXHopper:
         self.call_intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", VOID,
                             [ll.Constant(I64, int(s.args[0].value))])
         self._hop_fence_operands()
+
+    def _named(self, s, a) -> None:
+        """``bar.sync id, count`` / ``bar.arrive id, count`` (the count a constant: ir.hopper.check_named_count),
+        as the CUDA C path writes them: convergent, and a memory clobber (the barrier orders memory)."""
+        kind = "sync" if s.op == "named_barrier" else "arrive"
+        bar_id = a[0] if a[0].type == I32 else self.builder.trunc(a[0], I32)
+        self._hop_asm(f"bar.{kind} $0, {int(s.args[1].value)};", "r,~{memory}", [bar_id], convergent=True)
 
     def _setmaxnreg(self, s, a) -> None:
         self.call_intrinsic(f"llvm.nvvm.setmaxnreg.{s.op[-3:]}.sync.aligned.u32", VOID,

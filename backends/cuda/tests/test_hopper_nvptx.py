@@ -29,8 +29,10 @@ from fake_cuda import FakeGPU, import_runtime, install_fake
 import hopper_kernels as HK
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
 import attention_hopper as AT  # noqa: E402
 import gemm_hopper as G  # noqa: E402
+import test_hopper_named_barrier as NB  # noqa: E402
 
 PTXAS = shutil.which("ptxas")
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit) is not on PATH")
@@ -118,6 +120,7 @@ KERNELS = {
     "attention_d128_bf16_bn64": lambda: AT.make_attention(128, True, 64, 2, bf16),
     "rows_and_a_f16": lambda: make_rows_and_a(f16, 16),
     "rows_and_a_bf16_n128": lambda: make_rows_and_a(bf16, 128),
+    "named_barrier_relay": lambda: NB.relay,
 }
 
 
@@ -148,7 +151,8 @@ def test_lowered_and_assembled(name, tmp_path):
                "wg_row_max": ["max.f32", "shfl.sync.bfly.b32"],
                "wg_row_sum": ["add.rn.f32", "shfl.sync.bfly.b32"],
                "wgmma_commit": ["wgmma.commit_group.sync.aligned;"],
-               "wgmma_wait": ["wgmma.wait_group.sync.aligned"]}
+               "wgmma_wait": ["wgmma.wait_group.sync.aligned"],
+               "named_barrier": ["bar.sync"], "named_arrive": ["bar.arrive"]}
     for op in ops:
         for needle in needles.get(op, []):
             assert needle in ptx, (op, needle)
@@ -156,11 +160,12 @@ def test_lowered_and_assembled(name, tmp_path):
         if isinstance(s, N.HopperOp) and s.op.startswith("setmaxnreg_"):
             assert f"setmaxnreg.{s.op[-3:]}.sync.aligned.u32 \t{int(s.args[0].value)};" in ptx
     hf = kernel.ir.hopper
-    at = next(iter(hf.accs.values()))
-    elem = next(kernel.ir.arrays[n].elem.name for n in hf.swizzled)
-    assert f"wgmma.mma_async.sync.aligned.m64n{at.n}k16.f32.{elem}.{elem} " in ptx
-    if any(f.endswith("A from registers") for f in _forms(kernel)):
-        assert f"cvt.rn.{elem}x2.f32 " in ptx
+    if hf.accs:  # (the named-barrier kernel has no wgmma)
+        at = next(iter(hf.accs.values()))
+        elem = next(kernel.ir.arrays[n].elem.name for n in hf.swizzled)
+        assert f"wgmma.mma_async.sync.aligned.m64n{at.n}k16.f32.{elem}.{elem} " in ptx
+        if any(f.endswith("A from registers") for f in _forms(kernel)):
+            assert f"cvt.rn.{elem}x2.f32 " in ptx
     assert f".maxntid {128 * hf.warpgroups}\n.minnctapersm 1\n" in ptx
     report = _ptxas(ptx, tmp_path)
     assert "C7514" not in report, report  # no wgmma serialized for other instructions reading the accumulator

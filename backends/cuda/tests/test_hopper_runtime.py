@@ -224,8 +224,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "te
 import test_hopper_named_barrier as NB  # noqa: E402
 
 
+@pytest.mark.parametrize("target", SM90A)
 @pytest.mark.parametrize("n_iter", [1, 7, 64])
-def test_named_barriers_relay_matches_the_interpreter(sm90, n_iter):
+def test_named_barriers_relay_matches_the_interpreter(sm90, n_iter, target):
     """A producer and a consumer warpgroup hand a shared tile over n_iter times through two named barriers
     ("full": bar.arrive / bar.sync 1, "empty": bar.arrive / bar.sync 2) while a third warpgroup leaves at once:
     the device gives the exact sums, as the IR interpreter does."""
@@ -234,7 +235,7 @@ def test_named_barriers_relay_matches_the_interpreter(sm90, n_iter):
     blocks = 4
     a = (np.arange(128 * blocks) % 17 - 8).astype(np.float32)
     c = np.zeros(128 * blocks, np.float32)
-    pk.build(NB.relay, "cuda -arch=sm_90a")["relay"](n_iter, a, c, grid=(blocks, 1, 1), block=(384, 1, 1))
+    pk.build(NB.relay, target)["relay"](n_iter, a, c, grid=(blocks, 1, 1), block=(384, 1, 1))
     assert np.array_equal(c, NB.relay_expected(a, n_iter))
     ref = interpret(NB.relay, [n_iter, a, np.zeros_like(c)], blocks, 384).buffers["C"]
     assert np.array_equal(c, ref)
