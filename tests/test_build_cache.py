@@ -102,7 +102,8 @@ def test_a_cached_module_runs(cache):
     np.testing.assert_array_equal(x, np.arange(10, dtype=np.float32) * 2.5)
 
 
-@pytest.mark.parametrize("change", ["target", "body", "closure constant", "constexpr", "hook", "environment"])
+@pytest.mark.parametrize("change", ["target", "body", "closure constant", "constexpr", "hook", "environment",
+                                    "toolchain"])
 def test_what_changes_the_output_changes_the_key(cache, monkeypatch, change):
     base = (make_scale(2.0), "cuda -arch=sm_90")
     other = {"target": (make_scale(2.0), "cuda -arch=sm_80"), "body": (make_scale(2.0, plus_one=True), base[1]),
@@ -110,10 +111,14 @@ def test_what_changes_the_output_changes_the_key(cache, monkeypatch, change):
     if change == "constexpr":
         base, other[change] = (fill.specialize(N=4), base[1]), (fill.specialize(N=8), base[1])
     pk.build([base[0]], targets=[base[1]])
-    if change == "hook":
+    if change in ("hook", "toolchain"):
         monkeypatch.setattr(pk.registry, "_entries", dict(pk.registry._entries))  # undone after the test
-        pk.registry.register("polykern.hook.cuda.postproc", lambda source, target: "// hooked\n" + source)
         other[change] = base
+    if change == "hook":
+        pk.registry.register("polykern.hook.cuda.postproc", lambda source, target: "// hooked\n" + source)
+    if change == "toolchain":  # e.g. another NVRTC installed: the backend's toolchain identity changes
+        old = pk.registry.get(build_cache.TOOLCHAIN_KEY + "cuda")
+        pk.registry.register(build_cache.TOOLCHAIN_KEY + "cuda", lambda t: old(t) + "\nlibnvrtc.so.14", override=True)
     if change == "environment":
         monkeypatch.setenv("POLYKERN_CUDA_COMPILER", "none")
         other[change] = base

@@ -42,8 +42,8 @@ from .payload_formats import check_registered
 from .user_files import read_regular
 from .version import compiler_version
 
-__all__ = ["ENABLE_ENV", "MAX_MB_ENV", "DEFAULT_MAX_MB", "enabled", "folder", "cached_codegen", "key_for",
-           "clear_memory", "stats"]
+__all__ = ["ENABLE_ENV", "MAX_MB_ENV", "DEFAULT_MAX_MB", "TOOLCHAIN_KEY", "enabled", "folder", "cached_codegen",
+           "key_for", "files_identity", "clear_memory", "stats"]
 
 ENABLE_ENV = "POLYKERN_CACHE"
 MAX_MB_ENV = "POLYKERN_CACHE_MAX_MB"
@@ -51,6 +51,9 @@ DEFAULT_MAX_MB = 512
 #: The key's first part: changes whenever what an entry holds changes meaning.
 _FORMAT = "polykern build cache 1"
 #: Environment variables that do not change what a code generator produces.
+#: ``target.cache_key.<target kind>`` -> ``fn(target) -> str``: the identity of the external tools a code
+#: generator runs (a backend registers it; :func:`files_identity` helps), part of the key.
+TOOLCHAIN_KEY = "target.cache_key."
 _NOT_IN_KEY = ("POLYKERN_CACHE", "POLYKERN_CACHE_DIR", "POLYKERN_CACHE_MAX_MB", "POLYKERN_COMPILE_FORCE_FALLBACK")
 _MEMORY_ENTRIES = 256
 _TMP_PREFIX = ".tmp-"
@@ -122,6 +125,19 @@ def _tree_digest(directory: str) -> str:
     return digest
 
 
+def files_identity(paths: Sequence[str]) -> str:
+    """Each of ``paths`` (a tool, a library) as "path size mtime" (the file it links to; "missing" if
+    absent): a stand-in for the tool's version that costs a ``stat``, not a run or a ``dlopen``."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append(f"{p} -> {os.path.realpath(p)} {st.st_size} {st.st_mtime_ns}")
+        except OSError:
+            out.append(f"{p} missing")
+    return "\n".join(out)
+
+
 def _package_dir(fn: Any) -> Optional[str]:
     fn = getattr(fn, "__func__", fn)
     top = (getattr(fn, "__module__", None) or type(fn).__module__ or "").split(".")[0]
@@ -157,7 +173,7 @@ def key_for(plugin: Any, funcs: Sequence[Any], target: Any, also: Sequence[Any] 
                     for fn in [registry.get(name)] if callable(fn)]
     except (NotCanonical, PolykernError):
         return None
-    toolchain = registry.get(f"target.cache_key.{target.kind}")
+    toolchain = registry.get(TOOLCHAIN_KEY + target.kind)
     where = _package_dir(plugin)
     parts = [
         _FORMAT, f"polykern {compiler_version()} {_tree_digest(os.path.dirname(os.path.abspath(__file__)))}",
