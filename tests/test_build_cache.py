@@ -243,3 +243,21 @@ def test_least_recently_used_entries_go_past_the_limit(cache, monkeypatch):
     pk.build([make_scale(2.5)], targets=["llvm"])
     assert delta(s) == {"misses": 1, "stores": 1, "evicted": 1}
     assert not old.exists() and len(entries(cache)) == 1
+
+
+def test_an_unusable_cache_folder_never_fails_a_build(cache, monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"not a folder")
+    monkeypatch.setenv("POLYKERN_CACHE_DIR", str(blocker))
+    k = make_scale(9.0)
+    s = build_cache.stats()
+    data = pk.build([k], targets=["llvm"]).export()
+    assert delta(s) == {"misses": 1} and blocker.read_bytes() == b"not a folder"
+    assert pk.build([k], targets=["llvm"]).export() == data  # kept in memory
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "nan"])
+def test_a_bad_size_limit_is_named(cache, monkeypatch, value):
+    monkeypatch.setenv("POLYKERN_CACHE_MAX_MB", value)
+    with pytest.raises(pk.errors.PolykernError, match=f"POLYKERN_CACHE_MAX_MB='{value}'.*number of MiB"):
+        pk.build([make_scale(9.5)], targets=["llvm"])

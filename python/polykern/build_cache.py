@@ -77,11 +77,15 @@ def folder() -> Path:
 
 
 def _max_bytes() -> int:
+    text = os.environ.get(MAX_MB_ENV, "").strip()
     try:
-        mb = float(os.environ.get(MAX_MB_ENV, DEFAULT_MAX_MB))
+        mb = float(text) if text else DEFAULT_MAX_MB
     except ValueError:
-        mb = DEFAULT_MAX_MB
-    return max(0, int(mb * 1024 * 1024))
+        mb = -1.0
+    if not 0 <= mb < 2 ** 40:  # also NaN
+        raise PolykernError(f"{MAX_MB_ENV}={text!r}: the compile cache's size limit is a number of MiB, 0 or more "
+                            f"(default {DEFAULT_MAX_MB}); POLYKERN_CACHE=0 turns the cache off")
+    return int(mb * 1024 * 1024)
 
 
 def stats() -> Dict[str, int]:
@@ -232,12 +236,17 @@ def _decode(key: str, data: bytes, kind: str) -> Optional[_Entry]:
     return None if cls is None else (kind, fmt, fmap, payload, c.sources[1], cls)
 
 
-def _path(key: str) -> Path:
-    return folder() / key[:2] / f"{key}.kbin"
+def _path(key: str) -> Optional[Path]:
+    try:
+        return folder() / key[:2] / f"{key}.kbin"
+    except (RuntimeError, KeyError, OSError):  # no home folder to put the default cache in: memory only
+        return None
 
 
 def _read(key: str, kind: str) -> Optional[_Entry]:
     path = _path(key)
+    if path is None:
+        return None
     try:
         st = os.lstat(path)
     except OSError:
@@ -273,6 +282,8 @@ def _write(key: str, entry: _Entry) -> None:
     if len(data) > limit:
         return
     path = _path(key)
+    if path is None:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
@@ -308,7 +319,7 @@ def _evict(limit: int) -> None:
                         _remove(p)
                     continue
                 entries.append((st.st_mtime, st.st_size, p))
-    except OSError:
+    except (OSError, RuntimeError, KeyError):
         return
     total = sum(size for _, size, _ in entries)
     for _, size, p in sorted(entries, key=lambda e: e[0]):
@@ -334,6 +345,7 @@ def cached_codegen(make: Callable[[], Module], plugin: Any, funcs: Sequence[Any]
     key = key_for(plugin, funcs, target, also) if enabled() else None
     if key is None:
         return make()
+    _max_bytes()  # a bad limit is named before anything is built
     kind = target.module_kind
     with _lock:
         entry = _memory.get(key)
@@ -345,7 +357,7 @@ def cached_codegen(make: Callable[[], Module], plugin: Any, funcs: Sequence[Any]
         if entry is not None:
             _count("disk_hits")
             _remember(key, entry)
-    if entry is not None and sorted(entry[2]) == sorted(f.name for f in funcs):
+    if entry is not None and all(f.name in entry[2] for f in funcs):
         k, fmt, fmap, payload, sources, cls = entry
         return create_with_fallback(k, payload, fmt, fmap, sources, fallback_cls=cls)
     _count("misses")
