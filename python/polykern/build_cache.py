@@ -157,9 +157,6 @@ def _llvm_identity() -> str:
     import llvmlite
     import llvmlite.binding as llvm
 
-    from .codegen.llvm_target import ensure_initialized
-
-    ensure_initialized()
     text = (f"llvmlite {llvmlite.__version__} llvm {'.'.join(map(str, llvm.llvm_version_info))} host "
             f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}")
     with _lock:

@@ -21,6 +21,7 @@ class NotCanonical(Exception):
 
 
 _SCALARS = (type(None), bool, int, str, bytes)
+_FIELDS: dict = {}  # dataclass type -> (its "module.qualname(", its field names)
 
 
 def canonical_bytes(functions: Iterable[Any]) -> bytes:
@@ -74,8 +75,12 @@ def _emit_container(value: Any, out: List[str], active: set) -> None:
         out.append("dict{" + ",".join(sorted(items)) + "}")
     else:
         cls = type(value)
-        out.append(f"{cls.__module__}.{cls.__qualname__}(")
-        for f in dataclasses.fields(value):
-            out.append(f.name + "=")
-            _emit(getattr(value, f.name), out, active)
+        shape = _FIELDS.get(cls)
+        if shape is None:
+            shape = _FIELDS[cls] = (f"{cls.__module__}.{cls.__qualname__}(",
+                                    tuple(f.name for f in dataclasses.fields(value)))
+        out.append(shape[0])
+        for name in shape[1]:
+            out.append(name + "=")
+            _emit(getattr(value, name), out, active)
         out.append(")")
