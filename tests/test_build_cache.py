@@ -65,6 +65,7 @@ def test_a_second_build_hits_memory_then_disk(cache):
     first = pk.build([k], targets=["llvm"])
     assert delta(s) == {"misses": 1, "stores": 1}
     assert len(entries(cache)) == 1
+    assert [oct(d.stat().st_mode & 0o777) for d in (cache, entries(cache)[0].parent)] == ["0o700", "0o700"]
     s = build_cache.stats()
     second = pk.build([k], targets=["llvm"])
     assert delta(s) == {"memory_hits": 1}

@@ -282,7 +282,8 @@ def _write(key: str, entry: _Entry) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        for d in (path.parent.parent, path.parent):  # new folders only for this user: entries are code
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
