@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import polykern as pk
-from polykern import Buffer, build_cache, f32, i32
+from polykern import Buffer, build_cache, f32, i32, wire
 
 TARGETS = ["llvm", "cuda -arch=sm_90", "vulkan", "opencl", "webgpu", "metal"]
 
@@ -159,7 +159,7 @@ def _one_entry(cache):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "one bit", "empty", "another key's entry", "huge",
-                                    "symlink", "folder", "fifo"])
+                                    "symlink", "folder", "fifo", "checksummed garbage", "foreign fallback class"])
 def test_a_damaged_or_hostile_entry_is_rebuilt(cache, monkeypatch, tmp_path, damage):
     k, good, path = _one_entry(cache)
     data = path.read_bytes()
@@ -190,6 +190,12 @@ def test_a_damaged_or_hostile_entry_is_rebuilt(cache, monkeypatch, tmp_path, dam
     elif damage == "fifo":
         path.unlink()
         os.mkfifo(path)
+    elif damage in ("checksummed garbage", "foreign fallback class"):  # a well-formed container, bad inside
+        c = wire.decode_container(data)
+        device = os.urandom(len(c.modules[1].payload)) if damage == "checksummed garbage" else c.modules[1].payload
+        fallback = "os:system" if damage == "foreign fallback class" else c.meta["fallback"]
+        path.write_bytes(wire.encode_container([("root", c.modules[0].payload), ("llvm", device)], c.children,
+                                               c.sources, {**c.meta, "fallback": fallback}))
     s = build_cache.stats()
     rebuilt = pk.build([k], targets=["llvm"]).export()
     assert rebuilt == good

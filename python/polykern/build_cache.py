@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import hooks, registry, wire
 from .cache import cache_root
-from .errors import ArtifactError, PolykernError
+from .errors import PolykernError
 from .ir.canonical import NotCanonical, canonical_bytes
 from .module import FallbackModule, Module, create_with_fallback
 from .payload_formats import check_registered
@@ -227,7 +227,7 @@ def _decode(key: str, data: bytes, kind: str) -> Optional[_Entry]:
             return None
         fmt, fmap, payload = wire.decode_device_payload(kind, c.modules[1].payload)
         check_registered(kind, fmt, fmap, payload)
-    except ArtifactError:
+    except (PolykernError, ValueError, OverflowError):  # ArtifactError for all the format knows
         return None
     cls = _find_class(c.meta.get("fallback", ""))
     return None if cls is None else (kind, fmt, fmap, payload, c.sources[1], cls)
