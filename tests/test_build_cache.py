@@ -220,13 +220,15 @@ def test_two_processes_building_at_once(cache):
             build_cache.clear_memory()
             data = pk.build([t.make_scale(7.0), t.fill.specialize(N=32)], targets=t.TARGETS).export()
             print(hashlib.sha256(data).hexdigest())
+        print("rejected", build_cache.stats()["rejected"])  # no partial entry was ever read
     """)
     here = os.path.dirname(__file__)
     procs = [subprocess.Popen([sys.executable, "-c", code, here], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
-    digests = {d for out, _ in outs for d in out.split()}
+    assert [out.split("\n")[3] for out, _ in outs] == ["rejected 0", "rejected 0"]
+    digests = {d for out, _ in outs for d in out.split("\n")[:3]}
     assert len(digests) == 1
     assert len(entries(cache)) == len(TARGETS) and not list(cache.glob("*/.tmp-*"))
 
