@@ -1,5 +1,5 @@
 """Runtimes are imported on first need (polykern.backends, docs/internals.md "Package layout"): compiling
-imports no device binding; a built module imports its runtime when it is launched or asked whether it
+imports no device binding (nor LLVM for targets that emit text); a built module imports its runtime when it is launched or asked whether it
 can run; the registry's runtime names and the records' runtime fields import it when read."""
 import os
 import subprocess
@@ -17,20 +17,37 @@ BINDINGS = ("wgpu", "vulkan", "pyopencl", "pycuda", "Metal")
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def _run(code):
+def _run(code, cache=None):
+    env = {**os.environ, "POLYKERN_CACHE": "0"} if cache is None else {**os.environ, "POLYKERN_CACHE": "1",
+                                                                       "POLYKERN_CACHE_DIR": str(cache)}
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "POLYKERN_CACHE": "0"})
+                         timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout.split("\n")
 
 
-def test_building_for_every_target_imports_no_runtime():
-    lines = _run(f"""
+@pytest.mark.parametrize("cache", ["off", "cold", "warm"])
+def test_building_for_every_target_imports_no_runtime(cache, tmp_path):
+    folder = None if cache == "off" else tmp_path
+    for _ in range(2 if cache == "warm" else 1):  # warm: the second process reads every module from the cache
+        lines = _run(CODE, folder)
+    assert lines[0] == "False"
+    assert lines[1] == "[]"
+    assert lines[2] == "DeferredModule True"  # asking whether it runs imports the runtime
+    assert lines[3] == "True"
+    assert (int(lines[4]) > 0) == (cache == "warm")
+
+
+CODE = f"""
         import sys
         sys.path.insert(0, {EXAMPLES!r})
         import polykern as pk
+        import polykern.build_cache
         from saxpy import saxpy
 
+        text = pk.build([saxpy], targets=["cuda -arch=sm_90a", "vulkan", "opencl", "webgpu", "metal"])
+        text.export()
+        print("llvmlite.binding" in sys.modules)  # text targets do not load LLVM
         mod = pk.build([saxpy], targets=["cuda -arch=sm_90a", "vulkan", "opencl", "webgpu", "metal", "rocm", "llvm"])
         mod.export()
         mod.inspect_source("spirv-asm")
@@ -41,10 +58,8 @@ def test_building_for_every_target_imports_no_runtime():
         runnable = vulkan.is_runnable
         print(type(vulkan).__name__, runnable == pk.backends.record_for_kind("vulkan").runtime_available)
         print("polykern_vulkan.runtime" in sys.modules)
-    """)
-    assert lines[0] == "[]"
-    assert lines[1] == "DeferredModule True"  # asking whether it runs imports the runtime
-    assert lines[2] == "True"
+        print(pk.build_cache.stats()["disk_hits"])
+"""
 
 
 @pytest.fixture

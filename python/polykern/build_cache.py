@@ -4,9 +4,9 @@ process and on disk, so building the same kernels again skips the code generator
 
 The key is a SHA-256 of everything the output depends on: the IR the code generator is given (its
 canonical form, ``ir.canonical``), the target string, the compiler (its version and a digest of the
-sources of polykern and of the backend package whose code generator runs), llvmlite's and LLVM's
-versions, the host (machine, LLVM's host CPU and features), the backend's toolchain identity
-(``target.cache_key.<target kind>``, e.g. CUDA's NVRTC/nvcc files), every registered build hook
+sources of polykern and of the backend package whose code generator runs), llvmlite's version, the
+backend's toolchain identity (``target.cache_key.<target kind>``: CUDA's NVRTC/nvcc files; LLVM's version
+and the host CPU for the LLVM-based targets, ``codegen.llvm_target.cache_identity``), every registered build hook
 (``hooks.identity``) and every ``POLYKERN_*`` environment variable but the cache's own. The value is
 the module's payload (``save_to_bytes``: the bytes an artifact holds) and its sources; a hit makes
 the module again through ``create_with_fallback``, so the artifact is byte-identical to an uncached
@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import llvmlite
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import hooks, registry, wire
@@ -150,20 +152,6 @@ def _package_dir(fn: Any) -> Optional[str]:
     return os.path.dirname(os.path.abspath(path)) if path else None
 
 
-def _llvm_identity() -> str:
-    with _lock:
-        if "llvm" in _digests:
-            return _digests["llvm"]
-    import llvmlite
-    import llvmlite.binding as llvm
-
-    text = (f"llvmlite {llvmlite.__version__} llvm {'.'.join(map(str, llvm.llvm_version_info))} host "
-            f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}")
-    with _lock:
-        _digests["llvm"] = text
-    return text
-
-
 def key_for(plugin: Any, funcs: Sequence[Any], target: Any, also: Sequence[Any] = ()) -> Optional[str]:
     """The cache key (64 hex) of running code generator ``plugin`` on ``funcs`` (and the functions
     ``also``, e.g. the CPU runtimes' safe variants) for ``target``, or None when the build cannot be
@@ -178,7 +166,7 @@ def key_for(plugin: Any, funcs: Sequence[Any], target: Any, also: Sequence[Any] 
     where = _package_dir(plugin)
     parts = [
         _FORMAT, f"polykern {compiler_version()} {_tree_digest(os.path.dirname(os.path.abspath(__file__)))}",
-        f"backend {where} {_tree_digest(where) if where else ''}", _llvm_identity(),
+        f"backend {where} {_tree_digest(where) if where else ''}", f"llvmlite {llvmlite.__version__}",
         f"python {platform.python_implementation()} {sys.version_info[:3]} {platform.machine()}",
         f"target {target.kind} {target}", "toolchain " + (str(toolchain(target)) if callable(toolchain) else ""),
         "hooks " + "\n".join(hook_ids),
