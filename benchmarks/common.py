@@ -15,6 +15,9 @@ import time
 from typing import Callable, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: Compile times measure the compiler, not the compile cache (docs/language.md section 10): off for every
+#: benchmark and the processes it starts, unless the caller set POLYKERN_CACHE.
+os.environ.setdefault("POLYKERN_CACHE", "0")
 ROOT = os.path.dirname(HERE)
 # A bare checkout works: the examples and the core first, then the backends (found as top-level
 # polykern_* packages when polykern is not pip-installed).

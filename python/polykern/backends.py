@@ -15,9 +15,13 @@ never imported. ``POLYKERN_BACKEND_AUTOLOAD=0`` turns discovery off. Both settin
 first :func:`load_all` of a process.
 
 Each backend's ``register_backend()`` calls :func:`declare`, which registers its codegen
-(always), then tries to import its runtime module and call that module's ``register()``.
-A failure is recorded with its reason — never raised, never silently lost — and shows up
-in :func:`status`, ``polykern backends`` and :func:`runtime_missing_message`.
+(always) and records its runtime module; that module is imported (and its ``register()`` called)
+on first need only — a module built for its kind is launched or loaded, a ``module.*.<kind>`` or
+``runtime.*.<kind>`` registry name is asked for, or the record's ``runtime_available`` /
+``runtime_reason`` is read (:func:`status`) — so compiling never imports a device binding
+(pycuda, vulkan, pyopencl, wgpu). A failure is recorded with its reason — never raised, never
+silently lost — and shows up in :func:`status`, ``polykern backends`` and
+:func:`runtime_missing_message`.
 
 Registration is transactional: a backend owns its module kinds only once its codegen registered,
 and a package whose ``register_backend()`` fails leaves nothing behind (registry entries, records
@@ -41,7 +45,7 @@ from .errors import BackendUnavailableError
 __all__ = [
     "BackendRecord", "declare", "load_all", "status", "records", "record_for_kind", "runtime_missing_message",
     "runtime_reason", "display_name", "owner_of", "describe_entry", "autoload_enabled", "path_entries",
-    "AUTOLOAD_ENV", "PATH_ENV", "ENTRY_POINT_GROUP",
+    "AUTOLOAD_ENV", "PATH_ENV", "ENTRY_POINT_GROUP", "runtime_pending", "load_runtime",
 ]
 
 AUTOLOAD_ENV = "POLYKERN_BACKEND_AUTOLOAD"
@@ -77,11 +81,36 @@ class BackendRecord:
     origin: str = ""
     codegen_ok: bool = False
     codegen_error: str = ""
-    runtime_available: bool = False
-    runtime_reason: str = ""
-    devices_fn: Optional[Callable[[], Sequence[Any]]] = field(default=None, repr=False)
+    #: what the runtime's import found (read ``runtime_available``/``runtime_reason``: they import it first)
+    runtime_ok: bool = False
+    runtime_why: str = ""
+    #: the devices() function of declare() or of the runtime module (read ``devices_fn``)
+    runtime_devices: Optional[Callable[[], Sequence[Any]]] = field(default=None, repr=False)
     #: the registry names its codegen and runtime registered (what :func:`owner_of` answers)
     registered: tuple = ()
+    #: the runtime module given to declare() while it is not imported yet (None once it was tried)
+    pending_runtime: Optional[str] = None
+
+    @property
+    def runtime_available(self) -> bool:
+        """Whether the runtime imported and registered (imports a pending runtime first)."""
+        with _lock:
+            _load_pending(self)
+            return self.runtime_ok
+
+    @property
+    def devices_fn(self) -> Optional[Callable[[], Sequence[Any]]]:
+        """The runtime's ``devices()`` (None where it has none or is not available; imports a pending runtime)."""
+        with _lock:
+            _load_pending(self)
+            return self.runtime_devices
+
+    @property
+    def runtime_reason(self) -> str:
+        """Why the runtime is not available ("" if it is; imports a pending runtime first)."""
+        with _lock:
+            _load_pending(self)
+            return self.runtime_why
 
     def devices(self) -> Dict[str, Any]:
         """``{"devices": [...], "error": str}``: asks the runtime only when it is available."""
@@ -177,32 +206,77 @@ def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name:
             rec.codegen_ok = True
         except _PLUGIN_FAILURES as e:
             rec.codegen_error = _reason(e, codegen if isinstance(codegen, str) else f"{name} codegen")
-            rec.runtime_reason = "not attempted: the codegen failed to load"
+            rec.runtime_why = "not attempted: the codegen failed to load"
             return rec
         for k in kinds:  # only a backend whose codegen registered owns its kinds
             _kind_owner.setdefault(k, name)
         if runtime is None:
-            rec.runtime_reason = "this backend has no runtime (compile-only)"
+            rec.runtime_why = "this backend has no runtime (compile-only)"
             return rec
-        try:
-            mod, added = _run_plugin(runtime, "register")
-        except _PLUGIN_FAILURES as e:
-            if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
-                # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
-                fixes = [f"build with --config={rec.config}"] if rec.config else []
-                if install_step(rec.install, rec.extra):
-                    fixes.append(install_step(rec.install, rec.extra))
-                rec.runtime_reason = (f"the {rec.display_name} runtime is not part of this build"
-                                      + (f" ({', or '.join(fixes)})" if fixes else ""))
-            else:
-                rec.runtime_reason = _reason(e, runtime if isinstance(runtime, str) else f"{name} runtime")
+        rec.runtime_devices = devices
+        if isinstance(runtime, str):  # imported on first need (load_runtime)
+            rec.pending_runtime = runtime
             return rec
-        rec.runtime_available = True
-        rec.registered += added
-        rec.devices_fn = devices or (getattr(mod, "devices", None) if mod is not None else None)
-        if rec.devices_fn is not None and not callable(rec.devices_fn):
-            rec.devices_fn = None
+        _load_runtime(rec, runtime)
         return rec
+
+
+def _load_runtime(rec: BackendRecord, runtime: Union[str, Callable[[], Any]]) -> None:
+    """Import ``runtime`` (a module name, or call it) and record what happened on ``rec`` (under _lock)."""
+    try:
+        mod, added = _run_plugin(runtime, "register")
+    except _PLUGIN_FAILURES as e:
+        if isinstance(e, ModuleNotFoundError) and isinstance(runtime, str) and e.name == runtime:
+            # The runtime's own files are absent: a build without it (e.g. Bazel --config=cpu).
+            fixes = [f"build with --config={rec.config}"] if rec.config else []
+            if install_step(rec.install, rec.extra):
+                fixes.append(install_step(rec.install, rec.extra))
+            rec.runtime_why = (f"the {rec.display_name} runtime is not part of this build"
+                               + (f" ({', or '.join(fixes)})" if fixes else ""))
+        else:
+            rec.runtime_why = _reason(e, runtime if isinstance(runtime, str) else f"{rec.name} runtime")
+        rec.runtime_devices = None
+        return
+    rec.runtime_ok = True
+    rec.registered += added
+    rec.runtime_devices = rec.runtime_devices or (getattr(mod, "devices", None) if mod is not None else None)
+    if rec.runtime_devices is not None and not callable(rec.runtime_devices):
+        rec.runtime_devices = None
+
+
+def _load_pending(rec: BackendRecord) -> None:
+    """Import ``rec``'s runtime if it is still pending (under _lock; at most once: a runtime whose
+    import asks for its own record again sees it as tried)."""
+    runtime, rec.pending_runtime = rec.pending_runtime, None
+    if runtime is not None:
+        _load_runtime(rec, runtime)
+
+
+def runtime_pending(kind: str) -> bool:
+    """Whether the runtime of module kind ``kind`` has not been imported yet (compiling for ``kind``
+    then makes a module that loads it on first use: ``polykern.module.DeferredModule``)."""
+    with _lock:
+        rec = _records.get(_kind_owner.get(kind, ""))
+        return rec is not None and rec.pending_runtime is not None
+
+
+def load_runtime(kind: str) -> None:
+    """Import the runtime of module kind ``kind`` now if it is pending (no-op otherwise)."""
+    with _lock:
+        rec = _records.get(_kind_owner.get(kind, ""))
+        if rec is not None:
+            _load_pending(rec)
+
+
+def _resolve_registry_name(name: str) -> None:
+    """The registry asks before answering "nothing registered" for ``name``: a runtime's names
+    (``module.<point>.<kind>``, ``runtime.<point>.<kind>``) load that kind's pending runtime."""
+    parts = name.split(".")
+    if len(parts) == 3 and parts[0] in ("module", "runtime"):
+        load_runtime(parts[2])
+
+
+registry.set_resolver(_resolve_registry_name)
 
 
 def _backend_name(modname: str) -> str:
@@ -266,7 +340,7 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
         if name in _records and _records[name].codegen_ok:  # a working backend of that name stays listed
             name = f"{name} ({origin})"
         _records[name] = BackendRecord(name, (), name, origin=origin, codegen_error=_reason(e, modname),
-                                       runtime_reason="not attempted: the backend package failed to load")
+                                       runtime_why="not attempted: the backend package failed to load")
         return
     new = set(_records) - declared_before
     for n in new | ({name} & set(_records)):
@@ -274,7 +348,7 @@ def _load_package(name: str, modname: str, attr: str, origin: str, path: str = "
             _records[n].origin = origin
     if not new and name not in _records:
         _records[name] = BackendRecord(name, (), name, origin=origin, codegen_ok=True,
-                                       runtime_reason=f"{modname}.{attr}() did not call polykern.backends.declare()")
+                                       runtime_why=f"{modname}.{attr}() did not call polykern.backends.declare()")
 
 
 def path_entries() -> List[str]:
@@ -306,7 +380,7 @@ def _entry_points() -> List[importlib.metadata.EntryPoint]:
         name = f"({ENTRY_POINT_GROUP} entry points)"
         _records[name] = BackendRecord(name, (), name, origin="importlib.metadata", codegen_error=(
             f"the installed distributions' metadata could not be read: {type(e).__name__}: {e}"),
-            runtime_reason="not attempted: no entry point could be read")
+            runtime_why="not attempted: no entry point could be read")
         return []
 
 

@@ -6,6 +6,9 @@
   ``save_to_bytes`` is the one serializer (``wire.encode_device_payload``), which is what
   makes fallback and real modules byte-identical by construction.
 - :class:`FallbackModule` is what a compile host without the runtime produces.
+- :class:`DeferredModule` is what compiling produces while the kind's runtime is not imported yet
+  (runtimes are imported on first need, polykern.backends): the fallback's bytes and sources, and
+  the real or fallback module made on first ``is_runnable`` / ``get_function`` (:meth:`realize`).
 - :class:`UnavailableModule` is what *loading* produces for a kind with no registered
   loader (also a kind this build has never heard of): it keeps the raw bytes (re-export is
   lossless) and says why it cannot run and which backend to install.
@@ -23,6 +26,7 @@ from .backends import FORCE_FALLBACK_ENV
 from .aligned_launch import wrap_if_aligned
 from .checked_launch import user_visible, wrap_if_checked
 from .launch_proof import wrap_if_proven
+from .lazy import Lazy
 from .shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
 from .function_info import ArgInfo, FunctionInfo
@@ -30,7 +34,7 @@ from .user_tracebacks import entry_point
 from .version import compiler_version
 
 __all__ = [
-    "ArgInfo", "FunctionInfo", "Module", "DeviceModule", "FallbackModule", "UnavailableModule",
+    "ArgInfo", "FunctionInfo", "Module", "DeviceModule", "FallbackModule", "DeferredModule", "UnavailableModule",
     "RootModule", "Launcher", "create_with_fallback", "force_fallback_enabled", "payload_text",
     "FORCE_FALLBACK_ENV", "wrap_launch",
 ]
@@ -83,6 +87,9 @@ class Module:
     is_runnable: bool = False
     #: Source formats shown by ``inspect_source("")``, most preferred first (backends override).
     source_preference: Tuple[str, ...] = ()
+    #: The FallbackModule class ``create_with_fallback`` was given for this module (the compile cache
+    #: makes the module again with it); None for modules made otherwise.
+    fallback_cls: Optional[type] = None
 
     def __init__(self) -> None:
         self.functions: Dict[str, FunctionInfo] = {}
@@ -95,6 +102,11 @@ class Module:
 
     def get_function(self, name: str):
         raise NotImplementedError(f"{type(self).__name__} does not implement get_function")
+
+    def realize(self) -> "Module":
+        """The module that runs this one's kernels: itself (a :class:`DeferredModule` imports its runtime
+        and answers the real or fallback module)."""
+        return self
 
     def __getitem__(self, name: str):
         return self.get_function(name)
@@ -251,6 +263,62 @@ class FallbackModule(DeviceModule):
         return backends.runtime_missing_message(self.kind, name)
 
 
+class DeferredModule(Module):
+    """A device module compiled while its kind's runtime was not imported yet. Everything that needs no
+    runtime (kind, fmt, functions, payload, sources, ``save_to_bytes``, ``inspect_source``) is the
+    fallback's — the same bytes as the real module by construction; ``is_runnable``, ``get_function``
+    and ``not_runnable_reason`` (and any other attribute) are those of :meth:`realize`'s module: the
+    runtime is imported then, and the real module made if it registered (else the fallback)."""
+
+    def __init__(self, kind: str, payload: "Payload", fmt: str, fmap: Mapping[str, FunctionInfo],
+                 sources: Optional[Mapping[str, str]], fallback_cls: type):
+        fallback = fallback_cls(kind, payload, fmt, fmap, sources)
+        self.__dict__["fallback"] = fallback
+        super().__init__()
+        self.kind, self.fmt, self.functions = kind, fmt, fallback.functions
+        self.source_preference = fallback.source_preference
+        self._module = Lazy(lambda: _create(kind, payload, fmt, fmap, sources, fallback_cls, fallback))
+
+    @property
+    def sources(self) -> Dict[str, str]:  # type: ignore[override]
+        return self.fallback.sources
+
+    @sources.setter
+    def sources(self, value: Mapping[str, str]) -> None:
+        if "_module" in self.__dict__:  # Module.__init__'s empty map is not the codegen's
+            self.fallback.sources = value
+
+    def realize(self) -> Module:
+        """The real module (the runtime imported and registered) or the fallback; made once."""
+        return self._module.get()
+
+    @property
+    def is_runnable(self) -> bool:  # type: ignore[override]
+        return self.realize().is_runnable
+
+    def save_to_bytes(self) -> bytes:
+        return self.fallback.save_to_bytes()
+
+    def inspect_source(self, fmt: str = "") -> str:
+        return self.fallback.inspect_source(fmt)
+
+    def source_formats(self) -> List[str]:
+        return self.fallback.source_formats()
+
+    def get_function(self, name: str):
+        self.function_info(name)  # the name is checked before the runtime is imported
+        return self.realize().get_function(name)
+
+    def not_runnable_reason(self, name: str) -> str:
+        return self.realize().not_runnable_reason(name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "fallback" not in self.__dict__:
+            raise AttributeError(name)
+        fallback = self.__dict__["fallback"]
+        return getattr(fallback, name) if hasattr(fallback, name) else getattr(self.realize(), name)
+
+
 class UnavailableModule(DeviceModule):
     """A loaded module whose kind has no registered loader here, or a kind no installed backend
     provides. Keeps the raw (format version 2) payload bytes: re-export gives them back."""
@@ -379,16 +447,17 @@ class RootModule(Module):
         return Launcher(self, self.function_info(name))
 
     def on(self, kind: str) -> Module:
-        """The first imported module of module kind ``kind`` (a target kind such as 'nvptx' also works)."""
+        """The first imported module of module kind ``kind`` (a target kind such as 'nvptx' also works);
+        a :class:`DeferredModule` is realized (its runtime imported): the real or fallback module."""
         mods = self.device_modules()
         for m in mods:
             if m.kind == kind:
-                return m
+                return m.realize()
         tk = registry.get(f"target.kind.{kind}")
         if tk is not None:
             for m in mods:
                 if m.kind == tk.module_kind:
-                    return m
+                    return m.realize()
         have = ", ".join(m.kind for m in mods) or "none"
         raise LaunchError(f"this artifact has no {kind!r} module; modules: {have}")
 
@@ -456,11 +525,24 @@ def create_with_fallback(kind: str, payload: Payload, fmt: str, fmap: Mapping[st
     if not (isinstance(cls, type) and issubclass(cls, FallbackModule)):
         raise TypeError("fallback_cls must be a FallbackModule subclass")
     if force_fallback_enabled():
-        return cls(kind, payload, fmt, fmap, sources)
+        m = cls(kind, payload, fmt, fmap, sources)
+    elif backends.runtime_pending(kind):  # not imported yet: on first use (DeferredModule.realize)
+        m = DeferredModule(kind, payload, fmt, fmap, sources, cls)
+    else:
+        m = _create(kind, payload, fmt, fmap, sources, cls)
+    m.fallback_cls = cls
+    return m
+
+
+def _create(kind: str, payload: Payload, fmt: str, fmap: Mapping[str, FunctionInfo],
+            sources: Optional[Mapping[str, str]], cls: type, fallback: Optional[Module] = None) -> Module:
+    """The real module if ``module.create.<kind>`` is registered (importing a pending runtime), else
+    ``fallback`` or a new ``cls``."""
     factory = registry.get(f"module.create.{kind}")
     if factory is None:
-        return cls(kind, payload, fmt, fmap, sources)
+        return fallback if fallback is not None else cls(kind, payload, fmt, fmap, sources)
     m = factory(payload, fmt, fmap, dict(sources or {}))
     if not isinstance(m, Module) or m.kind != kind:
         raise PolykernError(f"module.create.{kind} returned {m!r}, not a {kind!r} Module")
     return m
+

@@ -11,6 +11,7 @@ import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
 
 from . import hooks, registry
+from .build_cache import cached_codegen
 from .codegen_result import run_codegen
 from .errors import CompileError, PolykernError, TargetError
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
@@ -136,9 +137,11 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         variant = registry.get(SAFE_VARIANT_KEY + t.kind) if safe is not None else None
         if variant is not None:  # a runtime that may find a CPU device: both forms (passes/bounds_proof.py)
             safe_copies = [verify(lower_async_copies(clone_function(f))) for f in safe]
-            root.import_module(run_codegen(lambda c, tt: variant(c, safe_copies, tt), copies, t))
+            root.import_module(cached_codegen(lambda: run_codegen(lambda c, tt: variant(c, safe_copies, tt), copies, t),
+                                              variant, copies, t, also=safe_copies))
             continue
-        root.import_module(run_codegen(builder, copies, t))  # checked: the plugin is named if it misbehaves
+        # checked: the plugin is named if it misbehaves; the compile cache (build_cache.py) may answer instead
+        root.import_module(cached_codegen(lambda: run_codegen(builder, copies, t), builder, copies, t))
     hooks.record_on_root(root)  # the kernel list says which build hooks ran (docs/backends.md "Hooks")
     return root
 

@@ -13,19 +13,40 @@ Like TVM's FFI registry, every extension point of polykern is a string key
 The registry is process-global and thread-safe. Registering a name twice is an
 error unless ``override=True`` — two backends silently fighting over one key
 is exactly the kind of bug this catches.
+
+A runtime registers its ``module.*``/``runtime.*`` names when it is imported, which happens on first
+need (polykern.backends): :func:`get` and :func:`require` of a name not registered yet first call the
+resolver (:func:`set_resolver`, installed by polykern.backends), which imports the runtime it belongs to.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .errors import BackendUnavailableError
 
-__all__ = ["register", "get", "require", "names", "remove", "snapshot", "restore"]
+__all__ = ["register", "get", "require", "names", "remove", "snapshot", "restore", "set_resolver"]
 
 _lock = threading.RLock()
 _entries: Dict[str, Any] = {}
 _MISSING = object()
+_resolver: Dict[str, Callable[[str], None]] = {}
+
+
+def set_resolver(fn: Callable[[str], None]) -> None:
+    """``fn(name)`` is called (outside the registry's lock) before :func:`get`/:func:`require` answer
+    that ``name`` is not registered; it may register it (polykern.backends: a pending runtime)."""
+    _resolver["fn"] = fn
+
+
+def _lookup(name: str) -> Any:
+    with _lock:
+        entry = _entries.get(name)
+    if entry is None and "fn" in _resolver:
+        _resolver["fn"](name)
+        with _lock:
+            entry = _entries.get(name)
+    return entry
 
 
 def _check_name(name: str) -> None:
@@ -55,16 +76,15 @@ def register(name: str, func: Any = None, override: bool = False):
 
 def get(name: str) -> Optional[Any]:
     """The entry registered under ``name``, or ``None``."""
-    with _lock:
-        return _entries.get(name)
+    return _lookup(name)
 
 
 def require(name: str) -> Any:
     """The entry registered under ``name``; raises :class:`BackendUnavailableError` if absent."""
+    entry = _lookup(name)
+    if entry is not None:
+        return entry
     with _lock:
-        entry = _entries.get(name)
-        if entry is not None:
-            return entry
         prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
         siblings = sorted(n for n in _entries if prefix and n.startswith(prefix))
     hint = f"; registered under {prefix!r}: {', '.join(siblings)}" if siblings else ""

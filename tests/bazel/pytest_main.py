@@ -1,8 +1,8 @@
 """Runs one pytest file as a Bazel test (see pytest.bzl).
 
 Honours Bazel's test protocol: XML_OUTPUT_FILE (JUnit report), TESTBRIDGE_TEST_ONLY (--test_filter,
-passed to pytest -k), TEST_TMPDIR (pytest's and Hypothesis' scratch space). Skips are listed with
-their reasons (-rs) in the test log.
+passed to pytest -k), TEST_TMPDIR (pytest's and Hypothesis' scratch space, and polykern's cache folder: see
+polykern.testing.cache_isolation). Skips are listed with their reasons (-rs) in the test log.
 """
 import os
 import sys
@@ -12,6 +12,9 @@ def main():
     sys.dont_write_bytecode = True
     tmp = os.environ.get("TEST_TMPDIR")
     opts = ["-p", "no:cacheprovider", "-rfEsxX", "--color=no"]
+    from polykern.testing.cache_isolation import isolate
+
+    isolate(tmp)
     if tmp:
         os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tmp, "hypothesis"))
         opts += ["--basetemp", os.path.join(tmp, "pytest")]

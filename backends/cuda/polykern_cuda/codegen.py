@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
+from polykern.build_cache import TOOLCHAIN_KEY
+from polykern.codegen import llvm_target
 from polykern.codegen.c_source import emit_source
 from polykern.errors import BackendUnavailableError, CompileError
 from polykern.module import create_with_fallback, payload_text
@@ -48,8 +50,10 @@ def register() -> None:
     CUDA_KIND.register()
     NVPTX_KIND.register()
     registry.register("target.build.cuda", build)
+    registry.register(TOOLCHAIN_KEY + "cuda", toolchain.identity)  # NVRTC/nvcc, for the compile cache
     registry.register(payload_formats.registry_key("cuda"), CUDAFallbackModule.payload_formats)
     registry.register("target.build.nvptx", nvptx.build)
+    registry.register(TOOLCHAIN_KEY + "nvptx", llvm_target.cache_identity)  # LLVM, for the compile cache
     registry.register("matrix.support.cuda", mma_sync.supported)
     registry.register("matrix.support.nvptx", mma_sync.supported)
     registry.register(ASYNC_KEY + "cuda", cp_async.native)

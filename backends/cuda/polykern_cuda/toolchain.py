@@ -22,9 +22,10 @@ import tempfile
 import threading
 from typing import List, Optional, Tuple
 
+from polykern.build_cache import files_identity
 from polykern.errors import BackendUnavailableError, CompileError
 
-__all__ = ["compile_cuda", "available_compiler", "nvrtc_library", "find_nvcc", "find_ptxas", "ptxas_check",
+__all__ = ["compile_cuda", "available_compiler", "identity", "nvrtc_library", "find_nvcc", "find_ptxas", "ptxas_check",
            "compute_arch", "finish_on_receiver", "COMPILER_ENV", "INSTALL_HINT"]
 
 COMPILER_ENV = "POLYKERN_CUDA_COMPILER"
@@ -182,6 +183,16 @@ def ptxas_check(ptx: bytes, arch: str) -> None:
         with open(src, "wb") as f:
             f.write(ptx)
         _run([ptxas, f"-arch={arch}", "-o", os.path.join(tmp, "k.cubin"), src], f"ptxas ({arch})")
+
+
+def identity(target=None) -> str:
+    """What decides the compiler's output, for the compile cache (``target.cache_key.cuda``): the forced
+    choice, NVRTC's candidate libraries and builtins, nvcc and ptxas, as files (no dlopen, no run)."""
+    libs = _nvrtc_candidates()
+    builtins = [b for d in sorted({os.path.dirname(p) for p in libs})
+                for b in sorted(glob.glob(os.path.join(d, "libnvrtc-builtins.so.*")))]
+    tools = [t for t in (find_nvcc(), find_ptxas()) if t]
+    return f"{COMPILER_ENV}={_forced()}\n" + files_identity(libs + builtins + tools)
 
 
 # ------------------------------------------------------------------ the entry point

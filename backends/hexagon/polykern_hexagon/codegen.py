@@ -23,6 +23,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.build_cache import TOOLCHAIN_KEY
+from polykern.codegen import llvm_target
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.codegen.llvm_matrix import cpu_support
@@ -115,6 +117,7 @@ def build(funcs: List, target: Target):
 def register() -> None:
     HEXAGON_KIND.register()
     registry.register("target.build.hexagon", build)
+    registry.register(TOOLCHAIN_KEY + "hexagon", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
     registry.register("matrix.support.hexagon", cpu_support)
     # No safe default build (passes/bounds_proof.py) on hexagon: its kernels run in qemu's process, not the

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.build_cache import TOOLCHAIN_KEY
+from polykern.codegen import llvm_target
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_matrix import cpu_support
@@ -105,6 +107,7 @@ def build(funcs: List, target: Target):
 def register() -> None:
     LLVM_KIND.register()
     registry.register("target.build.llvm", build)
+    registry.register(TOOLCHAIN_KEY + "llvm", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
     registry.register("matrix.support.llvm", cpu_support)
     registry.register(SAFE_KEY + "llvm", True)  # runs in the caller's process: the safe default build

@@ -16,7 +16,8 @@ from polykern_metal.fallback import MetalFallbackModule
 
 def build(names=("saxpy", "grid_3d")):
     funcs = corpus()
-    return registry.get("target.build.metal")([funcs[n] for n in names], Target("metal"))
+    # realize(): the codegen's module as it runs here (its runtime imported: the real module or the fallback)
+    return registry.get("target.build.metal")([funcs[n] for n in names], Target("metal")).realize()
 
 
 def test_target_kind():

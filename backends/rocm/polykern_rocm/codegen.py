@@ -29,6 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
+from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
@@ -43,7 +44,7 @@ from .amdgpu_matrix import supported as matrix_supported
 from .amdgpu_subgroups import AMDGPUSubgroups, wave_size
 from .fallback import ROCmFallbackModule
 from .hsaco import check_hsaco
-from .lld import link_hsaco
+from .lld import identity, link_hsaco
 
 __all__ = ["ROCM_KIND", "AMDGPUEmitter", "TRIPLE", "build", "generate", "register"]
 
@@ -163,5 +164,6 @@ def build(funcs: List, target: Target):
 def register() -> None:
     ROCM_KIND.register()
     registry.register("target.build.rocm", build)
+    registry.register(TOOLCHAIN_KEY + "rocm", identity)  # ld.lld, for the compile cache
     registry.register(payload_formats.registry_key("rocm"), ROCmFallbackModule.payload_formats)
     registry.register("matrix.support.rocm", matrix_supported)

@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 from typing import List, Optional, Tuple
 
+from polykern.build_cache import files_identity
+from polykern.codegen.llvm_target import cache_identity
 from polykern.errors import CompileError
 
 ENV = "POLYKERN_LD_LLD"
@@ -45,6 +47,12 @@ def candidates() -> List[str]:
         if os.path.realpath(p) not in {os.path.realpath(f) for f in found}:
             found.append(p)
     return found
+
+
+def identity(target=None) -> str:
+    """The ld.lld binaries :func:`link_hsaco` may run, as files, and LLVM (``target.cache_key.rocm``, the
+    compile cache)."""
+    return f"{cache_identity(target)}\n{ENV}={os.environ.get(ENV, '')}\n" + files_identity(candidates())
 
 
 def link_hsaco(obj: bytes, linkers: Optional[List[str]] = None) -> Tuple[bytes, str]:

@@ -21,7 +21,7 @@ from typing import Optional
 
 from ..errors import CompileError, TargetError
 
-__all__ = ["LLVM_LOCK", "ensure_initialized", "host_triple", "host_cpu", "host_features",
+__all__ = ["LLVM_LOCK", "ensure_initialized", "host_triple", "host_cpu", "host_features", "cache_identity",
            "normalize_triple", "target_machine", "data_layout", "compile_ir", "assemble_ll", "CompiledObject",
            "MODULE_NAME"]
 
@@ -76,6 +76,15 @@ def host_features() -> str:
     except RuntimeError:  # LLVM cannot query features on this host
         return ""
     return ",".join(f"{'+' if on else '-'}{name}" for name, on in sorted(feats.items()))
+
+
+def cache_identity(target=None) -> str:
+    """LLVM's version and the host (triple, CPU, features), which decide what an LLVM-based codegen emits for a
+    target that names no CPU: what its ``target.cache_key.<target kind>`` gives the compile cache."""
+    import llvmlite.binding as llvm
+
+    return (f"llvm {'.'.join(map(str, llvm.llvm_version_info))} host {host_triple()} {host_cpu()} "
+            f"{host_features()}")
 
 
 def normalize_triple(triple: str) -> str:
