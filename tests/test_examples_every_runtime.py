@@ -47,7 +47,8 @@ def test_the_reduction_says_why_its_last_digits_vary():
                   r" float32 atomic adds of the \d+ group sums run in the order the groups finish", out)
     assert m, out
     got, exact, err, tol = map(float, m.groups())
-    assert abs(got - exact) / exact == pytest.approx(err, rel=0.1, abs=1e-9) and err <= tol
+    # both sums are printed to 3 decimals: their difference is known to 1e-3 (the sum varies run to run)
+    assert abs(abs(got - exact) / exact - err) <= 1e-3 / exact + 0.1 * err and err <= tol
 
 
 def test_compile_explains_fallback_modules(tmp_path):
