@@ -61,6 +61,7 @@ ATTRS: Dict[str, str] = {
     "triple": "name",
     "uses_atomics": "flag",
     "uses_barrier": "flag",
+    "uses_print": "flag",
     "workgroup_size": "text",
 }
 

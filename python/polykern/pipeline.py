@@ -13,6 +13,8 @@ from typing import Iterable, List, Optional, Sequence, Union
 from . import hooks, registry
 from .codegen_result import run_codegen
 from .errors import CompileError, PolykernError, TargetError
+from .ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
+from .ir.debug_print import check_target as check_print_target
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from .ir.hopper import check_target as check_hopper_target
@@ -127,6 +129,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
         for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
             check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
+            check_print_target(f, t.kind, registry.get(PRINT_SUPPORT_KEY + t.kind))  # pk.debug_print
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
         copies = [clone_function(f) for f in (safe if safe is not None and registry.get(SAFE_KEY + t.kind)
                                               else funcs)]
