@@ -13,6 +13,9 @@ from typing import Iterable, List, Optional, Sequence, Union
 from . import hooks, registry
 from .codegen_result import run_codegen
 from .errors import CompileError, PolykernError, TargetError
+from .interpret import KIND as INTERPRET_KIND
+from .interpret import ensure_registered as ensure_interpret_registered
+from .interpret import interpret_requested
 from .ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from .ir.debug_print import check_target as check_print_target
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
@@ -98,6 +101,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     from .target import Target
 
     load_all()
+    ensure_interpret_registered()  # the built-in target kind 'interpret' (polykern/interpret.py)
     if isinstance(targets, (str, Target)):
         targets = [targets]
     elif isinstance(targets, (dict, bytes)) or not isinstance(targets, Iterable):
@@ -106,6 +110,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     parsed = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not parsed:
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
+    if interpret_requested():  # POLYKERN_INTERPRET=1: every launch on the interpreter, no code generator
+        parsed = [Target.parse(INTERPRET_KIND)]
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     mode = bounds_check_requested(bounds_check)

@@ -55,11 +55,15 @@ __all__ = ["INEXACT_BINOPS", "INEXACT_CALLS", "OracleError", "Program", "Result"
 class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCompiler):
     """A kernel's IR compiled to closures; ``run(args, grid, block)`` launches it."""
 
-    def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE):
+    def __init__(self, fn: ir.Function, subgroup_size: int = CPU_SUBGROUP_SIZE, judge: bool = True,
+                 loop_budget: int = LOOP_BUDGET):
         self.fn = fn
+        self.loop_budget = loop_budget  # loop iterations per launch before a program is called runaway
         self.subgroup_size = subgroup_size  # work-items per subgroup (interp_subgroups)
         self.taint = Taint(fn)
-        self.taint.check_function()
+        if judge:  # the oracle judges backends: refuse what their allowed error could change (not to run it)
+            self.taint.check_function()
+        self.launch_dims = ((1, 1, 1), (1, 1, 1))  # grid and block of the current launch (describe())
         self.contractible = float_chain(fn, ("mul",))
         self.flow = SiteFlow(fn)
         self.special_seen: set = set()  # sites that saw a NaN/inf in the current run
@@ -91,6 +95,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
     def _run(self, args: Sequence, grid, block) -> Result:
         fn = self.fn
         grid, block = _dims(grid), _dims(block)
+        self.launch_dims = (grid, block)
         if len(args) != len(fn.params):
             raise OracleError(f"kernel '{fn.name}' takes {len(fn.params)} arguments, got {len(args)}")
         for key in SUBNORMAL_SEEN:
@@ -102,7 +107,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
         self.fragments = {}
         self.copies = {}
         base: List = [None] * self.nslots
-        base[3] = [LOOP_BUDGET]
+        base[3] = [self.loop_budget, self.loop_budget]  # iterations left, the budget
         mems: Dict[str, Mem] = {}
         for p, a in zip(fn.params, args):
             if isinstance(p.type, BufferType):
@@ -153,9 +158,11 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
                     body(st)
         out = {}
         taint = {}
+        written = {}
         for p in fn.params:
             if isinstance(p.type, BufferType):
                 mem = mems[p.name]
+                written[p.name] = np.array([w is not None for w in mem.wr], bool)
                 if p.type.elem == bf16:  # NaN as 0x7FC0: the oracle keeps no NaN's sign (CPython's
                     # nan * nan takes either operand's, depending on its code path), nor any payload
                     vals = np.array(mem.data, np.float32)
@@ -169,7 +176,7 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
         return Result(out, taint, frozenset(k for k, v in SUBNORMAL_SEEN.items() if v), self.contractible,
                       special, bool(seen & flow.global_sites), chained, bool(flow.chain_sites & flow.global_sites),
                       unspecified, bool(unspecified_seen & flow.global_sites), contracted,
-                      bool(flow.contract_sites & flow.global_sites))
+                      bool(flow.contract_sites & flow.global_sites), written)
 
     def _run_group_barriers(self, states, epoch):
         live = [self.body(st) for st in states]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..errors import DataRaceError
 from ..ir import nodes as ir
 from .interp_memory import mark, mark_sites
 from .interp_taint import location
@@ -87,10 +88,10 @@ def read_check(mem, i: int, me: int, ep, where: str, what: str, reader: str) -> 
         if isinstance(w[1], Marker):
             why = w[1].refuse(me, where, what, mem.name, i)
             if why:
-                raise OracleError(why)
+                raise DataRaceError(why)
         else:
-            raise OracleError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
-                              "in the same barrier interval (a barrier must separate them)")
+            raise DataRaceError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
+                                "in the same barrier interval (a barrier must separate them)")
     r = mem.rd[i]
     mem.rd[i] = (ep, me) if r is None or r[0] != ep or r[1] == me else (ep, -2)
 

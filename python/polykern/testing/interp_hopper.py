@@ -42,6 +42,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import UninitializedReadError
 from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import f16, f32
@@ -467,8 +468,8 @@ def _operand(prog, hs, stops, where, arr: str, off: int, rows: int, what: str):
             i = off + 64 * r + k
             w = mem.wr[i]
             if w is None or mem.data[i] is None:
-                raise OracleError(f"{where}: the wgmma {what} operand reads {arr}[{i}], which nothing has written "
-                                  "(shared memory starts uninitialized)")
+                raise UninitializedReadError(f"{where}: the wgmma {what} operand reads {arr}[{i}], which nothing has "
+                                             "written (shared memory starts uninitialized)")
             m = w[1]
             if isinstance(m, Landed):
                 have = known.get(m.bar)

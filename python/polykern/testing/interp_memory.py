@@ -41,7 +41,8 @@ class Result:
     ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``).
     ``unspecified`` and ``unspecified_anywhere``: the same for operations whose result no backend
     promises: ``pk.min``/``pk.max`` of a +0 and a -0 (the zero's sign, C99 F.9.9.2), which a later
-    ``1 / x`` turns into +inf or -inf."""
+    ``1 / x`` turns into +inf or -inf. ``written``: per buffer, the elements a store, an atomic or a
+    fragment/warpgroup store wrote (what a launch on the interpreter copies back to the caller's arrays)."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
@@ -55,6 +56,7 @@ class Result:
     unspecified_anywhere: bool = False
     contracted: Dict[str, np.ndarray] = field(default_factory=dict)
     contracted_anywhere: bool = False
+    written: Dict[str, np.ndarray] = field(default_factory=dict)  # per buffer: the elements the launch wrote
 
 
 def mark(mem: Mem, i: int, tags):
