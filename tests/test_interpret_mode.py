@@ -12,13 +12,7 @@ from polykern import Buffer, f32, i32, u32
 from polykern.errors import (DataRaceError, InterpretError, LaunchError, PolykernError, TargetError,
                              UninitializedReadError)
 from polykern.interpret import INTERPRET_ENV
-
-
-@pk.kernel
-def saxpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = a * x[i] + y[i]
+from polykern.testing.c_corpus import saxpy
 
 
 @pk.kernel
@@ -33,7 +27,10 @@ def reverse_in_groups(o: Buffer[i32], src: Buffer[i32, "readonly"]):
 
 @pk.kernel
 def racy(o: Buffer[i32]):
-    o[0] = pk.global_id(0)
+    t = pk.shared(i32, 1)
+    t[0] = pk.local_id(0)
+    pk.barrier()
+    o[pk.global_id(0)] = t[0]
 
 
 @pk.kernel
@@ -96,16 +93,16 @@ def test_only_written_elements_are_copied_back_bit_for_bit():
 
 def test_a_data_race_names_the_line_and_both_work_items():
     mod = pk.build([racy], targets=["interpret"])
-    o = np.full(1, -7, np.int32)
+    o = np.full(8, -7, np.int32)
     with pytest.raises(DataRaceError) as ei:
         mod["racy"](o, grid=2, block=4)
     e = ei.value
-    assert isinstance(e, InterpretError) and e.loc.line == racy.pyfunc.__code__.co_firstlineno + 2
-    assert "data race on o[0]: written by work-item 1 after a write by another work-item" in str(e)
+    assert isinstance(e, InterpretError) and e.loc.line == racy.pyfunc.__code__.co_firstlineno + 3
+    assert "data race on t[0]: written by work-item 1 after a write by another work-item" in str(e)
     assert "work-item 1: global_id (1, 0, 0), group_id (0, 0, 0), local_id (1, 0, 0)" in str(e)
     assert "work-item 0: global_id (0, 0, 0)" in str(e)
-    assert "o[0] = pk.global_id(0)" in str(e)  # the source line, with a caret under it
-    assert o[0] == -7  # nothing copied back from a refused launch
+    assert "t[0] = pk.local_id(0)" in str(e)  # the source line, with a caret under it
+    assert list(o) == [-7] * 8  # nothing copied back from a refused launch
 
 
 def test_a_read_of_unwritten_shared_memory_names_the_line_and_the_work_item():

@@ -27,7 +27,6 @@ from ..errors import DataRaceError
 from ..ir import nodes as ir
 from .interp_memory import mark, mark_sites
 from .interp_taint import location
-from .interp_values import OracleError
 
 
 class _Always:
