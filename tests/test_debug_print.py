@@ -169,3 +169,46 @@ def test_printed_loads_are_checked_in_checked_mode_and_in_the_default_cpu_build(
         with pytest.raises(LaunchError, match=r"kernel 'peek'.*out-of-bounds.*'x'"):
             mod["peek"](x, 9, grid=1, block=1)
         capfd.readouterr()  # what the guarded launch printed before its error was reported
+
+
+_ORDER_CHILD = """
+import os, sys
+import numpy as np
+import polykern as pk
+from polykern import Buffer, i32
+
+@pk.kernel
+def k(o: Buffer[i32]):
+    pk.debug_print("kernel %d\\n", pk.global_id(0))
+
+mod = pk.build([k], targets=[sys.argv[1]])
+print("before")  # Python's buffer: flushed before the launch
+mod["k"](np.zeros(2, np.int32), grid=1, block=2)
+os.write(1, b"after\\n")  # straight to the descriptor: the kernel's lines must already be there
+"""
+
+
+def _runtime_missing(kind):
+    pk.backends.load_all()
+    rec = pk.backends.record_for_kind(kind)
+    return None if rec is not None and rec.runtime_available else (
+        f"the {kind} runtime is not available: {rec.runtime_reason if rec else 'backend not installed'}")
+
+
+@pytest.mark.parametrize("target", ["llvm", "interpret", pytest.param("opencl", marks=pytest.mark.skipif(
+    _runtime_missing("opencl") is not None, reason=str(_runtime_missing("opencl"))))])
+def test_output_is_in_order_with_the_programs_when_stdout_is_a_pipe(target, tmp_path):
+    """C buffers a pipe's output in blocks (unless Python runs unbuffered, as under PYTHONUNBUFFERED, which
+    also unbuffers C's stdio): the runtime flushes Python's buffer before a printing launch and C's after."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    child = tmp_path / "child.py"  # a file: the frontend reads the kernel's source
+    child.write_text(_ORDER_CHILD)
+    out = subprocess.run([sys.executable, str(child), target], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "before\nkernel 0\nkernel 1\nafter\n"

@@ -26,7 +26,7 @@ import os
 import threading
 from typing import List, Optional
 
-from . import registry
+from . import kernel_output, registry
 from .errors import LaunchError, PolykernError
 from .function_info import FunctionInfo
 from .host_aliasing import check_host_overlaps
@@ -80,8 +80,15 @@ class InterpretedKernel:
                                   f"memory on device {a.device[0]!r}; copy it to the host first")
             else:
                 values.append(a.array)
-        with self._lock:
-            result = self.program.run(values, grid3, block3)
+        prints = kernel_output.prints(self.info)
+        if prints:
+            kernel_output.launching()
+        try:
+            with self._lock:
+                result = self.program.run(values, grid3, block3)
+        finally:
+            if prints:
+                kernel_output.launched()
         for a, p in zip(prepared, self.program.fn.params):
             if isinstance(a, BufferArg) and not a.info.readonly:
                 wrote = result.written[p.name]
