@@ -2,7 +2,7 @@
 (docs/language.md "Debugging").
 
 ``pk.build(kernels, targets=["interpret"])`` gives a root whose ``interpret`` module runs each launch
-on the IR interpreter (``polykern.testing.interp``, the oracle the fuzzer judges backends with), in
+on the IR interpreter (``polykern.interpreter``, the oracle the fuzzer judges backends with), in
 this process, on the caller's host arrays: a data race, a read of shared memory no work-item wrote, an
 access out of bounds, a barrier in divergent control flow are raised as
 :class:`~polykern.errors.InterpretError` (``DataRaceError``, ``UninitializedReadError``) naming the
@@ -38,7 +38,7 @@ from .launch import PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from .module import DeviceModule
 from .passes.async_copy import ASYNC_KEY
 from .target import TargetKind
-from .testing.interp import Program
+from .interpreter.program import Program
 
 __all__ = ["KIND", "INTERPRET_ENV", "LOOP_BUDGET", "interpret_requested", "InterpretModule", "build",
            "ensure_registered"]

@@ -1,7 +1,7 @@
-"""Statements of the oracle (``polykern.testing.interp``): stores (with the race checks and what fed
+"""Statements of the oracle (``polykern.interpreter``): stores (with the race checks and what fed
 the stored value), control flow and loops, each compiled once into a closure of the work-item's
 state that returns BREAK, CONTINUE, RETURN or None; where the kernel has barriers or subgroup
-collectives, blocks that contain them are generators that stop there (``interp.Program`` resumes
+collectives, blocks that contain them are generators that stop there (``program.Program`` resumes
 a group's work-items together)."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from ..ir import debug_print
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.vector import lane_of
-from .interp_memory import mark, mark_sites
-from .interp_taint import NONE, bf16_operation, location
-from .interp_values import OracleError, binop, math_fn, rounder
+from .memory import mark, mark_sites
+from .taint import NONE, bf16_operation, location
+from .values import OracleError, binop, math_fn, rounder
 
 BREAK, CONTINUE, RETURN = 1, 2, 3
 LOOP_BUDGET = 2_000_000  # loop iterations per launch before the oracle calls the program runaway
@@ -26,7 +26,7 @@ def runaway(where, budget: list):
 
 
 class StmtCompiler:
-    """Mixin of ``interp.Program``: ``_block(stmts)`` gives the closure running ``stmts``."""
+    """Mixin of ``program.Program``: ``_block(stmts)`` gives the closure running ``stmts``."""
 
     def _store_sites(self, value, extra=None):
         """None when no float operation feeds ``value`` (and ``extra``), else a function of the

@@ -24,10 +24,10 @@ from ..errors import UninitializedReadError
 from ..ir import nodes as ir
 from ..ir.matrix import reference_mma
 from ..ir.types import ArrayType, bf16
-from .interp_copies import read_check
-from .interp_memory import mark
-from .interp_taint import location
-from .interp_values import OracleError
+from .copies import read_check
+from .memory import mark
+from .taint import location
+from .values import OracleError
 
 __all__ = ["FragmentRequest", "MatrixCompiler", "resolve_fragments"]
 
@@ -42,7 +42,7 @@ class FragmentRequest:
 
 
 class MatrixCompiler:
-    """Mixin of ``interp.Program``: ``_g_MatrixOp`` (a generator statement, like a barrier)."""
+    """Mixin of ``program.Program``: ``_g_MatrixOp`` (a generator statement, like a barrier)."""
 
     def _g_MatrixOp(self, s: ir.MatrixOp):
         where = location(s, self.fn)

@@ -1,4 +1,4 @@
-"""Expressions of the oracle (``polykern.testing.interp``): each IR expression compiled once into a
+"""Expressions of the oracle (``polykern.interpreter``): each IR expression compiled once into a
 Python closure of the work-item's state; loads and atomics with the bounds, race and
 uninitialized-shared-memory checks; float operations recorded where they see a NaN/inf."""
 from __future__ import annotations
@@ -8,16 +8,16 @@ import math
 from ..errors import DataRaceError, UninitializedReadError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
-from .interp_copies import Marker, pending_message
-from .interp_memory import mark, mark_sites
-from .interp_sites import is_site
-from .interp_subgroups import Request, linear_id, register_value
-from .interp_taint import location
-from .interp_values import OracleError, binop, canon, caster, math_fn, unop
+from .copies import Marker, pending_message
+from .memory import mark, mark_sites
+from .sites import is_site
+from .subgroups import Request, linear_id, register_value
+from .taint import location
+from .values import OracleError, binop, canon, caster, math_fn, unop
 
 
 class ExprCompiler:
-    """Mixin of ``interp.Program``: ``_expr(e)`` gives the closure computing ``e``."""
+    """Mixin of ``program.Program``: ``_expr(e)`` gives the closure computing ``e``."""
 
     def _expr(self, e: ir.Expr):
         m = getattr(self, "_e_" + type(e).__name__, None)
@@ -135,7 +135,7 @@ class ExprCompiler:
         return min_max
 
     def _watch(self, e, f, operands):
-        """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (interp_sites)
+        """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (sites)
         that saw a NaN/inf operand or result (for a float NaN or inf, ``v - v`` is NaN, which is true)."""
         seen, by, k = self.special_seen, self.special_seen_by, id(e)
 
@@ -289,7 +289,7 @@ class ExprCompiler:
             raise OracleError(f"{where}: unknown atomic_{e.op}()")
         check = self._write_check
         tags = self._store_taint(e.value, e.compare)
-        # a float min/max is a site (interp_sites): over a +0 and a -0 it gives a zero of unspecified sign
+        # a float min/max is a site (sites): over a +0 and a -0 it gives a zero of unspecified sign
         # (like pk.min/pk.max, _min_max), to the element and to every later old value read from it
         zeros = is_site(e)
         sites = self._store_sites(e.value, e if zeros else e.compare)

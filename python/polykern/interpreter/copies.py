@@ -1,4 +1,4 @@
-"""Asynchronous copies in the oracle (``polykern.testing.interp``; docs/language.md "Asynchronous
+"""Asynchronous copies in the oracle (``polykern.interpreter``; docs/language.md "Asynchronous
 copies").
 
 ``pk.copy_async`` reads its source elements when it is issued (a read like a load: a race with
@@ -25,8 +25,8 @@ from typing import Dict, List, Optional
 
 from ..errors import DataRaceError
 from ..ir import nodes as ir
-from .interp_memory import mark, mark_sites
-from .interp_taint import location
+from .memory import mark, mark_sites
+from .taint import location
 
 
 class _Always:
@@ -104,7 +104,7 @@ class _Copy:
 
 
 class CopyCompiler:
-    """Mixin of ``interp.Program``: the CopyAsync, CopyCommit and CopyWait statements. ``self.copies``
+    """Mixin of ``program.Program``: the CopyAsync, CopyCommit and CopyWait statements. ``self.copies``
     (reset for every launch) holds per work-item id [its copies not yet committed, its committed
     groups, oldest first]."""
 

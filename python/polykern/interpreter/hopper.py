@@ -1,4 +1,4 @@
-"""Hopper's matrix path in the oracle (``polykern.testing.interp``; docs/language.md "Hopper: warpgroup
+"""Hopper's matrix path in the oracle (``polykern.interpreter``; docs/language.md "Hopper: warpgroup
 MMA, tensor copies, transaction barriers"; the rules and reference are ``polykern.ir.hopper``).
 
 Scheduling. A kernel with Hopper operations runs its work-items as generators scheduled one at a
@@ -46,12 +46,12 @@ from ..errors import UninitializedReadError
 from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import f16, f32
-from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
-from .interp_fragments import FragmentRequest
-from .interp_memory import mark, mark_sites
-from .interp_subgroups import Request
-from .interp_taint import location
-from .interp_values import OracleError, rounder
+from .copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
+from .fragments import FragmentRequest
+from .memory import mark, mark_sites
+from .subgroups import Request
+from .taint import location
+from .values import OracleError, rounder
 
 __all__ = ["HopperCompiler", "launch_check", "run_group"]
 
@@ -250,7 +250,7 @@ def _deadlock(live, stops, states) -> str:
 
 
 class HopperCompiler:
-    """Mixin of ``interp.Program``: ``_g_HopperOp`` (a generator statement). ``self.hopper_state``: the
+    """Mixin of ``program.Program``: ``_g_HopperOp`` (a generator statement). ``self.hopper_state``: the
     running group's :class:`_GroupState`."""
 
     hopper_state: _GroupState
