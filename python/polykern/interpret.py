@@ -30,6 +30,7 @@ from . import kernel_output, registry
 from .errors import LaunchError, PolykernError
 from .function_info import FunctionInfo
 from .host_aliasing import check_host_overlaps
+from .interpreter.program import Program
 from .ir import debug_print
 from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
@@ -38,7 +39,6 @@ from .launch import PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from .module import DeviceModule
 from .passes.async_copy import ASYNC_KEY
 from .target import TargetKind
-from .interpreter.program import Program
 
 __all__ = ["KIND", "INTERPRET_ENV", "LOOP_BUDGET", "interpret_requested", "InterpretModule", "build",
            "ensure_registered"]
@@ -123,14 +123,14 @@ def build(funcs: List, target) -> InterpretModule:
     return InterpretModule(funcs)
 
 
+_lock = threading.Lock()
+
+
 def ensure_registered() -> None:
     """Register the ``interpret`` target kind (in the registry in use: also an isolated one) if missing."""
     with _lock:
         if registry.get(f"target.build.{KIND}") is None:
             _register()
-
-
-_lock = threading.Lock()
 
 
 def _register() -> None:
