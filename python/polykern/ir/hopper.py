@@ -229,11 +229,11 @@ def check_target(fn: ir.Function, kind: str, target, support=None, checked: bool
     if checked:
         raise KernelTypeError(f"{what}: checked mode (bounds_check) does not cover them yet; build without "
                               "bounds_check, and test such kernels with the IR interpreter "
-                              "(targets=['interpret']), which checks every access", loc)
+                              "(polykern.testing.interp), which checks every access", loc)
     if support is None:
         raise KernelTypeError(f"{what}, which target '{target}' ({kind}) has no code for: they compile for "
                               "'cuda -arch=sm_90a' (H100, H200); on any host the IR interpreter "
-                              "(targets=['interpret']) runs them exactly", loc)
+                              "(polykern.testing.interp) runs them exactly", loc)
     why = support(target)
     if why:
         raise KernelTypeError(f"{what}: {why}", loc)
