@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from polykern import backends, registry
+from polykern.interpret import KIND
 
 
 def runnable_targets():
@@ -33,6 +34,8 @@ def runnable_targets():
 
 
 def all_target_kinds():
-    """Every registered target kind (codegen present), runtime or not."""
+    """Every target kind a backend registered (codegen present), runtime or not: not the built-in
+    ``interpret`` (registered by the first ``pk.build``; tests/test_interpret_mode.py), so the list does not
+    depend on what ran before."""
     backends.load_all()
-    return sorted(k[len("target.kind."):] for k in registry.names("target.kind."))
+    return sorted(k[len("target.kind."):] for k in registry.names("target.kind.") if k != f"target.kind.{KIND}")

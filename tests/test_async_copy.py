@@ -1,5 +1,5 @@
 """Asynchronous copies into shared memory: ``pk.copy_async``/``pk.copy_commit``/``pk.copy_wait``
-(docs/language.md "Asynchronous copies"; polykern/passes/async_copy.py, testing/interp_copies.py,
+(docs/language.md "Asynchronous copies"; polykern/passes/async_copy.py, interpreter/copies.py,
 backends/cuda/polykern_cuda/cp_async.py).
 
 A two-stage shared-memory ring on every runtime here against NumPy and the oracle; the oracle's

@@ -1,4 +1,4 @@
-"""Hopper's matrix path on the IR interpreter (docs/language.md 5.3; polykern/testing/interp_hopper.py):
+"""Hopper's matrix path on the IR interpreter (docs/language.md 5.3; polykern/interpreter/hopper.py):
 the warp-specialized GEMM of examples/gemm_hopper.py exactly as ir.hopper.reference_wgmma defines it, and
 every rule of the section refused with its OracleError."""
 import os

@@ -1,5 +1,5 @@
 """Named barriers (docs/language.md 5.3 "Named barriers"; ir/hopper.py, lang/hopper.py,
-testing/interp_named.py, the CUDA C in backends/cuda/polykern_cuda/hopper.py): a subset of the block's
+interpreter/named.py, the CUDA C in backends/cuda/polykern_cuda/hopper.py): a subset of the block's
 warpgroups synchronizes, memory written before the barrier by its arrivers is there for its waiters after
 it and for nobody else; the IR interpreter refuses the races, deadlocks and misuses, the frontend the rules
 that need no run."""

@@ -1,5 +1,5 @@
 """A float a*b+c that a backend may contract (numerics.MAY_CONTRACT: webgpu) leaves unchecked only what it
-fed (Result.contracted, through variables, private arrays and control flow: interp_sites), not the whole
+fed (Result.contracted, through variables, private arrays and control flow: interpreter.sites), not the whole
 program; the other elements are still compared."""
 import numpy as np
 import pytest

@@ -12,7 +12,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f16, f32, i64
 from polykern.testing import interp
-from polykern.testing.interp_values import math_fn
+from polykern.interpreter.values import math_fn
 
 
 def _nearest(exact: Fraction, np_t):

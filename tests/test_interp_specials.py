@@ -12,7 +12,7 @@ import polykern as pk
 from polykern import Buffer, bf16, f32, f64
 from polykern.testing.compare import compare
 from polykern.testing.interp import interpret
-from polykern.testing.interp_values import math_fn
+from polykern.interpreter.values import math_fn
 
 INF, NAN = math.inf, math.nan
 

@@ -62,3 +62,25 @@ def test_a_record_that_does_not_match_the_signature_is_refused(runner, items, me
     assert r.returncode == 3, (r.returncode, r.stderr)
     assert r.stderr.decode() == f"kbin-run: {message}; the kernel is {SIG}\n"
     assert r.stdout == b""
+
+
+@pk.kernel
+def printing_fill(n: pk.i32, y: pk.Buffer[pk.f32]):
+    i = pk.global_id(0)
+    if i < n:
+        pk.debug_print("fill %d\n", i)
+        y[i] = pk.f32(i) * 0.5
+
+
+def test_what_a_kernel_prints_goes_to_stderr_not_into_the_results(native_build, tmp_path):  # noqa: F811
+    if not IS_ELF_HOST:
+        pytest.skip("kbin-run runs llvm objects on an x86-64 or aarch64 Linux host only")
+    path = tmp_path / "printing.kbin"
+    pk.build([printing_fill], targets=["llvm"], bounds_check=False).export(path)
+    r = subprocess.run([str(native_build / "kbin-run"), str(path), "printing_fill"], capture_output=True,
+                       input=ls.encode([(ls.SCALAR, np.int32(3).tobytes()), (ls.WRITE, bytes(16))], (1, 1, 1, 4, 1, 1)),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    out, = ls.split_outputs(r.stdout, [16])
+    assert list(np.frombuffer(out, np.float32)) == [0.0, 0.5, 1.0, 0.0]
+    assert r.stderr.decode().splitlines() == ["fill 0", "fill 1", "fill 2"]

@@ -159,6 +159,7 @@ static const struct { const char *name; int type; } pk_attr_schema[] = {
     {"triple", PK_ATTR_NAME},
     {"uses_atomics", PK_ATTR_FLAG},
     {"uses_barrier", PK_ATTR_FLAG},
+    {"uses_print", PK_ATTR_FLAG},
     {"warpgroups", PK_ATTR_WARPGROUPS},
     {"workgroup_size", PK_ATTR_TEXT},
 };

@@ -8,7 +8,8 @@
  *           body    per argument a 64-byte record head (u32 kind, u32 0, u64 nbytes, zeros)
  *                   then nbytes of data padded to 64 bytes; kind 0 = scalar, 1 = read-only
  *                   buffer, 2 = written buffer
- *   stdout  the data of every kind-2 argument in order, then u32 "PKOK".
+ *   stdout  the data of every kind-2 argument in order, then u32 "PKOK". What the kernel prints
+ *           (pk.debug_print: printf) goes to stderr, so it is never taken for results.
  * The records must match the kernel's signature: as many records as arguments, a scalar's record of
  * kind 0 holding exactly the scalar's bytes, a buffer's of kind 1 or 2 ("argument 0 (n: i32) is a
  * scalar of 4 bytes, but its record is a buffer (kind 1); the kernel is saxpy(...)").
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "polykern.h"
 
@@ -105,13 +107,17 @@ int main(int argc, char **argv) {
     void **args = NULL;
     pk_buffer **bufs = NULL;
     const char *kind = NULL;
-    int rc = 3;
+    FILE *results = NULL;
+    int results_fd, rc = 3;
 
     if (argc == 5 && strcmp(argv[3], "--on") == 0) kind = argv[4];
     else if (argc != 3) {
         fprintf(stderr, "usage: kbin-run K.kbin KERNEL [--on KIND] < launch-stream > results\n");
         return 2;
     }
+    results_fd = dup(STDOUT_FILENO);  /* the results' stream; the process's stdout becomes stderr */
+    if (results_fd < 0 || !(results = fdopen(results_fd, "wb")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+        return fail("cannot set up the results stream");
     if (!read_all(head, sizeof head) || !read_all(launch, sizeof launch))
         return fail("stdin ended before the launch header was complete");
     memcpy(&body_bytes, &head[2], sizeof body_bytes);
@@ -160,6 +166,7 @@ int main(int argc, char **argv) {
         off += PK_RECORD + padded;
     }
     if (pk_kernel_launch(k, head[1], args, grid, block, &err)) goto pkfail;
+    fflush(stdout); /* what the kernel printed, before the results */
     off = 0;
     for (i = 0; i < head[1]; i++) {
         uint32_t rkind;
@@ -168,11 +175,11 @@ int main(int argc, char **argv) {
         memcpy(&n, body + off + 8, 8);
         if (rkind == 2 && n) {
             if (pk_buffer_read(bufs[i], 0, body + off + PK_RECORD, (size_t)n, &err)) goto pkfail;
-            if (fwrite(body + off + PK_RECORD, 1, (size_t)n, stdout) != n) { rc = fail("cannot write stdout"); goto out; }
+            if (fwrite(body + off + PK_RECORD, 1, (size_t)n, results) != n) { rc = fail("cannot write stdout"); goto out; }
         }
         off += PK_RECORD + (n + PK_RECORD - 1) / PK_RECORD * PK_RECORD;
     }
-    if (fwrite(&done, sizeof done, 1, stdout) != 1 || fflush(stdout)) { rc = fail("cannot write stdout"); goto out; }
+    if (fwrite(&done, sizeof done, 1, results) != 1 || fflush(results)) { rc = fail("cannot write stdout"); goto out; }
     rc = 0;
     goto out;
 pkfail:

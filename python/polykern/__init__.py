@@ -18,7 +18,7 @@ from .ir.types import (Buffer, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8
                        u64)
 from .ir.bfloat16 import BF16_DTYPE, bf16_array, bf16_to_f32  # noqa: F401
 from .lang.builtins import (atomic_add, atomic_cas, atomic_max, atomic_min, atomic_xchg,  # noqa: F401
-                            barrier, ceil, cos, exp, exp2, floor, fma, global_id, group_id, local,
+                            barrier, ceil, cos, debug_print, exp, exp2, floor, fma, global_id, group_id, local,
                             local_id, local_size, log, log2, num_groups, pow, rsqrt, select, shared,
                             shared_dynamic, sin, sqrt, tanh, vload, vstore)
 from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_broadcast_first,  # noqa: F401

@@ -12,7 +12,7 @@ from typing import Optional
 __all__ = [
     "SourceLoc", "PolykernError", "KernelSyntaxError", "KernelTypeError", "TargetError",
     "CompileError", "BackendUnavailableError", "RuntimeNotLinkedError", "ArtifactError",
-    "LaunchError", "DeviceError",
+    "LaunchError", "DeviceError", "InterpretError", "DataRaceError", "UninitializedReadError",
 ]
 
 
@@ -102,3 +102,19 @@ class DeviceError(PolykernError):
         self.name = name
         suffix = f" [{name or 'error'} {code}]" if code is not None else (f" [{name}]" if name else "")
         super().__init__(message + suffix)
+
+
+class InterpretError(_LocatedError):
+    """The IR interpreter (``targets=["interpret"]`` or ``POLYKERN_INTERPRET=1``; also the test oracle)
+    found that a launch has no single meaning: an access out of bounds, a barrier in divergent control
+    flow, a runaway loop, ... ``loc`` is the kernel line when known; the message names the work-items."""
+
+
+class DataRaceError(InterpretError):
+    """Two work-items touched one buffer or shared element between two barriers, one of them writing
+    (not both with the same commutative atomic): the result would depend on their order."""
+
+
+class UninitializedReadError(InterpretError):
+    """A work-item read a shared-memory element that no work-item has written (shared memory starts
+    uninitialized)."""

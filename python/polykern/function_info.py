@@ -135,4 +135,6 @@ class FunctionInfo:
             attrs["uses_barrier"] = "1"
         if atomics:
             attrs["uses_atomics"] = "1"
+        if any(isinstance(s, nodes.Print) for s in nodes.walk_stmts(fn.body)):
+            attrs["uses_print"] = "1"  # pk.debug_print: a runtime flushes what the kernel printed
         return cls(fn.name, tuple(args), tuple(sorted(tags)), shared, attrs)

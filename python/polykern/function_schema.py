@@ -70,6 +70,7 @@ ATTRS: Dict[str, str] = {
     "uses_atomics": "flag",
     "uses_barrier": "flag",
     hopper.ATTR_WARPGROUPS: "warpgroups",
+    "uses_print": "flag",
     "workgroup_size": "text",
 }
 

@@ -14,6 +14,11 @@ from . import hooks, registry
 from .build_cache import cached_codegen
 from .codegen_result import run_codegen
 from .errors import CompileError, PolykernError, TargetError
+from .interpret import KIND as INTERPRET_KIND
+from .interpret import ensure_registered as ensure_interpret_registered
+from .interpret import interpret_requested
+from .ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
+from .ir.debug_print import check_target as check_print_target
 from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from .ir.hopper import check_target as check_hopper_target
@@ -97,6 +102,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     from .target import Target
 
     load_all()
+    ensure_interpret_registered()  # the built-in target kind 'interpret' (polykern/interpret.py)
     if isinstance(targets, (str, Target)):
         targets = [targets]
     elif isinstance(targets, (dict, bytes)) or not isinstance(targets, Iterable):
@@ -105,6 +111,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     parsed = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not parsed:
         raise TargetError("build() needs at least one target, e.g. targets=['llvm']")
+    if interpret_requested():  # POLYKERN_INTERPRET=1: every launch on the interpreter, no code generator
+        parsed = [Target.parse(INTERPRET_KIND)]
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     mode = bounds_check_requested(bounds_check)
@@ -128,6 +136,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
         for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
             check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
+            check_print_target(f, t.kind, registry.get(PRINT_SUPPORT_KEY + t.kind))  # pk.debug_print
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
         copies = [clone_function(f) for f in (safe if safe is not None and registry.get(SAFE_KEY + t.kind)
                                               else funcs)]

@@ -17,6 +17,7 @@ from typing import Dict, List, Tuple
 from polykern import hooks, payload_formats, registry
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
+from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from polykern.codegen.c_source import emit_source
 from polykern.errors import BackendUnavailableError, CompileError
 from polykern.module import create_with_fallback, payload_text
@@ -60,6 +61,8 @@ def register() -> None:
     registry.register(HOPPER_SUPPORT_KEY + "cuda", hopper.supported)
     registry.register(HOPPER_SUPPORT_KEY + "nvptx", hopper.supported)
     registry.register(ASYNC_KEY + "nvptx", cp_async.native)
+    registry.register(PRINT_SUPPORT_KEY + "cuda", True)  # CUDA C printf
+    registry.register(PRINT_SUPPORT_KEY + "nvptx", True)  # vprintf
 
 
 def cuda_source(funcs) -> Tuple[str, Dict[str, str]]:

@@ -64,6 +64,7 @@ class NVPTXEmitter(NVPTXHopper, NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, Portab
     """IR -> LLVM IR for the NVPTX backend (GPU style: one invocation per thread)."""
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
+    PRINT_FORMAT_AS = 1  # as clang puts a CUDA printf's format: a global constant, passed generic
     EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
     ATOMIC_SCOPES = {1: "device", 3: "block"}
 
@@ -158,6 +159,20 @@ class NVPTXEmitter(NVPTXHopper, NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, Portab
 
     def emit_barrier(self) -> None:
         self.call_intrinsic("llvm.nvvm.barrier0", VOID, [])
+
+    def emit_print(self, fmt: ll.Value, values) -> None:
+        """``pk.debug_print``: CUDA's device ``vprintf(fmt, args)``, ``args`` a local buffer holding the
+        values as C passes them to printf (floats as doubles), each at its natural alignment."""
+        b = self.builder
+        vals = self.print_values(b, values)
+        ptr = ll.PointerType()
+        argp = ll.Constant(ptr, None)
+        if vals:  # a struct lays the values out at their natural alignment, as vprintf reads them
+            sty = ll.LiteralStructType([v.type for v in vals])
+            argp = self.alloca(sty, align=8)
+            for k, v in enumerate(vals):
+                b.store(v, b.gep(argp, [ll.Constant(I32, 0), ll.Constant(I32, k)], inbounds=True))
+        b.call(self.declare("vprintf", I32, [ptr, ptr]), [fmt, argp])
 
 
 def generate(funcs: List, target) -> Tuple[bytes, str, Dict, Dict[str, str]]:

@@ -26,6 +26,7 @@ from typing import Dict, List
 from polykern import payload_formats, registry
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
+from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_matrix import cpu_support
@@ -110,4 +111,5 @@ def register() -> None:
     registry.register(TOOLCHAIN_KEY + "llvm", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
     registry.register("matrix.support.llvm", cpu_support)
+    registry.register(PRINT_SUPPORT_KEY + "llvm", True)  # the C library's printf
     registry.register(SAFE_KEY + "llvm", True)  # runs in the caller's process: the safe default build

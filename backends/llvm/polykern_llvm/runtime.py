@@ -25,7 +25,7 @@ from typing import Dict, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
-from polykern import registry, wire
+from polykern import kernel_output, registry, wire
 from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
@@ -175,6 +175,7 @@ class CPUKernel:
         self._dims: Dict[tuple, tuple] = {}
         private = info.attrs.get("private_bytes")
         self._fixed_stack = None if private is None else int(private) + info.shared_bytes
+        self._prints = kernel_output.prints(info)
 
     @property
     def name(self) -> str:
@@ -287,7 +288,14 @@ class CPUKernel:
         def chunk(begin: int, end: int) -> None:
             fn(argp, launchp, begin, end)
 
-        self.last_threads = pool().run(chunk, total, caller=inline)
+        if self._prints:  # pk.debug_print: C's printf, in order with Python's output (kernel_output.py)
+            kernel_output.launching()
+            try:
+                self.last_threads = pool().run(chunk, total, caller=inline)
+            finally:
+                kernel_output.launched()
+        else:
+            self.last_threads = pool().run(chunk, total, caller=inline)
         del keepalive
 
     def __repr__(self) -> str:

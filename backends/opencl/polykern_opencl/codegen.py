@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
+from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_VARIANT_KEY
@@ -47,6 +48,7 @@ def register() -> None:
     registry.register("target.build.opencl", build)
     registry.register(SAFE_VARIANT_KEY + "opencl", build_with_cpu_variant)  # PoCL runs in the caller's process
     registry.register(payload_formats.registry_key("opencl"), OpenCLFallbackModule.payload_formats)
+    registry.register(PRINT_SUPPORT_KEY + "opencl", True)  # OpenCL 1.2 printf
 
 
 def opencl_source(funcs) -> Tuple[str, Dict[str, str]]:

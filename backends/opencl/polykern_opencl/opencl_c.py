@@ -64,6 +64,8 @@ _COMBINE = {"add": "{a} + {b}", "min": "fmin({a}, {b})", "max": "fmax({a}, {b})"
 
 
 class OpenCLDialect(CDialect):
+    PRINT_LONG64 = "l"  # OpenCL C's long is 64 bits
+    PRINT_FLOAT_AS_DOUBLE = False  # printf takes a float (doubles may be missing: cl_khr_fp64)
     name = "opencl"
     language = "OpenCL C"
     half_native = False

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import KernelTypeError, SourceLoc
+from ..ir import debug_print
 from ..ir import nodes as ir
 from ..ir.vector import MAX_VECTOR_BYTES
 from ..ir.bfloat16 import f32_to_bits
@@ -98,6 +99,12 @@ def float_literal_digits(value: float, t: ScalarType) -> str:
 
 def int_literal_digits(value: int) -> str:
     return str(int(value))
+
+
+def c_string(text: str) -> str:
+    """A C string literal of ``text`` (printable ASCII, newlines and tabs: ``ir.debug_print``'s)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?").replace(
+        "\n", "\\n").replace("\t", "\\t") + '"'
 
 
 class CDialect:
@@ -423,6 +430,21 @@ class CDialect:
         """Emit a Hopper operation (docs/language.md "Hopper ..."); only dialects whose target kind registers
         ir.hopper.SUPPORT_KEY + kind see them (the pipeline refuses every other target)."""
         raise em.fail("Hopper operations", f"the {self.language} emitter has none", s)
+
+    #: ``pk.debug_print``: the length modifier of a 64-bit integer, and whether a float argument is passed
+    #: as a double (C's variadic promotion; OpenCL C's printf takes a float as it is)
+    PRINT_LONG64 = "ll"
+    PRINT_FLOAT_AS_DOUBLE = True
+
+    def print_call(self, em: "KernelEmitter", s: ir.Print) -> str:
+        """``printf("...", args);`` for a ``pk.debug_print``; only dialects whose target kind registers
+        ``ir.debug_print.SUPPORT_KEY + kind`` see one (the pipeline refuses every other target)."""
+        text = debug_print.c_format(debug_print.parse(s.fmt), [a.type for a in s.args], self.PRINT_LONG64)
+        args = []
+        for a in s.args:
+            code = em.expr(a)
+            args.append(f"(double){code.at(UNARY)}" if a.type.is_float and self.PRINT_FLOAT_AS_DOUBLE else str(code))
+        return f"printf({c_string(text)}{''.join(', ' + x for x in args)});"
 
     def hidden_params(self, fn: ir.Function) -> List[str]:
         """Parameters the dialect adds after the user's (and the dynamic shared one): none by default."""

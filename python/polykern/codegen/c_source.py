@@ -272,6 +272,8 @@ class KernelEmitter:
             self.d.async_copy(self, s)
         elif isinstance(s, ir.HopperOp):
             self.d.hopper(self, s)
+        elif isinstance(s, ir.Print):
+            self.line(self.d.print_call(self, s))
         else:
             raise self.fail(f"statement {type(s).__name__}", "unknown to the C source emitter", s)
 

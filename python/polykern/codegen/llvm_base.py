@@ -26,6 +26,8 @@ hook                           what a backend decides
 ``ATOMIC_SCOPES``              address space -> LLVM syncscope of atomics on it (none: system scope)
 ``F16_LIBCALLS``               append soft f16 conversion routines (x86 without F16C) to
                                modules that use f16
+``emit_print``                 ``pk.debug_print``: C's ``printf`` by default (the CPU), ``vprintf`` on
+                               NVPTX; ``PRINT_FORMAT_AS`` is the format strings' address space
 ``SAFE_INT_DIVISION``          define x/0 and INT_MIN/-1 (polykern.numerics; default True,
                                every backend: False only for tests of the raw instructions)
 =============================  ===============================================================
@@ -43,6 +45,7 @@ from typing import Dict, List, Optional
 from llvmlite import ir as ll
 
 from ..errors import CompileError, KernelTypeError
+from ..ir import debug_print
 from ..ir import nodes as N
 from ..ir.bfloat16 import f32_to_bits
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, f32
@@ -169,6 +172,7 @@ class LLVMKernelEmitter:
     SAFE_INT_DIVISION = True
     F16_LIBCALLS = False
     ARRAY_ALIGN = 16
+    PRINT_FORMAT_AS = 0
 
     def __init__(self, triple: str = "", data_layout: str = "", module_name: str = MODULE_NAME):
         self.module = ll.Module(name=module_name)
@@ -440,6 +444,37 @@ class LLVMKernelEmitter:
 
     def stmt_ExprStmt(self, s: N.ExprStmt) -> None:
         self.expr(s.expr)
+
+    def stmt_Print(self, s: N.Print) -> None:
+        types = [a.type for a in s.args]
+        fmt = debug_print.c_format(debug_print.parse(s.fmt), types, "ll")
+        self.emit_print(self.format_string(fmt), [self.expr(a) for a in s.args])
+
+    def format_string(self, text: str) -> ll.Value:
+        """A generic pointer to ``text`` as a NUL-terminated constant of the module."""
+        data = bytearray(text.encode("ascii") + b"\0")
+        ty = ll.ArrayType(I8, len(data))
+        gv = ll.GlobalVariable(self.module, ty, name=self.module.get_unique_name("pk.fmt"),
+                               addrspace=self.PRINT_FORMAT_AS)
+        gv.initializer = ll.Constant(ty, data)
+        gv.global_constant = True
+        gv.linkage = "private"
+        gv.unnamed_addr = True
+        if self.PRINT_FORMAT_AS == 0:
+            return gv
+        return self.builder.addrspacecast(gv, ll.PointerType())
+
+    @staticmethod
+    def print_values(b: ll.IRBuilder, values: List[ll.Value]) -> List[ll.Value]:
+        """The arguments as C passes them to a variadic function: floats as doubles."""
+        return [b.fpext(v, ll.DoubleType()) if isinstance(v.type, ll.FloatType) else v for v in values]
+
+    def emit_print(self, fmt: ll.Value, values: List[ll.Value]) -> None:
+        """``printf(fmt, values...)`` of the C library the kernel is linked against."""
+        fn = self.module.globals.get("printf")
+        if fn is None:
+            fn = ll.Function(self.module, ll.FunctionType(I32, [ll.PointerType()], var_arg=True), name="printf")
+        self.builder.call(fn, [fmt] + self.print_values(self.builder, values))
 
     def stmt_If(self, s: N.If) -> None:
         cond = self.expr(s.cond)

@@ -409,6 +409,16 @@ class HopperOp(Stmt):
     args: List[Expr] = field(default_factory=list)
 
 
+@dataclass(eq=False)
+class Print(Stmt):
+    """``pk.debug_print(fmt, ...)``: this work-item prints ``fmt`` (the user's format, in the subset of
+    ``ir.debug_print``) with ``args``, one ``Var`` or ``Const`` per conversion, each of the type
+    ``debug_print.arg_type`` gives (the frontend converts the user's values into temporaries first)."""
+
+    fmt: str
+    args: List[Expr] = field(default_factory=list)
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -485,7 +495,7 @@ def stmt_exprs(s: Stmt) -> List[Expr]:
         return list(s.args)
     if isinstance(s, CopyAsync):
         return [s.dst_k, s.src_k]
-    if isinstance(s, HopperOp):
+    if isinstance(s, (HopperOp, Print)):
         return list(s.args)
     return []
 

@@ -71,6 +71,8 @@ def _stmts(stmts, ind, out):
             out.append(f"{pad}copy_wait({s.pending})")
         elif isinstance(s, ir.CopyCommit):
             out.append(f"{pad}copy_commit()")
+        elif isinstance(s, ir.Print):
+            out.append(f"{pad}debug_print({', '.join([repr(s.fmt)] + [expr_str(a) for a in s.args])})")
         else:
             out.append(f"{pad}{type(s).__name__.lower()}")
 

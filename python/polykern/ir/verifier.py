@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError
+from . import debug_print
 from . import nodes as ir
 from .types import ArrayType, BufferType, ScalarType, bool_, f32, i32
 
@@ -85,8 +86,24 @@ class _Verifier:
             pass
         elif isinstance(s, ir.HopperOp):
             self.hopper(s)
+        elif isinstance(s, ir.Print):
+            self.print_(s)
         else:
             self.fail(f"unknown statement {type(s).__name__}", s)
+
+    def print_(self, s):
+        try:
+            specs = debug_print.specs(debug_print.parse(s.fmt))
+        except debug_print.FormatError as e:
+            self.fail(f"debug_print format {s.fmt!r}: {e}", s)
+        if len(specs) != len(s.args) or len(s.args) > debug_print.MAX_ARGS:
+            self.fail(f"debug_print format {s.fmt!r} has {len(specs)} conversions but {len(s.args)} arguments", s)
+        for spec, a in zip(specs, s.args):
+            self.expr(a)
+            if not isinstance(a, (ir.Var, ir.Const)) or not isinstance(a.type, ScalarType) \
+                    or debug_print.arg_type(spec, a.type) != a.type:
+                self.fail(f"debug_print argument {a!r} for {spec.text} must be a variable or constant of the "
+                          "conversion's type", s)
 
     def matrix(self, s):
         ft = self.fn.fragments.get(s.frag)

@@ -34,7 +34,7 @@ _MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "p
 _ATOMIC = ("atomic_add", "atomic_min", "atomic_max", "atomic_xchg", "atomic_cas")
 _OTHER = {"barrier": "barrier", "select": "select", "shared": "alloc", "local": "alloc", "vload": "vector",
           "shared_dynamic": "alloc",
-          "vstore": "vector"}
+          "vstore": "vector", "debug_print": "debug"}
 
 # pk.subgroup_<op> (docs/language.md "Subgroups"): ir.SUBGROUP_OPS with the prefix.
 _SUBGROUP = ("subgroup_size", "subgroup_local_id", "subgroup_id", "subgroup_shuffle", "subgroup_shuffle_xor",

@@ -591,6 +591,9 @@ class ExprTranslator:
         self.pending.append(assign)
         return ir.Var(tmp, call.type)
 
+    def _call_debug(self, name, node):
+        raise self.syntax_error("pk.debug_print() is a statement; write it on its own line", node)
+
     def _call_barrier(self, name, node):
         raise self.syntax_error("barrier() is a statement; write it on its own line", node)
 

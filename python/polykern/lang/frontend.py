@@ -17,7 +17,7 @@ from ..ir.verifier import verify
 from ..passes.uniformity import check_barrier_uniformity
 from ..passes.unroll import unroll
 from . import builtins as B
-from . import async_copy, hopper, matrix
+from . import async_copy, debug_print, hopper, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
 from .body_facts import ARRAY_LIMITS, BodyFacts  # noqa: F401 - ARRAY_LIMITS: shared_launch.py
@@ -206,6 +206,8 @@ class FunctionTranslator(ExprTranslator, FunctionCalls):
                 return async_copy.statement(self, fn.name, v, node)
             if isinstance(fn, B.Builtin) and fn.name in hopper.STATEMENTS:
                 return hopper.statement(self, fn.name, v, node)
+            if fn is B.BUILTINS["debug_print"]:
+                return debug_print.statement(self, v, node)
             if fn is B.BUILTINS["barrier"]:
                 if v.args or v.keywords:
                     raise self.type_error("barrier() takes no arguments", v)

@@ -30,6 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import pycuda.driver as drv
 
+from polykern import kernel_output
 from polykern.errors import DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
@@ -310,6 +311,8 @@ class CUDAKernel:
                 if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back
                     with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
                         drv.Context.synchronize()
+                    if kernel_output.prints(self.info):  # the driver wrote the device's printf buffer
+                        kernel_output.launched()
                     staging.copy_back()
             except DeviceError as e:
                 reusable = not getattr(e, "sticky", False)

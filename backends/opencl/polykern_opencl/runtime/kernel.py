@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 import pyopencl as cl
 
+from polykern import kernel_output
 from polykern.errors import LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
@@ -165,6 +166,8 @@ class OpenCLKernel:
                     index, elem = self._dyn
                     kobj.kernel.set_arg(len(values), cl.LocalMemory(int(prepared[index].value) * elem))
                 enqueued = True
+                if kernel_output.prints(self.info):
+                    kernel_output.launching()
                 event = cl.enqueue_nd_range_kernel(queue, kobj.kernel, gsize, block3)
             waits = [event]
             for hc in host_copies.values():  # only writable parameters are copied back
@@ -172,6 +175,8 @@ class OpenCLKernel:
                     waits.append(cl.enqueue_copy(queue, hc.host, hc.buf, is_blocking=False))
                     copied_out += hc.nbytes
             cl.wait_for_events(waits)
+            if kernel_output.prints(self.info):
+                kernel_output.launched()  # PoCL's printf writes through C's stdio
             dev.count("launches")
             dev.count("bytes_to_device", copied_in)
             dev.count("bytes_from_device", copied_out)

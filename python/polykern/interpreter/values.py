@@ -21,14 +21,15 @@ from typing import Callable
 import numpy as np
 
 from .. import numerics
-from ..errors import PolykernError
+from ..errors import InterpretError
 from ..ir.bfloat16 import BF16_TINY, round_value
 from ..ir.rounding import round_exact
 from ..ir.types import ScalarType, bf16, f32
 
 
-class OracleError(PolykernError):
-    """The oracle cannot give this program a meaning (undefined behaviour, a race, a runaway loop)."""
+#: The oracle cannot give this program a meaning (undefined behaviour, a race, a runaway loop): the
+#: interpreter's error, with DataRaceError and UninitializedReadError for the two kinds users look for.
+OracleError = InterpretError
 
 
 # ---------------------------------------------------------------- rounding to a type

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..ir import hopper as H
 from ..ir import nodes as ir
-from .interp_values import OracleError
+from .values import OracleError
 
 __all__ = ["Interval", "Accesses", "NamedBarriers", "NamedWait", "join", "uses_named"]
 

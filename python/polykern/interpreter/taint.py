@@ -1,4 +1,4 @@
-"""Static analysis for the oracle (``polykern.testing.interp``): which inexact operations (math builtins,
+"""Static analysis for the oracle (``polykern.interpreter``): which inexact operations (math builtins,
 float division: their accuracy a backend may relax within ``polykern.numerics``) may feed each variable
 and array, flow-insensitively; the refusal of inexact values where their error could not be bounded;
 and whether a kernel has float add/sub chains of products or sums (contraction, reassociation)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from ..ir import nodes as ir
-from .interp_values import OracleError
+from .values import OracleError
 
 # Operations a backend may compute inexactly (their budgets are numerics.promise(op, dtype, backend)).
 INEXACT_CALLS = frozenset(("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma"))

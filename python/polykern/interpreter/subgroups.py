@@ -7,7 +7,7 @@ interpreter resumes each with its value. Subgroups are consecutive runs of ``siz
 the group's linear order (``local_id(0)`` fastest), the last one partial when the group size is not
 a multiple: the CPU backend's scheme, and the linear mapping every GPU backend uses.
 
-Reductions fold in lane order with the language's operations (``interp_values``); a device may
+Reductions fold in lane order with the language's operations (``values``); a device may
 add floats in another order, which ``numerics`` records (``subgroup_add`` may reassociate) and the
 interpreter's inexact taint carries to every value a float ``subgroup_add`` fed. A shuffle from a lane
 that does not exist (past the end of a partial subgroup) is unspecified: the program has no single
@@ -19,7 +19,7 @@ import math
 from typing import List, Sequence
 
 from ..ir import nodes as ir
-from .interp_values import OracleError, binop, math_fn
+from .values import OracleError, binop, math_fn
 
 __all__ = ["Request", "resolve", "register_value", "linear_id"]
 

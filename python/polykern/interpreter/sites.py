@@ -3,7 +3,7 @@ only for some inputs or some backends (``polykern.numerics.specials_promised``, 
 
 A *site* is one float operation of the IR: a binary operator or comparison on floats, a math builtin
 on floats, a cast from a float, or a float subgroup or atomic min/max (a zero of unspecified sign).
-The analysis is static and flow-insensitive (like the inexact taint of ``interp``): a variable or array carries every site that any assignment or store to it may carry, so
+The analysis is static and flow-insensitive (like the inexact taint of ``taint``): a variable or array carries every site that any assignment or store to it may carry, so
 a value's sites over-approximate what fed it. Sites that reach control flow (a condition, a loop bound,
 the index of a store or an atomic) are *global*: when one of them misbehaves, any value may differ.
 
@@ -35,9 +35,9 @@ def is_site(e: ir.Expr) -> bool:
         return any(a.type.is_float for a in e.args)
     if isinstance(e, ir.Cast):
         return e.a.type.is_float
-    if isinstance(e, ir.Subgroup):  # a zero of unspecified sign (interp_subgroups.resolve)
+    if isinstance(e, ir.Subgroup):  # a zero of unspecified sign (subgroups.resolve)
         return e.op in ("min", "max") and e.type.is_float
-    if isinstance(e, ir.Atomic):  # the same for the element and the old value (interp_exprs._e_Atomic)
+    if isinstance(e, ir.Atomic):  # the same for the element and the old value (exprs._e_Atomic)
         return e.op in ("min", "max") and e.type.is_float
     return False
 

@@ -1,29 +1,32 @@
-"""Statements of the oracle (``polykern.testing.interp``): stores (with the race checks and what fed
+"""Statements of the oracle (``polykern.interpreter``): stores (with the race checks and what fed
 the stored value), control flow and loops, each compiled once into a closure of the work-item's
 state that returns BREAK, CONTINUE, RETURN or None; where the kernel has barriers or subgroup
-collectives, blocks that contain them are generators that stop there (``interp.Program`` resumes
+collectives, blocks that contain them are generators that stop there (``program.Program`` resumes
 a group's work-items together)."""
 from __future__ import annotations
 
+import sys
+
 from .. import numerics
+from ..ir import debug_print
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.vector import lane_of
-from .interp_memory import mark, mark_sites
-from .interp_taint import NONE, bf16_operation, location
-from .interp_values import OracleError, binop, math_fn, rounder
+from .memory import mark, mark_sites
+from .taint import NONE, bf16_operation, location
+from .values import OracleError, binop, math_fn, rounder
 
 BREAK, CONTINUE, RETURN = 1, 2, 3
 LOOP_BUDGET = 2_000_000  # loop iterations per launch before the oracle calls the program runaway
 
 
-def runaway(where):
-    raise OracleError(f"{where}: more than {LOOP_BUDGET} loop iterations in one launch; "
-                      "the oracle treats the program as not terminating")
+def runaway(where, budget: list):
+    raise OracleError(f"{where}: more than {budget[1]} loop iterations in one launch; "
+                      "the interpreter treats the program as not terminating")
 
 
 class StmtCompiler:
-    """Mixin of ``interp.Program``: ``_block(stmts)`` gives the closure running ``stmts``."""
+    """Mixin of ``program.Program``: ``_block(stmts)`` gives the closure running ``stmts``."""
 
     def _store_sites(self, value, extra=None):
         """None when no float operation feeds ``value`` (and ``extra``), else a function of the
@@ -84,7 +87,7 @@ class StmtCompiler:
             if not 0 <= i < len(mem.data):
                 bad(i, len(mem.data))
             x = v(st)
-            check(st, mem, i, where, None)
+            check(st, mem, i, where, None, s)
             mem.data[i] = x
             if tags is not None or mem.taint is not None:
                 mark(mem, i, tags)
@@ -119,7 +122,7 @@ class StmtCompiler:
             if (x - x) or any(v - v for v in vals):  # a NaN/inf (see _watch)
                 seen.add(site)
                 by.setdefault(st[1], set()).add(site)
-            check(st, mem, i, where, None)
+            check(st, mem, i, where, None, s)
             mem.data[i] = x
             mark(mem, i, (direct, tagset, vals))
             mark_sites(mem, i, sites(st), False)
@@ -136,6 +139,17 @@ class StmtCompiler:
 
     def _s_Break(self, s):
         return lambda st: BREAK
+
+    def _s_Print(self, s):
+        """pk.debug_print: the text C's printf would print, to ``sys.stdout`` (looked up at each print, so a
+        redirection of it takes effect), in the order the work-items run."""
+        parts = debug_print.parse(s.fmt)
+        args = [self._expr(a) for a in s.args]
+
+        def print_(st):
+            sys.stdout.write(debug_print.render(parts, [a(st) for a in args]))
+
+        return print_
 
     def _s_Continue(self, s):
         return lambda st: CONTINUE
@@ -256,7 +270,7 @@ class StmtCompiler:
                 while test(st, end):
                     budget[0] -= 1
                     if budget[0] < 0:
-                        runaway(where)
+                        runaway(where, budget)
                     r = body(st)
                     if r == BREAK:
                         break
@@ -274,7 +288,7 @@ class StmtCompiler:
             while test(st, end):
                 budget[0] -= 1
                 if budget[0] < 0:
-                    runaway(where)
+                    runaway(where, budget)
                 r = yield from body(st)
                 if r == BREAK:
                     break

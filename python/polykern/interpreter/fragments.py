@@ -20,13 +20,14 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from ..errors import UninitializedReadError
 from ..ir import nodes as ir
 from ..ir.matrix import reference_mma
 from ..ir.types import ArrayType, bf16
-from .interp_copies import read_check
-from .interp_memory import mark
-from .interp_taint import location
-from .interp_values import OracleError
+from .copies import read_check
+from .memory import mark
+from .taint import location
+from .values import OracleError
 
 __all__ = ["FragmentRequest", "MatrixCompiler", "resolve_fragments"]
 
@@ -41,7 +42,7 @@ class FragmentRequest:
 
 
 class MatrixCompiler:
-    """Mixin of ``interp.Program``: ``_g_MatrixOp`` (a generator statement, like a barrier)."""
+    """Mixin of ``program.Program``: ``_g_MatrixOp`` (a generator statement, like a barrier)."""
 
     def _g_MatrixOp(self, s: ir.MatrixOp):
         where = location(s, self.fn)
@@ -123,8 +124,8 @@ def _run(prog, s: ir.MatrixOp, r: FragmentRequest, key, frags: Fragments) -> Non
                     _read_check(st, mem, i, where)  # first: a pending copy's element holds no value yet
                     v = mem.data[i]
                     if v is None and isinstance(s.base.type, ArrayType):
-                        raise OracleError(f"{where}: frag_load reads {s.base.name}[{i}], which no work-item "
-                                          "has written (shared memory starts uninitialized)")
+                        raise UninitializedReadError(f"{where}: frag_load reads {s.base.name}[{i}], which no "
+                                                     "work-item has written (shared memory starts uninitialized)")
                     vals.append(v)
             frags[key + (s.frag,)] = (np.array(vals, dtype=held).reshape(rows, cols), False)
         else:

@@ -1,4 +1,4 @@
-"""Hopper's matrix path in the oracle (``polykern.testing.interp``; docs/language.md "Hopper: warpgroup
+"""Hopper's matrix path in the oracle (``polykern.interpreter``; docs/language.md "Hopper: warpgroup
 MMA, tensor copies, transaction barriers"; the rules and reference are ``polykern.ir.hopper``).
 
 Scheduling. A kernel with Hopper operations runs its work-items as generators scheduled one at a
@@ -8,7 +8,7 @@ the scheduler goes round the runnable ones. A barrier (or a subgroup / fragment 
 makes them group-uniform) is passed once every unfinished work-item of the group is at one
 (``Program._group_stop``, as for kernels without these features); a warpgroup operation once all 128
 work-items of the warpgroup are at it (the same operation with the same operands, else an OracleError);
-a wait once its barrier's phase bit differs from its parity; a named barrier (``interp_named``) once its
+a wait once its barrier's phase bit differs from its parity; a named barrier (``interpreter/named.py``) once its
 round's count of work-items arrived. When no work-item can move, the program
 hangs on a GPU: the oracle raises an OracleError naming what each blocked work-item waits for.
 
@@ -25,7 +25,7 @@ operand, by every work-item of the warpgroup) and every plain write to it is ref
 work-item has *seen* the barrier phase the copy completed: a ``mbarrier_wait`` it passed after that
 phase completed, or a ``pk.barrier()`` after another work-item saw it. A copy over the operands of a
 pending wgmma (not retired by ``wgmma_wait``) is refused. Plain accesses of different work-items are
-ordered by ``pk.barrier()``, as in every kernel, and by named barriers (``interp_named``), not by
+ordered by ``pk.barrier()``, as in every kernel, and by named barriers (``interpreter/named.py``), not by
 transaction barriers: a plain shared-memory write that another work-item reads after a transaction
 barrier (and no ``pk.barrier()`` or named barrier round ordering them) is refused as a race
 (conservative). Not checked: a copy overwriting an element that a work-item read with a plain load
@@ -44,16 +44,17 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import UninitializedReadError
 from ..ir import hopper as H
 from ..ir import nodes as ir
 from ..ir.types import bf16, f16, f32
-from .interp_copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
-from .interp_fragments import FragmentRequest
-from .interp_memory import mark, mark_sites
-from .interp_named import NamedBarriers, NamedWait, uses_named
-from .interp_subgroups import Request
-from .interp_taint import MMA_TAGS, NONE, location
-from .interp_values import OracleError, rounder
+from .copies import ALWAYS, Marker, PendingCopy, pending_message, read_check
+from .fragments import FragmentRequest
+from .memory import mark, mark_sites
+from .named import NamedBarriers, NamedWait, uses_named
+from .subgroups import Request
+from .taint import MMA_TAGS, NONE, location
+from .values import OracleError, rounder
 
 __all__ = ["HopperCompiler", "launch_check", "run_group"]
 
@@ -205,7 +206,7 @@ def run_group(prog, states, epoch) -> None:
                     del at_wg[wg]
                     lo, hi = wg * H.WARPGROUP, (wg + 1) * H.WARPGROUP
                     _same_op(wg, stops[lo:hi])
-                    if s.node.op in H.NAMED_OPS:  # interp_named: wait for the round, or only arrive
+                    if s.node.op in H.NAMED_OPS:  # named.py: wait for the round, or only arrive
                         go = named.arrive(wg, s, s.node.op == "named_barrier")
                         if lo not in go:
                             stops[lo:hi] = [NamedWait(s.where, s.node, named.rounds[s.values[0]])] * H.WARPGROUP
@@ -270,7 +271,7 @@ def _deadlock(live, stops, states) -> str:
 
 
 class HopperCompiler:
-    """Mixin of ``interp.Program``: ``_g_HopperOp`` (a generator statement). ``self.hopper_state``: the
+    """Mixin of ``program.Program``: ``_g_HopperOp`` (a generator statement). ``self.hopper_state``: the
     running group's :class:`_GroupState`."""
 
     hopper_state: _GroupState
@@ -594,8 +595,8 @@ def _operand(prog, hs, stops, where, arr: str, rows: int, what: str, off, index)
             i = index(r, k)
             w = mem.wr[i]
             if w is None or mem.data[i] is None:
-                raise OracleError(f"{where}: the wgmma {what} operand reads {arr}[{i}], which nothing has written "
-                                  "(shared memory starts uninitialized)")
+                raise UninitializedReadError(f"{where}: the wgmma {what} operand reads {arr}[{i}], which nothing has "
+                                             "written (shared memory starts uninitialized)")
             m = w[1]
             if isinstance(m, Landed):
                 have = known.get(m.bar)

@@ -1,29 +1,47 @@
-"""Expressions of the oracle (``polykern.testing.interp``): each IR expression compiled once into a
+"""Expressions of the oracle (``polykern.interpreter``): each IR expression compiled once into a
 Python closure of the work-item's state; loads and atomics with the bounds, race and
 uninitialized-shared-memory checks; float operations recorded where they see a NaN/inf."""
 from __future__ import annotations
 
 import math
 
+from ..errors import DataRaceError, UninitializedReadError
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
-from .interp_copies import Marker, pending_message
-from .interp_memory import mark, mark_sites
-from .interp_named import join
-from .interp_sites import is_site
-from .interp_subgroups import Request, linear_id, register_value
-from .interp_taint import location
-from .interp_values import OracleError, binop, canon, caster, math_fn, unop
+from .copies import Marker, pending_message
+from .memory import mark, mark_sites
+from .named import join
+from .sites import is_site
+from .subgroups import Request, linear_id, register_value
+from .taint import location
+from .values import OracleError, binop, canon, caster, math_fn, unop
 
 
 class ExprCompiler:
-    """Mixin of ``interp.Program``: ``_expr(e)`` gives the closure computing ``e``."""
+    """Mixin of ``program.Program``: ``_expr(e)`` gives the closure computing ``e``."""
 
     def _expr(self, e: ir.Expr):
         m = getattr(self, "_e_" + type(e).__name__, None)
         if m is None:
             raise OracleError(f"{location(e, self.fn)}: the oracle cannot run {type(e).__name__} expressions")
         return m(e)
+
+    def describe(self, me: int) -> str:
+        """Work-item ``me`` (its linear id in the launch) by its ids, for a message."""
+        grid, block = self.launch_dims
+        gsize = block[0] * block[1] * block[2]
+        g, li = divmod(me, gsize)
+        gid = (g % grid[0], (g // grid[0]) % grid[1], g // (grid[0] * grid[1]))
+        lid = (li % block[0], (li // block[0]) % block[1], li // (block[0] * block[1]))
+        glob = tuple(gid[d] * block[d] + lid[d] for d in range(3))
+        return f"work-item {me}: global_id {glob}, group_id {gid}, local_id {lid}"
+
+    def located(self, cls, node, text: str, *items):
+        """A ``cls`` error at ``node``'s kernel line: ``text``, then the ids of the work-items ``items``
+        (linear ids; others, such as an atomic's tag, are left out)."""
+        msg = text + self._ids(*items)
+        loc = getattr(node, "loc", None)
+        return cls(msg, loc) if loc is not None else cls(f"kernel '{self.fn.name}': {msg}")
 
     def _e_Const(self, e):
         v = canon(e.type, e.value)
@@ -118,7 +136,7 @@ class ExprCompiler:
         return min_max
 
     def _watch(self, e, f, operands):
-        """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (interp_sites)
+        """The closure computing ``e`` = ``f(*operands)`` that records ``e`` as a site (sites)
         that saw a NaN/inf operand or result (for a float NaN or inf, ``v - v`` is NaN, which is true)."""
         seen, by, k = self.special_seen, self.special_seen_by, id(e)
 
@@ -184,6 +202,7 @@ class ExprCompiler:
 
             return load_local
         shared = isinstance(e.base.type, ArrayType)
+        located = self.located
 
         def load(st):
             mem, i = st[k], idx(st)
@@ -194,51 +213,63 @@ class ExprCompiler:
             w = mem.wr[i]
             if w is not None and w[0] == ep and w[1] != me:
                 if not isinstance(w[1], Marker):
-                    raise OracleError(f"{where}: data race on {name}[{i}]: read by work-item {me} after "
-                                      f"{'a write' if isinstance(w[1], int) else 'atomic updates'} by another "
-                                      "work-item in the same barrier interval")
+                    raise located(DataRaceError, e, f"data race on {name}[{i}]: read by work-item {me} after "
+                                  f"{'a write' if isinstance(w[1], int) else 'atomic updates'} by another "
+                                  "work-item in the same barrier interval", me, w[1])
                 why = w[1].refuse(me, where, f"read by work-item {me}", name, i)
                 if why:
-                    raise OracleError(why)
+                    raise DataRaceError(why)
             r = mem.rd[i]
             if r is None or r[0] != ep:
                 mem.rd[i] = (ep, me)
-            elif r[1] != me:  # several readers (with named barriers: each of them, interp_named)
+            elif r[1] != me:  # several readers (with named barriers: each of them, interpreter/named.py)
                 mem.rd[i] = (ep if ep.__class__ is int else join(r[0], ep), -2)
             v = data[i]
             if v is None and shared:
-                raise OracleError(f"{where}: read of {name}[{i}], which no work-item has written "
-                                  "(shared memory starts uninitialized)")
+                raise located(UninitializedReadError, e, f"read of {name}[{i}], which no work-item has written "
+                              "(shared memory starts uninitialized)", me)
             return v
 
         return load
 
-    def _write_check(self, st, mem, i, where, atomic):
+    def _write_check(self, st, mem, i, where, atomic, node=None):
         """Record a write (``atomic``: None for a plain store, else the atomic op) and refuse races:
         two work-items touching one element in one barrier interval, one of them writing, unless both
-        are the same commutative atomic (add, min, max), whose final value does not depend on order."""
+        are the same commutative atomic (add, min, max), whose final value does not depend on order.
+        ``node``: the statement or atomic writing, to locate the error at its line (else ``where``)."""
         ep, me = st[2][0], st[1]
         w = mem.wr[i]
         tag = me if atomic is None else atomic
         if w is not None and w[0] == ep and w[1] != me and w[1] != tag:
-            why = (w[1].refuse(me, where, f"written by work-item {me}", mem.name, i) if isinstance(w[1], Marker)
-                   else self._race_message(me, mem, i, where, atomic, w))
-            if why:
-                raise OracleError(why)
+            if isinstance(w[1], Marker):
+                why = w[1].refuse(me, where, f"written by work-item {me}", mem.name, i)
+                if why:
+                    raise DataRaceError(why)
+            elif node is not None:
+                raise self.located(DataRaceError, node, self._race_message(me, mem, i, atomic, w), me, w[1])
+            else:
+                raise DataRaceError(f"{where}: {self._race_message(me, mem, i, atomic, w)}{self._ids(me, w[1])}")
         r = mem.rd[i]
         if r is not None and r[0] == ep and r[1] != me:
-            raise OracleError(f"{where}: data race on {mem.name}[{i}]: written by work-item {me} after "
-                              "another work-item read it in the same barrier interval")
+            text = (f"data race on {mem.name}[{i}]: written by work-item {me} after another work-item read it in "
+                    "the same barrier interval")
+            if node is not None:
+                raise self.located(DataRaceError, node, text, me, r[1])
+            raise DataRaceError(f"{where}: {text}{self._ids(me, r[1])}")
         if mem.pending is not None and i in mem.pending:
-            raise OracleError(pending_message(where, f"written by work-item {me}", mem.name, i, mem.pending[i][1],
-                                              source=True))
+            raise DataRaceError(pending_message(where, f"written by work-item {me}", mem.name, i, mem.pending[i][1],
+                                                source=True))
         if w is not None and w[1] == tag != me and ep.__class__ is not int and w[0] == ep:
-            ep = join(w[0], ep)  # unordered atomics of one op, with named barriers: each of them (interp_named)
+            ep = join(w[0], ep)  # unordered atomics of one op, with named barriers: each of them (named.py)
         mem.wr[i] = (ep, tag if atomic in (None, "add", "min", "max") else me)
 
+    def _ids(self, *items) -> str:
+        ids = "; ".join(self.describe(i) for i in items if type(i) is int and i >= 0)
+        return f" [{ids}]" if ids else ""
+
     @staticmethod
-    def _race_message(me, mem, i, where, atomic, w) -> str:
-        return (f"{where}: data race on {mem.name}[{i}]: "
+    def _race_message(me, mem, i, atomic, w) -> str:
+        return (f"data race on {mem.name}[{i}]: "
                 f"{'written' if atomic is None else f'atomic_{atomic}()'} by work-item {me} after "
                 f"{'a write by another work-item' if isinstance(w[1], int) else f'atomic_{w[1]}()'} in the "
                 "same barrier interval (the result would depend on the order)")
@@ -261,7 +292,7 @@ class ExprCompiler:
             raise OracleError(f"{where}: unknown atomic_{e.op}()")
         check = self._write_check
         tags = self._store_taint(e.value, e.compare)
-        # a float min/max is a site (interp_sites): over a +0 and a -0 it gives a zero of unspecified sign
+        # a float min/max is a site (sites): over a +0 and a -0 it gives a zero of unspecified sign
         # (like pk.min/pk.max, _min_max), to the element and to every later old value read from it
         zeros = is_site(e)
         sites = self._store_sites(e.value, e if zeros else e.compare)
@@ -277,8 +308,8 @@ class ExprCompiler:
             c = cmp_(st) if cmp_ is not None else None
             old = data[i]
             if old is None:
-                raise OracleError(f"{where}: atomic on {mem.name}[{i}], which no work-item has written")
-            check(st, mem, i, where, op)
+                raise UninitializedReadError(f"{where}: atomic on {mem.name}[{i}], which no work-item has written")
+            check(st, mem, i, where, op, e)
             if f is None:
                 if old == c:
                     data[i] = v

@@ -1,4 +1,4 @@
-"""The oracle's memory (``polykern.testing.interp``): buffers and shared arrays with, per element, who
+"""The oracle's memory (``polykern.interpreter``): buffers and shared arrays with, per element, who
 touched it in which barrier interval (for the race checks) and what fed its value (inexact operations,
 float operations that saw a NaN/inf, add/sub chains, a*b+c); and the ``Result`` of a launch."""
 from __future__ import annotations
@@ -20,8 +20,8 @@ class Mem:
         self.wr: list = [None] * len(data)  # (epoch, work-item id, or the commutative atomic op)
         self.rd: list = [None] * len(data)  # (epoch, work-item id); id -2: several readers
         self.taint: Optional[list] = None
-        self.sites: Optional[list] = None  # per element: the float operations (interp_sites) that fed it
-        self.pending: Optional[dict] = None  # elements a pending pk.copy_async reads (interp_copies)
+        self.sites: Optional[list] = None  # per element: the float operations (sites) that fed it
+        self.pending: Optional[dict] = None  # elements a pending pk.copy_async reads (copies)
 
 
 @dataclass
@@ -32,16 +32,17 @@ class Result:
     several. ``contractible``: the program has a float add/sub of a product (directly or through a
     variable), which a backend in ``numerics.MAY_CONTRACT`` may fuse; ``contracted`` and
     ``contracted_anywhere``: per buffer, the elements such an a*b+c may have fed, and whether one reached
-    control flow or an index (see ``interp_sites``; a fused a*b+c changes only what it feeds). ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
+    control flow or an index (see ``sites``; a fused a*b+c changes only what it feeds). ``subnormal``: the float types (f16/f32) in which some operation produced a subnormal
     (a backend that may flush subnormals can then differ anywhere). ``special``: per buffer, the
     elements whose value a float operation that saw or made a NaN/inf may have fed (a backend or device
     without ``numerics.specials_promised`` may give anything there); ``special_anywhere``: such an
     operation reached control flow or an index (then any element may differ). ``chained`` and
     ``chained_anywhere``: the same for float add/sub chains, which a backend in
-    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``interp_sites``).
+    ``numerics.MAY_REASSOCIATE`` may evaluate in another association (see ``sites``).
     ``unspecified`` and ``unspecified_anywhere``: the same for operations whose result no backend
     promises: ``pk.min``/``pk.max`` of a +0 and a -0 (the zero's sign, C99 F.9.9.2), which a later
-    ``1 / x`` turns into +inf or -inf."""
+    ``1 / x`` turns into +inf or -inf. ``written``: per buffer, the elements a store, an atomic or a
+    fragment/warpgroup store wrote (what a launch on the interpreter copies back to the caller's arrays)."""
 
     buffers: Dict[str, np.ndarray]
     taint: Dict[str, list] = field(default_factory=dict)
@@ -55,6 +56,7 @@ class Result:
     unspecified_anywhere: bool = False
     contracted: Dict[str, np.ndarray] = field(default_factory=dict)
     contracted_anywhere: bool = False
+    written: Dict[str, np.ndarray] = field(default_factory=dict)  # per buffer: the elements the launch wrote
 
 
 def mark(mem: Mem, i: int, tags):

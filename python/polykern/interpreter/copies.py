@@ -1,4 +1,4 @@
-"""Asynchronous copies in the oracle (``polykern.testing.interp``; docs/language.md "Asynchronous
+"""Asynchronous copies in the oracle (``polykern.interpreter``; docs/language.md "Asynchronous
 copies").
 
 ``pk.copy_async`` reads its source elements when it is issued (a read like a load: a race with
@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..errors import DataRaceError
 from ..ir import nodes as ir
-from .interp_memory import mark, mark_sites
-from .interp_named import join
-from .interp_taint import location
-from .interp_values import OracleError
+from .memory import mark, mark_sites
+from .named import join
+from .taint import location
+from .values import OracleError
 
 
 class _Always:
@@ -88,14 +89,14 @@ def read_check(mem, i: int, me: int, ep, where: str, what: str, reader: str) -> 
         if isinstance(w[1], Marker):
             why = w[1].refuse(me, where, what, mem.name, i)
             if why:
-                raise OracleError(why)
+                raise DataRaceError(why)
         else:
-            raise OracleError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
-                              "in the same barrier interval (a barrier must separate them)")
+            raise DataRaceError(f"{where}: data race on {mem.name}[{i}]: {reader} after a write by another work-item "
+                                "in the same barrier interval (a barrier must separate them)")
     r = mem.rd[i]
     if r is None or r[0] != ep or r[1] == me:
         mem.rd[i] = (ep, me)
-    else:  # several readers (with named barriers: each of them, interp_named)
+    else:  # several readers (with named barriers: each of them, interpreter/named.py)
         mem.rd[i] = (ep if ep.__class__ is int else join(r[0], ep), -2)
 
 
@@ -108,7 +109,7 @@ class _Copy:
 
 
 class CopyCompiler:
-    """Mixin of ``interp.Program``: the CopyAsync, CopyCommit and CopyWait statements. ``self.copies``
+    """Mixin of ``program.Program``: the CopyAsync, CopyCommit and CopyWait statements. ``self.copies``
     (reset for every launch) holds per work-item id [its copies not yet committed, its committed
     groups, oldest first]."""
 
