@@ -382,9 +382,9 @@ def _array_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
 
 
 def names_bfloat16(obj: Any, cai: dict) -> bool:
-    """Whether a ``|V2`` ``__cuda_array_interface__`` is bfloat16: its object names its dtype so (torch's
+    """Whether a ``<V2`` / ``|V2`` ``__cuda_array_interface__`` is bfloat16: its object names its dtype so (torch's
     ``torch.bfloat16``, CuPy / JAX ``bfloat16``); a void typestr alone could be any 2-byte type."""
-    if not (isinstance(cai, dict) and cai.get("typestr") == "|V2"):
+    if not (isinstance(cai, dict) and str(cai.get("typestr", ""))[1:] == "V2"):  # torch 2.11 writes '<V2'
         return False
     try:
         return str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1] == "bfloat16"

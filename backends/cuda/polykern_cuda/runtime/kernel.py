@@ -159,6 +159,7 @@ class CUDAKernel:
         """``conv(v, streams)`` -> the device address of buffer argument ``v``, or MISS."""
         want = a.dtype.numpy
         typestr = want.str
+        void = typestr[1:] == "V2"  # bf16: a void 2-byte typestr is bfloat16 only where the object names it so
         writable = not a.readonly
         dev, ctx = self.dev, self._ctx
         # (weakref to the CAI object, pointer) that last passed the pointer check: the same live
@@ -179,8 +180,9 @@ class CUDAKernel:
                 return MISS
             try:
                 cai = v.__cuda_array_interface__
-                if cai["typestr"] != typestr or cai.get("strides") is not None or cai.get("mask") is not None or (
-                        typestr == "|V2" and not names_bfloat16(v, cai)):
+                ts = cai["typestr"]
+                if (not names_bfloat16(v, cai) if void else ts != typestr) or cai.get("strides") is not None \
+                        or cai.get("mask") is not None:
                     return MISS
                 ptr, readonly = cai["data"]
                 shape = cai["shape"]
