@@ -27,6 +27,7 @@ import numpy as np
 
 from polykern import kernel_output, registry, wire
 from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
+from polykern.codegen.lazy_asm import LazyAsmSources
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
                              normalize_dims)
@@ -35,7 +36,7 @@ from polykern.module import DeviceModule, FunctionInfo
 from polykern.payload_formats import check_payload
 
 from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
-from .fallback import SOURCE_PREFERENCE, LazyAsmSources, LLVMFallbackModule
+from .fallback import SOURCE_PREFERENCE, LLVMFallbackModule
 from .loader import check_relocations, load_image, unresolved
 from .objfile import ObjectPlan, parse_object
 from .pool import pool
