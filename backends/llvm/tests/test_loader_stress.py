@@ -36,7 +36,7 @@ _CHILD = textwrap.dedent('''
     sys.path.insert(0, sys.argv[1])
     import polykern as pk
     import test_loader_stress as T
-    from polykern_llvm.loader import resolve_external
+    from polykern_llvm.runtime.loader import resolve_external
     from polykern_llvm.runtime import LLVMModule
 
     libc = ctypes.CDLL(None)
