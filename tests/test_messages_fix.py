@@ -1,4 +1,4 @@
-"""Frontend messages suggest the fix that works (issue 23): the cast of the right operand whatever the
+"""Frontend messages suggest the fix that works: the cast of the right operand whatever the
 operand order, the polykern equivalent of a NumPy/math function, a length parameter for len(), an
 accurate list of the callable Python functions, and a float cast for a float literal with an integer."""
 import importlib.util

@@ -1,4 +1,4 @@
-"""Issue 12 item 3: the CPU runtime loads objects with polykern's own loader, never MCJIT, and
+"""The CPU runtime loads objects with polykern's own loader, never MCJIT, and
 no placement of the process's libraries can make a relocation fail.
 
 MCJIT's RuntimeDyld aborted the process once (32-bit relocation out of range, depending on
