@@ -1,4 +1,4 @@
-"""polykern kernels written the way issue 15 lets a user write them: grid-stride loops over wide
+"""polykern kernels written the way the language lets a user write them (docs/language.md): grid-stride loops over wide
 (``pk.vload``/``pk.vstore``, 4 x f32) accesses, subgroup reductions (``pk.subgroup_add``/``_max``)
 combined across a work-group in shared memory by a ``@pk.func``, a second pass instead of atomics
 (deterministic, like CUB), constexpr block/tile sizes (``kernel.specialize``) and register tiles

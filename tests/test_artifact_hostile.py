@@ -272,7 +272,7 @@ def test_arbitrary_bytes_after_a_valid_header(tail):
         pass
 
 
-# ------------------------------------------------------------------ load time is linear (issue 12, item 6)
+# ------------------------------------------------------------------ load time is linear
 
 
 def _flat_artifact(n: int) -> bytes:
@@ -300,7 +300,7 @@ def test_load_time_is_linear_in_the_number_of_modules():
     assert t_big < 24 * t_small, f"2000 modules: {t_small:.3f} s, 16000: {t_big:.3f} s (linear would be ~8x)"
 
 
-# ------------------------------------------------------------------ only regular files (issue 12, item 7)
+# ------------------------------------------------------------------ only regular files
 
 
 def _finishes(fn, seconds: float = 20.0):
@@ -347,7 +347,7 @@ def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path
             assert "changed size while being read" in str(err) or "trailing bytes" in str(err), str(err)
 
 
-# ------------------------------------------------------------------ attribute schema (issue 12, item 9)
+# ------------------------------------------------------------------ attribute schema
 
 
 def _with_info(info) -> bytes:

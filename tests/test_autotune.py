@@ -232,7 +232,7 @@ def test_webgpu_registers_a_synchronize_that_waits():
         if i < n:
             y[i] = y[i] + 1.0
 
-    from polykern_webgpu.device_array import to_device
+    from polykern_webgpu.runtime.device_array import to_device
     y = to_device(np.zeros(1 << 16, np.float32))
     k = pk.autotune(configs=[{"block": 64}, {"block": 128}], key=["n"], reps=2)(inc).build(targets=["webgpu"])
     k(1 << 16, y, grid=lambda cfg: ((1 << 16) // cfg["block"],))

@@ -1,4 +1,4 @@
-"""A build hook is part of what an autotuning choice depends on (red-team pass, issue #16): the choice
+"""A build hook is part of what an autotuning choice depends on (red-team pass over the plugin interface): the choice
 measured with one polykern.hook.opencl.postproc hook is not reused with another hook or with none, since
 the hook changes the code that was measured (docs/backends.md "Hooks")."""
 import json

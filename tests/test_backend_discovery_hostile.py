@@ -1,4 +1,4 @@
-"""Backend discovery against careless or broken plugins (red-team pass, issue #16): a plugin that calls
+"""Backend discovery against careless or broken plugins (red-team pass over the plugin interface): a plugin that calls
 sys.exit() while importing or registering is listed with its reason and does not end the process or
 stop the other backends; an entry point may name a dotted attribute (``module:Class.method``), as
 the entry-point specification allows."""

@@ -1,4 +1,4 @@
-"""tools/gen_backends.py on odd backend(...) lines (red-team pass, issue #16): a wrong type, a config or
+"""tools/gen_backends.py on odd backend(...) lines (red-team pass over the plugin interface): a wrong type, a config or
 target kind that two backends claim, a config that is no Bazel config name, a requirement pip cannot
 parse. Each is one line naming backends/backends.bzl, from the generator and from --check alike, never
 a Python traceback and never a generated file written from garbage."""

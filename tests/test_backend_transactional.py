@@ -1,6 +1,6 @@
 """A plugin's registration is all or nothing (polykern.backends, docs/backends.md "Discovery"): a
 backend owns its module kinds only once its codegen registered, and a package whose register_backend()
-fails leaves nothing behind but the record of its failure. Was (issue 21, item 12): a broken plugin
+fails leaves nothing behind but the record of its failure. Was: a broken plugin
 on POLYKERN_BACKEND_PATH declaring kind ``llvm`` kept owning it, so ``polykern backends`` and the
 "cannot launch" messages blamed the plugin, llvm's device list was empty and autotune cache keys
 lost the device."""

@@ -291,6 +291,6 @@ def test_dlpack_is_used_where_the_cuda_interface_refuses_the_dtype():
     class NoDLPack:
         __cuda_array_interface__ = Tensor.__cuda_array_interface__
 
-    # nothing to fall back on: a LaunchError naming the argument and the protocol (issue 21 item 11)
+    # nothing to fall back on: a LaunchError naming the argument and the protocol
     with pytest.raises(LaunchError, match="cannot read its __cuda_array_interface__.*not supported by"):
         pk.build([convert], ["llvm"])["bf16_convert"](8, NoDLPack(), h, back, grid=1, block=8)

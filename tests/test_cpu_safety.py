@@ -1,4 +1,4 @@
-"""Issue 21 item 7: the CPU runtimes' default build cannot touch memory outside the caller's arrays.
+"""The CPU runtimes' default build cannot touch memory outside the caller's arrays.
 
 llvm and PoCL kernels run in the caller's process (hexagon's run in qemu's, whose default build stays raw:
 test_hexagon_default_build_is_raw). Their default build proves

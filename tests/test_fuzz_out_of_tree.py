@@ -18,7 +18,7 @@ def test_fuzz_compares_an_out_of_tree_backend_with_the_oracle():
     env = dict(os.environ, POLYKERN_BACKEND_PATH=CSRC)
     p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fuzz.py"), "--seed", "7", "--count", "24",
                         "--targets", "csrc", "--no-save",
-                        # left out while issue 21's device-function inlining bugs are open (docs/correctness.md)
+                        # left out while the device-function inlining bugs are open (docs/correctness.md)
                         "--avoid", "memory_functions"], capture_output=True, text=True, env=env, timeout=600)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-3000:]

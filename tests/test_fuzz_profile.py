@@ -111,7 +111,7 @@ def test_a_saved_case_names_its_profile(tmp_path):
 
 
 def _fuzz(*argv):
-    # the programs these tests name are those of before session 6's sections (kernelgen.BEFORE_MEMORY)
+    # the programs these tests name are those of before the generator's 2026-11-28 sections (kernelgen.BEFORE_MEMORY)
     before = ("--avoid", ",".join(sorted(kernelgen.BEFORE_MEMORY)))
     return subprocess.run([sys.executable, FUZZ, *argv, *before], capture_output=True, text=True, timeout=600,
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=_PATH))

@@ -5,7 +5,7 @@ is taken modulo the width, docs/language.md 7.1), compared with the IR interpret
 LLVM's optimizer turns a lone rotate or funnel shift into ``llvm.fshl``/``llvm.fshr`` (and the
 instruction selector fuses ``or`` of two shifts into the same node), and LLVM's Hexagon backend
 shifted a register pair by the unreduced amount: a u32 rotate of 0x12345678 by 36 gave 0x23456780
-and by 68 gave 0, u64 rotates by 64..127 were wrong (issue 21). polykern_hexagon/variable_shifts.py
+and by 68 gave 0, u64 rotates by 64..127 were wrong. polykern_hexagon/variable_shifts.py
 hands code generation Hexagon shift intrinsics with the amount reduced instead; the IR and
 assembly checks below look at that mechanism (they need no emulator).
 """

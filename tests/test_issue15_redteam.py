@@ -139,7 +139,7 @@ def test_webgpu_one_device_array_readonly_and_written_is_named():
     quoting wgpu's validation report, now a LaunchError naming both parameters."""
     if not any(k == "webgpu" for _, k, _ in runnable_targets()):
         pytest.skip("no WebGPU runtime here")
-    from polykern_webgpu.device_array import to_device
+    from polykern_webgpu.runtime.device_array import to_device
     d = to_device(np.arange(8, dtype=np.int32))
     f = pk.build([in_place], targets=["webgpu"]).on("webgpu")["in_place"]
     with pytest.raises(LaunchError, match="arguments 'x' and 'y' are one buffer, one readonly and one written"):

@@ -1,6 +1,6 @@
 """kbin-run (native/tools/kbin_run.c) checks each launch-stream record against the kernel's signature:
 a record of the wrong kind or size is exit status 3 with a message naming the argument, never a
-kernel that reads a buffer record as a scalar (it segfaulted; issue 21, item 6)."""
+kernel that reads a buffer record as a scalar (it segfaulted)."""
 import subprocess
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Hostile `.kbin` bytes found by a red-team pass over format version 2 (issue #16): each is valid at
+"""Hostile `.kbin` bytes found by a red-team pass over format version 2: each is valid at
 the container level and used to get past one reader but not the other, or to load but not export
 again to the same bytes. Python (polykern.artifact.load) and C (libpolykern) must give the same
 verdict, offset and message; an accepted artifact exports again, from either, to its own bytes."""

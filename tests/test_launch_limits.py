@@ -1,5 +1,5 @@
-"""Launch shapes are checked against the language's and each device's limits before anything runs
-(issue 12 item 4): a LaunchError names the limit and the value, and the process survives."""
+"""Launch shapes are checked against the language's and each device's limits before anything runs:
+a LaunchError names the limit and the value, and the process survives."""
 import numpy as np
 import pytest
 

@@ -493,7 +493,7 @@ LAYOUT = "col"
 
 
 def test_a_layout_that_is_not_a_literal_is_named():
-    """The layout must be the literal itself; a Python variable holding "col" (red team, session 4) was
+    """The layout must be the literal itself; a Python variable holding "col" (red team, 2026-11-24) was
     refused without saying why. The message names the argument, what was written and why, at the layout."""
     @pk.kernel
     def layout_by_name(d: Buffer[f32], x: Buffer[f32, "readonly"]):

@@ -1,5 +1,5 @@
 """Bad input that used to escape as a raw TypeError/ValueError/RuntimeError/IndexError is a named
-polykern error saying what was wrong and where (issue 21, item 11): a constexpr value no kernel type
+polykern error saying what was wrong and where: a constexpr value no kernel type
 holds (``specialize(N=10**5000)``), a user's object whose repr() raises (a specialization value, a
 build hook's closure), and host array protocols that are malformed or masked, on every runtime (all
 array protocols are read in one place, polykern/launch.py ``_buffer``)."""

@@ -1,4 +1,4 @@
-"""Issue 12: the C runtime's ELF loader (native/src/elf_loader.c, elf_check.c) never crashes or
+"""The C runtime's ELF loader (native/src/elf_loader.c, elf_check.c) never crashes or
 silently misruns on a damaged llvm object.
 
 The damaged-object corpus of the Python loader (backends/llvm/tests/elf_damage.py: every field of

@@ -1,4 +1,4 @@
-"""One numeric meaning on every backend (issue 11 items 5-8), checked on every runtime present here
+"""One numeric meaning on every backend (docs/correctness.md section 1), checked on every runtime present here
 against ``polykern.numerics`` (the table of the language's promises) and NumPy.
 
 - integer ``//`` and ``%``: truncating, x // 0 == x, x % 0 == 0, MIN // -1 == MIN, MIN % -1 == 0;

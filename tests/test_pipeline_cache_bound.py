@@ -1,4 +1,4 @@
-"""Per-launch-shape caches are bounded (issue 21, item 14): Vulkan and WebGPU keep one compute pipeline
+"""Per-launch-shape caches are bounded: Vulkan and WebGPU keep one compute pipeline
 per (block, shared_size), which grew forever (+50 MB of host memory per 400 shared sizes on lavapipe).
 ``polykern.lazy.BoundedLazyMap`` keeps at most ``PIPELINES_PER_KERNEL`` per kernel, least recently
 used first out; Vulkan destroys an evicted pipeline once no launch uses it. Results stay right when

@@ -56,7 +56,7 @@ def _run_pytest(tmp_path, env_value):
         def test_refused_feature():
             pytest.skip("vulkan: GLSL.std.450 has no 64-bit transcendental functions (refused at compile time)")
     """))
-    (tmp_path / "conftest.py").write_text("from polykern.testing.require import pytest_runtest_makereport  # noqa\n")
+    (tmp_path / "conftest.py").write_text("from polykern.testing.pytest_plugin import pytest_runtest_makereport  # noqa\n")
     env = dict(os.environ)
     env.pop(require.ENV, None)
     if env_value is not None:

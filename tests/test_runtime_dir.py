@@ -1,5 +1,5 @@
 """The WebGPU and Vulkan runtimes give the driver stack a private XDG_RUNTIME_DIR where none is valid, as
-./dev does (issue 23: pip users saw "error: XDG_RUNTIME_DIR is invalid or not set" from Mesa's EGL probe
+./dev does (pip users saw "error: XDG_RUNTIME_DIR is invalid or not set" from Mesa's EGL probe
 four times in `polykern backends`); `import polykern` alone leaves the environment alone."""
 import importlib.util
 import os

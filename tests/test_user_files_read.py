@@ -1,7 +1,7 @@
 """Reading files users name (polykern/user_files.py read_regular): the .kbin readers, Python and C,
 and the autotune cache reader. A FIFO must not hang, a symlink to /dev/zero must not grow memory, a
 file that is not an artifact costs its header and not its size, and one too big for the process is
-an ArtifactError, never a raw MemoryError (issue 21, items 4 and 5)."""
+an ArtifactError, never a raw MemoryError."""
 import json
 import os
 import re

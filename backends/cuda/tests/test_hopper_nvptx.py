@@ -129,7 +129,7 @@ def test_the_kernels_cover_every_lowered_operation():
     assert set(nvptx_hopper.LOWERED) | {"WgReg", "wgmma A from registers", "wgmma_kn A from registers"} <= seen, (
         set(nvptx_hopper.LOWERED) - seen)
     assert set(nvptx_hopper.LOWERED) <= set(H.OPS)
-    # the operations of elements and rows, A from registers and B as K x N (issue 22) are lowered, not refused
+    # the operations of elements and rows, A from registers and B as K x N (Hopper's matrix path) are lowered, not refused
     assert {"wg_set", "wg_row_max", "wg_row_sum", "wgmma_kn"} <= set(nvptx_hopper.LOWERED)
 
 

@@ -25,6 +25,7 @@ from typing import Dict, List
 from polykern import payload_formats, registry
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
+from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.codegen.llvm_matrix import cpu_support
@@ -34,7 +35,7 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
 from . import variable_shifts
-from .fallback import HexagonFallbackModule, PendingHexagonAsm
+from .fallback import HexagonFallbackModule
 
 __all__ = ["HEXAGON_KIND", "HexagonEmitter", "TRIPLE", "build", "generate", "register"]
 
@@ -87,7 +88,8 @@ def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str,
 
 def generate(funcs: List, target: Target):
     """(object, "o", fmap, sources) for ``funcs`` on a ``hexagon`` target; ``sources["asm"]`` is a
-    :class:`PendingHexagonAsm` (``.render()`` gives the text; the module renders it on first read)."""
+    :class:`polykern.codegen.lazy_asm.PendingAsm` (``.render()`` gives the text; the module renders it on
+    first read)."""
     cpu = target.attrs["mcpu"]
     # LLVM 22's Hexagon code generation at -O2/-O3 gave the last two work-items of every work-group a
     # wrong subgroup_max when several float collectives meet in one expression (tests/test_issue15_redteam.py;
@@ -106,7 +108,7 @@ def generate(funcs: List, target: Target):
     ll = variable_shifts.inline_helpers(variable_shifts.opaque_shifts(optimized), tm)
     compiled = compile_ir(ll, TRIPLE, cpu, "", 0, tm=tm, emit_asm=False)
     fmap = function_map(funcs, emitter.kernel_facts, cpu)
-    return compiled.obj, "o", fmap, {"asm": PendingHexagonAsm(compiled.ll, TRIPLE, cpu, cg_opt), "llvm": compiled.ll}
+    return compiled.obj, "o", fmap, {"asm": PendingAsm(compiled.ll, TRIPLE, cpu, "", cg_opt), "llvm": compiled.ll}
 
 
 def build(funcs: List, target: Target):

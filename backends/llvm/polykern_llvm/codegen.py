@@ -25,6 +25,7 @@ from typing import Dict, List
 
 from polykern import payload_formats, registry
 from polykern.build_cache import TOOLCHAIN_KEY
+from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
 from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
@@ -37,7 +38,7 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_KEY
 from polykern.target import Attr, Target, TargetKind
 
-from .fallback import LLVMFallbackModule, PendingAsm
+from .fallback import LLVMFallbackModule
 
 __all__ = ["LLVM_KIND", "CPUEmitter", "build", "resolve", "register"]
 

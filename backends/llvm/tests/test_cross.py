@@ -18,7 +18,7 @@ from polykern.ir.verifier import verify
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract, forced_fallback
-from polykern_llvm.elf import EM_AARCH64, EM_X86_64, host_machine, read_elf
+from polykern_llvm.runtime.elf import EM_AARCH64, EM_X86_64, host_machine, read_elf
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu"
 

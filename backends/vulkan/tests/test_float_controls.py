@@ -1,4 +1,5 @@
-"""NaN/inf/-0 preservation and wrapping integer negation in the Vulkan backend (issue 11, G1 and G4).
+"""NaN/inf/-0 preservation and wrapping integer negation in the Vulkan backend (docs/correctness.md
+section 1).
 
 G1: NVIDIA's Vulkan driver applies finite-math folds unless the shader declares SignedZeroInfNanPreserve
 (inf - inf and 0 / 0 gave 0, fma(x, NaN, 6) gave 0). Every shader that declares a float type asks it

@@ -19,7 +19,7 @@ backends.load_all()
 
 def _wgpu_skip_reason():
     try:
-        from polykern_webgpu import wgpu_context
+        from polykern_webgpu.runtime import wgpu_context
     except ImportError as e:
         return f"wgpu is not importable here: {e}"
     err = wgpu_context.context_error()
@@ -31,6 +31,6 @@ def wgpu_context():
     reason = _wgpu_skip_reason()
     if reason:
         pytest.skip(reason)
-    from polykern_webgpu import wgpu_context
+    from polykern_webgpu.runtime import wgpu_context
 
     return wgpu_context.context()

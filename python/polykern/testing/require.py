@@ -20,8 +20,6 @@ import re
 import shutil
 from typing import Callable, Dict, List, Optional, Tuple
 
-import pytest
-
 from ..errors import PolykernError
 
 ENV = "POLYKERN_REQUIRE"
@@ -90,6 +88,8 @@ def skip_if_absent(tier: str) -> None:
     requires the tier fails instead, like every other absent-tier skip)."""
     reason = TIERS[tier][0]()
     if reason is not None:
+        import pytest  # only a test calls this; the module itself needs no pytest
+
         pytest.skip(f"{tier} not available: {reason}")
 
 
@@ -121,25 +121,3 @@ def tiers_named_by(reason: str) -> List[str]:
     low = reason.lower()
     return [t for t, (_, words) in TIERS.items()
             if any(re.search(r"(?<![\w.-])" + re.escape(w) + r"(?![\w-])", low) for w in words)]
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Turn the skip of a test whose reason names a required tier into a failure."""
-    outcome = yield
-    report = outcome.get_result()
-    if not report.skipped or getattr(item, "_polykern_require_checked", False):
-        return
-    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
-        reason = str(report.longrepr[2])
-    else:
-        reason = str(report.longrepr)
-    if hasattr(report, "wasxfail"):
-        return
-    if not says_absent(reason):
-        return  # a declared refusal of a feature, not a lost tier
-    hit = [t for t in tiers_named_by(reason) if t in required()]
-    if hit:
-        item._polykern_require_checked = True
-        report.outcome = "failed"
-        report.longrepr = (f"skipped, but {ENV} requires tier {', '.join(hit)} on this host: {reason}")

@@ -29,8 +29,8 @@ from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.payload_formats import check_payload
 from polykern.shared_launch import dynamic_shared_of
 
-from . import abi
-from .fallback import WebGPUFallbackModule
+from .. import abi
+from ..fallback import WebGPUFallbackModule
 from .device_array import DeviceArray, empty, to_device, zeros
 from .wgpu_context import STORAGE_USAGE, UNIFORM_USAGE, context, context_error, devices
 
