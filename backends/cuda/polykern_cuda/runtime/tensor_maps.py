@@ -15,14 +15,18 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from polykern.errors import LaunchError
 from polykern.ir import hopper as H
+from polykern.ir.types import SCALAR_TYPES
+from polykern.kbin_messages import quote
+from polykern.launch_rules import message
 from polykern.module import FunctionInfo
 
+from ..driver_limits import FUNC_ATTR_MAX_DYNAMIC_SHARED
+from ..tensor_map_codes import ADDR_ALIGN, DIM_LIMIT, MAP_ALIGN, MAP_BYTES, ROW_ALIGN
 from ..tensor_map_codes import DTYPE as _DTYPE
 from ..tensor_map_codes import L2_256B as _L2_256B
-from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
 from ..tensor_map_codes import SWIZZLE as _SWIZZLE
 
-__all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
+__all__ = ["TensorMapPlan", "plan", "check_map", "MAP_BYTES", "MAP_ALIGN"]
 
 _CACHE_MAX = 256
 
@@ -55,8 +59,8 @@ class TensorMapPlan:
             return
         threads = block3[0] * block3[1] * block3[2]
         if threads != H.WARPGROUP * self.warpgroups:
-            raise LaunchError(f"kernel '{self.info.name}' runs blocks of exactly {self.warpgroups} warpgroups "
-                              f"({H.WARPGROUP * self.warpgroups} work-items; pk.warpgroups), got block {tuple(block3)}")
+            raise LaunchError(message("WARPGROUPS_BLOCK", self.info.name, self.warpgroups, H.WARPGROUP * self.warpgroups,
+                                      *block3))
 
     def append(self, params: bytes, values: Sequence, sizes: Dict[int, int]) -> bytes:
         """``params`` with the hidden tensor maps appended; ``values[i]``: argument i (a device address
@@ -77,23 +81,32 @@ class TensorMapPlan:
         if hit is not None:
             return hit
         rows, cols = shape
-        elem = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "u32": 4}[m["elem"]]
-        where = f"kernel '{self.info.name}', tensor map '{m['name']}' over '{m['buffer']}'"
-        if not (0 < rows < 2 ** 32 and 0 < cols < 2 ** 32):
-            raise LaunchError(f"{where}: shape ({rows}, {cols}) must be positive and below 2**32")
-        if size is not None and rows * cols > size:
-            raise LaunchError(f"{where}: shape ({rows}, {cols}) needs {rows * cols} elements, the buffer has {size}")
-        if (cols * elem) % 16:
-            raise LaunchError(f"{where}: a row of {cols} {m['elem']} elements is {cols * elem} bytes; the tensor copy "
-                              "engine needs rows of a multiple of 16 bytes")
-        if ptr % 16:
-            raise LaunchError(f"{where}: the buffer's address {ptr:#x} is not 16-byte aligned (an offset view?)")
+        where = check_map(self.info.name, m, ptr, shape, size)
+        elem = SCALAR_TYPES[m["elem"]].nbytes
         data = _encode_tiled(_DTYPE[m["elem"]], ptr, (cols, rows), cols * elem, (m["box"][1], m["box"][0]),
                              _SWIZZLE[m["swizzle"]], where)
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()
         self._cache[key] = data
         return data
+
+
+def check_map(kernel: str, m: dict, ptr: int, shape: Tuple[int, int], size: Optional[int]) -> str:
+    """What a launch checks of map ``m`` (a ``tensor_maps_of`` entry) over a buffer at ``ptr`` of ``size``
+    elements (None: unknown) viewed as ``shape``: a LaunchError naming the map, else the map's description
+    for later messages. libpolykern's pk_hopper_encodings checks the same, in the same words."""
+    rows, cols = shape
+    elem = SCALAR_TYPES[m["elem"]].nbytes
+    where = message("TMAP_WHERE", kernel, quote(m["name"]), quote(m["buffer"]))
+    if not (0 < rows < DIM_LIMIT and 0 < cols < DIM_LIMIT):
+        raise LaunchError(message("TMAP_SHAPE", where, rows, cols))
+    if size is not None and rows * cols > size:
+        raise LaunchError(message("TMAP_FIT", where, rows, cols, rows * cols, size))
+    if (cols * elem) % ROW_ALIGN:
+        raise LaunchError(message("TMAP_ROW", where, cols, m["elem"], cols * elem, ROW_ALIGN))
+    if ptr % ADDR_ALIGN:
+        raise LaunchError(message("TMAP_ADDR", where, ptr, ADDR_ALIGN))
+    return where
 
 
 def plan(info: FunctionInfo) -> Optional[TensorMapPlan]:
@@ -173,8 +186,8 @@ class ParamLauncher:
     def launch(self, grid3, block3, params: bytes, shared: int) -> None:
         if len(params) != self.size:
             raise LaunchError(f"parameter buffer of {len(params)} bytes, the kernel takes {self.size}")
-        if shared > self._dyn:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            self._check(self._lib.cuFuncSetAttribute(self.function, 8, shared), f"allowing {shared} bytes of shared memory")
+        if shared > self._dyn:
+            self._check(self._lib.cuFuncSetAttribute(self.function, FUNC_ATTR_MAX_DYNAMIC_SHARED, shared), f"allowing {shared} bytes of shared memory")
             self._dyn = shared
         raw = ctypes.create_string_buffer(self.size + MAP_ALIGN)
         base = -(-ctypes.addressof(raw) // MAP_ALIGN) * MAP_ALIGN
