@@ -276,8 +276,7 @@ static int attr_number(const char **p, unsigned long *out) {
  * as polykern/shared_launch.py dynamic_shared_of reads it, in its words) names the i32 size argument, in
  * elements, and the element size. The length must be >= PK_DYN_MIN_LENGTH, as shared_launch.py requires
  * on every runtime. */
-static int dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes,
-                                pk_error *err) {
+int pk_dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes, pk_error *err) {
     const pk_str *attr = pk_kv_find(fi->attrs, fi->num_attrs, PK_KEY_DYNAMIC_SHARED);
     unsigned long index = 0, elem = 0;
     const char *p;
@@ -387,7 +386,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
         }
     }
     uint64_t dyn_bytes = 0;
-    if (!rc) rc = dynamic_shared_bytes(fi, args, &dyn_bytes, err);
+    if (!rc) rc = pk_dynamic_shared_bytes(fi, args, &dyn_bytes, err);
     if (!rc) {
         if (k->prog->dev == DEV_CPU && dyn_bytes && fi->shared_bytes + dyn_bytes > PK_SHARED_LIMIT) {
             rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its shared arrays need %llu bytes (%llu of them "

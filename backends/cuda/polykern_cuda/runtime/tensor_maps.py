@@ -16,17 +16,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from polykern.errors import LaunchError
 from polykern.ir import hopper as H
 from polykern.ir.types import SCALAR_TYPES
-from polykern.kbin_messages import quote
-from polykern.launch_rules import message
 from polykern.module import FunctionInfo
 
 from ..driver_limits import FUNC_ATTR_MAX_DYNAMIC_SHARED
-from ..tensor_map_codes import ADDR_ALIGN, DIM_LIMIT, MAP_ALIGN, MAP_BYTES, ROW_ALIGN
+from ..hopper_launch import check_block, check_map
+from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
 from ..tensor_map_codes import DTYPE as _DTYPE
 from ..tensor_map_codes import L2_256B as _L2_256B
 from ..tensor_map_codes import SWIZZLE as _SWIZZLE
 
-__all__ = ["TensorMapPlan", "plan", "check_map", "MAP_BYTES", "MAP_ALIGN"]
+__all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
 
 _CACHE_MAX = 256
 
@@ -55,12 +54,7 @@ class TensorMapPlan:
         self._cache: Dict[tuple, bytes] = {}
 
     def check_block(self, block3: Sequence[int]) -> None:
-        if not self.warpgroups:
-            return
-        threads = block3[0] * block3[1] * block3[2]
-        if threads != H.WARPGROUP * self.warpgroups:
-            raise LaunchError(message("WARPGROUPS_BLOCK", self.info.name, self.warpgroups, H.WARPGROUP * self.warpgroups,
-                                      *block3))
+        check_block(self.info.name, self.warpgroups, block3)
 
     def append(self, params: bytes, values: Sequence, sizes: Dict[int, int]) -> bytes:
         """``params`` with the hidden tensor maps appended; ``values[i]``: argument i (a device address
@@ -89,24 +83,6 @@ class TensorMapPlan:
             self._cache.clear()
         self._cache[key] = data
         return data
-
-
-def check_map(kernel: str, m: dict, ptr: int, shape: Tuple[int, int], size: Optional[int]) -> str:
-    """What a launch checks of map ``m`` (a ``tensor_maps_of`` entry) over a buffer at ``ptr`` of ``size``
-    elements (None: unknown) viewed as ``shape``: a LaunchError naming the map, else the map's description
-    for later messages. libpolykern's pk_hopper_encodings checks the same, in the same words."""
-    rows, cols = shape
-    elem = SCALAR_TYPES[m["elem"]].nbytes
-    where = message("TMAP_WHERE", kernel, quote(m["name"]), quote(m["buffer"]))
-    if not (0 < rows < DIM_LIMIT and 0 < cols < DIM_LIMIT):
-        raise LaunchError(message("TMAP_SHAPE", where, rows, cols))
-    if size is not None and rows * cols > size:
-        raise LaunchError(message("TMAP_FIT", where, rows, cols, rows * cols, size))
-    if (cols * elem) % ROW_ALIGN:
-        raise LaunchError(message("TMAP_ROW", where, cols, m["elem"], cols * elem, ROW_ALIGN))
-    if ptr % ADDR_ALIGN:
-        raise LaunchError(message("TMAP_ADDR", where, ptr, ADDR_ALIGN))
-    return where
 
 
 def plan(info: FunctionInfo) -> Optional[TensorMapPlan]:
