@@ -271,3 +271,85 @@ def test_libpolykern_has_no_hand_copies_of_the_launch_rules():
              if any(re.search(pat, line) for pat in HAND_COPIES)]
     assert not found, ("use the generated PK_* names of native/src/kbin_tables.h (tools/gen_native_tables.py) "
                        "instead of:\n" + "\n".join(found))
+
+
+# ------------------------------------------------------------------ launch-time conditions of proven accesses
+
+
+PROOF_ARGS = [("x", 0, 0, 32), ("n", 0, 0, 64), ("u", 0, 1, 32), ("buf", 1, 2, 32)]
+PROOF_SYMBOLS = ["a0", "a1", "a2", "L3", "b0", "b1", "b2", "g0", "g1", "g2", "q0_3", "r0_4", "q1_7", "r1_2"]
+
+
+def _random_condition(r) -> str:
+    def term():
+        c = r.choice([r.randint(-40, 40), r.randint(-40, 40), r.choice([-(2 ** 40), 2 ** 40, 0])])
+        return "*".join([str(c)] + [r.choice(PROOF_SYMBOLS) for _ in range(r.randint(0, 2))])
+
+    def alt():
+        polys = [" ".join(term() for _ in range(r.randint(1, 3))) for _ in range(r.randint(0, 2))]
+        return " & ".join(polys) if polys else "true"
+    return " | ".join(alt() for _ in range(r.randint(1, 2)))
+
+
+@needs_cc
+def test_launch_proof_conditions_get_one_verdict_and_description(clib):
+    """The conditions of proven accesses (python/polykern/launch_proof.py, native/src/launch_proof.c: the same
+    text, evaluated twice) hold or fail alike on random conditions and launches, and a failure names the same
+    access and the same failed inequalities in the kernel's names."""
+    import random
+
+    import polykern as pk
+    from polykern.launch_proof import ProvenKernel
+
+    if not IS_ELF_HOST:
+        pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
+    spec = importlib.util.spec_from_file_location("_rules_saxpy", EXAMPLES / "saxpy.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    cm = _CModule(clib, pk.build([example.saxpy], targets=["llvm"]).export(), "llvm")  # a program for pk_buffers
+    lib = clib.lib
+    check = lib.pk_launch_proof_check
+    check.restype = ctypes.c_int
+    check.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                      ctypes.POINTER(PkError)]
+    user = FunctionInfo("k", [ArgInfo(n, "buffer" if kind else "scalar", code, bits) for n, kind, code, bits in PROOF_ARGS],
+                        [], 0, {})
+    r = random.Random(7)
+    verdicts = {True: 0, False: 0}
+    try:
+        for case in range(400):
+            conds = [_random_condition(r) for _ in range(r.randint(1, 3))]
+            attrs = {"bounds_proof": str(len(conds))}
+            for k, c in enumerate(conds):
+                attrs[f"bounds_proof_{k}"], attrs[f"bounds_proof_at_{k}"] = c, f"'buf' at k.py:{k + 1}"
+            x, n, u, length = r.randint(-20, 20), r.randint(-20, 20), r.randint(0, 20), r.randint(0, 20)
+            grid, block = tuple(r.randint(1, 4) for _ in range(3)), tuple(r.randint(1, 4) for _ in range(3))
+            info = _info(PROOF_ARGS, attrs)
+            err = PkError()
+            buf = lib.pk_buffer_alloc(cm.prog, 4 * length, ctypes.byref(err))
+            assert buf, err.message
+            cells = [ctypes.c_int32(x), ctypes.c_int64(n), ctypes.c_uint32(u)]
+            argv = (ctypes.c_void_p * 4)(*[ctypes.addressof(c) for c in cells], buf)
+            rc = check(ctypes.byref(info), 4, argv, (ctypes.c_uint32 * 3)(*grid), (ctypes.c_uint32 * 3)(*block),
+                       ctypes.byref(err))
+            lib.pk_buffer_free(buf)
+            kernel = ProvenKernel(FunctionInfo("k", user.args, [], 0, attrs), user, lambda *a, **k: None)
+            try:
+                kernel(np.int32(x), np.int64(n), np.uint32(u), np.zeros(length, np.float32), grid=grid, block=block)
+                py = None
+            except LaunchError as e:
+                py = str(e)
+            where = f"case {case}: conditions {conds}, x={x} n={n} u={u} len={length} grid {grid} block {block}: "
+            fix = FIX.format(c="launch_proof.c", py="python/polykern/launch_proof.py")
+            assert (rc == 0) == (py is None), where + fix + f" (C: {err.message.decode()!r}; Python: {py!r})"
+            verdicts[rc == 0] += 1
+            if rc:
+                c_msg = err.message.decode()
+                at_c = re.search(r"out-of-bounds access to (.*?) \(grid", c_msg).group(1)
+                at_py = re.search(r"out-of-bounds access to (.*?) with these", py).group(1)
+                why_c = c_msg.split("condition fails: ", 1)[1]
+                why_py = py.split("condition fails: ", 1)[1].split(". Nothing ran", 1)[0]
+                assert (at_c, why_c) == (at_py, why_py), where + fix
+    finally:
+        cm.close()
+    assert verdicts[True] > 50 and verdicts[False] > 50, verdicts
