@@ -91,6 +91,28 @@ def test_dynamic_shared_attribute_gets_one_verdict_and_message(clib, layout):
 
 
 @needs_cc
+def test_dynamic_shared_index_limit_is_the_same(clib):
+    """The size parameter's index is at most ir/dynamic_shared.INDEX_MAX in both readers, even where the kernel
+    has more parameters (the C reader allowed any 5-digit index)."""
+    from polykern.ir.dynamic_shared import INDEX_MAX
+
+    fn = clib.lib.pk_dynamic_shared_bytes
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                             ctypes.POINTER(PkError)]
+    args = [(f"s{i}", 0, 0, 32) for i in range(INDEX_MAX + 2)]
+    cell = ctypes.c_int32(3)
+    argv = (ctypes.c_void_p * len(args))(*[ctypes.addressof(cell)] * len(args))
+    for index in (INDEX_MAX, INDEX_MAX + 1):
+        attr = f"{index},4"
+        err, nbytes = PkError(), ctypes.c_uint64()
+        rc = fn(ctypes.byref(_info(args, {"dynamic_shared": attr})), argv, ctypes.byref(nbytes), ctypes.byref(err))
+        got, words = _python_dynamic(args, attr)
+        assert (rc, err.message.decode()) == ((0, "") if got else (PK_ERR_ARTIFACT, words)), FIX.format(
+            c="program.c (pk_dynamic_shared_bytes)", py="python/polykern/ir/dynamic_shared.py INDEX_MAX")
+        assert (got is not None) == (index <= INDEX_MAX)
+
+
+@needs_cc
 @pytest.mark.parametrize("length", [-(2 ** 31), -1, 0, 1, 2, 2 ** 31 - 1])
 def test_dynamic_shared_length_is_refused_below_the_same_minimum(clib, length):
     """A pk.shared_dynamic length below ir/dynamic_shared.MIN_LENGTH is refused by the Python wrapper
