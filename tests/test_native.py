@@ -299,8 +299,9 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
 
 
 def test_native_tables_header_is_generated_from_python():
-    """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema) is what
-    tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
+    """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema, the launch rules of
+    polykern/launch_rules.py, ir/dynamic_shared.py and polykern_cuda's driver_limits.py / tensor_map_codes.py)
+    is what tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
     gen = ROOT / "tools" / "gen_native_tables.py"
     header = NATIVE / "src" / "kbin_tables.h"
     if not (gen.exists() and header.exists()):
