@@ -38,6 +38,7 @@ from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.shared_launch import dynamic_shared_of
 
+from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps
 from .buffers import Staging
 from .cuerrors import cuda_call, device_error
@@ -100,7 +101,7 @@ class CUDAKernel:
         # pk.shared_dynamic: (size argument, element bytes); dynamic bytes a launch may use before
         # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) must raise the kernel's limit (48 KiB in all)
         self._dyn = dynamic_shared_of(info)
-        self._dyn_allowed = max(0, 48 * 1024 - info.shared_bytes)
+        self._dyn_allowed = dynamic_allowance(info.shared_bytes)
         self._max_shared: Optional[int] = None
         # Hopper kernels: hidden tensor maps encoded per launch, the declared block (runtime/tensor_maps.py)
         self._tmaps = tensor_maps.plan(info)

@@ -31,6 +31,8 @@ from polykern.codegen.lazy_asm import LazyAsmSources
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
                              normalize_dims)
+from polykern.launch_rules import CPU_STACK_MARGIN as _STACK_MARGIN
+from polykern.launch_rules import grid_limit_name
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 from polykern.payload_formats import check_payload
@@ -45,7 +47,6 @@ from .relocs import RELOCATORS
 __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "devices"]
 
 _RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_STACK_MARGIN = 1 << 20
 
 
 def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
@@ -201,7 +202,7 @@ class CPUKernel:
             pass
         grid3, block3 = normalize_dims("grid", grid, self.name), normalize_dims("block", block, self.name)
         check_global_size(self.name, grid3, block3)
-        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, "the CPU runtime (it keeps CUDA's grid limits)")
+        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, grid_limit_name("CPU"))
         need = self._check_stack(block3)
         inline = (self._fixed_stack is not None
                   and need - _STACK_MARGIN + self._fixed_stack <= _INLINE_STACK_BYTES)
