@@ -13,6 +13,7 @@ import polykern as pk
 from polykern.errors import KernelSyntaxError, KernelTypeError
 from polykern.testing import fuzzcase, kernelgen
 from polykern.testing.reduce import reduce_source
+from runtimes import compile_targets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = os.path.join(REPO, "tools", "fuzz.py")
@@ -56,8 +57,7 @@ def test_generated_programs_are_valid_for_the_frontend_and_the_oracle(seed, tmp_
     assert set(r.buffers) == {n for n, _, role in p.params if role is not None}
 
 
-COMPILE_TARGETS = ["llvm", "opencl", "vulkan", "webgpu -shader_f16=true", "metal", "cuda -arch=sm_90",
-                   "nvptx -arch=sm_90", "rocm -mcpu=gfx90a"]
+COMPILE_TARGETS = compile_targets()  # one per registered target kind
 
 
 def test_every_refusal_is_declared_and_nothing_else_is_refused(tmp_path, monkeypatch):

@@ -11,12 +11,13 @@ import pytest
 
 import polykern as pk
 from polykern.testing import fuzzcase, fuzzprofile, kernelgen
+from runtimes import all_target_kinds
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = os.path.join(REPO, "tools", "fuzz.py")
 sys.path.insert(0, os.path.join(REPO, "tools"))
 _PATH = os.pathsep.join(p for p in sys.path if p)  # a child process sees this process's imports
-KINDS = ("llvm", "opencl", "vulkan", "webgpu", "metal", "cuda", "nvptx", "rocm", "hexagon")
+KINDS = all_target_kinds()
 WEBGPU = "webgpu -shader_f16=true"
 
 

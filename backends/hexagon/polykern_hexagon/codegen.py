@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.capabilities import Capabilities
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
 from polykern.codegen.lazy_asm import PendingAsm
@@ -44,7 +45,8 @@ MCPUS = ("hexagonv65", "hexagonv66", "hexagonv67", "hexagonv68", "hexagonv69", "
 
 HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
     "mcpu": Attr("str", "hexagonv68", MCPUS, "Hexagon DSP version (LLVM Hexagon processor)"),
-}, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK")
+}, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK",
+   capabilities=Capabilities(matrix=cpu_support))
 
 
 class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
@@ -121,7 +123,6 @@ def register() -> None:
     registry.register("target.build.hexagon", build)
     registry.register(TOOLCHAIN_KEY + "hexagon", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
-    registry.register("matrix.support.hexagon", cpu_support)
     # No safe default build (passes/bounds_proof.py) on hexagon: its kernels run in qemu's process, not the
     # caller's, so an out-of-bounds access cannot reach the host's memory (bounds_check=True checks each access);
     # and LLVM 22's Hexagon code generation of the safe build's checked loops was not reproducible (the same IR gave

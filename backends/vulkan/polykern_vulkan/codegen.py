@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.capabilities import Capabilities
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
@@ -19,7 +20,9 @@ from .lower import lower_kernel
 from .spirv_matrix import supported as matrix_supported
 from .spirv_text import disassemble
 
-TARGET_KIND = target_kind()
+TARGET_KIND = target_kind(Capabilities(
+    refuses={"math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow"},
+    matrix=matrix_supported))
 
 
 def compile_function(fn: ir.Function, target: Target):
@@ -46,4 +49,3 @@ def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.vulkan", build)
     registry.register(payload_formats.registry_key("vulkan"), VulkanFallbackModule.payload_formats)
-    registry.register("matrix.support.vulkan", matrix_supported)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
+from polykern.capabilities import Capabilities
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -20,7 +21,17 @@ TARGET_KIND = TargetKind(
     "webgpu", "webgpu",
     {"shader_f16": Attr("bool", False, None,
                         "allow f16 (emits 'enable f16;'; the device needs the 'shader-f16' feature)")},
-    doc="WGSL compute shaders for WebGPU (wgpu-native, Dawn, browsers)")
+    doc="WGSL compute shaders for WebGPU (wgpu-native, Dawn, browsers)",
+    capabilities=Capabilities(
+        refuses={"f64": "WGSL has no 64-bit floating-point type",
+                 "math_f64": "WGSL has no 64-bit floating-point type",
+                 **dict.fromkeys(("i64", "u64"), "WGSL has no 64-bit integer types"),
+                 **dict.fromkeys(("i8", "u8"), "WGSL has no 8-bit integer types"),
+                 **dict.fromkeys(("i16", "u16"), "WGSL has no 16-bit integer types"),
+                 "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits",
+                 "bool_buffer": "bool is not host-shareable in WGSL storage buffers"},
+        no_matrix="WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part "
+                  "of WebGPU); use vulkan or llvm"))
 
 
 def compile_function(fn: ir.Function, target: Target):

@@ -175,7 +175,7 @@ def round_tf32(b: ll.IRBuilder, v):
 
 
 def cpu_support(target, fn: N.Function, s: N.MatrixOp):
-    """The ``matrix.support.<kind>`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
+    """The ``Capabilities.matrix`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
     and type of the language compiles (ir/matrix.py)."""
     return None
 
