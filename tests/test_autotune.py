@@ -10,6 +10,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import KernelTypeError, LaunchError, PolykernError
+from polykern.testing import tier_skip
 
 
 @pk.kernel
@@ -222,7 +223,7 @@ def test_webgpu_registers_a_synchronize_that_waits():
     backends.load_all()
     rec = backends.record_for_kind("webgpu")
     if rec is None or not rec.runtime_available:
-        pytest.skip("no WebGPU runtime here")
+        tier_skip.skip("wgpu", "no WebGPU runtime here")
     sync = registry.get("runtime.synchronize.webgpu")
     assert sync is not None
 

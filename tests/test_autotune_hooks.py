@@ -8,6 +8,7 @@ import pytest
 
 import polykern as pk
 from polykern import backends, hooks, registry
+from polykern.testing import tier_skip
 from test_autotune import CONFIGS, _files, _run, cache_dir, scaled_add  # noqa: F401 (fixture)
 
 
@@ -24,7 +25,7 @@ def _opencl_and_no_hooks():
     backends.load_all()
     rec = backends.record_for_kind("opencl")
     if rec is None or not rec.runtime_available:
-        pytest.skip(f"opencl runtime not available: {rec.runtime_reason if rec else 'backend not installed'}")
+        tier_skip.skip("pocl", f"opencl runtime not available: {rec.runtime_reason if rec else 'backend not installed'}")
     yield
     for name in registry.names(hooks.PREFIX):
         registry.remove(name)
