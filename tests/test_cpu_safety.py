@@ -17,13 +17,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import ArtifactError, LaunchError
 from runtimes import runnable_targets
-
-try:
-    from test_native import native_build  # noqa: F401 (fixture: make -C native)
-except ImportError:  # under Bazel a test file is not in another test's runfiles
-    @pytest.fixture
-    def native_build():
-        pytest.skip("tests/test_native.py (the native build) is not here")
+from native_support import native_build  # noqa: F401 (fixture: make -C native)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from matmul import matmul  # noqa: E402
