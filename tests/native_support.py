@@ -34,6 +34,15 @@ IS_ELF_HOST = sys.platform.startswith("linux") and platform.machine().lower() in
                                                                                   "arm64")
 needs_cpu_loader = pytest.mark.skipif(not IS_ELF_HOST, reason="the native CPU loader runs on x86-64/aarch64 Linux")
 QEMU_AARCH64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
+# aarch64 under QEMU user-mode emulation: kbin-run cross-built (make -C native aarch64) runs aarch64 artifacts.
+AARCH64_TARGET = "llvm -mtriple=aarch64-linux-gnu"
+SYSROOT_AARCH64 = "/usr/aarch64-linux-gnu"
+AARCH64_MISSING = [what for what, ok in (("qemu-aarch64-static (package qemu-user-static)", QEMU_AARCH64),
+                                         ("aarch64-linux-gnu-gcc (package gcc-aarch64-linux-gnu)",
+                                          shutil.which("aarch64-linux-gnu-gcc")),
+                                         (f"{SYSROOT_AARCH64} (package libc6-dev-arm64-cross)",
+                                          os.path.isdir(SYSROOT_AARCH64)),
+                                         ("make", MAKE)) if not ok]
 
 
 @contextmanager
@@ -255,3 +264,14 @@ def libcuda_reason():
         return None
     except OSError as e:
         return f"no NVIDIA driver here (libcuda.so.1: {e})"
+
+
+def build_kbin_run_aarch64() -> str:
+    """``make -C native aarch64`` (under the native build's lock: workers share native/build-aarch64);
+    the path of the aarch64 kbin-run. Skips where native/ sources are not in the tree."""
+    if not (NATIVE / "Makefile").exists() or not (NATIVE / "tools" / "kbin_run.c").exists():
+        pytest.skip("native/ sources are not here (under Bazel, //tests:cross_compile_emulated is this cell)")
+    with native_lock():
+        r = subprocess.run([MAKE, "-C", str(NATIVE), "aarch64"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return str(NATIVE / "build-aarch64" / "kbin-run")

@@ -3,9 +3,7 @@
 sequences that are not whole tiles), the oracle runs the GPU specialization (subgroups of 32) without
 a race or a lane disagreement, the GPU kernels compile (CUDA C through NVRTC and nvptx, both through
 ptxas for sm_80 and sm_90; SPIR-V through a spirv-val that knows SPV_KHR_cooperative_matrix), and
-lavapipe, which has no 16x16x16 cooperative matrices, refuses it by name.
-
-examples/ is not in the Bazel runfiles: this file runs in the pytest tier (tests/BUILD.bazel)."""
+lavapipe, which has no 16x16x16 cooperative matrices, refuses it by name."""
 import math
 import os
 import subprocess

@@ -14,10 +14,11 @@ refusal of a feature, a tool no tier covers) is never a failure, whatever its re
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple, Union
+from typing import Iterable, Tuple, Union
 
 import pytest
 
+from ..errors import PolykernError
 from . import require
 
 MARK = "requires"
@@ -28,7 +29,7 @@ Tiers = Union[str, Iterable[str]]
 def _tiers(tier: Tiers) -> Tuple[str, ...]:
     names = (tier,) if isinstance(tier, str) else tuple(tier)
     if not names:
-        raise ValueError("a tiered skip names at least one tier")
+        raise PolykernError("a tiered skip names at least one tier (polykern.testing.require.TIERS)")
     return tuple(require.known(t) for t in names)
 
 
@@ -87,7 +88,7 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     for mark in item.iter_markers(name=MARK):
         if len(mark.args) != 1:
-            raise TypeError(f"{item.nodeid}: pytest.mark.{MARK} takes one tier (or tuple of tiers), got {mark.args}")
+            raise PolykernError(f"{item.nodeid}: pytest.mark.{MARK} takes one tier (or a tuple of tiers), got {mark.args}")
         tier = mark.args[0]
         if "absent" in mark.kwargs:
             why = mark.kwargs["absent"]
