@@ -25,7 +25,8 @@ def _opencl_and_no_hooks():
     backends.load_all()
     rec = backends.record_for_kind("opencl")
     if rec is None or not rec.runtime_available:
-        tier_skip.skip("pocl", f"opencl runtime not available: {rec.runtime_reason if rec else 'backend not installed'}")
+        why = rec.runtime_reason if rec else "backend not installed"
+        tier_skip.skip("pocl", f"opencl runtime not available: {why}")
     yield
     for name in registry.names(hooks.PREFIX):
         registry.remove(name)

@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from polykern import backends, registry
-from backend_discovery_support import CODEGEN, DECLARING, write_dist_info, isolated_discovery, make_package  # noqa: F401 (fixture)
+from backend_discovery_support import (CODEGEN, DECLARING, write_dist_info,  # noqa: F401 (fixture)
+                                      isolated_discovery, make_package)
 
 _MODULES = ("polykern_zzexit", "polykern_zzexitreg", "polykern_zznest", "polykern_zzfine")
 

@@ -24,7 +24,8 @@ from runtimes import runnable_targets
 
 TYPES = [u8, i8, u16, i16, u32, i32, u64, i64]
 HEXAGON = [(t, k) for t, k, _ in runnable_targets() if t.startswith("hexagon")]
-needs_hexagon = tier_skip.skipif("hexagon-emu", not HEXAGON, reason="no emulated Hexagon runtime here (qemu-hexagon-static, clang, ld.lld)")
+needs_hexagon = tier_skip.skipif("hexagon-emu", not HEXAGON,
+                                 reason="no emulated Hexagon runtime here (qemu-hexagon-static, clang, ld.lld)")
 
 
 def shift_kernels(T, W: int):

@@ -45,7 +45,8 @@ def _runtime(name):
     backends.load_all()
     rec = backends.record_for_kind(name)
     if rec is None or not rec.runtime_available:
-        tier_skip.skip_runtime(name, f"{name} runtime not available: {rec.runtime_reason if rec else 'backend not installed'}")
+        why = rec.runtime_reason if rec else "backend not installed"
+        tier_skip.skip_runtime(name, f"{name} runtime not available: {why}")
 
 
 def _run_scale(mod, n=37):

@@ -88,7 +88,8 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     for mark in item.iter_markers(name=MARK):
         if len(mark.args) != 1:
-            raise PolykernError(f"{item.nodeid}: pytest.mark.{MARK} takes one tier (or a tuple of tiers), got {mark.args}")
+            raise PolykernError(f"{item.nodeid}: pytest.mark.{MARK} takes one tier (or a tuple of tiers), "
+                                f"got {mark.args}")
         tier = mark.args[0]
         if "absent" in mark.kwargs:
             why = mark.kwargs["absent"]
