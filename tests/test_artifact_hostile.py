@@ -14,6 +14,7 @@ from polykern import artifact, wire
 from polykern.errors import ArtifactError
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import device_module, synthetic_root
+from polykern.testing import tier_skip
 from growing import growing
 
 
@@ -429,7 +430,7 @@ def _double(n: pk.i32, x: pk.Buffer[pk.f32]):
 def test_llvm_artifact_with_a_non_numeric_private_bytes_fails_at_load_not_at_launch():
     """Was: pk.load accepted it and the first launch raised a bare ValueError in the llvm runtime."""
     if pk.backends.runtime_reason("llvm"):
-        pytest.skip(f"no llvm runtime here: {pk.backends.runtime_reason('llvm')}")
+        tier_skip.skip("llvm", f"no llvm runtime here: {pk.backends.runtime_reason('llvm')}")
     data = pk.build([_double], targets=["llvm"]).export()
     key = b"\x0d\x00\x00\x00\x00\x00\x00\x00private_bytes\x01\x00\x00\x00\x00\x00\x00\x00"
     at = data.index(key) + len(key)

@@ -19,11 +19,13 @@ import pytest
 import polykern as pk
 from polykern import Buffer, i8, i16, i32, i64, u8, u16, u32, u64
 from polykern.testing.interp import interpret
+from polykern.testing import tier_skip
 from runtimes import runnable_targets
 
 TYPES = [u8, i8, u16, i16, u32, i32, u64, i64]
 HEXAGON = [(t, k) for t, k, _ in runnable_targets() if t.startswith("hexagon")]
-needs_hexagon = pytest.mark.skipif(not HEXAGON, reason="no emulated Hexagon runtime here (qemu-hexagon-static, clang, ld.lld)")
+needs_hexagon = tier_skip.skipif("hexagon-emu", not HEXAGON,
+                                 reason="no emulated Hexagon runtime here (qemu-hexagon-static, clang, ld.lld)")
 
 
 def shift_kernels(T, W: int):

@@ -9,7 +9,7 @@ import pytest
 import polykern as pk
 from polykern.testing.c_corpus import saxpy
 from polykern import launch_stream as ls
-from test_native import IS_ELF_HOST, native_build  # noqa: F401
+from native_support import IS_ELF_HOST, native_build  # noqa: F401
 
 N = 100
 SIG = "saxpy(n: i32, a: f32, x: Buffer[f32, readonly], y: Buffer[f32])"

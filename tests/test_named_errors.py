@@ -12,6 +12,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, hooks
 from polykern.errors import CompileError, KernelTypeError, LaunchError
+from polykern.testing import tier_skip
 from runtimes import runnable_targets
 
 
@@ -91,8 +92,7 @@ def test_a_partial_hook_identity_does_not_depend_on_addresses():
 
 def _runtimes():
     have = {kind: t for t, kind, _ in runnable_targets()}
-    return [pytest.param(have.get(k), id=k, marks=[] if k in have else pytest.mark.skip(reason=f"no {k} runtime "
-                                                                                             "here"))
+    return [pytest.param(have.get(k), id=k, marks=tier_skip.runtime_skipif(k, k not in have, f"no {k} runtime here"))
             for k in ("llvm", "opencl", "vulkan", "webgpu")]
 
 

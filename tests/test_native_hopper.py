@@ -17,7 +17,7 @@ import pytest
 
 from polykern import wire
 from polykern.function_info import ArgInfo, FunctionInfo
-from test_native import (EXAMPLES, PkError, _CModule, _libcuda_reason, _python_verdict, clib,  # noqa: F401
+from native_support import (EXAMPLES, PkError, CModule, libcuda_reason, python_verdict, clib,  # noqa: F401
                          native_build, needs_cc)
 
 GOOD_MAP = {"box": [128, 64], "buffer": "A", "elem": "f16", "name": "ta", "shape": ["M", "K"], "swizzle": 128}
@@ -90,7 +90,7 @@ def test_hopper_attributes_read_alike_by_c_and_python(clib, ok, attr, value):
     accepted as plain text before, and Python's launch took false for a 0 swizzle and crashed with a
     RecursionError on deep nesting."""
     data = _artifact({attr: value})
-    py = _python_verdict(data)
+    py = python_verdict(data)
     assert clib.parse(data) == py, "C and Python disagree"
     assert py[0] is ok, py
     if not ok:
@@ -219,7 +219,7 @@ def test_c_launch_checks_block_shape_rows_and_alignment(clib):
 
 
 def _sm90_reason():
-    why = _libcuda_reason()
+    why = libcuda_reason()
     if why:
         return why
     lib = ctypes.CDLL("libcuda.so.1")
@@ -253,7 +253,7 @@ def test_gemm_hopper_runs_through_libpolykern(clib):
     BN, STAGES, M, N, K = 128, 3, 256, 256, 512
     kern = g.make_gemm(BN=BN, STAGES=STAGES)
     root = pk.build(kern, targets="cuda -arch=sm_90a")
-    cm = _CModule(clib, root.export(), "cuda")
+    cm = CModule(clib, root.export(), "cuda")
     cm.meta = root.functions
     try:
         rng = np.random.default_rng(0)
@@ -291,7 +291,7 @@ def test_compiled_gemm_artifact_is_read_and_planned_by_c(clib):
     finally:
         sys.path.remove(str(EXAMPLES))
     data = pk.build(g.make_gemm(BN=128, STAGES=3), targets="cuda -arch=sm_90a").export()
-    assert clib.parse(data) == _python_verdict(data) == (True, None, "")
+    assert clib.parse(data) == python_verdict(data) == (True, None, "")
     fi = pk.load(data).functions["gemm_hopper"]
     assert {"tensor_maps", "warpgroups", "shared_dynamic_align"} <= set(fi.attrs)
     args = [(a.name, int(a.is_buffer), a.code, a.bits) for a in fi.args]
@@ -323,7 +323,7 @@ def test_damaged_tensor_maps_get_one_verdict_from_both_readers(clib):
             ch = rng.choice(alphabet)
             v = v[:i] + ch + v[i + 1:] if op == 0 else v[:i] + ch + v[i:] if op == 1 else v[:i] + v[i + 1:]
         data = _artifact({"tensor_maps": v})
-        py = _python_verdict(data)
+        py = python_verdict(data)
         assert clib.parse(data) == py, f"C and Python disagree on tensor_maps {v!r}"
         verdicts[py[0]] += 1
     assert verdicts[True] > 50 and verdicts[False] > 500, verdicts

@@ -265,7 +265,7 @@ COMPILE_TARGETS = compile_targets()  # one per registered target kind
 def test_specialized_kernels_with_functions_compile_for_every_backend(target, monkeypatch):
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only, where no toolchain is here
     if target.startswith("rocm"):
-        from polykern.testing.require import skip_if_absent
+        from polykern.testing.tier_skip import skip_if_absent
         skip_if_absent("ld.lld")  # the hsaco is linked (the GPU machine has no ld.lld)
     k = block_sums.specialize(T=f32, BLOCK=64)
     root = pk.build([k], targets=[target])

@@ -1,4 +1,4 @@
-"""``polykern.testing`` says it has no pytest dependency: every module of it but ``pytest_plugin`` (the
+"""``polykern.testing`` says it has no pytest dependency: every module of it but ``tier_skip`` (the
 POLYKERN_REQUIRE hook) imports in a process where pytest cannot be imported (``testing.require`` imported
 pytest at the top)."""
 import os
@@ -8,7 +8,7 @@ import sys
 
 import polykern.testing
 
-PYTEST_ONLY = {"pytest_plugin"}
+PYTEST_ONLY = {"tier_skip"}
 
 
 def _modules():

@@ -19,7 +19,7 @@ from polykern import Buffer, f32, i32, kbin_file
 from polykern.artifact import read_artifact
 from polykern.errors import ArtifactError, PolykernError
 from polykern.user_files import read_regular
-from test_native import native_build  # noqa: F401
+from native_support import native_build  # noqa: F401
 
 SPARSE = 2_000_000_000  # 2 GB of zeros that take no disk
 

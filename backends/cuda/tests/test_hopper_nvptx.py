@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "ex
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
 import attention_hopper as AT  # noqa: E402
 import gemm_hopper as G  # noqa: E402
-import test_hopper_named_barrier as NB  # noqa: E402
+import named_barrier_kernels as NB  # noqa: E402
 
 PTXAS = shutil.which("ptxas")
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA toolkit) is not on PATH")

@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))  # ir_kernels, helpers
 
 from polykern import backends  # noqa: E402
+from polykern.testing import tier_skip
 
 backends.load_all()
 
@@ -30,7 +31,7 @@ def _wgpu_skip_reason():
 def wgpu_context():
     reason = _wgpu_skip_reason()
     if reason:
-        pytest.skip(reason)
+        tier_skip.skip("wgpu", reason)
     from polykern_webgpu.runtime import wgpu_context
 
     return wgpu_context.context()
