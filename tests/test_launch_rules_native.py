@@ -21,8 +21,8 @@ import pytest
 
 from polykern.errors import ArtifactError, LaunchError
 from polykern.function_info import ArgInfo, FunctionInfo
-from test_native import EXAMPLES, IS_ELF_HOST, PkError, _CModule, clib, native_build, needs_cc  # noqa: F401
-from test_native_hopper import GEMM_ARGS, GEMM_MAPS, _info, _Plan
+from native_hopper_support import GEMM_ARGS, GEMM_MAPS, _info, _Plan
+from native_support import EXAMPLES, IS_ELF_HOST, CModule, PkError, clib, native_build, needs_cc  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 PK_ERR_ARTIFACT, PK_ERR_LAUNCH = 1, 6
@@ -246,7 +246,7 @@ def test_cpu_launch_shape_limits_are_the_python_runtimes(clib):
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     root = pk.build([example.saxpy], targets=["llvm"])
-    cm = _CModule(clib, root.export(), "llvm")
+    cm = CModule(clib, root.export(), "llvm")
     cm.meta = root.functions
 
     def python(grid, block):
@@ -264,7 +264,7 @@ def test_cpu_launch_shape_limits_are_the_python_runtimes(clib):
             try:
                 cm["saxpy"](np.int32(0), np.float32(1), x, x.copy(), grid=grid, block=block)
                 got = (0, "")
-            except AssertionError as e:  # _CModule asserts with the pk_error's message (its repr, first line)
+            except AssertionError as e:  # CModule asserts with the pk_error's message (its repr, first line)
                 got = (PK_ERR_LAUNCH, ast.literal_eval(str(e).split("\n")[0]).decode())
             assert got == want, f"grid {grid}, block {block}: " + FIX.format(
                 c="program.c (pk_kernel_launch)", py="python/polykern/launch.py / launch_rules.py")
@@ -328,7 +328,7 @@ def test_launch_proof_conditions_get_one_verdict_and_description(clib):
     spec = importlib.util.spec_from_file_location("_rules_saxpy", EXAMPLES / "saxpy.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    cm = _CModule(clib, pk.build([example.saxpy], targets=["llvm"]).export(), "llvm")  # a program for pk_buffers
+    cm = CModule(clib, pk.build([example.saxpy], targets=["llvm"]).export(), "llvm")  # a program for pk_buffers
     lib = clib.lib
     check = lib.pk_launch_proof_check
     check.restype = ctypes.c_int
