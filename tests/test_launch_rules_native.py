@@ -179,8 +179,8 @@ def _py(fn, *args):
 @needs_cc
 @pytest.mark.parametrize("warpgroups", [1, 2, 3, 8])
 def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
-    """pk_hopper_check_block (native/src/tensor_maps.c) and polykern_cuda/hopper_launch.py check_block."""
-    from polykern_cuda.hopper_launch import check_block
+    """pk_hopper_check_block (native/src/tensor_maps.c) and polykern/hopper_launch.py check_block."""
+    from polykern.hopper_launch import check_block
 
     plan = _Plan(clib, GEMM_ARGS, {"tensor_maps": GEMM_MAPS, "warpgroups": str(warpgroups)})
     try:
@@ -190,7 +190,7 @@ def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
         verdicts = [plan.block(*b) for b in blocks]
         for b, got in zip(blocks, verdicts):
             assert got == _py(check_block, "k", warpgroups, b), f"block {b}: " + FIX.format(
-                c="tensor_maps.c (pk_hopper_check_block)", py="backends/cuda/polykern_cuda/hopper_launch.py check_block")
+                c="tensor_maps.c (pk_hopper_check_block)", py="python/polykern/hopper_launch.py check_block")
         assert {rc for rc, _ in verdicts} == {0, PK_ERR_LAUNCH}
     finally:
         plan.close()
@@ -198,10 +198,10 @@ def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
 
 @needs_cc
 def test_tensor_map_checks_are_the_python_runtimes(clib):
-    """pk_hopper_encodings' refusals (native/src/tensor_maps.c) are polykern_cuda/hopper_launch.py check_map's, map
+    """pk_hopper_encodings' refusals (native/src/tensor_maps.c) are polykern/hopper_launch.py check_map's, map
     by map, in the same words: shape, fit in the buffer, row bytes, address alignment."""
     from polykern.ir import hopper as H
-    from polykern_cuda.hopper_launch import check_map
+    from polykern.hopper_launch import check_map
 
     maps = H.tensor_maps_of({"tensor_maps": GEMM_MAPS})
     plan = _Plan(clib, GEMM_ARGS, {"tensor_maps": GEMM_MAPS, "warpgroups": "3"})
@@ -221,7 +221,7 @@ def test_tensor_map_checks_are_the_python_runtimes(clib):
                             check_map("k", m, addr, (rows, K), size // 2)
 
                     assert c == _py(python), f"M, N, K = {M, N, K}, addresses {addrs}, sizes {sizes}: " + FIX.format(
-                        c="tensor_maps.c (pk_hopper_encodings)", py="backends/cuda/polykern_cuda/hopper_launch.py")
+                        c="tensor_maps.c (pk_hopper_encodings)", py="python/polykern/hopper_launch.py")
                     cases += 1
                     refused.add(c[1].split(": ", 1)[-1][:20])
         assert cases == 48 and len(refused) >= 5  # accepted, and each of the four refusals seen

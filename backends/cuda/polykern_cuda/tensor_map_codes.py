@@ -5,7 +5,10 @@ tools/gen_native_tables.py). Plain data: importing it needs no driver.
 """
 from __future__ import annotations
 
+from polykern.ir.hopper import TMAP_ADDR_ALIGN as ADDR_ALIGN
+from polykern.ir.hopper import TMAP_DIM_LIMIT as DIM_LIMIT
 from polykern.ir.hopper import TMAP_PARAM_ALIGN, TMAP_PARAM_BYTES
+from polykern.ir.hopper import TMAP_ROW_ALIGN as ROW_ALIGN
 
 __all__ = ["MAP_BYTES", "MAP_ALIGN", "DTYPE", "SWIZZLE", "L2_256B", "ROW_ALIGN", "ADDR_ALIGN", "DIM_LIMIT"]
 
@@ -17,8 +20,5 @@ DTYPE = {"u32": 2, "i32": 3, "f16": 6, "f32": 7, "bf16": 9}
 SWIZZLE = {0: 0, 128: 3}
 #: CU_TENSOR_MAP_L2_PROMOTION_L2_256B.
 L2_256B = 3
-#: The copy engine's demands on the viewed matrix: rows of a multiple of ROW_ALIGN bytes, a buffer address
-#: aligned to ADDR_ALIGN bytes, both dimensions positive and below DIM_LIMIT (checked at launch).
-ROW_ALIGN = 16
-ADDR_ALIGN = 16
-DIM_LIMIT = 2 ** 32
+#: (ROW_ALIGN, ADDR_ALIGN, DIM_LIMIT: the copy engine's demands on the viewed matrix, language rules defined in
+#: polykern.ir.hopper and re-exported here for tools/gen_native_tables.py.)
