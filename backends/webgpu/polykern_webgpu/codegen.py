@@ -10,6 +10,7 @@ from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
 from polykern.ir import nodes as ir
+from polykern.passes.legalize_f16 import declare_soft_f16
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
@@ -48,4 +49,7 @@ def build(funcs: List[ir.Function], target: Target) -> Module:
 def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.webgpu", build)
+    # drivers fold naga's f16(x) round trip (NVIDIA, newer lavapipe); WGSL's /, %, pow and fma of f16 are
+    # computed in f32 (its division, fmod and pow helpers) and rounded once
+    declare_soft_f16("webgpu", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))
     registry.register(payload_formats.registry_key("webgpu"), WebGPUFallbackModule.payload_formats)

@@ -126,6 +126,27 @@ class Cast(Expr):
         return [self.a]
 
 
+#: the (value type, bits type) pairs a ``Bitcast`` reinterprets, in either direction: a float and the unsigned
+#: integer of its width, and a 16-bit float and the low half of a ``u32`` (the upper half zero), so
+#: targets without 16-bit integers (WGSL, SPIR-V without Int16) can hold the bits
+BITCAST_PAIRS = (("f32", "u32"), ("f64", "u64"), ("f16", "u32"), ("bf16", "u32"))
+
+
+@dataclass(eq=False)
+class Bitcast(Expr):
+    """``a``'s bits read as ``to`` (no conversion); only the pairs of :data:`BITCAST_PAIRS`. Made by the
+    legalization passes (passes/legalize_f16.py), never by the frontend."""
+
+    to: ScalarType
+    a: Expr
+
+    def __post_init__(self):
+        self.type = self.to
+
+    def children(self):
+        return [self.a]
+
+
 @dataclass(eq=False)
 class Select(Expr):
     cond: Expr
