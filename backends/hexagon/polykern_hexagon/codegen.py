@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
 from polykern.codegen.llvm_devmath import PortableMath
@@ -117,6 +118,7 @@ def build(funcs: List, target: Target):
 def register() -> None:
     HEXAGON_KIND.register()
     registry.register("target.build.hexagon", build)
+    declare_f16_rounding("hexagon", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "hexagon", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
     registry.register("matrix.support.hexagon", cpu_support)

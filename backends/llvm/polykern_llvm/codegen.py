@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
 from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
@@ -108,6 +109,7 @@ def build(funcs: List, target: Target):
 def register() -> None:
     LLVM_KIND.register()
     registry.register("target.build.llvm", build)
+    declare_f16_rounding("llvm", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "llvm", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
     registry.register("matrix.support.llvm", cpu_support)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.codegen.c_source import emit_source
 from polykern.errors import CompileError
 from polykern.module import FunctionInfo, create_with_fallback
@@ -32,6 +33,7 @@ METAL_KIND = TargetKind("metal", "metal", {}, doc="Apple GPUs through Metal Shad
 def register() -> None:
     METAL_KIND.register()
     registry.register("target.build.metal", build)
+    declare_f16_rounding("metal", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(payload_formats.registry_key("metal"), MetalFallbackModule.payload_formats)
     registry.register("matrix.support.metal", matrix_supported)
 

@@ -29,6 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
@@ -164,6 +165,7 @@ def build(funcs: List, target: Target):
 def register() -> None:
     ROCM_KIND.register()
     registry.register("target.build.rocm", build)
+    declare_f16_rounding("rocm", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "rocm", identity)  # ld.lld, for the compile cache
     registry.register(payload_formats.registry_key("rocm"), ROCmFallbackModule.payload_formats)
     registry.register("matrix.support.rocm", matrix_supported)

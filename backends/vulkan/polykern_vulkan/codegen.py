@@ -10,7 +10,7 @@ from typing import Dict, List
 
 from polykern import payload_formats, registry
 from polykern.ir import nodes as ir
-from polykern.passes.legalize_f16 import declare_soft_f16
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
 
@@ -49,4 +49,4 @@ def register() -> None:
     registry.register(payload_formats.registry_key("vulkan"), VulkanFallbackModule.payload_formats)
     registry.register("matrix.support.vulkan", matrix_supported)
     # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
-    declare_soft_f16("vulkan", ops_in_f32=("fma",))
+    declare_f16_rounding("vulkan", "bits", ops_in_f32=("fma",))

@@ -10,7 +10,7 @@ from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
 from polykern.ir import nodes as ir
-from polykern.passes.legalize_f16 import declare_soft_f16
+from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
@@ -51,5 +51,5 @@ def register() -> None:
     registry.register("target.build.webgpu", build)
     # drivers fold naga's f16(x) round trip (NVIDIA, newer lavapipe); WGSL's /, %, pow and fma of f16 are
     # computed in f32 (its division, fmod and pow helpers) and rounded once
-    declare_soft_f16("webgpu", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))
+    declare_f16_rounding("webgpu", "bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))
     registry.register(payload_formats.registry_key("webgpu"), WebGPUFallbackModule.payload_formats)

@@ -760,33 +760,18 @@ class LLVMKernelEmitter:
 
     def _int_to_f16(self, v: ll.Value, src: ScalarType, dty: ll.Type) -> ll.Value:
         """An integer to f16 through f32: exact up to 65520, and every larger magnitude is inf in f16 either
-        way. ``round_to_f16`` keeps LLVM's instcombine from folding ``fpext(fptrunc(sitofp x))`` back to
-        ``sitofp x`` past f16's range (fuzz case fz1000427: ``sin(f16(a << 31))`` gave -0.595, not NaN)."""
+        way (and no int -> half libcall). An integer that can reach 65520 arrives converted to f32 and clamped
+        (passes/legalize_f16.py "clamp": LLVM's instcombine folds ``fpext(fptrunc(sitofp x))``)."""
         b = self.builder
         r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
         return self.round_to_f16(r, dty)
 
     def round_to_f16(self, v: ll.Value, dty: ll.Type) -> ll.Value:
-        """An f32/f64 rounded once to f16 (``dty``): ``fptrunc`` of the value clamped as
-        ``_clamp_for_f16`` says. A backend with an instruction LLVM cannot see through may override it
-        (nvptx: ``cvt.rn.f16.f32`` as inline PTX, no clamp needed)."""
-        return self.builder.fptrunc(self._clamp_for_f16(v), dty)
-
-    def _clamp_for_f16(self, v: ll.Value) -> ll.Value:
-        """An f32/f64 about to be rounded to f16, clamped to +-65520 keeping NaN and -0 (every larger
-        magnitude rounds to inf in f16, so the result is unchanged). LLVM's instcombine (22.1) folds
-        ``fpext(fptrunc(sitofp x))`` to ``sitofp x`` when x's known bits have at most 11 significant bits,
-        ignoring f16's exponent range; the float may be such a conversion itself (``f16(a << 31)``,
-        ``f16(f32(a << 31))``, ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them).
-        After the clamp an 11-bit value is at most 65504, where the fold is exact (tests/test_int_to_f16.py).
-        NaN is kept by its own select: LLVM's Hexagon backend turns the compare-and-select clamp into
-        sfmin/sfmax, which return the other operand for a NaN (f16(f32 NaN) gave inf; fuzz seed 5 program
-        122, tests/test_f16_nan_clamp.py)."""
-        b = self.builder
-        hi, lo = ll.Constant(v.type, 65520.0), ll.Constant(v.type, -65520.0)
-        c = b.select(b.fcmp_ordered(">", v, hi), hi, v)
-        c = b.select(b.fcmp_ordered("<", c, lo), lo, c)
-        return b.select(b.fcmp_unordered("uno", v, v), v, c)
+        """An f32/f64 rounded once to f16 (``dty``): ``fptrunc``. Target kinds declaring the "clamp" f16
+        rounding (passes/legalize_f16.py) get the value clamped to +-65520 in their IR first, so LLVM cannot
+        fold a round trip past f16's range. A backend with its own instruction may override it (nvptx:
+        ``cvt.rn.f16.f32`` as inline PTX, which LLVM cannot see through)."""
+        return self.builder.fptrunc(v, dty)
 
     def expr_Call(self, e: N.Call) -> ll.Value:
         if e.func not in N.MATH_FUNCS:

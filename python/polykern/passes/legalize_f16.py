@@ -4,11 +4,13 @@ docs/language.md 7.3: a conversion to f16 rounds once to nearest even, overflows
 subnormals and keeps a NaN a NaN. Some targets' instruction meets that (NVPTX ``cvt.rn``, LLVM's
 ``fptrunc`` on the CPUs); others' does not reliably: drivers fold a SPIR-V ``OpFConvert`` f32 -> f16 -> f32
 pair into nothing (NVIDIA, newer lavapipe) and lavapipe's LLVM widens an integer's ``i2f16`` past f16's
-range. A backend declares that its target needs this pass with :func:`declare_soft_f16`; the pipeline asks
-:func:`needs_soft_f16` and runs :func:`legalize_f16` on that target's copy of the IR, so its emitter only
-prints integer operations and an ``ir.Bitcast``.
+range. A backend declares what its target needs with :func:`declare_f16_rounding` ("bits": this pass rounds on
+the integer bits, so the emitter only prints integer operations and an ``ir.Bitcast``; "clamp": the
+target's own conversion rounds correctly but its LLVM folds past f16's range, so the value is clamped
+first); the pipeline runs :func:`legalize_f16` on that target's copy of the IR (:func:`needs_soft_f16`
+says whether a target rounds on the bits).
 
-Rewrites (after ``widen_bf16``: bf16 is only converted to and from f32):
+Rewrites for "bits" (after ``widen_bf16``: bf16 is only converted to and from f32):
 
 - ``f16(x)`` of an f32: the rounding below on ``x``'s bits;
 - ``f16(x)`` of an f64: ``x`` rounded to f32 *to odd* first (truncated, lowest bit set when inexact), so
@@ -18,7 +20,8 @@ Rewrites (after ``widen_bf16``: bf16 is only converted to and from f32):
   computed in f32 and rounded once, as above (``a // b`` is the floor of the rounded ``a / b``; ``fma`` is
   the exact f32 product plus ``c``, one f32 rounding, as the targets' own f16 fma gave).
 
-The rounding of the f32 bits ``x`` (all u32; ``ax = x & 0x7fffffff``; the sign ``x >> 16 & 0x8000``):
+For "clamp": ``f16(x)`` of an f32 or f64 is ``f16(clamp(x))``, of an integer that can reach 65520
+``f16(clamp(f32(n)))``. The rounding of the f32 bits ``x`` (all u32; ``ax = x & 0x7fffffff``; the sign ``x >> 16 & 0x8000``):
 NaN (``ax > 0x7f800000``): quiet NaN ``0x7e00 | ax >> 13 & 0x3ff``; ``ax >= 0x477ff000`` (65520, the tie
 above 65504): inf ``0x7c00``; ``ax >= 0x38800000`` (2**-14): the exponent rebiased (``y = ax - (112 << 23)``)
 and ``(y + 0xfff + (y >> 13 & 1)) >> 13`` (13 dropped bits to nearest even; a carry is the next binade);
@@ -38,32 +41,40 @@ from .. import registry
 from ..ir import nodes as ir
 from ..ir.types import bool_, f16, f32, f64, u32
 
-#: registry key prefix of a target kind's :class:`SoftF16` declaration
-SOFT_F16_KEY = "numerics.soft_f16."
+#: registry key prefix of a target kind's :class:`F16Rounding` declaration
+F16_ROUNDING_KEY = "numerics.f16_rounding."
 
 
 @dataclass(frozen=True)
-class SoftF16:
-    """A target kind's declaration: conversions to f16 are rounded by this pass; the f16 operations in
-    ``ops_in_f32`` (BinOp ops or Call functions) are computed in f32 and rounded once."""
+class F16Rounding:
+    """How a target kind's conversions to f16 are legalized: ``how`` is "bits" (rounded by this pass on the
+    integer bits: the target has no conversion that keeps the promise) or "clamp" (the target's ``fptrunc``
+    rounds correctly, but its LLVM folds ``fpext(fptrunc(sitofp n))`` to ``sitofp n`` past f16's range: the
+    value is clamped to +-65520 first, keeping NaN, which changes no result). ``ops_in_f32``: f16 operations
+    (BinOp ops or Call functions) computed in f32 and rounded once."""
 
+    how: str
     ops_in_f32: Tuple[str, ...] = ()
 
 
-def declare_soft_f16(kind: str, ops_in_f32: Tuple[str, ...] = ()) -> None:
-    """Called by a backend's ``register()``: target kind ``kind`` has no conversion to f16 that keeps the
-    promise."""
-    registry.register(SOFT_F16_KEY + kind, SoftF16(tuple(ops_in_f32)))
+def declare_f16_rounding(kind: str, how: str, ops_in_f32: Tuple[str, ...] = ()) -> None:
+    """Called by a backend's ``register()`` for each target kind whose conversions to f16 need this pass
+    (a kind that declares nothing converts with its own instruction: NVPTX ``cvt.rn``, OpenCL
+    ``vstore_half_rte``, CUDA C ``__float2half_rn``)."""
+    if how not in ("bits", "clamp"):
+        raise ValueError(f"f16 rounding of target kind '{kind}' is 'bits' or 'clamp', got {how!r}")
+    registry.register(F16_ROUNDING_KEY + kind, F16Rounding(how, tuple(ops_in_f32)))
 
 
-def soft_f16(target) -> Optional[SoftF16]:
+def f16_rounding(target) -> Optional[F16Rounding]:
     """The declaration of ``target`` (a Target or a target kind name), or None."""
-    return registry.get(SOFT_F16_KEY + getattr(target, "kind", target))
+    return registry.get(F16_ROUNDING_KEY + getattr(target, "kind", target))
 
 
 def needs_soft_f16(target) -> bool:
-    """Whether ``target``'s conversions to f16 must be rounded by :func:`legalize_f16`."""
-    return soft_f16(target) is not None
+    """Whether ``target``'s conversions to f16 are rounded on the bits by :func:`legalize_f16`."""
+    decl = f16_rounding(target)
+    return decl is not None and decl.how == "bits"
 
 
 # ---------------------------------------------------------------- IR builders
@@ -82,8 +93,8 @@ def _sel(cond: ir.Expr, a, b) -> ir.Expr:
 
 
 class _Legalizer:
-    def __init__(self, fn: ir.Function, decl: SoftF16):
-        self.fn, self.ops = fn, set(decl.ops_in_f32)
+    def __init__(self, fn: ir.Function, decl: F16Rounding):
+        self.fn, self.ops, self.bits = fn, set(decl.ops_in_f32), decl.how == "bits"
         self.pre: List[ir.Stmt] = []
         self.count = 0
 
@@ -129,8 +140,22 @@ class _Legalizer:
         bits = _sel(ir.BinOp("ne", back, d), _b("or", bits, 1), bits)
         return ir.Bitcast(f32, bits)
 
+    def clamped(self, v: ir.Expr) -> ir.Expr:
+        """``v`` (f32 or f64) clamped to +-65520 (every larger magnitude rounds to inf in f16, so the result
+        is unchanged; after the clamp an 11-bit value is at most 65504, where LLVM's fold is exact); a NaN
+        by its own select (LLVM's Hexagon backend turns a compare-and-select clamp into sfmin/sfmax, which
+        return the other operand for a NaN: tests/test_f16_nan_clamp.py)."""
+        t = self.temp(v)
+        hi, lo = ir.Const(65520.0, v.type), ir.Const(-65520.0, v.type)
+        c = self.temp(ir.Select(ir.BinOp("gt", t, hi), hi, t))
+        return ir.Select(ir.BinOp("ne", t, t), t, ir.Select(ir.BinOp("lt", c, lo), lo, c))
+
     def to_f16(self, v: ir.Expr) -> ir.Expr:
         src = v.type
+        if not self.bits:
+            if src.is_int and (src.bits < 16 or (src.bits == 16 and src.is_signed)):
+                return ir.Cast(f16, v)  # always below 65520
+            return ir.Cast(f16, self.clamped(ir.Cast(f32, v) if src.is_int else v))
         if src == f64:
             v = self.f32_odd_of_f64(v)
         elif src.is_int:
@@ -224,8 +249,8 @@ def _locate(e: ir.Expr, loc) -> None:
 
 def legalize_f16(fn: ir.Function, target) -> ir.Function:
     """``fn`` with its conversions to f16 (and the declared f16 operations) written on the bits, where
-    ``target`` declared :class:`SoftF16`; else ``fn`` unchanged."""
-    decl = soft_f16(target)
+    ``target`` declared :class:`F16Rounding`; else ``fn`` unchanged."""
+    decl = f16_rounding(target)
     if decl is None or f16 not in ir.used_types(fn):
         return fn
     fn.body = _Legalizer(fn, decl).stmts(fn.body)
