@@ -4,7 +4,7 @@ Fuzz case fz1000427 (H100, nvptx; also hexagon here): ``pk.sin(f16(a[g] << 31))`
 oracle gives NaN. ``a << 31`` is 0 or -2**31, which f16 rounds to 0 or -inf; LLVM's instcombine folded
 ``fpext(fptrunc(sitofp x))`` to ``sitofp x to float`` because x has one significant bit, ignoring that
 f16's exponent stops at 15, so the f32 operation saw -2**31. The LLVM backends now clamp the value to
-+-65520 before it becomes f16 (codegen/llvm_base.py ``_clamp_for_f16``; nvptx converts with an inline cvt). These kernels widen the f16 result back to f32 at
++-65520 before it becomes f16 (passes/legalize_f16.py "clamp"; nvptx converts with an inline cvt). These kernels widen the f16 result back to f32 at
 once (the shape of the fold) on every runtime here, for signed and unsigned sources of 16 to 64 bits.
 """
 import numpy as np
@@ -71,8 +71,8 @@ def from_i8_i16(a: Buffer[i16, "readonly"], o: Buffer[f32]):
 
 @pk.kernel
 def via_f32(a: Buffer[i32, "readonly"], o: Buffer[f32]):
-    """The integer converted to f32 first: the f32 -> f16 rounding is clamped too (llvm_base
-    ``_clamp_for_f16``, WGSL ``pk_f16_of_f32``); without it llvm, hexagon and WebGPU gave -2**31."""
+    """The integer converted to f32 first: the f32 -> f16 rounding is clamped too (passes/legalize_f16.py:
+    clamped on llvm, hexagon and Metal, on the bits on Vulkan and WebGPU); without it llvm, hexagon and WebGPU gave -2**31."""
     g = pk.global_id(0)
     o[g] = f32(f16(f32(a[g] << 31)))
 
@@ -113,7 +113,7 @@ def through_shared(a: Buffer[i32, "readonly"], o: Buffer[f32]):
 @pk.kernel
 def round_f32(a: Buffer[f32, "readonly"], o: Buffer[f32]):
     """A finite f32 rounded to f16 and widened back: NVIDIA's driver folded WebGPU's f16(x) round trip into
-    nothing (2049.0 stayed 2049.0 on the H200); WGSL now rounds on the bits (wgsl_helpers.F16_OF_F32)."""
+    nothing (2049.0 stayed 2049.0 on the H200); WGSL now rounds on the bits (passes/legalize_f16.py)."""
     g = pk.global_id(0)
     o[g] = f32(f16(a[g]))
 
