@@ -13,39 +13,15 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, bf16, f16, f32, f64, numerics
+from polykern import Buffer, bf16, f16, f32, f64
 from polykern.ir.bfloat16 import bits_to_f32, f32_to_bits
-from runtimes import runnable_targets
+from runtimes import conversion_specials_checked, runnable_targets
 
 
 @pk.kernel
-def widen_f16(a: Buffer[f16, "readonly"], o: Buffer[f32]):
+def convert(S: pk.dtype, D: pk.dtype, a: Buffer["S", "readonly"], o: Buffer["D"]):
     g = pk.global_id(0)
-    o[g] = f32(a[g])
-
-
-@pk.kernel
-def round_f32(a: Buffer[f32, "readonly"], o: Buffer[f16]):
-    g = pk.global_id(0)
-    o[g] = f16(a[g])
-
-
-@pk.kernel
-def round_f64(a: Buffer[f64, "readonly"], o: Buffer[f16]):
-    g = pk.global_id(0)
-    o[g] = f16(a[g])
-
-
-@pk.kernel
-def round_bf16(a: Buffer[f32, "readonly"], o: Buffer[bf16]):
-    g = pk.global_id(0)
-    o[g] = bf16(a[g])
-
-
-@pk.kernel
-def widen_bf16(a: Buffer[bf16, "readonly"], o: Buffer[f32]):
-    g = pk.global_id(0)
-    o[g] = f32(a[g])
+    o[g] = D(a[g])
 
 
 # lower halves of an f32: around the f16 tie (bit 12, 13 dropped bits), around subnormal ties (higher
@@ -67,13 +43,13 @@ def _f64_sweep() -> np.ndarray:
     return np.concatenate([d, above[finite]])
 
 
-CASES = {  # name: (kernel, inputs, expected output (as its own dtype), feature)
-    "widen_f16": (widen_f16, lambda: np.arange(1 << 16, dtype=np.uint16).view(np.float16),
+CASES = {  # name: ((source, destination type), inputs, expected output (as its own dtype), feature)
+    "widen_f16": ((f16, f32), lambda: np.arange(1 << 16, dtype=np.uint16).view(np.float16),
                   lambda x: x.astype(np.float32), "f16"),
-    "round_f32": (round_f32, _f32_sweep, lambda x: x.astype(np.float16), "f16"),
-    "round_f64": (round_f64, _f64_sweep, lambda x: x.astype(np.float16), "f64"),
-    "round_bf16": (round_bf16, _f32_sweep, lambda x: f32_to_bits(x).view(pk.BF16_DTYPE), "bf16"),
-    "widen_bf16": (widen_bf16, lambda: np.arange(1 << 16, dtype=np.uint16).view(pk.BF16_DTYPE),
+    "round_f32": ((f32, f16), _f32_sweep, lambda x: x.astype(np.float16), "f16"),
+    "round_f64": ((f64, f16), _f64_sweep, lambda x: x.astype(np.float16), "f64"),
+    "round_bf16": ((f32, bf16), _f32_sweep, lambda x: f32_to_bits(x).view(pk.BF16_DTYPE), "bf16"),
+    "widen_bf16": ((bf16, f32), lambda: np.arange(1 << 16, dtype=np.uint16).view(pk.BF16_DTYPE),
                    bits_to_f32, "bf16"),
 }
 NEEDS = {"round_f64": ("f16", "f64"), "round_bf16": ("bf16",), "widen_bf16": ("bf16",)}
@@ -89,18 +65,10 @@ def _params():
     return out
 
 
-def _specials_checked(kind: str) -> bool:
-    """Whether inf/NaN results are compared: where the numeric promises keep IEEE specials
-    (numerics.specials_promised), and lavapipe's Vulkan, which keeps those of conversions. WebGPU
-    promises none (docs/language.md 7.2): there the finite results are compared."""
-    devices = pk.backends.record_for_kind(kind).devices()["devices"]
-    name = next((d for d in devices if "[selected]" in d), devices[0] if devices else "")
-    return numerics.specials_promised(kind, name) or (kind == "vulkan" and "llvmpipe" in name.lower())
-
-
 @pytest.mark.parametrize("target,kind,name", _params())
 def test_conversion_is_bit_exact(target, kind, name):
-    kern, inputs, expected, _ = CASES[name]
+    (src, dst), inputs, expected, _ = CASES[name]
+    kern = convert.specialize(S=src, D=dst)
     a = inputs()
     with np.errstate(over="ignore", invalid="ignore"):  # NumPy's overflow to inf is the expected result
         want = expected(a)
@@ -117,9 +85,9 @@ def test_conversion_is_bit_exact(target, kind, name):
     want_f, got_f = (bits_to_f32(want), bits_to_f32(o)) if name == "round_bf16" else (want.astype(np.float32),
                                                                                      o.astype(np.float32))
     nan = np.isnan(want_f)
-    compared = np.isfinite(want_f) | (_specials_checked(kind) & ~nan)
+    compared = np.isfinite(want_f) | (conversion_specials_checked(kind) & ~nan)
     bad = np.flatnonzero(compared & (got_bits != want_bits))
-    if _specials_checked(kind):
+    if conversion_specials_checked(kind):
         bad = np.union1d(bad, np.flatnonzero(nan & ~np.isnan(got_f)))
     assert bad.size == 0, (f"{name} on {target}: {bad.size} of {want.size} differ, e.g. input "
                            f"{a[bad[:5]]!r} gave bits {[hex(int(v)) for v in got_bits[bad[:5]]]}, "
