@@ -52,7 +52,7 @@ class MetalDialect(CDialect):
     language = "Metal Shading Language"
     half_native = True
     fn_qualifier = "inline"
-    F32_AS_U32, U32_AS_F32 = "as_type<uint>({})", "as_type<float>({})"  # bf16 conversions (codegen/c_bf16.py)
+    F32_AS_U32, U32_AS_F32 = "as_type<uint>({})", "as_type<float>({})"  # ir.Bitcast (bf16 conversions)
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",

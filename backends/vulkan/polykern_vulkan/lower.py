@@ -140,7 +140,7 @@ class KernelLowering(ArithLowering, ConvertLowering):
                 if bool_ in in_buffers:
                     self.need("int8", "Buffer[bool] (stored as bytes)", loc)
                 continue
-            if t == bf16:  # its bits, in u16 (lower_bf16.py)
+            if t == bf16:  # its bits, in u16 (passes/legalize_f16.py converts them)
                 self.need("int16", f"type {t} (held as 16-bit integers)", loc)
             elif t.is_float and t.bits in (16, 64):
                 self.need(f"float{t.bits}", f"type {t}", loc)

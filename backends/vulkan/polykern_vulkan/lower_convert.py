@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from polykern.errors import CompileError, KernelTypeError
-from polykern.ir.types import SCALAR_TYPES, ScalarType, bf16, bool_, f32, f64, u32
+from polykern.ir.types import SCALAR_TYPES, ScalarType, bf16, bool_, f32, f64, u16, u32
 from polykern.numerics import saturation_bounds
 
-from . import lower_bf16
 from .spirv_spec import Op
 
 
@@ -24,11 +23,9 @@ class ConvertLowering:
         f = self.f
         if src == dst:
             return v
-        if bf16 in (src, dst):  # only to and from f32 after passes/widen_bf16.py
-            if {src, dst} != {bf16, f32}:
-                raise KernelTypeError(f"vulkan backend: a {src} -> {dst} conversion reached the lowering "
-                                      "(bf16 converts through f32)", self.fn.loc)
-            return (lower_bf16.to_bf16 if dst == bf16 else lower_bf16.from_bf16)(self, v)
+        if bf16 in (src, dst):  # on the bits before the lowering (passes/legalize_f16.py)
+            raise KernelTypeError(f"vulkan backend: a {src} -> {dst} conversion reached the lowering "
+                                  "(bf16 conversions are written on the bits first)", self.fn.loc)
         if dst.is_bool:
             if src.is_float:
                 return f.val(Op.FUnordNotEqual, self.ty(bool_), v, self.const(src, 0.0))
@@ -104,7 +101,8 @@ class ConvertLowering:
 
     def bitcast(self, v: int, src: ScalarType, dst: ScalarType) -> int:
         """``ir.Bitcast``: OpBitcast between a float and the u32/u64 of its width; a u32's low half as an f16
-        through a 2 x f16 vector (component 0 is the low-order bits), so no Int16 capability is needed."""
+        through a 2 x f16 vector (component 0 is the low-order bits), so no Int16 capability is needed; bf16
+        (u16 bits) to and from u32 by OpUConvert."""
         f = self.f
         if dst.is_float and dst.bits == 16 and dst != bf16:
             half_t = self.ty(dst)
@@ -114,9 +112,8 @@ class ConvertLowering:
             half_t = self.ty(src)
             pair = f.val(Op.CompositeConstruct, self.m.t_vector(half_t, 2), v, self.const(src, 0.0))
             return f.val(Op.Bitcast, self.ty(u32), pair)
-        if bf16 in (src, dst):
-            raise CompileError(f"vulkan backend: a bitcast between {src} and {dst} reached the lowering "
-                               "(bf16 values are u16 bits here: lower_bf16.py)", self.fn.loc)
+        if bf16 in (src, dst):  # bf16 values are u16 bits here (Int16, 16-bit storage)
+            return f.val(Op.UConvert, self.ty(u16 if dst == bf16 else dst), v)
         return f.val(Op.Bitcast, self.ty(dst), v)
 
     # ------------------------------------------------------------------ atomics

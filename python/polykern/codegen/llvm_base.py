@@ -50,7 +50,6 @@ from ..ir import nodes as N
 from ..ir.bfloat16 import f32_to_bits
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, f32
 from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
-from .llvm_bf16 import bf16_to_f32, f32_to_bf16
 from .llvm_f16 import f16_libcall_ir
 from .llvm_target import MODULE_NAME
 
@@ -72,7 +71,7 @@ def value_type(st: ScalarType) -> ll.Type:
     """The LLVM type of a value of scalar type ``st`` in registers."""
     if st.is_bool:
         return I1
-    if st == bf16:  # bits (codegen/llvm_bf16.py)
+    if st == bf16:  # bits (passes/legalize_f16.py converts them)
         return ll.IntType(16)
     if st.is_float:
         return _FLOAT_TYPES[st.bits]
@@ -720,18 +719,26 @@ class LLVMKernelEmitter:
     def expr_Cast(self, e: N.Cast) -> ll.Value:
         return self.cast(self.expr(e.a), e.a.type, e.to)
 
+    def expr_Bitcast(self, e: N.Bitcast) -> ll.Value:
+        """``ir.Bitcast``: a float and the integer of its width; a 16-bit float (half, or bf16's i16 bits) and
+        the low half of an i32."""
+        b, v = self.builder, self.expr(e.a)
+        src, dst = e.a.type, e.to
+        if src.bits == 16:  # -> u32, zero-extended
+            return b.zext(v if src == bf16 else b.bitcast(v, ll.IntType(16)), I32)
+        if dst.bits == 16:  # the u32's low half
+            low = b.trunc(v, ll.IntType(16))
+            return low if dst == bf16 else b.bitcast(low, value_type(dst))
+        return b.bitcast(v, value_type(dst))
+
     def cast(self, v: ll.Value, src: ScalarType, dst: ScalarType) -> ll.Value:
         """C conversions between every pair of scalar types; float -> int saturates (NaN -> 0)."""
         b = self.builder
         if src == dst:
             return v
-        if src == bf16 or dst == bf16:  # only to and from f32 (passes/widen_bf16.py)
-            if (src, dst) == (bf16, f32):
-                return bf16_to_f32(b, v)
-            if (src, dst) == (f32, bf16):
-                return f32_to_bf16(b, v)
+        if src == bf16 or dst == bf16:  # on the bits before the backend (passes/legalize_f16.py)
             raise CompileError(f"{type(self).__name__}: a {src} -> {dst} conversion reached the backend "
-                               "(bf16 converts through f32)")
+                               "(passes/legalize_f16.py writes bf16 conversions on the bits)")
         dty = value_type(dst)
         if dst.is_bool:
             if src.is_float:

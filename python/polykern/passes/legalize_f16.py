@@ -1,4 +1,5 @@
-"""Rounding to f16 written once, on the bits, for targets whose own conversion does not keep the promise.
+"""Conversions to the 16-bit floats written once, on the IR: f16 for targets whose own conversion does not
+keep the promise, bf16 everywhere.
 
 docs/language.md 7.3: a conversion to f16 rounds once to nearest even, overflows to inf, keeps
 subnormals and keeps a NaN a NaN. Some targets' instruction meets that (NVPTX ``cvt.rn``, LLVM's
@@ -20,6 +21,10 @@ Rewrites for "bits" (after ``widen_bf16``: bf16 is only converted to and from f3
   computed in f32 and rounded once, as above (``a // b`` is the floor of the rounded ``a / b``; ``fma`` is
   the exact f32 product plus ``c``, one f32 rounding, as the targets' own f16 fma gave).
 
+bf16 (every target): ``bf16(x)`` of an f32 is docs/language.md 1.1's rounding on the bits
+(``bf16_of_f32``), ``f32(b)`` of a bf16 the bits shifted up; ``ir.Bitcast`` moves between a bf16 and the
+low half of a u32.
+
 For "clamp": ``f16(x)`` of an f32 or f64 is ``f16(clamp(x))``, of an integer that can reach 65520
 ``f16(clamp(f32(n)))``. The rounding of the f32 bits ``x`` (all u32; ``ax = x & 0x7fffffff``; the sign ``x >> 16 & 0x8000``):
 NaN (``ax > 0x7f800000``): quiet NaN ``0x7e00 | ax >> 13 & 0x3ff``; ``ax >= 0x477ff000`` (65520, the tie
@@ -39,7 +44,7 @@ from typing import List, Optional, Tuple
 
 from .. import registry
 from ..ir import nodes as ir
-from ..ir.types import bool_, f16, f32, f64, u32
+from ..ir.types import bf16, bool_, f16, f32, f64, u32
 
 #: registry key prefix of a target kind's :class:`F16Rounding` declaration
 F16_ROUNDING_KEY = "numerics.f16_rounding."
@@ -93,16 +98,18 @@ def _sel(cond: ir.Expr, a, b) -> ir.Expr:
 
 
 class _Legalizer:
-    def __init__(self, fn: ir.Function, decl: F16Rounding):
-        self.fn, self.ops, self.bits = fn, set(decl.ops_in_f32), decl.how == "bits"
+    def __init__(self, fn: ir.Function, decl: Optional[F16Rounding]):
+        self.decl = decl
+        self.ops = set(decl.ops_in_f32) if decl is not None else set()
+        self.fn, self.bits = fn, decl is not None and decl.how == "bits"
         self.pre: List[ir.Stmt] = []
         self.count = 0
 
     def temp(self, value: ir.Expr) -> ir.Var:
         """A fresh local assigned ``value`` before the current statement."""
-        while f"_f16_{self.count}" in self.fn.locals:
+        while f"_cvt16_{self.count}" in self.fn.locals:
             self.count += 1
-        name = f"_f16_{self.count}"
+        name = f"_cvt16_{self.count}"
         self.count += 1
         self.fn.locals[name] = value.type
         self.pre.append(ir.Assign(name, value))
@@ -162,8 +169,23 @@ class _Legalizer:
             v = ir.Cast(f32, v)
         return self.f16_of_f32_bits(v)
 
+    def bf16_of_f32(self, v: ir.Expr) -> ir.Expr:
+        """docs/language.md 1.1 (ir/bfloat16.py): to nearest even on the bits, a NaN (found on the bits, so
+        no flushing or fast math can hide it) keeps its sign and upper payload with the quiet bit set."""
+        x = self.temp(ir.Bitcast(u32, v))
+        upper = self.temp(_b("shr", x, 16))
+        rounded = _b("shr", _b("add", x, _b("add", _b("and", upper, 1), 0x7FFF)), 16)
+        nan = _b("gt", _b("and", x, 0x7FFFFFFF), 0x7F800000)
+        return ir.Bitcast(bf16, _sel(nan, _b("or", upper, 0x40), rounded))
+
     def node(self, e: ir.Expr) -> ir.Expr:
         """``e`` (its operands already rewritten) legalized."""
+        if isinstance(e, ir.Cast) and e.to == bf16 and e.a.type == f32:
+            return self.bf16_of_f32(e.a)
+        if isinstance(e, ir.Cast) and e.to == f32 and e.a.type == bf16:  # exact: the upper half
+            return ir.Bitcast(f32, _b("shl", ir.Bitcast(u32, e.a), 16))
+        if self.decl is None:
+            return e
         if isinstance(e, ir.Cast) and e.to == f16 and e.a.type != f16 and (e.a.type.is_float or
                                                                              e.a.type.is_int):
             return self.to_f16(e.a)
@@ -248,10 +270,12 @@ def _locate(e: ir.Expr, loc) -> None:
 
 
 def legalize_f16(fn: ir.Function, target) -> ir.Function:
-    """``fn`` with its conversions to f16 (and the declared f16 operations) written on the bits, where
-    ``target`` declared :class:`F16Rounding`; else ``fn`` unchanged."""
+    """``fn`` with its bf16 conversions written on the bits (every target: none has a conversion
+    instruction polykern uses), and its conversions to f16 (and the declared f16 operations) as ``target``
+    declared with :func:`declare_f16_rounding` (unchanged without a declaration)."""
     decl = f16_rounding(target)
-    if decl is None or f16 not in ir.used_types(fn):
+    used = ir.used_types(fn)
+    if bf16 not in used and (decl is None or f16 not in used):
         return fn
-    fn.body = _Legalizer(fn, decl).stmts(fn.body)
+    fn.body = _Legalizer(fn, decl if f16 in used else None).stmts(fn.body)
     return fn
