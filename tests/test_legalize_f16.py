@@ -66,3 +66,25 @@ def test_bitcast_is_verified_printed_and_interpreted():
     fn.body.insert(0, ir.ExprStmt(ir.Bitcast(i32, ir.Const(1.0, f32))))
     with pytest.raises(CompileError, match="bitcast from f32 to i32"):
         verify(fn)
+
+
+@pk.kernel
+def bf16_round_trip(a: Buffer[f32, "readonly"], o: Buffer[pk.bf16]):
+    g = pk.global_id(0)
+    o[g] = pk.bf16(a[g]) * pk.bf16(a[g])
+
+
+@pytest.mark.parametrize("kind", ["llvm", "cuda", "opencl", "metal", "vulkan"])
+def test_bf16_conversions_are_written_on_the_bits_everywhere(kind):
+    pk.backends.load_all()
+    fn = verify(legalize_f16(clone_function(run_default_passes(clone_function(bf16_round_trip.ir))), kind))
+    exprs = list(ir.walk_all_exprs(fn.body))
+    assert not [expr_str(e) for e in exprs if isinstance(e, ir.Cast) and pk.bf16 in (e.to, e.a.type)]
+    assert any(isinstance(e, ir.Bitcast) and e.to == pk.bf16 for e in exprs)
+
+
+def test_an_unlegalized_bf16_conversion_is_a_named_error():
+    from polykern_cuda.codegen import cuda_source
+
+    with pytest.raises(pk.errors.KernelTypeError, match="f32 -> bf16 conversion"):
+        cuda_source([run_default_passes(clone_function(bf16_round_trip.ir))])
