@@ -21,20 +21,25 @@ Rewrites for "bits" (after ``widen_bf16``: bf16 is only converted to and from f3
   computed in f32 and rounded once, as above (``a // b`` is the floor of the rounded ``a / b``; ``fma`` is
   the exact f32 product plus ``c``, one f32 rounding, as the targets' own f16 fma gave).
 
-bf16 (every target): ``bf16(x)`` of an f32 is docs/language.md 1.1's rounding on the bits
-(``bf16_of_f32``), ``f32(b)`` of a bf16 the bits shifted up; ``ir.Bitcast`` moves between a bf16 and the
-low half of a u32.
-
 For "clamp": ``f16(x)`` of an f32 or f64 is ``f16(clamp(x))``, of an integer that can reach 65520
-``f16(clamp(f32(n)))``. The rounding of the f32 bits ``x`` (all u32; ``ax = x & 0x7fffffff``; the sign ``x >> 16 & 0x8000``):
+``f16(clamp(f32(n)))`` (``clamped``: +-65520, a NaN kept by its own select).
+
+bf16 (every target but the interpreter): ``bf16(x)`` of an f32 is docs/language.md 1.1's rounding on the
+bits (``bf16_of_f32``), ``f32(b)`` of a bf16 the bits shifted up; ``ir.Bitcast`` moves between a bf16 and
+the low half of a u32.
+
+The rounding of the f32 bits ``x`` to f16 (all u32; ``ax = x & 0x7fffffff``; the sign ``x >> 16 & 0x8000``):
 NaN (``ax > 0x7f800000``): quiet NaN ``0x7e00 | ax >> 13 & 0x3ff``; ``ax >= 0x477ff000`` (65520, the tie
 above 65504): inf ``0x7c00``; ``ax >= 0x38800000`` (2**-14): the exponent rebiased (``y = ax - (112 << 23)``)
 and ``(y + 0xfff + (y >> 13 & 1)) >> 13`` (13 dropped bits to nearest even; a carry is the next binade);
 else a subnormal or zero: the 24-bit significand ``m`` shifted right by ``s = 126 - exponent`` (units of
 2**-24), rounded up when the dropped bits exceed half or equal it with the kept value odd; ``s > 24``
-gives 0. The operand is evaluated once, into a temporary assigned just before the statement (a
-``while`` condition is re-evaluated at the top of its body; a short-circuit right operand keeps its
-condition: ``a and b`` becomes a temporary set in an ``if``).
+gives 0.
+
+The operand of a rewritten conversion is evaluated once, into a temporary assigned just before the
+statement (a ``while`` condition's temporaries are assigned at the top of its body, followed by the
+test and a ``break``; a short-circuit right operand that needs temporaries becomes a temporary set in an
+``if``, so it keeps its condition).
 """
 from __future__ import annotations
 
