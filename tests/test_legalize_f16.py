@@ -8,6 +8,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f16, f32, f64, i32
+from runtimes import runnable_targets
 from polykern.errors import CompileError
 from polykern.interpreter.values import bitcaster
 from polykern.ir import nodes as ir
@@ -88,3 +89,32 @@ def test_an_unlegalized_bf16_conversion_is_a_named_error():
 
     with pytest.raises(pk.errors.KernelTypeError, match="f32 -> bf16 conversion"):
         cuda_source([run_default_passes(clone_function(bf16_round_trip.ir))])
+
+
+@pk.kernel
+def halvings(a: Buffer[f32, "readonly"], n: i32, o: Buffer[f32]):
+    """Conversions in a while condition and in a short-circuit right operand (guarding a load): their
+    temporaries are evaluated on every test and only when the left operand allows."""
+    g = pk.global_id(0)
+    x = a[g]
+    k = 0
+    while f16(x) > f16(1.0) and (g < n and f16(a[g + 1]) > f16(0.0)):
+        x = x * 0.5
+        k += 1
+    o[g] = f32(k)
+
+
+@pytest.mark.parametrize("target,kind", [pytest.param(t, k, id=k) for t, k, s in runnable_targets()
+                                         if k in ("llvm", "vulkan", "webgpu") and not s.get("f16")])
+def test_conversions_in_loop_conditions_and_short_circuits(target, kind):
+    a = np.linspace(0.5, 3000.0, 64).astype(np.float32)
+    a[7] = -1.0  # g = 6 stops at once
+    o = np.full(64, -1.0, np.float32)
+    pk.build([halvings], targets=[target]).on(kind)["halvings"](a, np.int32(63), o, grid=1, block=64)
+    want = []
+    for g in range(64):
+        x, k = a[g], 0
+        while np.float16(x) > 1.0 and g < 63 and np.float16(a[g + 1]) > 0.0:
+            x, k = np.float32(x * np.float32(0.5)), k + 1
+        want.append(k)
+    np.testing.assert_array_equal(o, np.array(want, np.float32))
