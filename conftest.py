@@ -1,7 +1,8 @@
 """Repository-wide pytest setup: POLYKERN_REQUIRE turns the skip of a required tier into a failure
-(polykern.testing.require), for tests/ and every backends/*/tests directory alike; the polykern cache
-is a temporary folder and the compile cache is off (polykern.testing.cache_isolation)."""
+(the plugin polykern.testing.tier_skip), for tests/ and every backends/*/tests directory alike; the
+polykern cache is a temporary folder and the compile cache is off (polykern.testing.cache_isolation)."""
 from polykern.testing.cache_isolation import isolate
-from polykern.testing.require import pytest_runtest_makereport  # noqa: F401
+
+pytest_plugins = ["polykern.testing.tier_skip"]
 
 isolate()

@@ -91,13 +91,13 @@ def backend(
     )
 
 BACKENDS = [
-    backend("llvm", needs = ["host_cpu"], runtime_srcs = ["pool.py", "elf.py", "loader.py", "objfile.py", "relocs.py"], config = "llvm", doc = "CPU via LLVM; runtime = polykern ELF loader + ctypes"),
+    backend("llvm", needs = ["host_cpu"], config = "llvm", doc = "CPU via LLVM; runtime = polykern ELF loader + ctypes"),
     backend("cuda", needs = ["cuda_driver"], targets = ["cuda", "nvptx"], codegen_pip = ["nvidia-cuda-nvrtc==13.0.*"], codegen_extra = "nvrtc", runtime_pip = ["pycuda>=2024.1"], runtime_modules = ["pycuda"], config = "cuda", gpu_tag = "requires-gpu-nvidia", doc = "CUDA C / NVPTX; runtime = pycuda on the NVIDIA driver"),
     backend("rocm", needs = ["rocm_hip"], gpu_tag = "requires-gpu-amd", doc = "AMDGPU code objects; runtime = HIP (not written yet: compile-only)"),
     backend("opencl", needs = ["opencl_icd"], runtime_pip = ["pyopencl>=2024.1"], runtime_modules = ["pyopencl"], config = "opencl", doc = "OpenCL C; runtime = pyopencl on any ICD (PoCL on CPU)"),
     backend("vulkan", needs = ["vulkan_icd"], runtime_pip = ["vulkan>=1.3.275"], runtime_modules = ["vulkan"], config = "vulkan", doc = "SPIR-V; runtime = vulkan (cffi) on any ICD (lavapipe on CPU)"),
     backend("metal", needs = ["metal"], runtime_modules = ["Metal", "objc"], os = "macos", doc = "MSL; runtime = pyobjc Metal on macOS (not written yet: compile-only)"),
-    backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu>=0.19"], runtime_modules = ["wgpu"], runtime_srcs = ["wgpu_context.py", "device_array.py"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
+    backend("webgpu", needs = ["vulkan_icd", "metal"], runtime_pip = ["wgpu>=0.19"], runtime_modules = ["wgpu"], config = "webgpu", doc = "WGSL; runtime = wgpu-native"),
     backend("hexagon", needs = ["qemu_hexagon"], config = "hexagon", doc = "Hexagon objects via LLVM; runtime = QEMU user-mode emulation (qemu-hexagon-static, clang, ld.lld)"),
 ]
 

@@ -4,8 +4,8 @@ memory-bound kernels as a fraction of the copy bandwidth (``np.copyto`` on large
 measured in the same run, and launch overhead per call on a tiny launch.
 
     python benchmarks/cpu.py [--quick] [--json out.json]
-    python benchmarks/cpu.py --tuned [--repeat 9] [--json out.json]   # issue 15: tuned_kernels.py vs Numba/NumPy
-    python benchmarks/cpu.py --safety [--repeat 15] [--json out.json]  # issue 21: default build vs bounds_check=False
+    python benchmarks/cpu.py --tuned [--repeat 9] [--json out.json]   # tuned_kernels.py vs Numba/NumPy
+    python benchmarks/cpu.py --safety [--repeat 15] [--json out.json]  # default (safe) build vs bounds_check=False
 """
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def _numba_tuned(name: str, d: dict):
 
 
 def tuned(repeat: int = 9, quick: bool = False, with_numba: bool = True) -> dict:
-    """Issue 15 on the CPU: the kernels of tuned_kernels.py (saxpy with float4 groups in a grid-stride
+    """The tuned kernels on the CPU: those of tuned_kernels.py (saxpy with float4 groups in a grid-stride
     loop; the 2-pass sum with subgroup reductions; row softmax with the row in registers) on the llvm
     runtime, and the examples' saxpy, against NumPy and Numba ``parallel=True``. Each contender is checked
     against NumPy in float64 first (a wrong one is reported, not timed); then ``repeat`` interleaved
@@ -258,9 +258,9 @@ def tuned_table(res: dict) -> str:
 
 
 def safety(repeat: int = 15, quick: bool = False) -> dict:
-    """Issue 21: the four benchmark kernels built by default (the CPU runtimes' safe build: accesses
+    """The CPU runtimes' default build: the four benchmark kernels built by default (the safe build: accesses
     proven under launch-time conditions, the rest checked) against ``bounds_check=False`` (the raw
-    kernels, the build before issue 21), both checked first, interleaved rounds; per kernel the
+    kernels, the build before the safe default), both checked first, interleaved rounds; per kernel the
     median of the per-round ratios default / raw and their spread, and the load average around."""
     import os
 
@@ -300,9 +300,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--only", help="comma-separated kernel names")
     ap.add_argument("--json")
-    ap.add_argument("--tuned", action="store_true", help="issue 15: the tuned kernels (saxpy, sum, row softmax) "
+    ap.add_argument("--tuned", action="store_true", help="the tuned kernels (saxpy, sum, row softmax) "
                     "against NumPy and Numba parallel, interleaved rounds (--repeat, at least 9)")
-    ap.add_argument("--safety", action="store_true", help="issue 21: default build against bounds_check=False")
+    ap.add_argument("--safety", action="store_true", help="the default (safe) build against bounds_check=False")
     args = ap.parse_args(argv)
     if args.json:
         check_output(args.json)

@@ -1,4 +1,4 @@
-"""Issue 13's attention benchmark: a fused attention forward (f16) on the matrix engine, polykern vs
+"""The matrix-engine attention benchmark: a fused attention forward (f16) on the matrix engine, polykern vs
 torch's scaled_dot_product_attention and a Triton kernel.
 
     python benchmarks/gpu_attention.py --out OUT [--batch 4 --heads 16 --seq 4096 --dims 64,128] [--rounds 5]

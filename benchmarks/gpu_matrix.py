@@ -1,4 +1,4 @@
-"""Issue 13's benchmark: an f16 GEMM with f32 accumulation on the matrix engine, polykern vs cuBLAS.
+"""The matrix-engine benchmark: an f16 GEMM with f32 accumulation on the matrix engine, polykern vs cuBLAS.
 
     python benchmarks/gpu_matrix.py --out OUT [--size 4096] [--rounds 7] [--arch 90]
     python benchmarks/gpu_matrix.py --dry-run --out OUT     # any host: builds + a small CPU check, no GPU

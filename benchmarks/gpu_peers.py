@@ -1,4 +1,4 @@
-"""Issue 15's benchmark: "the best kernel each system's users would write", side by side in one run.
+"""The peers benchmark: "the best kernel each system's users would write", side by side in one run.
 
     python benchmarks/gpu_peers.py --out OUT [--rounds 7] [--arch 90] [--only sum,matmul]
     python benchmarks/gpu_peers.py --dry-run --out OUT      # any host: builds + small checks, no GPU
@@ -598,7 +598,7 @@ def dry_triton(arch: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="issue 15: polykern kernels against CuPy/CUB, Triton, torch, cuBLAS "
+    ap = argparse.ArgumentParser(description="polykern kernels against CuPy/CUB, Triton, torch, cuBLAS "
                                              "(see the module docstring)")
     ap.add_argument("--out", default=os.path.join(HERE, "out-gpu-peers"), help="output folder (gpu_peers.json, "
                     "gpu_peers.txt, gpu_peers.png)")

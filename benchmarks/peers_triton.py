@@ -92,7 +92,7 @@ def version():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Tutorial-style kernels for benchmarks/gpu_peers.py (issue 15): written as Triton's tutorials write them
+# Tutorial-style kernels for benchmarks/gpu_peers.py: written as Triton's tutorials write them
 # (vector add -> saxpy with BLOCK_SIZE 1024; fused softmax, one row per program, BLOCK_SIZE the next power
 # of two of the row, 8/16 warps; layer-norm forward, _layer_norm_fwd_fused; matmul with grouped
 # ordering, autotuned over block configurations, f32 in IEEE precision: no TF32).

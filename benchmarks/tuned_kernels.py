@@ -1,4 +1,4 @@
-"""polykern kernels written the way issue 15 lets a user write them: grid-stride loops over wide
+"""polykern kernels written the way the language lets a user write them (docs/language.md): grid-stride loops over wide
 (``pk.vload``/``pk.vstore``, 4 x f32) accesses, subgroup reductions (``pk.subgroup_add``/``_max``)
 combined across a work-group in shared memory by a ``@pk.func``, a second pass instead of atomics
 (deterministic, like CUB), constexpr block/tile sizes (``kernel.specialize``) and register tiles
@@ -160,6 +160,76 @@ def sqdev_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], xt: Buff
     total = group_add_once(acc0 + acc1, sh)
     if pk.local_id(0) == 0:
         part[pk.group_id(0)] = total
+
+
+@pk.func
+def dev4(a0: f32, a1: f32, a2: f32, a3: f32, shift: f32) -> f32:
+    """Sum of the deviations of four values from ``shift`` (with :func:`sqdev4`'s, the subtractions are shared
+    once both are inlined)."""
+    return ((a0 - shift) + (a1 - shift)) + ((a2 - shift) + (a3 - shift))
+
+
+@pk.kernel
+def shifted_sums_pass(BLOCK: pk.constexpr, n: i32, x: Buffer[f32, "readonly"], xt: Buffer[f32, "readonly"],
+                      part: Buffer[f32]):
+    """Mean and variance in one pass over x: part[g] = the sum of d = x - K and part[num_groups + g] = the sum of
+    d * d over group g's grid-stride share, K = x[0] (shifted data: no cancellation when the mean is far from 0,
+    as layernorm_rows does per row); ``meanvar_finish`` combines them. ``xt``: x again, for K and the tail
+    (see sum_pass)."""
+    sh = pk.shared(f32, BLOCK)
+    sh2 = pk.shared(f32, BLOCK)
+    shift = xt[0]
+    stride = pk.num_groups(0) * BLOCK
+    n4 = n // 4
+    k = pk.global_id(0)
+    s0 = 0.0
+    q0 = 0.0
+    s1 = 0.0
+    q1 = 0.0
+    while k + stride < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        b0, b1, b2, b3 = pk.vload(x, k + stride, 4)
+        s0 += dev4(a0, a1, a2, a3, shift)
+        q0 += sqdev4(a0, a1, a2, a3, shift)
+        s1 += dev4(b0, b1, b2, b3, shift)
+        q1 += sqdev4(b0, b1, b2, b3, shift)
+        k += 2 * stride
+    if k < n4:
+        a0, a1, a2, a3 = pk.vload(x, k, 4)
+        s0 += dev4(a0, a1, a2, a3, shift)
+        q0 += sqdev4(a0, a1, a2, a3, shift)
+    t = n4 * 4 + pk.global_id(0)
+    if t < n:
+        d = xt[t] - shift
+        s1 += d
+        q1 += d * d
+    ts = group_add_once(s0 + s1, sh)
+    tq = group_add_once(q0 + q1, sh2)
+    if pk.local_id(0) == 0:
+        part[pk.group_id(0)] = ts
+        part[pk.num_groups(0) + pk.group_id(0)] = tq
+
+
+@pk.kernel
+def meanvar_finish(BLOCK: pk.constexpr, nparts: i32, part: Buffer[f32, "readonly"], xt: Buffer[f32, "readonly"],
+                   out: Buffer[f32], inv_n: f32):
+    """out[0] = the mean, out[1] = the variance (ddof 0) from shifted_sums_pass's partial sums (one work-group):
+    with s and q the sums of d = x - x[0] and d * d, mean = x[0] + s / n, variance = q / n - (s / n)^2."""
+    sh = pk.shared(f32, BLOCK)
+    sh2 = pk.shared(f32, BLOCK)
+    s = 0.0
+    q = 0.0
+    j = pk.local_id(0)
+    while j < nparts:
+        s += part[j]
+        q += part[nparts + j]
+        j += BLOCK
+    ts = group_add_once(s, sh)
+    tq = group_add_once(q, sh2)
+    if pk.local_id(0) == 0:
+        md = ts * inv_n
+        out[0] = xt[0] + md
+        out[1] = pk.max(tq * inv_n - md * md, 0.0)
 
 
 @pk.kernel

@@ -94,19 +94,21 @@ def _sum_pass(variant: str):
 def _red_kernels(size):
     return [_sum_pass(v) for v in SUM_VARIANTS] + [
         tk.max_pass.specialize(BLOCK=RED_BLOCK), tk.sqdev_pass.specialize(BLOCK=RED_BLOCK),
-        tk.sum_finish.specialize(BLOCK=FINISH_BLOCK), tk.max_finish.specialize(BLOCK=FINISH_BLOCK)]
+        tk.sum_finish.specialize(BLOCK=FINISH_BLOCK), tk.max_finish.specialize(BLOCK=FINISH_BLOCK),
+        tk.shifted_sums_pass.specialize(BLOCK=RED_BLOCK), tk.meanvar_finish.specialize(BLOCK=FINISH_BLOCK)]
 
 
 def _red_run(which: str):
     def run(mod, place: Place, d: dict, env: dict):
         n = env["size"]
         variant = env.get("variant", "")
-        sb, _, per_unit = SUM_VARIANTS[variant]
+        shape = variant if variant in SUM_VARIANTS else ""  # meanvar's variants are its algorithms
+        sb, _, per_unit = SUM_VARIANTS[shape]
         g = _red_grid(n, env["units"])
         gs = _red_grid(n, env["units"], sb, per_unit)  # the sum's first pass (its variant's shape)
         x, part = d["x"], place.empty(max(g, gs))
         out = place.empty(2)
-        p1, fin = mod[_sum_pass(variant).name], mod[tk.sum_finish.specialize(BLOCK=FINISH_BLOCK).name]
+        p1, fin = mod[_sum_pass(shape).name], mod[tk.sum_finish.specialize(BLOCK=FINISH_BLOCK).name]
         sq = mod[tk.sqdev_pass.specialize(BLOCK=RED_BLOCK).name]
         mx = mod[tk.max_pass.specialize(BLOCK=RED_BLOCK).name]
         mfin = mod[tk.max_finish.specialize(BLOCK=FINISH_BLOCK).name]
@@ -122,7 +124,7 @@ def _red_run(which: str):
                 mx(n, x, x, part, grid=g, block=rb)
                 mfin(g, part, out, grid=1, block=fb)
                 return [out]
-        else:
+        elif variant == "two passes":
             inv = float(np.float32(1.0) / np.float32(n))
 
             def go():
@@ -130,6 +132,16 @@ def _red_run(which: str):
                 fin(gs, part, out, 0, inv, grid=1, block=fb)       # out[0] = mean
                 sq(n, x, x, out, part, grid=g, block=rb)
                 fin(g, part, out, 1, inv, grid=1, block=fb)        # out[1] = variance (ddof 0)
+                return [out]
+        else:  # one pass over x: shifted sums (tuned_kernels.shifted_sums_pass)
+            inv = float(np.float32(1.0) / np.float32(n))
+            one = mod[tk.shifted_sums_pass.specialize(BLOCK=RED_BLOCK).name]
+            mvfin = mod[tk.meanvar_finish.specialize(BLOCK=FINISH_BLOCK).name]
+            part2 = place.empty(2 * g)
+
+            def go():
+                one(n, x, x, part2, grid=g, block=rb)
+                mvfin(g, part2, x, out, inv, grid=1, block=fb)    # out = (mean, variance)
                 return [out]
         return go
     return run
@@ -315,8 +327,10 @@ PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
     Problem("max", lambda rng, n: _vector(rng, n), _red_ref("max"), lambda h: (0, 0),
             _red_kernels, _red_run("max"), lambda n: 4 * n),
     Problem("meanvar", lambda rng, n: _vector(rng, n), _red_ref("meanvar"), lambda h: (1e-5, 1e-6),
-            _red_kernels, _red_run("meanvar"), lambda n: 8 * n,
-            notes=["2 passes over x: mean, then the mean of squared deviations (ddof 0)"]),
+            _red_kernels, _red_run("meanvar"), lambda n: 4 * n, variants=("", "two passes"),
+            notes=["1 pass over x: sums of d = x - x[0] and d * d (shifted data), then mean = x[0] + s / n, "
+                   "variance = q / n - (s / n)^2 (ddof 0); variant 'two passes': the mean, then the mean of "
+                   "squared deviations"]),
     Problem("saxpy", _saxpy_make, lambda h: [h["a"] * h["x"] + h["y"]], lambda h: (1e-6, 1e-5),
             lambda n: [tk.saxpy_wide, tk.saxpy_tail], _saxpy_run, lambda n: 12 * n, resets=("y",), variants=tuple(SAXPY_VARIANTS)),
     Problem("stencil", _stencil_make, lambda h: [stencil_reference(h["src"])], lambda h: (1e-5, 1e-6),

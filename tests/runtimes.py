@@ -1,8 +1,10 @@
 """Which targets can run here: every registered target kind whose module kind has a runtime loaded.
 
 A backend may ship ``polykern_<x>.conformance`` with ``TARGETS = {target kind: [target strings]}``
-(e.g. with feature attributes switched on) and ``SKIPS = {target kind: {case name or feature: reason}}``;
-without it the target kind itself is tested with no skips.
+(e.g. with feature attributes switched on) and ``device_skips(target kind) -> {feature: reason}`` (what
+the selected device lacks); without it the target kind itself is tested. The skips are
+``polykern.testing.fuzzcase.target_skips``: what the target kind's Capabilities declare it refuses or
+lacks (polykern/capabilities.py), and what the device lacks.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import importlib
 
 from polykern import backends, numerics, registry
 from polykern.interpret import KIND
+from polykern.testing.fuzzcase import target_skips
 
 
 def runnable_targets():
@@ -22,14 +25,30 @@ def runnable_targets():
         rec = backends.record_for_kind(tk.module_kind)
         if rec is None or not rec.runtime_available:
             continue
-        try:
-            conf = importlib.import_module(f"polykern_{rec.name}.conformance")
-        except ModuleNotFoundError:
-            conf = None
+        conf = _conformance(rec.name)
         targets = list(getattr(conf, "TARGETS", {}).get(kind_name, [kind_name]))
-        skips = dict(getattr(conf, "SKIPS", {}).get(kind_name, {}))
+        skips = target_skips(kind_name)
         for t in targets:
             out.append((t, tk.module_kind, skips))
+    return out
+
+
+def _conformance(backend_name):
+    try:
+        return importlib.import_module(f"polykern_{backend_name}.conformance")
+    except ModuleNotFoundError:
+        return None
+
+
+def compile_targets():
+    """One target string per registered target kind (``all_target_kinds``), runtime or not: the first of
+    its backend's conformance ``TARGETS`` (e.g. ``webgpu -shader_f16=true``), else the kind itself. Tests
+    that compile for every backend use this list, so a new backend joins them unedited."""
+    out = []
+    for kind_name in all_target_kinds():
+        rec = backends.record_for_kind(registry.get(f"target.kind.{kind_name}").module_kind)
+        conf = _conformance(rec.name) if rec is not None else None
+        out.append(list(getattr(conf, "TARGETS", {}).get(kind_name, [kind_name]))[0])
     return out
 
 

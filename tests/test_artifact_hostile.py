@@ -14,6 +14,7 @@ from polykern import artifact, wire
 from polykern.errors import ArtifactError
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import device_module, synthetic_root
+from polykern.testing import tier_skip
 from growing import growing
 
 
@@ -272,7 +273,7 @@ def test_arbitrary_bytes_after_a_valid_header(tail):
         pass
 
 
-# ------------------------------------------------------------------ load time is linear (issue 12, item 6)
+# ------------------------------------------------------------------ load time is linear
 
 
 def _flat_artifact(n: int) -> bytes:
@@ -300,7 +301,7 @@ def test_load_time_is_linear_in_the_number_of_modules():
     assert t_big < 24 * t_small, f"2000 modules: {t_small:.3f} s, 16000: {t_big:.3f} s (linear would be ~8x)"
 
 
-# ------------------------------------------------------------------ only regular files (issue 12, item 7)
+# ------------------------------------------------------------------ only regular files
 
 
 def _finishes(fn, seconds: float = 20.0):
@@ -347,7 +348,7 @@ def test_a_file_that_grows_while_read_is_refused_and_reading_is_bounded(tmp_path
             assert "changed size while being read" in str(err) or "trailing bytes" in str(err), str(err)
 
 
-# ------------------------------------------------------------------ attribute schema (issue 12, item 9)
+# ------------------------------------------------------------------ attribute schema
 
 
 def _with_info(info) -> bytes:
@@ -429,7 +430,7 @@ def _double(n: pk.i32, x: pk.Buffer[pk.f32]):
 def test_llvm_artifact_with_a_non_numeric_private_bytes_fails_at_load_not_at_launch():
     """Was: pk.load accepted it and the first launch raised a bare ValueError in the llvm runtime."""
     if pk.backends.runtime_reason("llvm"):
-        pytest.skip(f"no llvm runtime here: {pk.backends.runtime_reason('llvm')}")
+        tier_skip.skip("llvm", f"no llvm runtime here: {pk.backends.runtime_reason('llvm')}")
     data = pk.build([_double], targets=["llvm"]).export()
     key = b"\x0d\x00\x00\x00\x00\x00\x00\x00private_bytes\x01\x00\x00\x00\x00\x00\x00\x00"
     at = data.index(key) + len(key)

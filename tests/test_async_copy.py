@@ -408,7 +408,7 @@ def test_errors_are_located():
 def test_every_other_backend_compiles_plain_copies(target, monkeypatch):
     """The kernel that uses cp.async on sm_80+ compiles everywhere else, as plain copies."""
     if target.startswith("rocm"):
-        from polykern.testing.require import skip_if_absent
+        from polykern.testing.tier_skip import skip_if_absent
 
         skip_if_absent("ld.lld")  # the hsaco is linked (the GPU machine has no ld.lld)
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only (no runtime needed)

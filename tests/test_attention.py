@@ -3,9 +3,7 @@
 sequences that are not whole tiles), the oracle runs the GPU specialization (subgroups of 32) without
 a race or a lane disagreement, the GPU kernels compile (CUDA C through NVRTC and nvptx, both through
 ptxas for sm_80 and sm_90; SPIR-V through a spirv-val that knows SPV_KHR_cooperative_matrix), and
-lavapipe, which has no 16x16x16 cooperative matrices, refuses it by name.
-
-examples/ is not in the Bazel runfiles: this file runs in the pytest tier (tests/BUILD.bazel)."""
+lavapipe, which has no 16x16x16 cooperative matrices, refuses it by name."""
 import math
 import os
 import subprocess
@@ -17,6 +15,7 @@ import pytest
 
 import polykern as pk
 from polykern.errors import BackendUnavailableError, DeviceError
+from polykern.testing import tier_skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -173,7 +172,7 @@ def test_vulkan_runs_or_refuses_by_name():
         mod = pk.build(A.kernels(dims=(64,)), targets=["vulkan"])
         sg = A.device_subgroup_size(mod)
     except (BackendUnavailableError, DeviceError) as e:
-        pytest.skip(f"no Vulkan device here: {e}")
+        tier_skip.skip("lavapipe", f"no Vulkan device here: {e}")
     rng = np.random.default_rng(9)
     q, k, v = _qkv(rng, 1, 40, 64)
     o = np.zeros((1, 40, 64), np.float16)

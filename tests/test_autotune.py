@@ -10,48 +10,15 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import KernelTypeError, LaunchError, PolykernError
-
-
-@pk.kernel
-def scaled_add(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32], PER: pk.constexpr):
-    base = pk.global_id(0) * PER
-    for j in range(PER):
-        if base + j < n:
-            y[base + j] = y[base + j] + a * x[base + j]
-
-
-CONFIGS = [{"block": 32, "PER": 1}, {"block": 64, "PER": 2}, {"block": 128, "PER": 4}]
-
-
-def _grid(n):
-    return lambda cfg: ((n + cfg["block"] * cfg["PER"] - 1) // (cfg["block"] * cfg["PER"]),)
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("POLYKERN_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("POLYKERN_AUTOTUNE", raising=False)
-    return tmp_path / "autotune"
-
-
-def _files(d):
-    return sorted(p.name for p in d.glob("*.json")) if d.exists() else []
-
-
-def _run(k, n, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.random(n, dtype=np.float32)
-    y = rng.random(n, dtype=np.float32)
-    want = y + np.float32(3.0) * x
-    k(n, np.float32(3.0), x, y, grid=_grid(n))
-    np.testing.assert_array_equal(y, want)  # trial runs were undone: exactly one y += 3x
+from polykern.testing import tier_skip
+from autotune_support import CONFIGS, cache_dir, cache_files, grid_for, run_checked, scaled_add  # noqa: F401 (fixture)
 
 
 def test_tunes_once_caches_per_key_and_reuses(cache_dir):
     tuned = pk.autotune(configs=CONFIGS, key=["n", "x"], reps=3)(scaled_add)
     k = tuned.build(targets=["llvm"])
-    _run(k, 4000)
-    files = _files(cache_dir)
+    run_checked(k, 4000)
+    files = cache_files(cache_dir)
     assert len(files) == 1 and files[0].startswith("scaled_add-")
     record = json.loads((cache_dir / files[0]).read_text())
     assert record["identity"]["key"] == [["n", 4000], ["x", [4000], "float32"]]
@@ -59,10 +26,10 @@ def test_tunes_once_caches_per_key_and_reuses(cache_dir):
     assert record["identity"]["compiler"] == pk.__version__
     assert 0 <= record["choice"] < 3 and len(record["median_seconds"]) == 3
     assert all(t > 0 for t in record["median_seconds"])
-    _run(k, 4000, seed=1)          # same key: no new file
-    assert _files(cache_dir) == files
-    _run(k, 1000)                  # new key: a second file
-    assert len(_files(cache_dir)) == 2
+    run_checked(k, 4000, seed=1)          # same key: no new file
+    assert cache_files(cache_dir) == files
+    run_checked(k, 1000)                  # new key: a second file
+    assert len(cache_files(cache_dir)) == 2
 
     # A new process (a fresh TunedKernel) reads the choice instead of measuring: make the record
     # choose config 2 and check that it is used.
@@ -72,32 +39,32 @@ def test_tunes_once_caches_per_key_and_reuses(cache_dir):
     calls = []
     fresh._time = lambda *a: calls.append(a) or 1.0  # noqa: E731 - measuring would be a failure here
     assert fresh.config([4000, np.float32(3), np.zeros(4000, np.float32), np.zeros(4000, np.float32)]) == CONFIGS[2]
-    _run(fresh, 4000)
+    run_checked(fresh, 4000)
     assert calls == []
 
 
 def test_corrupt_cache_is_ignored_with_a_warning_and_rewritten(cache_dir):
     k = pk.autotune(configs=CONFIGS, key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
-    _run(k, 512)
+    run_checked(k, 512)
     (path,) = cache_dir.glob("*.json")
     for garbage in (b"\xff\x00 not json", b'{"choice": 7}', b'[1, 2]', b'{"choice": true}'):
         path.write_bytes(garbage)
         fresh = pk.autotune(configs=CONFIGS, key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
         with pytest.warns(RuntimeWarning, match="ignoring"):
-            _run(fresh, 512)
+            run_checked(fresh, 512)
         assert json.loads(path.read_text())["choice"] in (0, 1, 2)
 
 
 def test_disabled_picks_the_pinned_config_without_cache(cache_dir, monkeypatch):
     monkeypatch.setenv("POLYKERN_AUTOTUNE", "0")
     k = pk.autotune(configs=CONFIGS, key=["n"], pinned=1)(scaled_add).build(targets=["llvm"])
-    _run(k, 700)
-    assert _files(cache_dir) == []
+    run_checked(k, 700)
+    assert cache_files(cache_dir) == []
     assert k.config([700, 3.0, None, None]) == CONFIGS[1]
     monkeypatch.delenv("POLYKERN_AUTOTUNE")
     k2 = pk.autotune(configs=CONFIGS, key=["n"], enabled=False)(scaled_add).build(targets=["llvm"])
-    _run(k2, 700)
-    assert _files(cache_dir) == [] and k2.config([700]) == CONFIGS[0]
+    run_checked(k2, 700)
+    assert cache_files(cache_dir) == [] and k2.config([700]) == CONFIGS[0]
 
 
 def test_unwritable_cache_warns_and_keeps_working(tmp_path, monkeypatch):
@@ -106,14 +73,14 @@ def test_unwritable_cache_warns_and_keeps_working(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYKERN_CACHE_DIR", str(blocker))  # a file, not a folder
     k = pk.autotune(configs=CONFIGS[:2], key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
     with pytest.warns(RuntimeWarning, match="cannot write the cache file"):
-        _run(k, 300)
+        run_checked(k, 300)
 
 
 def test_a_failing_config_is_skipped(cache_dir):
     configs = [{"block": 2 ** 31, "PER": 1}, {"block": 64, "PER": 1}]  # a block over the language's limit
     k = pk.autotune(configs=configs, key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
     with pytest.warns(RuntimeWarning, match="config 0 .* skipped"):
-        _run(k, 256)
+        run_checked(k, 256)
     (path,) = cache_dir.glob("*.json")
     assert json.loads(path.read_text())["choice"] == 1
 
@@ -154,9 +121,9 @@ def test_foreign_written_array_needs_restore_false(cache_dir):
     k = pk.autotune(configs=CONFIGS, key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
     y = np.zeros(64, np.float32)
     with pytest.raises(LaunchError, match=r"argument 3 \('y'\) is written by the kernel.*restore=False"):
-        k(64, 1.0, np.ones(64, np.float32), Foreign(y), grid=_grid(64))
+        k(64, 1.0, np.ones(64, np.float32), Foreign(y), grid=grid_for(64))
     k2 = pk.autotune(configs=CONFIGS, key=["n"], reps=1, restore=False)(scaled_add).build(targets=["llvm"])
-    k2(64, 1.0, np.ones(64, np.float32), Foreign(y), grid=_grid(64))
+    k2(64, 1.0, np.ones(64, np.float32), Foreign(y), grid=grid_for(64))
     assert (y >= 1).all()
     assert os.listdir(cache_dir)
 
@@ -212,7 +179,7 @@ def test_the_cache_key_is_the_same_in_another_process(cache_dir, tmp_path):
             for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout.strip().endswith(".json")
-    assert len(_files(cache_dir)) == 1
+    assert len(cache_files(cache_dir)) == 1
 
 
 def test_webgpu_registers_a_synchronize_that_waits():
@@ -222,7 +189,7 @@ def test_webgpu_registers_a_synchronize_that_waits():
     backends.load_all()
     rec = backends.record_for_kind("webgpu")
     if rec is None or not rec.runtime_available:
-        pytest.skip("no WebGPU runtime here")
+        tier_skip.skip("wgpu", "no WebGPU runtime here")
     sync = registry.get("runtime.synchronize.webgpu")
     assert sync is not None
 
@@ -232,7 +199,7 @@ def test_webgpu_registers_a_synchronize_that_waits():
         if i < n:
             y[i] = y[i] + 1.0
 
-    from polykern_webgpu.device_array import to_device
+    from polykern_webgpu.runtime.device_array import to_device
     y = to_device(np.zeros(1 << 16, np.float32))
     k = pk.autotune(configs=[{"block": 64}, {"block": 128}], key=["n"], reps=2)(inc).build(targets=["webgpu"])
     k(1 << 16, y, grid=lambda cfg: ((1 << 16) // cfg["block"],))

@@ -1,4 +1,4 @@
-"""pk.autotune says on stderr what it tried and chose (issue 23: tuning was silent): always with
+"""pk.autotune says on stderr what it tried and chose (tuning was silent): always with
 verbose=True, never with verbose=False or POLYKERN_AUTOTUNE_VERBOSE=0, and by default once a tuning has
 taken longer than a second."""
 import io

@@ -10,41 +10,9 @@ import pytest
 
 from polykern import backends, registry
 from polykern.testing.isolation import isolated
+from backend_discovery_support import (CODEGEN, DECLARING, isolated_discovery, make_package,  # noqa: F401 (fixture)
+                                      write_dist_info)
 
-_MODULES = ("polykern_zzdisc", "polykern_zzmod", "polykern_zzbroken", "polykern_zzsilent", "polykern_zzdup",
-            "polykern_zzstray")
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch):
-    monkeypatch.delenv("POLYKERN_BACKEND_AUTOLOAD", raising=False)
-    monkeypatch.delenv(backends.PATH_ENV, raising=False)
-    with isolated(loaded=False):
-        yield
-    for m in [m for m in sys.modules if m.split(".")[0] in _MODULES]:
-        del sys.modules[m]
-
-
-def _package(root, name, init, **files):
-    pkg = root / f"polykern_{name}"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent(init))
-    for fname, body in files.items():
-        (pkg / f"{fname}.py").write_text(textwrap.dedent(body))
-    return pkg
-
-
-_DECLARING = """
-    def register_backend():
-        from polykern import backends
-        return backends.declare("{name}", "{name}", display_name="{display}", codegen="polykern_{name}.codegen",
-                                runtime="polykern_{name}.runtime")
-"""
-_CODEGEN = """
-    from polykern import registry
-    def register():
-        registry.register("target.build.{name}", lambda funcs, target: None)
-"""
 _MARKER = """
     import os
     open(os.environ["ZZ_MARKER"], "a").write("{name} was imported\\n")
@@ -57,7 +25,7 @@ _MARKER = """
 def test_polykern_folder_on_sys_path_is_not_imported(tmp_path, monkeypatch):
     marker = tmp_path / "marker.txt"
     monkeypatch.setenv("ZZ_MARKER", str(marker))
-    _package(tmp_path, "zzstray", _MARKER.format(name="zzstray"))
+    make_package(tmp_path, "zzstray", _MARKER.format(name="zzstray"))
     monkeypatch.syspath_prepend(str(tmp_path))
     names = {r.name for r in backends.load_all()}
     assert "zzstray" not in names
@@ -67,12 +35,12 @@ def test_polykern_folder_on_sys_path_is_not_imported(tmp_path, monkeypatch):
 
 def test_backend_path_folders_and_module_names(tmp_path, monkeypatch):
     dev = tmp_path / "dev"  # not on sys.path: reached through the folder entry only
-    _package(dev, "zzdisc", _DECLARING.format(name="zzdisc", display="ZZ"), codegen=_CODEGEN.format(name="zzdisc"),
+    make_package(dev, "zzdisc", DECLARING.format(name="zzdisc", display="ZZ"), codegen=CODEGEN.format(name="zzdisc"),
              runtime="raise ImportError('zzdriver is missing')\n")
-    _package(dev, "zzbroken", "raise RuntimeError('boom at import')\n")
-    _package(dev, "zzsilent", "def register_backend():\n    pass\n")
+    make_package(dev, "zzbroken", "raise RuntimeError('boom at import')\n")
+    make_package(dev, "zzsilent", "def register_backend():\n    pass\n")
     onpath = tmp_path / "onpath"
-    _package(onpath, "zzmod", _DECLARING.format(name="zzmod", display="ZM"), codegen=_CODEGEN.format(name="zzmod"),
+    make_package(onpath, "zzmod", DECLARING.format(name="zzmod", display="ZM"), codegen=CODEGEN.format(name="zzmod"),
              runtime="def register():\n    pass\n")
     monkeypatch.syspath_prepend(str(onpath))
     entries = [str(dev / "polykern_zzdisc"), "polykern_zzmod", str(dev / "polykern_zzbroken"),
@@ -97,7 +65,7 @@ def test_backend_path_folders_and_module_names(tmp_path, monkeypatch):
 
 
 def test_autoload_off_disables_the_path_too(tmp_path, monkeypatch):
-    _package(tmp_path, "zzdisc", _DECLARING.format(name="zzdisc", display="ZZ"), codegen=_CODEGEN.format(name="zzdisc"))
+    make_package(tmp_path, "zzdisc", DECLARING.format(name="zzdisc", display="ZZ"), codegen=CODEGEN.format(name="zzdisc"))
     monkeypatch.setenv(backends.PATH_ENV, str(tmp_path / "polykern_zzdisc"))
     monkeypatch.setenv(backends.AUTOLOAD_ENV, "0")
     assert backends.load_all() == []
@@ -106,21 +74,14 @@ def test_autoload_off_disables_the_path_too(tmp_path, monkeypatch):
     assert "zzdisc" in {r.name for r in backends.load_all()}
 
 
-def _dist_info(root, dist, entry_points):
-    info = root / f"{dist}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[polykern.backends]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points))
-
-
 def test_entry_point_of_a_dist_info_on_sys_path_and_dev_path_wins(tmp_path, monkeypatch):
     """A .dist-info on sys.path (what pip writes, and what Bazel generates for each backend's
     :codegen) is found through the entry-point group; a POLYKERN_BACKEND_PATH copy of the same
     backend loads first and wins."""
     site = tmp_path / "site"
-    _package(site, "zzdup", _DECLARING.format(name="zzdup", display="INSTALLED"), codegen=_CODEGEN.format(name="zzdup"))
-    _package(site, "zzdisc", _DECLARING.format(name="zzdisc", display="ZZ"), codegen=_CODEGEN.format(name="zzdisc"))
-    _dist_info(site, "zz_backends", [("zzdup", "polykern_zzdup:register_backend"),
+    make_package(site, "zzdup", DECLARING.format(name="zzdup", display="INSTALLED"), codegen=CODEGEN.format(name="zzdup"))
+    make_package(site, "zzdisc", DECLARING.format(name="zzdisc", display="ZZ"), codegen=CODEGEN.format(name="zzdisc"))
+    write_dist_info(site, "zz_backends", [("zzdup", "polykern_zzdup:register_backend"),
                                      ("zzdisc", "polykern_zzdisc:register_backend")])
     monkeypatch.syspath_prepend(str(site))
     recs = {r.name: r for r in backends.load_all()}
@@ -129,7 +90,7 @@ def test_entry_point_of_a_dist_info_on_sys_path_and_dev_path_wins(tmp_path, monk
     assert "llvm" in recs  # the in-tree backends come through the same group
 
     dev = tmp_path / "dev"
-    _package(dev, "zzdup", _DECLARING.format(name="zzdup", display="DEV"), codegen=_CODEGEN.format(name="zzdup"))
+    make_package(dev, "zzdup", DECLARING.format(name="zzdup", display="DEV"), codegen=CODEGEN.format(name="zzdup"))
     for m in [m for m in sys.modules if m.startswith("polykern_zzdup")]:
         del sys.modules[m]
     monkeypatch.setenv(backends.PATH_ENV, str(dev / "polykern_zzdup"))
@@ -144,7 +105,7 @@ def test_folder_next_to_the_users_script_is_not_imported(tmp_path):
     """The scenario of the issue: a user's script sits next to a folder named polykern_<x>; Python
     puts the script's folder first on sys.path. polykern must not import it."""
     marker = tmp_path / "marker.txt"
-    _package(tmp_path, "zzstray", _MARKER.format(name="zzstray"))
+    make_package(tmp_path, "zzstray", _MARKER.format(name="zzstray"))
     script = tmp_path / "user_script.py"
     script.write_text(textwrap.dedent("""
         import json

@@ -7,19 +7,19 @@ the generator runs, and the check passes with the new backend in every mirror.
 (Source-tree checks: this file runs in the pytest tier, not under Bazel.)
 """
 import os
-import shutil
-import subprocess
-import sys
 import tomllib
 
 import pytest
 
-from backend_list import GEN, REPO, gen
+from backend_list import REPO, gen
+from backend_tree_support import add_toy_folder, add_toy_line, edit_file, run_gen, tree  # noqa: F401 (fixture)
+from polykern import backends as pk_backends, target
 
 
-def _run_gen(root, *args):
-    return subprocess.run([sys.executable, GEN, "--root", str(root), *args], capture_output=True, text=True,
-                          timeout=60)
+def _kinds_registered_by(name):
+    """The target kinds whose module kind backend ``name`` owns."""
+    recs = {k: pk_backends.record_for_kind(target.get_kind(k).module_kind) for k in target.list_kinds()}
+    return {k for k, rec in recs.items() if rec is not None and rec.name == name}
 
 
 def test_the_tree_agrees_with_the_list():
@@ -28,18 +28,24 @@ def test_the_tree_agrees_with_the_list():
 
 
 def test_the_check_command_exits_0_here():
-    r = _run_gen(REPO, "--check")
+    r = run_gen(REPO, "--check")
     assert r.returncode == 0, r.stderr
 
 
 def test_the_list_reads_as_bazel_sees_it():
     backends = gen.read_backends(REPO)
     by_name = {b.name: b for b in backends}
-    assert [b.name for b in backends] == ["llvm", "cuda", "rocm", "opencl", "vulkan", "metal", "webgpu", "hexagon"]
-    assert by_name["cuda"].targets == ("cuda", "nvptx") and by_name["llvm"].targets == ("llvm",)
+    folders = {d for d in os.listdir(os.path.join(REPO, "backends"))
+               if os.path.isdir(os.path.join(REPO, "backends", d, f"polykern_{d}"))}
+    assert {b.name for b in backends} == folders and len(backends) == len(folders)
+    pk_backends.load_all()
+    for b in backends:  # the target kinds the list names are those the backend's codegen registers
+        registered = _kinds_registered_by(b.name)
+        assert set(b.targets) == registered, (f"backends/backends.bzl lists targets {b.targets} for {b.name}; "
+                                              f"backends/{b.name}/polykern_{b.name}/codegen.py registers {sorted(registered)}")
     assert by_name["cuda"].extra_requirements == ("nvidia-cuda-nvrtc==13.0.*", "pycuda>=2024.1")
     # No extra where there is nothing to install; no config where the runtime does not work in Bazel.
-    assert {b.name for b in backends if b.extra} == {"cuda", "opencl", "vulkan", "webgpu"}
+    assert {b.name for b in backends if b.extra} == {b.name for b in backends if b.runtime_pip}
     assert {b.config for b in backends if b.config} == {"llvm", "cuda", "opencl", "vulkan", "webgpu", "hexagon"}
 
 
@@ -76,67 +82,18 @@ def test_the_declared_records_agree_with_the_list():
 
 # ------------------------------------------------------------------ adding a backend, in a copy
 
-def _copy_tree(dst):
-    """The files of this checkout that the list, its mirrors and the backend folders are made of."""
-    files = subprocess.run(["git", "ls-files", "-z", "--", ".bazelrc", "pyproject.toml", "requirements.txt",
-                            "requirements_lock.txt", "tools/gen_backends.py", "toolchains/extensions.bzl",
-                            "backends/backends.bzl", "backends/*/BUILD.bazel", "backends/*/polykern_*/__init__.py"],
-                           cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    files = [f for f in files if f]
-    assert "backends/backends.bzl" in files and "backends/llvm/polykern_llvm/__init__.py" in files
-    for rel in files:
-        os.makedirs(os.path.join(dst, os.path.dirname(rel)), exist_ok=True)
-        shutil.copyfile(os.path.join(REPO, rel), os.path.join(dst, rel))
-
-
-TOY_LINE = ('    backend("toy", needs = ["host_cpu"], runtime_pip = ["cffi>=1.15"], config = "toy", '
-            'doc = "a throwaway backend"),\n')
-
-
-def _add_toy_folder(root):
-    pkg = os.path.join(root, "backends", "toy", "polykern_toy")
-    os.makedirs(pkg)
-    with open(os.path.join(pkg, "__init__.py"), "w") as f:
-        f.write("def register_backend():\n    pass\n")
-    with open(os.path.join(root, "backends", "toy", "BUILD.bazel"), "w") as f:
-        f.write('load("//backends:backends.bzl", "polykern_backend")\n\npolykern_backend()\n')
-
-
-def _edit(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
-
-
-def _add_toy_line(root):
-    path = os.path.join(root, "backends", "backends.bzl")
-    text = open(path).read()
-    anchor = "BACKENDS = [\n"
-    assert anchor in text
-    with open(path, "w") as f:
-        f.write(text.replace(anchor, anchor + TOY_LINE, 1))
-
-
-@pytest.fixture
-def tree(tmp_path):
-    if shutil.which("git") is None or not os.path.isdir(os.path.join(REPO, ".git")):
-        pytest.fail("this test copies the checkout's tracked files: it needs git and a git checkout")
-    _copy_tree(tmp_path)
-    assert _run_gen(tmp_path, "--check").returncode == 0, "the copy must agree with the list before the change"
-    return tmp_path
-
 
 def test_adding_a_backend_is_one_folder_and_one_line(tree):
-    _add_toy_folder(tree)
-    _add_toy_line(tree)
-    before = _run_gen(tree, "--check")
+    add_toy_folder(tree)
+    add_toy_line(tree)
+    before = run_gen(tree, "--check")
     assert before.returncode == 1
     for rel in (".bazelrc", "pyproject.toml", "requirements.txt"):
         assert f"{rel} is stale" in before.stderr and "run `python tools/gen_backends.py`" in before.stderr, before.stderr
 
-    r = _run_gen(tree)
+    r = run_gen(tree)
     assert r.returncode == 0, r.stderr
-    assert _run_gen(tree, "--check").returncode == 0
+    assert run_gen(tree, "--check").returncode == 0
 
     rc = open(os.path.join(tree, ".bazelrc")).read()
     assert "build:toy --//backends:no_runtimes=false --//backends:runtime_toy=true\n" in rc
@@ -153,28 +110,28 @@ def test_adding_a_backend_is_one_folder_and_one_line(tree):
 
 
 def test_a_line_without_its_folder_is_named(tree):
-    _add_toy_line(tree)
-    _run_gen(tree)
-    r = _run_gen(tree, "--check")
+    add_toy_line(tree)
+    run_gen(tree)
+    r = run_gen(tree, "--check")
     assert r.returncode == 1
     assert "backends/toy/polykern_toy/__init__.py is missing" in r.stderr
     assert "backends/toy/BUILD.bazel is missing" in r.stderr
 
 
 def test_a_folder_without_its_line_is_named(tree):
-    _add_toy_folder(tree)
-    r = _run_gen(tree, "--check")
+    add_toy_folder(tree)
+    r = run_gen(tree, "--check")
     assert r.returncode == 1
     assert "backends/toy/ holds a backend that BACKENDS in backends/backends.bzl does not list" in r.stderr
 
 
 def _toy_check(tree, old, new):
     """`--check` after adding the toy backend with ``old`` of its line replaced by ``new`` and generating."""
-    _add_toy_folder(tree)
-    _add_toy_line(tree)
-    _edit(tree / "backends" / "backends.bzl", old, new)
-    _run_gen(tree)
-    r = _run_gen(tree, "--check")
+    add_toy_folder(tree)
+    add_toy_line(tree)
+    edit_file(tree / "backends" / "backends.bzl", old, new)
+    run_gen(tree)
+    r = run_gen(tree, "--check")
     assert r.returncode == 1
     return r.stderr
 
@@ -196,8 +153,8 @@ def test_a_pin_outside_the_specifier_names_the_lock_tool(tree):
 
 
 def test_a_hand_edit_of_a_generated_block_is_stale(tree):
-    _edit(tree / "pyproject.toml", 'opencl = ["pyopencl>=2024.1"]\n', "")
-    r = _run_gen(tree, "--check")
+    edit_file(tree / "pyproject.toml", 'opencl = ["pyopencl>=2024.1"]\n', "")
+    r = run_gen(tree, "--check")
     assert r.returncode == 1 and "pyproject.toml is stale" in r.stderr
 
 

@@ -1,21 +1,21 @@
-"""tools/gen_backends.py on odd backend(...) lines (red-team pass, issue #16): a wrong type, a config or
+"""tools/gen_backends.py on odd backend(...) lines (red-team pass over the plugin interface): a wrong type, a config or
 target kind that two backends claim, a config that is no Bazel config name, a requirement pip cannot
 parse. Each is one line naming backends/backends.bzl, from the generator and from --check alike, never
 a Python traceback and never a generated file written from garbage."""
 import pytest
 
-from test_backend_list import _add_toy_folder, _add_toy_line, _edit, _run_gen, tree  # noqa: F401 (fixture)
+from backend_tree_support import add_toy_folder, add_toy_line, edit_file, run_gen, tree  # noqa: F401 (fixture)
 
 
 def _both_modes(tree, old, new):
     """(stderr of the generator, stderr of --check) after the toy backend's line gets ``new`` for ``old``."""
-    _add_toy_folder(tree)
-    _add_toy_line(tree)
-    _edit(tree / "backends" / "backends.bzl", old, new)
+    add_toy_folder(tree)
+    add_toy_line(tree)
+    edit_file(tree / "backends" / "backends.bzl", old, new)
     rc_before = (tree / ".bazelrc").read_text()
     out = []
     for args in ((), ("--check",)):
-        r = _run_gen(tree, *args)
+        r = run_gen(tree, *args)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         out.append(r.stderr)
     return out, rc_before, (tree / ".bazelrc").read_text()
@@ -51,7 +51,7 @@ def test_a_backend_added_outside_the_list_is_named(tree, line):
     """Was: ignored (the generator read only `BACKENDS = [...]`) while Bazel's list had one more backend."""
     path = tree / "backends" / "backends.bzl"
     path.write_text(path.read_text() + "\n" + line + "\n")
-    r = _run_gen(tree, "--check")
+    r = run_gen(tree, "--check")
     assert r.returncode == 1 and "BACKENDS is changed after its `BACKENDS = [...]`" in r.stderr, r.stderr
 
 
@@ -59,11 +59,11 @@ def test_a_missing_or_unparsable_file_is_named(tree):
     """Was: a FileNotFoundError or SyntaxError traceback."""
     (tree / ".bazelrc").unlink()
     for args in ((), ("--check",)):
-        r = _run_gen(tree, *args)
+        r = run_gen(tree, *args)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert "gen_backends: .bazelrc: cannot read it (No such file or directory)" in r.stderr
     path = tree / "backends" / "backends.bzl"
     path.write_text(path.read_text() + "\nBROKEN = [\n")
-    r = _run_gen(tree, "--check")
+    r = run_gen(tree, "--check")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "gen_backends: backends/backends.bzl:" in r.stderr and "cannot parse it" in r.stderr

@@ -1,6 +1,6 @@
 """A plugin's registration is all or nothing (polykern.backends, docs/backends.md "Discovery"): a
 backend owns its module kinds only once its codegen registered, and a package whose register_backend()
-fails leaves nothing behind but the record of its failure. Was (issue 21, item 12): a broken plugin
+fails leaves nothing behind but the record of its failure. Was: a broken plugin
 on POLYKERN_BACKEND_PATH declaring kind ``llvm`` kept owning it, so ``polykern backends`` and the
 "cannot launch" messages blamed the plugin, llvm's device list was empty and autotune cache keys
 lost the device."""
@@ -12,7 +12,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, backends, f32, i32, registry
-from test_backend_discovery import _CODEGEN, _isolated, _package  # noqa: F401 (fixture)
+from backend_discovery_support import CODEGEN, isolated_discovery, make_package  # noqa: F401 (fixture)
 
 _MODULES = ("polykern_zzclaim", "polykern_zzhalf", "polykern_zzsquat", "polykern_zzlone")
 
@@ -56,7 +56,7 @@ def _load(monkeypatch, *pkgs):
 
 
 def test_a_declaration_whose_codegen_fails_owns_no_kind(tmp_path, monkeypatch):
-    pkg = _package(tmp_path, "zzclaim", _CLAIMS_LLVM_THEN_CODEGEN_FAILS,
+    pkg = make_package(tmp_path, "zzclaim", _CLAIMS_LLVM_THEN_CODEGEN_FAILS,
                    codegen="raise RuntimeError('zzclaim codegen is broken')\n")
     recs = _load(monkeypatch, pkg)
     assert not recs["zzclaim"].codegen_ok and "zzclaim codegen is broken" in recs["zzclaim"].codegen_error
@@ -70,7 +70,7 @@ def test_a_declaration_whose_codegen_fails_owns_no_kind(tmp_path, monkeypatch):
 
 
 def test_a_package_whose_register_backend_fails_leaves_nothing_behind(tmp_path, monkeypatch):
-    pkg = _package(tmp_path, "zzhalf", _DECLARES_THEN_RAISES, codegen=_CODEGEN.format(name="zzhalf"))
+    pkg = make_package(tmp_path, "zzhalf", _DECLARES_THEN_RAISES, codegen=CODEGEN.format(name="zzhalf"))
     recs = _load(monkeypatch, pkg)
     half = recs["zzhalf"]
     assert not half.codegen_ok and half.module_kinds == ()
@@ -82,7 +82,7 @@ def test_a_package_whose_register_backend_fails_leaves_nothing_behind(tmp_path, 
 
 
 def test_a_failed_package_does_not_keep_an_entry_it_took_from_a_later_backend(tmp_path, monkeypatch):
-    pkg = _package(tmp_path, "zzsquat", _SQUATS_THEN_RAISES)
+    pkg = make_package(tmp_path, "zzsquat", _SQUATS_THEN_RAISES)
     recs = _load(monkeypatch, pkg)  # path entries load first: zzsquat registers target.build.llvm, then fails
     assert not recs["zzsquat"].codegen_ok and "zzsquat gave up" in recs["zzsquat"].codegen_error
     assert recs["llvm"].codegen_ok, recs["llvm"].codegen_error  # was: "'target.build.llvm' is already registered"
@@ -91,7 +91,7 @@ def test_a_failed_package_does_not_keep_an_entry_it_took_from_a_later_backend(tm
 
 
 def test_a_kind_only_a_failed_backend_declares_names_it(tmp_path, monkeypatch):
-    pkg = _package(tmp_path, "zzlone", _CLAIMS_LLVM_THEN_CODEGEN_FAILS.replace("zzclaim", "zzlone")
+    pkg = make_package(tmp_path, "zzlone", _CLAIMS_LLVM_THEN_CODEGEN_FAILS.replace("zzclaim", "zzlone")
                    .replace('"llvm"', '"zzlone"'), codegen="raise RuntimeError('no zz today')\n")
     _load(monkeypatch, pkg)
     assert backends.record_for_kind("zzlone") is None

@@ -1,4 +1,4 @@
-"""`polykern backends` prints the command that installs a missing runtime (issue 23: it said "No module
+"""`polykern backends` prints the command that installs a missing runtime (it said "No module
 named 'pycuda'" while only its --json knew the pip extra)."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_attention.py (issue 13's attention benchmark) without a GPU: the dry run builds the
+"""benchmarks/gpu_attention.py (the matrix-engine attention benchmark) without a GPU: the dry run builds the
 GPU kernels for cuda, nvptx and vulkan (ptxas, spirv-val where present), compiles the Triton peer
 where Triton is importable, runs the kernel on llvm against the float64 reference and writes the
 report; a polykern kernel that fails is the exit status."""

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_matrix.py (issue 13's benchmark) without a GPU: the dry run builds the full-size
+"""benchmarks/gpu_matrix.py (the matrix-engine GEMM benchmark) without a GPU: the dry run builds the full-size
 GEMM for cuda, nvptx and vulkan (ptxas, spirv-val where present), runs it on llvm against NumPy and
 writes the report; a polykern kernel that fails is the exit status."""
 import json

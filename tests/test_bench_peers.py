@@ -1,4 +1,4 @@
-"""benchmarks/gpu_peers.py (issue 15's benchmark) without a GPU: the dry run builds every polykern
+"""benchmarks/gpu_peers.py (the peers benchmark) without a GPU: the dry run builds every polykern
 kernel of benchmarks/tuned_kernels.py for the GPU targets (full-size specializations, what the GPU
 run builds), runs the tiny problems on the runtimes here (llvm; Vulkan on lavapipe) against NumPy
 and goes through the whole report; and a wrong contender is reported, never timed."""

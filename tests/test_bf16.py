@@ -10,6 +10,7 @@ from polykern.errors import KernelTypeError, LaunchError
 from polykern.ir.bfloat16 import BF16_DTYPE, bits_to_f32, f32_to_bits
 from polykern.testing.compare import compare
 from polykern.testing.interp import interpret
+from polykern.testing import tier_skip
 from conformance.kernels_bf16 import bf16_convert as convert
 from runtimes import runnable_targets
 
@@ -254,7 +255,7 @@ def test_device_arrays_of_bf16(runtime):
 
     target = runtime.split(".")[0][len("polykern_"):]
     if target not in {t.split()[0] for t, _, _ in runnable_targets()}:
-        pytest.skip(f"no {target} runtime here")
+        tier_skip.skip_runtime(target, f"no {target} runtime here")
     rt = importlib.import_module(runtime)
     h = rt.empty(64, pk.BF16_DTYPE)
     h.fill(1.00390625)  # a tie: rounds to 1.0
@@ -291,6 +292,6 @@ def test_dlpack_is_used_where_the_cuda_interface_refuses_the_dtype():
     class NoDLPack:
         __cuda_array_interface__ = Tensor.__cuda_array_interface__
 
-    # nothing to fall back on: a LaunchError naming the argument and the protocol (issue 21 item 11)
+    # nothing to fall back on: a LaunchError naming the argument and the protocol
     with pytest.raises(LaunchError, match="cannot read its __cuda_array_interface__.*not supported by"):
         pk.build([convert], ["llvm"])["bf16_convert"](8, NoDLPack(), h, back, grid=1, block=8)

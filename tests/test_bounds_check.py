@@ -1,4 +1,4 @@
-"""Checked mode (issue 12 item 5): ``pk.build(..., bounds_check=True)`` or ``POLYKERN_BOUNDS_CHECK=1``.
+"""Checked mode (docs/language.md 7.4): ``pk.build(..., bounds_check=True)`` or ``POLYKERN_BOUNDS_CHECK=1``.
 
 Every runtime here runs the same bad launches; the first violation is a LaunchError naming the kernel,
 the buffer, the index and the source line, and the process (and the memory next to the buffers)
@@ -276,7 +276,7 @@ def test_atomic_index_in_a_loop_condition_is_a_located_refusal():
         pk.build([atomic_in_loop_condition], bounds_check=True)
     pk.build([atomic_in_loop_condition], bounds_check=False)  # fine unchecked
     with pytest.raises(CompileError, match="default build for the CPU runtimes checks every access it cannot prove"):
-        pk.build([atomic_in_loop_condition])  # the CPU's default checks what it cannot prove (issue 21)
+        pk.build([atomic_in_loop_condition])  # the CPU's default checks what it cannot prove (docs/correctness.md 5.5)
 
 
 def test_deeply_nested_indices_grow_the_kernel_linearly():
@@ -379,7 +379,7 @@ def test_fuzzer_in_checked_mode_finds_nothing():
     repo = Path(__file__).resolve().parents[1]
     p = subprocess.run([sys.executable, str(repo / "tools" / "fuzz.py"), "--seed", "12", "--count", "200",
                         "--time-budget", "20", "--targets", "llvm", "--bounds-check", "--no-save"],
-                       # every section: issue 21's inlining and fragment-guard fixes landed
+                       # every section: the inlining and fragment-guard fixes landed
                        capture_output=True, text=True, timeout=600, cwd=repo)
     assert "ignored" not in p.stdout, p.stdout[-2000:]
     last = p.stdout.strip().splitlines()[-1]

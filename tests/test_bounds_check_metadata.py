@@ -1,4 +1,4 @@
-"""Checked-mode metadata from a hostile artifact (issue 21 item 9).
+"""Checked-mode metadata from a hostile artifact.
 
 The access table (``bounds_at_<k>``) is JSON inside schema-valid text: its ``\\u001b`` escapes are ASCII,
 so they passed the artifact schema and decoded to ESC, BEL and bidi controls that went raw into the

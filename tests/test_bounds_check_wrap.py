@@ -1,4 +1,4 @@
-"""Checked mode's guards compute their bounds without wrapping (issue 21 item 3).
+"""Checked mode's guards compute their bounds without wrapping.
 
 A fragment load/store's guard computed ``off + ld * (rows - 1)`` in the offset's type: ``ld = (2**32 + 14)
 // 15`` wrapped in i32 to a small span, an i64 ``ld`` was truncated to the offset's i32 (``2**32 + 16``

@@ -187,7 +187,7 @@ def test_python_dash_m_entry_point(tmp_path):
     assert bad.returncode == 1 and bad.stderr.startswith("polykern: error: ") and "Traceback" not in bad.stderr
 
 
-# ------------------------------------------------------------------ strings from the artifact are escaped (issue 12, item 11)
+# ------------------------------------------------------------------ strings from the artifact are escaped
 
 _RAW_CONTROL = "".join(chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7F, 0xA0))) + "\u202e"
 

@@ -1,6 +1,6 @@
 """``polykern run``'s options are checked before anything is allocated or launched: a zero or negative
 block, grid, --n or --shared-size is a usage error (exit 2), an --n whose buffers do not fit in memory
-is ``polykern: error: ...`` (exit 1), and an explicit --shared-size is used as given (issue 21, item 10)."""
+is ``polykern: error: ...`` (exit 1), and an explicit --shared-size is used as given."""
 import subprocess
 import sys
 import textwrap

@@ -1,7 +1,7 @@
 """What a codegen plugin (``target.build.<kind>``) returns is checked in one place
 (polykern/codegen_result.py): None, a module of another kind or without a fmt, a module missing a
 kernel, or a plugin bug (a non-polykern exception) is a CompileError naming the plugin — its registry
-key, function, backend and origin. Was (issue 21, item 11): a raw TypeError ("can only import a
+key, function, backend and origin. Was: a raw TypeError ("can only import a
 Module, got NoneType") or ValueError that named nothing."""
 import numpy as np
 import pytest

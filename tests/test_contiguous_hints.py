@@ -1,4 +1,4 @@
-"""A strided array is told how to make a contiguous copy in its own library (issue 23: a torch tensor was
+"""A strided array is told how to make a contiguous copy in its own library (a torch tensor was
 told numpy.ascontiguousarray): x.contiguous() for torch, cupy.ascontiguousarray for CuPy ... The arrays
 here are stand-ins whose type lives in the library's module (torch and CuPy need not be installed)."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 21 item 7: the CPU runtimes' default build cannot touch memory outside the caller's arrays.
+"""The CPU runtimes' default build cannot touch memory outside the caller's arrays.
 
 llvm and PoCL kernels run in the caller's process (hexagon's run in qemu's, whose default build stays raw:
 test_hexagon_default_build_is_raw). Their default build proves
@@ -17,13 +17,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import ArtifactError, LaunchError
 from runtimes import runnable_targets
-
-try:
-    from test_native import native_build  # noqa: F401 (fixture: make -C native)
-except ImportError:  # under Bazel a test file is not in another test's runfiles
-    @pytest.fixture
-    def native_build():
-        pytest.skip("tests/test_native.py (the native build) is not here")
+from native_support import native_build  # noqa: F401 (fixture: make -C native)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from matmul import matmul  # noqa: E402
@@ -390,19 +384,20 @@ def test_libpolykern_under_qemu_aarch64_checks_a_cross_built_artifact(tmp_path):
     """A cross triple (llvm -mtriple=aarch64-linux-gnu) run by the aarch64 kbin-run under QEMU."""
     import subprocess
 
-    emu = pytest.importorskip("test_emulation_aarch64", reason="tests/test_emulation_aarch64.py is not here")
-    if emu.MISSING:
-        pytest.skip("aarch64 emulation needs " + ", ".join(emu.MISSING))
-    runner = emu.kbin_run.__wrapped__()
+    import native_support as emu
+
+    if emu.AARCH64_MISSING:
+        pytest.skip("aarch64 emulation needs " + ", ".join(emu.AARCH64_MISSING))
+    runner = emu.build_kbin_run_aarch64()
     from polykern import launch_stream as ls
 
     path = tmp_path / "fill_a64.kbin"
-    pk.build([scatter], targets=[emu.TARGET]).export(str(path))
+    pk.build([scatter], targets=[emu.AARCH64_TARGET]).export(str(path))
 
     def run(idx):
         items = [(ls.SCALAR, np.int32(3).tobytes()), (ls.READ, np.array(idx, np.int32).tobytes()),
                  (ls.WRITE, np.zeros(8, np.float32).tobytes())]
-        return subprocess.run([emu.QEMU, "-L", emu.SYSROOT, runner, str(path), "scatter"],
+        return subprocess.run([emu.QEMU_AARCH64, "-L", emu.SYSROOT_AARCH64, runner, str(path), "scatter"],
                               input=ls.encode(items, (1, 1, 1, 4, 1, 1)), capture_output=True, timeout=300)
     bad = run([0, 1, 20])
     assert bad.returncode == 3 and b"out-of-bounds access (index bits 0x14)" in bad.stderr, bad.stderr

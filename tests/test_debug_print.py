@@ -11,6 +11,7 @@ from polykern import Buffer, bf16, bool_, f16, f32, f64, i8, i32, i64, u8, u32, 
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
 from polykern.ir import debug_print as D
 from polykern.ir import nodes as ir
+from polykern.testing import tier_skip
 
 
 @pk.kernel
@@ -195,8 +196,8 @@ def _runtime_missing(kind):
         f"the {kind} runtime is not available: {rec.runtime_reason if rec else 'backend not installed'}")
 
 
-@pytest.mark.parametrize("target", ["llvm", "interpret", pytest.param("opencl", marks=pytest.mark.skipif(
-    _runtime_missing("opencl") is not None, reason=str(_runtime_missing("opencl"))))])
+@pytest.mark.parametrize("target", ["llvm", "interpret", pytest.param("opencl", marks=tier_skip.skipif(
+    "pocl", _runtime_missing("opencl") is not None, reason=str(_runtime_missing("opencl"))))])
 def test_output_is_in_order_with_the_programs_when_stdout_is_a_pipe(target, tmp_path):
     """C buffers a pipe's output in blocks (unless Python runs unbuffered, as under PYTHONUNBUFFERED, which
     also unbuffers C's stdio): the runtime flushes Python's buffer before a printing launch and C's after."""

@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
+from runtimes import all_target_kinds, compile_targets
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ["llvm", "llvm -mtriple=aarch64-linux-gnu", "opencl", "vulkan", "webgpu", "cuda -arch=sm_90",
-           "nvptx -arch=sm_90", "rocm -mcpu=gfx90a", "metal", "hexagon"]
+TARGETS = compile_targets() + ["llvm -mtriple=aarch64-linux-gnu"]  # every registered target kind, and a cross triple
 
 
 def compile_in_subprocess(example, out, cwd, seed):
@@ -31,3 +32,18 @@ def test_two_processes_give_identical_bytes(example, tmp_path):
     second = compile_in_subprocess(example, tmp_path / "b" / "k.bin", tmp_path / "b", 2)
     assert first == second
     assert str(tmp_path).encode() not in first, "the artifact must not embed build paths"
+
+
+def test_the_target_list_is_every_registered_backend():
+    """The list comes from the registry: a backend registered with no edit here is compiled too."""
+    from polykern import registry
+    from polykern.target import Target, TargetKind
+
+    assert {Target.parse(t).kind for t in TARGETS} == set(all_target_kinds())
+    before = registry.snapshot()
+    try:
+        TargetKind("zzthrowaway", "zzthrowaway").register()
+        assert "zzthrowaway" in compile_targets()
+    finally:
+        registry.restore(before)
+    assert "zzthrowaway" not in compile_targets()

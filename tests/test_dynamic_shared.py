@@ -15,6 +15,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, f64, i32
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
+from polykern.testing import tier_skip
 from dynamic_shared_kernels import rev_tile
 from runtimes import runnable_targets
 
@@ -196,7 +197,7 @@ def test_opencl_metal_vulkan_webgpu_sources():
 def test_vulkan_spirv_validates():
     val = shutil.which("spirv-val")
     if val is None:
-        pytest.skip("spirv-val is not installed here")
+        tier_skip.skip("spirv-val", "spirv-val is not installed here")
     dev = pk.build([rev_tile, tile_sums], ["vulkan"]).on("vulkan")
     for name, blob in dev.payload.items():
         r = subprocess.run([val, "--target-env", "vulkan1.1", "-"], input=blob, capture_output=True)

@@ -12,12 +12,9 @@ with the reason where any is missing.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,36 +24,15 @@ from conformance import ALL_CASES
 from polykern import launch_stream
 from polykern.errors import DeviceError
 from polykern.launch import BufferArg, check_args
+from native_support import (AARCH64_MISSING as MISSING, AARCH64_TARGET as TARGET, NATIVE, QEMU_AARCH64 as QEMU,
+                            SYSROOT_AARCH64 as SYSROOT, build_kbin_run_aarch64)
 
-ROOT = Path(__file__).resolve().parent.parent
-NATIVE = ROOT / "native"
-TARGET = "llvm -mtriple=aarch64-linux-gnu"
-SYSROOT = "/usr/aarch64-linux-gnu"
-QEMU = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
-CROSS_CC = shutil.which("aarch64-linux-gnu-gcc")
-MAKE = shutil.which("make")
-MISSING = [what for what, ok in (("qemu-aarch64-static (package qemu-user-static)", QEMU),
-                                 ("aarch64-linux-gnu-gcc (package gcc-aarch64-linux-gnu)", CROSS_CC),
-                                 (f"{SYSROOT} (package libc6-dev-arm64-cross)", os.path.isdir(SYSROOT)),
-                                 ("make", MAKE)) if not ok]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason="aarch64 emulation needs " + ", ".join(MISSING))
 
 
 @pytest.fixture(scope="module")
 def kbin_run():
-    if not (NATIVE / "Makefile").exists() or not (NATIVE / "tools" / "kbin_run.c").exists():
-        pytest.skip("native/ sources are not here (under Bazel, //tests:cross_compile_emulated is this cell)")
-    # the same lock as tests/test_native.py's make: pytest-xdist workers share native/build-aarch64 (two
-    # concurrent makes there raced: one linked kbin-inspect while the other rebuilt libpolykern.a)
-    (NATIVE / "build").mkdir(parents=True, exist_ok=True)
-    with open(NATIVE / "build" / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            r = subprocess.run([MAKE, "-C", str(NATIVE), "aarch64"], capture_output=True, text=True)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return str(NATIVE / "build-aarch64" / "kbin-run")
+    return build_kbin_run_aarch64()
 
 
 class EmulatedModule:

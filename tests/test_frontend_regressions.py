@@ -1,5 +1,6 @@
-"""Regressions of the language frontend (issues 11 and 12): names, constant folding, literal ranges,
-build purity, deep expressions and located errors. Results are checked on every runtime present."""
+"""Regressions of the language frontend (found by the differential fuzzer and by trying bad input): names,
+constant folding, literal ranges, build purity, deep expressions and located errors. Results are checked
+on every runtime present."""
 import copy
 import threading
 

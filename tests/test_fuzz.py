@@ -13,10 +13,11 @@ import polykern as pk
 from polykern.errors import KernelSyntaxError, KernelTypeError
 from polykern.testing import fuzzcase, kernelgen
 from polykern.testing.reduce import reduce_source
+from runtimes import compile_targets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = os.path.join(REPO, "tools", "fuzz.py")
-#: generator features left out while a bug they find is open (issue 21: device-function inlining drops
+#: generator features left out while a bug they find is open (device-function inlining drops
 #: the hidden size of a pk.shared_dynamic array declared in a device function, and the alignment that
 #: its pk.vload/pk.vstore/pk.copy_async groups need)
 OPEN = "memory_functions"
@@ -56,8 +57,7 @@ def test_generated_programs_are_valid_for_the_frontend_and_the_oracle(seed, tmp_
     assert set(r.buffers) == {n for n, _, role in p.params if role is not None}
 
 
-COMPILE_TARGETS = ["llvm", "opencl", "vulkan", "webgpu -shader_f16=true", "metal", "cuda -arch=sm_90",
-                   "nvptx -arch=sm_90", "rocm -mcpu=gfx90a"]
+COMPILE_TARGETS = compile_targets()  # one per registered target kind
 
 
 def test_every_refusal_is_declared_and_nothing_else_is_refused(tmp_path, monkeypatch):
@@ -156,7 +156,7 @@ def _fuzz(*argv, timeout=300):
 
 def test_runner_bounded_budget_on_the_cpu_backend_finds_nothing():
     p = _fuzz("--seed", "0", "--count", "400", "--time-budget", "40", "--targets", "llvm", "--no-save")
-    # every section, device functions with memory too (issue 21's inlining fixes landed)
+    # every section, device functions with memory too (the inlining fixes landed)
     last = p.stdout.strip().splitlines()[-1]
     m = re.fullmatch(r"fuzz: (\d+) programs x 1 targets, (\d+) disagreements", last)
     assert m, p.stdout[-3000:] + p.stderr[-3000:]

@@ -10,7 +10,7 @@ import pytest
 
 import polykern as pk
 from polykern import numerics
-from polykern.testing import fuzzcase
+from polykern.testing import fuzzcase, tier_skip
 
 TARGETS = {"vulkan": "vulkan", "webgpu": "webgpu -shader_f16=true"}
 
@@ -54,7 +54,7 @@ def _cases():
 def test_division_by_a_derived_zero_is_stored(target, t):
     kind = target.split()[0]
     if not fuzzcase.runtime_present(target):
-        pytest.skip(f"no {kind} runtime here")
+        tier_skip.skip_runtime(kind, f"no {kind} runtime here")
     device = fuzzcase.selected_device(kind)
     mesa = any(w in device.lower() for w in ("lavapipe", "llvmpipe"))  # wgpu names the adapter llvmpipe
     if not mesa and not numerics.specials_promised(kind, device):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from polykern.testing import fuzzcase
+from polykern.testing import fuzzcase, tier_skip
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PATH = os.pathsep.join(p for p in sys.path if p)
@@ -24,7 +24,7 @@ print("OUTCOME", out.status, out.detail[:300])
 """
 
 
-@pytest.mark.skipif(not fuzzcase.runtime_present("opencl"), reason="no OpenCL runtime (pocl) here")
+@tier_skip.skipif("pocl", not fuzzcase.runtime_present("opencl"), reason="no OpenCL runtime (pocl) here")
 def test_pow_of_visible_nans_builds_and_agrees_on_opencl():
     cases = os.path.join(REPO, "tests", "fuzz_regressions")
     try:

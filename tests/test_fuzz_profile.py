@@ -11,12 +11,13 @@ import pytest
 
 import polykern as pk
 from polykern.testing import fuzzcase, fuzzprofile, kernelgen
+from runtimes import all_target_kinds
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = os.path.join(REPO, "tools", "fuzz.py")
 sys.path.insert(0, os.path.join(REPO, "tools"))
 _PATH = os.pathsep.join(p for p in sys.path if p)  # a child process sees this process's imports
-KINDS = ("llvm", "opencl", "vulkan", "webgpu", "metal", "cuda", "nvptx", "rocm", "hexagon")
+KINDS = all_target_kinds()
 WEBGPU = "webgpu -shader_f16=true"
 
 
@@ -111,7 +112,7 @@ def test_a_saved_case_names_its_profile(tmp_path):
 
 
 def _fuzz(*argv):
-    # the programs these tests name are those of before session 6's sections (kernelgen.BEFORE_MEMORY)
+    # the programs these tests name are those of before the generator's 2026-11-28 sections (kernelgen.BEFORE_MEMORY)
     before = ("--avoid", ",".join(sorted(kernelgen.BEFORE_MEMORY)))
     return subprocess.run([sys.executable, FUZZ, *argv, *before], capture_output=True, text=True, timeout=600,
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=_PATH))

@@ -89,7 +89,7 @@ def test_rotate_amounts_reach_past_the_width():
 
 def _avoid(section):
     """What a test of ``section`` leaves out: device functions with memory (their alignment record is open,
-    issue 21) unless they are the section, and their pk.shared_dynamic (its size is open too)."""
+    docs/correctness.md) unless they are the section, and their pk.shared_dynamic (its size is open too)."""
     return {"function_shared_dynamic"} if section == "memory_functions" else {"memory_functions"}
 
 

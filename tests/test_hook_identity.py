@@ -1,6 +1,6 @@
 """A build hook's identity (polykern.hooks.identity, recorded in the artifact) is the same in every
 process for the same hook, and differs when what defines the hook's behaviour differs: found by a
-red-team pass (issue #16), where a closure over a function or a set of strings gave another digest in
+red-team pass over the plugin interface, where a closure over a function or a set of strings gave another digest in
 each process (memory addresses, string hash order) and two callable objects with different state gave
 the same one."""
 import json

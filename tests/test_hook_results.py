@@ -1,4 +1,4 @@
-"""What a post-processing hook returns is checked where it is called (red-team pass, issue #16): text
+"""What a post-processing hook returns is checked where it is called (red-team pass over the plugin interface): text
 that cannot be stored as UTF-8 (a lone surrogate, as os.fsdecode or errors="surrogateescape" make) is
 a CompileError naming the hook, for every backend with a postproc hook, not a UnicodeEncodeError from
 deep inside the codegen."""

@@ -16,6 +16,7 @@ import polykern as pk
 from polykern import Buffer, backends, f32, hooks, i32, registry
 from polykern.cli import main as cli_main
 from polykern.errors import CompileError, PolykernError
+from polykern.testing import tier_skip
 
 IDENTITY_RE = re.compile(r"[\w.<>]+ sha256:[0-9a-f]{16}")
 HERE = __name__  # how this module is named depends on how pytest imports it
@@ -44,7 +45,8 @@ def _runtime(name):
     backends.load_all()
     rec = backends.record_for_kind(name)
     if rec is None or not rec.runtime_available:
-        pytest.skip(f"{name} runtime not available: {rec.runtime_reason if rec else 'backend not installed'}")
+        why = rec.runtime_reason if rec else "backend not installed"
+        tier_skip.skip_runtime(name, f"{name} runtime not available: {why}")
 
 
 def _run_scale(mod, n=37):

@@ -1,7 +1,6 @@
 """Hopper's matrix path in the language (docs/language.md 5.3): the frontend's located errors, the targets
 that refuse such kernels by name, and the CUDA C for ``cuda -arch=sm_90a``, assembled by ptxas."""
 import os
-import subprocess
 import sys
 
 import pytest
@@ -9,18 +8,10 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f16, f32, i32
 from polykern.errors import KernelTypeError
+from hopper_support import assemble_sm90a, located_error
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import gemm_hopper as G  # noqa: E402
-
-
-def _error(kernel, line_text: str) -> str:
-    """The located KernelTypeError ``kernel`` gets, which must point at the line holding ``line_text``."""
-    with pytest.raises(KernelTypeError) as e:
-        kernel.ir
-    loc = e.value.loc
-    assert loc is not None and line_text in loc.source_line, (loc, line_text)
-    return e.value.message
 
 
 def test_swizzle_is_a_string_literal():
@@ -30,7 +21,7 @@ def test_swizzle_is_a_string_literal():
     def k(M: i32, A: Buffer[f16, "readonly"]):
         ta = pk.tensor_map(A, (M, 64), (64, 64), sw)  # noqa: F841
 
-    assert "the swizzle of pk.tensor_map() is a string literal" in _error(k, "pk.tensor_map(A, (M, 64), (64, 64), sw)")
+    assert "the swizzle of pk.tensor_map() is a string literal" in located_error(k, "pk.tensor_map(A, (M, 64), (64, 64), sw)")
 
 
 def test_swizzled_box_rows_are_128_bytes():
@@ -38,7 +29,7 @@ def test_swizzled_box_rows_are_128_bytes():
     def k(M: i32, A: Buffer[f16, "readonly"]):
         ta = pk.tensor_map(A, (M, 64), (64, 32), "128B")  # noqa: F841
 
-    assert "a 128B swizzled box has rows of 128 bytes: 64 f16 columns, got 32" in _error(k, "(64, 32)")
+    assert "a 128B swizzled box has rows of 128 bytes: 64 f16 columns, got 32" in located_error(k, "(64, 32)")
 
 
 def test_swizzled_array_is_not_indexed():
@@ -50,7 +41,7 @@ def test_swizzled_array_is_not_indexed():
         pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)
         C[0] = tiles[5]
 
-    assert "'tiles' holds swizzled tiles" in _error(k, "C[0] = tiles[5]")
+    assert "'tiles' holds swizzled tiles" in located_error(k, "C[0] = tiles[5]")
 
 
 def test_unswizzled_copy_into_a_wgmma_operand_is_refused():
@@ -66,7 +57,7 @@ def test_unswizzled_copy_into_a_wgmma_operand_is_refused():
         pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)
         pk.wgmma(acc, tiles, 0, tiles, 0)
 
-    assert "tensor map 'ta' copies without swizzle into it" in _error(k, "pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)")
+    assert "tensor map 'ta' copies without swizzle into it" in located_error(k, "pk.tma_load(tiles, 0, ta, 0, 0, bars, 0)")
 
 
 def test_wgmma_needs_warpgroups():
@@ -76,7 +67,7 @@ def test_wgmma_needs_warpgroups():
         acc = pk.wg_acc(f32, 64, 64)
         pk.wgmma(acc, tiles, 0, tiles, 0)
 
-    assert "pk.wgmma() is a warpgroup operation: declare the block's warpgroups first" in _error(
+    assert "pk.wgmma() is a warpgroup operation: declare the block's warpgroups first" in located_error(
         k, "pk.wgmma(acc, tiles, 0, tiles, 0)")
 
 
@@ -91,7 +82,7 @@ def test_hopper_builtin_in_a_device_function():
         wait(0)
 
     assert "pk.mbarriers() is a kernel's declaration, not allowed in a @pk.func device function: declare it in " \
-        "the kernel and pass it to the function as a pk.MBarriers parameter" in _error(k, "bars = pk.mbarriers(1)")
+        "the kernel and pass it to the function as a pk.MBarriers parameter" in located_error(k, "bars = pk.mbarriers(1)")
 
     @pk.func
     def wait_only(parity: i32):
@@ -102,7 +93,7 @@ def test_hopper_builtin_in_a_device_function():
         full = pk.mbarriers(1)  # noqa: F841
         wait_only(0)
 
-    assert "'full' is not a barrier set (a device function takes the kernel's as a pk.MBarriers parameter)" in _error(
+    assert "'full' is not a barrier set (a device function takes the kernel's as a pk.MBarriers parameter)" in located_error(
         k2, "pk.mbarrier_wait(full, 0, parity)")
 
 
@@ -114,7 +105,7 @@ def test_constant_operand_offset_is_refused_at_compile_time():
         acc = pk.wg_acc(f32, 64, 64)
         pk.wgmma(acc, tiles, 8, tiles, 0)
 
-    assert "the A operand starts at element 8" in _error(k, "pk.wgmma(acc, tiles, 8, tiles, 0)")
+    assert "the A operand starts at element 8" in located_error(k, "pk.wgmma(acc, tiles, 8, tiles, 0)")
 
 
 # ------------------------------------------------------------------ targets
@@ -139,15 +130,6 @@ def test_checked_mode_refuses():
         pk.build(G.make_gemm(64, 2), targets="cuda -arch=sm_90a -fmt=cuda", bounds_check=True)
 
 
-def _nvcc():
-    from polykern_cuda import toolchain
-
-    nvcc = toolchain.find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc (CUDA toolkit) is not on PATH")
-    return nvcc
-
-
 @pytest.mark.parametrize("bn, stages", [(64, 2), (256, 4)])
 def test_cuda_c_for_sm90a_assembles(bn, stages, tmp_path):
     src = pk.build(G.make_gemm(bn, stages), targets="cuda -arch=sm_90a -fmt=cuda").on("cuda").inspect_source("cuda")
@@ -158,12 +140,3 @@ def test_cuda_c_for_sm90a_assembles(bn, stages, tmp_path):
     assemble_sm90a(src, tmp_path)
 
 
-def assemble_sm90a(src: str, tmp_path) -> None:
-    """nvcc compiles CUDA C ``src`` for sm_90a into a cubin (skipped without the CUDA toolkit)."""
-    nvcc = _nvcc()
-    cu, cubin = tmp_path / "g.cu", tmp_path / "g.cubin"
-    cu.write_text(src)
-    run = subprocess.run([nvcc, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o", str(cubin), str(cu)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert cubin.read_bytes()[:4] == b"\x7fELF"

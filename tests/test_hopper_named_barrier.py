@@ -14,7 +14,8 @@ from polykern.errors import CompileError, KernelTypeError
 from polykern.ir import nodes as ir
 from polykern.ir.verifier import verify
 from polykern.testing.interp import OracleError, interpret
-from test_hopper_lang import _error, assemble_sm90a
+from hopper_support import assemble_sm90a, located_error
+from named_barrier_kernels import relay, relay_expected
 
 A = np.arange(128, dtype=np.float32) - 40.0
 
@@ -129,37 +130,7 @@ def test_every_unordered_reader_is_checked():
         _three(3)
 
 
-# ------------------------------------------------------------------ a ring of rounds: full and empty
-@pk.kernel
-def relay(n_iter: i32, A: Buffer[f32, "readonly"], C: Buffer[f32]):
-    """Warpgroup 0 fills the tile n_iter times, warpgroup 1 sums it reversed; barrier 1 says "full" (the
-    producer arrives, the consumer waits), barrier 2 "empty" (the other way round); warpgroup 2 takes part in
-    neither and leaves. Each block works on its own 128 elements of A and C."""
-    pk.warpgroups(3)
-    tile = pk.shared(f32, 128)
-    wg = pk.warpgroup_id()
-    t = pk.local_id(0) % 128
-    base = pk.group_id(0) * 128
-    acc = 0.0
-    for it in range(n_iter):
-        if wg == 0:
-            if it > 0:
-                pk.named_barrier(2, 256)
-            tile[t] = A[base + t] + pk.f32(it)
-            pk.named_arrive(1, 256)
-        if wg == 1:
-            pk.named_barrier(1, 256)
-            acc += tile[127 - t]
-            if it + 1 < n_iter:
-                pk.named_arrive(2, 256)
-    if wg == 1:
-        C[base + t] = acc
-
-
-def relay_expected(a: np.ndarray, n_iter: int) -> np.ndarray:
-    """What ``relay`` computes, block by block (every step exact on these small integers)."""
-    blocks = a.reshape(-1, 128)[:, ::-1].astype(np.float64)
-    return (blocks * n_iter + n_iter * (n_iter - 1) / 2).astype(np.float32).reshape(-1)
+# ------------------------------------------------------------------ a ring of rounds (named_barrier_kernels.relay)
 
 
 def test_rounds_repeat_in_a_ring():
@@ -231,7 +202,7 @@ def _rule_kernel(op, bar_id, count):
     (pk.named_arrive, 1, 384, "to the block's 256, got 384"),
 ])
 def test_rules_are_located_type_errors(op, bar_id, count, why):
-    assert why in _error(_rule_kernel(op, bar_id, count), "op(bar_id, count)")
+    assert why in located_error(_rule_kernel(op, bar_id, count), "op(bar_id, count)")
 
 
 def test_warpgroups_and_a_constant_count_are_required():
@@ -240,21 +211,21 @@ def test_warpgroups_and_a_constant_count_are_required():
         pk.named_barrier(1, 128)
 
     assert "pk.named_barrier() synchronizes whole warpgroups: declare the block's warpgroups first" in \
-        _error(undeclared, "pk.named_barrier(1, 128)")
+        located_error(undeclared, "pk.named_barrier(1, 128)")
 
     @pk.kernel
     def computed_count(n: i32, C: Buffer[f32]):
         pk.warpgroups(2)
         pk.named_barrier(1, n)
 
-    assert "the count of pk.named_barrier()" in _error(computed_count, "pk.named_barrier(1, n)")
+    assert "the count of pk.named_barrier()" in located_error(computed_count, "pk.named_barrier(1, n)")
 
     @pk.kernel
     def one_argument(C: Buffer[f32]):
         pk.warpgroups(2)
         pk.named_arrive(1)
 
-    assert "pk.named_arrive() takes 2 arguments" in _error(one_argument, "pk.named_arrive(1)")
+    assert "pk.named_arrive() takes 2 arguments" in located_error(one_argument, "pk.named_arrive(1)")
 
 
 @pytest.mark.parametrize("count", [ir.Const(100, i32), ir.Const(512, i32), ir.Var("mode", i32)])
@@ -285,9 +256,14 @@ def test_nvptx_has_bar_sync_and_bar_arrive(tmp_path):
     for bar in (1, 2):
         for kind in ("sync", "arrive"):
             assert any(f"bar.{kind}" in line and ", 256;" in line for line in ptx.splitlines()), (kind, bar)
+    from polykern_cuda import toolchain
+
+    ptxas = toolchain.find_ptxas()
+    if ptxas is None:
+        pytest.skip("ptxas (CUDA toolkit) is not on PATH")
     path = tmp_path / "relay.ptx"
     path.write_text(ptx)
-    r = subprocess.run(["ptxas", "-arch=sm_90a", str(path), "-o", str(tmp_path / "relay.cubin")], capture_output=True,
+    r = subprocess.run([ptxas, "-arch=sm_90a", str(path), "-o", str(tmp_path / "relay.cubin")], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
 

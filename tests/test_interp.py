@@ -194,7 +194,7 @@ def test_build_does_not_change_what_the_oracle_sees():
 def test_oracle_agrees_with_the_cpu_backend_on_generated_programs(seed, tmp_path):
     from polykern.testing import fuzzcase
 
-    p = kernelgen.generate(seed, avoid=kernelgen.BEFORE_MEMORY)  # the programs of before session 6's sections
+    p = kernelgen.generate(seed, avoid=kernelgen.BEFORE_MEMORY)  # the programs of before the generator's 2026-11-28 sections
     case = fuzzcase.Case(p.name, p.source, p.grid, p.block, p.make_args(), p.features)
     case.kernel(str(tmp_path))
     out = fuzzcase.check_target(case, case.oracle(), "llvm")

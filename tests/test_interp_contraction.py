@@ -2,13 +2,13 @@
 fed (Result.contracted, through variables, private arrays and control flow: interpreter.sites), not the whole
 program; the other elements are still compared."""
 import numpy as np
-import pytest
 
 import polykern as pk
 from polykern import Buffer, f32
 from polykern.testing import fuzzcase
 from polykern.testing.compare import compare
 from polykern.testing.interp import interpret
+from polykern.testing import tier_skip
 
 
 @pk.kernel
@@ -67,7 +67,7 @@ def test_an_a_times_b_plus_c_in_control_flow_leaves_everything_unchecked():
 def test_webgpu_results_meet_the_per_element_comparison():
     target = "webgpu -shader_f16=true"
     if not fuzzcase.runtime_present(target):
-        pytest.skip("no WebGPU runtime here")
+        tier_skip.skip("wgpu", "no WebGPU runtime here")
     args = [X] + [np.zeros(4, np.float32) for _ in range(4)]
     pk.build([fused_one], [target])["fused_one"](*args, grid=1, block=4)
     c = compare(_launch(), dict(zip("xopqr", args)), "webgpu", device=fuzzcase.selected_device("webgpu"))

@@ -8,6 +8,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import KernelTypeError, LaunchError
 from polykern.testing.interp import interpret
+from polykern.testing import tier_skip
 from runtimes import runnable_targets
 
 TARGETS = [pytest.param(t, k, skips, id=k) for t, k, skips in runnable_targets()]
@@ -138,8 +139,8 @@ def test_webgpu_one_device_array_readonly_and_written_is_named():
     """wgpu refuses one buffer bound read-only and read-write in a dispatch; that was a DeviceError
     quoting wgpu's validation report, now a LaunchError naming both parameters."""
     if not any(k == "webgpu" for _, k, _ in runnable_targets()):
-        pytest.skip("no WebGPU runtime here")
-    from polykern_webgpu.device_array import to_device
+        tier_skip.skip("wgpu", "no WebGPU runtime here")
+    from polykern_webgpu.runtime.device_array import to_device
     d = to_device(np.arange(8, dtype=np.int32))
     f = pk.build([in_place], targets=["webgpu"]).on("webgpu")["in_place"]
     with pytest.raises(LaunchError, match="arguments 'x' and 'y' are one buffer, one readonly and one written"):
@@ -165,7 +166,7 @@ def test_webgpu_subgroups_in_a_2d_block():
     DeviceError quoting wgpu. Now only the built-ins read are declared (a reduction runs), and a kernel
     that reads the lane or id in a 2-D block is a LaunchError saying why."""
     if not any(k == "webgpu" for _, k, _ in runnable_targets()):
-        pytest.skip("no WebGPU runtime here")
+        tier_skip.skip("wgpu", "no WebGPU runtime here")
     target = next(t for t, k, _ in runnable_targets() if k == "webgpu")
     mod = pk.build([sum_in_2d_block, lane_in_2d_block, size_before_barrier], targets=[target]).on("webgpu")
     probe = np.zeros(16, np.int32)

@@ -1,6 +1,6 @@
 """kbin-run (native/tools/kbin_run.c) checks each launch-stream record against the kernel's signature:
 a record of the wrong kind or size is exit status 3 with a message naming the argument, never a
-kernel that reads a buffer record as a scalar (it segfaulted; issue 21, item 6)."""
+kernel that reads a buffer record as a scalar (it segfaulted)."""
 import subprocess
 
 import numpy as np
@@ -9,7 +9,7 @@ import pytest
 import polykern as pk
 from polykern.testing.c_corpus import saxpy
 from polykern import launch_stream as ls
-from test_native import IS_ELF_HOST, native_build  # noqa: F401
+from native_support import IS_ELF_HOST, native_build  # noqa: F401
 
 N = 100
 SIG = "saxpy(n: i32, a: f32, x: Buffer[f32, readonly], y: Buffer[f32])"

@@ -16,6 +16,7 @@ import polykern as pk
 from polykern import artifact, backends
 from polykern.errors import ArtifactError
 from polykern.module import RootModule, UnavailableModule
+from polykern.testing import tier_skip
 
 from kbin_future import future_module
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 saxpy_example = pytest.importorskip("saxpy")
 
-needs_llvm = pytest.mark.skipif(bool(backends.runtime_reason("llvm")),
+needs_llvm = tier_skip.skipif("llvm", backends.runtime_reason("llvm"),
                                 reason=f"no llvm runtime here: {backends.runtime_reason('llvm')}")
 
 
@@ -31,7 +32,7 @@ needs_llvm = pytest.mark.skipif(bool(backends.runtime_reason("llvm")),
 def mixed_artifact(tmp_path_factory) -> Path:
     """root -> [zz_future (first, so every launch must skip it), llvm]."""
     if backends.runtime_reason("llvm"):
-        pytest.skip(f"no llvm runtime here: {backends.runtime_reason('llvm')}")
+        tier_skip.skip("llvm", f"no llvm runtime here: {backends.runtime_reason('llvm')}")
     llvm = pk.build([saxpy_example.saxpy], targets=["llvm"]).on("llvm")
     future = future_module(llvm.functions)
     root = RootModule.collect([future, llvm], ["zz_future", "llvm"])

@@ -1,4 +1,4 @@
-"""Hostile `.kbin` bytes found by a red-team pass over format version 2 (issue #16): each is valid at
+"""Hostile `.kbin` bytes found by a red-team pass over format version 2: each is valid at
 the container level and used to get past one reader but not the other, or to load but not export
 again to the same bytes. Python (polykern.artifact.load) and C (libpolykern) must give the same
 verdict, offset and message; an accepted artifact exports again, from either, to its own bytes."""
@@ -9,7 +9,7 @@ import pytest
 from polykern import wire
 from polykern.errors import ArtifactError
 from polykern.function_info import ArgInfo, FunctionInfo
-from test_native import _python_reexport, _python_verdict, clib, native_build, needs_cc  # noqa: F401 (fixtures)
+from native_support import python_reexport, python_verdict, clib, native_build, needs_cc  # noqa: F401 (fixtures)
 
 
 def _fn(name: str) -> FunctionInfo:
@@ -33,7 +33,7 @@ def _artifact(modules, children) -> bytes:
 
 
 def _same_verdict(clib, data: bytes):
-    py = _python_verdict(data)
+    py = python_verdict(data)
     assert clib.parse(data) == py, "C and Python disagree"
     return py
 
@@ -56,7 +56,7 @@ def test_modules_out_of_preorder_are_refused_by_both_readers(clib, monkeypatch):
     mods = [("zza", _device("a", ("a",))), ("zzb", _device("b", ("b",))), ("zzc", _device("c", ("c",)))]
     in_order = _artifact(mods, [[1, 3], [2], [], []])      # root -> zza -> zzb; root -> zzc
     ok, _, _ = _same_verdict(clib, in_order)
-    assert ok and _python_reexport(in_order) == in_order and clib.reexport(in_order) == in_order
+    assert ok and python_reexport(in_order) == in_order and clib.reexport(in_order) == in_order
     with monkeypatch.context() as m:  # the writer refuses to write it (it checks what it writes)
         m.setattr(wire, "decode_container", lambda data: None)
         swapped = _artifact(mods, [[1], [3, 2], [], []])  # root -> zza -> (zzc, zzb): preorder 0 1 3 2
@@ -106,10 +106,10 @@ def test_c_finds_the_runnable_module_among_more_than_64(native_build, tmp_path):
 
     from polykern import artifact
     from polykern.module import DeviceModule, RootModule
-    from test_native import EXAMPLES, _polykern
+    from native_support import EXAMPLES, run_polykern
 
     compiled = tmp_path / "saxpy.kbin"
-    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
+    p = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
     assert p.returncode == 0, p.stderr
     llvm = artifact.load(compiled).on("llvm")
     others = [DeviceModule(f"zz{i}", b"future", "zzbin", llvm.functions) for i in range(70)]
@@ -127,14 +127,14 @@ def test_inspect_source_lists_every_note_and_format_in_c(native_build, tmp_path)
     import subprocess
 
     from polykern.module import DeviceModule, RootModule
-    from test_native import _cli
+    from native_support import cli_in_process
 
     mods = [DeviceModule(f"zz{i}", b"\x00binary", "zzbin", {"k": _fn("k")}, {f"src{i:02d}": "text"})
             for i in range(70)]
     f = tmp_path / "k.kbin"
     RootModule.collect(mods, [m.kind for m in mods]).export(f)
     for fmt in ("zzbin", "src07", "nope" * 50):
-        code, out, err = _cli("inspect", "--source", fmt, str(f))
+        code, out, err = cli_in_process("inspect", "--source", fmt, str(f))
         c = subprocess.run([str(native_build / "kbin-inspect"), "--source", fmt, str(f)], capture_output=True,
                            text=True)
         assert (c.returncode, c.stdout) == (code, out)

@@ -1,5 +1,5 @@
 """``saxpy[grid, block](...)`` (Numba's launch form) is a PolykernError that shows polykern's form with
-the values given (issue 23), not Python's "'Kernel' object is not subscriptable"."""
+the values given, not Python's "'Kernel' object is not subscriptable"."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Barriers must be reached by every work-item of a workgroup or by none (issue 11 item 9): a barrier in
+"""Barriers must be reached by every work-item of a workgroup or by none (docs/language.md 7.5): a barrier in
 control flow that only some work-items take is a located KernelTypeError naming the non-uniform
 condition's line; barriers in provably uniform control flow compile and run on every runtime."""
 import re

@@ -18,7 +18,7 @@ from polykern.errors import KernelTypeError
 from polykern.ir.bfloat16 import bits_to_f32
 from polykern.ir.rounding import largest_finite, round_exact
 from polykern.testing.interp import interpret
-from polykern.testing.require import skip_if_absent
+from polykern.testing.tier_skip import skip_if_absent
 from runtimes import all_target_kinds, runnable_targets
 from kernel_sources import make_kernel
 

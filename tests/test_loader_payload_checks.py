@@ -2,7 +2,7 @@
 load with an ArtifactError naming the kind, the layout and fmt found and what the kind accepts: the same
 verdict with the kind's runtime loader and without it (the fallback), and from the loader called directly.
 
-Was (red team of issue 16): llvm with an smap payload -> "TypeError: unhashable type: 'slice'", opencl with
+Was (red team of the plugin interface): llvm with an smap payload -> "TypeError: unhashable type: 'slice'", opencl with
 smap -> AttributeError, vulkan with a bytes payload -> "no kernel for [2, 3, 7, 35]", webgpu/llvm with fmt
 "zz" -> loaded as runnable modules that failed at launch. The C reader only decodes: it still reads them.
 """

@@ -15,8 +15,8 @@ import polykern as pk
 from polykern import Buffer, bf16, f16, f32, i8, i32, u8
 from polykern.ir.bfloat16 import bits_to_f32, f32_to_bits
 from polykern.errors import DeviceError, KernelSyntaxError, KernelTypeError
-from polykern import registry
-from polykern.ir.matrix import SUPPORT_KEY, reference_mma, round_tf32
+from polykern import capabilities
+from polykern.ir.matrix import reference_mma, round_tf32
 from polykern.numerics import mma_error_bound
 from polykern.testing.interp import OracleError, interpret
 
@@ -55,14 +55,14 @@ def _subgroup_size(target: str) -> int:
 
 def _build_or_refusal(kernel, target):
     """The module, or None when the target kind refuses the kernel's fragments with a located
-    KernelTypeError: a kind that declares matrix fragments (matrix.support.<kind>) may refuse only a
+    KernelTypeError: a kind that declares matrix fragments (Capabilities.matrix) may refuse only a
     shape or type it lacks, never fragments as such."""
     kind = target.split()[0]
     try:
         return pk.build([kernel], targets=[target])
     except KernelTypeError as e:
         assert kind not in EXACT_KINDS, e
-        if registry.get(SUPPORT_KEY + kind) is not None:
+        if capabilities.of(kind).matrix is not None:
             assert f"{kind} does not support" in str(e), e
         else:
             assert f"{kind} has no matrix fragments" in str(e), e
@@ -493,7 +493,7 @@ LAYOUT = "col"
 
 
 def test_a_layout_that_is_not_a_literal_is_named():
-    """The layout must be the literal itself; a Python variable holding "col" (red team, session 4) was
+    """The layout must be the literal itself; a Python variable holding "col" (red team, 2026-11-24) was
     refused without saying why. The message names the argument, what was written and why, at the layout."""
     @pk.kernel
     def layout_by_name(d: Buffer[f32], x: Buffer[f32, "readonly"]):

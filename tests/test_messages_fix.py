@@ -1,4 +1,4 @@
-"""Frontend messages suggest the fix that works (issue 23): the cast of the right operand whatever the
+"""Frontend messages suggest the fix that works: the cast of the right operand whatever the
 operand order, the polykern equivalent of a NumPy/math function, a length parameter for len(), an
 accurate list of the callable Python functions, and a float cast for a float literal with an integer."""
 import importlib.util
@@ -127,7 +127,7 @@ def test_every_listed_python_function_compiles(tmp_path):
     from polykern.lang.exprs import _CAST_NAMES
 
     for name in python_callables(_CAST_NAMES):
-        args = "x[0], x[1]" if name in ("min", "max", "math.pow") else "x[0]"
+        args = "x[0], x[1]" if name in ("min", "max", "pow", "math.pow") else "x[0]"
         kernel_from(tmp_path, "x: Buffer[f32]", f"x[0] = f32({name}({args}))").ir
 
 

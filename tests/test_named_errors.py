@@ -1,5 +1,5 @@
 """Bad input that used to escape as a raw TypeError/ValueError/RuntimeError/IndexError is a named
-polykern error saying what was wrong and where (issue 21, item 11): a constexpr value no kernel type
+polykern error saying what was wrong and where: a constexpr value no kernel type
 holds (``specialize(N=10**5000)``), a user's object whose repr() raises (a specialization value, a
 build hook's closure), and host array protocols that are malformed or masked, on every runtime (all
 array protocols are read in one place, polykern/launch.py ``_buffer``)."""
@@ -12,6 +12,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, hooks
 from polykern.errors import CompileError, KernelTypeError, LaunchError
+from polykern.testing import tier_skip
 from runtimes import runnable_targets
 
 
@@ -91,8 +92,7 @@ def test_a_partial_hook_identity_does_not_depend_on_addresses():
 
 def _runtimes():
     have = {kind: t for t, kind, _ in runnable_targets()}
-    return [pytest.param(have.get(k), id=k, marks=[] if k in have else pytest.mark.skip(reason=f"no {k} runtime "
-                                                                                             "here"))
+    return [pytest.param(have.get(k), id=k, marks=tier_skip.runtime_skipif(k, k not in have, f"no {k} runtime here"))
             for k in ("llvm", "opencl", "vulkan", "webgpu")]
 
 

@@ -15,7 +15,6 @@ libFuzzer runtime, no aarch64 cross toolchain, ...).
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -27,127 +26,34 @@ import shutil
 import subprocess
 import sys
 import zlib
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 from growing import growing
-
-ROOT = Path(__file__).resolve().parent.parent
-NATIVE = ROOT / "native"
-BUILD = NATIVE / "build"
-GOLDEN = ROOT / "tests" / "golden"
-EXAMPLES = ROOT / "examples"
-
-CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-MAKE = shutil.which("make")
-needs_cc = pytest.mark.skipif(not (CC and MAKE), reason="no C compiler or make on this host")
-IS_ELF_HOST = sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64", "aarch64",
-                                                                                  "arm64")
-needs_cpu_loader = pytest.mark.skipif(not IS_ELF_HOST, reason="the native CPU loader runs on x86-64/aarch64 Linux")
+from native_support import (ROOT, NATIVE, BUILD, GOLDEN, EXAMPLES, CC, MAKE, needs_cc, IS_ELF_HOST,
+                            needs_cpu_loader, native_lock, make_native, native_build, run_polykern, PkError,
+                            clib, python_reexport, python_verdict, cli_in_process, CModule, libcuda_reason,
+                            QEMU_AARCH64)  # noqa: F401 (fixtures)
 
 
-@contextmanager
-def _locked():
-    """make runs one at a time across pytest-xdist workers (they share native/build*)."""
-    BUILD.mkdir(parents=True, exist_ok=True)
-    with open(BUILD / ".lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _make(*args: str, timeout: int = 600, env=None) -> subprocess.CompletedProcess:
-    with _locked():
-        p = subprocess.run([MAKE, "-C", str(NATIVE), *args], capture_output=True, text=True, timeout=timeout,
-                           env=env)
-    if p.returncode != 0:
-        pytest.fail(f"make {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
-    return p
 
 
-@pytest.fixture(scope="session")
-def native_build():
-    if not (CC and MAKE):
-        pytest.skip("no C compiler or make on this host")
-    _make("all", f"CC={CC}")
-    return BUILD
 
 
-def _polykern(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polykern", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
+
+
 
 
 # ------------------------------------------------------------------ libpolykern.so through ctypes
 
 
-class PkError(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_int), ("has_offset", ctypes.c_int), ("offset", ctypes.c_uint64),
-                ("message", ctypes.c_char * 512)]
 
 
-class CLib:
-    """A thin ctypes view of native/include/polykern.h."""
-
-    def __init__(self, path: Path):
-        lib = ctypes.CDLL(str(path))
-        vp, sz, cp = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
-        err = ctypes.POINTER(PkError)
-        sig = {
-            "pk_artifact_parse": (vp, [vp, sz, err]),
-            "pk_artifact_free": (None, [vp]),
-            "pk_program_load_first": (vp, [vp, cp, cp, err]),
-            "pk_program_free": (None, [vp]),
-            "pk_program_device": (cp, [vp]),
-            "pk_program_kernel": (vp, [vp, cp, err]),
-            "pk_kernel_info": (vp, [vp]),
-            "pk_buffer_alloc": (vp, [vp, sz, err]),
-            "pk_buffer_write": (ctypes.c_int, [vp, sz, vp, sz, err]),
-            "pk_buffer_read": (ctypes.c_int, [vp, sz, vp, sz, err]),
-            "pk_buffer_free": (None, [vp]),
-            "pk_kernel_launch": (ctypes.c_int, [vp, sz, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_uint32 * 3),
-                                                ctypes.POINTER(ctypes.c_uint32 * 3), err]),
-            "pk_artifact_write": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
-                                                 ctypes.POINTER(sz), err]),
-        }
-        for name, (res, args) in sig.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = res, args
-        self.lib = lib
-
-    def parse(self, data: bytes):
-        """(ok, offset, message) of pk_artifact_parse."""
-        e = PkError()
-        buf = ctypes.create_string_buffer(data, len(data))
-        art = self.lib.pk_artifact_parse(buf, len(data), ctypes.byref(e))
-        if art:
-            self.lib.pk_artifact_free(art)
-            return True, None, ""
-        assert e.status == 1 and e.has_offset, e.message
-        return False, e.offset, e.message.decode("utf-8", "replace")
-
-    def reexport(self, data: bytes) -> bytes:
-        """pk_artifact_write of the parsed ``data``: encoded again from the decoded fields."""
-        e = PkError()
-        buf = ctypes.create_string_buffer(data, len(data))
-        art = self.lib.pk_artifact_parse(buf, len(data), ctypes.byref(e))
-        assert art, e.message
-        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
-        try:
-            assert self.lib.pk_artifact_write(art, ctypes.byref(out), ctypes.byref(n), ctypes.byref(e)) == 0, e.message
-            return ctypes.string_at(out, n.value)
-        finally:
-            ctypes.CDLL(None).free(ctypes.cast(out, ctypes.c_void_p))
-            self.lib.pk_artifact_free(art)
 
 
-@pytest.fixture(scope="session")
-def clib(native_build):
-    return CLib(native_build / "libpolykern.so")
 
 
 # ------------------------------------------------------------------ the C tests
@@ -156,7 +62,7 @@ def clib(native_build):
 @needs_cc
 def test_c_unit_tests(native_build):
     """make check: parser, ELF loader (gcc/clang objects in several code models), runtime."""
-    p = _make("check", f"CC={CC}")
+    p = make_native("check", f"CC={CC}")
     out = p.stdout
     for name in ("test_kbin", "test_elf_loader", "test_runtime"):
         assert re.search(rf"{name}: all \d+ checks passed", out), out[-3000:]
@@ -202,11 +108,11 @@ def test_golden_json_descriptions(native_build):
 def test_kbin_inspect_matches_polykern_inspect(native_build, mode, tmp_path):
     files = list(_golden())
     compiled = tmp_path / "saxpy_cli.kbin"
-    if _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
+    if run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
         files.append(compiled)
     flag = ["--json"] if mode == "json" else []
     for f in files:
-        py = _polykern("inspect", *flag, str(f))
+        py = run_polykern("inspect", *flag, str(f))
         c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(f)], capture_output=True, text=True)
         assert py.returncode == 0, py.stderr
         assert c.returncode == 0, c.stderr
@@ -221,10 +127,10 @@ def test_c_reads_bf16_arguments(native_build, tmp_path):
     src.write_text("import polykern as pk\nfrom polykern import Buffer, bf16, f32\n\n\n@pk.kernel\n"
                    "def cvt(x: Buffer[f32], y: Buffer[bf16]):\n    y[pk.global_id(0)] = bf16(x[pk.global_id(0)])\n")
     out = tmp_path / "k.kbin"
-    p = _polykern("compile", str(src), "-t", "llvm", "-o", str(out))
+    p = run_polykern("compile", str(src), "-t", "llvm", "-o", str(out))
     assert p.returncode == 0, p.stderr
     for flag in ([], ["--json"]):
-        py = _polykern("inspect", *flag, str(out))
+        py = run_polykern("inspect", *flag, str(out))
         c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(out)], capture_output=True, text=True)
         assert c.returncode == 0, c.stderr
         assert c.stdout == py.stdout and "bf16" in c.stdout
@@ -236,7 +142,7 @@ def test_kbin_inspect_source_and_errors(native_build, tmp_path):
     if kb is None:
         pytest.skip("golden multi_target.kbin not present")
     for fmt in ("ptx", "cuda", "nope"):
-        py = _polykern("inspect", "--source", fmt, str(kb))
+        py = run_polykern("inspect", "--source", fmt, str(kb))
         c = subprocess.run([str(native_build / "kbin-inspect"), "--source", fmt, str(kb)], capture_output=True,
                            text=True)
         assert (c.returncode == 0) == (py.returncode == 0), (fmt, c.stderr, py.stderr)
@@ -250,28 +156,8 @@ def test_kbin_inspect_source_and_errors(native_build, tmp_path):
 # ------------------------------------------------------------------ differential parsing: C == Python
 
 
-def _python_reexport(data: bytes) -> bytes:
-    """``polykern.load(data).export()`` with no runtime registered (every module unavailable)."""
-    from polykern import artifact
-    from polykern.testing.isolation import isolated
-
-    with isolated():
-        return artifact.load(data).export()
 
 
-def _python_verdict(data: bytes):
-    """What polykern.artifact.load decides about the bytes (container, payloads, attribute
-    schema, root coverage) with no runtime registered: (ok, offset, message)."""
-    from polykern import artifact
-    from polykern.errors import ArtifactError
-    from polykern.testing.isolation import isolated
-
-    try:
-        with isolated():
-            artifact.load(data)
-        return True, None, ""
-    except ArtifactError as e:
-        return False, e.offset, str(e)
 
 
 @needs_cc
@@ -280,14 +166,14 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
 
     seeds = [f.read_bytes() for f in _golden()]
     compiled = tmp_path / "saxpy.kbin"
-    if _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
+    if run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled)).returncode == 0:
         seeds.append(compiled.read_bytes())
     rng = random.Random(20261121)
     checked = accepted = 0
     for seed in seeds:
         assert clib.parse(seed)[0], "a valid artifact was rejected by C"
         for m in kbin_corpus.mutants(seed, rng, 600):
-            ok_py, off_py, msg_py = _python_verdict(m)
+            ok_py, off_py, msg_py = python_verdict(m)
             ok_c, off_c, msg = clib.parse(m)
             assert ok_c == ok_py, f"C {'accepts' if ok_c else 'rejects'} ({msg}) what Python " \
                                   f"{'accepts' if ok_py else 'rejects at ' + str(off_py)}"
@@ -299,8 +185,9 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
 
 
 def test_native_tables_header_is_generated_from_python():
-    """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema) is what
-    tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
+    """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema, the launch rules of
+    polykern/launch_rules.py, ir/dynamic_shared.py and polykern_cuda's driver_limits.py / tensor_map_codes.py)
+    is what tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
     gen = ROOT / "tools" / "gen_native_tables.py"
     header = NATIVE / "src" / "kbin_tables.h"
     if not (gen.exists() and header.exists()):
@@ -312,18 +199,6 @@ def test_native_tables_header_is_generated_from_python():
         "native/src/kbin_tables.h is stale: run `python tools/gen_native_tables.py`"
 
 
-def _cli(*argv: str):
-    """(exit code, stdout, stderr) of `polykern ...` run in this process, no backend loaded."""
-    import contextlib
-    import io
-
-    from polykern.cli import main
-    from polykern.testing.isolation import isolated
-
-    out, err = io.StringIO(), io.StringIO()
-    with isolated(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def _c_listing(clib, data: bytes, json_out: bool) -> str:
@@ -366,24 +241,24 @@ def test_damaged_corpus_same_verdict_and_words(clib, native_build, tmp_path):
     n = refused = reexported = 0
     raw_control = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
     for i, (label, data) in enumerate(kbin_corpus.corpus()):
-        ok_py, off_py, msg_py = _python_verdict(data)
+        ok_py, off_py, msg_py = python_verdict(data)
         ok_c, off_c, msg_c = clib.parse(data)
         assert (ok_c, off_c, msg_c) == (ok_py, off_py, msg_py), label
         assert not raw_control.search(msg_py), (label, "a raw control character in the message")
         f = tmp_path / "k.kbin"
         f.write_bytes(data)
         for flag in ([], ["--json"]) if ok_py else ():
-            code, out, err = _cli("inspect", *flag, str(f))
+            code, out, err = cli_in_process("inspect", *flag, str(f))
             assert code == 0 and not raw_control.search(out), (label, flag)
             assert _c_listing(clib, data, bool(flag)) == out, (label, flag)
         if ok_py:
-            again = _python_reexport(data)
+            again = python_reexport(data)
             assert clib.reexport(data) == again, (label, "C and Python encode the artifact differently")
             assert again == data or data[8] == 1, (label, "a version-2 artifact did not export to its own bytes")
             reexported += 1
         if i % 16 == 0:
             for flag in ([], ["--json"]):
-                code, out, err = _cli("inspect", *flag, str(f))
+                code, out, err = cli_in_process("inspect", *flag, str(f))
                 c = subprocess.run([inspect, *flag, str(f)], capture_output=True)
                 assert c.returncode == code, (label, flag, c.stderr, err)
                 assert c.stdout.decode("utf-8") == out, (label, flag)
@@ -413,7 +288,7 @@ def test_kbin_inspect_escapes_like_polykern_inspect(native_build, tmp_path):
                                (bytes(bad), ([],))):
             f.write_bytes(content)
             for flag in flags:
-                code, out, err = _cli("inspect", *flag, str(f))
+                code, out, err = cli_in_process("inspect", *flag, str(f))
                 c = subprocess.run([str(native_build / "kbin-inspect"), *flag, str(f)], capture_output=True)
                 assert c.returncode == code, (flag, c.stderr)
                 assert c.stdout.decode("utf-8") == out, flag
@@ -433,7 +308,7 @@ def test_kbin_inspect_refuses_what_is_not_a_regular_file(native_build, tmp_path)
                        (tmp_path, "a directory")):
         c = subprocess.run([str(native_build / "kbin-inspect"), str(path)], capture_output=True, text=True,
                            timeout=20)
-        code, _, err = _cli("inspect", str(path))
+        code, _, err = cli_in_process("inspect", str(path))
         shown = str(path).replace("\x1b", "\\x1b")
         assert c.returncode == code == 1
         assert err == f"polykern: error: cannot read {shown}: it is {what}, not a regular file\n"
@@ -461,7 +336,7 @@ def test_kbin_inspect_reads_a_growing_file_only_up_to_its_size(native_build, tmp
 @needs_cpu_loader
 def test_run_saxpy_example_on_cpu(native_build, tmp_path):
     out = tmp_path / "saxpy.kbin"
-    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(out))
+    p = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(out))
     assert p.returncode == 0, p.stderr
     r = subprocess.run([str(native_build / "run_saxpy"), str(out), "--n", "100003"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -472,7 +347,7 @@ def test_run_saxpy_example_on_cpu(native_build, tmp_path):
 @needs_cpu_loader
 def test_run_saxpy_prefers_cuda_then_says_why_it_fell_back(native_build, tmp_path):
     out = tmp_path / "saxpy2.kbin"
-    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "cuda -arch=sm_90", "-t", "llvm", "-o", str(out))
+    p = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "cuda -arch=sm_90", "-t", "llvm", "-o", str(out))
     if p.returncode != 0:
         pytest.skip(f"cannot compile a cuda+llvm artifact here: {p.stderr.strip().splitlines()[-1:]}")
     r = subprocess.run([str(native_build / "run_saxpy"), str(out)], capture_output=True, text=True)
@@ -498,7 +373,7 @@ def test_unknown_kind_beside_llvm_read_shown_reexported_and_run_from_c(native_bu
     from kbin_future import future_module
 
     compiled = tmp_path / "saxpy.kbin"
-    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
+    p = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm", "-o", str(compiled))
     assert p.returncode == 0, p.stderr
     llvm = artifact.load(compiled).on("llvm")
     mixed = tmp_path / "mixed.kbin"
@@ -506,7 +381,7 @@ def test_unknown_kind_beside_llvm_read_shown_reexported_and_run_from_c(native_bu
     inspect = str(native_build / "kbin-inspect")
     for flag in ([], ["--json"]):
         c = subprocess.run([inspect, *flag, str(mixed)], capture_output=True, text=True)
-        py = _polykern("inspect", *flag, str(mixed))
+        py = run_polykern("inspect", *flag, str(mixed))
         assert c.returncode == 0 and py.returncode == 0, c.stderr + py.stderr
         assert c.stdout == py.stdout and "zz_future" in c.stdout
     again = tmp_path / "again.kbin"
@@ -529,7 +404,7 @@ def test_c_reexports_version_1_golden_as_python_does(native_build, tmp_path):
         c = subprocess.run([str(native_build / "kbin-inspect"), "--reexport", str(out), str(v1)],
                            capture_output=True, text=True)
         assert c.returncode == 0, c.stderr
-        assert v1.read_bytes()[8] == 1 and out.read_bytes() == _python_reexport(v1.read_bytes())
+        assert v1.read_bytes()[8] == 1 and out.read_bytes() == python_reexport(v1.read_bytes())
         assert out.read_bytes()[8] == 2
 
 
@@ -538,84 +413,15 @@ def test_c_reexports_version_1_golden_as_python_does(native_build, tmp_path):
 def test_foreign_machine_object_is_refused(native_build, tmp_path):
     other = "aarch64-linux-gnu" if platform.machine().lower() in ("x86_64", "amd64") else "x86_64-linux-gnu"
     out = tmp_path / "foreign.kbin"
-    p = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", f"llvm -mtriple={other}", "-o", str(out))
+    p = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", f"llvm -mtriple={other}", "-o", str(out))
     assert p.returncode == 0, p.stderr
     r = subprocess.run([str(native_build / "run_saxpy"), str(out)], capture_output=True, text=True)
     assert r.returncode == 1
     assert f"CPU object is for {other.split('-')[0]}" in r.stderr, r.stderr
 
 
-class _CModule:
-    """Enough of a polykern module for the examples' run(mod, rng): mod["k"](*args, grid=, block=)
-    launches through libpolykern.so; NumPy arrays are copied in and back like a device runtime."""
-
-    _CT = {(0, 8): "b", (0, 16): "h", (0, 32): "i", (0, 64): "q", (1, 8): "B", (1, 16): "H", (1, 32): "I",
-           (1, 64): "Q", (2, 16): "e", (2, 32): "f", (2, 64): "d", (6, 8): "?"}
-
-    def __init__(self, c: CLib, data: bytes, kind: str):
-        self.c, self.err, self.kind = c, PkError(), kind
-        self._data = ctypes.create_string_buffer(data, len(data))
-        self.art = c.lib.pk_artifact_parse(self._data, len(data), ctypes.byref(self.err))
-        assert self.art, self.err.message
-        self.prog = c.lib.pk_program_load_first(self.art, kind.encode(), None, ctypes.byref(self.err))
-        assert self.prog, self.err.message
-        self.device = c.lib.pk_program_device(self.prog).decode()
-
-    def close(self):
-        self.c.lib.pk_program_free(self.prog)
-        self.c.lib.pk_artifact_free(self.art)
-
-    def __getitem__(self, name: str):
-        from polykern.ir.types import scalar_from_code
-
-        lib, err = self.c.lib, self.err
-        k = lib.pk_program_kernel(self.prog, name.encode(), ctypes.byref(err))
-        assert k, err.message
-        from polykern.checked_launch import user_visible
-
-        root_fn = user_visible(self.meta[name])  # checked accesses: libpolykern adds the hidden arguments
-
-        def launch(*args, grid, block, shared_size=None):
-            dims = lambda v: (list(v) + [1, 1, 1])[:3] if isinstance(v, (tuple, list)) else [v, 1, 1]  # noqa: E731
-            if shared_size is not None:  # pk.shared_dynamic: the C API takes the length as the hidden last argument
-                args = args + (shared_size,)
-            assert len(args) == len(root_fn.args)
-            cells, bufs, back = [], [], []
-            for a, info in zip(args, root_fn.args):
-                if info.kind == "buffer":
-                    arr = np.ascontiguousarray(a)
-                    assert arr.dtype == scalar_from_code(info.code, info.bits).numpy
-                    b = lib.pk_buffer_alloc(self.prog, arr.nbytes, ctypes.byref(err))
-                    assert b and lib.pk_buffer_write(b, 0, arr.ctypes.data, arr.nbytes, ctypes.byref(err)) == 0
-                    bufs.append(b)
-                    back.append((a, arr, b))
-                    cells.append(b)
-                else:
-                    v = np.array(a, dtype=scalar_from_code(info.code, info.bits).numpy)
-                    cell = ctypes.create_string_buffer(v.tobytes(), max(v.nbytes, 1))
-                    bufs.append(None)
-                    cells.append(ctypes.addressof(cell))
-                    back.append((None, cell, None))
-            argv = (ctypes.c_void_p * max(1, len(cells)))(*cells)
-            g, bl = (ctypes.c_uint32 * 3)(*dims(grid)), (ctypes.c_uint32 * 3)(*dims(block))
-            rc = lib.pk_kernel_launch(k, len(cells), argv, ctypes.byref(g), ctypes.byref(bl), ctypes.byref(err))
-            assert rc == 0, err.message
-            for orig, arr, b in back:
-                if b is not None:
-                    assert lib.pk_buffer_read(b, 0, arr.ctypes.data, arr.nbytes, ctypes.byref(err)) == 0
-                    if orig is not arr:
-                        orig[...] = arr
-                    lib.pk_buffer_free(b)
-
-        return launch
 
 
-def _libcuda_reason():
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return None
-    except OSError as e:
-        return f"no NVIDIA driver here (libcuda.so.1: {e})"
 
 
 @needs_cc
@@ -629,8 +435,8 @@ def test_examples_run_through_libpolykern(clib, example, kind):
 
     if kind == "llvm" and not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
-    if kind == "cuda" and _libcuda_reason():
-        pytest.skip(_libcuda_reason())
+    if kind == "cuda" and libcuda_reason():
+        pytest.skip(libcuda_reason())
 
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -646,7 +452,7 @@ def test_examples_run_through_libpolykern(clib, example, kind):
         [v for v in vars(mod).values() if isinstance(v, Kernel)]
     assert kernels and hasattr(mod, "run"), f"{example}.py has no kernels / run()"
     root = pk.build(kernels, targets=[kind])
-    cm = _CModule(clib, root.export(), kind)
+    cm = CModule(clib, root.export(), kind)
     cm.meta = root.functions
     try:
         summary = mod.run(cm, np.random.default_rng(0))
@@ -669,7 +475,7 @@ def test_c_launch_sizes_the_dynamic_shared_array(clib):
     from dynamic_shared_kernels import rev_tile
 
     root = pk.build([rev_tile], targets=["llvm"])
-    cm = _CModule(clib, root.export(), "llvm")
+    cm = CModule(clib, root.export(), "llvm")
     cm.meta = root.functions
     try:
         x = np.arange(64, dtype=np.float32)
@@ -700,13 +506,13 @@ def test_c_launch_opts_in_when_static_and_dynamic_shared_pass_48_kib(clib, kind)
 
     if kind == "llvm" and not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
-    if kind == "cuda" and _libcuda_reason():
-        pytest.skip(_libcuda_reason())
+    if kind == "cuda" and libcuda_reason():
+        pytest.skip(libcuda_reason())
     from dynamic_shared_kernels import rev_tile_static
 
     root = pk.build([rev_tile_static], targets=[kind])
     assert root.functions["rev_tile_static"].shared_bytes == 32768
-    cm = _CModule(clib, root.export(), kind)
+    cm = CModule(clib, root.export(), kind)
     cm.meta = root.functions
     try:
         x = np.arange(5000 * 2, dtype=np.float32)
@@ -722,8 +528,8 @@ def test_c_launch_opts_in_when_static_and_dynamic_shared_pass_48_kib(clib, kind)
                                   "3,4 ", "03,4", "3", "3,", ",4", "99999999999999999999,4"])
 def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):
     """A hostile artifact's ``dynamic_shared`` attribute is refused with a clear error, never a crash, and
-    exactly where the Python runtimes refuse it (ir/dynamic_shared.py parse_attr: the C runtime accepted
-    " 3,4", "3,04", "+3,4" and an element size of 16)."""
+    exactly where and as the Python runtimes refuse it (ir/dynamic_shared.py parse_attr: the C runtime accepted
+    " 3,4", "3,04", "+3,4" and an element size of 16; polykern/launch_rules.py words it for both)."""
     import polykern as pk
     from polykern.errors import ArtifactError
     from polykern.shared_launch import dynamic_shared_of
@@ -735,14 +541,13 @@ def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):
     root = pk.build([rev_tile], targets=["llvm"])
     for m in root.walk():
         m.functions["rev_tile"].attrs["dynamic_shared"] = attr
-    with pytest.raises(ArtifactError, match="malformed dynamic_shared attribute"):
+    with pytest.raises(ArtifactError, match=r"attribute dynamic_shared = .* does not name an i32 size argument") as py:
         dynamic_shared_of(root.functions["rev_tile"])
-    cm = _CModule(clib, root.export(), "llvm")
+    cm = CModule(clib, root.export(), "llvm")
     cm.meta = root.functions
     try:
         x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
-        with pytest.raises(AssertionError, match=r"attribute dynamic_shared = .* does not name an i32 size "
-                                                 r"argument and an element size"):
+        with pytest.raises(AssertionError, match=re.escape(repr(str(py.value).encode()))):
             cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=32)
     finally:
         cm.close()
@@ -764,7 +569,7 @@ def _probe_cc(flags):
 def test_c_tests_under_asan_and_ubsan(native_build):
     if not _probe_cc(["-fsanitize=address,undefined"]):
         pytest.skip(f"{CC} cannot link -fsanitize=address,undefined here")
-    p = _make("sanitize", f"CC={CC}", timeout=900)
+    p = make_native("sanitize", f"CC={CC}", timeout=900)
     for name in ("test_kbin", "test_elf_loader", "test_runtime"):
         assert re.search(rf"{name}: all \d+ checks passed", p.stdout), p.stdout[-3000:]
 
@@ -775,9 +580,9 @@ def test_fuzz_parser_briefly(tmp_path):
     and artifacts the compiler writes now (real ELF objects, PTX)."""
     secs = os.environ.get("POLYKERN_FUZZ_SECONDS", "20")
     for ex, target in (("saxpy", "llvm"), ("reduction", "llvm"), ("matmul", "cuda")):
-        _polykern("compile", str(EXAMPLES / f"{ex}.py"), "-t", target, "-o", str(tmp_path / f"{ex}_{target}.kbin"))
+        run_polykern("compile", str(EXAMPLES / f"{ex}.py"), "-t", target, "-o", str(tmp_path / f"{ex}_{target}.kbin"))
     env = dict(os.environ, FUZZ_SEEDS=str(tmp_path))
-    with _locked():
+    with native_lock():
         p = subprocess.run([str(NATIVE / "fuzz" / "run.sh"), secs], capture_output=True, text=True, timeout=900,
                            env=env)
     if p.returncode == 77:
@@ -786,7 +591,6 @@ def test_fuzz_parser_briefly(tmp_path):
     assert "FOUND A CRASH" not in p.stdout + p.stderr
 
 
-QEMU_AARCH64 = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
 
 
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and QEMU_AARCH64 and MAKE),
@@ -795,11 +599,11 @@ def test_aarch64_cross_build_under_qemu(tmp_path):
     """The aarch64 ELF relocator, tested for real: the C tests and a polykern-compiled aarch64
     saxpy run under qemu-aarch64 (qemu-user-static's binary, or qemu-user's)."""
     run = f"{QEMU_AARCH64} -L /usr/aarch64-linux-gnu"
-    p = _make("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", f"RUN={run}", "check")
+    p = make_native("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", f"RUN={run}", "check")
     for name in ("test_kbin", "test_elf_loader", "test_runtime"):
         assert re.search(rf"{name}: all \d+ checks passed", p.stdout), p.stdout[-3000:]
     out = tmp_path / "saxpy_a64.kbin"
-    c = _polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm -mtriple=aarch64-linux-gnu", "-o", str(out))
+    c = run_polykern("compile", str(EXAMPLES / "saxpy.py"), "-t", "llvm -mtriple=aarch64-linux-gnu", "-o", str(out))
     assert c.returncode == 0, c.stderr
     r = subprocess.run([*run.split(), str(NATIVE / "build-aarch64" / "run_saxpy"), str(out)], capture_output=True,
                        text=True, timeout=600)

@@ -1,4 +1,4 @@
-"""Issue 12: the C runtime's ELF loader (native/src/elf_loader.c, elf_check.c) never crashes or
+"""The C runtime's ELF loader (native/src/elf_loader.c, elf_check.c) never crashes or
 silently misruns on a damaged llvm object.
 
 The damaged-object corpus of the Python loader (backends/llvm/tests/elf_damage.py: every field of
@@ -28,14 +28,13 @@ import pytest
 import polykern as pk
 from polykern import launch_stream as ls
 
-# The native build (make -C native, fixture native_build) and the corpus generator live beside the
-# sources; a run without them (a sandbox holding only this file) skips.
-_tn = pytest.importorskip("test_native", reason="tests/test_native.py (the native build) is not here")
+from native_support import MAKE, NATIVE, QEMU_AARCH64, make_native, native_build  # noqa: F401 (fixture)
+
+# The corpus generator lives beside the llvm backend's tests; a run without it (a sandbox holding only
+# this file) skips.
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "backends", "llvm", "tests"))
 elf_damage = pytest.importorskip("elf_damage", reason="backends/llvm/tests/elf_damage.py is not here")
 exp_axpy, half_round = elf_damage.exp_axpy, elf_damage.half_round
-MAKE, NATIVE, QEMU_AARCH64, _make, native_build = (_tn.MAKE, _tn.NATIVE, _tn.QEMU_AARCH64, _tn._make,
-                                                   _tn.native_build)
 
 needs_x86_64 = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64")),
@@ -107,7 +106,7 @@ def runner(native_build, tmp_path_factory):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def a64_runner(tmp_path_factory):
-    _make("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", "all")
+    make_native("CC=aarch64-linux-gnu-gcc", "BUILD=build-aarch64", "KOBJ_CLANG=", "all")
     return _Runner([QEMU_AARCH64, "-L", "/usr/aarch64-linux-gnu", str(NATIVE / "build-aarch64" / "kbin-run")],
                    tmp_path_factory.mktemp("elf_damage_a64"))
 

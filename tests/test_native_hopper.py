@@ -9,7 +9,6 @@ kernel runs from C and matches float64.
 from __future__ import annotations
 
 import ctypes
-import json
 import sys
 
 import numpy as np
@@ -17,15 +16,9 @@ import pytest
 
 from polykern import wire
 from polykern.function_info import ArgInfo, FunctionInfo
-from test_native import (EXAMPLES, PkError, _CModule, _libcuda_reason, _python_verdict, clib,  # noqa: F401
+from native_hopper_support import GEMM_ARGS, GEMM_MAPS, GOOD_MAP, _info, _maps, _Plan  # noqa: F401
+from native_support import (EXAMPLES, PkError, CModule, libcuda_reason, python_verdict, clib,  # noqa: F401
                          native_build, needs_cc)
-
-GOOD_MAP = {"box": [128, 64], "buffer": "A", "elem": "f16", "name": "ta", "shape": ["M", "K"], "swizzle": 128}
-
-
-def _maps(*maps) -> str:
-    return json.dumps(list(maps), sort_keys=True, separators=(",", ":"))
-
 
 def _artifact(attrs) -> bytes:
     """A cuda module with one kernel k(M: i32, K: i32, A: Buffer[f16]) of these attributes, written field by
@@ -90,7 +83,7 @@ def test_hopper_attributes_read_alike_by_c_and_python(clib, ok, attr, value):
     accepted as plain text before, and Python's launch took false for a 0 swizzle and crashed with a
     RecursionError on deep nesting."""
     data = _artifact({attr: value})
-    py = _python_verdict(data)
+    py = python_verdict(data)
     assert clib.parse(data) == py, "C and Python disagree"
     assert py[0] is ok, py
     if not ok:
@@ -100,77 +93,6 @@ def test_hopper_attributes_read_alike_by_c_and_python(clib, ok, attr, value):
 # ------------------------------------------------------------------ the launch plan, through libpolykern.so
 
 
-class _Str(ctypes.Structure):
-    _fields_ = [("ptr", ctypes.c_char_p), ("len", ctypes.c_size_t)]
-
-
-class _KV(ctypes.Structure):
-    _fields_ = [("key", _Str), ("value", _Str)]
-
-
-class _Arg(ctypes.Structure):
-    _fields_ = [("name", _Str), ("kind", ctypes.c_uint8), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16), ("readonly", ctypes.c_uint8)]
-
-
-class _Info(ctypes.Structure):
-    _fields_ = [("name", _Str), ("num_args", ctypes.c_size_t), ("args", ctypes.POINTER(_Arg)),
-                ("num_launch_tags", ctypes.c_size_t), ("launch_tags", ctypes.c_void_p),
-                ("shared_bytes", ctypes.c_uint64), ("num_attrs", ctypes.c_size_t), ("attrs", ctypes.POINTER(_KV))]
-
-
-def _s(text: str) -> _Str:
-    b = text.encode()
-    return _Str(b, len(b))
-
-
-def _info(args, attrs) -> _Info:
-    """A pk_function_info (native/include/polykern.h) of kernel 'k': args [(name, kind, code, bits)]."""
-    a = (_Arg * len(args))(*[_Arg(_s(n), kind, code, bits, 1, 0) for n, kind, code, bits in args])
-    kv = (_KV * len(attrs))(*[_KV(_s(k), _s(v)) for k, v in sorted(attrs.items())])
-    info = _Info(_s("k"), len(args), a, 0, None, 0, len(attrs), kv)
-    info._keep = (a, kv)
-    return info
-
-
-GEMM_ARGS = [("M", 0, 0, 32), ("N", 0, 0, 32), ("K", 0, 0, 32), ("A", 1, 2, 16), ("B", 1, 2, 16), ("C", 1, 2, 16)]
-
-
-class _Plan:
-    """pk_hopper_plan / pk_hopper_check_block / pk_hopper_encodings (native/src/tensor_maps.h): libpolykern's
-    launch steps before the driver, called in the shared library on any host."""
-
-    def __init__(self, clib, args, attrs):
-        self.lib, self.info, self.err = clib.lib, _info(args, attrs), PkError()
-        vp, err = ctypes.c_void_p, ctypes.POINTER(PkError)
-        for name, res, argtypes in (("pk_hopper_plan", ctypes.c_int, [vp, ctypes.POINTER(vp), err]),
-                                    ("pk_hopper_free", None, [vp]),
-                                    ("pk_hopper_check_block", ctypes.c_int, [vp, vp, vp, err]),
-                                    ("pk_hopper_encodings", ctypes.c_int, [vp, vp, vp, vp, vp, vp, err])):
-            getattr(self.lib, name).restype, getattr(self.lib, name).argtypes = res, argtypes
-        self.h = ctypes.c_void_p()
-        self.rc = self.lib.pk_hopper_plan(ctypes.byref(self.info), ctypes.byref(self.h), ctypes.byref(self.err))
-
-    def close(self):
-        self.lib.pk_hopper_free(self.h)
-
-    def block(self, *block):
-        self.err = PkError()
-        rc = self.lib.pk_hopper_check_block(self.h, ctypes.byref(self.info), (ctypes.c_uint32 * 3)(*block),
-                                            ctypes.byref(self.err))
-        return rc, self.err.message.decode()
-
-    def encode(self, values, addrs, sizes):
-        cells = [ctypes.c_int32(v) for v in values]
-        argv = (ctypes.c_void_p * 6)(*[ctypes.addressof(c) for c in cells], None, None, None)
-        enc = ctypes.create_string_buffer(4096 * 8)
-        self.err = PkError()
-        rc = self.lib.pk_hopper_encodings(self.h, ctypes.byref(self.info), argv, (ctypes.c_uint64 * 2)(*addrs),
-                                          (ctypes.c_size_t * 2)(*sizes), enc, ctypes.byref(self.err))
-        return rc, self.err.message.decode()
-
-
-GEMM_MAPS = _maps(GOOD_MAP, {**GOOD_MAP, "name": "tb", "buffer": "B", "shape": ["N", "K"]})
 
 
 @needs_cc
@@ -212,13 +134,14 @@ def test_c_launch_checks_block_shape_rows_and_alignment(clib):
             6, f"{where}: a row of 12 f16 elements is 24 bytes; the tensor copy engine needs rows of a multiple "
                "of 16 bytes")
         assert plan.encode([M, N, K], [0x10000, 0x20008], [M * K * 2, N * K * 2]) == (
-            6, "kernel 'k', tensor map 'tb' over 'B': the buffer's address 0x20008 is not 16-byte aligned")
+            6, "kernel 'k', tensor map 'tb' over 'B': the buffer's address 0x20008 is not 16-byte aligned (an offset "
+               "view?)")  # Python's words (polykern/launch_rules.py); C's lacked the hint
     finally:
         plan.close()
 
 
 def _sm90_reason():
-    why = _libcuda_reason()
+    why = libcuda_reason()
     if why:
         return why
     lib = ctypes.CDLL("libcuda.so.1")
@@ -252,7 +175,7 @@ def test_gemm_hopper_runs_through_libpolykern(clib):
     BN, STAGES, M, N, K = 128, 3, 256, 256, 512
     kern = g.make_gemm(BN=BN, STAGES=STAGES)
     root = pk.build(kern, targets="cuda -arch=sm_90a")
-    cm = _CModule(clib, root.export(), "cuda")
+    cm = CModule(clib, root.export(), "cuda")
     cm.meta = root.functions
     try:
         rng = np.random.default_rng(0)
@@ -290,7 +213,7 @@ def test_compiled_gemm_artifact_is_read_and_planned_by_c(clib):
     finally:
         sys.path.remove(str(EXAMPLES))
     data = pk.build(g.make_gemm(BN=128, STAGES=3), targets="cuda -arch=sm_90a").export()
-    assert clib.parse(data) == _python_verdict(data) == (True, None, "")
+    assert clib.parse(data) == python_verdict(data) == (True, None, "")
     fi = pk.load(data).functions["gemm_hopper"]
     assert {"tensor_maps", "warpgroups", "shared_dynamic_align"} <= set(fi.attrs)
     args = [(a.name, int(a.is_buffer), a.code, a.bits) for a in fi.args]
@@ -322,7 +245,7 @@ def test_damaged_tensor_maps_get_one_verdict_from_both_readers(clib):
             ch = rng.choice(alphabet)
             v = v[:i] + ch + v[i + 1:] if op == 0 else v[:i] + ch + v[i:] if op == 1 else v[:i] + v[i + 1:]
         data = _artifact({"tensor_maps": v})
-        py = _python_verdict(data)
+        py = python_verdict(data)
         assert clib.parse(data) == py, f"C and Python disagree on tensor_maps {v!r}"
         verdicts[py[0]] += 1
     assert verdicts[True] > 50 and verdicts[False] > 500, verdicts

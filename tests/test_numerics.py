@@ -1,4 +1,4 @@
-"""One numeric meaning on every backend (issue 11 items 5-8), checked on every runtime present here
+"""One numeric meaning on every backend (docs/correctness.md section 1), checked on every runtime present here
 against ``polykern.numerics`` (the table of the language's promises) and NumPy.
 
 - integer ``//`` and ``%``: truncating, x // 0 == x, x % 0 == 0, MIN // -1 == MIN, MIN % -1 == 0;
@@ -16,6 +16,7 @@ import polykern as pk
 from polykern import Buffer, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from polykern import numerics
 from polykern.errors import KernelTypeError
+from polykern.testing import tier_skip
 from runtimes import runnable_targets
 
 # Inputs deliberately overflow to infinity when cast to f16.
@@ -262,7 +263,7 @@ def test_arithmetic_within_promise(target, kind, T, op):
 
 def test_opencl_builds_with_correctly_rounded_divide_sqrt():
     if not any(kind == "opencl" for _, kind, _ in TARGETS):
-        pytest.skip("no OpenCL runtime here")
+        tier_skip.skip("pocl", "no OpenCL runtime here")
     import polykern_opencl.runtime as rt
     from polykern_opencl.runtime.program import CORRECTLY_ROUNDED_DIVIDE_SQRT, build_options
 
@@ -589,7 +590,7 @@ def test_llvm_gpu_code_defines_division_conversion_and_fmod(target):
         from polykern_rocm import lld
 
         if not lld.candidates():
-            pytest.skip(f"rocm: no ld.lld here ({lld.INSTALL_HINT})")
+            tier_skip.skip("ld.lld", f"rocm: no ld.lld here ({lld.INSTALL_HINT})")
     mod = pk.build([_numerics_kernel()], targets=[target]).on(target)
     if "llvm" not in mod.source_formats():
         pytest.skip(f"{target}: no LLVM IR embedded")

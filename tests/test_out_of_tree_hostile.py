@@ -1,5 +1,5 @@
 """The out-of-tree example backend (examples/out_of_tree_backend, kind csrc) against artifacts that are
-valid containers but not what its codegen writes (red-team pass, issue #16): a loader checks what it
+valid containers but not what its codegen writes (red-team pass over the plugin interface): a loader checks what it
 will trust (docs/backends.md "Runtime"), so each is an ArtifactError naming the module when it is
 loaded, never a KeyError, TypeError or AttributeError at launch. Loaded through POLYKERN_BACKEND_PATH,
 in this process (tests/test_out_of_tree_backend.py covers pip installs)."""

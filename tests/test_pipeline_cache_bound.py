@@ -1,4 +1,4 @@
-"""Per-launch-shape caches are bounded (issue 21, item 14): Vulkan and WebGPU keep one compute pipeline
+"""Per-launch-shape caches are bounded: Vulkan and WebGPU keep one compute pipeline
 per (block, shared_size), which grew forever (+50 MB of host memory per 400 shared sizes on lavapipe).
 ``polykern.lazy.BoundedLazyMap`` keeps at most ``PIPELINES_PER_KERNEL`` per kernel, least recently
 used first out; Vulkan destroys an evicted pipeline once no launch uses it. Results stay right when
@@ -10,6 +10,7 @@ import pytest
 
 import polykern as pk
 from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
+from polykern.testing import tier_skip
 from dynamic_shared_kernels import rev_tile
 from runtimes import runnable_targets
 
@@ -90,7 +91,7 @@ def _launch_sizes(k, sizes):
         np.testing.assert_array_equal(y, x[::-1], err_msg=f"shared_size={s}")
 
 
-@pytest.mark.skipif("vulkan" not in _HAVE, reason="no Vulkan runtime here")
+@tier_skip.skipif("lavapipe", "vulkan" not in _HAVE, reason="no Vulkan runtime here")
 def test_vulkan_keeps_a_bounded_number_of_live_pipelines():
     root = pk.build([rev_tile], targets=["vulkan"])
     k = root["rev_tile"]
@@ -111,7 +112,7 @@ def test_vulkan_keeps_a_bounded_number_of_live_pipelines():
     assert dev.stats["pipelines_created"] - before.get("pipelines_created", 0) == len(sizes) + 8
 
 
-@pytest.mark.skipif("webgpu" not in _HAVE, reason="no WebGPU runtime here")
+@tier_skip.skipif("wgpu", "webgpu" not in _HAVE, reason="no WebGPU runtime here")
 def test_webgpu_keeps_a_bounded_number_of_pipelines():
     root = pk.build([rev_tile], targets=["webgpu"])
     k = root["rev_tile"]
@@ -124,7 +125,7 @@ def test_webgpu_keeps_a_bounded_number_of_pipelines():
     assert mod.pipelines_built == len(sizes) + 8
 
 
-@pytest.mark.skipif("vulkan" not in _HAVE, reason="no Vulkan runtime here")
+@tier_skip.skipif("lavapipe", "vulkan" not in _HAVE, reason="no Vulkan runtime here")
 def test_vulkan_evicts_safely_while_other_threads_launch(monkeypatch):
     from polykern_vulkan.runtime import program as vulkan_program
     monkeypatch.setattr(vulkan_program, "PIPELINES_PER_KERNEL", 2)  # evictions on nearly every launch

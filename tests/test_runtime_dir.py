@@ -1,5 +1,5 @@
 """The WebGPU and Vulkan runtimes give the driver stack a private XDG_RUNTIME_DIR where none is valid, as
-./dev does (issue 23: pip users saw "error: XDG_RUNTIME_DIR is invalid or not set" from Mesa's EGL probe
+./dev does (pip users saw "error: XDG_RUNTIME_DIR is invalid or not set" from Mesa's EGL probe
 four times in `polykern backends`); `import polykern` alone leaves the environment alone."""
 import importlib.util
 import os
@@ -11,6 +11,7 @@ import tempfile
 import pytest
 
 from polykern.runtime_dir import RUNTIME_DIR_ENV, ensure_runtime_dir
+from polykern.testing import tier_skip
 
 NOISE = "XDG_RUNTIME_DIR is invalid or not set"
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid") or sys.platform == "darwin",
@@ -63,7 +64,7 @@ def test_importing_polykern_sets_nothing():
     assert r.returncode == 0 and r.stdout.strip() == "None", r.stderr
 
 
-@pytest.mark.skipif(importlib.util.find_spec("wgpu") is None, reason="wgpu (the WebGPU runtime) is not installed")
+@tier_skip.skipif("wgpu", importlib.util.find_spec("wgpu") is None, reason="wgpu (the WebGPU runtime) is not installed")
 def test_webgpu_probing_prints_no_driver_noise():
     r = _run("import sys; from polykern import backends; from polykern.cli import main; sys.exit(main(['backends']))")
     assert r.returncode == 0, r.stderr

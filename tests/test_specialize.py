@@ -11,7 +11,7 @@ from polykern.errors import KernelTypeError
 from polykern.ir import nodes as ir
 from polykern.passes.unroll import MAX_TRIPS
 from polykern.testing.interp import interpret
-from runtimes import runnable_targets
+from runtimes import compile_targets, runnable_targets
 
 import lang_future_kernels
 
@@ -258,15 +258,14 @@ def test_a_module_build_skips_unspecialized_kernels():
         pk.build({"generic": axpy}, targets=["llvm"])
 
 
-COMPILE_TARGETS = ["llvm", "opencl", "vulkan", "webgpu", "metal", "cuda -arch=sm_90", "nvptx -arch=sm_90",
-                   "rocm -mcpu=gfx90a", "hexagon"]
+COMPILE_TARGETS = compile_targets()  # one per registered target kind
 
 
 @pytest.mark.parametrize("target", COMPILE_TARGETS)
 def test_specialized_kernels_with_functions_compile_for_every_backend(target, monkeypatch):
     monkeypatch.setenv("POLYKERN_COMPILE_FORCE_FALLBACK", "1")  # compile only, where no toolchain is here
     if target.startswith("rocm"):
-        from polykern.testing.require import skip_if_absent
+        from polykern.testing.tier_skip import skip_if_absent
         skip_if_absent("ld.lld")  # the hsaco is linked (the GPU machine has no ld.lld)
     k = block_sums.specialize(T=f32, BLOCK=64)
     root = pk.build([k], targets=[target])

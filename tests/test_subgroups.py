@@ -14,6 +14,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import KernelTypeError
+from polykern.testing import tier_skip
 
 from conformance.kernels_subgroups import BLOCK, N, device_subgroups, sg_loop, sg_ops, sg_wide
 
@@ -56,7 +57,7 @@ def test_vulkan_needs_spirv_1_3():
         pk.build([sg_ops], targets=["vulkan -spirv=1.2"])
 
 
-@pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not installed")
+@tier_skip.skipif("spirv-val", shutil.which("spirv-val") is None, reason="spirv-val not installed")
 def test_vulkan_shaders_validate():
     for name, spv in pk.build([sg_ops, sg_loop], targets=["vulkan"]).on("vulkan").payload.items():
         r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True)
@@ -99,7 +100,7 @@ def _have_lld() -> bool:
     return bool(lld.candidates())
 
 
-@pytest.mark.skipif(not _have_lld(), reason="no ld.lld here (apt install lld)")
+@tier_skip.skipif("ld.lld", not _have_lld(), reason="no ld.lld here (apt install lld)")
 @pytest.mark.parametrize("mcpu, wave", [("gfx90a", 64), ("gfx1100", 32)])
 def test_rocm_wavefront_code_links(mcpu, wave):
     """The hsaco links (ld.lld, as every rocm build) and moves values with ds_bpermute; the wave size
@@ -163,7 +164,7 @@ def _vulkan_device():
 def test_vulkan_device_reports_subgroups():
     dev = _vulkan_device()
     if dev is None:
-        pytest.skip("no Vulkan device here")
+        tier_skip.skip("lavapipe", "no Vulkan device here")
     assert dev.subgroup_size in (4, 8, 16, 32, 64, 128)
     size, _ = device_subgroups(pk.build([sg_ops], targets=["vulkan"]).on("vulkan"))
     assert size == dev.subgroup_size  # the SubgroupSize built-in is the device's
@@ -176,7 +177,7 @@ def test_vulkan_refuses_a_device_without_the_operation_class():
 
     dev = _vulkan_device()
     if dev is None:
-        pytest.skip("no Vulkan device here")
+        tier_skip.skip("lavapipe", "no Vulkan device here")
     key = "subgroup shuffle operations"
     saved = dev.enabled[key]
     dev.enabled[key] = False
@@ -198,7 +199,7 @@ def test_opencl_device_without_the_extension_is_refused_at_load():
         from polykern_opencl.runtime import device
         dev = device.get()
     except Exception:  # noqa: BLE001 - no OpenCL runtime or device here
-        pytest.skip("no OpenCL device here")
+        tier_skip.skip("pocl", "no OpenCL device here")
     if dev.has_extension("cl_khr_subgroups") and dev.has_extension("cl_khr_subgroup_shuffle"):
         pytest.skip(f"{dev.name} has the subgroup extensions (the conformance probe runs it)")
     z = np.zeros(4 * N, np.float32)

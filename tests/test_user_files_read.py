@@ -1,7 +1,7 @@
 """Reading files users name (polykern/user_files.py read_regular): the .kbin readers, Python and C,
 and the autotune cache reader. A FIFO must not hang, a symlink to /dev/zero must not grow memory, a
 file that is not an artifact costs its header and not its size, and one too big for the process is
-an ArtifactError, never a raw MemoryError (issue 21, items 4 and 5)."""
+an ArtifactError, never a raw MemoryError."""
 import json
 import os
 import re
@@ -19,7 +19,7 @@ from polykern import Buffer, f32, i32, kbin_file
 from polykern.artifact import read_artifact
 from polykern.errors import ArtifactError, PolykernError
 from polykern.user_files import read_regular
-from test_native import native_build  # noqa: F401
+from native_support import native_build  # noqa: F401
 
 SPARSE = 2_000_000_000  # 2 GB of zeros that take no disk
 

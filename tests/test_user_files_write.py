@@ -1,7 +1,7 @@
 """Outputs a user names (polykern/user_files.py write_atomic): ``polykern compile -o``, ``export``,
 the autotune cache, the benchmarks' and tools' outputs. An output that is an input, a FIFO, a device
 node or a folder is refused with ``polykern: error: ...``; a symlink is written through (its target
-replaced atomically); an existing file keeps its mode, a new one gets the umask's (issue 21, item 8)."""
+replaced atomically); an existing file keeps its mode, a new one gets the umask's."""
 import os
 import stat
 import subprocess

@@ -1,4 +1,4 @@
-"""A user error leaves polykern's entry point without polykern's internal frames (issue 23: every build
+"""A user error leaves polykern's entry point without polykern's internal frames (every build
 error came after ~56 lines of compiler traceback); POLYKERN_TRACEBACK=full keeps them."""
 import os
 import traceback

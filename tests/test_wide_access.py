@@ -334,7 +334,7 @@ def test_metal_casts_to_vector_pointers():
 
 
 def test_rocm_has_dwordx4_accesses():
-    from polykern.testing.require import skip_if_absent
+    from polykern.testing.tier_skip import skip_if_absent
     skip_if_absent("ld.lld")  # the hsaco is linked (the GPU machine has no ld.lld)
     asm = pk.build([scale4], ["rocm -mcpu=gfx90a"]).on("rocm").inspect_source("asm")
     assert "global_load_dwordx4" in asm and "global_store_dwordx4" in asm

@@ -15,7 +15,7 @@ listed in `_ENV` (e.g. `--repo_env=POLYKERN_REDETECT=1`).
 
 # Tool names; each has a toolchain_type //toolchains:<name>_type.
 TOOLS = [
-    "host_cpu",  # a CPU that llvmlite's MCJIT runs kernels on (x86_64, aarch64)
+    "host_cpu",  # a CPU the llvm runtime runs kernels on (x86_64, aarch64; polykern's own ELF loader)
     "opencl_icd",  # OpenCL ICD loader + at least one vendor ICD
     "vulkan_icd",  # Vulkan loader + at least one ICD manifest
     "cuda_driver",  # libcuda (the NVIDIA driver API)
@@ -126,7 +126,7 @@ def _detect(rctx):
     arch = rctx.os.arch
     host_cpu = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(arch, arch)
 
-    # host_cpu: llvmlite's MCJIT + ctypes run kernels on the build host.
+    # host_cpu: the llvm runtime (polykern's own ELF loader + ctypes; no MCJIT) runs kernels on the build host.
     if host_cpu in ["x86_64", "aarch64"] and host_os in ["linux", "macos"]:
         tools["host_cpu"] = host_os + "-" + host_cpu
     else:

@@ -17,8 +17,8 @@ which is the hook for emulated targets: they run wherever their runtime register
 runtime is absent is still compiled (refusals are checked) and is named as skipped.
 
 Refusal profiles (``polykern.testing.fuzzprofile``, ``--profile``, ``--profile-every``): one program in
-``--profile-every`` (default 2) leaves out what one target of the run declares it refuses (its backend's
-conformance ``REFUSES``), in turn per refusing target, decided by the program's index alone (``--start``
+``--profile-every`` (default 2) leaves out what one target of the run declares it refuses (its target kind's
+declared ``Capabilities.refuses``), in turn per refusing target, decided by the program's index alone (``--start``
 replays it; replay lines name ``--profile``). The summary says per target how many programs were
 compared with the oracle, and how many of those were made for its profile.
 
@@ -150,7 +150,7 @@ def _parser():
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
     ap.add_argument("--profile", default="auto", help="which programs leave out what a target refuses "
-                    "(its backend's conformance REFUSES): 'auto' (default): one in --profile-every, in turn for "
+                    "(its declared Capabilities.refuses): 'auto' (default): one in --profile-every, in turn for "
                     "each target of --targets that refuses something; 'none': no program; a target kind "
                     "('webgpu'): every program (how a replay names the profile of the program it replays)")
     ap.add_argument("--profile-every", type=int, default=2, help="with --profile auto, program i is profiled "
@@ -178,7 +178,7 @@ def run_profiles(a):
     avoid = fuzzprofile.profile_features(a.profile)
     if not avoid:
         raise ValueError(f"--profile {a.profile}: that target kind declares no refusals (or is unknown); "
-                         f"'auto', 'none' or a kind whose backend's conformance REFUSES names features")
+                         f"'auto', 'none' or a kind whose Capabilities.refuses names features")
     return [(a.profile, avoid)], 1
 
 

@@ -169,6 +169,8 @@ def _device_config_test_impl(ctx):
         "POLYKERN_NATIVE_REPORT": native.report.short_path,
         "POLYKERN_NATIVE_STATUS": native.status.short_path,
         "POLYKERN_NATIVE_CONFIG": native.config,
+        # The target strings both artifacts were built for, one a line (the test's list of kinds).
+        "POLYKERN_CROSS_TARGETS": "\n".join(cross.targets),
     }
     return [
         DefaultInfo(executable = exe, runfiles = runfiles),

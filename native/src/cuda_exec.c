@@ -320,13 +320,17 @@ int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_erro
     return 0;
 }
 
+/* Static + dynamic shared memory past PK_CUDA_DEFAULT_SHARED (48 KiB) is opt-in, per function: the default
+ * limit of the dynamic bytes is that less the static ones (32 KiB static + 20 KiB dynamic failed to launch).
+ * The rule of polykern_cuda/driver_limits.py needs_opt_in (tests/test_launch_rules_native.py compares them). */
+int pk_cuda_needs_opt_in(uint64_t static_bytes, uint64_t dynamic_bytes) {
+    return dynamic_bytes && static_bytes + dynamic_bytes > PK_CUDA_DEFAULT_SHARED;
+}
+
 static int launch_sync(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
                        uint64_t static_bytes, unsigned shared_bytes, void **params, pk_error *err) {
-    /* static + dynamic shared memory past 48 KiB is opt-in, per function: the default limit of the
-     * dynamic bytes is 48 KiB less the static ones (32 KiB static + 20 KiB dynamic failed to launch) */
-    if (shared_bytes && static_bytes + shared_bytes > 48 * 1024)
-        CU(api.FuncSetAttribute((CUfunction)func, 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */,
-                                (int)shared_bytes),
+    if (pk_cuda_needs_opt_in(static_bytes, shared_bytes))
+        CU(api.FuncSetAttribute((CUfunction)func, PK_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, (int)shared_bytes),
            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): the launch's pk.shared_dynamic bytes exceed "
            "what this device allows per block");
     CU(api.LaunchKernel((CUfunction)func, grid[0], grid[1], grid[2], block[0], block[1], block[2],

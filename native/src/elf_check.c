@@ -1,6 +1,6 @@
 /* Structure checks of an ELF relocatable object before the loader (elf_loader.c) trusts it.
  *
- * The rules are those of the Python CPU runtime (backends/llvm/polykern_llvm/objfile.py):
+ * The rules are those of the Python CPU runtime (backends/llvm/polykern_llvm/runtime/objfile.py):
  * every section header (type, flags, offset, size, alignment, links, name), the symbol table
  * and its string table, and every relocation (section, symbol, type, place) is checked, so that
  * damage is a PK_ERR_LOAD naming what is wrong and where (byte offset in the object), never a

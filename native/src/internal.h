@@ -131,6 +131,11 @@ int pk_cuda_copy_dtoh(pk_cuda_ctx *c, void *dst, uint64_t src, size_t n, pk_erro
  * (past 48 KiB together the dynamic bytes must be opted into). params: a pointer to each of the nparams
  * parameters (kernelParams); maps: the Hopper tensor maps encoded and passed after them (tensor_maps.h) */
 struct pk_tmap_encoding;
+/* program.c: the bytes of kernel fi's pk.shared_dynamic array for a launch of args (0 without one);
+ * PK_ERR_ARTIFACT for a malformed dynamic_shared attribute, PK_ERR_LAUNCH for a length below 1 */
+int pk_dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes, pk_error *err);
+/* whether a launch of dynamic_bytes of dynamic shared memory must raise the function's limit first */
+int pk_cuda_needs_opt_in(uint64_t static_bytes, uint64_t dynamic_bytes);
 int pk_cuda_launch(pk_cuda_ctx *c, void *func, const uint32_t grid[3], const uint32_t block[3],
                    uint64_t static_bytes, unsigned shared_bytes, void **params, size_t nparams,
                    const struct pk_tmap_encoding *maps, size_t nmaps, pk_error *err);

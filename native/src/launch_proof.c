@@ -1,4 +1,4 @@
-/* The CPU runtimes' default safety (docs/correctness.md 5.5, issue 21), in the C runtime:
+/* The CPU runtimes' default safety (docs/correctness.md 5.5), in the C runtime:
  *
  * - the launch-time conditions of proven accesses (FunctionInfo attributes bounds_proof,
  *   bounds_proof_<k>, bounds_proof_at_<k>; the text format is python/polykern/launch_proof.py's),

@@ -258,43 +258,44 @@ void pk_buffer_free(pk_buffer *b) {
     free(b);
 }
 
-/* A decimal of 1 to 5 digits without a leading zero (as polykern/ir/dynamic_shared.py parse_attr reads
- * it) at *p, stored in *out; *p is moved past it. 0 if there is none. */
+/* A decimal of 1 to PK_DYN_DIGITS_MAX digits without a leading zero (as polykern/ir/dynamic_shared.py
+ * parse_attr reads it) at *p, stored in *out; *p is moved past it. 0 if there is none. */
 static int attr_number(const char **p, unsigned long *out) {
     const char *s = *p;
     unsigned long v = 0;
     size_t n = 0;
-    while (s[n] >= '0' && s[n] <= '9' && n < 6) v = v * 10 + (unsigned long)(s[n++] - '0');
-    if (n == 0 || n > 5 || (n > 1 && s[0] == '0')) return 0;
+    while (s[n] >= '0' && s[n] <= '9' && n <= PK_DYN_DIGITS_MAX) v = v * 10 + (unsigned long)(s[n++] - '0');
+    if (n == 0 || n > PK_DYN_DIGITS_MAX || (n > 1 && s[0] == '0')) return 0;
     *p = s + n;
     *out = v;
     return 1;
 }
 
 /* The bytes of the kernel's pk.shared_dynamic array for this launch (0 without one): attribute
- * "dynamic_shared" = "INDEX,BYTES" (polykern/ir/dynamic_shared.py, read as strictly as its parse_attr)
- * names the i32 size argument, in elements, and the element size (1, 2, 4 or 8). The length must be
- * >= 1, as polykern/shared_launch.py requires on every runtime. */
-static int dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes,
-                                pk_error *err) {
-    const pk_str *attr = pk_kv_find(fi->attrs, fi->num_attrs, "dynamic_shared");
+ * PK_KEY_DYNAMIC_SHARED = "INDEX,BYTES" (its grammar generated from polykern/ir/dynamic_shared.py, read
+ * as polykern/shared_launch.py dynamic_shared_of reads it, in its words) names the i32 size argument, in
+ * elements, and the element size. The length must be >= PK_DYN_MIN_LENGTH, as shared_launch.py requires
+ * on every runtime. */
+int pk_dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes, pk_error *err) {
+    const pk_str *attr = pk_kv_find(fi->attrs, fi->num_attrs, PK_KEY_DYNAMIC_SHARED);
     unsigned long index = 0, elem = 0;
     const char *p;
+    char q[PK_QUOTE_BUF];
     int32_t n;
     *bytes = 0;
     if (!attr) return 0;
     p = attr->ptr;
     if (!attr_number(&p, &index) || *p++ != ',' || !attr_number(&p, &elem) || *p ||
-        (size_t)(p - attr->ptr) != attr->len || (elem != 1 && elem != 2 && elem != 4 && elem != 8) ||
-        index >= fi->num_args || fi->args[index].kind != PK_ARG_SCALAR ||
-        fi->args[index].code != PK_CODE_INT || fi->args[index].bits != 32)
-        return pk_fail(err, PK_ERR_ARTIFACT, "kernel '%s': attribute dynamic_shared = '%.40s' does not name an "
-                       "i32 size argument and an element size (1, 2, 4 or 8)", fi->name.ptr, attr->ptr);
+        (size_t)(p - attr->ptr) != attr->len || index > PK_DYN_INDEX_MAX || elem >= 32 ||
+        !((PK_DYN_ELEM_MASK >> elem) & 1u) || index >= fi->num_args || fi->args[index].kind != PK_ARG_SCALAR ||
+        fi->args[index].code != PK_DYN_SIZE_CODE || fi->args[index].bits != PK_DYN_SIZE_BITS)
+        return pk_fail(err, PK_ERR_ARTIFACT, PK_LMSG_DYNAMIC_SHARED_ATTR, fi->name.ptr,
+                       pk_quote_str(attr, q, sizeof q), PK_DYN_ELEM_BYTES);
     memcpy(&n, args[index], sizeof n);
-    if (n < 1)
+    if (n < PK_DYN_MIN_LENGTH)
         return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': argument %lu ('%s', the pk.shared_dynamic array's "
-                       "length in elements) is %d; it must be >= 1", fi->name.ptr, index,
-                       fi->args[index].name.ptr, (int)n);
+                       "length in elements) is %d; it must be >= %d", fi->name.ptr, index,
+                       fi->args[index].name.ptr, (int)n, PK_DYN_MIN_LENGTH);
     *bytes = (uint64_t)n * elem;
     return 0;
 }
@@ -320,9 +321,7 @@ static int hopper_launch(const pk_kernel *k, void *const *args, const uint32_t b
     return 0;
 }
 
-/* The language's limit of a work-group's shared arrays, static and dynamic together, where the device
- * sets none of its own (the CPU): ARRAY_LIMITS["shared"] in polykern/lang/frontend.py. */
-#define PK_SHARED_LIMIT (64u * 1024u)
+static const char *const AXIS[3] = {"x", "y", "z"};   /* dimension d in messages */
 
 int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32_t grid[3],
                      const uint32_t block[3], pk_error *err) {
@@ -337,7 +336,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
         return pk_fail(err, PK_ERR_LAUNCH, "%s takes %zu arguments, %zu given", fi->name.ptr,
                        fi->num_args, nargs);
     for (d = 0; d < 3; d++) {
-        if (grid[d] == 0 || block[d] == 0 || grid[d] > INT32_MAX || block[d] > INT32_MAX)
+        if (grid[d] == 0 || block[d] == 0 || grid[d] > PK_MAX_DIM || block[d] > PK_MAX_DIM)
             return pk_fail(err, PK_ERR_LAUNCH, "%s: grid and block sizes must be in [1, 2^31) "
                            "(dimension %d: grid %u, block %u)", fi->name.ptr, d, grid[d],
                            block[d]);
@@ -348,25 +347,25 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     for (d = 0; d < 3; d++) {
         /* the language's limit, as polykern.launch.check_global_size: global_id is an i32 */
         uint64_t items = (uint64_t)grid[d] * block[d];
-        if (items > ((uint64_t)1 << 31))
-            return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': grid[%d] * block[%d] = %u * %u = %llu "
-                           "work-items in dimension %c, but global_id(%d) is an i32: at most "
-                           "2147483648 (2**31) work-items per dimension", fi->name.ptr, d, d, grid[d],
-                           block[d], (unsigned long long)items, "xyz"[d], d);
+        if (items > PK_MAX_GLOBAL_SIZE)
+            return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_GLOBAL_SIZE, fi->name.ptr, (unsigned long long)d,
+                           (unsigned long long)d, (unsigned long long)grid[d], (unsigned long long)block[d],
+                           (unsigned long long)items, AXIS[d], (unsigned long long)d, PK_MAX_GLOBAL_SIZE);
     }
     for (i = 0; i < nargs; i++)
         if (!args[i] || (fi->args[i].kind == PK_ARG_BUFFER && ((pk_buffer *)args[i])->magic != PK_BUFFER_MAGIC))
             break;  /* reported below */
     if (i == nargs && (rc = pk_launch_proof_check(fi, nargs, args, grid, block, err))) return rc;
     if (k->prog->dev == DEV_CPU) {
-        /* as the Python CPU runtime (polykern.launch.PORTABLE_MAX_GRID): CUDA's grid limits */
-        static const uint32_t max_grid[3] = {2147483647u, 65535u, 65535u};
+        /* as the Python CPU runtime (polykern.launch_rules.PORTABLE_MAX_GRID): CUDA's grid limits */
+        static const uint32_t max_grid[3] = PK_PORTABLE_MAX_GRID;
         for (d = 0; d < 3; d++)
             if (grid[d] > max_grid[d])
-                return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': grid (%u, %u, %u) has %u workgroups in "
-                               "dimension %c; the CPU runtime (it keeps CUDA's grid limits) allows at "
-                               "most (2147483647, 65535, 65535) (x, y, z)", fi->name.ptr, grid[0],
-                               grid[1], grid[2], grid[d], "xyz"[d]);
+                return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_GRID_LIMIT, fi->name.ptr, (unsigned long long)grid[0],
+                               (unsigned long long)grid[1], (unsigned long long)grid[2],
+                               (unsigned long long)grid[d], AXIS[d], PK_CPU_GRID_LIMIT,
+                               (unsigned long long)max_grid[0], (unsigned long long)max_grid[1],
+                               (unsigned long long)max_grid[2]);
     }
     if (nargs > 16 && !(argv = (void **)calloc(nargs, sizeof *argv)))
         return pk_fail(err, PK_ERR_NOMEM, "out of memory");
@@ -387,7 +386,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
         }
     }
     uint64_t dyn_bytes = 0;
-    if (!rc) rc = dynamic_shared_bytes(fi, args, &dyn_bytes, err);
+    if (!rc) rc = pk_dynamic_shared_bytes(fi, args, &dyn_bytes, err);
     if (!rc) {
         if (k->prog->dev == DEV_CPU && dyn_bytes && fi->shared_bytes + dyn_bytes > PK_SHARED_LIMIT) {
             rc = pk_fail(err, PK_ERR_LAUNCH, "kernel '%s': its shared arrays need %llu bytes (%llu of them "
@@ -399,7 +398,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
             const pk_str *ib = pk_kv_find(fi->attrs, fi->num_attrs, "item_bytes");
             unsigned long long items = (unsigned long long)block[0] * block[1] * block[2];
             unsigned long long need = (ib ? strtoull(ib->ptr, NULL, 10) : 0) * items +
-                                      fi->shared_bytes + dyn_bytes + (1u << 20);
+                                      fi->shared_bytes + dyn_bytes + PK_CPU_STACK_MARGIN;
             size_t have = pk_pool_stack_bytes(k->prog->pool);
             if (need > have) {
                 if (argv != argv_small) free(argv);

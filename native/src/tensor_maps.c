@@ -302,9 +302,9 @@ void pk_hopper_free(pk_hopper *h) {
 int pk_hopper_check_block(const pk_hopper *h, const pk_function_info *fi, const uint32_t block[3], pk_error *err) {
     uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
     if (!h->warpgroups || threads == (uint64_t)PK_WARPGROUP * h->warpgroups) return 0;
-    return pk_fail(err, PK_ERR_LAUNCH, "kernel '%s' runs blocks of exactly %u warpgroups (%u work-items; "
-                   "pk.warpgroups), got block (%u, %u, %u)", fi->name.ptr, h->warpgroups, PK_WARPGROUP * h->warpgroups,
-                   block[0], block[1], block[2]);
+    return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_WARPGROUPS_BLOCK, fi->name.ptr, (unsigned long long)h->warpgroups,
+                   (unsigned long long)PK_WARPGROUP * h->warpgroups, (unsigned long long)block[0],
+                   (unsigned long long)block[1], (unsigned long long)block[2]);
 }
 
 /* An integer scalar argument's value (int_scalar checked it), as a signed 64-bit value where it fits. */
@@ -331,26 +331,25 @@ int pk_hopper_encodings(const pk_hopper *h, const pk_function_info *fi, void *co
         unsigned elem = pk_tmap_types[m->elem].bytes, buf_elem = buf->bits / 8u;
         int64_t dim[2];
         int k;
-        snprintf(where, sizeof where, "kernel '%s', tensor map %s over %s", fi->name.ptr,
-                 pk_quote(m->name, m->name_len, q1, sizeof q1), pk_quote(m->buffer, m->buffer_len, q2, sizeof q2));
+        snprintf(where, sizeof where, PK_LMSG_TMAP_WHERE, fi->name.ptr, pk_quote(m->name, m->name_len, q1, sizeof q1),
+                 pk_quote(m->buffer, m->buffer_len, q2, sizeof q2));
         for (k = 0; k < 2; k++)
             dim[k] = h->dim_arg[i][k] == SIZE_MAX ? (int64_t)m->dim[k]
                      : scalar_value(&fi->args[h->dim_arg[i][k]], args[h->dim_arg[i][k]]);
-        if (dim[0] <= 0 || dim[1] <= 0 || dim[0] > (int64_t)UINT32_MAX || dim[1] > (int64_t)UINT32_MAX)
-            return pk_fail(err, PK_ERR_LAUNCH, "%s: shape (%lld, %lld) must be positive and below 2**32", where,
-                           (long long)dim[0], (long long)dim[1]);
+        /* the checks and words of backends/cuda/polykern_cuda/hopper_launch.py check_map */
+        if (dim[0] <= 0 || dim[1] <= 0 || (uint64_t)dim[0] >= PK_TMAP_DIM_LIMIT || (uint64_t)dim[1] >= PK_TMAP_DIM_LIMIT)
+            return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_TMAP_SHAPE, where, (long long)dim[0], (long long)dim[1]);
         /* rows * cols < 2**64: both are below 2**32 */
         if (buf_elem && (uint64_t)dim[0] * (uint64_t)dim[1] > bytes[i] / buf_elem)
-            return pk_fail(err, PK_ERR_LAUNCH, "%s: shape (%lld, %lld) needs %llu elements, the buffer has %llu", where,
-                           (long long)dim[0], (long long)dim[1], (unsigned long long)dim[0] * (unsigned long long)dim[1],
+            return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_TMAP_FIT, where, (long long)dim[0], (long long)dim[1],
+                           (unsigned long long)dim[0] * (unsigned long long)dim[1],
                            (unsigned long long)(bytes[i] / buf_elem));
-        if ((uint64_t)dim[1] * elem % 16)
-            return pk_fail(err, PK_ERR_LAUNCH, "%s: a row of %lld %s elements is %llu bytes; the tensor copy engine "
-                           "needs rows of a multiple of 16 bytes", where, (long long)dim[1], pk_tmap_types[m->elem].name,
-                           (unsigned long long)dim[1] * elem);
-        if (addr[i] % 16)
-            return pk_fail(err, PK_ERR_LAUNCH, "%s: the buffer's address 0x%llx is not 16-byte aligned", where,
-                           (unsigned long long)addr[i]);
+        if ((uint64_t)dim[1] * elem % PK_TMAP_ROW_ALIGN)
+            return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_TMAP_ROW, where, (long long)dim[1], pk_tmap_types[m->elem].name,
+                           (unsigned long long)dim[1] * elem, (unsigned long long)PK_TMAP_ROW_ALIGN);
+        if (addr[i] % PK_TMAP_ADDR_ALIGN)
+            return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_TMAP_ADDR, where, (unsigned long long)addr[i],
+                           (unsigned long long)PK_TMAP_ADDR_ALIGN);
         enc[i].dtype = pk_tmap_types[m->elem].cu_dtype;
         enc[i].swizzle = pk_tmap_swizzles[m->swizzle].cu_swizzle;
         enc[i].l2 = PK_TMAP_L2_256B;

@@ -1,5 +1,5 @@
 /* The CPU worker pool: workgroups run in parallel on every core, like the Python CPU runtime
- * (backends/llvm/polykern_llvm/pool.py). A launch splits its workgroups into contiguous
+ * (backends/llvm/polykern_llvm/runtime/pool.py). A launch splits its workgroups into contiguous
  * chunks (4 per worker) and the workers call `K__range(args, launch, begin, end)` on them.
  * Workers have a large stack (barrier kernels keep per-work-item storage on it), sized by
  * POLYKERN_CPU_STACK_MB (default 64); POLYKERN_CPU_THREADS sets their number (default: online

@@ -172,7 +172,7 @@ static void test_cpu(const pk_artifact *art) {
         CHECK(pk_kernel_launch(k, 3, args, grid, blk, &e) == PK_ERR_LAUNCH &&
               strstr(e.message, "takes 4 arguments, 3 given"));
         CHECK(pk_kernel_launch(k, 4, args, zero, blk, &e) == PK_ERR_LAUNCH);
-        {   /* issue 12 item 4: grid (2**20)**3 ran 2**60 workgroups (a hang); global ids past i32 */
+        {   /* was: grid (2**20)**3 ran 2**60 workgroups (a hang); global ids past i32 */
             uint32_t tall[3] = {1, 65536, 1}, one[3] = {1, 1, 1};
             uint32_t wide[3] = {1u << 30, 1, 1};
             CHECK_MSG(pk_kernel_launch(k, 4, args, tall, one, &e) == PK_ERR_LAUNCH &&

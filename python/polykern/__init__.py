@@ -37,10 +37,10 @@ from .lang.annotations import Local, MBarriers, Shared, TensorMap, WgAcc, WgVec,
 from .lang.functions import Func, func  # noqa: F401
 
 from .version import __version__  # noqa: E402,F401
-from .user_tracebacks import entry_point  # noqa: E402
+from .user_tracebacks import entry_point as _entry_point  # noqa: E402
 
 
-@entry_point
+@_entry_point
 def build(kernels, targets=("llvm",), *, bounds_check=None):
     """Compile kernels for targets; see :func:`polykern.pipeline.build` (``bounds_check=True``: checked mode)."""
     from .pipeline import build as _build
@@ -55,12 +55,27 @@ def autotune(configs, key=(), **options):
     return _autotune(configs, key, **options)
 
 
-@entry_point
+@_entry_point
 def load(path_or_bytes, strict: bool = False):
     """Load a .kbin artifact (a path or its bytes); see :func:`polykern.artifact.load`."""
     from .artifact import load as _load
 
     return _load(path_or_bytes, strict=strict)
+
+
+def _public_names():
+    """What ``from polykern import *`` binds: the types, builtins, decorators and entry points, but no
+    submodule and no name of Python's own (``abs``, ``max``, ``min``, ``pow``: write ``pk.max``; inside a
+    kernel Python's ``abs``/``max``/``min``/``pow`` mean the same builtins anyway)."""
+    import builtins as python
+    import types
+
+    return sorted(name for name, value in globals().items()
+                  if not name.startswith("_") and not isinstance(value, types.ModuleType)
+                  and not hasattr(python, name))
+
+
+__all__ = _public_names()
 
 
 def __getattr__(name):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
+import numpy as np
+
 from .device_array import DeviceArrayBase
 from .errors import ArtifactError, LaunchError
 from .ir.vector import ALIGN_ATTR, parse_alignment
@@ -45,6 +47,22 @@ def wrap_if_aligned(info, fn: Callable) -> Callable:
     return AlignedKernel(info, fn, needs) if needs else fn
 
 
+def _quick_address(obj: Any):
+    """The data address of a NumPy array or a ``__cuda_array_interface__`` object without reading the rest of
+    its description, or None (then the full reading, ``launch._buffer``, decides). Only an aligned address is
+    taken from here: reading every buffer in full on every launch cost 40-50 us a buffer (H200 host, CuPy arrays:
+    a 4096 x 4096 layer norm's launch took 208 us of host time for 25 us of GPU work)."""
+    try:
+        if type(obj) is np.ndarray:
+            return obj.__array_interface__["data"][0]
+        if getattr(type(obj), "__cuda_array_interface__", None) is not None:
+            ptr = obj.__cuda_array_interface__["data"][0]
+            return ptr if type(ptr) is int else None
+    except Exception:  # noqa: BLE001 - the full reading says what is wrong
+        return None
+    return None
+
+
 class AlignedKernel:
     """``kernel(*args, **launch)``: checks the buffers' alignment, then launches ``fn``."""
 
@@ -55,7 +73,10 @@ class AlignedKernel:
         return getattr(self.fn, name)
 
     def __call__(self, *args, **kwargs):
-        for i, (name, align) in self.needs.items():
+        if all(i >= len(args) or isinstance(args[i], DeviceArrayBase) or (q := _quick_address(args[i])) is not None
+               and q % align == 0 for i, (_, align) in self.needs.items()):
+            return self.fn(*args, **kwargs)  # every address aligned: the runtime checks the rest of the arguments
+        for i, (name, align) in self.needs.items():  # else the full reading, in order (its errors first)
             if i >= len(args) or isinstance(args[i], DeviceArrayBase):
                 continue  # a count mismatch is the launcher's message; device arrays are aligned
             ptr = _buffer(self.info, i, args[i]).ptr

@@ -24,20 +24,17 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import List, Optional
+from typing import List
 
 from . import kernel_output, registry
+from .capabilities import Capabilities
 from .errors import LaunchError, PolykernError
 from .function_info import FunctionInfo
 from .host_aliasing import check_host_overlaps
 from .interpreter.program import Program
-from .ir import debug_print
-from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
-from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
 from .ir.printer import function_str
 from .launch import PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from .module import DeviceModule
-from .passes.async_copy import ASYNC_KEY
 from .target import TargetKind
 
 __all__ = ["KIND", "INTERPRET_ENV", "LOOP_BUDGET", "interpret_requested", "InterpretModule", "build",
@@ -50,7 +47,12 @@ LOOP_BUDGET = 100_000_000
 
 INTERPRET_KIND = TargetKind(KIND, KIND, {}, doc="the IR interpreter: runs launches in this process on host "
                             "arrays, raising data races and reads of uninitialized shared memory "
-                            "(docs/language.md \"Debugging\")")
+                            "(docs/language.md \"Debugging\")",
+                            # every fragment combination, every Hopper operation, asynchronous copies
+                            # (it checks them), pk.debug_print
+                            capabilities=Capabilities(matrix=lambda target, fn, stmt: None,
+                                                      async_copy=lambda target: True,
+                                                      hopper=lambda target: "", debug_print=True))
 
 
 def interpret_requested() -> bool:
@@ -138,14 +140,8 @@ def _register() -> None:
     try:
         INTERPRET_KIND.register()
         registry.register(f"target.build.{KIND}", build)
-        registry.register(debug_print.SUPPORT_KEY + KIND, True)
-        registry.register(MATRIX_SUPPORT_KEY + KIND, _everything)
-        registry.register(HOPPER_SUPPORT_KEY + KIND, lambda target: "")
-        registry.register(ASYNC_KEY + KIND, lambda target: True)  # the interpreter checks asynchronous copies
     except BaseException:
         registry.restore(snap)
         raise
 
 
-def _everything(target, fn, stmt) -> Optional[str]:
-    return None  # the interpreter runs every matrix-fragment combination

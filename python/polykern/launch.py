@@ -33,6 +33,8 @@ import numpy as np
 from .errors import LaunchError
 from .ir.rounding import FORMATS, largest_finite, round_exact
 from .ir.types import ScalarType, bf16, scalar_from_code, scalar_from_numpy
+# the limits libpolykern shares (native/src/kbin_tables.h is generated from launch_rules)
+from .launch_rules import MAX_DIM, MAX_GLOBAL_SIZE, PORTABLE_MAX_GRID, message
 
 if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
     from .function_info import ArgInfo, FunctionInfo
@@ -41,13 +43,6 @@ __all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "check_glob
            "MAX_DIM", "MAX_GLOBAL_SIZE", "PORTABLE_MAX_GRID", "MAX_OPENCL_GROUPS", "MISS", "fast_dims",
            "scalar_converter"]
 
-MAX_DIM = 2 ** 31 - 1  # the CPU ABI passes grid/block as int32
-#: The language's limit: ``global_id(d)`` is an i32, so a launch has at most 2**31 work-items per
-#: dimension (ids 0 .. 2**31 - 1), on every backend.
-MAX_GLOBAL_SIZE = 2 ** 31
-#: CUDA's grid limits (x, y, z): the CPU, WebGPU and OpenCL runtimes enforce them too, so a launch that
-#: runs on one backend is valid on every other (Vulkan and CUDA check their devices' own, usually these).
-PORTABLE_MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 #: Work-groups per launch on OpenCL: implementations such as PoCL count them in 32 bits.
 MAX_OPENCL_GROUPS = 2 ** 32 - 1
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
@@ -382,9 +377,9 @@ def _array_interface(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
 
 
 def names_bfloat16(obj: Any, cai: dict) -> bool:
-    """Whether a ``|V2`` ``__cuda_array_interface__`` is bfloat16: its object names its dtype so (torch's
+    """Whether a ``<V2`` / ``|V2`` ``__cuda_array_interface__`` is bfloat16: its object names its dtype so (torch's
     ``torch.bfloat16``, CuPy / JAX ``bfloat16``); a void typestr alone could be any 2-byte type."""
-    if not (isinstance(cai, dict) and cai.get("typestr") == "|V2"):
+    if not (isinstance(cai, dict) and str(cai.get("typestr", ""))[1:] == "V2"):  # torch 2.11 writes '<V2'
         return False
     try:
         return str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1] == "bfloat16"
@@ -451,17 +446,14 @@ def check_global_size(kernel: str, grid3: Tuple[int, int, int], block3: Tuple[in
     for d in range(3):
         n = grid3[d] * block3[d]
         if n > MAX_GLOBAL_SIZE:
-            raise LaunchError(f"kernel '{kernel}': grid[{d}] * block[{d}] = {grid3[d]} * {block3[d]} = {n} work-items "
-                              f"in dimension {'xyz'[d]}, but global_id({d}) is an i32: at most {MAX_GLOBAL_SIZE} "
-                              "(2**31) work-items per dimension")
+            raise LaunchError(message("GLOBAL_SIZE", kernel, d, d, grid3[d], block3[d], n, "xyz"[d], d, MAX_GLOBAL_SIZE))
 
 
 def check_grid_limits(kernel: str, grid3: Tuple[int, int, int], max_grid: Sequence[int], limit: str) -> None:
     """``grid3`` against per-dimension workgroup counts ``max_grid``; ``limit`` names them in the message."""
     for d in range(3):
         if grid3[d] > max_grid[d]:
-            raise LaunchError(f"kernel '{kernel}': grid {grid3} has {grid3[d]} workgroups in dimension {'xyz'[d]}; "
-                              f"{limit} allows at most {tuple(max_grid)} (x, y, z)")
+            raise LaunchError(message("GRID_LIMIT", kernel, *grid3, grid3[d], "xyz"[d], limit, *max_grid))
 
 
 def check_args(info: FunctionInfo, args: Sequence[Any], grid: Any, block: Any

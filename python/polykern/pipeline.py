@@ -10,24 +10,21 @@ import os
 import types as _pytypes
 from typing import Iterable, List, Optional, Sequence, Union
 
-from . import hooks, registry
+from . import capabilities, hooks, registry
 from .build_cache import cached_codegen
 from .codegen_result import run_codegen
 from .errors import CompileError, PolykernError, TargetError
 from .interpret import KIND as INTERPRET_KIND
 from .interpret import ensure_registered as ensure_interpret_registered
 from .interpret import interpret_requested
-from .ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from .ir.debug_print import check_target as check_print_target
-from .ir.matrix import SUPPORT_KEY as MATRIX_SUPPORT_KEY
-from .ir.hopper import SUPPORT_KEY as HOPPER_SUPPORT_KEY
 from .ir.hopper import check_target as check_hopper_target
 from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.legalize_f16 import legalize_f16
-from .passes.async_copy import ASYNC_KEY, lower_async_copies
+from .passes.async_copy import lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
 from .passes.bounds_proof import SAFE_KEY, SAFE_VARIANT_KEY, all_proven
 from .passes.bounds_proof import attach as attach_proof
@@ -119,7 +116,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     mode = bounds_check_requested(bounds_check)
     for f in funcs:  # Hopper operations: sm_90a targets only, not in checked mode (ir/hopper.py)
         for t in parsed:
-            check_hopper_target(f, t.kind, t, registry.get(HOPPER_SUPPORT_KEY + t.kind), bool(mode))
+            check_hopper_target(f, t.kind, t, capabilities.of(t.kind).hopper, bool(mode))
     if mode:
         # checked mode checks plain copies (a valid meaning of pk.copy_async on every target): the pass
         # replaces each copy by its guarded plain copy; lowering then drops the commits and waits
@@ -135,14 +132,15 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         if builder is None:
             raise TargetError(f"no code generator is registered for target kind '{t.kind}' "
                               f"(registered: {', '.join(_target_kinds()) or 'none'})")
-        for f in funcs:  # matrix fragments: what the target kind declares it compiles (ir/matrix.py)
-            check_matrix_target(f, t.kind, t, registry.get(MATRIX_SUPPORT_KEY + t.kind))
-            check_print_target(f, t.kind, registry.get(PRINT_SUPPORT_KEY + t.kind))  # pk.debug_print
+        caps = capabilities.of(t.kind)  # what the target kind declares it compiles
+        for f in funcs:  # matrix fragments (ir/matrix.py), pk.debug_print (ir/debug_print.py)
+            check_matrix_target(f, t.kind, t, caps.matrix, caps.no_matrix)
+            if not caps.debug_print:
+                check_print_target(f, t.kind, False, [k for k in _target_kinds() if capabilities.of(k).debug_print])
         # Each backend gets its own copy: lowering passes of one target must not leak into another.
         copies = [clone_function(f) for f in (safe if safe is not None and registry.get(SAFE_KEY + t.kind)
                                               else funcs)]
-        native = registry.get(ASYNC_KEY + t.kind)  # asynchronous copies: passes/async_copy.py
-        if native is None or not native(t):
+        if caps.async_copy is None or not caps.async_copy(t):  # asynchronous copies: passes/async_copy.py
             copies = [verify(lower_async_copies(f)) for f in copies]
         if t.kind != INTERPRET_KIND:  # 16-bit float conversions on the bits (passes/legalize_f16.py)
             copies = [verify(legalize_f16(f, t)) for f in copies]

@@ -14,14 +14,17 @@ import operator
 from typing import Any, Callable
 
 from .errors import ArtifactError, LaunchError
-from .ir.dynamic_shared import ATTR, parse_attr
+from .ir.dynamic_shared import ATTR, ELEM_BYTES_TEXT, MIN_LENGTH, SIZE_TYPE, parse_attr
+from .kbin_messages import quote
 from .lang.frontend import ARRAY_LIMITS
+from .launch_rules import message
 
 __all__ = ["DynamicSharedKernel", "wrap_if_dynamic", "dynamic_shared_of"]
 
 
 def dynamic_shared_of(info):
-    """``(size argument index, element bytes)`` of a kernel with a dynamic shared array, else None."""
+    """``(size argument index, element bytes)`` of a kernel with a dynamic shared array, else None;
+    ArtifactError unless the attribute names an i32 scalar argument (libpolykern refuses the same)."""
     text = info.attrs.get(ATTR)
     if text is None:
         return None
@@ -29,8 +32,8 @@ def dynamic_shared_of(info):
         index, elem = parse_attr(text)
     except ValueError:
         index = -1
-    if not 0 <= index < len(info.args) or info.args[index].is_buffer:
-        raise ArtifactError(f"kernel '{info.name}': malformed {ATTR} attribute {text[:40]!r}")
+    if not 0 <= index < len(info.args) or info.args[index].type_str != SIZE_TYPE:  # a buffer's is Buffer[..]
+        raise ArtifactError(message("DYNAMIC_SHARED_ATTR", info.name, quote(text), ELEM_BYTES_TEXT))
     return index, elem
 
 
@@ -65,8 +68,8 @@ class DynamicSharedKernel:
         except TypeError:
             raise LaunchError(f"{where}: shared_size must be an integer number of elements, got "
                               f"{type(shared_size).__name__} {shared_size!r}") from None
-        if isinstance(shared_size, bool) or n < 1:
-            raise LaunchError(f"{where}: shared_size must be at least 1 element, got {shared_size!r}")
+        if isinstance(shared_size, bool) or n < MIN_LENGTH:
+            raise LaunchError(f"{where}: shared_size must be at least {MIN_LENGTH} element, got {shared_size!r}")
         total = n * self.elem_bytes + self.info.shared_bytes
         if total > self.limit:
             static = (f" plus {self.info.shared_bytes} bytes of static shared arrays, {total} in all"

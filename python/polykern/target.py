@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from . import registry
+from .capabilities import Capabilities
 from .errors import TargetError
 
 __all__ = ["Attr", "TargetKind", "Target", "register_kind", "get_kind", "list_kinds"]
@@ -90,12 +91,14 @@ class Attr:
 
 @dataclass(frozen=True)
 class TargetKind:
-    """A target kind's schema, registered by its backend under ``target.kind.<name>``."""
+    """A target kind's schema, registered by its backend under ``target.kind.<name>``, with what it can
+    compile (``capabilities``: polykern/capabilities.py; read through ``polykern.capabilities.of``)."""
 
     name: str
     module_kind: str
     attrs: Mapping[str, Attr] = field(default_factory=dict)
     doc: str = ""
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     def __post_init__(self):
         if not _NAME_RE.match(self.name or ""):
@@ -107,6 +110,11 @@ class TargetKind:
             if not isinstance(attr, Attr) or not _KEY_RE.match(key):
                 raise ValueError(f"target kind {self.name!r}: bad attribute {key!r}: {attr!r}")
         object.__setattr__(self, "attrs", MappingProxyType(dict(sorted(attrs.items()))))
+        if not isinstance(self.capabilities, Capabilities):
+            raise ValueError(f"target kind {self.name!r}: capabilities must be a polykern.capabilities."
+                             f"Capabilities, got {self.capabilities!r}")
+        if not self.capabilities.numerics:  # an in-tree kind keeps the promises of its own name
+            object.__setattr__(self, "capabilities", replace(self.capabilities, numerics=self.name))
 
     def describe(self) -> str:
         lines = [f"{self.name} (module kind '{self.module_kind}')" + (f": {self.doc}" if self.doc else "")]

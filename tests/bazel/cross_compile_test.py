@@ -11,7 +11,8 @@ CPU-only compiler (a configuration transition to --config=cpu semantics) is
   case <skipped message="...">); in the cpu configuration the launch must fail with a clear error.
 
 Environment (set by device_config_test, tools/kbin.bzl): POLYKERN_TEST_CONFIG (cpu, llvm, opencl,
-vulkan, webgpu, cuda); POLYKERN_CROSS_KBIN / _REPORT / _STATUS (the CPU-only build: artifact, the
+vulkan, webgpu, cuda); POLYKERN_CROSS_TARGETS (the target strings both artifacts were built for, one a
+line); POLYKERN_CROSS_KBIN / _REPORT / _STATUS (the CPU-only build: artifact, the
 compiler's report, its `polykern backends --json`); POLYKERN_NATIVE_KBIN / _REPORT / _STATUS (the
 same from this configuration's compiler). Paths are runfiles-relative.
 """
@@ -34,10 +35,10 @@ import polykern as pk
 from polykern import backends as pk_backends
 from polykern.cli import main as cli_main
 from polykern.errors import ArtifactError, RuntimeNotLinkedError
+from polykern.target import Target
 
 CONFIG = os.environ.get("POLYKERN_TEST_CONFIG", "")
 DEVICE = None if CONFIG == "cpu" else CONFIG
-KINDS = ("llvm", "cuda", "opencl", "vulkan", "webgpu", "metal")
 KERNELS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "saxpy_kernels.py")
 
 
@@ -49,6 +50,15 @@ def _path(var):
         if os.path.exists(cand):
             return cand
     raise SystemExit(f"{var}={p}: not found (cwd {os.getcwd()})")
+
+
+def _targets():
+    """The target strings both artifacts were built for (//tests:cross_compile's list: tools/kbin.bzl)."""
+    text = os.environ.get("POLYKERN_CROSS_TARGETS", "")
+    if not text.strip():
+        raise SystemExit("POLYKERN_CROSS_TARGETS is not set: run this through its Bazel target "
+                         "(//tests:cross_compile_<config>)")
+    return [t for t in text.splitlines() if t.strip()]
 
 
 def _read(path):
@@ -106,6 +116,8 @@ class CrossCompile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         pk_backends.load_all()
+        cls.targets = _targets()
+        cls.kinds = sorted({Target.parse(t).module_kind for t in cls.targets})
         cls.cross_path = _path("POLYKERN_CROSS_KBIN")
         cls.native_path = _path("POLYKERN_NATIVE_KBIN")
         rc, cls.desc = _inspect_json(cls.cross_path)
@@ -116,7 +128,7 @@ class CrossCompile(unittest.TestCase):
     def test_inspects_offline(self):
         names = sorted(f["name"] for f in self.desc["functions"])
         self.assertEqual(names, ["saxpy", "scale"])
-        self.assertEqual(len(self.desc["targets"]), len(KINDS), self.desc["targets"])
+        self.assertEqual(len(self.desc["targets"]), len(self.targets), self.desc["targets"])
         buf = io.StringIO()
         with redirect_stdout(buf):
             self.assertEqual(cli_main(["inspect", self.cross_path]), 0)
@@ -124,7 +136,7 @@ class CrossCompile(unittest.TestCase):
 
     def test_cpu_only_compiler_built_fallbacks_only(self):
         mods = _report_modules(_path("POLYKERN_CROSS_REPORT"))
-        self.assertEqual(sorted(mods), sorted(KINDS))
+        self.assertEqual(sorted(mods), self.kinds)
         real = sorted(k for k, v in mods.items() if v != "fallback")
         self.assertEqual(real, [], f"the CPU-only compiler built real runtime modules: {real}")
         status = _status(_path("POLYKERN_CROSS_STATUS"))

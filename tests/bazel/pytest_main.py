@@ -11,7 +11,8 @@ import sys
 def main():
     sys.dont_write_bytecode = True
     tmp = os.environ.get("TEST_TMPDIR")
-    opts = ["-p", "no:cacheprovider", "-rfEsxX", "--color=no"]
+    # tier_skip: pytest.mark.requires and POLYKERN_REQUIRE (the root conftest.py loads it in the pytest tier)
+    opts = ["-p", "no:cacheprovider", "-p", "polykern.testing.tier_skip", "-rfEsxX", "--color=no"]
     from polykern.testing.cache_isolation import isolate
 
     isolate(tmp)

@@ -1,4 +1,4 @@
-"""What each f16 GEMM runs on the tensor cores, read from its PTX (issue 13's gap to cuBLAS, by measurement).
+"""What each f16 GEMM runs on the tensor cores, read from its PTX (the matrix path's gap to cuBLAS, by measurement).
 
 Run ON the GPU machine (CUDA, torch, Triton), from the repository root, in the environment of
 tools/gpu/run_gpu_matrix.sh (GPU_EXTRA_CMD there, or by hand):

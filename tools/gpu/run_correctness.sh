@@ -53,7 +53,7 @@ tail -n 3 "$OUT/promises.log"
 grep -hE "^(FAILED|ERROR) " "$OUT/promises.log" | head -n 30
 grep -hE "^(FAILED|ERROR) " "$OUT/other.log" | head -n 20
 
-echo "== 2c. language features (issues 13, 15, 16) on every runtime here, and their GPU probes"
+echo "== 2c. language features (matrix fragments, subgroups, wide access, plugins) on every runtime here, and their GPU probes"
 timeout 240 "$PY" -m pytest -p no:cacheprovider -q -rfEs --tb=short tests/test_subgroups.py tests/test_issue15_redteam.py \
     tests/test_wide_access.py tests/test_dynamic_shared.py tests/test_autotune.py tests/test_lang_func.py \
     tests/test_specialize.py tests/test_hooks.py tests/test_kbin_v2.py tests/test_bf16.py tests/test_async_copy.py \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22 (Hopper's matrix path) in one device call, run ON the GPU machine from the repository root with
+# Hopper's matrix path in one device call, run ON the GPU machine from the repository root with
 # .whl/ carried:
 #
 #     OUT=<dir> bash tools/gpu/run_gpu_hopper.sh [benchmarks/gpu_hopper.py arguments]

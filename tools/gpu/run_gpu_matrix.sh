@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 (matrix fragments) in one device call, run ON the GPU machine from the repository root with
+# Matrix fragments in one device call, run ON the GPU machine from the repository root with
 # .whl/ and .gl/ carried:
 #
 #     OUT=<dir> bash tools/gpu/run_gpu_matrix.sh

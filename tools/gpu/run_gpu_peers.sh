@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's benchmark in one device call (run ON the GPU machine, from the repository root, with .whl/ and
+# The peers benchmark (benchmarks/gpu_peers.py) in one device call (run ON the GPU machine, from the repository root, with .whl/ and
 # .gl/ carried):
 #
 #     OUT=<dir> bash tools/gpu/run_gpu_peers.sh [extra gpu_peers.py arguments]

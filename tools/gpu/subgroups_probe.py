@@ -1,4 +1,4 @@
-"""GPU check of pk.subgroup_* (issue 15): the conformance cases of tests/conformance/kernels_subgroups.py on
+"""GPU check of pk.subgroup_*: the conformance cases of tests/conformance/kernels_subgroups.py on
 every GPU target given (default: cuda, nvptx, vulkan, webgpu and 'opencl -subgroups'), plus the subgroup
 size each device reports. Prints one line per (case, target): ok, FAIL (the assertion), or refused (why).
 

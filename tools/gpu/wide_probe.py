@@ -1,4 +1,4 @@
-"""GPU check of issue #15's wide access, dynamic shared memory and autotuning on CUDA (and NVPTX).
+"""GPU check of the wide access, dynamic shared memory and autotuning on CUDA (and NVPTX).
 
     python tools/gpu/wide_probe.py [--arch sm_90]
 

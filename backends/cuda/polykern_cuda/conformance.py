@@ -3,12 +3,11 @@ runtime is available).
 
 TARGETS: both codegens (CUDA C through NVRTC/nvcc, and LLVM NVPTX) for the architecture of the
 device the runtime uses (the newest architecture polykern knows that is not newer than the
-device, so the PTX is JIT-compiled forward where the device is newer).
-SKIPS: what a codegen refuses, with the reason shown in the skip.
+device, so the PTX is JIT-compiled forward where the device is newer). What the codegens refuse is
+their target kinds' ``Capabilities`` (codegen.py): both compile every feature of the suite.
 """
 from __future__ import annotations
 
-from . import nvptx
 from .codegen import ARCHS
 
 
@@ -32,11 +31,3 @@ def device_arch(default: str = "sm_90") -> str:
 
 _ARCH = device_arch()
 TARGETS = {"cuda": [f"cuda -arch={_ARCH}"], "nvptx": [f"nvptx -arch={_ARCH}"]}
-
-_F64_REFUSED = tuple(getattr(nvptx, "F64_REFUSED", ()))
-SKIPS = {
-    "cuda": {},
-    "nvptx": ({"math_f64": f"the nvptx codegen refuses f64 {'/'.join(_F64_REFUSED)} (no libdevice; f64 argument "
-                           "reduction not written yet) with a KernelTypeError; the cuda target covers them"}
-              if _F64_REFUSED else {}),
-}

@@ -62,7 +62,7 @@ def _arch(target) -> int:
 
 
 def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
-    """The ``matrix.support.cuda``/``nvptx`` predicate (ir/matrix.py)."""
+    """The ``Capabilities.matrix`` predicate of cuda and nvptx (ir/matrix.py)."""
     if _arch(target) < MIN_ARCH:
         return f"mma.sync needs sm_{MIN_ARCH} or newer; the target is {target.attrs['arch']}"
     ft = s.ftype if s.op != "mma" else mma_types(fn, s)[0]

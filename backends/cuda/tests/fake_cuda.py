@@ -34,6 +34,7 @@ from polykern.errors import LaunchError
 from polykern.module import FunctionInfo
 from polykern.testing.isolation import isolated
 import polykern_cuda
+from polykern_cuda.driver_limits import DEFAULT_SHARED, FUNC_ATTR_MAX_DYNAMIC_SHARED
 
 BASE = 0x7F00_0000_0000
 
@@ -278,7 +279,7 @@ class FakeGPU:
             def _launch_kernel(self, grid, block, params, shared, stream):
                 gpu.current("cuLaunchKernel")
                 assert isinstance(grid, tuple) and isinstance(block, tuple) and stream is None
-                if shared > gpu.fn_attrs.get((self.name, 8), 48 * 1024):
+                if shared > gpu.fn_attrs.get((self.name, FUNC_ATTR_MAX_DYNAMIC_SHARED), DEFAULT_SHARED):
                     raise LaunchError("cuLaunchKernel failed: invalid argument (dynamic shared memory over the "
                                       "function's limit)")
                 gpu.shared.append(shared)

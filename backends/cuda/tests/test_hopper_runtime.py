@@ -221,7 +221,7 @@ def test_wgmma_kn_and_rows_match_the_interpreter(sm90, target, n):
 # ---------------------------------------------------------------- named barriers (bar.sync / bar.arrive)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
-import test_hopper_named_barrier as NB  # noqa: E402
+import named_barrier_kernels as NB  # noqa: E402
 
 
 @pytest.mark.parametrize("target", SM90A)

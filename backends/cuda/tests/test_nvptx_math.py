@@ -17,6 +17,7 @@ from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern_cuda.nvptx import PortableMath
+from polykern.testing import tier_skip
 
 llvm_codegen = pytest.importorskip("polykern_llvm.codegen", reason="the CPU backend (polykern_llvm) runs the IR")
 try:
@@ -44,7 +45,7 @@ def cpu_module(kernels):
 
     backends.load_all()
     if not backends.record_for_kind("llvm").runtime_available:
-        pytest.skip(f"the CPU runtime is unavailable: {backends.runtime_reason('llvm')}")
+        tier_skip.skip("llvm", f"the CPU runtime is unavailable: {backends.runtime_reason('llvm')}")
     funcs = [run_default_passes(copy.deepcopy(k.ir)) for k in kernels]
     triple, cpu, features, opt = llvm_codegen.resolve(Target("llvm"))
     tm = target_machine(triple, cpu, features, opt)

@@ -23,9 +23,10 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.passes.legalize_f16 import declare_f16_rounding
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
+from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.codegen.llvm_matrix import cpu_support
@@ -35,7 +36,7 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
 from . import variable_shifts
-from .fallback import HexagonFallbackModule, PendingHexagonAsm
+from .fallback import HexagonFallbackModule
 
 __all__ = ["HEXAGON_KIND", "HexagonEmitter", "TRIPLE", "build", "generate", "register"]
 
@@ -44,7 +45,8 @@ MCPUS = ("hexagonv65", "hexagonv66", "hexagonv67", "hexagonv68", "hexagonv69", "
 
 HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
     "mcpu": Attr("str", "hexagonv68", MCPUS, "Hexagon DSP version (LLVM Hexagon processor)"),
-}, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK")
+}, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK",
+   capabilities=Capabilities(matrix=cpu_support, f16=F16Rounding("clamp")))
 
 
 class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
@@ -88,7 +90,8 @@ def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str,
 
 def generate(funcs: List, target: Target):
     """(object, "o", fmap, sources) for ``funcs`` on a ``hexagon`` target; ``sources["asm"]`` is a
-    :class:`PendingHexagonAsm` (``.render()`` gives the text; the module renders it on first read)."""
+    :class:`polykern.codegen.lazy_asm.PendingAsm` (``.render()`` gives the text; the module renders it on
+    first read)."""
     cpu = target.attrs["mcpu"]
     # LLVM 22's Hexagon code generation at -O2/-O3 gave the last two work-items of every work-group a
     # wrong subgroup_max when several float collectives meet in one expression (tests/test_issue15_redteam.py;
@@ -107,7 +110,7 @@ def generate(funcs: List, target: Target):
     ll = variable_shifts.inline_helpers(variable_shifts.opaque_shifts(optimized), tm)
     compiled = compile_ir(ll, TRIPLE, cpu, "", 0, tm=tm, emit_asm=False)
     fmap = function_map(funcs, emitter.kernel_facts, cpu)
-    return compiled.obj, "o", fmap, {"asm": PendingHexagonAsm(compiled.ll, TRIPLE, cpu, cg_opt), "llvm": compiled.ll}
+    return compiled.obj, "o", fmap, {"asm": PendingAsm(compiled.ll, TRIPLE, cpu, "", cg_opt), "llvm": compiled.ll}
 
 
 def build(funcs: List, target: Target):
@@ -118,10 +121,8 @@ def build(funcs: List, target: Target):
 def register() -> None:
     HEXAGON_KIND.register()
     registry.register("target.build.hexagon", build)
-    declare_f16_rounding("hexagon", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "hexagon", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("hexagon"), HexagonFallbackModule.payload_formats)
-    registry.register("matrix.support.hexagon", cpu_support)
     # No safe default build (passes/bounds_proof.py) on hexagon: its kernels run in qemu's process, not the
     # caller's, so an out-of-bounds access cannot reach the host's memory (bounds_check=True checks each access);
     # and LLVM 22's Hexagon code generation of the safe build's checked loops was not reproducible (the same IR gave

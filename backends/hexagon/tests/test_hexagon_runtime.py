@@ -23,6 +23,7 @@ import polykern as pk
 from polykern import Buffer, f32, f64, i32
 from polykern import launch_stream as protocol
 from polykern.errors import LaunchError
+from polykern.testing import tier_skip
 
 HERE = Path(__file__).resolve().parent
 RUNTIME = HERE.parent / "polykern_hexagon" / "runtime"
@@ -35,7 +36,7 @@ try:
 except ImportError as e:  # BackendUnavailableError is an ImportError
     TOOLS, WHY = None, str(e)
 
-needs_runtime = pytest.mark.skipif(TOOLS is None, reason=f"no emulated Hexagon runtime here: {WHY}")
+needs_runtime = tier_skip.skipif("hexagon-emu", TOOLS is None, reason=f"no emulated Hexagon runtime here: {WHY}")
 
 
 # ------------------------------------------------------------------ harness protocol
@@ -72,7 +73,7 @@ def _check_exe(tmp_path_factory):
 @pytest.fixture(scope="module")
 def check_exe(tmp_path_factory):
     if TOOLS is None:
-        pytest.skip(f"no emulated Hexagon runtime here: {WHY}")
+        tier_skip.skip("hexagon-emu", f"no emulated Hexagon runtime here: {WHY}")
     return _check_exe(tmp_path_factory)
 
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.passes.legalize_f16 import declare_f16_rounding
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
+from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
-from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_matrix import cpu_support
@@ -38,7 +38,7 @@ from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_KEY
 from polykern.target import Attr, Target, TargetKind
 
-from .fallback import LLVMFallbackModule, PendingAsm
+from .fallback import LLVMFallbackModule
 
 __all__ = ["LLVM_KIND", "CPUEmitter", "build", "resolve", "register"]
 
@@ -47,7 +47,8 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "mcpu": Attr("str", "generic", None, "CPU name; generic = portable, native = this host's CPU"),
     "mattr": Attr("str", "", None, "CPU features, e.g. +avx2,+fma"),
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
-}, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)")
+}, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
+   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp")))  # printf: the C library's
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")
@@ -109,9 +110,6 @@ def build(funcs: List, target: Target):
 def register() -> None:
     LLVM_KIND.register()
     registry.register("target.build.llvm", build)
-    declare_f16_rounding("llvm", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "llvm", llvm_target.cache_identity)  # LLVM and the host, for the compile cache
     registry.register(payload_formats.registry_key("llvm"), LLVMFallbackModule.payload_formats)
-    registry.register("matrix.support.llvm", cpu_support)
-    registry.register(PRINT_SUPPORT_KEY + "llvm", True)  # the C library's printf
     registry.register(SAFE_KEY + "llvm", True)  # runs in the caller's process: the safe default build

@@ -1,4 +1,4 @@
-"""A generated corpus of ELF-structure damage to an llvm module's object (issue 12 item 2).
+"""A generated corpus of ELF-structure damage to an llvm module's object.
 
 Every field of the ELF header, of every section header, of every symbol and of every
 relocation entry is set to a list of hostile values (0, 1, +-1, all ones, the sign bit, and

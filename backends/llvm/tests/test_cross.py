@@ -18,7 +18,8 @@ from polykern.ir.verifier import verify
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract, forced_fallback
-from polykern_llvm.elf import EM_AARCH64, EM_X86_64, host_machine, read_elf
+from polykern_llvm.runtime.elf import EM_AARCH64, EM_X86_64, host_machine, read_elf
+from polykern.testing import tier_skip
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu"
 
@@ -79,7 +80,7 @@ def test_aarch64_disassembly_with_binutils(cross, tmp_path):
     assert "\tret" in out.stdout
 
 
-@pytest.mark.skipif(shutil.which("ld.lld") is None, reason="ld.lld is not installed")
+@tier_skip.skipif("ld.lld", shutil.which("ld.lld") is None, reason="ld.lld is not installed")
 @pytest.mark.parametrize("target", ["llvm", AARCH64])
 def test_objects_link_into_shared_objects(target, tmp_path):
     """The payload is a well-formed PIC relocatable object: ld.lld links it into a shared object."""

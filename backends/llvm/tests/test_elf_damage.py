@@ -1,4 +1,4 @@
-"""Issue 12 item 2: ELF-structure damage to an llvm module (CRC recomputed) is an ArtifactError
+"""ELF-structure damage to an llvm module (CRC recomputed) is an ArtifactError
 at load, or the module loads and runs correctly; it never kills the process.
 
 The corpus (elf_damage.py) damages every field of the header, section headers, symbols and

@@ -1,4 +1,4 @@
-"""Issue 12 item 3: the CPU runtime loads objects with polykern's own loader, never MCJIT, and
+"""The CPU runtime loads objects with polykern's own loader, never MCJIT, and
 no placement of the process's libraries can make a relocation fail.
 
 MCJIT's RuntimeDyld aborted the process once (32-bit relocation out of range, depending on
@@ -36,7 +36,7 @@ _CHILD = textwrap.dedent('''
     sys.path.insert(0, sys.argv[1])
     import polykern as pk
     import test_loader_stress as T
-    from polykern_llvm.loader import resolve_external
+    from polykern_llvm.runtime.loader import resolve_external
     from polykern_llvm.runtime import LLVMModule
 
     libc = ctypes.CDLL(None)

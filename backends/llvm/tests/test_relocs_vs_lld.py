@@ -13,8 +13,8 @@ import pytest
 from polykern import backends, registry
 from polykern.testing.c_corpus import corpus
 from polykern.target import Target
-from polykern_llvm.loader import build_image
-from polykern_llvm.objfile import SHT_NOBITS, parse_object
+from polykern_llvm.runtime.loader import build_image
+from polykern_llvm.runtime.objfile import SHT_NOBITS, parse_object
 
 LLD, OBJCOPY = shutil.which("ld.lld"), shutil.which("llvm-objcopy")
 pytestmark = pytest.mark.skipif(not (LLD and OBJCOPY), reason="needs ld.lld and llvm-objcopy")

@@ -12,7 +12,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, f64, i32
 from polykern.errors import LaunchError
-from polykern_llvm import pool as pool_mod
+from polykern_llvm.runtime import pool as pool_mod
 from polykern_llvm.runtime import CPUKernel, LLVMModule
 
 RNG = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""Issue 12 item 1: a bad target attribute is a TargetError, never the death of the process.
+"""A bad target attribute is a TargetError, never the death of the process.
 
 LLVM prints a warning for an unknown -mcpu and then may abort ("64-bit code requested on a
 subtarget that doesn't support it!"); the builds below run in a child interpreter, so a test

@@ -27,7 +27,7 @@ _TYPE = {"f16": "half", "f32": "float", "bf16": "bfloat"}
 
 
 def supported(target, fn: ir.Function, s: ir.MatrixOp) -> Optional[str]:
-    """``matrix.support.metal``: half inputs into half or float accumulators, bfloat inputs into float
+    """``Capabilities.matrix`` of metal: half inputs into half or float accumulators, bfloat inputs into float
     accumulators (the language's table, ir/matrix.py), any language shape."""
     types = [t.elem.name for t in (mma_types(fn, s) if s.op == "mma" else (s.ftype,))]
     bad = [t for t in types if t not in _TYPE]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
-from polykern.ir.debug_print import SUPPORT_KEY as PRINT_SUPPORT_KEY
+from polykern.capabilities import Capabilities
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_VARIANT_KEY
@@ -27,7 +27,13 @@ CPU_VARIANT_MARK = "\n// ==== polykern: the same kernels for a CPU device (bound
 OPENCL_KIND = TargetKind("opencl", "opencl", {
     "subgroups": Attr("bool", False, None, "the device has cl_khr_subgroups and cl_khr_subgroup_shuffle "
                                           "(pk.subgroup_* builtins; refused without it)"),
-}, doc="any OpenCL 1.2+ device, through OpenCL C source")
+}, doc="any OpenCL 1.2+ device, through OpenCL C source", capabilities=Capabilities(
+    refuses={"subgroups": "pk.subgroup_* needs cl_khr_subgroups, which the 'opencl' target does not declare "
+                          "(PoCL's CPU device lacks it)"},
+    no_matrix="OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
+              "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
+              "or llvm",
+    debug_print=True))  # OpenCL 1.2 printf
 
 
 def check_subgroups(funcs: List, target: Target) -> None:
@@ -48,7 +54,6 @@ def register() -> None:
     registry.register("target.build.opencl", build)
     registry.register(SAFE_VARIANT_KEY + "opencl", build_with_cpu_variant)  # PoCL runs in the caller's process
     registry.register(payload_formats.registry_key("opencl"), OpenCLFallbackModule.payload_formats)
-    registry.register(PRINT_SUPPORT_KEY + "opencl", True)  # OpenCL 1.2 printf
 
 
 def opencl_source(funcs) -> Tuple[str, Dict[str, str]]:

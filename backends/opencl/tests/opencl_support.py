@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pathlib
 
-import pytest
-
 from polykern.testing.c_corpus import NAMES
+from polykern.testing import tier_skip
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 
@@ -19,11 +18,11 @@ def pocl_context():
     try:
         import pyopencl as cl
     except Exception as e:
-        pytest.skip(f"pyopencl could not be imported: {e}")
+        tier_skip.skip("pocl", f"pyopencl could not be imported: {e}")
     try:
         platforms = [p for p in cl.get_platforms() if "Portable Computing Language" in p.name]
     except Exception as e:
-        pytest.skip(f"no OpenCL platform (ICD loader found none): {e}")
+        tier_skip.skip("pocl", f"no OpenCL platform (ICD loader found none): {e}")
     if not platforms:
-        pytest.skip("no PoCL platform (pip install pocl-binary-distribution, or Debian pocl-opencl-icd)")
+        tier_skip.skip("pocl", "no PoCL platform (pip install pocl-binary-distribution, or Debian pocl-opencl-icd)")
     return cl, cl.Context(platforms[0].get_devices()[:1])

@@ -4,10 +4,10 @@ OpenCL runtime is available."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import polykern as pk
 from polykern import Buffer, backends, f32, f64, i32, i64, u64
+from polykern.testing import tier_skip
 
 _REC = backends.record_for_kind("opencl")
 NO_RUNTIME = None if _REC is not None and _REC.runtime_available else (
@@ -34,7 +34,7 @@ def test_opencl_c_calls_printf_with_long_for_64_bit_integers():
     assert "(double)" not in line  # OpenCL's printf takes a float as it is
 
 
-@pytest.mark.skipif(NO_RUNTIME is not None, reason=str(NO_RUNTIME))
+@tier_skip.skipif("pocl", NO_RUNTIME is not None, reason=str(NO_RUNTIME))
 def test_pocl_prints_what_the_interpreter_prints(capfd):
     pk.build([show], targets=["interpret"])["show"](*_args(), grid=1, block=4)
     interpreted = capfd.readouterr().out

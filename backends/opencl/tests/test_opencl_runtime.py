@@ -24,13 +24,13 @@ from polykern.module import ArgInfo, FunctionInfo
 backends.load_all()
 _REC = backends.record_for_kind("opencl")
 if _REC is None or not _REC.runtime_available:
-    pytest.skip(f"OpenCL runtime not available: {_REC.runtime_reason if _REC else 'backend not found'}",
-                allow_module_level=True)
+    tier_skip.skip("pocl", f"OpenCL runtime not available: {_REC.runtime_reason if _REC else 'backend not found'}")
 
 import polykern_opencl.runtime as rt  # noqa: E402
 from polykern_opencl.fallback import OpenCLFallbackModule  # noqa: E402
 from polykern_opencl.runtime import platforms  # noqa: E402
 from polykern_opencl.runtime.kernel import OpenCLKernel  # noqa: E402
+from polykern.testing import tier_skip
 
 
 

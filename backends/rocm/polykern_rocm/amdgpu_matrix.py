@@ -42,7 +42,7 @@ _MFMA = {"f16": ("llvm.amdgcn.mfma.f32.16x16x16f16", _HALF), "bf16": ("llvm.amdg
 
 
 def supported(target, fn: N.Function, s: N.MatrixOp) -> Optional[str]:
-    """``matrix.support.rocm``."""
+    """``Capabilities.matrix`` of the rocm target kind."""
     mcpu = target.attrs["mcpu"]
     if mcpu not in MFMA_MCPUS:
         return f"MFMA matrix instructions exist on {', '.join(MFMA_MCPUS)}, not {mcpu}"

@@ -29,7 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
-from polykern.passes.legalize_f16 import declare_f16_rounding
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
@@ -56,7 +56,8 @@ MCPUS = ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1010", 
 ROCM_KIND = TargetKind("rocm", "rocm", {
     "mcpu": Attr("str", "gfx90a", MCPUS, "AMD GPU architecture (LLVM AMDGPU processor)"),
     "code_object": Attr("int", 4, (4, 5, 6), "AMDHSA code object version (5 and 6 need ld.lld >= 19)"),
-}, doc="AMD GPUs through LLVM's AMDGPU backend: an hsaco code object for the HIP runtime")
+}, doc="AMD GPUs through LLVM's AMDGPU backend: an hsaco code object for the HIP runtime",
+   capabilities=Capabilities(matrix=matrix_supported, f16=F16Rounding("clamp")))
 
 # Offsets in hsa_kernel_dispatch_packet_t: workgroup_size_x/y/z (u16), grid_size_x/y/z (u32).
 _WG_SIZE_OFFSET, _GRID_SIZE_OFFSET = 4, 12
@@ -165,7 +166,5 @@ def build(funcs: List, target: Target):
 def register() -> None:
     ROCM_KIND.register()
     registry.register("target.build.rocm", build)
-    declare_f16_rounding("rocm", "clamp")  # LLVM folds f16 round trips past f16's range
     registry.register(TOOLCHAIN_KEY + "rocm", identity)  # ld.lld, for the compile cache
     registry.register(payload_formats.registry_key("rocm"), ROCmFallbackModule.payload_formats)
-    registry.register("matrix.support.rocm", matrix_supported)

@@ -21,6 +21,7 @@ from polykern.testing.fallback_contract import check_fallback_contract
 from polykern_rocm import lld
 from polykern_rocm.codegen import MCPUS, TRIPLE, AMDGPUEmitter
 from polykern_rocm.hsaco import EM_AMDGPU, ET_DYN, read_hsaco
+from polykern.testing import tier_skip
 
 try:
     from conformance import ALL_CASES
@@ -28,7 +29,7 @@ except ImportError:  # plain pytest: the suite lives in the repository's tests/
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests"))
     from conformance import ALL_CASES
 
-pytestmark = pytest.mark.skipif(not lld.candidates(), reason=f"no ld.lld here ({lld.INSTALL_HINT})")
+pytestmark = tier_skip.skipif("ld.lld", not lld.candidates(), reason=f"no ld.lld here ({lld.INSTALL_HINT})")
 ABI_VERSION = {4: 2, 5: 3, 6: 4}  # ELF EI_ABIVERSION of AMDHSA code object v4/v5/v6
 
 

@@ -15,6 +15,7 @@ from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes
 from polykern.target import Target
 from polykern.codegen import llvm_devmath as devmath
+from polykern.testing import tier_skip
 
 try:
     from conformance import ALL_CASES
@@ -27,7 +28,7 @@ def test_conformance_math_on_cpu(name):
     llvm_codegen = pytest.importorskip("polykern_llvm.codegen", reason="the CPU backend runs the expansion")
     backends.load_all()
     if not backends.record_for_kind("llvm").runtime_available:
-        pytest.skip(f"the CPU runtime is unavailable: {backends.runtime_reason('llvm')}")
+        tier_skip.skip("llvm", f"the CPU runtime is unavailable: {backends.runtime_reason('llvm')}")
 
     class CPUWithDevmath(devmath.PortableMath, llvm_codegen.CPUEmitter):
         pass

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.ir import nodes as ir
-from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
 
@@ -20,7 +20,11 @@ from .lower import lower_kernel
 from .spirv_matrix import supported as matrix_supported
 from .spirv_text import disassemble
 
-TARGET_KIND = target_kind()
+TARGET_KIND = target_kind(Capabilities(
+    refuses={"math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow"},
+    matrix=matrix_supported,
+    # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
+    f16=F16Rounding("bits", ops_in_f32=("fma",))))
 
 
 def compile_function(fn: ir.Function, target: Target):
@@ -47,6 +51,3 @@ def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.vulkan", build)
     registry.register(payload_formats.registry_key("vulkan"), VulkanFallbackModule.payload_formats)
-    registry.register("matrix.support.vulkan", matrix_supported)
-    # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
-    declare_f16_rounding("vulkan", "bits", ops_in_f32=("fma",))

@@ -65,8 +65,8 @@ def canonical_features(features) -> str:
     return ",".join(sorted(features)) or "none"
 
 
-def target_kind():
-    """The ``TargetKind`` registered under ``target.kind.vulkan``."""
+def target_kind(capabilities):
+    """The ``TargetKind`` registered under ``target.kind.vulkan``, with ``capabilities``."""
     from polykern.target import Attr, TargetKind
 
     class FeaturesAttr(Attr):
@@ -86,4 +86,5 @@ def target_kind():
                              f"('default' = {DEFAULT_FEATURES_TEXT}, 'none'); {feature_doc}"),
         },
         doc="Vulkan compute: one GLCompute SPIR-V shader per kernel, from polykern's own emitter",
+        capabilities=capabilities,
     )

@@ -143,6 +143,6 @@ def _round_tf32(low, ft: FragmentType, var: int, t: int) -> None:
     f.structured_loop(cond, body, lambda: f.op(Op.Store, iv, f.val(Op.IAdd, ut, index[0], m.const_u32(1))))
 
 def supported(target, fn, s):
-    """``matrix.support.vulkan``: every shape and type of the language compiles; which ones a device
+    """``Capabilities.matrix`` of vulkan: every shape and type of the language compiles; which ones a device
     runs is checked when the module is loaded (runtime/program.py)."""
     return None

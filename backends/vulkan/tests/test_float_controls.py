@@ -1,4 +1,5 @@
-"""NaN/inf/-0 preservation and wrapping integer negation in the Vulkan backend (issue 11, G1 and G4).
+"""NaN/inf/-0 preservation and wrapping integer negation in the Vulkan backend (docs/correctness.md
+section 1).
 
 G1: NVIDIA's Vulkan driver applies finite-math folds unless the shader declares SignedZeroInfNanPreserve
 (inf - inf and 0 / 0 gave 0, fma(x, NaN, 6) gave 0). Every shader that declares a float type asks it
@@ -21,12 +22,13 @@ from polykern_vulkan.runtime.abi import scan_preserved_widths
 from polykern_vulkan.spirv_builder import encode_inst
 from polykern_vulkan.spirv_spec import EXECUTION_MODE, Op
 from polykern_vulkan.spirv_text import disassemble
+from polykern.testing import tier_skip
 
 from vulkan_tools import shaders, spirv_val
 
 NAN = float("nan")
 RUNTIME_REASON = backends.runtime_reason("vulkan")
-needs_runtime = pytest.mark.skipif(bool(RUNTIME_REASON), reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
+needs_runtime = tier_skip.skipif("lavapipe", RUNTIME_REASON, reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
 
 
 @pk.kernel
@@ -105,7 +107,7 @@ def test_no_float_no_float_controls():
     assert lines(binary, "SignedZeroInfNanPreserve") == [] and lines(binary, "float_controls") == []
 
 
-@pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not installed")
+@tier_skip.skipif("spirv-val", shutil.which("spirv-val") is None, reason="spirv-val not installed")
 @pytest.mark.parametrize("version", SPIRV_VERSIONS)
 def test_spirv_val_accepts_float_controls(version):
     for kernel in (specials_f32, specials_f64, specials_f16, negate_min):

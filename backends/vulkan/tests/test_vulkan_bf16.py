@@ -9,6 +9,7 @@ import pytest
 import polykern as pk
 from polykern_vulkan.features import SPIRV_VERSIONS, VULKAN_ENV
 from polykern_vulkan.spirv_text import disassemble
+from polykern.testing import tier_skip
 
 from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, shaders, spirv_val
 
@@ -23,7 +24,7 @@ def test_bf16_is_u16_bits():
     assert "OpTypeInt 16 0" in text and "OpUConvert" in text and "OpShiftLeftLogical" in text
 
 
-@pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_REASON)
+@tier_skip.skipif("spirv-val", TOOLS_MISSING, reason=TOOLS_REASON)
 @pytest.mark.parametrize("version", SPIRV_VERSIONS)
 def test_spirv_val_accepts_bf16(version):
     binary = shaders(bf16_mix, f"vulkan -spirv={version}")["bf16_arith"]

@@ -6,6 +6,7 @@ import pytest
 
 from polykern_vulkan.spirv_builder import encode_string, scalar_literal_words
 from polykern_vulkan.spirv_text import disassemble
+from polykern.testing import tier_skip
 
 from vulkan_kernels import CORPUS
 from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, run_tool, shaders
@@ -15,7 +16,7 @@ def _body(text):
     return [ln for ln in text.splitlines() if not ln.startswith(("; Generator", "; Bound"))]
 
 
-@pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_REASON)
+@tier_skip.skipif("spirv-val", TOOLS_MISSING, reason=TOOLS_REASON)
 @pytest.mark.parametrize("case,kernel,extra", CORPUS, ids=[c[0] for c in CORPUS])
 def test_round_trip_through_spirv_as(case, kernel, extra):
     for name, binary in shaders(kernel, f"vulkan {extra}".strip()).items():

@@ -24,6 +24,7 @@ from polykern.errors import DeviceError
 from polykern_vulkan.features import VULKAN_ENV
 from polykern_vulkan.runtime import coopmat
 from polykern_vulkan.spirv_text import disassemble
+from polykern.testing import tier_skip
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests"))
 from matrix_kernels import fill_scale_store, staged_bf16, tf32_inputs, tile_gemm  # noqa: E402
@@ -49,7 +50,7 @@ NVIDIA_H100 = frozenset([
 def _spirv_val():
     tool = os.environ.get("POLYKERN_SPIRV_VAL") or shutil.which("spirv-val")
     if tool is None:
-        pytest.skip("spirv-val not installed")
+        tier_skip.skip("spirv-val", "spirv-val not installed")
     return tool
 
 
@@ -102,7 +103,7 @@ def test_device_without_the_extension_refuses_the_kernel():
     try:
         dev = device.get()
     except Exception as e:  # noqa: BLE001
-        pytest.skip(f"no Vulkan device here: {e}")
+        tier_skip.skip("lavapipe", f"no Vulkan device here: {e}")
     if dev.cooperative_matrix.missing is None:
         pytest.skip(f"{dev.name} has {coopmat.EXTENSION} (tests/test_matrix.py runs the kernels there)")
     mod = pk.build([fill_scale_store], targets=["vulkan"])
@@ -118,7 +119,7 @@ def subgroup_ids_only(out: Buffer[i32]):
     out[pk.global_id(0)] = pk.subgroup_id() * 100 + pk.subgroup_local_id()
 
 
-@pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not installed")
+@tier_skip.skipif("spirv-val", shutil.which("spirv-val") is None, reason="spirv-val not installed")
 def test_subgroup_registers_alone_declare_group_non_uniform():
     """The GEMM example reads pk.subgroup_id() without any collective: the SubgroupId/SubgroupSize
     built-ins still need OpCapability GroupNonUniform (spirv-val refused the shader before)."""
@@ -136,7 +137,7 @@ def test_enumeration_sets_stype_and_reads_the_driver_list():
     try:
         dev = device.get()
     except Exception as e:  # noqa: BLE001
-        pytest.skip(f"no Vulkan device here: {e}")
+        tier_skip.skip("lavapipe", f"no Vulkan device here: {e}")
     if dev.api < (1, 3):
         pytest.skip("vkGetPhysicalDeviceToolProperties is Vulkan 1.3")
     import vulkan as vk
@@ -231,7 +232,7 @@ def test_device_creation_refusing_bf16_keeps_the_device(monkeypatch):
     try:
         device.get()
     except DeviceError as e:
-        pytest.skip(f"no Vulkan device here: {str(e).splitlines()[0]}")
+        tier_skip.skip("lavapipe", f"no Vulkan device here: {str(e).splitlines()[0]}")
     claimed = coopmat.Support(frozenset([(16, 16, 16, ("bf16", "bf16", "f32", "f32"))]),
                               extensions=("VK_POLYKERN_no_such_extension",))
     monkeypatch.setattr(coopmat, "query", lambda *a: claimed)

@@ -19,11 +19,12 @@ import polykern as pk
 from polykern import backends, registry, wire
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.module import FunctionInfo
+from polykern.testing import tier_skip
 
 import vulkan_kernels as K
 
 RUNTIME_REASON = backends.runtime_reason("vulkan")
-pytestmark = pytest.mark.skipif(bool(RUNTIME_REASON), reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
+pytestmark = tier_skip.skipif("lavapipe", RUNTIME_REASON, reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -5,11 +5,12 @@ import struct
 import pytest
 
 from polykern_vulkan.features import SPIRV_VERSIONS, VULKAN_ENV
+from polykern.testing import tier_skip
 
 from vulkan_kernels import CORPUS, saxpy
 from vulkan_tools import TOOLS_MISSING, TOOLS_REASON, shaders, spirv_val
 
-pytestmark = pytest.mark.skipif(bool(TOOLS_MISSING), reason=TOOLS_REASON)
+pytestmark = tier_skip.skipif("spirv-val", TOOLS_MISSING, reason=TOOLS_REASON)
 
 
 @pytest.mark.parametrize("version", SPIRV_VERSIONS)

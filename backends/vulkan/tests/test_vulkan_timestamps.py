@@ -11,11 +11,12 @@ import pytest
 
 import polykern as pk
 from polykern import backends
+from polykern.testing import tier_skip
 
 import vulkan_kernels as K
 
 RUNTIME_REASON = backends.runtime_reason("vulkan")
-pytestmark = pytest.mark.skipif(bool(RUNTIME_REASON), reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
+pytestmark = tier_skip.skipif("lavapipe", RUNTIME_REASON, reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.ir import nodes as ir
-from polykern.passes.legalize_f16 import declare_f16_rounding
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
 
@@ -21,7 +21,18 @@ TARGET_KIND = TargetKind(
     "webgpu", "webgpu",
     {"shader_f16": Attr("bool", False, None,
                         "allow f16 (emits 'enable f16;'; the device needs the 'shader-f16' feature)")},
-    doc="WGSL compute shaders for WebGPU (wgpu-native, Dawn, browsers)")
+    doc="WGSL compute shaders for WebGPU (wgpu-native, Dawn, browsers)",
+    capabilities=Capabilities(
+        refuses={"f64": "WGSL has no 64-bit floating-point type",
+                 "math_f64": "WGSL has no 64-bit floating-point type",
+                 **dict.fromkeys(("i64", "u64"), "WGSL has no 64-bit integer types"),
+                 **dict.fromkeys(("i8", "u8"), "WGSL has no 8-bit integer types"),
+                 **dict.fromkeys(("i16", "u16"), "WGSL has no 16-bit integer types"),
+                 "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits",
+                 "bool_buffer": "bool is not host-shareable in WGSL storage buffers"},
+        no_matrix="WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part "
+                  "of WebGPU); use vulkan or llvm",
+        f16=F16Rounding("bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))))
 
 
 def compile_function(fn: ir.Function, target: Target):
@@ -51,5 +62,4 @@ def register() -> None:
     registry.register("target.build.webgpu", build)
     # drivers fold naga's f16(x) round trip (NVIDIA, newer lavapipe); WGSL's /, %, pow and fma of f16 are
     # computed in f32 (its division, fmod and pow helpers) and rounded once
-    declare_f16_rounding("webgpu", "bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))
     registry.register(payload_formats.registry_key("webgpu"), WebGPUFallbackModule.payload_formats)

@@ -13,13 +13,14 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))  # ir_kernels, helpers
 
 from polykern import backends  # noqa: E402
+from polykern.testing import tier_skip
 
 backends.load_all()
 
 
 def _wgpu_skip_reason():
     try:
-        from polykern_webgpu import wgpu_context
+        from polykern_webgpu.runtime import wgpu_context
     except ImportError as e:
         return f"wgpu is not importable here: {e}"
     err = wgpu_context.context_error()
@@ -30,7 +31,7 @@ def _wgpu_skip_reason():
 def wgpu_context():
     reason = _wgpu_skip_reason()
     if reason:
-        pytest.skip(reason)
-    from polykern_webgpu import wgpu_context
+        tier_skip.skip("wgpu", reason)
+    from polykern_webgpu.runtime import wgpu_context
 
     return wgpu_context.context()

@@ -8,6 +8,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32, registry
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract, forced_fallback
+from polykern.testing import tier_skip
 
 from helpers import lower
 
@@ -27,7 +28,7 @@ def test_fallback_contract():
 
 def test_fallback_and_real_export_identical_artifacts():
     if registry.get("module.create.webgpu") is None:
-        pytest.skip("the WebGPU runtime (wgpu) is not registered here")
+        tier_skip.skip("wgpu", "the WebGPU runtime (wgpu) is not registered here")
     real = pk.build([scale], targets=["webgpu"]).export()
     with forced_fallback("1"):
         fake = pk.build([scale], targets=["webgpu"]).export()

@@ -7,6 +7,7 @@ from polykern import registry, wire
 from polykern.errors import RuntimeNotLinkedError, TargetError
 from polykern.target import Target
 from polykern_webgpu.fallback import WebGPUFallbackModule
+from polykern.testing import tier_skip
 
 from helpers import build
 from ir_kernels import KERNELS
@@ -22,7 +23,7 @@ def _runtime_registered():
     return registry.get("module.create.webgpu") is not None
 
 
-needs_runtime = pytest.mark.skipif(not _runtime_registered(),
+needs_runtime = tier_skip.skipif("wgpu", not _runtime_registered(),
                                    reason="the WebGPU runtime (wgpu) is not registered here")
 
 

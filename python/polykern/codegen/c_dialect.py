@@ -422,19 +422,19 @@ class CDialect:
     # ---------------------------------------------------------------- errors
     def matrix(self, em: "KernelEmitter", s: ir.MatrixOp) -> None:
         """Emit a matrix-fragment statement (docs/language.md "Matrix fragments") into ``em``; dialects
-        whose target kind registers matrix.support.<kind> (ir/matrix.py) override this."""
+        whose target kind declares Capabilities.matrix (polykern/capabilities.py) override this."""
         raise em.fail("matrix fragments", f"the {self.language} emitter has no matrix engine", s)
 
     def async_copy(self, em: "KernelEmitter", s: ir.Stmt) -> None:
         """Emit pk.copy_async/copy_commit/copy_wait (docs/language.md "Asynchronous copies"); only
-        dialects whose target kind registers passes.async_copy.ASYNC_KEY + kind see them (the pipeline
+        dialects whose target kind declares Capabilities.async_copy see them (the pipeline
         lowers them to plain copies for every other target)."""
         raise em.fail("asynchronous copies", f"the {self.language} emitter has none (they are lowered to "
                       "plain copies before it runs: passes/async_copy.py)", s)
 
     def hopper(self, em: "KernelEmitter", s: ir.HopperOp) -> None:
-        """Emit a Hopper operation (docs/language.md "Hopper ..."); only dialects whose target kind registers
-        ir.hopper.SUPPORT_KEY + kind see them (the pipeline refuses every other target)."""
+        """Emit a Hopper operation (docs/language.md "Hopper ..."); only dialects whose target kind declares
+        Capabilities.hopper see them (the pipeline refuses every other target)."""
         raise em.fail("Hopper operations", f"the {self.language} emitter has none", s)
 
     #: ``pk.debug_print``: the length modifier of a 64-bit integer, and whether a float argument is passed
@@ -443,8 +443,8 @@ class CDialect:
     PRINT_FLOAT_AS_DOUBLE = True
 
     def print_call(self, em: "KernelEmitter", s: ir.Print) -> str:
-        """``printf("...", args);`` for a ``pk.debug_print``; only dialects whose target kind registers
-        ``ir.debug_print.SUPPORT_KEY + kind`` see one (the pipeline refuses every other target)."""
+        """``printf("...", args);`` for a ``pk.debug_print``; only dialects whose target kind declares
+        ``Capabilities.debug_print`` see one (the pipeline refuses every other target)."""
         text = debug_print.c_format(debug_print.parse(s.fmt), [a.type for a in s.args], self.PRINT_LONG64)
         args = []
         for a in s.args:

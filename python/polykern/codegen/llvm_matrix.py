@@ -1,6 +1,6 @@
 """Matrix fragments on the CPU (llvm and hexagon: :mod:`llvm_workgroup` kernels).
 
-A fragment belongs to a subgroup (:data:`llvm_subgroups.CPU_SUBGROUP_SIZE` consecutive work-items), so
+A fragment belongs to a subgroup (:data:`cpu_subgroup.CPU_SUBGROUP_SIZE` consecutive work-items), so
 each fragment is an array of ``rows * cols`` elements per subgroup of the group, allocated beside the
 per-work-item storage (its length comes from the launch's block size). The work-item loop runs the
 items of a subgroup one after the other, so the subgroup's first work-item does the whole operation
@@ -23,7 +23,7 @@ from ..ir.matrix import TF32_DROPPED_BITS
 from ..ir.types import FragmentType, bf16, f32
 from .llvm_base import I32, I64, mem_type, value_type
 from .llvm_bf16 import bf16_to_f32
-from .llvm_subgroups import CPU_SUBGROUP_SIZE
+from .cpu_subgroup import CPU_SUBGROUP_SIZE
 
 __all__ = ["allocate_fragments", "emit_matrix_op", "round_tf32"]
 
@@ -175,7 +175,7 @@ def round_tf32(b: ll.IRBuilder, v):
 
 
 def cpu_support(target, fn: N.Function, s: N.MatrixOp):
-    """The ``matrix.support.<kind>`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
+    """The ``Capabilities.matrix`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
     and type of the language compiles (ir/matrix.py)."""
     return None
 

@@ -1,8 +1,9 @@
 """Subgroups on the CPU (llvm backend): a subgroup is a fixed slice of the work-item loop.
 
 The work-items of a group are numbered linearly (``local_id(0)`` fastest, then 1, then 2; the order
-in which :mod:`llvm_workgroup` runs them) and cut into subgroups of :data:`CPU_SUBGROUP_SIZE`
-consecutive work-items; the last subgroup of a group whose size is not a multiple is partial.
+in which :mod:`llvm_workgroup` runs them) and cut into subgroups of
+:data:`.cpu_subgroup.CPU_SUBGROUP_SIZE` consecutive work-items; the last subgroup of a group whose size
+is not a multiple is partial.
 
 A collective (``t = pk.subgroup_add(v)``) is a communication point among the slice, so it is given
 to barrier fission (:mod:`polykern.passes.barrier_fission`) as one: :func:`lower_collectives` rewrites ::
@@ -28,12 +29,9 @@ from llvmlite import ir as ll
 from ..errors import CompileError
 from ..ir import nodes as N
 from ..passes.clone import clone_function
+from .cpu_subgroup import CPU_SUBGROUP_SIZE
 
-__all__ = ["CPU_SUBGROUP_SIZE", "lower_collectives", "emit_subgroup"]
-
-#: Work-items per subgroup on the CPU (a power of two: lanes and masks are taken modulo it). 8 is the
-#: f32 width of AVX2, and what Mesa's lavapipe reports on such hosts.
-CPU_SUBGROUP_SIZE = 8
+__all__ = ["lower_collectives", "emit_subgroup"]
 
 _I64 = ll.IntType(64)
 _I32 = ll.IntType(32)

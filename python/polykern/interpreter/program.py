@@ -34,7 +34,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..codegen.llvm_subgroups import CPU_SUBGROUP_SIZE
+from ..codegen.cpu_subgroup import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
 from ..ir.bfloat16 import BF16_DTYPE, bits_to_f32, f32_to_bits

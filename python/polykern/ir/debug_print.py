@@ -23,7 +23,7 @@ from ..errors import KernelTypeError
 from . import nodes as ir
 from .types import ScalarType, f32, f64, i32, i64, u32, u64
 
-__all__ = ["Spec", "FormatError", "parse", "arg_type", "c_format", "render", "SUPPORT_KEY", "check_target",
+__all__ = ["Spec", "FormatError", "parse", "arg_type", "c_format", "render", "check_target",
            "MAX_ARGS", "uses_print"]
 
 SIGNED, UNSIGNED, FLOAT = "di", "uxXo", "fFeEgG"
@@ -150,17 +150,14 @@ def uses_print(fn) -> bool:
     return any(isinstance(s, ir.Print) for s in ir.walk_stmts(fn.body))
 
 
-#: Registry key prefix: ``registry.register(SUPPORT_KEY + kind, True)`` declares that target kind
-#: ``kind`` compiles ``pk.debug_print``; the pipeline refuses it, located, for every other kind.
-SUPPORT_KEY = "debug_print.support."
-
-
-def check_target(fn, kind: str, supported) -> None:
-    """Refuse ``fn`` for target kind ``kind`` when it prints and the kind registered no support."""
+def check_target(fn, kind: str, supported: bool, printing=()) -> None:
+    """Refuse ``fn`` for target kind ``kind`` when it prints and the kind does not declare
+    ``Capabilities.debug_print`` (polykern/capabilities.py); ``printing`` names the kinds that do."""
     if supported:
         return
     for s in ir.walk_stmts(fn.body):
         if isinstance(s, ir.Print):
-            raise KernelTypeError(f"pk.debug_print is not available on target '{kind}' (it prints on llvm, "
-                                  "cuda, nvptx, opencl and under POLYKERN_INTERPRET=1); remove the call or "
+            raise KernelTypeError(f"pk.debug_print is not available on target '{kind}' (it prints on "
+                                  f"{', '.join(k for k in printing if k != 'interpret')} and under "
+                                  "POLYKERN_INTERPRET=1); remove the call or "
                                   "build for one of those", s.loc)

@@ -20,6 +20,15 @@ from . import nodes as ir
 from .types import ArrayType
 
 ATTR = "dynamic_shared"
+#: The attribute's grammar, read alike by every runtime (libpolykern's copy is generated into
+#: native/src/kbin_tables.h): ``INDEX,BYTES``, two decimals without sign, spaces or leading zeros; the
+#: size parameter's index at most INDEX_MAX, the element size one of ELEM_BYTES; the parameter an i32.
+INDEX_MAX = 1 << 16
+ELEM_BYTES = (1, 2, 4, 8)
+ELEM_BYTES_TEXT = ", ".join(map(str, ELEM_BYTES[:-1])) + f" or {ELEM_BYTES[-1]}"  # for messages: 1, 2, 4 or 8
+SIZE_TYPE = "i32"
+#: The array's length (the size argument's value) is at least this many elements.
+MIN_LENGTH = 1
 
 
 def dynamic_array(fn: ir.Function) -> Optional[Tuple[str, ArrayType]]:
@@ -40,7 +49,7 @@ def parse_attr(text: str) -> Tuple[int, int]:
     if not sep or not a.isdigit() or not b.isdigit() or str(int(a)) != a or str(int(b)) != b:
         raise ValueError(text)
     index, elem = int(a), int(b)
-    if index > 1 << 16 or elem not in (1, 2, 4, 8):
+    if index > INDEX_MAX or elem not in ELEM_BYTES:
         raise ValueError(text)
     return index, elem
 

@@ -324,14 +324,10 @@ def check_swizzled_use(fn: ir.Function) -> Optional[Tuple[str, object]]:
     return None
 
 
-#: Registry key prefix: ``registry.register(SUPPORT_KEY + kind, support)`` declares that target kind ``kind``
-#: compiles Hopper operations; ``support(target)`` gives '' when ``target`` can, else why not.
-SUPPORT_KEY = "hopper.support."
-
-
 def check_target(fn: ir.Function, kind: str, target, support=None, checked: bool = False) -> None:
     """Refuse ``fn`` for ``target`` if it uses Hopper operations the target cannot compile (every target
-    kind without a registered ``support``), or in checked mode, which does not cover them yet."""
+    kind that declares no ``support``: ``Capabilities.hopper``, polykern/capabilities.py, which gives
+    '' when ``target`` can, else why not), or in checked mode, which does not cover them yet."""
     if not ir.uses_hopper(fn):
         return
     from ..errors import KernelTypeError

@@ -66,25 +66,11 @@ def combination(fn: ir.Function, s: ir.MatrixOp) -> str:
     return f"{s.ftype.shape} {s.ftype.elem} ({s.ftype.role})"
 
 
-#: Registry key prefix: ``registry.register(SUPPORT_KEY + kind, support)`` declares that target kind
-#: ``kind`` compiles matrix fragments; ``support(target, fn, stmt)`` gives None for a MatrixOp it can
-#: compile, else why not (the pipeline refuses the kernel, located at the statement). A kind that
-#: registers nothing has no matrix fragments at all.
-SUPPORT_KEY = "matrix.support."
-
-#: Why a target kind without matrix fragments has none (for the refusal message).
-NO_ENGINE = {
-    "opencl": "OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
-              "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
-              "or llvm",
-    "webgpu": "WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part of "
-              "WebGPU); use vulkan or llvm",
-}
-
-
-def check_target(fn: ir.Function, kind: str, target, support=None) -> None:
-    """Refuse ``fn`` for ``target`` (of ``kind``) if it has a MatrixOp the kind cannot compile: every
-    one when ``support`` (the kind's registered predicate, see SUPPORT_KEY) is None."""
+def check_target(fn: ir.Function, kind: str, target, support=None, no_engine: str = "") -> None:
+    """Refuse ``fn`` for ``target`` (of ``kind``) if it has a MatrixOp the kind cannot compile.
+    ``support`` is the kind's declared predicate (``Capabilities.matrix``, polykern/capabilities.py:
+    ``support(target, fn, stmt)`` gives None for a MatrixOp it can compile, else why not); where it is
+    None, every one is refused, with ``no_engine`` (``Capabilities.no_matrix``) saying why."""
     if not fn.fragments:
         return
     for s in ir.walk_stmts(fn.body):
@@ -92,7 +78,7 @@ def check_target(fn: ir.Function, kind: str, target, support=None) -> None:
             continue
         what = f"pk.{_builtin(s)} ({combination(fn, s)})"
         if support is None:
-            why = NO_ENGINE.get(kind)
+            why = no_engine
             raise KernelTypeError(f"{kind} has no matrix fragments (tensor cores, cooperative matrices): "
                                   f"{what} cannot be compiled for it" + (f"; {why}" if why else ""), s.loc)
         why = support(target, fn, s)

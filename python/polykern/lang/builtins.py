@@ -76,7 +76,7 @@ globals().update(BUILTINS)
 
 # Python functions that mean the same thing inside a kernel.
 PYTHON_ALIASES = {
-    id(_py.min): "min", id(_py.max): "max", id(_py.abs): "abs",
+    id(_py.min): "min", id(_py.max): "max", id(_py.abs): "abs", id(_py.pow): "pow",
     id(_math.sqrt): "sqrt", id(_math.exp): "exp", id(_math.log): "log", id(_math.log2): "log2",
     id(_math.sin): "sin", id(_math.cos): "cos", id(_math.tanh): "tanh", id(_math.pow): "pow",
     id(_math.floor): "floor", id(_math.ceil): "ceil", id(_math.fabs): "abs",

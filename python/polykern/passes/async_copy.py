@@ -1,7 +1,7 @@
 """Asynchronous copies as plain copies (docs/language.md "Asynchronous copies").
 
-Every target without native asynchronous copies (all but cuda and nvptx on sm_80+, which register
-``ASYNC_KEY + kind``) compiles ``pk.copy_async`` as the copy itself, done at once by the issuing
+Every target without native asynchronous copies (all but cuda and nvptx on sm_80+, which declare
+``Capabilities.async_copy``, polykern/capabilities.py) compiles ``pk.copy_async`` as the copy itself, done at once by the issuing
 work-item, and ``pk.copy_commit``/``pk.copy_wait`` as nothing: a copy that is complete when it is issued
 meets every promise of the language (the destination is ready by the wait; a kernel may not look at it
 earlier). The copy becomes ``pk.vload``/``pk.vstore``-style groups (``ir.vector``) of at most 4
@@ -16,13 +16,7 @@ from typing import List
 from ..ir import nodes as ir
 from ..ir.vector import VecLane, element_index, lane_of
 
-__all__ = ["ASYNC_KEY", "lower_async_copies", "copy_lowering"]
-
-#: Registry key prefix: ``registry.register(ASYNC_KEY + kind, predicate)`` declares that target kind
-#: ``kind`` compiles asynchronous copies itself where ``predicate(target)`` is true; the pipeline lowers
-#: them with :func:`lower_async_copies` for every other target.
-ASYNC_KEY = "async_copy.native."
-
+__all__ = ["lower_async_copies", "copy_lowering"]
 
 def lower_async_copies(fn: ir.Function) -> ir.Function:
     """``fn`` with every CopyAsync replaced by its plain copy and CopyCommit/CopyWait removed."""

@@ -5,7 +5,7 @@ docs/language.md 7.3: a conversion to f16 rounds once to nearest even, overflows
 subnormals and keeps a NaN a NaN. Some targets' instruction meets that (NVPTX ``cvt.rn``, LLVM's
 ``fptrunc`` on the CPUs); others' does not reliably: drivers fold a SPIR-V ``OpFConvert`` f32 -> f16 -> f32
 pair into nothing (NVIDIA, newer lavapipe) and lavapipe's LLVM widens an integer's ``i2f16`` past f16's
-range. A backend declares what its target needs with :func:`declare_f16_rounding` ("bits": this pass rounds on
+range. A backend declares what its target needs in its ``Capabilities.f16`` (polykern/capabilities.py: "bits": this pass rounds on
 the integer bits, so the emitter only prints integer operations and an ``ir.Bitcast``; "clamp": the
 target's own conversion rounds correctly but its LLVM folds past f16's range, so the value is clamped
 first); the pipeline runs :func:`legalize_f16` on that target's copy of the IR (:func:`needs_soft_f16`
@@ -44,41 +44,17 @@ test and a ``break``; a short-circuit right operand that needs temporaries becom
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from .. import registry
+from .. import capabilities
+from ..capabilities import F16Rounding
 from ..ir import nodes as ir
 from ..ir.types import bf16, bool_, f16, f32, f64, u32
 
-#: registry key prefix of a target kind's :class:`F16Rounding` declaration
-F16_ROUNDING_KEY = "numerics.f16_rounding."
-
-
-@dataclass(frozen=True)
-class F16Rounding:
-    """How a target kind's conversions to f16 are legalized: ``how`` is "bits" (rounded by this pass on the
-    integer bits: the target has no conversion that keeps the promise) or "clamp" (the target's ``fptrunc``
-    rounds correctly, but its LLVM folds ``fpext(fptrunc(sitofp n))`` to ``sitofp n`` past f16's range: the
-    value is clamped to +-65520 first, keeping NaN, which changes no result). ``ops_in_f32``: f16 operations
-    (BinOp ops or Call functions) computed in f32 and rounded once."""
-
-    how: str
-    ops_in_f32: Tuple[str, ...] = ()
-
-
-def declare_f16_rounding(kind: str, how: str, ops_in_f32: Tuple[str, ...] = ()) -> None:
-    """Called by a backend's ``register()`` for each target kind whose conversions to f16 need this pass
-    (a kind that declares nothing converts with its own instruction: NVPTX ``cvt.rn``, OpenCL
-    ``vstore_half_rte``, CUDA C ``__float2half_rn``)."""
-    if how not in ("bits", "clamp"):
-        raise ValueError(f"f16 rounding of target kind '{kind}' is 'bits' or 'clamp', got {how!r}")
-    registry.register(F16_ROUNDING_KEY + kind, F16Rounding(how, tuple(ops_in_f32)))
-
-
 def f16_rounding(target) -> Optional[F16Rounding]:
-    """The declaration of ``target`` (a Target or a target kind name), or None."""
-    return registry.get(F16_ROUNDING_KEY + getattr(target, "kind", target))
+    """How ``target`` (a Target or a target kind name) declared its conversions to f16 (its
+    ``Capabilities.f16``), or None: its own instruction keeps the promise."""
+    return capabilities.of(getattr(target, "kind", target)).f16
 
 
 def needs_soft_f16(target) -> bool:
@@ -277,7 +253,7 @@ def _locate(e: ir.Expr, loc) -> None:
 def legalize_f16(fn: ir.Function, target) -> ir.Function:
     """``fn`` with its bf16 conversions written on the bits (every target: none has a conversion
     instruction polykern uses), and its conversions to f16 (and the declared f16 operations) as ``target``
-    declared with :func:`declare_f16_rounding` (unchanged without a declaration)."""
+    declared in its ``Capabilities.f16`` (unchanged without one)."""
     decl = f16_rounding(target)
     used = ir.used_types(fn)
     if bf16 not in used and (decl is None or f16 not in used):

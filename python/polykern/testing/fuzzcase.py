@@ -3,9 +3,10 @@
 Shared by ``tools/fuzz.py`` (the runner) and ``tests/fuzz_regressions`` (replaying saved cases), so a
 saved case is judged exactly as the fuzzer judged it.
 
-A target may refuse a kernel only for a feature its backend declares (``REFUSES`` in the backend's
-``polykern_<x>.conformance`` module, ``{target kind: {feature: reason}}``); any other refusal, a crash,
-or a result the numerics promises do not allow is a disagreement.
+A target may refuse a kernel only for a feature its target kind declares (``Capabilities.refuses``, and
+``matrix`` without ``Capabilities.matrix``: polykern/capabilities.py) or its device lacks (the optional
+``device_skips(target_kind)`` of the backend's ``polykern_<x>.conformance`` module); any other refusal, a
+crash, or a result the numerics promises do not allow is a disagreement.
 """
 from __future__ import annotations
 
@@ -103,42 +104,55 @@ def load_kernel(source: str, name: str, workdir: Optional[str] = None):
 
 
 def declared_refusals(target_kind: str) -> Dict[str, str]:
-    """``{feature: reason}`` that the backend of ``target_kind`` declares it refuses."""
+    """``{feature: reason}`` that ``target_kind`` declares its codegen refuses (``Capabilities.refuses``)."""
+    from .. import backends, capabilities
+
+    backends.load_all()
+    return dict(capabilities.of(target_kind).refuses)
+
+
+def target_skips(target_kind: str) -> Dict[str, str]:
+    """``{feature: reason}`` that ``target_kind`` does not run here: what it declares it refuses or lacks
+    (``capabilities.conformance_skips``) and what the selected device lacks (the backend's
+    ``conformance.device_skips(target_kind)``, where it has one). The conformance suite skips these."""
+    from .. import backends, capabilities
+
+    backends.load_all()
     conf = _conformance(target_kind)
-    return dict(getattr(conf, "REFUSES", {}).get(target_kind, {})) if conf is not None else {}
+    device = getattr(conf, "device_skips", None) if conf is not None else None
+    return {**capabilities.conformance_skips(target_kind), **(device(target_kind) if device else {})}
 
 
 def device_refusals(target_kind: str) -> Dict[str, str]:
-    """``{feature: reason}`` that the backend of ``target_kind`` says the target or the selected device
-    lacks beyond its codegen's ``REFUSES``: its conformance ``SKIPS`` (e.g. ``matrix`` on OpenCL and
-    WebGPU, which refuse fragments at build, and on a Vulkan device without cooperative matrices, which
-    refuses them at load)."""
-    conf = _conformance(target_kind)
-    skips = dict(getattr(conf, "SKIPS", {}).get(target_kind, {})) if conf is not None else {}
-    return {f: why for f, why in skips.items() if f not in declared_refusals(target_kind)}
+    """``{feature: reason}`` that ``target_kind`` or the selected device lacks beyond its codegen's
+    declared refusals (e.g. ``matrix`` on OpenCL and WebGPU, which refuse fragments at build, and on a
+    Vulkan device without cooperative matrices, which refuses them at load)."""
+    declared = declared_refusals(target_kind)
+    return {f: why for f, why in target_skips(target_kind).items() if f not in declared}
 
 
 def matrix_refusal(kernel, target: str) -> str:
     """Why ``target`` does not compile ``kernel``'s matrix fragments by what its kind declares
-    (``ir.matrix.SUPPORT_KEY``: the combinations a backend compiles; none for a kind without a matrix
+    (``Capabilities.matrix``: the combinations a backend compiles; none for a kind without a matrix
     engine), or "" when it declares them all: a refusal of a fragment combination is declared there."""
-    from .. import backends, registry
-    from ..ir.matrix import SUPPORT_KEY, check_target as check_matrix
+    from .. import backends, capabilities
+    from ..ir.matrix import check_target as check_matrix
     from ..target import Target
 
     backends.load_all()
     t = Target.parse(target)
+    caps = capabilities.of(t.kind)
     try:
-        check_matrix(kernel.ir, t.kind, t, registry.get(SUPPORT_KEY + t.kind))
+        check_matrix(kernel.ir, t.kind, t, caps.matrix, caps.no_matrix)
     except KernelTypeError as e:
         return str(e).splitlines()[0]
     return ""
 
 
 def _build_refusal(case: Case, target: str, kind: str, e: Exception) -> Outcome:
-    """A build's refusal of ``case``: declared (its backend's REFUSES or SKIPS names a feature the program
+    """A build's refusal of ``case``: declared (its target skips name a feature the program
     uses, or the kind's matrix support leaves out a fragment combination it uses), or a disagreement."""
-    declared = {**declared_refusals(kind), **device_refusals(kind)}
+    declared = target_skips(kind)
     hit = sorted(f for f in case.features if f in declared)
     if hit:
         return Outcome(target, "refused", f"declared refusal of {', '.join(hit)}: {str(e).splitlines()[0]}")
@@ -164,27 +178,16 @@ def _conformance(target_kind: str):
 
 
 def numerics_backend(target_kind: str) -> str:
-    """The backend whose numeric promises (``polykern.numerics``) ``target_kind`` keeps: its own name for
-    an in-tree kind, else what its backend declares in ``polykern_<x>.conformance.NUMERICS``
-    (``{target kind: in-tree backend name}``; an out-of-tree backend states which promises it keeps)."""
-    from .. import backends, numerics, registry
+    """The backend whose numeric promises (``polykern.numerics``) ``target_kind`` keeps:
+    ``Capabilities.numerics`` (its own name for an in-tree kind; an out-of-tree kind names the in-tree
+    backend whose promises it keeps)."""
+    from .. import backends, capabilities, numerics
 
-    if target_kind in numerics.BACKENDS:
-        return target_kind
     backends.load_all()
-    tk = registry.get(f"target.kind.{target_kind}")
-    rec = backends.record_for_kind(tk.module_kind) if tk is not None else None
-    conf = None
-    if rec is not None:
-        try:
-            conf = importlib.import_module(f"polykern_{rec.name}.conformance")
-        except ModuleNotFoundError:
-            conf = None
-    like = dict(getattr(conf, "NUMERICS", {}) or {}).get(target_kind)
+    like = capabilities.of(target_kind).numerics
     if like not in numerics.BACKENDS:
-        raise ValueError(f"target kind {target_kind!r} declares no numeric promises: its backend's conformance "
-                         f"module must map it to one of {', '.join(numerics.BACKENDS)} in NUMERICS "
-                         f"(docs/backends.md){f' (it names {like!r})' if like else ''}")
+        raise ValueError(f"target kind {target_kind!r} declares no numeric promises: its Capabilities.numerics "
+                         f"must name one of {', '.join(numerics.BACKENDS)} (docs/backends.md), it names {like!r}")
     return like
 
 
@@ -239,7 +242,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "skipped", f"not runnable here: {str(e).splitlines()[-1].strip()[:300]}")
     except Exception as e:  # noqa: BLE001
         lacks = sorted(f for f in case.features if f in device_refusals(kind))
-        if lacks:  # what the device lacks, refused when the kernel is loaded (conformance SKIPS)
+        if lacks:  # what the device lacks, refused when the kernel is loaded (target_skips)
             return Outcome(target, "refused", f"device lacks {', '.join(lacks)}: {str(e).splitlines()[0][:300]}")
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]

@@ -1,8 +1,8 @@
 """Refusal profiles: which programs of a fuzz run are made for a target that refuses some features.
 
 The differential fuzzer (tools/fuzz.py) generates one program and runs it on every target; a target
-whose backend declares that it refuses a feature the program uses (``REFUSES`` in the backend's
-``polykern_<x>.conformance``, read through :func:`fuzzcase.declared_refusals`) only counts "refused"
+whose target kind declares that it refuses a feature the program uses (``Capabilities.refuses``,
+polykern/capabilities.py, read through :func:`fuzzcase.declared_refusals`) only counts "refused"
 and compares nothing. So a share of the programs is generated with one such target's refusals left out
 (``kernelgen.generate(avoid=...)``): its *profile*. Where the target's backend promises no IEEE specials
 on any device (``numerics.specials_promised``: webgpu, whose WGSL allows finite math), the profile also
@@ -28,8 +28,8 @@ Profile = Tuple[str, frozenset]  # (target kind, the generator features it leave
 
 
 def refused_features(kind: str) -> frozenset:
-    """The generator features that the backend of target kind ``kind`` declares it refuses (its
-    conformance ``REFUSES``): what a program made for ``kind`` leaves out."""
+    """The generator features that target kind ``kind`` declares it refuses (``Capabilities.refuses``):
+    what a program made for ``kind`` leaves out."""
     declared = set(declared_refusals(kind))
     unknown = declared - set(kernelgen.AVOIDABLE)
     if unknown:
@@ -40,17 +40,16 @@ def refused_features(kind: str) -> frozenset:
 
 def profile_features(kind: str) -> frozenset:
     """What a program made for target kind ``kind`` leaves out: its refusals, "matrix" where the kind
-    registers no matrix support (``ir.matrix.SUPPORT_KEY``: it refuses every fragment at build), and
+    declares no matrix support (``Capabilities.matrix``: it refuses every fragment at build), and
     "specials" where its backend promises no IEEE specials on any device (each the same on every
     machine, so a seed replays)."""
-    from .. import registry
-    from ..ir.matrix import SUPPORT_KEY
+    from .. import capabilities
 
     refused = refused_features(kind)
     if not refused:
         return refused
     finite = not numerics.specials_promised(numerics_backend(kind))
-    no_matrix = registry.get(SUPPORT_KEY + kind) is None
+    no_matrix = capabilities.of(kind).matrix is None
     return refused | ({"specials"} if finite else set()) | ({"matrix"} if no_matrix else set())
 
 

@@ -50,7 +50,7 @@ TYPE_ORDER = ALL + ("bf16",)
 N_IN = 16  # input buffer length (indices masked with N_IN - 1)
 N_LOCAL = 8  # pk.local array length
 N_ACC = 8  # atomic accumulator length
-#: the chance that a program gets each section added in session 6 (each drawn from its own random stream,
+#: the chance that a program gets each section added on 2026-11-28 (memory, matrix, rotates, device functions; each drawn from its own random stream,
 #: ``random.Random(f"{section}-{seed}")``, so a seed without them keeps its program of before)
 PROBABILITY = {"vectors": 0.25, "shared_dynamic": 0.2, "matrix": 0.15, "rotates": 0.3, "memory_functions": 0.15}
 _INEXACT_MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
@@ -136,7 +136,7 @@ class _Gen:
         self.cprng = random.Random(f"copies-{seed}")  # likewise for the asynchronous-copy section
         self.uses_barrier = False
         self.uses_subgroups = False
-        # the sections added in session 6, each from a random stream of its own (see PROBABILITY)
+        # the sections added on 2026-11-28, each from a random stream of its own (see PROBABILITY)
         self.streams = {k: random.Random(f"{k}-{seed}") for k in PROBABILITY}
         self.shared_size: Optional[int] = None
         self.violation = ""
@@ -775,7 +775,7 @@ AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpe
 #: (the seeds that regression tests name)
 BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16", "vectors", "shared_dynamic",
                               "matrix", "rotates", "memory_functions"))
-#: ``avoid`` that gives the programs of the generator before session 6's sections (vector groups, dynamic
+#: ``avoid`` that gives the programs of the generator before its 2026-11-28 sections (vector groups, dynamic
 #: shared memory, matrix fragments, rotates, device functions with memory): a seed's program of then
 BEFORE_MEMORY = frozenset(("vectors", "shared_dynamic", "matrix", "rotates", "memory_functions"))
 

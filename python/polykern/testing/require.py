@@ -1,26 +1,25 @@
 """``POLYKERN_REQUIRE``: tiers of the test suite that must not be skipped on this host.
 
-Tests skip, with a reason, what the host lacks (a runtime, a validator). On a CI host that is supposed
-to have a tier, such a skip hides a regression ("the OpenCL runtime stopped importing" reads as a
-green run). ``POLYKERN_REQUIRE=pocl,lavapipe,wgpu,spirv-val,naga,ld.lld`` names the tiers this host
-must have; then
+Tests skip what the host lacks (a runtime, a validator). On a CI host that is supposed to have a tier,
+such a skip hides a regression ("the OpenCL runtime stopped importing" reads as a green run).
+``POLYKERN_REQUIRE=pocl,lavapipe,wgpu,spirv-val,naga,ld.lld`` names the tiers this host must have; then
 
 - ``tests/test_require.py`` fails for each required tier that is not present (with the probe's reason);
-- a test skipped with a reason that names a required tier *and says it is absent* ("not available",
-  "not installed", "no OpenCL platform", ...) fails instead (the pytest hook below, which the
-  repository's root ``conftest.py`` installs for every test directory). A backend's declared refusal of
-  a feature ("WGSL has no 64-bit floating-point type") stays a skip.
+- a skip that says, as data, that it is the absence of a required tier fails instead
+  (``polykern.testing.tier_skip``: ``pytest.mark.requires(tier)``, ``tier_skip.skip(tier, reason)``).
+  Any other skip (a backend's declared refusal of a feature, a missing CUDA toolkit) stays a skip,
+  whatever its reason says.
 
 Unknown tier names are an error listing the known ones. Unset or empty: nothing is required.
+This module holds the tiers and their probes and does not import pytest.
 """
 from __future__ import annotations
 
+import functools
 import os
-import re
 import shutil
-from typing import Callable, Dict, List, Optional, Tuple
-
-import pytest
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
 
 from ..errors import PolykernError
 
@@ -72,25 +71,44 @@ def _ld_lld() -> Optional[str]:
     return None if lld.candidates() else "no ld.lld candidate ($POLYKERN_LD_LLD, ld.lld, ld.lld-NN)"
 
 
-#: tier -> (probe returning None when present or the reason it is not, words that name it in a skip)
-TIERS: Dict[str, Tuple[Callable[[], Optional[str]], Tuple[str, ...]]] = {
-    "llvm": (_runtime("llvm", None), ("llvm runtime", "cpu runtime")),
-    "pocl": (_runtime("opencl", "Portable Computing Language"), ("opencl", "pocl")),
-    "lavapipe": (_runtime("vulkan", "lavapipe"), ("vulkan", "lavapipe")),
-    "wgpu": (_runtime("webgpu", None), ("webgpu", "wgpu")),
-    "spirv-val": (_tool("spirv-val"), ("spirv-val", "spirv-as", "spirv-dis")),
-    "naga": (_naga, ("naga",)),
-    "ld.lld": (_ld_lld, ("ld.lld",)),
-    "hexagon-emu": (_runtime("hexagon", "emulated"), ("qemu-hexagon", "hexagon runtime")),
+@dataclass(frozen=True)
+class Tier:
+    """One tier: ``probe()`` returns None when it is present here, else the reason it is not;
+    ``runtime`` names the backend whose runtime the tier is (None for a tool)."""
+
+    probe: Callable[[], Optional[str]]
+    runtime: Optional[str] = None
+
+
+TIERS: Dict[str, Tier] = {
+    "llvm": Tier(_runtime("llvm", None), runtime="llvm"),
+    "pocl": Tier(_runtime("opencl", "Portable Computing Language"), runtime="opencl"),
+    "lavapipe": Tier(_runtime("vulkan", "lavapipe"), runtime="vulkan"),
+    "wgpu": Tier(_runtime("webgpu", None), runtime="webgpu"),
+    "spirv-val": Tier(_tool("spirv-val")),
+    "naga": Tier(_naga),
+    "ld.lld": Tier(_ld_lld),
+    "hexagon-emu": Tier(_runtime("hexagon", "emulated"), runtime="hexagon"),
 }
 
 
-def skip_if_absent(tier: str) -> None:
-    """Skip the calling test when ``tier`` is absent here, with a reason naming it (so that a host which
-    requires the tier fails instead, like every other absent-tier skip)."""
-    reason = TIERS[tier][0]()
-    if reason is not None:
-        pytest.skip(f"{tier} not available: {reason}")
+def known(tier: str) -> str:
+    """``tier`` itself when it is a tier, else a ``PolykernError`` listing the known ones."""
+    if tier not in TIERS:
+        raise PolykernError(f"unknown test tier {tier!r}; known tiers: {', '.join(sorted(TIERS))}")
+    return tier
+
+
+def runtime_tier(backend: str) -> Optional[str]:
+    """The tier that is ``backend``'s runtime on a CI host (``vulkan`` -> ``lavapipe``), or None where no
+    tier covers that backend (cuda, rocm, metal: no runtime on such a host)."""
+    return next((t for t, spec in TIERS.items() if spec.runtime == backend), None)
+
+
+@functools.lru_cache(maxsize=None)
+def absent(tier: str) -> Optional[str]:
+    """None when ``tier`` is present here, else why not (probed once per process)."""
+    return TIERS[known(tier)].probe()
 
 
 def required() -> List[str]:
@@ -101,45 +119,3 @@ def required() -> List[str]:
     if bad:
         raise PolykernError(f"{ENV}={text!r}: unknown tier {bad[0]!r}; known tiers: {', '.join(sorted(TIERS))}")
     return names
-
-
-# How a skip says that what it needs is *absent* (a lost tier), as opposed to a backend's declared refusal
-# of a feature ("WGSL has no 64-bit floating-point type", "refused at compile time"), which is expected
-# on every host and must stay a skip.
-_ABSENT = re.compile(r"not available|unavailable|not installed|not on path|could not be imported|"
-                     r"cannot be imported|not importable|not registered|is not here|not present|"
-                     r"\bno [\w. -]*(runtime|platform|device|adapter)s?\b|does not import")
-
-
-def says_absent(reason: str) -> bool:
-    """True when a skip reason says a runtime, tool or device is absent (not a declared refusal)."""
-    return bool(_ABSENT.search(reason.lower()))
-
-
-def tiers_named_by(reason: str) -> List[str]:
-    """The tiers whose words appear in a skip reason (case-insensitive, whole words)."""
-    low = reason.lower()
-    return [t for t, (_, words) in TIERS.items()
-            if any(re.search(r"(?<![\w.-])" + re.escape(w) + r"(?![\w-])", low) for w in words)]
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Turn the skip of a test whose reason names a required tier into a failure."""
-    outcome = yield
-    report = outcome.get_result()
-    if not report.skipped or getattr(item, "_polykern_require_checked", False):
-        return
-    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
-        reason = str(report.longrepr[2])
-    else:
-        reason = str(report.longrepr)
-    if hasattr(report, "wasxfail"):
-        return
-    if not says_absent(reason):
-        return  # a declared refusal of a feature, not a lost tier
-    hit = [t for t in tiers_named_by(reason) if t in required()]
-    if hit:
-        item._polykern_require_checked = True
-        report.outcome = "failed"
-        report.longrepr = (f"skipped, but {ENV} requires tier {', '.join(hit)} on this host: {reason}")

@@ -1,5 +1,5 @@
 """The "types and features per backend" table of docs/language.md, generated from what each backend
-declares it refuses (``REFUSES`` in ``polykern_<x>.conformance``, read through
+declares it refuses (``Capabilities.refuses`` of each target kind, polykern/capabilities.py, read through
 ``polykern.testing.fuzzcase.declared_refusals``; the fuzzer accepts a refusal only for those), so the
 table and the backends cannot disagree. ``tests/test_language_doc.py`` fails when the copy embedded in
 docs/language.md (between DOC_BEGIN and DOC_END) is stale, and compiles a small kernel per row and

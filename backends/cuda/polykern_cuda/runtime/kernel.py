@@ -38,6 +38,7 @@ from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.shared_launch import dynamic_shared_of
 
+from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps
 from .buffers import Staging
 from .cuerrors import cuda_call, device_error
@@ -100,7 +101,7 @@ class CUDAKernel:
         # pk.shared_dynamic: (size argument, element bytes); dynamic bytes a launch may use before
         # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) must raise the kernel's limit (48 KiB in all)
         self._dyn = dynamic_shared_of(info)
-        self._dyn_allowed = max(0, 48 * 1024 - info.shared_bytes)
+        self._dyn_allowed = dynamic_allowance(info.shared_bytes)
         self._max_shared: Optional[int] = None
         # Hopper kernels: hidden tensor maps encoded per launch, the declared block (runtime/tensor_maps.py)
         self._tmaps = tensor_maps.plan(info)
@@ -159,6 +160,7 @@ class CUDAKernel:
         """``conv(v, streams)`` -> the device address of buffer argument ``v``, or MISS."""
         want = a.dtype.numpy
         typestr = want.str
+        void = typestr[1:] == "V2"  # bf16: a void 2-byte typestr is bfloat16 only where the object names it so
         writable = not a.readonly
         dev, ctx = self.dev, self._ctx
         # (weakref to the CAI object, pointer) that last passed the pointer check: the same live
@@ -179,8 +181,9 @@ class CUDAKernel:
                 return MISS
             try:
                 cai = v.__cuda_array_interface__
-                if cai["typestr"] != typestr or cai.get("strides") is not None or cai.get("mask") is not None or (
-                        typestr == "|V2" and not names_bfloat16(v, cai)):
+                ts = cai["typestr"]
+                if (not names_bfloat16(v, cai) if void else ts != typestr) or cai.get("strides") is not None \
+                        or cai.get("mask") is not None:
                     return MISS
                 ptr, readonly = cai["data"]
                 shape = cai["shape"]

@@ -15,11 +15,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from polykern.errors import LaunchError
 from polykern.ir import hopper as H
+from polykern.ir.types import SCALAR_TYPES
 from polykern.module import FunctionInfo
 
+from ..driver_limits import FUNC_ATTR_MAX_DYNAMIC_SHARED
+from ..hopper_launch import check_block, check_map
+from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
 from ..tensor_map_codes import DTYPE as _DTYPE
 from ..tensor_map_codes import L2_256B as _L2_256B
-from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
 from ..tensor_map_codes import SWIZZLE as _SWIZZLE
 
 __all__ = ["TensorMapPlan", "plan", "MAP_BYTES", "MAP_ALIGN"]
@@ -51,12 +54,7 @@ class TensorMapPlan:
         self._cache: Dict[tuple, bytes] = {}
 
     def check_block(self, block3: Sequence[int]) -> None:
-        if not self.warpgroups:
-            return
-        threads = block3[0] * block3[1] * block3[2]
-        if threads != H.WARPGROUP * self.warpgroups:
-            raise LaunchError(f"kernel '{self.info.name}' runs blocks of exactly {self.warpgroups} warpgroups "
-                              f"({H.WARPGROUP * self.warpgroups} work-items; pk.warpgroups), got block {tuple(block3)}")
+        check_block(self.info.name, self.warpgroups, block3)
 
     def append(self, params: bytes, values: Sequence, sizes: Dict[int, int]) -> bytes:
         """``params`` with the hidden tensor maps appended; ``values[i]``: argument i (a device address
@@ -77,17 +75,8 @@ class TensorMapPlan:
         if hit is not None:
             return hit
         rows, cols = shape
-        elem = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "u32": 4}[m["elem"]]
-        where = f"kernel '{self.info.name}', tensor map '{m['name']}' over '{m['buffer']}'"
-        if not (0 < rows < 2 ** 32 and 0 < cols < 2 ** 32):
-            raise LaunchError(f"{where}: shape ({rows}, {cols}) must be positive and below 2**32")
-        if size is not None and rows * cols > size:
-            raise LaunchError(f"{where}: shape ({rows}, {cols}) needs {rows * cols} elements, the buffer has {size}")
-        if (cols * elem) % 16:
-            raise LaunchError(f"{where}: a row of {cols} {m['elem']} elements is {cols * elem} bytes; the tensor copy "
-                              "engine needs rows of a multiple of 16 bytes")
-        if ptr % 16:
-            raise LaunchError(f"{where}: the buffer's address {ptr:#x} is not 16-byte aligned (an offset view?)")
+        where = check_map(self.info.name, m, ptr, shape, size)
+        elem = SCALAR_TYPES[m["elem"]].nbytes
         data = _encode_tiled(_DTYPE[m["elem"]], ptr, (cols, rows), cols * elem, (m["box"][1], m["box"][0]),
                              _SWIZZLE[m["swizzle"]], where)
         if len(self._cache) >= _CACHE_MAX:
@@ -173,8 +162,8 @@ class ParamLauncher:
     def launch(self, grid3, block3, params: bytes, shared: int) -> None:
         if len(params) != self.size:
             raise LaunchError(f"parameter buffer of {len(params)} bytes, the kernel takes {self.size}")
-        if shared > self._dyn:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            self._check(self._lib.cuFuncSetAttribute(self.function, 8, shared), f"allowing {shared} bytes of shared memory")
+        if shared > self._dyn:
+            self._check(self._lib.cuFuncSetAttribute(self.function, FUNC_ATTR_MAX_DYNAMIC_SHARED, shared), f"allowing {shared} bytes of shared memory")
             self._dyn = shared
         raw = ctypes.create_string_buffer(self.size + MAP_ALIGN)
         base = -(-ctypes.addressof(raw) // MAP_ALIGN) * MAP_ALIGN

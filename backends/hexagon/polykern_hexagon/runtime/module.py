@@ -21,13 +21,13 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from polykern.codegen.lazy_asm import LazyAsmSources
 from polykern.errors import DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import BufferArg, check_args
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
-from ..fallback import PendingAsmSources
 from polykern import launch_stream as protocol
 from .toolchain import QEMU_CPU, Tools, find_tools, support_objects
 
@@ -49,7 +49,7 @@ def stack_bytes() -> int:
     return mb << 20
 
 
-class HexagonModule(PendingAsmSources, DeviceModule):
+class HexagonModule(LazyAsmSources, DeviceModule):
     """A hexagon module that runs under QEMU user-mode emulation."""
 
     source_preference = ("asm", "llvm")

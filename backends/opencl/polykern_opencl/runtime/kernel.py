@@ -26,6 +26,7 @@ from polykern import kernel_output
 from polykern.errors import LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
+from polykern.launch_rules import grid_limit_name
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.shared_launch import dynamic_shared_of
 
@@ -95,7 +96,7 @@ class OpenCLKernel:
         if self.info.shared_bytes > lim.local_mem_size:
             raise LaunchError(f"{where} uses {self.info.shared_bytes} bytes of shared memory; {dev} has "
                               f"{lim.local_mem_size} (CL_DEVICE_LOCAL_MEM_SIZE)")
-        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, "the OpenCL runtime (it keeps CUDA's grid limits)")
+        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, grid_limit_name("OpenCL"))
         groups = grid3[0] * grid3[1] * grid3[2]
         if groups > MAX_OPENCL_GROUPS:
             raise LaunchError(f"{where}: grid {grid3} has {groups} work-groups; the OpenCL runtime allows at most "

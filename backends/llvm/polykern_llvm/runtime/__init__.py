@@ -27,24 +27,26 @@ import numpy as np
 
 from polykern import kernel_output, registry, wire
 from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
+from polykern.codegen.lazy_asm import LazyAsmSources
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
                              normalize_dims)
+from polykern.launch_rules import CPU_STACK_MARGIN as _STACK_MARGIN
+from polykern.launch_rules import grid_limit_name
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 from polykern.payload_formats import check_payload
 
 from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
-from .fallback import SOURCE_PREFERENCE, LazyAsmSources, LLVMFallbackModule
+from ..fallback import SOURCE_PREFERENCE, LLVMFallbackModule
 from .loader import check_relocations, load_image, unresolved
 from .objfile import ObjectPlan, parse_object
-from .pool import pool
+from .pool import pool as worker_pool
 from .relocs import RELOCATORS
 
 __all__ = ["LLVMModule", "CPUKernel", "create", "load_from_bytes", "register", "devices"]
 
 _RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_STACK_MARGIN = 1 << 20
 
 
 def host_problem(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo]
@@ -184,7 +186,7 @@ class CPUKernel:
     def _check_stack(self, block3) -> int:
         items = block3[0] * block3[1] * block3[2]
         need = self.item_bytes * items + self.info.shared_bytes + _STACK_MARGIN
-        have = pool().stack_bytes
+        have = worker_pool().stack_bytes
         if need > have:
             raise LaunchError(f"kernel '{self.name}': block {block3} needs about {need >> 20} MiB of stack per "
                               f"CPU worker for shared and per-work-item storage; the workers have {have >> 20} MiB "
@@ -200,7 +202,7 @@ class CPUKernel:
             pass
         grid3, block3 = normalize_dims("grid", grid, self.name), normalize_dims("block", block, self.name)
         check_global_size(self.name, grid3, block3)
-        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, "the CPU runtime (it keeps CUDA's grid limits)")
+        check_grid_limits(self.name, grid3, PORTABLE_MAX_GRID, grid_limit_name("CPU"))
         need = self._check_stack(block3)
         inline = (self._fixed_stack is not None
                   and need - _STACK_MARGIN + self._fixed_stack <= _INLINE_STACK_BYTES)
@@ -291,11 +293,11 @@ class CPUKernel:
         if self._prints:  # pk.debug_print: C's printf, in order with Python's output (kernel_output.py)
             kernel_output.launching()
             try:
-                self.last_threads = pool().run(chunk, total, caller=inline)
+                self.last_threads = worker_pool().run(chunk, total, caller=inline)
             finally:
                 kernel_output.launched()
         else:
-            self.last_threads = pool().run(chunk, total, caller=inline)
+            self.last_threads = worker_pool().run(chunk, total, caller=inline)
         del keepalive
 
     def __repr__(self) -> str:
@@ -316,7 +318,7 @@ def devices():
     import llvmlite.binding as llvm
 
     ensure_initialized()
-    return [f"cpu: {llvm.get_host_cpu_name()}, {pool().workers} worker threads, {host_triple()}"]
+    return [f"cpu: {llvm.get_host_cpu_name()}, {worker_pool().workers} worker threads, {host_triple()}"]
 
 
 def register() -> None:

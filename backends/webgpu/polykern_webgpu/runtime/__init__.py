@@ -24,13 +24,14 @@ from polykern import registry, wire
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
+from polykern.launch_rules import grid_limit_name
 from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.payload_formats import check_payload
 from polykern.shared_launch import dynamic_shared_of
 
-from . import abi
-from .fallback import WebGPUFallbackModule
+from .. import abi
+from ..fallback import WebGPUFallbackModule
 from .device_array import DeviceArray, empty, to_device, zeros
 from .wgpu_context import STORAGE_USAGE, UNIFORM_USAGE, context, context_error, devices
 
@@ -197,7 +198,7 @@ class WebGPUKernel:
                 raise LaunchError(f"kernel '{name}': block {axis} = {block[d]} exceeds the device limit "
                                   f"{lim[f'max-compute-workgroup-size-{axis}']}")
         # Grids beyond the device's dispatch limit run as several dispatches (abi.py), up to CUDA's limits.
-        check_grid_limits(name, grid, PORTABLE_MAX_GRID, "the WebGPU runtime (it keeps CUDA's grid limits)")
+        check_grid_limits(name, grid, PORTABLE_MAX_GRID, grid_limit_name("WebGPU"))
         if self.info.shared_bytes > lim["max-compute-workgroup-storage-size"]:
             raise LaunchError(f"kernel '{name}' uses {self.info.shared_bytes} bytes of shared memory; this WebGPU "
                               f"device allows {lim['max-compute-workgroup-storage-size']}")
