@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from polykern import backends, registry
+from polykern import backends, numerics, registry
 from polykern.interpret import KIND
 from polykern.testing.fuzzcase import target_skips
 
@@ -58,3 +58,14 @@ def all_target_kinds():
     depend on what ran before."""
     backends.load_all()
     return sorted(k[len("target.kind."):] for k in registry.names("target.kind.") if k != f"target.kind.{KIND}")
+
+
+def conversion_specials_checked(kind: str) -> bool:
+    """Whether a runtime's inf/NaN results of conversions are compared: where the numeric promises keep
+    IEEE specials (numerics.specials_promised), and on lavapipe's Vulkan, which does not promise them in
+    general but keeps those of conversions (polykern's SPIR-V rounds to f16 with integer operations).
+    WebGPU promises no specials on any device (NVIDIA's driver and a newer lavapipe fold the f16 round
+    trip of naga's SPIR-V themselves, giving -65520 for -inf): there only finite results are compared."""
+    devices = backends.record_for_kind(kind).devices()["devices"]
+    name = next((d for d in devices if "[selected]" in d), devices[0] if devices else "")
+    return numerics.specials_promised(kind, name) or (kind == "vulkan" and "llvmpipe" in name.lower())

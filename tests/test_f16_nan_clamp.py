@@ -1,5 +1,5 @@
-"""f32/f64 -> f16 keeps NaN on every runtime here. The +-65520 clamp before the rounding (llvm_base
-``_clamp_for_f16``) was a compare-and-select pair, which LLVM's Hexagon backend turns into sfmin/sfmax:
+"""f32/f64 -> f16 keeps NaN on every runtime here. The +-65520 clamp before the rounding (now
+passes/legalize_f16.py's "clamp") was a compare-and-select pair, which LLVM's Hexagon backend turns into sfmin/sfmax:
 they return the other operand for a NaN, so ``f16(x)`` of an f32 NaN gave inf on hexagon (fuzz seed 5,
 program 122: ``m13[g] = f16(a9[lid])``)."""
 import numpy as np

@@ -4,7 +4,7 @@ Fuzz case fz1000427 (H100, nvptx; also hexagon here): ``pk.sin(f16(a[g] << 31))`
 oracle gives NaN. ``a << 31`` is 0 or -2**31, which f16 rounds to 0 or -inf; LLVM's instcombine folded
 ``fpext(fptrunc(sitofp x))`` to ``sitofp x to float`` because x has one significant bit, ignoring that
 f16's exponent stops at 15, so the f32 operation saw -2**31. The LLVM backends now clamp the value to
-+-65520 before it becomes f16 (codegen/llvm_base.py ``_clamp_for_f16``; nvptx converts with an inline cvt). These kernels widen the f16 result back to f32 at
++-65520 before it becomes f16 (passes/legalize_f16.py "clamp"; nvptx converts with an inline cvt). These kernels widen the f16 result back to f32 at
 once (the shape of the fold) on every runtime here, for signed and unsigned sources of 16 to 64 bits.
 """
 import numpy as np
@@ -13,7 +13,7 @@ import pytest
 import polykern as pk
 from polykern import numerics
 from polykern import Buffer, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from runtimes import runnable_targets
+from runtimes import conversion_specials_checked, runnable_targets
 
 INF = float("inf")
 
@@ -71,8 +71,8 @@ def from_i8_i16(a: Buffer[i16, "readonly"], o: Buffer[f32]):
 
 @pk.kernel
 def via_f32(a: Buffer[i32, "readonly"], o: Buffer[f32]):
-    """The integer converted to f32 first: the f32 -> f16 rounding is clamped too (llvm_base
-    ``_clamp_for_f16``, WGSL ``pk_f16_of_f32``); without it llvm, hexagon and WebGPU gave -2**31."""
+    """The integer converted to f32 first: the f32 -> f16 rounding is clamped too (passes/legalize_f16.py:
+    clamped on llvm, hexagon and Metal, on the bits on Vulkan and WebGPU); without it llvm, hexagon and WebGPU gave -2**31."""
     g = pk.global_id(0)
     o[g] = f32(f16(f32(a[g] << 31)))
 
@@ -113,7 +113,7 @@ def through_shared(a: Buffer[i32, "readonly"], o: Buffer[f32]):
 @pk.kernel
 def round_f32(a: Buffer[f32, "readonly"], o: Buffer[f32]):
     """A finite f32 rounded to f16 and widened back: NVIDIA's driver folded WebGPU's f16(x) round trip into
-    nothing (2049.0 stayed 2049.0 on the H200); WGSL now rounds on the bits (wgsl_helpers.F16_OF_F32)."""
+    nothing (2049.0 stayed 2049.0 on the H200); WGSL now rounds on the bits (passes/legalize_f16.py)."""
     g = pk.global_id(0)
     o[g] = f32(f16(a[g]))
 
@@ -159,18 +159,6 @@ def _params():
     return out
 
 
-def _specials_checked(kind: str) -> bool:
-    """Whether this runtime's inf/NaN results are compared: where the numeric promises keep IEEE specials
-    (polykern.numerics.specials_promised), and on lavapipe's Vulkan, which does not promise them in general
-    but keeps those of conversions (this test found its fold there; polykern's SPIR-V rounds f32 -> f16
-    with integer operations). WebGPU promises no specials on any device: NVIDIA's driver and a newer
-    lavapipe (Mesa on LLVM 22, the Bazel tier's) fold the f16 round trip of naga's SPIR-V themselves,
-    giving -65520 for -inf; there only the finite results are compared."""
-    devices = pk.backends.record_for_kind(kind).devices()["devices"]
-    name = next((d for d in devices if "[selected]" in d), devices[0] if devices else "")
-    return numerics.specials_promised(kind, name) or (kind == "vulkan" and "llvmpipe" in name.lower())
-
-
 @pytest.mark.parametrize("target,kind,name", _params())
 def test_conversion_rounds_to_f16_before_widening(target, kind, name):
     kern, dtype, inputs, want = CASES[name]
@@ -178,7 +166,7 @@ def test_conversion_rounds_to_f16_before_widening(target, kind, name):
     o = np.full(4, 7.0, np.float32)
     pk.build([kern], targets=[target]).on(kind)[kern.name](a, o, grid=1, block=4)
     want = np.array(want, np.float32)
-    compared = np.isfinite(want) | _specials_checked(kind)
+    compared = np.isfinite(want) | conversion_specials_checked(kind)
     np.testing.assert_array_equal(o[compared], want[compared], err_msg=f"{name} on {target}")
 
 
@@ -189,5 +177,5 @@ def test_f16_math_of_a_converted_overflow_is_nan(target, kind):
     o = np.zeros(4, np.float16)
     pk.build([sin_of_i32], targets=[target]).on(kind)["sin_of_i32"](a, o, grid=1, block=4)
     assert o[0] == 0 and o[2] == 0, o
-    if _specials_checked(kind):
+    if conversion_specials_checked(kind):
         assert np.isnan(o[1]) and np.isnan(o[3]), f"sin(f16(-2**31)) is sin(-inf), NaN, on {target}: got {o}"

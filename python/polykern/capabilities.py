@@ -14,14 +14,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 from . import registry
 from .errors import TargetError
 
-__all__ = ["Capabilities", "of", "conformance_skips"]
+__all__ = ["F16Rounding", "Capabilities", "of", "conformance_skips"]
 
 _FEATURE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class F16Rounding:
+    """How a target kind's conversions to f16 are legalized by ``passes/legalize_f16.py``: ``how`` is "bits"
+    (rounded by that pass on the integer bits: the target has no conversion that keeps the promise) or
+    "clamp" (the target's ``fptrunc`` rounds correctly, but its LLVM folds ``fpext(fptrunc(sitofp n))`` to
+    ``sitofp n`` past f16's range: the value is clamped to +-65520 first, keeping NaN, which changes no
+    result). ``ops_in_f32``: f16 operations (BinOp ops or Call functions) computed in f32 and rounded once."""
+
+    how: str
+    ops_in_f32: Tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.how not in ("bits", "clamp"):
+            raise ValueError(f"F16Rounding.how is 'bits' or 'clamp', got {self.how!r}")
+        object.__setattr__(self, "ops_in_f32", tuple(self.ops_in_f32))
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,9 @@ class Capabilities:
     ``pk.copy_async`` itself (elsewhere the pipeline lowers it to a plain copy, passes/async_copy.py).
     ``hopper``: ``support(target) -> "" or why not`` for Hopper operations (ir/hopper.py), or None.
     ``debug_print``: whether it compiles ``pk.debug_print``.
+    ``f16``: an :class:`F16Rounding` where the kind's conversions to f16 need the IR pass
+    (``passes/legalize_f16.py``), None where its own instruction keeps the promise (NVPTX ``cvt.rn``,
+    OpenCL ``vstore_half_rte``, CUDA C ``__float2half_rn``).
     """
 
     numerics: str = ""
@@ -48,6 +68,7 @@ class Capabilities:
     async_copy: Optional[Callable] = None
     hopper: Optional[Callable] = None
     debug_print: bool = False
+    f16: Optional[F16Rounding] = None
 
     def __post_init__(self):
         refuses = dict(self.refuses)
@@ -63,6 +84,8 @@ class Capabilities:
         if self.matrix is not None and self.no_matrix:
             raise ValueError("Capabilities.no_matrix says why a kind has no matrix fragments; this one has "
                              "a matrix support function")
+        if self.f16 is not None and not isinstance(self.f16, F16Rounding):
+            raise ValueError(f"Capabilities.f16 is an F16Rounding or None, got {self.f16!r}")
         if not isinstance(self.debug_print, bool) or not isinstance(self.numerics, str):
             raise ValueError(f"Capabilities: debug_print is a bool and numerics a string, got "
                              f"{self.debug_print!r} and {self.numerics!r}")

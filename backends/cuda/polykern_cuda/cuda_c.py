@@ -93,7 +93,7 @@ class CUDADialect(CDialect):
     language = "CUDA C"
     half_native = False
     fn_qualifier = _FN
-    F32_AS_U32, U32_AS_F32 = "__float_as_uint({})", "__uint_as_float({})"  # bf16 conversions (codegen/c_bf16.py)
+    F32_AS_U32, U32_AS_F32 = "__float_as_uint({})", "__uint_as_float({})"  # ir.Bitcast (bf16 conversions)
     TYPE_NAMES = dict(CDialect.TYPE_NAMES, f16="unsigned short")
     MATH_F32 = _F32
     MATH_F64 = _F64

@@ -205,7 +205,7 @@ def emit_c(em, s: ir.MatrixOp) -> None:
     n = len(slots(ft))
     if s.op == "fill":
         v = em.expr(s.args[0])
-        if _packed(ft):  # a bf16 value already is its bits (codegen/c_bf16.py); f16 is a float
+        if _packed(ft):  # a bf16 value already is its bits (passes/legalize_f16.py); f16 is a float
             bits = v if ft.elem.name == "bf16" else f"{unit.helper('pk_f2h')}({v})"
             em.line(f"{{ unsigned pk_h = (unsigned){bits}; "
                     f"for (int pk_i = 0; pk_i < {n // 2}; pk_i++) {d}[pk_i] = pk_h | (pk_h << 16); }}")

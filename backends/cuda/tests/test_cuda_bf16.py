@@ -1,5 +1,5 @@
 """bf16 on NVIDIA (docs/language.md "bf16"): the CUDA C path (NVRTC, ``unsigned short`` bits and the
-codegen/c_bf16.py conversions: no cuda_bf16.h) and the NVPTX path (LLVM ``i16``, llvm_bf16.py) compile and
+passes/legalize_f16.py conversions: no cuda_bf16.h) and the NVPTX path (LLVM ``i16``, llvm_bf16.py) compile and
 assemble with ptxas; bf16 fragments are ``mma.sync...f32.bf16.bf16.f32`` with the f16 lane layout (ldmatrix
 from shared memory). Results on a GPU: tests/test_bf16.py, tests/conformance (bf16 cases) and
 tests/test_matrix.py, where cuda and nvptx are runnable targets."""
@@ -15,6 +15,8 @@ import polykern as pk
 from polykern import bf16, f32
 from polykern.errors import BackendUnavailableError, KernelTypeError
 from polykern.passes import run_default_passes
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_f16 import legalize_f16
 from polykern.target import Target
 from polykern_cuda import nvptx, toolchain
 from polykern_cuda.codegen import cuda_source
@@ -31,7 +33,8 @@ FRAGMENTS = [tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1), st
 
 
 def _ir(kernels):
-    return [run_default_passes(k.ir) for k in kernels]
+    """The kernels' IR as pk.build gives it to the NVIDIA targets (bf16 conversions written on the bits)."""
+    return [legalize_f16(run_default_passes(clone_function(k.ir)), "cuda") for k in kernels]
 
 
 def _need_nvrtc():
@@ -50,8 +53,8 @@ def test_cuda_c_holds_bits_and_converts_with_integer_code():
     src, _ = cuda_source(_ir([scalar_bf16]))
     assert "#include" not in src and "__nv_bfloat16" not in src  # NVRTC alone, no cuda_bf16.h
     assert "unsigned short* out" in src and "__shared__" in src
-    assert re.search(r"unsigned short pk_f2bf\(float x\)", src) and "0x7FFFu" in src and "| 0x40u" in src
-    assert "float pk_bf2f(unsigned short h)" in src and "__uint_as_float" in src
+    assert "32767u" in src and "| 64u" in src and "__float_as_uint" in src  # rounded on the bits
+    assert "(unsigned int)x << 16u" in src and "__uint_as_float" in src  # widened on the bits
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])

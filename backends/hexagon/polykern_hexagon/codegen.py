@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
 from polykern.codegen.lazy_asm import PendingAsm
@@ -46,7 +46,7 @@ MCPUS = ("hexagonv65", "hexagonv66", "hexagonv67", "hexagonv68", "hexagonv69", "
 HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
     "mcpu": Attr("str", "hexagonv68", MCPUS, "Hexagon DSP version (LLVM Hexagon processor)"),
 }, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK",
-   capabilities=Capabilities(matrix=cpu_support))
+   capabilities=Capabilities(matrix=cpu_support, f16=F16Rounding("clamp")))
 
 
 class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
@@ -48,7 +48,7 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "mattr": Attr("str", "", None, "CPU features, e.g. +avx2,+fma"),
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
-   capabilities=Capabilities(matrix=cpu_support, debug_print=True))  # printf: the C library's
+   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp")))  # printf: the C library's
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")

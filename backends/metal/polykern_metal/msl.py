@@ -31,14 +31,6 @@ _MATH.update({"abs": "fabs", "min": "fmin", "max": "fmax"})
 _MATH_F32 = dict(_MATH, **{f: f"precise::{f}" for f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin",
                                                        "cos", "tanh", "pow", "fmod")})
 
-# f32 -> half with |x| > 65520 clamped, NaN and -0 kept (MetalDialect.cast). An integer source is exact
-# in float up to 2**24, and every larger one is inf in half either way: one rounding.
-_PK_HALF = """// float -> half, |x| clamped to 65520 first (the same value: every larger one rounds to inf), so that
-// no compiler folds (float)(half)(float)n to (float)n past half's range
-inline half pk_half(float x) {
-    return (half)(fabs(x) > 65520.0f ? copysign(65520.0f, x) : x);
-}"""
-
 # (parameter name, attribute) per special register.
 _SG_REG = {"subgroup_size": ("pk_simd_width", "threads_per_simdgroup"),
            "subgroup_local_id": ("pk_simd_lane", "thread_index_in_simdgroup"),
@@ -60,7 +52,7 @@ class MetalDialect(CDialect):
     language = "Metal Shading Language"
     half_native = True
     fn_qualifier = "inline"
-    F32_AS_U32, U32_AS_F32 = "as_type<uint>({})", "as_type<float>({})"  # bf16 conversions (codegen/c_bf16.py)
+    F32_AS_U32, U32_AS_F32 = "as_type<uint>({})", "as_type<float>({})"  # ir.Bitcast (bf16 conversions)
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -79,17 +71,6 @@ class MetalDialect(CDialect):
 
     def vector_value(self, vt, parts):
         return f"{vt}({', '.join(parts)})"
-
-    def cast(self, unit: TranslationUnit, x: Code, src: ScalarType, dst: ScalarType) -> Code:
-        """As every C dialect's, but an f32 or an integer that can reach 65520 becomes half through
-        ``pk_half``, which clamps it to +-65520 first (every larger magnitude rounds to inf anyway). Metal's
-        compiler is LLVM: its instcombine folds ``(float)(half)(float)n`` of an integer n with few
-        significant bits to ``(float)n``, ignoring half's exponent range (tests/test_int_to_f16.py shows
-        the fold on llvm, hexagon and lavapipe; codegen/llvm_base.py clamps the same way)."""
-        if dst == f16 and (src == f32 or (src.is_int and (src.bits > 16 or src == u16))):
-            inner = x.text if src == f32 else f"(float){x.at(UNARY)}"
-            return Code(f"{unit.helper('pk_half', _PK_HALF)}({inner})")
-        return super().cast(unit, x, src, dst)
 
     def unsupported_type(self, t: ScalarType) -> Optional[str]:
         if t == f64:

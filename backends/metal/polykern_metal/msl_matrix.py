@@ -8,7 +8,7 @@ as elements per row (a column-major tile is loaded transposed); ``mma`` is one
 ``make_filled_simdgroup_matrix``; ``frag_scale`` multiplies by the diagonal matrix ``s * I`` (exact: the
 other products are zeros). Types: half inputs into half or float accumulators, bfloat inputs into float
 accumulators (``simdgroup_bfloat8x8``, MSL 3.1: Apple GPUs of macOS 14 / iOS 17 and newer; a bf16 value is
-its bits, a ushort, in this dialect (codegen/c_bf16.py), so loads see the memory as ``bfloat`` and a fill
+its bits, a ushort, in this dialect (passes/legalize_f16.py), so loads see the memory as ``bfloat`` and a fill
 bit-casts); float inputs are the language's tf32 inputs: Metal multiplies full floats, so each f32 A/B tile
 is rounded to tf32 after its load or fill (``ir.matrix.round_tf32`` on the bits of the lane's
 ``thread_elements()``, the two elements a lane holds of an 8 x 8 tile); no integers. Codegen only here: no MSL compiler runs on Linux (golden tests).

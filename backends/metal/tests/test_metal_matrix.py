@@ -18,6 +18,8 @@ import polykern as pk
 from polykern import bf16, f16, f32, i8, i32
 from polykern.errors import KernelTypeError
 from polykern.passes import run_default_passes
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_f16 import legalize_f16
 from polykern.testing.golden import check_golden
 from polykern_metal.codegen import metal_shaders
 
@@ -30,20 +32,25 @@ GEMM = tile_gemm.specialize(TA=f16, TC=f32, M=16, N=16, K=16, BCOL=1)
 GEMM_BF16 = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1)
 
 
+def _ir(kernel):
+    """``kernel``'s IR as pk.build gives it to metal: the default passes, then the 16-bit float conversions."""
+    return legalize_f16(run_default_passes(clone_function(kernel.ir)), "metal")
+
+
 @pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale"),
                                            (GEMM_BF16, "matrix_tile_gemm_bf16"),
                                            (staged_bf16.specialize(COL=0), "matrix_staged_bf16"),
                                            (tf32_inputs.specialize(COL=1), "matrix_tf32_inputs")],
                          ids=["tile_gemm", "fill_scale_store", "tile_gemm_bf16", "staged_bf16", "tf32_inputs"])
 def test_golden_msl(kernel, golden):
-    text = metal_shaders([run_default_passes(kernel.ir)])[kernel.name]
+    text = metal_shaders([_ir(kernel)])[kernel.name]
     check_golden(GOLDEN / f"{golden}.metal", text)
     for a, b in ("{}", "()", "[]"):
         assert text.count(a) == text.count(b), f"unbalanced {a}{b}"
 
 
 def test_tiles_and_calls():
-    text = metal_shaders([run_default_passes(GEMM.ir)])[GEMM.name]
+    text = metal_shaders([_ir(GEMM)])[GEMM.name]
     assert "simdgroup_float8x8 pk_frag0[2][2];" in text  # the 16 x 16 accumulator: 2 x 2 tiles
     assert len(re.findall(r"simdgroup_multiply_accumulate\(", text)) == 8  # 4 output tiles x 2 k tiles
     assert ", true);" in text and ", false);" in text  # the column-major B loads transposed
@@ -52,11 +59,11 @@ def test_tiles_and_calls():
 def test_bf16_fragments_are_simdgroup_bfloat():
     """bf16 inputs (MSL 3.1 simdgroup_bfloat8x8) into float accumulators: the ushort bits of device and
     threadgroup memory are loaded as bfloat, a fill bit-casts the value's bits."""
-    text = metal_shaders([run_default_passes(GEMM_BF16.ir)])[GEMM_BF16.name]
+    text = metal_shaders([_ir(GEMM_BF16)])[GEMM_BF16.name]
     assert "simdgroup_bfloat8x8 pk_frag1[2][2];" in text and "simdgroup_float8x8 pk_frag0[2][2];" in text
     assert "((device const bfloat*)a) + (" in text and "device ushort* a" in text
     staged = staged_bf16.specialize(COL=0)
-    text = metal_shaders([run_default_passes(staged.ir)])[staged.name]
+    text = metal_shaders([_ir(staged)])[staged.name]
     assert "((threadgroup const bfloat*)sa) + (" in text
     assert re.search(r"make_filled_simdgroup_matrix<bfloat, 8, 8>\(as_type<bfloat>\(", text)
 
@@ -72,7 +79,7 @@ def test_f32_inputs_are_rounded_to_tf32():
     """f32 A/B fragments (the language's tf32 inputs): simdgroup_float8x8 tiles, each rounded to tf32 on
     the bits of its thread_elements() after every load and fill; accumulators are not rounded."""
     kern = tile_gemm.specialize(TA=f32, TC=f32, M=16, N=16, K=16, BCOL=1)
-    text = metal_shaders([run_default_passes(kern.ir)])[kern.name]
+    text = metal_shaders([_ir(kern)])[kern.name]
     rounds = re.findall(r"\{ thread auto &pk_e = (pk_frag\d)\[\d\]\[\d\]\.thread_elements\(\);", text)
     assert len(rounds) == 2 * 4  # A and B: 2 x 2 tiles each, after their loads
     assert "(pk_u + 0x1000u)) & 0xFFFFE000u" in text

@@ -70,7 +70,7 @@ class OpenCLDialect(CDialect):
     language = "OpenCL C"
     half_native = False
     fn_qualifier = _FN
-    F32_AS_U32, U32_AS_F32 = "as_uint({})", "as_float({})"  # bf16 conversions (codegen/c_bf16.py)
+    F32_AS_U32, U32_AS_F32 = "as_uint({})", "as_float({})"  # ir.Bitcast (bf16 conversions)
     TYPE_NAMES = {
         "bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
         "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",

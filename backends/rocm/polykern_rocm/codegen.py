@@ -29,7 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
@@ -57,7 +57,7 @@ ROCM_KIND = TargetKind("rocm", "rocm", {
     "mcpu": Attr("str", "gfx90a", MCPUS, "AMD GPU architecture (LLVM AMDGPU processor)"),
     "code_object": Attr("int", 4, (4, 5, 6), "AMDHSA code object version (5 and 6 need ld.lld >= 19)"),
 }, doc="AMD GPUs through LLVM's AMDGPU backend: an hsaco code object for the HIP runtime",
-   capabilities=Capabilities(matrix=matrix_supported))
+   capabilities=Capabilities(matrix=matrix_supported, f16=F16Rounding("clamp")))
 
 # Offsets in hsa_kernel_dispatch_packet_t: workgroup_size_x/y/z (u16), grid_size_x/y/z (u32).
 _WG_SIZE_OFFSET, _GRID_SIZE_OFFSET = 4, 12

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
@@ -22,7 +22,9 @@ from .spirv_text import disassemble
 
 TARGET_KIND = target_kind(Capabilities(
     refuses={"math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow"},
-    matrix=matrix_supported))
+    matrix=matrix_supported,
+    # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
+    f16=F16Rounding("bits", ops_in_f32=("fma",))))
 
 
 def compile_function(fn: ir.Function, target: Target):

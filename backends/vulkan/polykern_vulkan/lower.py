@@ -23,9 +23,8 @@ for NaN); float -> bool is ``x != 0`` (NaN is true). ``range`` bounds are evalua
 float atomic add/min/max use a compare-exchange loop on the bit pattern (the array is then declared
 with the same-width unsigned element type and every access bitcasts), float ``cas`` compares bits.
 Narrowing to f16 never uses OpFConvert (drivers fold f32 -> f16 -> f32 into a no-op even with
-NoContraction): the round-to-nearest-even half bit pattern is computed from the f32 bits with 32-bit
-integer ops and bitcast to half (see ``f32_to_f16``); f64 -> f16 goes through f32 rounded to odd
-(``f64_to_f32_odd``), so it rounds once. Float ``%`` is C's exact fmod (``fmod``), not OpFRem.
+NoContraction): passes/legalize_f16.py writes it on the bits, and an ``ir.Bitcast`` of the u32 to f16 is
+its low half (``bitcast``). Float ``%`` is C's exact fmod (``fmod``), not OpFRem.
 """
 from __future__ import annotations
 
@@ -141,7 +140,7 @@ class KernelLowering(ArithLowering, ConvertLowering):
                 if bool_ in in_buffers:
                     self.need("int8", "Buffer[bool] (stored as bytes)", loc)
                 continue
-            if t == bf16:  # its bits, in u16 (lower_bf16.py)
+            if t == bf16:  # its bits, in u16 (passes/legalize_f16.py converts them)
                 self.need("int16", f"type {t} (held as 16-bit integers)", loc)
             elif t.is_float and t.bits in (16, 64):
                 self.need(f"float{t.bits}", f"type {t}", loc)
@@ -562,6 +561,8 @@ class KernelLowering(ArithLowering, ConvertLowering):
             self.refuse(f"unary operator '{e.op}'", e.loc)
         if isinstance(e, n.Cast):
             return self.convert(self.expr(e.a), e.a.type, e.to)
+        if isinstance(e, n.Bitcast):
+            return self.bitcast(self.expr(e.a), e.a.type, e.to)
         if isinstance(e, n.Select):
             c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
             return f.val(Op.Select, self.ty(e.type), c, a, b)

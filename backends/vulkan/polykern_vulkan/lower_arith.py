@@ -358,10 +358,11 @@ class ArithLowering:
         return [a, b, c]
 
     def fused_multiply_add(self, t: ScalarType, args: List[int]) -> int:
-        """Vulkan gives GLSL.std.450 Fma only the precision of a*b+c (llvmpipe does not fuse), so a
-        narrow fma is computed one size up: the product of two f16 (f32) values is exact in f32
-        (f64), leaving one rounding in the wide add and one back to t (within 1 ulp of fused).
-        f32 needs the float64 feature for this; without it, and for f64, GLSL Fma is used."""
+        """Vulkan gives GLSL.std.450 Fma only the precision of a*b+c (llvmpipe does not fuse), so an f32
+        fma is computed in f64: the product of two f32 values is exact in f64, leaving one rounding in the
+        wide add and one back to f32 (within 1 ulp of fused); it needs the float64 feature, and without it
+        (and for f64) GLSL Fma is used. An f16 fma never arrives: passes/legalize_f16.py computes it in
+        f32 the same way (vulkan declares ``fma`` in its ``ops_in_f32``)."""
         from polykern.ir.types import SCALAR_TYPES
 
         wide = SCALAR_TYPES[f"f{t.bits * 2}"]

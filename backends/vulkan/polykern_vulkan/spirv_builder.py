@@ -251,7 +251,7 @@ class ModuleBuilder:
 
     def t_bfloat16(self) -> int:
         """bfloat16 (SPV_KHR_bfloat16: OpTypeFloat 16 with the BFloat16KHR encoding); only matrix fragments
-        use it (values of bf16 are u16 bits elsewhere: lower_bf16.py)."""
+        use it (values of bf16 are u16 bits elsewhere: passes/legalize_f16.py)."""
         self.capability("BFloat16TypeKHR")
         self.extension("SPV_KHR_bfloat16")
         tid = self._type(("bfloat", 16), Op.TypeFloat, [16, BFLOAT16_KHR])

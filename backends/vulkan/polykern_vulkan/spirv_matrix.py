@@ -9,7 +9,7 @@ Accumulator; rows x columns of the fragment's role); ``frag_load``/``frag_store`
 ``OpCooperativeMatrixMulAddKHR`` (with the signedness operands of integer components). bf16 fragments
 have SPV_KHR_bfloat16's ``OpTypeFloat 16 BFloat16KHR`` component (capabilities BFloat16TypeKHR,
 BFloat16CooperativeMatrixKHR): they load from the u16 bits that hold bf16 in buffers and shared arrays
-(lower_bf16.py), and a fill bit-casts its u16 value; the device needs VK_KHR_shader_bfloat16. f32 A/B
+(passes/legalize_f16.py), and a fill bit-casts its u16 value; the device needs VK_KHR_shader_bfloat16. f32 A/B
 fragments are the language's tf32 inputs: a device listing f32 combinations may multiply full floats, so
 each is rounded to tf32 after its load or fill (``ir.matrix.round_tf32`` on the bits of the invocation's
 ``OpCooperativeMatrixLengthKHR`` elements, reached with ``OpAccessChain``). NVIDIA's driver lists no f32

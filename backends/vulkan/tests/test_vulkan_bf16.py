@@ -1,4 +1,4 @@
-"""bf16 in SPIR-V (lower_bf16.py): values and buffers are u16 bits (Int16, StorageBuffer16BitAccess, no
+"""bf16 in SPIR-V (passes/legalize_f16.py converts them): values and buffers are u16 bits (Int16, StorageBuffer16BitAccess, no
 Float16 and no SPV_KHR_bfloat16), converted with integer ops; spirv-val accepts the shaders for every SPIR-V
 version. Their results on lavapipe: tests/test_bf16.py and the conformance suite's bf16 cases."""
 import os

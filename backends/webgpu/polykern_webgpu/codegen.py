@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import Capabilities, F16Rounding
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -31,7 +31,8 @@ TARGET_KIND = TargetKind(
                  "bf16": "WGSL has no bfloat16 type and no 16-bit integers to hold its bits",
                  "bool_buffer": "bool is not host-shareable in WGSL storage buffers"},
         no_matrix="WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part "
-                  "of WebGPU); use vulkan or llvm"))
+                  "of WebGPU); use vulkan or llvm",
+        f16=F16Rounding("bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))))
 
 
 def compile_function(fn: ir.Function, target: Target):
@@ -59,4 +60,6 @@ def build(funcs: List[ir.Function], target: Target) -> Module:
 def register() -> None:
     TARGET_KIND.register()
     registry.register("target.build.webgpu", build)
+    # drivers fold naga's f16(x) round trip (NVIDIA, newer lavapipe); WGSL's /, %, pow and fma of f16 are
+    # computed in f32 (its division, fmod and pow helpers) and rounded once
     registry.register(payload_formats.registry_key("webgpu"), WebGPUFallbackModule.payload_formats)

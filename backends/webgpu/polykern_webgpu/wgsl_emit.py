@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Set, Tuple
 
+from polykern.errors import CompileError
 from polykern.ir import nodes as ir
 from polykern.ir.types import ArrayType, ScalarType
 from polykern.ir.vector import VecGroup, iter_groups, vector_buffers
@@ -383,6 +384,8 @@ class WGSLEmitter:
             return self._unary(e)
         if isinstance(e, ir.Cast):
             return self._cast(e)
+        if isinstance(e, ir.Bitcast):
+            return self._bitcast(e)
         if isinstance(e, ir.Select):
             return self._select(e)
         if isinstance(e, ir.Load):
@@ -434,18 +437,15 @@ class WGSLEmitter:
         if op in ("div", "floordiv") and t.is_float and not _nonzero_const(e.b):
             # pk_div_f32 never divides by a +0.0: lavapipe dropped the store of x / y when it could
             # derive y == +0.0 (a zero-initialized local) for a run-time x (fuzz seed 20000161)
-            self.helpers.update(("pk_div_f32",) if t.name == "f32" else ("pk_div_f32", "pk_f16_of_f32"))
-            q = f"pk_div_f32({_strip(a)}, {_strip(b)})" if t.name == "f32" else \
-                f"pk_f16_of_f32(pk_div_f32(f32({_strip(a)}), f32({_strip(b)})))"
+            # (f16 divides in f32: passes/legalize_f16.py, declared in codegen.py)
+            self.helpers.add("pk_div_f32")
+            q = f"pk_div_f32({_strip(a)}, {_strip(b)})"
             return f"floor({q})" if op == "floordiv" else q
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
         if op == "mod" and t.is_float:  # C's fmod, exact
-            self.helpers.add("pk_fmod_f32")
-            if t.name == "f32":
-                return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
-            self.helpers.add("pk_f16_of_f32")
-            return f"pk_f16_of_f32(pk_fmod_f32(f32({_strip(a)}), f32({_strip(b)})))"
+            self.helpers.add("pk_fmod_f32")  # (f16 in f32: passes/legalize_f16.py)
+            return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
         if op == "mod" and t.name == "i32":
             self.helpers.add("pk_rem_i32")
             return f"pk_rem_i32({_strip(a)}, {_strip(b)})"
@@ -502,15 +502,21 @@ class WGSLEmitter:
             self.helpers.add(helper)
             x = self.top(e.a)
             return f"{helper}({x if e.a.type.name == 'f32' else f'f32({x})'})"
-        if e.to.name == "f16" and _is_constant(e.a):  # naga rejects a constant out of f16's range
-            return f"f16({self._runtime_value(e.a, self.top(e.a))})"
-        if e.to.name == "f16" and e.a.type.name in ("i32", "u32", "f32"):
-            # rounded on the bits (wgsl_helpers.F16_OF_F32: drivers fold f16(x)); an integer through f32, which
-            # is exact up to 65520, and every larger magnitude is inf in f16 either way
-            self.helpers.add("pk_f16_of_f32")
-            x = self.top(e.a)
-            return f"pk_f16_of_f32({x if e.a.type.name == 'f32' else f'f32({x})'})"
+        if e.to.name == "f16" and e.a.type.name != "bool":  # drivers fold f16(x): rounded on the bits
+            raise CompileError(f"webgpu codegen: a {e.a.type} -> f16 conversion reached the emitter "
+                               "(passes/legalize_f16.py rounds to f16 on the bits)", e.loc)
         return f"{wty(e.to)}({self.top(e.a)})"
+
+    def _bitcast(self, e: ir.Bitcast) -> str:
+        """``ir.Bitcast``: WGSL's bitcast for f32/u32; a u32's low half as an f16 through unpack2x16float (an
+        f32 that f16 holds exactly, so a driver folding the f16() changes nothing; naga has no bitcast from
+        u32 to vec2<f16>), and back through pack2x16float."""
+        x = self.top(e.a)
+        if e.to.name == "f16":
+            return f"f16(unpack2x16float({x}).x)"
+        if e.a.type.name == "f16":
+            return f"pack2x16float(vec2<f32>(f32({x}), 0.0f))"
+        return f"bitcast<{wty(e.to)}>({x})"
 
     def _select(self, e: ir.Select) -> str:
         cond = self.arg(e.cond)
@@ -550,15 +556,9 @@ class WGSLEmitter:
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"
-        if e.func == "pow":  # C99 special cases; f16 computed in f32 and rounded once
+        if e.func == "pow":  # C99 special cases (f16 computed in f32: passes/legalize_f16.py)
             self.helpers.add("pk_pow_f32")
-            if e.type.name == "f32":
-                return f"pk_pow_f32({', '.join(args)})"
-            self.helpers.add("pk_f16_of_f32")
-            return "pk_f16_of_f32(pk_pow_f32(" + ", ".join(f"f32({a})" for a in args) + "))"
-        if e.func == "fma" and e.type.name == "f16":  # exact f16 product in f32, one f32 rounding
-            self.helpers.add("pk_f16_of_f32")
-            return "pk_f16_of_f32(fma(" + ", ".join(f"f32({a})" for a in args) + "))"
+            return f"pk_pow_f32({', '.join(args)})"
         if e.func in ("log", "log2") and e.type.name == "f32":  # subnormal inputs scaled first
             self.helpers.add(f"pk_{e.func}_f32")
             return f"pk_{e.func}_f32({args[0]})"

@@ -149,35 +149,5 @@ fn pk_div_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-# f32 -> f16, round to nearest even, computed on the bits with 32-bit integer ops (the algorithm of
-# backends/vulkan/polykern_vulkan/lower_convert.py f32_to_f16): a WGSL f16(x) is an OpFConvert in naga's
-# SPIR-V, and NVIDIA's driver folds an f32 -> f16 -> f32 pair into nothing (f32(f16(2049.0)) was 2049 on the
-# H200, not 2048), as a newer lavapipe does; lavapipe's LLVM also folded it past f16's range for integers
-# (tests/test_int_to_f16.py). The half's bits go through unpack2x16float: an f32 that f16 holds exactly, so
-# a driver folding its f16() away changes nothing (naga has no bitcast from u32 to vec2<f16>).
-F16_OF_F32 = """\
-fn pk_f16_of_f32(v: f32) -> f16 {
-    let x = bitcast<u32>(v);
-    let sign = (x >> 16u) & 0x8000u;
-    let ax = x & 0x7fffffffu;
-    let nan = 0x7e00u | ((ax >> 13u) & 0x3ffu);
-    let y = ax - (112u << 23u);
-    let normal = (y + 0xfffu + ((y >> 13u) & 1u)) >> 13u;
-    let mant = (ax & 0x7fffffu) | 0x800000u;
-    let shift = 126u - (ax >> 23u);
-    let too_small = shift > 24u;
-    let s = select(shift, 24u, too_small);
-    let q = mant >> s;
-    let half = 1u << ((s - 1u) & 31u);
-    let rest = mant & ((1u << s) - 1u);
-    let up = rest > half || (rest == half && (q & 1u) != 0u);
-    let sub = select(q + select(0u, 1u, up), 0u, too_small);
-    var h = select(sub, normal, ax >= 0x38800000u);
-    h = select(h, 0x7c00u, ax >= 0x477ff000u);
-    h = select(h, nan, ax > 0x7f800000u);
-    return f16(unpack2x16float(h | sign).x);
-}
-"""
-
-HELPERS = {"pk_f16_of_f32": F16_OF_F32, "pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
+HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_fmod_f32": FMOD_F32, "pk_log_f32": LOG_F32, "pk_log2_f32": LOG2_F32, "pk_rem_i32": REM_I32, "pk_i32_from_f32": I32_FROM_F32,
            "pk_u32_from_f32": U32_FROM_F32, "pk_pow_f32": POW_F32}

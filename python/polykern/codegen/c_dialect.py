@@ -18,9 +18,8 @@ from ..ir import debug_print
 from ..ir import nodes as ir
 from ..ir.vector import MAX_VECTOR_BYTES
 from ..ir.bfloat16 import f32_to_bits
-from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f16, f32, f64, i32
+from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f16, f32, f64, i32, u32
 from ..numerics import saturation_bounds
-from . import c_bf16
 
 if TYPE_CHECKING:  # annotations only: the emitter calls the dialect's hooks
     from .c_source import KernelEmitter
@@ -127,12 +126,13 @@ class CDialect:
         """Why ``t`` cannot be used at all on this backend, or None."""
         return None
 
-    # The dialect's f32 <-> u32 bit casts ("{}" for the operand); None: bf16 is refused (c_bf16.py).
+    # The dialect's f32 <-> u32 bit casts ("{}" for the operand); None: bf16 is refused (passes/legalize_f16.py
+    # converts bf16 with them).
     F32_AS_U32: Optional[str] = None
     U32_AS_F32: Optional[str] = None
 
     def bf16_refusal(self) -> Optional[str]:
-        """Why bf16 cannot be used on this dialect, or None (its values are u16 bits: c_bf16.py)."""
+        """Why bf16 cannot be used on this dialect, or None (its values are u16 bits: passes/legalize_f16.py)."""
         return None if self.F32_AS_U32 and self.U32_AS_F32 else f"the {self.language} emitter has no f32 bit casts"
 
     def type_name(self, t: ScalarType) -> str:
@@ -196,13 +196,8 @@ class CDialect:
     def cast(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
         if src == dst:
             return x
-        if bf16 in (src, dst):  # only to and from f32 after passes/widen_bf16.py
-            if {src, dst} != {bf16, f32}:
-                raise self.refuse(f"a {src} -> {dst} conversion", "bf16 converts through f32")
-            to, frm = c_bf16.helper_sources(self.fn_qualifier, self.TYPE_NAMES["u16"], self.TYPE_NAMES["u32"],
-                                            self.F32_AS_U32, self.U32_AS_F32)
-            name, text = to if dst == bf16 else frm
-            return Code(f"{unit.helper(name, text)}({x})")
+        if bf16 in (src, dst):  # on the bits before the emitter (passes/legalize_f16.py)
+            raise self.refuse(f"a {src} -> {dst} conversion", "bf16 conversions are written on the bits first")
         if src.is_float and dst.is_int:
             return self.float_to_int(unit, x, src, dst)
         if dst == f16 and not self.half_native:
@@ -213,6 +208,17 @@ class CDialect:
         if src == f16 and not self.half_native and dst == f32:
             return x  # the value already is a float holding a half
         return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
+
+    def bitcast(self, x: Code, src: ScalarType, dst: ScalarType) -> Code:
+        """``ir.Bitcast`` (passes/legalize_f16.py): f32 <-> u32 with the dialect's bit casts; bf16 (its bits,
+        an unsigned short) <-> u32 by integer conversion (zero-extended, the low half)."""
+        if (src, dst) == (f32, u32):
+            return Code(self.F32_AS_U32.format(x), ATOM)
+        if (src, dst) == (u32, f32):
+            return Code(self.U32_AS_F32.format(x), ATOM)
+        if bf16 in (src, dst):
+            return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
+        raise self.refuse(f"a bitcast from {src} to {dst}", "only f32 and bf16 bits are reinterpreted here")
 
     def float_to_int(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
         """Saturating float -> int conversion, NaN -> 0 (``polykern.numerics.float_to_int``)."""

@@ -328,6 +328,8 @@ class KernelEmitter:
             return self.unop(e)
         if isinstance(e, ir.Cast):
             return d.cast(unit, self.expr(e.a), e.a.type, e.to)
+        if isinstance(e, ir.Bitcast):
+            return d.bitcast(self.expr(e.a), e.a.type, e.to)
         if isinstance(e, ir.Select):
             c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
             return Code(f"{c.at(LOR)} ? {a.at(LOR)} : {b.at(COND)}", COND)

@@ -50,7 +50,6 @@ from ..ir import nodes as N
 from ..ir.bfloat16 import f32_to_bits
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, f32
 from ..ir.vector import MAX_VECTOR_BYTES, VecGroup, iter_groups
-from .llvm_bf16 import bf16_to_f32, f32_to_bf16
 from .llvm_f16 import f16_libcall_ir
 from .llvm_target import MODULE_NAME
 
@@ -72,7 +71,7 @@ def value_type(st: ScalarType) -> ll.Type:
     """The LLVM type of a value of scalar type ``st`` in registers."""
     if st.is_bool:
         return I1
-    if st == bf16:  # bits (codegen/llvm_bf16.py)
+    if st == bf16:  # bits (passes/legalize_f16.py converts them)
         return ll.IntType(16)
     if st.is_float:
         return _FLOAT_TYPES[st.bits]
@@ -720,18 +719,26 @@ class LLVMKernelEmitter:
     def expr_Cast(self, e: N.Cast) -> ll.Value:
         return self.cast(self.expr(e.a), e.a.type, e.to)
 
+    def expr_Bitcast(self, e: N.Bitcast) -> ll.Value:
+        """``ir.Bitcast``: a float and the integer of its width; a 16-bit float (half, or bf16's i16 bits) and
+        the low half of an i32."""
+        b, v = self.builder, self.expr(e.a)
+        src, dst = e.a.type, e.to
+        if src.bits == 16:  # -> u32, zero-extended
+            return b.zext(v if src == bf16 else b.bitcast(v, ll.IntType(16)), I32)
+        if dst.bits == 16:  # the u32's low half
+            low = b.trunc(v, ll.IntType(16))
+            return low if dst == bf16 else b.bitcast(low, value_type(dst))
+        return b.bitcast(v, value_type(dst))
+
     def cast(self, v: ll.Value, src: ScalarType, dst: ScalarType) -> ll.Value:
         """C conversions between every pair of scalar types; float -> int saturates (NaN -> 0)."""
         b = self.builder
         if src == dst:
             return v
-        if src == bf16 or dst == bf16:  # only to and from f32 (passes/widen_bf16.py)
-            if (src, dst) == (bf16, f32):
-                return bf16_to_f32(b, v)
-            if (src, dst) == (f32, bf16):
-                return f32_to_bf16(b, v)
+        if src == bf16 or dst == bf16:  # on the bits before the backend (passes/legalize_f16.py)
             raise CompileError(f"{type(self).__name__}: a {src} -> {dst} conversion reached the backend "
-                               "(bf16 converts through f32)")
+                               "(passes/legalize_f16.py writes bf16 conversions on the bits)")
         dty = value_type(dst)
         if dst.is_bool:
             if src.is_float:
@@ -760,33 +767,18 @@ class LLVMKernelEmitter:
 
     def _int_to_f16(self, v: ll.Value, src: ScalarType, dty: ll.Type) -> ll.Value:
         """An integer to f16 through f32: exact up to 65520, and every larger magnitude is inf in f16 either
-        way. ``round_to_f16`` keeps LLVM's instcombine from folding ``fpext(fptrunc(sitofp x))`` back to
-        ``sitofp x`` past f16's range (fuzz case fz1000427: ``sin(f16(a << 31))`` gave -0.595, not NaN)."""
+        way (and no int -> half libcall). An integer that can reach 65520 arrives converted to f32 and clamped
+        (passes/legalize_f16.py "clamp": LLVM's instcombine folds ``fpext(fptrunc(sitofp x))``)."""
         b = self.builder
         r = b.sitofp(v, ll.FloatType()) if src.code == 0 else b.uitofp(v, ll.FloatType())
         return self.round_to_f16(r, dty)
 
     def round_to_f16(self, v: ll.Value, dty: ll.Type) -> ll.Value:
-        """An f32/f64 rounded once to f16 (``dty``): ``fptrunc`` of the value clamped as
-        ``_clamp_for_f16`` says. A backend with an instruction LLVM cannot see through may override it
-        (nvptx: ``cvt.rn.f16.f32`` as inline PTX, no clamp needed)."""
-        return self.builder.fptrunc(self._clamp_for_f16(v), dty)
-
-    def _clamp_for_f16(self, v: ll.Value) -> ll.Value:
-        """An f32/f64 about to be rounded to f16, clamped to +-65520 keeping NaN and -0 (every larger
-        magnitude rounds to inf in f16, so the result is unchanged). LLVM's instcombine (22.1) folds
-        ``fpext(fptrunc(sitofp x))`` to ``sitofp x`` when x's known bits have at most 11 significant bits,
-        ignoring f16's exponent range; the float may be such a conversion itself (``f16(a << 31)``,
-        ``f16(f32(a << 31))``, ``f16(f64(x))``, or one LLVM forms from a phi, select or product of them).
-        After the clamp an 11-bit value is at most 65504, where the fold is exact (tests/test_int_to_f16.py).
-        NaN is kept by its own select: LLVM's Hexagon backend turns the compare-and-select clamp into
-        sfmin/sfmax, which return the other operand for a NaN (f16(f32 NaN) gave inf; fuzz seed 5 program
-        122, tests/test_f16_nan_clamp.py)."""
-        b = self.builder
-        hi, lo = ll.Constant(v.type, 65520.0), ll.Constant(v.type, -65520.0)
-        c = b.select(b.fcmp_ordered(">", v, hi), hi, v)
-        c = b.select(b.fcmp_ordered("<", c, lo), lo, c)
-        return b.select(b.fcmp_unordered("uno", v, v), v, c)
+        """An f32/f64 rounded once to f16 (``dty``): ``fptrunc``. Target kinds declaring the "clamp" f16
+        rounding (passes/legalize_f16.py) get the value clamped to +-65520 in their IR first, so LLVM cannot
+        fold a round trip past f16's range. A backend with its own instruction may override it (nvptx:
+        ``cvt.rn.f16.f32`` as inline PTX, which LLVM cannot see through)."""
+        return self.builder.fptrunc(v, dty)
 
     def expr_Call(self, e: N.Call) -> ll.Value:
         if e.func not in N.MATH_FUNCS:

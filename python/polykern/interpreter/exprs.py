@@ -14,7 +14,7 @@ from .named import join
 from .sites import is_site
 from .subgroups import Request, linear_id, register_value
 from .taint import location
-from .values import OracleError, binop, canon, caster, math_fn, unop
+from .values import OracleError, binop, bitcaster, canon, caster, math_fn, unop
 
 
 class ExprCompiler:
@@ -88,6 +88,10 @@ class ExprCompiler:
         f = caster(e.a.type, e.to)
         if is_site(e):
             return self._watch(e, f, (a,))
+        return lambda st: f(a(st))
+
+    def _e_Bitcast(self, e):
+        a, f = self._expr(e.a), bitcaster(e.a.type, e.to)
         return lambda st: f(a(st))
 
     def _e_Select(self, e):

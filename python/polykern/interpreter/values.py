@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import numerics
 from ..errors import InterpretError
-from ..ir.bfloat16 import BF16_TINY, round_value
+from ..ir.bfloat16 import BF16_TINY, bits_to_f32, f32_to_bits, round_value
 from ..ir.rounding import round_exact
 from ..ir.types import ScalarType, bf16, f32
 
@@ -225,6 +225,23 @@ def caster(frm: ScalarType, to: ScalarType) -> Callable:
         f2i = numerics.float_to_int  # saturating, NaN -> 0
         return lambda a: f2i(a, name)
     return wrapper(to)
+
+
+def bitcaster(frm: ScalarType, to: ScalarType) -> Callable:
+    """The function reading a value of ``frm`` as the bits of ``to`` (ir.Bitcast: a float and the unsigned
+    integer of its width, or a 16-bit float and the low half of a u32)."""
+    if frm.is_float:
+        if frm == bf16:
+            return lambda a: int(f32_to_bits(np.float32(a)))
+        np_t = {16: np.float16, 32: np.float32, 64: np.float64}[frm.bits]
+        u_t = {16: np.uint16, 32: np.uint32, 64: np.uint64}[frm.bits]
+        return lambda a: int(np.asarray(a, np_t).view(u_t))
+    if to == bf16:
+        return lambda a: float(bits_to_f32(np.uint16(a & 0xFFFF)))
+    np_t = {16: np.float16, 32: np.float32, 64: np.float64}[to.bits]
+    u_t = {16: np.uint16, 32: np.uint32, 64: np.uint64}[to.bits]
+    mask = (1 << to.bits) - 1
+    return lambda a: float(np.asarray(a & mask, u_t).view(np_t))
 
 
 # ---------------------------------------------------------------- math builtins

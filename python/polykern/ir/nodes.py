@@ -115,7 +115,9 @@ class UnaryOp(Expr):
 
 
 @dataclass(eq=False)
-class Cast(Expr):
+class _Retyped(Expr):
+    """An expression of type ``to`` made from one operand ``a`` (the base of Cast and Bitcast)."""
+
     to: ScalarType
     a: Expr
 
@@ -124,6 +126,23 @@ class Cast(Expr):
 
     def children(self):
         return [self.a]
+
+
+@dataclass(eq=False)
+class Cast(_Retyped):
+    """``a`` converted to ``to`` (docs/language.md 7.3)."""
+
+
+#: the (value type, bits type) pairs a ``Bitcast`` reinterprets, in either direction: a float and the unsigned
+#: integer of its width, and a 16-bit float and the low half of a ``u32`` (the upper half zero), so
+#: targets without 16-bit integers (WGSL, SPIR-V without Int16) can hold the bits
+BITCAST_PAIRS = (("f32", "u32"), ("f64", "u64"), ("f16", "u32"), ("bf16", "u32"))
+
+
+@dataclass(eq=False)
+class Bitcast(_Retyped):
+    """``a``'s bits read as ``to`` (no conversion); only the pairs of :data:`BITCAST_PAIRS`. Made by the
+    legalization passes (passes/legalize_f16.py), never by the frontend."""
 
 
 @dataclass(eq=False)

@@ -19,6 +19,8 @@ def expr_str(e: ir.Expr) -> str:
         return f"{ {'neg': '-', 'not': 'not ', 'invert': '~'}[e.op]}{expr_str(e.a)}"
     if isinstance(e, ir.Cast):
         return f"{e.to}({expr_str(e.a)})"
+    if isinstance(e, ir.Bitcast):
+        return f"bitcast<{e.to}>({expr_str(e.a)})"
     if isinstance(e, ir.Select):
         return f"select({expr_str(e.cond)}, {expr_str(e.a)}, {expr_str(e.b)})"
     if isinstance(e, ir.Load):

@@ -217,6 +217,12 @@ class _Verifier:
                 self.fail(f"unknown unary op '{e.op}'", e)
         elif isinstance(e, ir.Cast):
             self.expr(e.a)
+        elif isinstance(e, ir.Bitcast):
+            self.expr(e.a)
+            pair = (e.a.type.name, e.to.name)
+            if pair not in ir.BITCAST_PAIRS and pair[::-1] not in ir.BITCAST_PAIRS:
+                self.fail(f"bitcast from {e.a.type} to {e.to}: only "
+                          f"{', '.join(f'{x} <-> {y}' for x, y in ir.BITCAST_PAIRS)} reinterpret bits", e)
         elif isinstance(e, ir.Select):
             self.expect(e.cond, bool_, e)
             self.expr(e.a)

@@ -3,12 +3,6 @@
 #include <metal_stdlib>
 using namespace metal;
 
-// float -> half, |x| clamped to 65520 first (the same value: every larger one rounds to inf), so that
-// no compiler folds (float)(half)(float)n to (float)n past half's range
-inline half pk_half(float x) {
-    return (half)(fabs(x) > 65520.0f ? copysign(65520.0f, x) : x);
-}
-
 kernel void half_math(
     constant int& n [[buffer(0)]],
     constant half& s [[buffer(1)]],
@@ -19,6 +13,10 @@ kernel void half_math(
     uint3 pk_local_id [[thread_position_in_threadgroup]]) {
     int i = 0;
     half h = 0;
+    float v_cvt16_0 = 0;
+    float v_cvt16_1 = 0;
+    float v_cvt16_2 = 0;
+    float v_cvt16_3 = 0;
     threadgroup half t[64];
 
     i = (int)pk_global_id.x;
@@ -26,6 +24,10 @@ kernel void half_math(
     threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
     h = x[i] * s + t[0];
     h = h - sqrt(h) + fabs(h) + fmax(h, s) + fmod(h, s);
-    x[i] = h / pk_half((float)n) + pk_half(z[i]);
+    v_cvt16_0 = (float)n;
+    v_cvt16_1 = v_cvt16_0 > 65520.0f ? 65520.0f : v_cvt16_0;
+    v_cvt16_2 = z[i];
+    v_cvt16_3 = v_cvt16_2 > 65520.0f ? 65520.0f : v_cvt16_2;
+    x[i] = h / (half)(v_cvt16_0 != v_cvt16_0 ? v_cvt16_0 : v_cvt16_1 < -65520.0f ? -65520.0f : v_cvt16_1) + (half)(v_cvt16_2 != v_cvt16_2 ? v_cvt16_2 : v_cvt16_3 < -65520.0f ? -65520.0f : v_cvt16_3);
     z[i] = (float)h + (float)(x[0] > y[0]);
 }

@@ -3,13 +3,6 @@
 #include <metal_stdlib>
 using namespace metal;
 
-// f32 -> bf16: round to nearest even on the bits; NaN stays NaN (quiet bit set)
-inline ushort pk_f2bf(float x) {
-    uint b = as_type<uint>(x);
-    return (ushort)((b & 0x7FFFFFFFu) > 0x7F800000u ? (b >> 16) | 0x40u
-                      : (b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
-
 kernel void staged_bf16__COL_0(
     device ushort* a [[buffer(0)]],
     device ushort* b [[buffer(1)]],
@@ -17,6 +10,8 @@ kernel void staged_bf16__COL_0(
     uint3 pk_local_id [[thread_position_in_threadgroup]],
     uint3 pk_local_size [[threads_per_threadgroup]]) {
     int e = 0;
+    uint v_cvt16_0 = 0;
+    uint v_cvt16_1 = 0;
     threadgroup ushort sa[1288];
     threadgroup ushort sb[1288];
     simdgroup_float8x8 pk_frag0[4][4];  // acc: frag_acc[f32, 32x32x32]
@@ -47,22 +42,24 @@ kernel void staged_bf16__COL_0(
     pk_frag0[3][1] = make_filled_simdgroup_matrix<float, 8, 8>((float)(0.0f));
     pk_frag0[3][2] = make_filled_simdgroup_matrix<float, 8, 8>((float)(0.0f));
     pk_frag0[3][3] = make_filled_simdgroup_matrix<float, 8, 8>((float)(0.0f));
-    pk_frag1[0][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[0][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[0][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[0][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[1][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[1][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[1][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[1][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[2][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[2][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[2][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[2][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[3][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[3][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[3][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
-    pk_frag1[3][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>(pk_f2bf(0.5f)));
+    v_cvt16_0 = as_type<uint>(0.5f);
+    v_cvt16_1 = v_cvt16_0 >> 16u;
+    pk_frag1[0][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[0][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[0][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[0][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[1][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[1][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[1][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[1][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[2][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[2][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[2][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[2][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[3][0] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[3][1] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[3][2] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
+    pk_frag1[3][3] = make_filled_simdgroup_matrix<bfloat, 8, 8>(as_type<bfloat>((ushort)((v_cvt16_0 & 2147483647u) > 2139095040u ? v_cvt16_1 | 64u : (v_cvt16_0 + ((v_cvt16_1 & 1u) + 32767u)) >> 16u)));
     {
       long pk_o = (long)(8); ulong pk_ld = (ulong)(40);
       simdgroup_load(pk_frag2[0][0], ((threadgroup const bfloat*)sa) + (pk_o + 0 * (long)pk_ld + 0), pk_ld, ulong2(0, 0), false);
