@@ -41,7 +41,7 @@ from .errors import DeviceUnavailableError, LaunchError
 from .ir.bfloat16 import bf16_array, is_bf16_dtype
 from .ir.types import scalar_from_numpy
 
-__all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories"]
+__all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories", "new_copy", "new_zeros"]
 
 Shape = Union[int, Sequence[int]]
 
@@ -182,12 +182,14 @@ class DeviceArrayBase:
             self._finalizer()
 
 
-def _to_device(cls: type, array, device):
+def new_copy(cls: type, array, device):
+    """A ``cls`` array on ``device`` holding a copy of ``array`` (NumPy-convertible, kept in its dtype)."""
     a = np.ascontiguousarray(array)
     return cls(a.shape, a.dtype, device=device).copy_from_host(a)
 
 
-def _zeros(cls: type, shape: Shape, dtype, device):
+def new_zeros(cls: type, shape: Shape, dtype, device):
+    """A zero-filled ``cls`` array on ``device`` (no fill where new allocations read as zeros)."""
     a = cls(shape, dtype, device=device)
     return a if cls._zero_initialized else a.fill(0)
 
@@ -198,7 +200,7 @@ def array_factories(cls: type) -> Tuple[Callable[..., Any], Callable[..., Any], 
 
     def to_device(array, *, device=None):
         """A DeviceArray with a copy of ``array`` (any NumPy-convertible, kept in its dtype)."""
-        return _to_device(cls, array, device)
+        return new_copy(cls, array, device)
 
     def empty(shape: Shape, dtype, *, device=None):
         """A DeviceArray of ``shape`` and ``dtype`` (contents undefined until written)."""
@@ -206,7 +208,7 @@ def array_factories(cls: type) -> Tuple[Callable[..., Any], Callable[..., Any], 
 
     def zeros(shape: Shape, dtype, *, device=None):
         """A DeviceArray of ``shape`` and ``dtype`` filled with zeros."""
-        return _zeros(cls, shape, dtype, device)
+        return new_zeros(cls, shape, dtype, device)
 
     for f in (to_device, empty, zeros):
         f.__module__, f.__qualname__ = cls.__module__, f.__name__
@@ -225,13 +227,13 @@ class DeviceArrayModule:
         return getattr(self, "device", None)
 
     def to_device(self, array):
-        return _to_device(self.device_array_class, array, self._array_device())
+        return new_copy(self.device_array_class, array, self._array_device())
 
     def empty(self, shape: Shape, dtype):
         return self.device_array_class(shape, dtype, device=self._array_device())
 
     def zeros(self, shape: Shape, dtype):
-        return _zeros(self.device_array_class, shape, dtype, self._array_device())
+        return new_zeros(self.device_array_class, shape, dtype, self._array_device())
 
     def device_array(self, array=None, *, shape=None, dtype=None):
         """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is

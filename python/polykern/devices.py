@@ -14,7 +14,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from . import backends, registry
-from .device_array import DeviceArrayBase, Shape, _to_device, _zeros
+from .device_array import DeviceArrayBase, Shape, new_copy, new_zeros
 from .errors import DeviceStringError, DeviceUnavailableError
 
 __all__ = ["HostArray", "parse_device", "device_array_class", "to_device", "empty", "zeros"]
@@ -106,7 +106,7 @@ def to_device(array, *, device: str = "cpu"):
     cls, dev = _resolve(device)
     if isinstance(array, DeviceArrayBase):
         array = array.numpy()
-    return _to_device(cls, array, dev)
+    return new_copy(cls, array, dev)
 
 
 def empty(shape: Shape, dtype, *, device: str = "cpu"):
@@ -118,5 +118,5 @@ def empty(shape: Shape, dtype, *, device: str = "cpu"):
 def zeros(shape: Shape, dtype, *, device: str = "cpu"):
     """An array of ``shape`` and ``dtype`` on ``device``, filled with zeros."""
     cls, dev = _resolve(device)
-    return _zeros(cls, shape, dtype, dev)
+    return new_zeros(cls, shape, dtype, dev)
 

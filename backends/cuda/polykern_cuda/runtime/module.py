@@ -19,7 +19,6 @@ import threading
 import weakref
 from typing import Dict, List, Mapping, Optional, Tuple
 
-import numpy as np
 import pycuda.driver as drv
 
 from polykern import wire

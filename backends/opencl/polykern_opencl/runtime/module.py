@@ -13,7 +13,6 @@ import re
 import threading
 from typing import Mapping, Optional
 
-import numpy as np
 import pyopencl as cl
 
 from polykern import wire

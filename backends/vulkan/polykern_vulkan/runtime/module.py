@@ -12,7 +12,6 @@ from __future__ import annotations
 import weakref
 from typing import Dict, List, Mapping, Optional
 
-import numpy as np
 
 from polykern import wire
 from polykern.device_array import DeviceArrayModule
