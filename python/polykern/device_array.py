@@ -20,6 +20,12 @@ A subclass supplies the device part:
 - ``_address()``: the ``ptr`` that ``__polykern_buffer__`` reports.
 - ``_device_key()``: ``(runtime name, device index)``, ``__polykern_buffer__``'s ``device``.
 - ``_device_label()``: the device as ``repr()`` shows it.
+- ``_index_of(device)`` (staticmethod): the device's index in its runtime's device strings (``"opencl:1"``);
+  0 unless overridden. ``_device_at(index)`` (classmethod) is the device a string's index names
+  (``DeviceUnavailableError`` if this process has no such device); by default only the default device.
+- ``_zero_initialized``: True where every new allocation reads as zeros (WebGPU), so ``zeros`` skips the fill.
+
+``DeviceArrayModule`` gives a runtime module ``to_device``/``empty``/``zeros``/``device_array`` on its device.
 
 ``_live_handle()`` is the allocation, or ``LaunchError("this DeviceArray was freed")``.
 """
@@ -31,17 +37,19 @@ from typing import Any, Callable, Sequence, Tuple, Union
 
 import numpy as np
 
-from .errors import LaunchError
+from .errors import DeviceUnavailableError, LaunchError
 from .ir.bfloat16 import bf16_array, is_bf16_dtype
 from .ir.types import scalar_from_numpy
 
-__all__ = ["DeviceArrayBase", "Shape", "array_factories"]
+__all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories", "new_copy", "new_zeros"]
 
 Shape = Union[int, Sequence[int]]
 
 
 class DeviceArrayBase:
     """A C-contiguous array in one device allocation (contents undefined until written)."""
+
+    _zero_initialized = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -90,6 +98,25 @@ class DeviceArrayBase:
 
     def _device_label(self) -> str:
         raise NotImplementedError
+
+    @staticmethod
+    def _index_of(device) -> int:
+        return 0
+
+    @classmethod
+    def _device_at(cls, index):
+        """The device that index ``index`` of this runtime names (None: the default device)."""
+        dev = cls._default_device()
+        if index is not None and cls._index_of(dev) != index:
+            raise DeviceUnavailableError(f"device index {index} is not available to this runtime in this process "
+                                         f"(it uses device {cls._index_of(dev)})")
+        return dev
+
+    @property
+    def device_name(self) -> str:
+        """The device as a device string: ``"cpu"``, ``"cuda:0"``, ``"opencl:1"``, ..."""
+        kind, index = self._device_key()
+        return kind if kind in ("cpu", "webgpu") else f"{kind}:{index}"
 
     def _live_handle(self) -> Any:
         if self._freed:
@@ -155,14 +182,25 @@ class DeviceArrayBase:
             self._finalizer()
 
 
+def new_copy(cls: type, array, device):
+    """A ``cls`` array on ``device`` holding a copy of ``array`` (NumPy-convertible, kept in its dtype)."""
+    a = np.ascontiguousarray(array)
+    return cls(a.shape, a.dtype, device=device).copy_from_host(a)
+
+
+def new_zeros(cls: type, shape: Shape, dtype, device):
+    """A zero-filled ``cls`` array on ``device`` (no fill where new allocations read as zeros)."""
+    a = cls(shape, dtype, device=device)
+    return a if cls._zero_initialized else a.fill(0)
+
+
 def array_factories(cls: type) -> Tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     """``(to_device, empty, zeros)`` for the DeviceArray subclass ``cls``; each takes ``device=``
     (keyword only; ``None`` = ``cls``'s default device)."""
 
     def to_device(array, *, device=None):
         """A DeviceArray with a copy of ``array`` (any NumPy-convertible, kept in its dtype)."""
-        a = np.ascontiguousarray(array)
-        return cls(a.shape, a.dtype, device=device).copy_from_host(a)
+        return new_copy(cls, array, device)
 
     def empty(shape: Shape, dtype, *, device=None):
         """A DeviceArray of ``shape`` and ``dtype`` (contents undefined until written)."""
@@ -170,8 +208,38 @@ def array_factories(cls: type) -> Tuple[Callable[..., Any], Callable[..., Any], 
 
     def zeros(shape: Shape, dtype, *, device=None):
         """A DeviceArray of ``shape`` and ``dtype`` filled with zeros."""
-        return cls(shape, dtype, device=device).fill(0)
+        return new_zeros(cls, shape, dtype, device)
 
     for f in (to_device, empty, zeros):
         f.__module__, f.__qualname__ = cls.__module__, f.__name__
     return to_device, empty, zeros
+
+
+class DeviceArrayModule:
+    """Device-array helpers of a runtime module, on the module's device: ``mod.to_device(x)``,
+    ``mod.empty(shape, dtype)``, ``mod.zeros(shape, dtype)``, ``mod.device_array(x)`` /
+    ``mod.device_array(shape=, dtype=)``. A subclass sets ``device_array_class``; its ``device``
+    attribute (absent: the runtime's default device) is where the arrays go."""
+
+    device_array_class: type = DeviceArrayBase
+
+    def _array_device(self):
+        return getattr(self, "device", None)
+
+    def to_device(self, array):
+        return new_copy(self.device_array_class, array, self._array_device())
+
+    def empty(self, shape: Shape, dtype):
+        return self.device_array_class(shape, dtype, device=self._array_device())
+
+    def zeros(self, shape: Shape, dtype):
+        return new_zeros(self.device_array_class, shape, dtype, self._array_device())
+
+    def device_array(self, array=None, *, shape=None, dtype=None):
+        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
+        uninitialized storage."""
+        if array is not None:
+            return self.to_device(array)
+        if shape is None or dtype is None:
+            raise TypeError("device_array() takes an array, or shape= and dtype=")
+        return self.empty(shape, dtype)

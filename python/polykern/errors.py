@@ -12,7 +12,8 @@ from typing import Optional
 __all__ = [
     "SourceLoc", "PolykernError", "KernelSyntaxError", "KernelTypeError", "TargetError",
     "CompileError", "BackendUnavailableError", "RuntimeNotLinkedError", "ArtifactError",
-    "LaunchError", "DeviceError", "InterpretError", "DataRaceError", "UninitializedReadError",
+    "LaunchError", "DeviceStringError", "DeviceUnavailableError", "DeviceError",
+    "InterpretError", "DataRaceError", "UninitializedReadError",
 ]
 
 
@@ -92,6 +93,15 @@ class ArtifactError(PolykernError):
 
 class LaunchError(PolykernError):
     """Wrong arguments or launch configuration for a kernel call."""
+
+
+class DeviceStringError(LaunchError):
+    """A device string (``pk.to_device(x, device=...)``) is malformed or names no known device kind."""
+
+
+class DeviceUnavailableError(LaunchError):
+    """A device string names a runtime that is absent here, a device index it does not have, or a runtime
+    that has no device memory of its own (Hexagon)."""
 
 
 class DeviceError(PolykernError):

@@ -345,3 +345,17 @@ def test_devices_lists_an_adapter():
 
     found = runtime.devices()
     assert found and all(isinstance(d, str) and "(" in d for d in found)
+
+
+def test_device_array_factories_follow_the_base_class():
+    """WebGPU's DeviceArray behaves as every runtime's (polykern.device_array): len() of a 0-d array is a
+    TypeError (it answered 1), ``empty``/``zeros``/``to_device`` are the shared factories taking ``device=``
+    (``empty`` was ``zeros`` and neither took a device), and zeros skips the fill because new buffers read 0."""
+    from polykern_webgpu import runtime as rt
+
+    with pytest.raises(TypeError, match="0-d"):
+        len(rt.empty((), np.float32))
+    assert rt.empty is not rt.zeros and rt.DeviceArray._zero_initialized
+    z = rt.zeros((3, 2), np.int32, device=rt.DeviceArray._default_device())
+    np.testing.assert_array_equal(z.numpy(), np.zeros((3, 2), np.int32))
+    np.testing.assert_array_equal(rt.to_device(np.arange(5), device=None).numpy(), np.arange(5))

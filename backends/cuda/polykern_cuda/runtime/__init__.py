@@ -85,5 +85,6 @@ def stats() -> dict:
 
 def register() -> None:
     registry.register("module.create.cuda", create)
+    registry.register("runtime.device_array.cuda", DeviceArray)  # pk.to_device(x, device="cuda...")
     registry.register("module.load_from_bytes.cuda", load_from_bytes)
     registry.register("runtime.synchronize.cuda", synchronize)  # pk.autotune waits with it

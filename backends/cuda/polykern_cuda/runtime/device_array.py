@@ -69,6 +69,10 @@ class DeviceArray(DeviceArrayBase):
     def _address(self) -> int:
         return self.ptr
 
+    @staticmethod
+    def _index_of(device) -> int:
+        return device.ordinal
+
     def _device_key(self):
         return ("cuda", self.device.ordinal)
 

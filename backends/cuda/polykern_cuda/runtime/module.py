@@ -19,11 +19,11 @@ import threading
 import weakref
 from typing import Dict, List, Mapping, Optional, Tuple
 
-import numpy as np
 import pycuda.driver as drv
 
 from polykern import wire
 from polykern.errors import ArtifactError, DeviceError
+from polykern.device_array import DeviceArrayModule
 from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.payload_formats import check_payload
@@ -33,7 +33,7 @@ from ..fallback import CUDAFallbackModule
 from . import cubin
 from . import device as _device
 from .cuerrors import HINTS, NAMES, cuda_call
-from .device_array import DeviceArray, to_device
+from .device_array import DeviceArray
 from .kernel import CUDAKernel
 
 __all__ = ["CUDAModule", "create", "load_from_bytes", "FORMATS"]
@@ -97,8 +97,9 @@ def _validate(fmt: str, payload: bytes, fmap: Mapping[str, FunctionInfo]) -> Non
                             f"(starts with {payload[:4]!r})")
 
 
-class CUDAModule(DeviceModule):
+class CUDAModule(DeviceArrayModule, DeviceModule):
     """PTX / cubin / CUDA C runnable on the process' CUDA device."""
+    device_array_class = DeviceArray
 
     is_runnable = True
     source_preference = ("cuda", "ptx")
@@ -178,16 +179,6 @@ class CUDAModule(DeviceModule):
         """The launchable kernel; loads the module into the device on first call (DeviceError if the
         device cannot run it, CompileError if CUDA C cannot be compiled here)."""
         return self._kernels.get(info.name)
-
-    # ------------------------------------------------------------ arrays
-    def device_array(self, array=None, *, shape=None, dtype=None) -> DeviceArray:
-        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)``
-        is uninitialized device memory."""
-        if array is not None:
-            return to_device(array, device=self.device)
-        if shape is None or dtype is None:
-            raise TypeError("device_array() takes an array, or shape= and dtype=")
-        return DeviceArray(shape, np.dtype(dtype), device=self.device)
 
 
 def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo], sources: Dict[str, str]) -> CUDAModule:

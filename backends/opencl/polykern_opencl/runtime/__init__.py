@@ -71,4 +71,5 @@ def stats(index=None) -> dict:
 
 def register() -> None:
     registry.register("module.create.opencl", create)
+    registry.register("runtime.device_array.opencl", DeviceArray)  # pk.to_device(x, device="opencl...")
     registry.register("module.load_from_bytes.opencl", load_from_bytes)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from polykern.errors import DeviceUnavailableError
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 
 from . import device as _device
@@ -48,6 +49,14 @@ class DeviceArray(DeviceArrayBase):
 
     def _address(self) -> int:
         return int(self.buffer.int_ptr)
+
+    @classmethod
+    def _device_at(cls, index):
+        """Any enumerated OpenCL device (``polykern_opencl.runtime.get_device(i)``), not only the chosen one."""
+        if index is not None and not 0 <= index < len(_device.probe_result().entries):
+            raise DeviceUnavailableError(f"no OpenCL device {index} here ({len(_device.probe_result().entries)} "
+                                         "enumerated; `polykern backends` lists them)")
+        return _device.get(index)
 
     def _device_key(self):
         return ("opencl", self.device.index)

@@ -13,11 +13,11 @@ import re
 import threading
 from typing import Mapping, Optional
 
-import numpy as np
 import pyopencl as cl
 
 from polykern import wire
 from polykern.errors import ArtifactError
+from polykern.device_array import DeviceArrayModule
 from polykern.lazy import LazyMap
 from polykern.module import ArgInfo, DeviceModule, FunctionInfo, payload_text, wrap_launch
 from polykern.ir.types import i32, u32, u64
@@ -26,7 +26,7 @@ from polykern.payload_formats import check_payload
 from ..codegen import CPU_VARIANT_MARK
 from ..fallback import OpenCLFallbackModule
 from . import device as _device
-from .device_array import DeviceArray, empty, to_device, zeros
+from .device_array import DeviceArray
 from .kernel import OpenCLKernel
 from .program import Program
 
@@ -35,8 +35,9 @@ __all__ = ["OpenCLModule", "create", "load_from_bytes"]
 _SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class OpenCLModule(DeviceModule):
+class OpenCLModule(DeviceArrayModule, DeviceModule):
     """OpenCL C runnable on the process' OpenCL device."""
+    device_array_class = DeviceArray
 
     is_runnable = True
     source_preference = ("cl",)
@@ -113,25 +114,6 @@ class OpenCLModule(DeviceModule):
     def kernel_on(self, name: str, dev: "_device.Device") -> OpenCLKernel:
         """``name`` on another enumerated device (``polykern_opencl.runtime.get_device(i)``)."""
         return self._kernels.get((dev, self.function_info(name).name))
-
-    # ------------------------------------------------------------ device arrays
-    def to_device(self, array) -> DeviceArray:
-        return to_device(array, device=self.device)
-
-    def empty(self, shape, dtype) -> DeviceArray:
-        return empty(shape, dtype, device=self.device)
-
-    def zeros(self, shape, dtype) -> DeviceArray:
-        return zeros(shape, dtype, device=self.device)
-
-    def device_array(self, array=None, *, shape=None, dtype=None) -> DeviceArray:
-        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
-        uninitialized storage."""
-        if array is not None:
-            return self.to_device(array)
-        if shape is None or dtype is None:
-            raise TypeError("device_array() takes an array, or shape= and dtype=")
-        return DeviceArray(shape, np.dtype(dtype), device=self.device)
 
 
 def cpu_safe_info(info: FunctionInfo) -> FunctionInfo:

@@ -68,4 +68,5 @@ def stats() -> dict:
 
 def register() -> None:
     registry.register("module.create.vulkan", create)
+    registry.register("runtime.device_array.vulkan", DeviceArray)  # pk.to_device(x, device="vulkan...")
     registry.register("module.load_from_bytes.vulkan", load_from_bytes)

@@ -96,6 +96,10 @@ class DeviceArray(DeviceArrayBase):
     def _address(self) -> int:
         return self.buffer.address
 
+    @staticmethod
+    def _index_of(device) -> int:
+        return device.index
+
     def _device_key(self):
         return ("vulkan", self.device.index)
 

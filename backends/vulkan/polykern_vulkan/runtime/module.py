@@ -12,9 +12,9 @@ from __future__ import annotations
 import weakref
 from typing import Dict, List, Mapping, Optional
 
-import numpy as np
 
 from polykern import wire
+from polykern.device_array import DeviceArrayModule
 from polykern.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 from polykern.payload_formats import check_payload
@@ -22,7 +22,7 @@ from polykern.payload_formats import check_payload
 from ..fallback import VulkanFallbackModule
 from . import device as _device
 from .abi import parse_module
-from .device_array import DeviceArray, to_device
+from .device_array import DeviceArray
 from .kernel import VulkanKernel
 from .program import KernelProgram
 
@@ -35,8 +35,9 @@ def _close_programs(programs: List[KernelProgram]) -> None:
     programs.clear()
 
 
-class VulkanModule(DeviceModule):
+class VulkanModule(DeviceArrayModule, DeviceModule):
     """SPIR-V shaders runnable on the process' Vulkan device."""
+    device_array_class = DeviceArray
 
     is_runnable = True
     source_preference = ("spirv-asm",)
@@ -67,15 +68,6 @@ class VulkanModule(DeviceModule):
         """The launchable kernel; realizes its shader module on first call (DeviceError if this device
         cannot run it). Pipelines are created per block shape at launch."""
         return self._kernels.get(info.name)
-
-    def device_array(self, array=None, *, shape=None, dtype=None) -> DeviceArray:
-        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
-        uninitialized storage."""
-        if array is not None:
-            return to_device(array, device=self.device)
-        if shape is None or dtype is None:
-            raise TypeError("device_array() takes an array, or shape= and dtype=")
-        return DeviceArray(shape, np.dtype(dtype), device=self.device)
 
 
 def create(payload: Dict[str, bytes], fmt: str, fmap: Mapping[str, FunctionInfo],

@@ -21,6 +21,7 @@ import wgpu
 import wgpu.backends.wgpu_native  # noqa: F401  (loads the native library: fail here, not at launch)
 
 from polykern import registry, wire
+from polykern.device_array import DeviceArrayModule
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
 from polykern.host_aliasing import check_host_overlaps
 from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
@@ -68,8 +69,9 @@ class _KernelABI:
         self.readonly = [info.args[i].readonly for i in self.buffers]
 
 
-class WebGPUModule(DeviceModule):
+class WebGPUModule(DeviceArrayModule, DeviceModule):
     """A runnable webgpu module. Device objects are created on first use."""
+    device_array_class = DeviceArray
 
     source_preference = ("wgsl",)
 
@@ -98,20 +100,6 @@ class WebGPUModule(DeviceModule):
 
     def _get_function(self, info: FunctionInfo):
         return self._kernels.get(info.name)
-
-    # device-array helpers on the module, e.g. ``mod.on("webgpu").to_device(x)``
-    to_device = staticmethod(to_device)
-    empty = staticmethod(empty)
-    zeros = staticmethod(zeros)
-
-    def device_array(self, array=None, *, shape=None, dtype=None):
-        """``mod.device_array(np_array)`` copies to the device; ``mod.device_array(shape=, dtype=)`` is
-        uninitialized storage (as on the CUDA, OpenCL and Vulkan modules)."""
-        if array is not None:
-            return to_device(array)
-        if shape is None or dtype is None:
-            raise TypeError("device_array() takes an array, or shape= and dtype=")
-        return empty(shape, dtype)
 
     # ------------------------------------------------------------ lazy device objects
 
@@ -343,5 +331,6 @@ def synchronize() -> None:
 
 def register() -> None:
     registry.register("module.create.webgpu", create)
+    registry.register("runtime.device_array.webgpu", DeviceArray)  # pk.to_device(x, device="webgpu...")
     registry.register("module.load_from_bytes.webgpu", load_from_bytes)
     registry.register("runtime.synchronize.webgpu", synchronize)

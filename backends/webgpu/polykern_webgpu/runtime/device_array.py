@@ -7,11 +7,11 @@ for writable parameters, back out on every launch. The launch check
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import numpy as np
 
-from polykern.device_array import DeviceArrayBase
+from polykern.device_array import DeviceArrayBase, array_factories
 from polykern.errors import LaunchError
 
 from .wgpu_context import STORAGE_USAGE, Context, context
@@ -26,8 +26,7 @@ def _padded(nbytes: int) -> int:
 class DeviceArray(DeviceArrayBase):
     """A C-contiguous array in a WebGPU storage buffer."""
 
-    def __init__(self, shape: Union[int, Sequence[int]], dtype, ctx: Optional[Context] = None):
-        super().__init__(shape, dtype, device=ctx)
+    _zero_initialized = True  # WebGPU zero-initializes every new buffer; there is no cheaper uninitialized one
 
     @property
     def ctx(self) -> Context:
@@ -37,9 +36,6 @@ class DeviceArray(DeviceArrayBase):
     def buffer(self):
         """The storage buffer (None once released)."""
         return self._handle
-
-    def __len__(self) -> int:
-        return self.shape[0] if self.shape else 1
 
     # ------------------------------------------------------------ device hooks
     @staticmethod
@@ -99,13 +95,5 @@ class DeviceArray(DeviceArrayBase):
     release = free
 
 
-def to_device(array) -> DeviceArray:
-    a = np.ascontiguousarray(array)
-    return DeviceArray(a.shape, a.dtype).copy_from_host(a)
 
-
-def zeros(shape, dtype) -> DeviceArray:
-    return DeviceArray(shape, dtype)  # WebGPU zero-initializes every new buffer
-
-
-empty = zeros  # there is no cheaper uninitialized allocation in WebGPU
+to_device, empty, zeros = array_factories(DeviceArray)
