@@ -155,7 +155,7 @@ def mod():
     from polykern_webgpu.runtime import WebGPUModule
 
     m = build([saxpy, block_sum, histogram, float_atomics, first_wins, int_semantics, loops, math_fns, fused,
-               group_ids])
+               group_ids]).realize()  # built while the runtime may not be imported yet: the real module
     assert isinstance(m, WebGPUModule) and m.is_runnable
     return m
 
