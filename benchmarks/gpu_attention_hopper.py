@@ -11,9 +11,7 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -21,7 +19,7 @@ sys.path.insert(0, HERE)
 
 import common  # noqa: E402
 import attention_hopper as AT  # noqa: E402
-from gpu_hopper import rounds_timing  # noqa: E402
+from gpu_hopper import device_log, rounds_timing  # noqa: E402
 
 import polykern as pk  # noqa: E402
 
@@ -100,18 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-triton", action="store_true")
     a = ap.parse_args(argv)
-    import torch
-
-    lines = []
-
-    def log(m):
-        print(m, flush=True)
-        lines.append(m)
-    props = torch.cuda.get_device_properties(0)
-    drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()
-    log(f"device {props.name} (sm_{props.major}{props.minor}), driver {drv}, torch {torch.__version__}, "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    log, lines = device_log()
     triton_attn = None
     if not a.no_triton:
         try:

@@ -142,6 +142,24 @@ def run_size(M, N, K, dtype, bn, stages, rounds, triton_mm, log, kernels=("tiles
     return res
 
 
+def device_log():
+    """(log, lines): ``log(m)`` prints ``m`` and keeps it in ``lines``; the first line names the device, its
+    driver, torch and the date (what every GPU figure is recorded with)."""
+    import torch
+
+    lines = []
+
+    def log(m):
+        print(m, flush=True)
+        lines.append(m)
+    props = torch.cuda.get_device_properties(0)
+    drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip()
+    log(f"device {props.name} (sm_{props.major}{props.minor}), driver {drv}, torch {torch.__version__}, "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    return log, lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
@@ -163,18 +181,7 @@ def main(argv=None) -> int:
             src = build(dt, a.bn, a.stages, fmt="cuda").imports[0].inspect_source("cuda")
             print(f"{dt}: {len(src)} bytes of CUDA C, wgmma: {'wgmma.mma_async' in src}")
         return 0
-    import torch
-
-    lines = []
-
-    def log(m):
-        print(m, flush=True)
-        lines.append(m)
-    props = torch.cuda.get_device_properties(0)
-    drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()
-    log(f"device {props.name} (sm_{props.major}{props.minor}), driver {drv}, torch {torch.__version__}, "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    log, lines = device_log()
     triton_mm = None
     if not a.no_triton:
         try:
