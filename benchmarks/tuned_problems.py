@@ -32,6 +32,11 @@ SAXPY_BLOCK = 256
 SAXPY_VARIANTS = {"": (1, 0), "2 float4 per work-item": (2, 0), "16 groups per SM": (1, 16)}
 STENCIL_BLOCK = (64, 4)
 MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
+# The double-buffered matmul's shapes pk.autotune chooses among (the matmul's variant "autotuned"): BM x BN
+# results per work-group, depth BK; (BM/8) * (BN/8) work-items, 2 * BK * (BM + BN) floats of shared memory.
+MM_CONFIGS = [{"BM": bm, "BN": bn, "BK": bk, "block": (bm // 8) * (bn // 8), "shared_size": 2 * bk * (bm + bn)}
+              for bm, bn, bk in [(128, 128, 8), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 64, 16),
+                                 (128, 128, 32)]]
 LN_EPS = 1e-5
 
 # Full sizes (the issue's): 64M f32 for the reductions and saxpy, 8192^2 stencil, 4096^2 rows, 4096^3 matmul.
@@ -297,8 +302,25 @@ def _mm_kernel(mnk, fused: bool = True):
     return tk.sgemm_tiled.specialize(BM=bm, BN=bn, BK=bk, FUSED=int(fused))
 
 
+def _mm_tuned(fused: bool):
+    import polykern as pk
+    return pk.autotune(configs=MM_CONFIGS, key=["m", "n", "k"], restore=False, verbose=True)(
+        tk.sgemm_db.specialize(FUSED=int(fused)))
+
+
 def _mm_run(mod, place, d, env):
     m, n, k = env["size"]
+    if env.get("variant") == "autotuned":
+        fits = [c for c in MM_CONFIGS if m % c["BM"] == 0 and n % c["BN"] == 0 and k % (2 * c["BK"]) == 0]
+        if len(fits) != len(MM_CONFIGS):
+            raise ValueError(f"the autotuned matmul needs m, n, k multiples of every config's tiles, got {m}x{n}x{k}")
+        kern = _mm_tuned(place.name != "vulkan").build(targets=list(mod.targets))
+        a, b, c = d["a"], d["b"], place.empty(m * n)
+
+        def tuned():
+            kern(m, n, k, a, b, c, grid=lambda cfg: (n // cfg["BN"], m // cfg["BM"]))
+            return [c]
+        return tuned
     bm, bn, bk = MM_TILE
     if m % bm or n % bn or k % bk:
         raise ValueError(f"sgemm_tiled needs m % {bm} == n % {bn} == k % {bk} == 0, got {m}x{n}x{k}")
@@ -343,7 +365,9 @@ PROBLEMS: Dict[str, Problem] = {p.name: p for p in [
             lambda rc: 8 * rc[0] * rc[1], variants=tuple(ROW_VARIANTS)),
     Problem("matmul", _mm_make, _mm_ref, lambda h: (1e-4, 1e-3 * np.sqrt(h["a"].shape[1])),
             lambda mnk: [_mm_kernel(mnk), _mm_kernel(mnk, False)], _mm_run, lambda mnk: 4 * (mnk[0] * mnk[2] + mnk[2] * mnk[1] + mnk[0] * mnk[1]),
-            flops=lambda mnk: 2.0 * mnk[0] * mnk[1] * mnk[2]),
+            flops=lambda mnk: 2.0 * mnk[0] * mnk[1] * mnk[2], variants=("", "autotuned"),
+            notes=["variant 'autotuned': sgemm_db (double-buffered shared tiles) under pk.autotune over "
+                   "MM_CONFIGS, tuned on the benchmark's own arrays at the first call"]),
 ]}
 
 # How each problem's outputs are cut down to what the reference holds.

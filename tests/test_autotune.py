@@ -205,3 +205,22 @@ def test_webgpu_registers_a_synchronize_that_waits():
     k(1 << 16, y, grid=lambda cfg: ((1 << 16) // cfg["block"],))
     sync()
     assert (y.numpy() == 1).all()
+
+
+def test_a_tuned_key_launches_without_printing_ir_or_asking_the_device(cache_dir, monkeypatch):
+    """The identity's fixed part (device, the kernels' IR hash, hooks) is computed once per built kernel:
+    a launch of an already tuned key is a dictionary lookup (printing the IR of a 4096^3 matmul's six
+    configurations took ~13 ms a launch on an H200, more than the kernel)."""
+    import polykern.autotuning as at
+
+    printed = []
+    real = at.function_str
+    monkeypatch.setattr(at, "function_str", lambda f: printed.append(f) or real(f))
+    k = pk.autotune(configs=CONFIGS, key=["n"], reps=1)(scaled_add).build(targets=["llvm"])
+    run_checked(k, 2000)
+    first = len(printed)
+    assert first == len(CONFIGS)          # once per configuration, at the first launch
+    for seed in range(3):
+        run_checked(k, 2000, seed=seed)
+    run_checked(k, 3000)                  # a new key tunes again, but the fixed part is kept
+    assert len(printed) == first
