@@ -541,22 +541,22 @@ def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.
 
 
 @pk.kernel
-def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.constexpr, m: i32, n: i32, k: i32,
-             a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
-    """C = A @ B like :func:`sgemm_tiled` (8 x 8 results per work-item in the same split layout), with the
-    depth BK free and the shared tiles double-buffered: the next tile is loaded into registers while this
+def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, TM: pk.constexpr, FUSED: pk.constexpr, m: i32,
+             n: i32, k: i32, a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
+    """C = A @ B like :func:`sgemm_tiled` (TM x 8 results per work-item, TM 8 or 16: rows in TM/4 groups of 4
+    spaced BM/(TM/4) apart, columns as there), with the depth BK free and the shared tiles double-buffered: the next tile is loaded into registers while this
     one is multiplied, then stored into the other buffer, so one barrier per tile instead of two. Each
-    work-item loads ``BM * BK / (4 * T)`` float4 of A (16 * BK / BN) and ``BN * BK / (4 * T)`` of B (16 * BK / BM) per tile (T = (BM/8) *
+    work-item loads ``BM * BK / (4 * T)`` float4 of A (2 * TM * BK / BN) and ``BN * BK / (4 * T)`` of B (2 * TM * BK / BM) per tile (T = (BM/TM) *
     (BN/8) work-items); both must be whole numbers. ``shared_size=2 * BK * (BM + BN)``. The configurations
     ``pk.autotune`` chooses among are ``MM_CONFIGS`` in benchmarks/tuned_problems.py."""
-    T = (BM // 8) * (BN // 8)
+    T = (BM // TM) * (BN // 8)
     TILE = BK * (BM + BN)
     tiles = pk.shared_dynamic(f32)  # two buffers of TILE floats: A tile (transposed), then B tile
-    acc = pk.local(f32, 64)
-    ra = pk.local(f32, 8)
+    acc = pk.local(f32, TM * 8)
+    ra = pk.local(f32, TM)
     rb = pk.local(f32, 8)
-    pa = pk.local(f32, 64 * BK // BN)
-    pb = pk.local(f32, 64 * BK // BM)
+    pa = pk.local(f32, 8 * TM * BK // BN)
+    pb = pk.local(f32, 8 * TM * BK // BM)
     tid = pk.local_id(0)
     tx = tid % (BN // 8)
     ty = tid // (BN // 8)
@@ -564,9 +564,9 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
     col0 = pk.group_id(0) * BN
     k4 = k // 4
     n4 = n // 4
-    for i in range(64):
+    for i in range(TM * 8):
         acc[i] = 0.0
-    for l in range(16 * BK // BN):
+    for l in range(2 * TM * BK // BN):
         f = tid + l * T
         v0, v1, v2, v3 = pk.vload(
             a, (row0 + f // (BK // 4)) * k4 + f % (BK // 4), 4)
@@ -574,7 +574,7 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
         pa[l * 4 + 1] = v1
         pa[l * 4 + 2] = v2
         pa[l * 4 + 3] = v3
-    for l in range(16 * BK // BM):
+    for l in range(2 * TM * BK // BM):
         f = tid + l * T
         v0, v1, v2, v3 = pk.vload(
             b, (f // (BN // 4)) * n4 + col0 // 4 + f % (BN // 4), 4)
@@ -582,11 +582,11 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
         pb[l * 4 + 1] = v1
         pb[l * 4 + 2] = v2
         pb[l * 4 + 3] = v3
-    for l in range(16 * BK // BN):
+    for l in range(2 * TM * BK // BN):
         f = tid + l * T
         for e in range(4):
             tiles[((f % (BK // 4)) * 4 + e) * BM + f // (BK // 4)] = pa[l * 4 + e]
-    for l in range(16 * BK // BM):
+    for l in range(2 * TM * BK // BM):
         f = tid + l * T
         for e in range(4):
             tiles[BK * BM + (f // (BN // 4)) * BN + (f % (BN // 4)) * 4 + e] = pb[l * 4 + e]
@@ -596,7 +596,7 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
     while t < k:
         more = t + BK < k
         if more:  # the next tile's loads are in flight while this one is multiplied
-            for l in range(16 * BK // BN):
+            for l in range(2 * TM * BK // BN):
                 f = tid + l * T
                 v0, v1, v2, v3 = pk.vload(
                     a, (row0 + f // (BK // 4)) * k4 + (t + BK) // 4 + f % (BK // 4), 4)
@@ -604,7 +604,7 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
                 pa[l * 4 + 1] = v1
                 pa[l * 4 + 2] = v2
                 pa[l * 4 + 3] = v3
-            for l in range(16 * BK // BM):
+            for l in range(2 * TM * BK // BM):
                 f = tid + l * T
                 v0, v1, v2, v3 = pk.vload(
                     b, (t + BK + f // (BN // 4)) * n4 + col0 // 4 + f % (BN // 4), 4)
@@ -614,11 +614,13 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
                 pb[l * 4 + 3] = v3
         base = cur * TILE
         for kk in range(BK):
+            for h in range(TM // 4):
+                for e in range(4):
+                    ra[h * 4 + e] = tiles[base + kk * BM + h * (BM // (TM // 4)) + ty * 4 + e]
             for h in range(2):
                 for e in range(4):
-                    ra[h * 4 + e] = tiles[base + kk * BM + h * (BM // 2) + ty * 4 + e]
                     rb[h * 4 + e] = tiles[base + BK * BM + kk * BN + h * (BN // 2) + tx * 4 + e]
-            for i in range(8):
+            for i in range(TM):
                 for j in range(8):
                     if FUSED:
                         acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])
@@ -626,19 +628,19 @@ def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.con
                         acc[i * 8 + j] = ra[i] * rb[j] + acc[i * 8 + j]
         if more:  # into the other buffer, last read before the previous barrier
             nb = (1 - cur) * TILE
-            for l in range(16 * BK // BN):
+            for l in range(2 * TM * BK // BN):
                 f = tid + l * T
                 for e in range(4):
                     tiles[nb + ((f % (BK // 4)) * 4 + e) * BM + f // (BK // 4)] = pa[l * 4 + e]
-            for l in range(16 * BK // BM):
+            for l in range(2 * TM * BK // BM):
                 f = tid + l * T
                 for e in range(4):
                     tiles[nb + BK * BM + (f // (BN // 4)) * BN + (f % (BN // 4)) * 4 + e] = pb[l * 4 + e]
         pk.barrier()
         cur = 1 - cur
         t += BK
-    for i in range(8):
-        r = row0 + (i // 4) * (BM // 2) + ty * 4 + i % 4
+    for i in range(TM):
+        r = row0 + (i // 4) * (BM // (TM // 4)) + ty * 4 + i % 4
         for h in range(2):
             pk.vstore(c, (r * n + col0 + h * (BN // 2) + tx * 4) // 4,
                       (acc[i * 8 + h * 4], acc[i * 8 + h * 4 + 1], acc[i * 8 + h * 4 + 2], acc[i * 8 + h * 4 + 3]))
