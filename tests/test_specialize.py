@@ -9,7 +9,7 @@ import polykern as pk
 from polykern import Buffer, f16, f32, f64, i32, u8
 from polykern.errors import KernelTypeError
 from polykern.ir import nodes as ir
-from polykern.passes.unroll import MAX_TRIPS
+from polykern.passes.unroll import MAX_TRIPS, REGISTER_TRIPS
 from polykern.testing.interp import interpret
 from runtimes import compile_targets, runnable_targets
 
@@ -107,9 +107,14 @@ def test_constexpr_loops_unroll_up_to_the_limit():
     small = block_sums.specialize(T=f32, BLOCK=16).ir
     # range(BLOCK // 8) twice and range(N) in tile_total unroll; range(8) (literal bounds) stays a loop
     assert [s.stop.value for s in _loops(small)] == [8, 8]
-    big = block_sums.specialize(T=f32, BLOCK=8 * (MAX_TRIPS + 1)).ir
-    assert sorted(s.stop.value for s in _loops(big)) == [8, MAX_TRIPS + 1, MAX_TRIPS + 1, 8 * (MAX_TRIPS + 1)]
-    assert big.arrays["tile"].size == 8 * (MAX_TRIPS + 1) and big.arrays["regs"].size == MAX_TRIPS + 1
+    # loops whose variable indexes the pk.local array regs unroll up to REGISTER_TRIPS (constant indices keep
+    # it in registers); tile_total's loop over the shared tile stays a loop past MAX_TRIPS
+    mid = block_sums.specialize(T=f32, BLOCK=8 * (MAX_TRIPS + 1)).ir
+    assert sorted(s.stop.value for s in _loops(mid)) == [8] * (MAX_TRIPS + 1) + [8 * (MAX_TRIPS + 1)]
+    big = block_sums.specialize(T=f32, BLOCK=8 * (REGISTER_TRIPS + 1)).ir
+    assert sorted(s.stop.value for s in _loops(big)) == [8, REGISTER_TRIPS + 1, REGISTER_TRIPS + 1,
+                                                         8 * (REGISTER_TRIPS + 1)]
+    assert big.arrays["tile"].size == 8 * (REGISTER_TRIPS + 1) and big.arrays["regs"].size == REGISTER_TRIPS + 1
 
 
 @pk.kernel

@@ -187,3 +187,26 @@ def test_entry_names_are_ptx_identifiers(tmp_path):
     assert dev.sources["ptx"].isascii()
     if PTXAS:
         ptxas(dev.sources["ptx"], "sm_90", tmp_path)
+
+
+@pk.kernel
+def register_tile(N: pk.constexpr, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    acc = pk.local(f32, N)
+    for i in range(N):          # more than MAX_TRIPS iterations, indexing a register array
+        acc[i] = x[i]
+    for r in range(4):
+        for i in range(N):
+            acc[i] = acc[i] * 2.0 + 1.0
+    s = 0.0
+    for i in range(N):
+        s += acc[i]
+    y[pk.global_id(0)] = s
+
+
+def test_a_register_array_indexed_by_a_long_constexpr_loop_stays_in_registers():
+    """A 128-entry ``pk.local`` accumulator initialized in a loop of 128 stayed in local memory (512 bytes
+    of stack, ld.local/st.local in every multiply-add: an SGEMM 40x slower on an H200): loops whose variable
+    indexes a register array unroll up to passes/unroll.py's REGISTER_TRIPS."""
+    k = register_tile.specialize(N=128)
+    ptx = pk.build([k], targets=["nvptx -arch=sm_90"]).inspect_source("ptx")
+    assert "ld.local" not in ptx and "st.local" not in ptx and "__local_depot" not in ptx

@@ -17,9 +17,13 @@ from typing import List, Optional
 from ..ir import nodes as ir
 from .clone import clone_function
 
-__all__ = ["unroll", "own_exit", "MAX_TRIPS", "MAX_STMTS"]
+__all__ = ["unroll", "own_exit", "MAX_TRIPS", "REGISTER_TRIPS", "MAX_STMTS"]
 
 MAX_TRIPS = 64
+# A loop whose variable indexes a ``pk.local`` array is unrolled up to this many iterations: register arrays
+# need constant indices to stay in registers (a 128-entry accumulator initialized in a loop of 128 kept the
+# whole array in local memory on NVPTX: 512 bytes of stack, 40x slower).
+REGISTER_TRIPS = 256
 MAX_STMTS = 2048
 
 
@@ -29,7 +33,7 @@ def unroll(loop: ir.For, max_trips: int = MAX_TRIPS) -> Optional[List[ir.Stmt]]:
     if not (isinstance(loop.start, ir.Const) and isinstance(loop.stop, ir.Const)):
         return None
     values = range(loop.start.value, loop.stop.value, loop.step)
-    if len(values) > max_trips:
+    if len(values) > max_trips and not (len(values) <= REGISTER_TRIPS and indexes_registers(loop)):
         return None
     if len(values) * sum(1 for _ in ir.walk_stmts(loop.body)) > MAX_STMTS:
         return None
@@ -44,6 +48,20 @@ def unroll(loop: ir.For, max_trips: int = MAX_TRIPS) -> Optional[List[ir.Stmt]]:
     final = _wrap(values[-1] + loop.step, t) if values else loop.start.value
     out.append(_located(ir.Assign(loop.var, _const(final, t, loop)), loop))
     return out
+
+
+def indexes_registers(loop: ir.For) -> bool:
+    """Whether ``loop``'s variable appears in the index of a ``pk.local`` array's load or store."""
+    def by_var(index) -> bool:
+        return any(isinstance(e, ir.Var) and e.name == loop.var for e in ir.walk_expr(index))
+
+    def local(base) -> bool:
+        return isinstance(base.type, ir.ArrayType) and base.type.scope == "local"
+
+    for s in ir.walk_stmts(loop.body):
+        if isinstance(s, ir.Store) and local(s.base) and by_var(s.index):
+            return True
+    return any(isinstance(e, ir.Load) and local(e.base) and by_var(e.index) for e in ir.walk_all_exprs(loop.body))
 
 
 def _wrap(v: int, t) -> int:
