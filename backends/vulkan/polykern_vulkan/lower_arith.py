@@ -39,6 +39,9 @@ def _is_cheap_and_safe(e: n.Expr) -> bool:
     return True
 
 
+FMA_FUSED_SPEC_ID = 4  # 0-2: the block shape, 3: a pk.shared_dynamic length (lower.py)
+
+
 class ArithLowering:
     """Expressions of arithmetic, math calls and fma (mixed into KernelLowering)."""
 
@@ -362,7 +365,12 @@ class ArithLowering:
         fma is computed in f64: the product of two f32 values is exact in f64, leaving one rounding in the
         wide add and one back to f32 (within 1 ulp of fused); it needs the float64 feature, and without it
         (and for f64) GLSL Fma is used. An f16 fma never arrives: passes/legalize_f16.py computes it in
-        f32 the same way (vulkan declares ``fma`` in its ``ops_in_f32``)."""
+        f32 the same way (vulkan declares ``fma`` in its ``ops_in_f32``).
+
+        Where the device's Fma is measured to be fused (runtime/fma_probe.py: NVIDIA's is one FFMA), the
+        f64 path costs 3 conversions, DMUL and DADD per fma for nothing: both are emitted and specialization
+        constant :data:`FMA_FUSED_SPEC_ID` (0 unless the runtime's probe says fused) selects one when the
+        pipeline is created, so the driver keeps only that one."""
         from polykern.ir.types import SCALAR_TYPES
 
         wide = SCALAR_TYPES[f"f{t.bits * 2}"]
@@ -372,4 +380,16 @@ class ArithLowering:
             self.required.add("float64")
         a, b, c = (self.convert(v, t, wide) for v in args)
         prod = self.f.val(Op.FMul, self.ty(wide), a, b)
-        return self.convert(self.f.val(Op.FAdd, self.ty(wide), prod, c), wide, t)
+        emulated = self.convert(self.f.val(Op.FAdd, self.ty(wide), prod, c), wide, t)
+        if wide.bits != 64:
+            return emulated
+        return self.f.val(Op.Select, self.ty(t), self.fma_fused_flag(), self.glsl("Fma", t, *args), emulated)
+
+    def fma_fused_flag(self) -> int:
+        """The bool "the device's Fma is fused": specialization constant FMA_FUSED_SPEC_ID (declared once per
+        shader and named in the kernel's ``spec_ids``) != 0, compared where it is used (a value made in one
+        block would not dominate the others); drivers fold it when the pipeline is specialized."""
+        if getattr(self, "_fma_spec", None) is None:
+            self._fma_spec = self.m.spec_const_u32(0, FMA_FUSED_SPEC_ID, "fma_fused")
+            self.attrs["spec_ids"] += f",fma_fused={FMA_FUSED_SPEC_ID}"
+        return self.f.val(Op.INotEqual, self.m.t_bool(), self._fma_spec, self.u32c(0))

@@ -93,6 +93,7 @@ class KernelABI:
     shared_bytes: int
     preserved_widths: Tuple[int, ...] = ()  # float widths whose NaN/inf/-0 the shader needs kept
     matrix: Tuple = ()  # (M, N, K, (A, B, C, result)) of its matrix fragments (runtime/coopmat.py)
+    fma_fused_spec: bool = False  # specialization constant 4 picks GLSL Fma over the f64 fma (lower_arith.py)
 
     @property
     def buffer_count(self) -> int:
@@ -140,7 +141,7 @@ class KernelABI:
             raise ArtifactError(f"vulkan kernel '{k}': bad spirv version {a['spirv']!r}") from None
         return cls(k, a["entry"], (major, minor), tuple(bindings), tuple(push), size,
                    scan_capabilities(binary, k), info.shared_bytes, scan_preserved_widths(binary, k),
-                   _matrix_needs(k, a))
+                   _matrix_needs(k, a), "fma_fused=4" in a.get("spec_ids", "").split(","))
 
     def pack_push_constants(self, values: Sequence) -> bytes:
         """Scalars (NumPy scalars of the declared types, in argument order) -> the push block.

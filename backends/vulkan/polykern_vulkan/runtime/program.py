@@ -13,14 +13,14 @@ which also drops the command buffers recorded with it).
 from __future__ import annotations
 
 import struct
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import vulkan as vk
 
 from polykern.errors import DeviceError
 from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
 
-from . import coopmat
+from . import coopmat, fma_probe
 from .abi import KernelABI
 from .device import SPIRV_API, Device
 from .vkresult import vk_call
@@ -31,10 +31,11 @@ _SPEC_ENTRIES = None
 
 
 def _spec_entries():
-    """Specialization constants 0-2: the block shape; 3: a pk.shared_dynamic array's length."""
+    """Specialization constants 0-2: the block shape; 3: a pk.shared_dynamic array's length; 4: the device's
+    GLSL Fma is fused (runtime/fma_probe.py). An entry the shader does not declare has no effect."""
     global _SPEC_ENTRIES
     if _SPEC_ENTRIES is None:
-        _SPEC_ENTRIES = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(4)]
+        _SPEC_ENTRIES = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(5)]
     return _SPEC_ENTRIES
 
 
@@ -74,9 +75,11 @@ def check_supported(dev: Device, abi: KernelABI) -> None:
 
 
 class KernelProgram:
-    def __init__(self, dev: Device, abi: KernelABI, binary: bytes):
+    def __init__(self, dev: Device, abi: KernelABI, binary: bytes, fma_fused: Optional[bool] = None):
+        """``fma_fused``: the value of specialization constant 4 for a kernel that declares it; None asks
+        runtime/fma_probe.py (measured once per device)."""
         check_supported(dev, abi)
-        self.dev, self.abi = dev, abi
+        self.dev, self.abi, self.fma_fused = dev, abi, fma_fused
         self.tokens: List[int] = []
         d = dev.handle
         try:
@@ -120,9 +123,12 @@ class KernelProgram:
     def _create_pipeline(self, key):
         dev = self.dev
         dev.check_open()
-        block3, extra = (key, ()) if isinstance(key[0], int) else (key[0], (key[1],))
-        data = struct.pack(f"<{3 + len(extra)}I", *block3, *extra)
-        spec = vk.VkSpecializationInfo(mapEntryCount=3 + len(extra), pMapEntries=_spec_entries(), dataSize=len(data),
+        block3, shared = (key, 0) if isinstance(key[0], int) else key
+        fused = False
+        if self.abi.fma_fused_spec:
+            fused = self.fma_fused if self.fma_fused is not None else fma_probe.fused(dev)
+        data = struct.pack("<5I", *block3, shared or 1, int(fused))  # 1: the shader's default length
+        spec = vk.VkSpecializationInfo(mapEntryCount=5, pMapEntries=_spec_entries(), dataSize=len(data),
                                        pData=vk.ffi.from_buffer(data))
         stage = vk.VkPipelineShaderStageCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
