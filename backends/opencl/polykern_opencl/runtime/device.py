@@ -63,7 +63,7 @@ class Device:
                 self.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
         self.stats: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
-        self.streams: "weakref.WeakSet[cl.CommandQueue]" = weakref.WeakSet()  # queues of pk.Streams
+        self.streams: "weakref.WeakSet" = weakref.WeakSet()  # the streams.OpenCLStream of pk.Streams
         self.queued = False  # a launch returned without waiting since the last finish_all
         from .buffers import BufferPool
 
@@ -75,10 +75,7 @@ class Device:
     def new_queue(self) -> "cl.CommandQueue":
         """An in-order queue on the context (profiling on where the device has it)."""
         props = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
-        queue = cl.CommandQueue(self.context, self.cl_device, properties=props)
-        if hasattr(self, "queue"):
-            self.streams.add(queue)
-        return queue
+        return cl.CommandQueue(self.context, self.cl_device, properties=props)
 
     def finish_all(self) -> None:
         """Wait for the work of every queue of the device (the host is about to touch a DeviceArray or
@@ -86,8 +83,9 @@ class Device:
         if not self.queued:
             return
         with cl_call(f"waiting for {self.name}"):
-            for queue in [self.queue, *self.streams]:
-                queue.finish()
+            for queue in [self.queue, *(s.queue for s in list(self.streams))]:
+                if queue is not None:
+                    queue.finish()
         self.queued = False
 
     def count(self, key: str, n: int = 1) -> None:

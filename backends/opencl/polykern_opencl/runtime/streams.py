@@ -8,6 +8,8 @@ nanoseconds), and ``stream.wait(event)`` enqueues a barrier waiting for it.
 """
 from __future__ import annotations
 
+import weakref
+
 import pyopencl as cl
 
 from polykern.errors import StreamError
@@ -21,6 +23,9 @@ class OpenCLStream:
     def __init__(self, dev, queue):
         self.device = dev
         self.queue = queue
+        if queue is not dev.queue:
+            dev.streams.add(self)  # Device.finish_all waits for it
+            weakref.finalize(self, queue.finish)  # a stream dropped unclosed: its work is done before it goes
 
     def synchronize(self) -> None:
         with cl_call(f"waiting for a stream of {self.device.name}"):
@@ -35,7 +40,7 @@ class OpenCLStream:
             cl.enqueue_barrier(self.queue, wait_for=[event.event])
 
     def close(self) -> None:
-        self.device.streams.discard(self.queue)
+        self.device.streams.discard(self)
         self.queue = None
 
 
