@@ -169,3 +169,23 @@ def test_misuse_is_named():
         pk.Stream(device="hexagon")
     with pk.stream(None):  # no stream: nothing changes
         assert current_stream("cpu") is None
+
+
+def test_docs_runtime_example_runs(tmp_path):
+    """docs/runtime.md's example runs as written (on Vulkan, its device)."""
+    import os
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "runtime.md"
+    if not doc.exists():
+        pytest.skip("docs/runtime.md is not in this tree")
+    _target_or_skip("vulkan:0")
+    code = re.search(r"^```python\n(.*?)^```$", doc.read_text(), re.M | re.S).group(1)
+    (tmp_path / "example.py").write_text(code)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
