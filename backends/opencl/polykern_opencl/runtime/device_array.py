@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from polykern.errors import DeviceUnavailableError
+from polykern.errors import DeviceError, DeviceUnavailableError
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 
 from . import device as _device
@@ -46,7 +46,10 @@ class DeviceArray(DeviceArrayBase):
 
     @staticmethod
     def _release(dev, buf) -> None:
-        dev.finish_all()  # no queued launch may still use the buffer when it is handed out again
+        try:
+            dev.finish_all()  # no queued launch may still use the buffer when it is handed out again
+        except DeviceError:  # also at garbage collection: a failed queue never uses the buffer again
+            dev.count("release_wait_errors")
         dev.pool.release(buf)
 
     def _address(self) -> int:

@@ -454,7 +454,10 @@ class Device:
     def release(self, token: int) -> None:
         """Destroy an owned object once the submitted work is done (no-op once the device is shut down:
         shutdown destroyed it)."""
-        self.wait_all("work that may use an object about to be destroyed")
+        try:
+            self.wait_all("work that may use an object about to be destroyed")
+        except DeviceError:  # lost device / timeout: the work will never use it again; destroy it all the same
+            self.count("release_wait_errors")
         with self._lock:
             destroy = self._owned.pop(token, None)
             self.release_epoch += 1
