@@ -397,7 +397,6 @@ class Device:
         self.stats: collections.Counter = collections.Counter()
         self._lock = threading.Lock()  # stats, owned objects, context free list
         self._queue_lock = threading.Lock()
-        self._wait_lock = threading.Lock()  # the one wait-info struct
         self._owned: Dict[int, Callable[[], None]] = {}
         self._tokens = itertools.count(1)
         self.release_epoch = 0  # advanced by every release: handles the driver may reuse (descriptor_sets.py)
@@ -417,12 +416,7 @@ class Device:
                 sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=vk.VkSemaphoreTypeCreateInfo(
                     sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                     semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)), None)
-            self._wait_value = vk.ffi.new("uint64_t[1]")
             self._wait_sems = vk.ffi.new("VkSemaphore[1]", [self.timeline])
-            self._wait_info = vk.ffi.new("VkSemaphoreWaitInfo*", {
-                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, "semaphoreCount": 1,
-                "pSemaphores": self._wait_sems, "pValues": self._wait_value})
-            self._counter = vk.ffi.new("uint64_t[1]")
         self.pool = BufferPool(self)
         inst.before_close(self.close)  # the logical device goes before the instance
 
@@ -582,11 +576,12 @@ class Device:
         """Whether the submission with timeline value ``value`` has finished (never waits)."""
         if value <= self.completed or self.timeline is None:
             return True
+        counter = vk.ffi.new("uint64_t[1]")  # per call, no lock: a finalizer may wait on any thread at any time
         with vk_call("vkGetSemaphoreCounterValue"):
-            rc = _lib.vkGetSemaphoreCounterValue(self.handle, self.timeline, self._counter)
+            rc = _lib.vkGetSemaphoreCounterValue(self.handle, self.timeline, counter)
             if rc != vk.VK_SUCCESS:
                 raise vk.exception_codes[rc]
-            got = int(self._counter[0])
+            got = int(counter[0])
         if got > self.completed:
             self.completed = got
         return got >= value
@@ -595,9 +590,11 @@ class Device:
         """Wait until the submission with timeline value ``value`` (and every earlier one) has finished."""
         if value <= self.completed or self.timeline is None or self.closed:
             return
-        with self._wait_lock:
-            self._wait_value[0] = value
-            rc = _lib.vkWaitSemaphores(self.handle, self._wait_info, self.timeout_ns)
+        values = vk.ffi.new("uint64_t[1]", [value])  # per call, no lock (see reached)
+        info = vk.ffi.new("VkSemaphoreWaitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                                                   "semaphoreCount": 1, "pSemaphores": self._wait_sems,
+                                                   "pValues": values})
+        rc = _lib.vkWaitSemaphores(self.handle, info, self.timeout_ns)
         if rc != vk.VK_SUCCESS:
             raise self._wait_error(what, vk.exception_codes[rc]())
         if value > self.completed:

@@ -11,6 +11,7 @@ device's query pool, and ``elapsed_ms`` is the difference of two slots in the de
 """
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
 from typing import List
@@ -73,7 +74,7 @@ class VulkanEvent:
     def __init__(self, dev, value: int, slot):
         self.dev, self.value, self.slot = dev, value, slot
         if slot is not None:
-            weakref.finalize(self, dev.event_queries.give, slot, value)
+            weakref.finalize(self, dev.event_queries.give, slot)
 
     def synchronize(self) -> None:
         self.dev.wait_value(self.value, "the work before an event")
@@ -105,30 +106,29 @@ class _Slots:
         bits = dev.timestamp_bits
         self.mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         self.free: List[int] = list(range(SLOTS))
-        self.given: List[tuple] = []  # (slot, timeline value of its write)
-        self.lock = threading.Lock()
-        self._data = vk.ffi.new("uint64_t[1]")
+        self.given: collections.deque = collections.deque()  # slots of collected events (appended without a lock:
+        self.lock = threading.Lock()  # a finalizer may run on any thread, even one holding the lock)
 
     def take(self) -> int:
         with self.lock:
-            if not self.free:
-                self.dev.wait_all("timed events")
-                self.free = [slot for slot, _ in self.given]
-                self.given = []
+            if not self.free and self.given:
+                self.dev.wait_all("timed events")  # the given slots' writes have run
+                while self.given:
+                    self.free.append(self.given.popleft())
             if not self.free:
                 raise StreamError(f"more than {SLOTS} timed Vulkan events are alive; drop some, or make "
                                   "pk.Event(timing=False)")
             return self.free.pop()
 
-    def give(self, slot: int, value: int) -> None:
-        with self.lock:
-            self.given.append((slot, value))
+    def give(self, slot: int) -> None:
+        self.given.append(slot)
 
     def ticks(self, slot: int) -> int:
-        with self.lock, vk_call("reading an event's timestamp"):
-            vk.vkGetQueryPoolResults(self.dev.handle, self.pool, slot, 1, 8, self._data, 8,
+        data = vk.ffi.new("uint64_t[1]")
+        with vk_call("reading an event's timestamp"):
+            vk.vkGetQueryPoolResults(self.dev.handle, self.pool, slot, 1, 8, data, 8,
                                      vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-            return int(self._data[0])
+        return int(data[0])
 
 
 _made = threading.Lock()
