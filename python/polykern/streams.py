@@ -26,14 +26,16 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from . import registry
+from .device_array import device_string
 from .errors import DeviceUnavailableError, StreamError
 
 __all__ = ["Stream", "Event", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
            "current_stream"]
 
 _local = threading.local()  # .current: {kind: [Stream, ...]} (the innermost last)
-_defaults: Dict[Tuple[str, int], "Stream"] = {}
+_defaults: Dict[str, "Stream"] = {}  # device string -> its default stream
 _defaults_lock = threading.Lock()
+
 
 class HostStream:
     """The host's stream: CPU launches run before the call returns, so there is never anything to wait
@@ -54,6 +56,7 @@ class HostStream:
     def close(self) -> None:
         pass
 
+
 class HostEvent:
     def __init__(self, t: float):
         self.t = t
@@ -67,6 +70,7 @@ class HostEvent:
     def elapsed_ms(self, end: "HostEvent") -> float:
         return (end.t - self.t) * 1e3
 
+
 def _resolve(device: str) -> Tuple[str, str, Any, Any]:
     """(kind, device string, runtime device object, stream factory) of a device string."""
     from .devices import device_array_class, parse_device  # devices imports the backends: not at import
@@ -74,11 +78,12 @@ def _resolve(device: str) -> Tuple[str, str, Any, Any]:
     kind, index = parse_device(device)
     cls = device_array_class(kind)
     dev = cls._device_at(index)
-    label = kind if kind in ("cpu", "webgpu") else f"{kind}:{cls._index_of(dev)}"
+    label = device_string(kind, cls._index_of(dev))
     make = HostStream if kind == "cpu" else registry.get(f"runtime.stream.{kind}")
     if make is None:
         raise DeviceUnavailableError(f"device {device!r}: the {kind} runtime has no streams")
     return kind, label, dev, make
+
 
 class Stream:
     """An ordered queue of work on one device: launches made while it is current (``with s:``) run in
@@ -126,7 +131,8 @@ class Stream:
 
     def __enter__(self) -> "Stream":
         self._live("with stream")
-        getattr(_local, "current", None) or setattr(_local, "current", {})
+        if not hasattr(_local, "current"):
+            _local.current = {}
         _local.current.setdefault(self.kind, []).append(self)
         return self
 
@@ -136,6 +142,7 @@ class Stream:
     def __repr__(self) -> str:
         what = "default stream" if self.is_default else f"Stream at 0x{id(self):x}"
         return f"<polykern {what} on {self.device}{', closed' if self._closed else ''}>"
+
 
 class Event:
     """A point in a stream's work: ``stream.record()`` (or ``pk.Event().record(stream)``), then
@@ -177,6 +184,7 @@ class Event:
                               f"{end._stream.device})")
         return float(start_impl.elapsed_ms(end_impl))
 
+
 class stream:
     """``with pk.stream(s): ...``: ``s`` is the current stream of its device kind in this thread (the
     same as ``with s:``); ``pk.stream(None)`` changes nothing."""
@@ -193,25 +201,29 @@ class stream:
         if self.s is not None:
             self.s.__exit__(*exc)
 
+
 def default_stream(device: str = "cpu") -> Stream:
     """The stream launches on ``device`` go to when no stream is current (one per device)."""
-    kind, label, dev, make = _resolve(device)
+    label = _resolve(device)[1]
     with _defaults_lock:
-        got = _defaults.get((label, id(dev)))
+        got = _defaults.get(label)
         if got is None:
-            got = _defaults[(label, id(dev))] = Stream(label, _default=True)
+            got = _defaults[label] = Stream(label, _default=True)
         return got
+
 
 def synchronize(device: str = "cpu") -> None:
     """Wait until every stream of ``device`` has finished its work."""
-    kind, label, dev, make = _resolve(device)
+    kind, _, dev, _ = _resolve(device)
     if kind != "cpu":
         registry.require(f"runtime.synchronize.{kind}")(dev)
+
 
 def current_stream(kind: str) -> Optional[Stream]:
     """The stream ``with`` made current for device kind ``kind`` in this thread (None: the default)."""
     stack = getattr(_local, "current", {}).get(kind)
     return stack[-1] if stack else None
+
 
 def launch_stream(kind: str, device: Any, kernel: str) -> Any:
     """The runtime stream a launch of ``kernel`` on runtime device ``device`` goes to: the current stream's
