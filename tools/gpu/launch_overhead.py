@@ -2,6 +2,8 @@
 
     python tools/gpu/launch_overhead.py [--launches N] [--runtimes vulkan,opencl,...]
 
+(on the GPU machine with PYTHONPATH as tools/gpu/run_gpu_suite.sh sets it).
+
 For each runtime: a tiny kernel (``y[i] += 1`` over 256 elements) on arrays that stay on the device,
 warmed up, then ``N`` launches each timed on the host clock (``time.perf_counter_ns`` around the call:
 what the caller pays, not the GPU time); the median and the 10th/90th percentiles are printed in
