@@ -8,8 +8,8 @@ context current on the calling thread (a launch skips the push/pop when it is po
 ``event_create``/``event_record``/``stream_wait_event`` order polykern's launch stream after (and
 before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
 need polykern's context current); ``stream_create``/``stream_destroy``/``event_*`` are what
-``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py). Every function degrades to "unknown" (``None``, or the
-CUresult ``-1``) when the library cannot be used.
+``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py). Every function degrades to
+"unknown" (``None``, or the CUresult ``-1``) when the library cannot be used.
 """
 from __future__ import annotations
 

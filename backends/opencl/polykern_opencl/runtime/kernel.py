@@ -5,7 +5,8 @@ One launch = ``check_args`` (LaunchError before anything touches the device), de
 parameters), DeviceArrays bound as they are, scalars converted to the codegen's ABI, one
 ``clEnqueueNDRangeKernel`` with global size = grid * block and local size = block on the current
 stream's queue (polykern/streams.py), then, where host arrays are copied back (or the kernel prints), a
-wait for this launch's commands; a launch with only DeviceArrays returns once enqueued. OpenCL errors surface as DeviceError with the CL status code and name.
+wait for this launch's commands; a launch with only DeviceArrays returns once enqueued. OpenCL errors
+surface as DeviceError with the CL status code and name.
 
 Scalar ABI (opencl_c.py): every scalar is passed as its declared C type (``int``, ``ulong``,
 ``double`` ...) except ``bool`` -> ``uchar`` 0/1 and ``f16`` -> ``ushort`` holding the IEEE half bits

@@ -513,9 +513,9 @@ class Device:
         or while launches are timed) wait. ``keep``: a hashable key of everything the recording depends on
         but the descriptor sets (CommandContext.prepare): a launch with a key a former launch of the context
         had replays that one's command buffer instead of recording. ``stream`` (streams.VulkanStream, None:
-        the default stream, which is all of the device's work) learns the submission's timeline value. A failure after submission (timeout,
-        device lost) raises DeviceError with ``submitted = True``: the context (and anything the caller
-        bound) may still be in use by the device and must not be reused."""
+        the default stream, which is all of the device's work) learns the submission's timeline value. A
+        failure after submission (timeout, device lost) raises DeviceError with ``submitted = True``: the
+        context (and anything the caller bound) may still be in use by the device and must not be reused."""
         self.check_open()
         ctx = self._acquire_context(descriptors, idle=keep is None)
         submitted = False
