@@ -68,7 +68,7 @@ class CUDAStream:
 class CUDAEvent:
     def __init__(self, dev, handle: int):
         self.device, self.handle = dev, handle
-        weakref.finalize(self, libcuda.event_destroy, handle)
+        weakref.finalize(self, _destroy_event, dev, handle)
 
     def synchronize(self) -> None:
         _check(libcuda.event_synchronize(self.handle), "waiting for an event")
@@ -86,6 +86,15 @@ class CUDAEvent:
         rc, ms = libcuda.event_elapsed_ms(self.handle, end.handle)
         _check(rc, "cuEventElapsedTime (an event made with timing=False has no time)")
         return ms
+
+
+def _destroy_event(dev, handle: int) -> None:
+    """cuEventDestroy in polykern's context, at garbage collection (at exit the context may be gone: ignored)."""
+    try:
+        with dev.scope():
+            libcuda.event_destroy(handle)
+    except Exception:  # noqa: BLE001 - a finalizer must not raise
+        dev.count("event_destroy_errors")
 
 
 def make_stream(dev, default: bool) -> CUDAStream:
