@@ -8,7 +8,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import DeviceUnavailableError, StreamError
 from polykern.streams import current_stream
-from test_device_api import DEVICES, _target_or_skip
+from device_support import DEVICES, target_or_skip as _target_or_skip
 
 N = 1 << 14
 
