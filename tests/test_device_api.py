@@ -9,9 +9,7 @@ from polykern.devices import HostArray, parse_device
 from polykern.errors import DeviceStringError, DeviceUnavailableError, LaunchError
 from polykern.testing import tier_skip
 from runtimes import runnable_targets
-
-#: device string -> the target whose modules launch on it (the CPU runtime's target is "llvm")
-DEVICES = {"cpu": "llvm", "opencl:0": "opencl", "vulkan:0": "vulkan", "webgpu": "webgpu"}
+from device_support import DEVICES, target_or_skip as _target_or_skip
 
 
 @pk.kernel
@@ -19,17 +17,6 @@ def axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
     i = pk.global_id(0)
     if i < n:
         y[i] = a * x[i] + y[i]
-
-
-def _target_or_skip(device):
-    """The device's target kind, or a (tiered) skip where its runtime or a device of it is absent here (wgpu imports
-    on a host without a Vulkan driver, then finds no adapter: the H200 machine)."""
-    target = DEVICES[device]
-    if target not in {t.split()[0] for t, _, _ in runnable_targets()}:
-        tier_skip.skip_runtime(target, f"no {target} runtime here")
-    if target not in pk.backends.runnable_kinds():
-        tier_skip.skip_runtime(target, f"the {target} runtime finds no device here")
-    return target
 
 
 @pytest.mark.parametrize("device", list(DEVICES))

@@ -41,7 +41,8 @@ from .errors import DeviceUnavailableError, LaunchError
 from .ir.bfloat16 import bf16_array, is_bf16_dtype
 from .ir.types import scalar_from_numpy
 
-__all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories", "new_copy", "new_zeros"]
+__all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories", "device_string", "new_copy",
+           "new_zeros"]
 
 Shape = Union[int, Sequence[int]]
 
@@ -115,8 +116,7 @@ class DeviceArrayBase:
     @property
     def device_name(self) -> str:
         """The device as a device string: ``"cpu"``, ``"cuda:0"``, ``"opencl:1"``, ..."""
-        kind, index = self._device_key()
-        return kind if kind in ("cpu", "webgpu") else f"{kind}:{index}"
+        return device_string(*self._device_key())
 
     def _live_handle(self) -> Any:
         if self._freed:
@@ -180,6 +180,11 @@ class DeviceArrayBase:
             self._freed = True
             self._handle = None
             self._finalizer()
+
+
+def device_string(kind: str, index: int) -> str:
+    """The device string of device ``index`` of ``kind``: no index for the one-device kinds (cpu, webgpu)."""
+    return kind if kind in ("cpu", "webgpu") else f"{kind}:{index}"
 
 
 def new_copy(cls: type, array, device):

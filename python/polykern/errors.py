@@ -12,7 +12,7 @@ from typing import Optional
 __all__ = [
     "SourceLoc", "PolykernError", "KernelSyntaxError", "KernelTypeError", "TargetError",
     "CompileError", "BackendUnavailableError", "RuntimeNotLinkedError", "ArtifactError",
-    "LaunchError", "DeviceStringError", "DeviceUnavailableError", "DeviceError",
+    "LaunchError", "DeviceStringError", "DeviceUnavailableError", "StreamError", "DeviceError",
     "InterpretError", "DataRaceError", "UninitializedReadError",
 ]
 
@@ -102,6 +102,11 @@ class DeviceStringError(LaunchError):
 class DeviceUnavailableError(LaunchError):
     """A device string names a runtime that is absent here, a device index it does not have, or a runtime
     that has no device memory of its own (Hexagon)."""
+
+
+class StreamError(LaunchError):
+    """A stream or event used wrongly: closed, never recorded, on another device than the launch or the
+    other event, or asked for a time it cannot give (polykern/streams.py)."""
 
 
 class DeviceError(PolykernError):

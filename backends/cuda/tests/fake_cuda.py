@@ -145,6 +145,31 @@ class FakeGPU:
         self.calls["events"].append(("wait", stream, event))
         return 0
 
+    # streams and events of pk.Stream (runtime/streams.py); FAKE: work is done when it is queued
+    def stream_create(self):
+        ctx = self.current("cuStreamCreate")
+        self.calls["events"].append(("stream_create", ctx.handle))
+        return 0, 0x5000 + len(self.calls["events"])
+
+    def stream_destroy(self, handle):
+        self.current("cuStreamDestroy")
+        self.calls["events"].append(("stream_destroy", handle))
+        return 0
+
+    def event_synchronize(self, event):
+        self.calls["events"].append(("event_sync", event))
+        return 0
+
+    def event_query(self, event):
+        return 0
+
+    def event_elapsed_ms(self, start, end):
+        return 0, 0.5
+
+    def event_destroy(self, event):
+        self.current("cuEventDestroy")
+        return 0
+
     # ------------------------------------------------------------ pycuda.driver
     def _make_driver(self):
         gpu = self
@@ -403,7 +428,9 @@ def import_runtime(monkeypatch, gpu):
 
     monkeypatch.setattr(libcuda, "pointer_info", gpu.pointer_info)
     monkeypatch.setattr(libcuda, "stream_synchronize", gpu.stream_synchronize)
-    for name in ("pointer_context", "current_context", "event_create", "event_record", "stream_wait_event"):
+    for name in ("pointer_context", "current_context", "event_create", "event_record", "stream_wait_event",
+                 "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms",
+                 "event_destroy"):
         monkeypatch.setattr(libcuda, name, getattr(gpu, name))
     monkeypatch.setattr(libcuda, "error_codes", lambda: {})
     monkeypatch.setattr(libcuda, "error_name", lambda code: None)

@@ -13,15 +13,9 @@ import polykern as pk
 from polykern import backends
 from polykern.testing import tier_skip
 
-import vulkan_kernels as K
 
 RUNTIME_REASON = backends.runtime_reason("vulkan")
 pytestmark = tier_skip.skipif("lavapipe", RUNTIME_REASON, reason=f"no Vulkan runtime here: {RUNTIME_REASON}")
-
-
-@pytest.fixture(scope="module")
-def saxpy():
-    return pk.build([K.saxpy], targets=["vulkan"]).on("vulkan")["saxpy"]
 
 
 @pytest.fixture

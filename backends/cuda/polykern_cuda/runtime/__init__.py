@@ -46,6 +46,7 @@ _DEVICE = probe()  # BackendUnavailableError: no driver/device -> the runtime is
 
 from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
 from .module import CUDAModule, create, load_from_bytes  # noqa: E402
+from .streams import make_stream  # noqa: E402
 
 __all__ = ["CUDAModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
            "to_device", "empty", "zeros", "get_device", "context", "synchronize"]
@@ -67,12 +68,12 @@ def context():
     return _device.get().scope()
 
 
-def synchronize() -> None:
+def synchronize(dev=None) -> None:
     """Wait until every kernel launched and copy queued by polykern (and by anyone else on the
     device's primary context) has finished. Launches with device arrays are asynchronous: a fault
     of one (an illegal address, ...) is raised here as ``DeviceError`` with the CUresult code and
     name (sticky faults leave the process' CUDA context unusable)."""
-    _device.get().synchronize()
+    (dev or _device.get()).synchronize()
 
 
 def stats() -> dict:
@@ -87,4 +88,5 @@ def register() -> None:
     registry.register("module.create.cuda", create)
     registry.register("runtime.device_array.cuda", DeviceArray)  # pk.to_device(x, device="cuda...")
     registry.register("module.load_from_bytes.cuda", load_from_bytes)
-    registry.register("runtime.synchronize.cuda", synchronize)  # pk.autotune waits with it
+    registry.register("runtime.synchronize.cuda", synchronize)  # pk.autotune, pk.synchronize wait with it
+    registry.register("runtime.stream.cuda", make_stream)  # pk.Stream(device="cuda:0")

@@ -179,8 +179,9 @@ class StreamJoin:
         if rc != 0:
             raise result_error(what, rc)
 
-    def wait_for(self, streams) -> None:
-        """The next work on the launch stream waits for what is queued on ``streams`` now."""
+    def wait_for(self, streams, launch: int = 0) -> None:
+        """The next work on the launch stream ``launch`` (0: the legacy default stream) waits for what is
+        queued on ``streams`` now."""
         with self._lock:
             ev = self._ev()
             if not ev:  # no driver library for ctypes: wait on the host
@@ -190,18 +191,18 @@ class StreamJoin:
             for s in streams:
                 self._check(libcuda.event_record(ev, s), f"recording an event on the producer stream 0x{s:x} of "
                                                          "a __cuda_array_interface__ argument")
-                self._check(libcuda.stream_wait_event(0, ev), f"making the launch wait for stream 0x{s:x}")
+                self._check(libcuda.stream_wait_event(launch, ev), f"making the launch wait for stream 0x{s:x}")
         self.dev.count("stream_waits", len(streams))
 
-    def signal(self, streams) -> None:
-        """Later work on ``streams`` waits for what is queued on the launch stream now."""
+    def signal(self, streams, launch: int = 0) -> None:
+        """Later work on ``streams`` waits for what is queued on the launch stream ``launch`` now."""
         with self._lock:
             ev = self._ev()
             if not ev:  # no driver library for ctypes: wait on the host
                 with cuda_call("waiting for the launch before a __cuda_array_interface__ stream uses its arrays"):
                     drv.Context.synchronize()
                 return
-            self._check(libcuda.event_record(ev, 0), "recording an event after the launch")
+            self._check(libcuda.event_record(ev, launch), "recording an event after the launch")
             for s in streams:
                 self._check(libcuda.stream_wait_event(s, ev), f"making stream 0x{s:x} wait for the launch")
 

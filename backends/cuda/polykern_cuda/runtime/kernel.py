@@ -8,6 +8,12 @@ launch once the context is lost — as a ``DeviceError`` with the CUresult. Laun
 (host) arrays stay synchronous: they copy in, launch, wait (a fault is reported by that call) and
 copy written arrays back.
 
+Streams (streams.py): a launch made while a ``pk.Stream`` of this device is current goes to that stream;
+with none current, one whose arguments include a PyTorch CUDA tensor or a CuPy array goes to
+PyTorch's / CuPy's current stream; otherwise to the legacy default stream. pycuda launches only on the
+default stream or its own streams, so a launch on another stream goes through ``cuLaunchKernel`` with
+``kernelParams`` (tensor_maps.ParamLauncher, which loads the image once more through ctypes).
+
 Fast path (every launch whose arguments are common cases; nothing else changes): grid/block exact
 ``int``/``tuple`` already checked against the device's and the kernel's limits; scalars of the
 declared type in range (``polykern.launch.scalar_converter``); buffers that are ``DeviceArray``s of
@@ -43,6 +49,7 @@ from . import abi, libcuda, tensor_maps
 from .buffers import Staging
 from .cuerrors import cuda_call, device_error
 from .device_array import DeviceArray
+from .streams import launch_handle
 
 __all__ = ["CUDAKernel"]
 
@@ -236,34 +243,38 @@ class CUDAKernel:
                 return False
             params = self._tmaps.append(params, values, sizes)
         shared = self._dynamic_bytes(values)
+        target = launch_handle(self.dev, self.name, args)
         if libcuda.current_context() == self._ctx:
-            self._enqueue(g, b, params, streams, shared)
+            self._enqueue(g, b, params, streams, shared, target)
         else:
             with self.dev.scope():
-                self._enqueue(g, b, params, streams, shared)
+                self._enqueue(g, b, params, streams, shared, target)
         return True
 
-    def _enqueue(self, grid3, block3, params, streams, shared: int = 0) -> None:
-        """Queue the launch on the legacy default stream (the primary context must be current);
-        ``shared``: the dynamic shared memory bytes."""
+    def _enqueue(self, grid3, block3, params, streams, shared: int = 0, target: int = 0) -> None:
+        """Queue the launch on CUstream ``target`` (0: the legacy default stream; the primary context must be
+        current); ``shared``: the dynamic shared memory bytes. pycuda launches only on its own streams, so a
+        launch on another stream goes through the ctypes ``ParamLauncher`` (tensor_maps.py)."""
         dev = self.dev
+        if target:
+            streams = [s for s in streams if s != target]
         if streams:
-            dev.streams.wait_for(streams)
+            dev.streams.wait_for(streams, target)
         if shared > self._dyn_allowed:  # over 48 KiB in all: opt in (the limit was checked before)
             with cuda_call(f"allowing {shared} bytes of dynamic shared memory for kernel '{self.name}'"):
                 (self.loaded.functions.get(self.entry) or self.loaded.function(self.entry)).set_attribute(
                     drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
             self._dyn_allowed = shared
-        if self._tmaps is not None:  # __grid_constant__ tensor maps: launched through kernelParams
+        if self._tmaps is not None or target:  # tensor maps, or a stream: launched through kernelParams
             if self._param_launcher is None:
                 self._param_launcher = tensor_maps.ParamLauncher(self.module.image[1] + b"\0" * (
                     self.module.image[0] == "ptx"), self.entry, self.info)
             try:
-                self._param_launcher.launch(grid3, block3, params, shared)
+                self._param_launcher.launch(grid3, block3, params, shared, target)
             except DeviceError as e:
                 raise DeviceError(f"{e} (kernel '{self.name}')", code=e.code, name=e.name) from None
             if streams:
-                dev.streams.signal(streams)
+                dev.streams.signal(streams, target)
             next(dev.launched)
             return
         try:
@@ -310,7 +321,8 @@ class CUDAKernel:
                     params = self._tmaps.append(params, values, {a.index: a.size for a in prepared
                                                                  if isinstance(a, BufferArg)})
                 shared = self._dynamic_bytes([getattr(a, "value", 0) for a in prepared])
-                self._enqueue(grid3, block3, params, sorted(staging.streams), shared)
+                self._enqueue(grid3, block3, params, sorted(staging.streams), shared,
+                              launch_handle(dev, self.name, args))
                 if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back
                     with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
                         drv.Context.synchronize()

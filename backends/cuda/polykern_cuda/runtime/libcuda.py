@@ -7,8 +7,9 @@ context current on the calling thread (a launch skips the push/pop when it is po
 ``error_codes`` turns pycuda's error text back into the CUresult (pycuda keeps only the text);
 ``event_create``/``event_record``/``stream_wait_event`` order polykern's launch stream after (and
 before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
-need polykern's context current). Every function degrades to "unknown" (``None``, or the
-CUresult ``-1``) when the library cannot be used.
+need polykern's context current); ``stream_create``/``stream_destroy``/``event_*`` are what
+``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py). Every function degrades to
+"unknown" (``None``, or the CUresult ``-1``) when the library cannot be used.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from typing import Dict, Optional, Tuple
 
 __all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", "error_codes", "error_name",
            "stream_synchronize", "event_create", "event_record", "stream_wait_event", "available",
-           "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING"]
+           "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING",
+           "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms", "event_destroy",
+           "NOT_READY"]
 
 # CUpointer_attribute
 _ATTR_CONTEXT, _ATTR_MEMORY_TYPE, _ATTR_IS_MANAGED, _ATTR_DEVICE_ORDINAL = 1, 2, 8, 9
@@ -27,6 +30,7 @@ _ATTR_CONTEXT, _ATTR_MEMORY_TYPE, _ATTR_IS_MANAGED, _ATTR_DEVICE_ORDINAL = 1, 2,
 MEMORY_HOST, MEMORY_DEVICE, MEMORY_ARRAY, MEMORY_UNIFIED = 1, 2, 3, 4
 _MAX_CODE = 1000  # CUresult values are below this
 EVENT_DISABLE_TIMING = 0x2  # CU_EVENT_DISABLE_TIMING
+NOT_READY = 600  # CUDA_ERROR_NOT_READY: cuEventQuery's "not yet"
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -50,6 +54,12 @@ def _lib():
                 lib.cuEventCreate.argtypes = [ctypes.POINTER(vp), ctypes.c_uint]
                 lib.cuEventRecord.argtypes = [vp, vp]
                 lib.cuStreamWaitEvent.argtypes = [vp, vp, ctypes.c_uint]
+                lib.cuStreamCreate.argtypes = [ctypes.POINTER(vp), ctypes.c_uint]
+                lib.cuStreamDestroy_v2.argtypes = [vp]
+                lib.cuEventSynchronize.argtypes = [vp]
+                lib.cuEventQuery.argtypes = [vp]
+                lib.cuEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), vp, vp]
+                lib.cuEventDestroy_v2.argtypes = [vp]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
                 _state["lib"] = None
@@ -178,3 +188,45 @@ def stream_synchronize(handle: int) -> int:
     if lib is None:
         return -1
     return int(lib.cuStreamSynchronize(ctypes.c_void_p(handle)))
+
+
+def stream_create() -> Tuple[int, int]:
+    """(CUresult, CUstream) of cuStreamCreate(flags 0: ordered with the legacy default stream) in the current
+    context; (-1, 0) without a driver library."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0
+    out = ctypes.c_void_p()
+    rc = int(lib.cuStreamCreate(ctypes.byref(out), 0))
+    return rc, (out.value or 0)
+
+
+def stream_destroy(handle: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuStreamDestroy_v2(handle))
+
+
+def event_synchronize(event: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuEventSynchronize(event))
+
+
+def event_query(event: int) -> int:
+    """cuEventQuery: 0 when the work before the event's record is done, NOT_READY while it is not."""
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuEventQuery(event))
+
+
+def event_elapsed_ms(start: int, end: int) -> Tuple[int, float]:
+    """(CUresult, milliseconds) of cuEventElapsedTime(start, end)."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0.0
+    out = ctypes.c_float()
+    rc = int(lib.cuEventElapsedTime(ctypes.byref(out), start, end))
+    return rc, float(out.value)
+
+
+def event_destroy(event: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuEventDestroy_v2(event))

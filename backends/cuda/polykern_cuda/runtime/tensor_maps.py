@@ -159,7 +159,8 @@ class ParamLauncher:
             raise DeviceError(f"CUDA: {what} failed: {libcuda.error_name(rc) or rc}", code=rc,
                               name=libcuda.error_name(rc) or "")
 
-    def launch(self, grid3, block3, params: bytes, shared: int) -> None:
+    def launch(self, grid3, block3, params: bytes, shared: int, stream: int = 0) -> None:
+        """Launch on CUstream ``stream`` (0: the legacy default stream)."""
         if len(params) != self.size:
             raise LaunchError(f"parameter buffer of {len(params)} bytes, the kernel takes {self.size}")
         if shared > self._dyn:
@@ -169,7 +170,7 @@ class ParamLauncher:
         base = -(-ctypes.addressof(raw) // MAP_ALIGN) * MAP_ALIGN
         ctypes.memmove(base, params, self.size)
         ptrs = (ctypes.c_void_p * len(self.offsets))(*[base + o for o in self.offsets])
-        self._check(self._lib.cuLaunchKernel(self.function, *grid3, *block3, shared, None, ptrs, None),
+        self._check(self._lib.cuLaunchKernel(self.function, *grid3, *block3, shared, stream or None, ptrs, None),
                     f"launching (grid {tuple(grid3)}, block {tuple(block3)})")
 
     def close(self) -> None:

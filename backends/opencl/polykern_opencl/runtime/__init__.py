@@ -12,6 +12,7 @@ first use.
     device_array.py  DeviceArray: data kept on the device across launches
     program.py       the module's program per device (build log in CompileError), kernel objects
     kernel.py        OpenCLKernel: one launch (scalar ABI, copies, limits)
+    streams.py       streams (one in-order queue each) and events (markers) for pk.Stream
     module.py        OpenCLModule, create, load_from_bytes
 
 Environment: ``POLYKERN_OPENCL_DEVICE`` (index, ``platform:device``, ``gpu``/``cpu``/``accelerator``
@@ -37,9 +38,10 @@ _device.set_probe(_probe())  # BackendUnavailableError: no platform / no usable 
 
 from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
 from .module import OpenCLModule, create, load_from_bytes  # noqa: E402
+from .streams import make_stream  # noqa: E402
 
 __all__ = ["OpenCLModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
-           "to_device", "empty", "zeros", "get_device"]
+           "to_device", "empty", "zeros", "get_device", "synchronize"]
 
 
 def devices():
@@ -69,7 +71,14 @@ def stats(index=None) -> dict:
         return dict(dev.stats)
 
 
+def synchronize(dev=None) -> None:
+    """Wait for every queue of the device (launches with only DeviceArrays return once enqueued)."""
+    (dev or _device.get()).finish_all()
+
+
 def register() -> None:
     registry.register("module.create.opencl", create)
     registry.register("runtime.device_array.opencl", DeviceArray)  # pk.to_device(x, device="opencl...")
     registry.register("module.load_from_bytes.opencl", load_from_bytes)
+    registry.register("runtime.stream.opencl", make_stream)  # pk.Stream(device="opencl:<i>")
+    registry.register("runtime.synchronize.opencl", synchronize)  # pk.synchronize, pk.autotune

@@ -3,13 +3,16 @@
 One :class:`Device` per enumerated device, created on first use (thread-safe, a failed creation is
 retried); :func:`get` returns the one ``POLYKERN_OPENCL_DEVICE`` chose when the plugin was imported.
 Launches from many threads share the device's one in-order command queue (OpenCL queues are
-thread-safe; only ``clSetKernelArg`` on one kernel object is not, see program.py) and each waits
-for its own commands only.
+thread-safe; only ``clSetKernelArg`` on one kernel object is not, see program.py); a launch with host
+arrays waits for its own commands only, one with only DeviceArrays waits for nothing. Each
+``pk.Stream`` of the device is one more in-order queue (streams.py); :meth:`Device.finish_all` waits
+for all of them, as the host does before it touches a DeviceArray.
 """
 from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from typing import Dict, FrozenSet, Optional, Tuple
 
 import pyopencl as cl
@@ -47,7 +50,8 @@ class Device:
         self.description = entry.describe()
         with cl_call(f"creating a context on {self.name}"):
             self.context = cl.Context([self.cl_device])
-            self.queue = cl.CommandQueue(self.context, self.cl_device)
+            self.profiling = bool(self.cl_device.queue_properties & cl.command_queue_properties.PROFILING_ENABLE)
+            self.queue = self.new_queue()
             self.limits = Limits(self.cl_device)
             self.extensions: FrozenSet[str] = frozenset(str(self.cl_device.extensions).split())
             try:
@@ -59,12 +63,30 @@ class Device:
                 self.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
         self.stats: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
+        self.streams: "weakref.WeakSet" = weakref.WeakSet()  # the streams.OpenCLStream of pk.Streams
+        self.queued = False  # a launch returned without waiting since the last finish_all
         from .buffers import BufferPool
 
         self.pool = BufferPool(self)
 
     def __repr__(self) -> str:
         return f"<polykern_opencl Device {self.description}>"
+
+    def new_queue(self) -> "cl.CommandQueue":
+        """An in-order queue on the context (profiling on where the device has it)."""
+        props = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
+        return cl.CommandQueue(self.context, self.cl_device, properties=props)
+
+    def finish_all(self) -> None:
+        """Wait for the work of every queue of the device (the host is about to touch a DeviceArray or
+        hand a buffer out again)."""
+        if not self.queued:
+            return
+        with cl_call(f"waiting for {self.name}"):
+            for queue in [self.queue, *(s.queue for s in list(self.streams))]:
+                if queue is not None:
+                    queue.finish()
+        self.queued = False
 
     def count(self, key: str, n: int = 1) -> None:
         with self._lock:

@@ -11,15 +11,16 @@ in and (for writable parameters) back on every launch. ``numpy()`` copies to the
 
 Element storage is the kernels' ABI: bool elements are bytes 0/1 (uchar), f16 elements are IEEE
 halves, so a DeviceArray of ``numpy.bool_``/``numpy.float16`` holds exactly NumPy's bytes.
-Launches are synchronous: after a launch returns, its writes are visible to the next launch and to
-``numpy()``. The buffer returns to the device's pool on ``free()`` or garbage collection.
+A launch with only DeviceArrays returns once enqueued; the host waits for every queue of the device
+(``Device.finish_all``) before it reads or writes a DeviceArray, and before its buffer returns to the
+device's pool (on ``free()`` or garbage collection).
 """
 from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
 
-from polykern.errors import DeviceUnavailableError
+from polykern.errors import DeviceError, DeviceUnavailableError
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 
 from . import device as _device
@@ -45,6 +46,10 @@ class DeviceArray(DeviceArrayBase):
 
     @staticmethod
     def _release(dev, buf) -> None:
+        try:
+            dev.finish_all()  # no queued launch may still use the buffer when it is handed out again
+        except DeviceError:  # also at garbage collection: a failed queue never uses the buffer again
+            dev.count("release_wait_errors")
         dev.pool.release(buf)
 
     def _address(self) -> int:
@@ -65,12 +70,13 @@ class DeviceArray(DeviceArrayBase):
         return self.device.name
 
     def _upload(self, data: np.ndarray) -> None:
+        self.device.finish_all()
         if self.nbytes:
             with cl_call(f"copying {self.nbytes} bytes to {self.device.name}"):
                 cl.enqueue_copy(self.device.queue, self.buffer, data, is_blocking=True)
 
     def _download(self, out: np.ndarray) -> None:
-        """Launches are synchronous: nothing to wait for."""
+        self.device.finish_all()
         if self.nbytes:
             with cl_call(f"copying {self.nbytes} bytes from {self.device.name}"):
                 cl.enqueue_copy(self.device.queue, out, self.buffer, is_blocking=True)

@@ -3,8 +3,10 @@
 One launch = ``check_args`` (LaunchError before anything touches the device), device-limit checks
 (LaunchError), pooled buffers for NumPy arguments (copied in; copied back only for writable buffer
 parameters), DeviceArrays bound as they are, scalars converted to the codegen's ABI, one
-``clEnqueueNDRangeKernel`` with global size = grid * block and local size = block, then a wait for
-this launch's commands. OpenCL errors surface as DeviceError with the CL status code and name.
+``clEnqueueNDRangeKernel`` with global size = grid * block and local size = block on the current
+stream's queue (polykern/streams.py), then, where host arrays are copied back (or the kernel prints), a
+wait for this launch's commands; a launch with only DeviceArrays returns once enqueued. OpenCL errors
+surface as DeviceError with the CL status code and name.
 
 Scalar ABI (opencl_c.py): every scalar is passed as its declared C type (``int``, ``ulong``,
 ``double`` ...) except ``bool`` -> ``uchar`` 0/1 and ``f16`` -> ``ushort`` holding the IEEE half bits
@@ -29,6 +31,7 @@ from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, che
 from polykern.launch_rules import grid_limit_name
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.shared_launch import dynamic_shared_of
+from polykern.streams import launch_stream
 
 from .clerrors import CL_ERRORS, device_error
 from .device_array import DeviceArray
@@ -127,7 +130,8 @@ class OpenCLKernel:
         check_host_overlaps(self.info.name, "opencl", prepared, same_ok=True)
         self._check_limits(grid3, block3)
         dev = self.device
-        queue = dev.queue
+        stream = launch_stream("opencl", dev, self.name)
+        queue = dev.queue if stream is None else stream.queue
         max_alloc = dev.limits.max_mem_alloc_size
         values: List[Any] = []
         temps: List[Any] = []
@@ -167,6 +171,7 @@ class OpenCLKernel:
                     index, elem = self._dyn
                     kobj.kernel.set_arg(len(values), cl.LocalMemory(int(prepared[index].value) * elem))
                 enqueued = True
+                dev.queued = True  # before the enqueue: a host access from now on waits for it
                 if kernel_output.prints(self.info):
                     kernel_output.launching()
                 event = cl.enqueue_nd_range_kernel(queue, kobj.kernel, gsize, block3)
@@ -175,7 +180,8 @@ class OpenCLKernel:
                 if hc.writable and hc.nbytes:
                     waits.append(cl.enqueue_copy(queue, hc.host, hc.buf, is_blocking=False))
                     copied_out += hc.nbytes
-            cl.wait_for_events(waits)
+            if host_copies or kernel_output.prints(self.info):
+                cl.wait_for_events(waits)
             if kernel_output.prints(self.info):
                 kernel_output.launched()  # PoCL's printf writes through C's stdio
             dev.count("launches")

@@ -12,6 +12,7 @@ device is created on first use.
     abi.py           the launch ABI from FunctionInfo.attrs + SPIR-V capability scan
     program.py       shader module + layouts per kernel, pipelines per launch shape (lazy, cached, at most 64)
     kernel.py        VulkanKernel: one launch
+    streams.py       streams and events (pk.Stream): the timeline semaphore's values, timestamp slots
     module.py        VulkanModule, create, load_from_bytes
     vkresult.py      VkResult codes/names -> DeviceError
 
@@ -37,9 +38,10 @@ _INSTANCE = probe()  # BackendUnavailableError: no ICD / no usable device -> the
 from . import device as _device  # noqa: E402
 from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
 from .module import VulkanModule, create, load_from_bytes  # noqa: E402
+from .streams import make_stream  # noqa: E402
 
 __all__ = ["VulkanModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
-           "to_device", "empty", "zeros", "get_device"]
+           "to_device", "empty", "zeros", "get_device", "synchronize"]
 
 
 def devices():
@@ -66,7 +68,14 @@ def stats() -> dict:
         return dict(dev.stats)
 
 
+def synchronize(dev=None) -> None:
+    """Wait for everything submitted to the device (launches with only device arrays return once queued)."""
+    (dev or _device.get()).wait_all()
+
+
 def register() -> None:
     registry.register("module.create.vulkan", create)
     registry.register("runtime.device_array.vulkan", DeviceArray)  # pk.to_device(x, device="vulkan...")
     registry.register("module.load_from_bytes.vulkan", load_from_bytes)
+    registry.register("runtime.stream.vulkan", make_stream)  # pk.Stream(device="vulkan")
+    registry.register("runtime.synchronize.vulkan", synchronize)  # pk.synchronize, pk.autotune

@@ -6,6 +6,16 @@ descriptor pool: one per concurrent launch, reused), creation counters (``stats`
 Vulkan object it created, so :func:`shutdown` (run at exit, before the instance goes) can wait
 for the device and destroy whatever is left.
 
+Completion (Vulkan 1.2 timeline semaphores, which lavapipe has): every submission signals the next
+value of the device's one timeline semaphore, so "is submission v done" is one counter read and
+waiting for it one ``vkWaitSemaphores``; a launch that needs no host copy back returns right after
+``vkQueueSubmit`` (streams.py). A context is recorded again only once its own submissions are done; its
+kept command buffers are submittable while pending (simultaneous use). Nothing is destroyed
+(``release``) while submitted work may still use it: release first waits for the submitted work.
+Every submission goes to the one queue and each command buffer starts with a full memory barrier
+(``CommandContext.begin``), so submissions run in submission order. A device without timeline
+semaphores (Vulkan 1.1) waits for a fence after every submission, as before.
+
 Features: every optional shader feature polykern's codegen may use and the device supports is
 enabled; a shader needing one that is missing is refused with a :class:`DeviceError` naming it.
 The float-controls properties shaderSignedZeroInfNanPreserveFloat16/32/64 are read too (recorded
@@ -31,6 +41,8 @@ from .instance import Instance, instance
 from .timestamps import TimestampQueries, env_wants_timestamps, support_problem
 from .vkresult import BINDING_ERRORS, device_error, vk_call
 
+_lib = vk._vulkan.lib  # the raw entry points: the per-launch calls skip the binding's argument conversion
+
 __all__ = ["Device", "CommandContext", "get", "shutdown", "STAGING_ENV", "TIMEOUT_ENV"]
 
 STAGING_ENV = "POLYKERN_VULKAN_STAGING"  # 1: always stage through host buffers; 0: never; unset: auto
@@ -39,7 +51,7 @@ TIMEOUT_ENV = "POLYKERN_VULKAN_TIMEOUT_S"
 CORE_FEATURES = ("shaderFloat64", "shaderInt64", "shaderInt16")
 V11_FEATURES = ("storageBuffer16BitAccess",)
 V12_FEATURES = ("shaderInt8", "shaderFloat16", "storageBuffer8BitAccess", "shaderBufferInt64Atomics",
-                "shaderSharedInt64Atomics", "vulkanMemoryModel")
+                "shaderSharedInt64Atomics", "vulkanMemoryModel", "timelineSemaphore")
 #: SPIR-V capability -> the device features it needs
 CAPABILITY_FEATURES = {
     "Int8": ("shaderInt8",), "Int16": ("shaderInt16",), "Int64": ("shaderInt64",),
@@ -175,6 +187,31 @@ def _memory_barrier(src_access: int, dst_access: int):
     return mb
 
 
+class Submit:
+    """A ``VkSubmitInfo*`` for one command buffer (``ptr``, for the raw ``vkQueueSubmit``) and the arrays it
+    points at; with a timeline it signals the device's semaphore with the value in ``signal[0]``."""
+
+    __slots__ = ("ptr", "alive")
+
+    def __init__(self, ptr, alive):
+        self.ptr, self.alive = ptr, alive
+
+
+def submit_info(dev: "Device", cmd, signal) -> Submit:
+    ffi = vk.ffi
+    cmds = ffi.new("VkCommandBuffer[1]", [cmd])
+    fields = {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1, "pCommandBuffers": cmds}
+    alive = [cmds]
+    if dev.timeline is not None:
+        sems = ffi.new("VkSemaphore[1]", [dev.timeline])
+        tl = ffi.new("VkTimelineSemaphoreSubmitInfo*", {
+            "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, "signalSemaphoreValueCount": 1,
+            "pSignalSemaphoreValues": signal})
+        fields.update(pNext=tl, signalSemaphoreCount=1, pSignalSemaphores=sems)
+        alive += [sems, tl, signal]
+    return Submit(ffi.new("VkSubmitInfo*", fields), alive)
+
+
 class CommandContext:
     """What one launch records into: its own command pool (so threads never share one), a command
     buffer, a fence, and its descriptor sets (descriptor_sets.py: kept across launches with the same
@@ -192,14 +229,17 @@ class CommandContext:
         self.fence = vk.vkCreateFence(d, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
         self.begin_info = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                                       flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        self.submit_info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
-                                           pCommandBuffers=[self.cmd])
         # Launches kept for replay (execute's ``keep``): key -> (command buffer, its submit info), recorded
         # once from keep_pool; they bind kept descriptor sets, so they go whenever those go.
         self.kept: Dict[tuple, Tuple[object, object]] = {}
         self.spare: List[object] = []  # kept command buffers reset to the initial state, to record again
         self.keep_pool = None
-        self.begin_kept = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, flags=0)
+        # kept buffers are submitted again while an earlier submission of them may still run
+        self.begin_kept = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                                      flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
+        self.pending = 0  # the timeline value of this context's latest submission
+        self.signal = vk.ffi.new("uint64_t[1]")  # the value the next submission signals
+        self.submit_info = submit_info(dev, self.cmd, self.signal)
         self.sets = DescriptorSets(dev, capacity, on_reset=self._drop_kept)
         self.timer: Optional[TimestampQueries] = None  # made on the first timed launch (timestamps.py)
         self.timed = False  # this recording writes the timestamps
@@ -228,6 +268,13 @@ class CommandContext:
         descriptor sets: pipeline, bindings, push constants, grid), replayed from the command buffer a
         launch with the same key recorded (and timestamps the same way), else recorded into a new one
         and kept (at most SETS per context)."""
+        if keep is not None and self.sets.epoch == self.dev.release_epoch:
+            hit = self.kept.get((keep, self.dev.timestamps))
+            if hit is not None:
+                self.timed = self.dev.timestamps
+                self.dev.count("launches_replayed")
+                return hit[1]
+        self.dev.wait_value(self.pending, "the former work of a command context")  # nothing of it in use now
         if descriptors > self.sets.capacity:
             self.sets.grow(max(descriptors, 2 * self.sets.capacity))
         if keep is None:
@@ -263,7 +310,7 @@ class CommandContext:
             raise
         finally:
             self.cmd = one_time
-        info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[cmd])
+        info = submit_info(self.dev, cmd, self.signal)
         self.kept[key] = (cmd, info)
         return info
 
@@ -361,6 +408,15 @@ class Device:
             self.set_timestamps(True)
         self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
+        self.timeline = None  # the timeline semaphore every submission signals (None: fences, Vulkan 1.1)
+        self.submitted = 0  # the value of the latest submission
+        self.completed = 0  # a value known to be reached
+        if self.enabled.get("timelineSemaphore"):
+            self.timeline = vk.vkCreateSemaphore(self.handle, vk.VkSemaphoreCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=vk.VkSemaphoreTypeCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                    semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)), None)
+            self._wait_sems = vk.ffi.new("VkSemaphore[1]", [self.timeline])
         self.pool = BufferPool(self)
         inst.before_close(self.close)  # the logical device goes before the instance
 
@@ -390,7 +446,12 @@ class Device:
             return token
 
     def release(self, token: int) -> None:
-        """Destroy an owned object now (no-op once the device is shut down: shutdown destroyed it)."""
+        """Destroy an owned object once the submitted work is done (no-op once the device is shut down:
+        shutdown destroyed it)."""
+        try:
+            self.wait_all("work that may use an object about to be destroyed")
+        except DeviceError:  # lost device / timeout: the work will never use it again; destroy it all the same
+            self.count("release_wait_errors")
         with self._lock:
             destroy = self._owned.pop(token, None)
             self.release_epoch += 1
@@ -433,42 +494,52 @@ class Device:
         return sorted(f for f in need if not self.enabled.get(f))
 
     # -- command execution
-    def _acquire_context(self, descriptors: int) -> CommandContext:
+    def _acquire_context(self, descriptors: int, idle: bool = False) -> CommandContext:
+        """A free context: the latest returned (its kept launches replay), or with ``idle`` one whose work is
+        done (it records without waiting), else a new one."""
+        if idle and self._contexts and self._contexts[-1].pending > self.completed:
+            self.reached(self.submitted)  # refresh ``completed``
         with self._lock:
-            if self._contexts:
-                return self._contexts.pop()
+            for i in range(len(self._contexts) - 1, -1, -1):
+                if not idle or self._contexts[i].pending <= self.completed:
+                    return self._contexts.pop(i)
         self.count("command_contexts_created")
         with vk_call("creating a command context"):
             return CommandContext(self, max(16, descriptors))
 
     def execute(self, record: Callable[[CommandContext], None], descriptors: int = 0, what: str = "launch",
-                keep=None) -> None:
-        """Record with ``record(ctx)``, submit, wait. ``keep``: a hashable key of everything the recording
-        depends on but the descriptor sets (CommandContext.prepare): a launch with a key a former launch
-        of the context had replays that one's command buffer instead of recording. A failure after
-        submission (timeout, device lost) raises DeviceError with ``submitted = True``: the context (and
-        anything the caller bound) may still be in use by the device and must not be reused."""
+                keep=None, wait: bool = True, stream=None) -> None:
+        """Record with ``record(ctx)``, submit, and (``wait``, or where the device has no timeline semaphore,
+        or while launches are timed) wait. ``keep``: a hashable key of everything the recording depends on
+        but the descriptor sets (CommandContext.prepare): a launch with a key a former launch of the context
+        had replays that one's command buffer instead of recording. ``stream`` (streams.VulkanStream, None:
+        the default stream, which is all of the device's work) learns the submission's timeline value. A
+        failure after submission (timeout, device lost) raises DeviceError with ``submitted = True``: the
+        context (and anything the caller bound) may still be in use by the device and must not be reused."""
         self.check_open()
-        ctx = self._acquire_context(descriptors)
+        ctx = self._acquire_context(descriptors, idle=keep is None)
         submitted = False
         try:
             with vk_call(f"recording the {what}"):
                 info = ctx.prepare(record, descriptors, keep)
+            timeline = self.timeline is not None
             with self._queue_lock:
                 self.check_open()
+                value = self.submitted + 1
+                ctx.signal[0] = value
                 with vk_call(f"vkQueueSubmit ({what})"):
-                    vk.vkQueueSubmit(self.queue, 1, [info], ctx.fence)
+                    rc = _lib.vkQueueSubmit(self.queue, 1, info.ptr, vk.ffi.NULL if timeline else ctx.fence)
+                    if rc != vk.VK_SUCCESS:
+                        raise vk.exception_codes[rc]
                 submitted = True
-            try:
-                vk.vkWaitForFences(self.handle, 1, [ctx.fence], vk.VK_TRUE, self.timeout_ns)
-            except BINDING_ERRORS as e:
-                err = device_error(f"waiting for the {what}", e)
-                if isinstance(e, vk.VkTimeout):
-                    err = DeviceError(f"Vulkan: the {what} did not finish within {self.timeout_ns / 1e9:g} s "
-                                      f"({TIMEOUT_ENV})", code=err.code, name=err.name)
-                raise err from None
-            with vk_call("vkResetFences"):
-                vk.vkResetFences(self.handle, 1, [ctx.fence])
+                if timeline:
+                    self.submitted = ctx.pending = value
+                    if stream is not None:
+                        stream.last = value
+            if not timeline:
+                self._wait_fence(ctx, what)
+            elif wait or ctx.timed:
+                self.wait_value(value, f"the {what}")
             if ctx.timed:
                 took = ctx.timer.seconds()
                 with self._lock:
@@ -484,6 +555,54 @@ class Device:
                 self._recycle(ctx)
             raise
         self._recycle(ctx)
+
+    def _wait_fence(self, ctx: CommandContext, what: str) -> None:
+        try:
+            vk.vkWaitForFences(self.handle, 1, [ctx.fence], vk.VK_TRUE, self.timeout_ns)
+        except BINDING_ERRORS as e:
+            raise self._wait_error(what, e) from None
+        with vk_call("vkResetFences"):
+            vk.vkResetFences(self.handle, 1, [ctx.fence])
+
+    def _wait_error(self, what: str, e) -> DeviceError:
+        err = device_error(f"waiting for the {what}", e)
+        if isinstance(e, vk.VkTimeout):
+            err = DeviceError(f"Vulkan: the {what} did not finish within {self.timeout_ns / 1e9:g} s "
+                              f"({TIMEOUT_ENV})", code=err.code, name=err.name)
+        return err
+
+    # -- the timeline
+    def reached(self, value: int) -> bool:
+        """Whether the submission with timeline value ``value`` has finished (never waits)."""
+        if value <= self.completed or self.timeline is None:
+            return True
+        counter = vk.ffi.new("uint64_t[1]")  # per call, no lock: a finalizer may wait on any thread at any time
+        with vk_call("vkGetSemaphoreCounterValue"):
+            rc = _lib.vkGetSemaphoreCounterValue(self.handle, self.timeline, counter)
+            if rc != vk.VK_SUCCESS:
+                raise vk.exception_codes[rc]
+            got = int(counter[0])
+        if got > self.completed:
+            self.completed = got
+        return got >= value
+
+    def wait_value(self, value: int, what: str = "submitted work") -> None:
+        """Wait until the submission with timeline value ``value`` (and every earlier one) has finished."""
+        if value <= self.completed or self.timeline is None or self.closed:
+            return
+        values = vk.ffi.new("uint64_t[1]", [value])  # per call, no lock (see reached)
+        info = vk.ffi.new("VkSemaphoreWaitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                                                   "semaphoreCount": 1, "pSemaphores": self._wait_sems,
+                                                   "pValues": values})
+        rc = _lib.vkWaitSemaphores(self.handle, info, self.timeout_ns)
+        if rc != vk.VK_SUCCESS:
+            raise self._wait_error(what, vk.exception_codes[rc]())
+        if value > self.completed:
+            self.completed = value
+
+    def wait_all(self, what: str = "submitted work") -> None:
+        """Wait for everything submitted so far (before the host touches memory the device may use)."""
+        self.wait_value(self.submitted, what)
 
     def _recycle(self, ctx: CommandContext) -> None:
         with self._lock:
@@ -508,6 +627,8 @@ class Device:
                 except Exception:  # at exit: destroy the rest regardless
                     pass
             vk.vkDestroyPipelineCache(self.handle, self.pipeline_cache, None)
+            if self.timeline is not None:
+                vk.vkDestroySemaphore(self.handle, self.timeline, None)
             vk.vkDestroyDevice(self.handle, None)
 
 

@@ -9,9 +9,10 @@ copied in and (for writable parameters) back on every launch. ``numpy()`` copies
     mod["saxpy"](n, 2.0, x, y, grid=..., block=...)
     y.numpy()
 
-Launches are synchronous, so after a launch returns its writes are visible to the next launch
-and to ``numpy()``. A DeviceArray's buffer returns to the pool when the array is freed
-(``free()``) or garbage collected.
+A launch whose arguments are all DeviceArrays (and scalars) returns once it is submitted; the
+next launch runs after it (one queue, in order), and ``numpy()``, ``copy_from_host`` and ``free``
+first wait for the work submitted to the device (streams.py). A DeviceArray's buffer returns to the
+pool when the array is freed (``free()``) or garbage collected, once no submitted work can use it.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
-from polykern.errors import LaunchError
+from polykern.errors import DeviceError, LaunchError
 
 from . import device as _device
 from .buffers import Buffer
@@ -30,11 +31,12 @@ __all__ = ["DeviceArray", "to_device", "empty", "zeros", "upload", "download"]
 
 
 def upload(dev: Device, buf: Buffer, data: np.ndarray) -> None:
-    """Copy host bytes (a flat uint8 array) into ``buf`` and wait."""
+    """Copy host bytes (a flat uint8 array) into ``buf`` (after the submitted work) and wait."""
     n = data.size
     if n == 0:
         return
     if buf.mapped is not None:
+        dev.wait_all("the work submitted before a copy to the device")
         buf.mapped[:n] = data
         return
     staging = dev.pool.acquire(n, "staging")
@@ -56,6 +58,7 @@ def download(dev: Device, buf: Buffer, nbytes: int, out: Optional[np.ndarray] = 
     if nbytes == 0:
         return out
     if buf.mapped is not None:
+        dev.wait_all("the work submitted before a copy to the host")
         out[:] = buf.mapped[:nbytes]
         return out
     staging = dev.pool.acquire(nbytes, "staging")
@@ -91,6 +94,10 @@ class DeviceArray(DeviceArrayBase):
 
     @staticmethod
     def _release(dev: Device, buf: Buffer) -> None:
+        try:
+            dev.wait_all("the work that may use a buffer being freed")  # then it may be handed out again
+        except DeviceError:  # also at garbage collection: a lost device never uses the buffer again
+            dev.count("release_wait_errors")
         dev.pool.release(buf)
 
     def _address(self) -> int:
@@ -110,7 +117,6 @@ class DeviceArray(DeviceArrayBase):
         upload(self.device, self.buffer, data)
 
     def _download(self, out: np.ndarray) -> None:
-        """Waits for nothing: launches are synchronous."""
         download(self.device, self.buffer, self.nbytes, out)
 
 

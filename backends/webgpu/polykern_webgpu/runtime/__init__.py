@@ -30,10 +30,12 @@ from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.payload_formats import check_payload
 from polykern.shared_launch import dynamic_shared_of
+from polykern.streams import launch_stream
 
 from .. import abi
 from ..fallback import WebGPUFallbackModule
 from .device_array import DeviceArray, empty, to_device, zeros
+from .streams import make_stream
 from .wgpu_context import STORAGE_USAGE, UNIFORM_USAGE, context, context_error, devices
 
 __all__ = ["WebGPUModule", "WebGPUKernel", "create", "load_from_bytes", "register", "devices",
@@ -195,6 +197,7 @@ class WebGPUKernel:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
         check_host_overlaps(self.info.name, "webgpu", prepared, same_ok=True)
         ctx = context()
+        launch_stream("webgpu", ctx, self.info.name)  # the one queue; refuses a closed current stream
         self._check_shape(ctx, grid3, block3)
         module = self.module
         dyn = self._dyn and int(prepared[self._dyn[0]].value)
@@ -318,10 +321,10 @@ def load_from_bytes(data: bytes, sources: Optional[Mapping[str, str]] = None):
     return WebGPUModule(payload, fmt, fmap, sources)
 
 
-def synchronize() -> None:
+def synchronize(ctx=None) -> None:
     """Wait until the work submitted to the device's queue is done (launches with device arrays return
-    after submitting; pk.autotune times with this)."""
-    ctx = context()
+    after submitting; pk.autotune and pk.synchronize wait with this)."""
+    ctx = ctx or context()
     with ctx.lock:  # reading a buffer back waits for the queue's earlier work (wgpu-py 0.32's
         # on_submitted_work_done_sync fails with wgpu-native's callback signature)
         probe = ctx.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
@@ -334,3 +337,4 @@ def register() -> None:
     registry.register("runtime.device_array.webgpu", DeviceArray)  # pk.to_device(x, device="webgpu...")
     registry.register("module.load_from_bytes.webgpu", load_from_bytes)
     registry.register("runtime.synchronize.webgpu", synchronize)
+    registry.register("runtime.stream.webgpu", make_stream)  # pk.Stream(device="webgpu")

@@ -1,0 +1,84 @@
+"""Streams on the CUDA runtime (runtime/streams.py) on a real NVIDIA GPU: a pk.Stream is a cuStreamCreate
+stream that launches go to (through cuLaunchKernel), events time with cuEventElapsedTime, and with no
+pk.Stream current a launch with PyTorch / CuPy arguments goes to PyTorch's / CuPy's current stream.
+Skipped with the reason where the runtime is unavailable (on the GPU machine: tools/gpu/run_gpu_suite.sh).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern import backends
+
+_REC = backends.record_for_kind("cuda")
+REASON = "" if (_REC is not None and _REC.runtime_available) else (
+    _REC.runtime_reason if _REC is not None else "the cuda backend is not installed")
+pytestmark = pytest.mark.skipif(bool(REASON), reason=f"no CUDA device: {REASON}")
+N = 1 << 20
+
+
+@pk.kernel
+def spin_add(n: pk.i32, rounds: pk.i32, x: pk.Buffer[pk.f32]):
+    """x[i] += 1, after ``rounds`` iterations of busy work (a launch that takes a while)."""
+    i = pk.global_id(0)
+    if i < n:
+        acc = x[i]
+        for _ in range(rounds):
+            acc = acc * 1.0000001
+        x[i] = acc - acc + x[i] + 1.0
+
+
+@pytest.fixture(scope="module")
+def k():
+    return pk.build([spin_add], ["cuda"])["spin_add"]
+
+
+def test_pk_stream_gets_the_launch_and_times_it(k):
+    x = pk.zeros(N, np.float32, device="cuda")
+    s = pk.Stream(device="cuda")
+    assert s._impl.handle != 0
+    start = s.record()
+    with s:
+        k(N, 20000, x, grid=N // 256, block=256)
+    end = s.record()
+    assert not end.query()  # the busy launch is still running on s: the call did not wait
+    assert start.elapsed_ms(end) > 0.0
+    assert end.query()
+    np.testing.assert_array_equal(x.numpy(), np.ones(N, np.float32))
+    s.close()
+
+
+def test_events_order_two_streams(k):
+    x = pk.zeros(N, np.float32, device="cuda")
+    a, b = pk.Stream(device="cuda"), pk.Stream(device="cuda")
+    with a:
+        k(N, 20000, x, grid=N // 256, block=256)
+    b.wait_event(a.record())
+    with b:
+        k(N, 0, x, grid=N // 256, block=256)
+    b.synchronize()
+    np.testing.assert_array_equal(x.numpy(), np.full(N, 2, np.float32))
+
+
+def test_launch_goes_to_torchs_current_stream(k):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (the current-stream pick-up needs it)")
+    x = torch.zeros(N, dtype=torch.float32, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        k(N, 20000, x, grid=N // 256, block=256)
+        assert not side.query()  # the launch is queued on `side`
+    assert torch.cuda.default_stream().query()  # ... and not on the default stream
+    side.synchronize()
+    assert float(x[0]) == 1.0
+
+
+def test_launch_goes_to_cupys_current_stream(k):
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed (the current-stream pick-up needs it)")
+    x = cp.zeros(N, dtype=cp.float32)
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        k(N, 20000, x, grid=N // 256, block=256)
+        assert not side.done
+    side.synchronize()
+    assert float(x[0]) == 1.0

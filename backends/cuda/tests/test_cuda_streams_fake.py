@@ -1,0 +1,102 @@
+"""Host-side tests of CUDA streams (runtime/streams.py) against the FAKE pycuda driver (fake_cuda.py; no GPU):
+a launch made while a pk.Stream is current goes to that stream's handle through cuLaunchKernel (the ctypes
+launcher: pycuda launches only on its own streams), one with none current to the legacy default stream through
+pycuda, and one with a PyTorch tensor argument to PyTorch's current stream (a fake ``torch`` module). They
+prove nothing about the real driver (test_cuda_streams.py, on a GPU machine)."""
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import polykern as pk
+from polykern.errors import StreamError
+
+from fake_cuda import SAXPY_INFO, emu_saxpy, fake, make_module  # noqa: F401  (fake: the fixture)
+
+
+@pytest.fixture
+def launched_on(fake, monkeypatch):
+    """The stream of every launch that went through the ctypes launcher (FAKE, runs the emulation)."""
+    gpu, rt = fake
+    from polykern_cuda.runtime import tensor_maps
+
+    streams = []
+
+    class FakeParamLauncher:
+        def __init__(self, image, entry, info):
+            self.entry = entry
+
+        def launch(self, grid3, block3, params, shared, stream=0):
+            gpu.current("cuLaunchKernel")
+            streams.append(stream)
+            emu_saxpy(gpu, bytes(params), grid3, block3)
+
+    monkeypatch.setattr(tensor_maps, "ParamLauncher", FakeParamLauncher)
+    return streams
+
+
+def _arrays(rt, n=64):
+    x = rt.to_device(np.arange(n, dtype=np.float32))
+    y = rt.to_device(np.ones(n, np.float32))
+    return x, y
+
+
+def test_a_launch_goes_to_the_current_pk_stream(fake, launched_on):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = _arrays(rt)
+    k(64, 2.0, x, y, grid=1, block=64)  # no stream current: pycuda, legacy default stream
+    assert launched_on == [] and gpu.calls["launch"] == 1
+    s = pk.Stream(device="cuda")
+    handle = s._impl.handle
+    assert handle and [ev for ev in gpu.calls["events"] if ev[0] == "stream_create"]
+    with s:
+        k(64, 2.0, x, y, grid=1, block=64)  # the fast path
+        k(64, 2.0, x, np.zeros(64, np.float32), grid=1, block=64)  # the full path (host array)
+    assert launched_on == [handle, handle] and gpu.calls["launch"] == 1
+    np.testing.assert_array_equal(y.numpy(), 1 + 4 * np.arange(64, dtype=np.float32))
+    e = s.record()
+    assert ("record", e._impl.handle, handle) in gpu.calls["events"]
+    t = pk.Stream(device="cuda")
+    t.wait_event(e)
+    assert ("wait", t._impl.handle, e._impl.handle) in gpu.calls["events"]
+    assert e.query() and e.elapsed_ms(t.record()) == 0.5  # the fake's time
+    s.close()
+    assert ("stream_destroy", handle) in gpu.calls["events"]
+    with pytest.raises(StreamError, match="was closed"):
+        s.synchronize()
+
+
+def test_a_torch_tensor_launches_on_torchs_current_stream(fake, launched_on, monkeypatch):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = _arrays(rt)
+    current = {"stream": 0x7777}
+
+    class Tensor:  # stands in for a torch CUDA tensor over y's memory
+        is_cuda = True
+        device = "cuda:0"
+
+        def __init__(self, arr):
+            self.__cuda_array_interface__ = {"shape": arr.shape, "typestr": "<f4", "version": 3, "strides": None,
+                                             "data": (arr.__polykern_buffer__()["ptr"], False),
+                                             "stream": current["stream"]}
+
+    Tensor.__module__ = "torch"
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(current_stream=lambda device: types.SimpleNamespace(
+        cuda_stream=current["stream"]))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    k(64, 2.0, x, Tensor(y), grid=1, block=64)
+    assert launched_on == [0x7777]
+    assert not [ev for ev in gpu.calls["events"] if ev[0] == "wait"]  # its own stream: no event join
+    with pk.Stream(device="cuda") as s:  # a current pk.Stream wins over torch's
+        k(64, 2.0, x, Tensor(y), grid=1, block=64)
+    assert launched_on[-1] == s._impl.handle
+    current["stream"] = 0  # torch on the legacy default stream: pycuda's launch
+    k(64, 2.0, x, Tensor(y), grid=1, block=64)
+    assert len(launched_on) == 2 and gpu.calls["launch"] == 1
+    np.testing.assert_array_equal(y.numpy(), 1 + 6 * np.arange(64, dtype=np.float32))

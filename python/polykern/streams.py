@@ -1,0 +1,240 @@
+"""Streams and events: one API on every runtime (docs/runtime.md).
+
+    s = pk.Stream(device="vulkan")        # a queue of work on one device
+    with s:                                # (or ``with pk.stream(s):``) launches on that device go to s
+        k(n, x, y, grid=..., block=...)    # device arrays only: returns once queued
+        start = s.record()                 # a pk.Event at this point of s
+    s.synchronize()                        # wait for everything queued on s
+    pk.synchronize("vulkan")               # wait for every stream of the device
+
+Without a current stream a launch goes to its device's default stream (``pk.default_stream(device)``).
+On every stream a launch that passes host (NumPy) arrays stays synchronous (they are copied back
+before it returns); one that passes only device arrays returns once it is queued. Reading or writing a
+device array from the host (``numpy()``, ``copy_from_host``, ``free``) first waits for the work queued
+on its device.
+
+A runtime provides streams by registering ``runtime.stream.<kind>``: ``make(device, default) ->`` an
+object with ``device`` (the runtime's device object, as ``DeviceArray.device``), ``synchronize()``,
+``record(timing) ->`` an event (``synchronize()``, ``query() -> bool``, ``elapsed_ms(end) -> float``),
+``wait(event)`` and ``close()``. Its kernels ask :func:`launch_stream` which stream a launch goes to.
+The host (``"cpu"``: the LLVM runtime) runs launches synchronously; its streams are :class:`HostStream`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, Optional, Tuple
+
+from . import registry
+from .device_array import device_string
+from .errors import DeviceUnavailableError, StreamError
+
+__all__ = ["Stream", "Event", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
+           "current_stream"]
+
+_local = threading.local()  # .current: {kind: [Stream, ...]} (the innermost last)
+_defaults: Dict[str, "Stream"] = {}  # device string -> its default stream
+_defaults_lock = threading.Lock()
+
+
+class HostStream:
+    """The host's stream: CPU launches run before the call returns, so there is never anything to wait
+    for, and an event's time is the host clock when it was recorded."""
+
+    def __init__(self, device: Any = None, default: bool = False):
+        self.device = device
+
+    def synchronize(self) -> None:
+        pass
+
+    def record(self, timing: bool) -> "HostEvent":
+        return HostEvent(time.perf_counter())
+
+    def wait(self, event: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class HostEvent:
+    def __init__(self, t: float):
+        self.t = t
+
+    def synchronize(self) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_ms(self, end: "HostEvent") -> float:
+        return (end.t - self.t) * 1e3
+
+
+def _resolve(device: str) -> Tuple[str, str, Any, Any]:
+    """(kind, device string, runtime device object, stream factory) of a device string."""
+    from .devices import device_array_class, parse_device  # devices imports the backends: not at import
+
+    kind, index = parse_device(device)
+    cls = device_array_class(kind)
+    dev = cls._device_at(index)
+    label = device_string(kind, cls._index_of(dev))
+    make = HostStream if kind == "cpu" else registry.get(f"runtime.stream.{kind}")
+    if make is None:
+        raise DeviceUnavailableError(f"device {device!r}: the {kind} runtime has no streams")
+    return kind, label, dev, make
+
+
+class Stream:
+    """An ordered queue of work on one device: launches made while it is current (``with s:``) run in
+    order after each other; different streams may overlap. ``close()`` waits for it and releases it."""
+
+    def __init__(self, device: str = "cpu", *, _default: bool = False):
+        self.kind, self.device, dev, make = _resolve(device)
+        self.is_default = _default
+        self._impl = make(dev, _default)
+        self._closed = False
+
+    def _live(self, what: str):
+        if self._closed:
+            raise StreamError(f"{what}: {self!r} was closed")
+        return self._impl
+
+    def synchronize(self) -> None:
+        """Wait until everything queued on this stream has finished (a device fault surfaces here)."""
+        self._live("synchronize").synchronize()
+
+    def record(self, event: Optional["Event"] = None) -> "Event":
+        """Record ``event`` (a new ``pk.Event()`` if None) at the current end of this stream."""
+        event = Event() if event is None else event
+        return event.record(self)
+
+    def wait_event(self, event: "Event") -> None:
+        """Work queued on this stream from now on starts after ``event`` (recorded on any stream of the
+        same device) has completed; the host does not wait."""
+        impl = self._live("wait_event")
+        got = event._live("wait_event")
+        if event._stream.device != self.device:
+            raise StreamError(f"wait_event: the event was recorded on {event._stream.device}, this stream is on "
+                              f"{self.device} (events order streams of one device; synchronize the event on the "
+                              "host instead)")
+        impl.wait(got)
+
+    def close(self) -> None:
+        """Wait for the stream's work and release it; using it afterwards raises StreamError."""
+        if self.is_default:
+            raise StreamError(f"{self!r} is the device's default stream; it cannot be closed")
+        if not self._closed:
+            self._impl.synchronize()
+            self._closed = True
+            self._impl.close()
+
+    def __enter__(self) -> "Stream":
+        self._live("with stream")
+        if not hasattr(_local, "current"):
+            _local.current = {}
+        _local.current.setdefault(self.kind, []).append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.current[self.kind].pop()
+
+    def __repr__(self) -> str:
+        what = "default stream" if self.is_default else f"Stream at 0x{id(self):x}"
+        return f"<polykern {what} on {self.device}{', closed' if self._closed else ''}>"
+
+
+class Event:
+    """A point in a stream's work: ``stream.record()`` (or ``pk.Event().record(stream)``), then
+    ``synchronize()`` / ``query()`` on the host, ``other_stream.wait_event(e)`` on the device, and
+    ``start.elapsed_ms(end)``: device milliseconds between two events of one device (where it can time)."""
+
+    def __init__(self, *, timing: bool = True):
+        self.timing = timing
+        self._stream: Optional[Stream] = None
+        self._impl: Any = None
+
+    def record(self, stream: Stream) -> "Event":
+        if not isinstance(stream, Stream):
+            raise StreamError(f"Event.record: expected a pk.Stream, got {type(stream).__name__}")
+        self._impl = stream._live("record").record(self.timing)
+        self._stream = stream
+        return self
+
+    def _live(self, what: str):
+        if self._impl is None:
+            raise StreamError(f"{what}: the event was never recorded (stream.record(event) first)")
+        return self._impl
+
+    def synchronize(self) -> None:
+        """Wait on the host until the work before the event has finished."""
+        self._live("Event.synchronize").synchronize()
+
+    def query(self) -> bool:
+        """True once the work before the event has finished (never waits)."""
+        return bool(self._live("Event.query").query())
+
+    def elapsed_ms(self, end: "Event") -> float:
+        """Milliseconds between this event and ``end`` as the device measured them (both are waited for)."""
+        start_impl, end_impl = self._live("elapsed_ms"), end._live("elapsed_ms")
+        if not (self.timing and end.timing):
+            raise StreamError("elapsed_ms: an event made with timing=False has no time")
+        if self._stream.device != end._stream.device:
+            raise StreamError(f"elapsed_ms: the events are on different devices ({self._stream.device} and "
+                              f"{end._stream.device})")
+        return float(start_impl.elapsed_ms(end_impl))
+
+
+class stream:
+    """``with pk.stream(s): ...``: ``s`` is the current stream of its device kind in this thread (the
+    same as ``with s:``); ``pk.stream(None)`` changes nothing."""
+
+    def __init__(self, s: Optional[Stream]):
+        if s is not None and not isinstance(s, Stream):
+            raise StreamError(f"pk.stream: expected a pk.Stream or None, got {type(s).__name__}")
+        self.s = s
+
+    def __enter__(self) -> Optional[Stream]:
+        return self.s.__enter__() if self.s is not None else None
+
+    def __exit__(self, *exc) -> None:
+        if self.s is not None:
+            self.s.__exit__(*exc)
+
+
+def default_stream(device: str = "cpu") -> Stream:
+    """The stream launches on ``device`` go to when no stream is current (one per device)."""
+    label = _resolve(device)[1]
+    with _defaults_lock:
+        got = _defaults.get(label)
+        if got is None:
+            got = _defaults[label] = Stream(label, _default=True)
+        return got
+
+
+def synchronize(device: str = "cpu") -> None:
+    """Wait until every stream of ``device`` has finished its work."""
+    kind, _, dev, _ = _resolve(device)
+    if kind != "cpu":
+        registry.require(f"runtime.synchronize.{kind}")(dev)
+
+
+def current_stream(kind: str) -> Optional[Stream]:
+    """The stream ``with`` made current for device kind ``kind`` in this thread (None: the default)."""
+    stack = getattr(_local, "current", {}).get(kind)
+    return stack[-1] if stack else None
+
+
+def launch_stream(kind: str, device: Any, kernel: str) -> Any:
+    """The runtime stream a launch of ``kernel`` on runtime device ``device`` goes to: the current stream's
+    (StreamError if it was closed or is on another device), or None for the device's default stream."""
+    cur = getattr(_local, "current", None)
+    stack = cur.get(kind) if cur else None
+    if not stack:
+        return None
+    s = stack[-1]
+    impl = s._live(f"launching kernel '{kernel}'")
+    if impl.device is not device:
+        raise StreamError(f"launching kernel '{kernel}': the current stream is on {s.device}, but the kernel runs "
+                          "on another device of that kind; make a stream of the kernel's device current")
+    return impl
