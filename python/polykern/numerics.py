@@ -234,6 +234,93 @@ _BACKEND: Dict[Tuple[str, str], Dict[str, Promise]] = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------
+# Fast math (opt-in; docs/correctness.md "Fast math", docs/language.md "Fast math"). ``fast_<op>`` (the
+# builtins pk.fast_exp ... pk.fast_div, or every f32 ``op`` of FAST_MATH_OPS under build(fast_math=True))
+# may be computed by a faster, looser instruction; FAST_MATH says, per backend, which one and the promise
+# it keeps. The promise of ``fast_<op>`` is that entry's for f32 and, where the backend has no entry or
+# the type is not f32, the precise ``op``'s promise: passes/fast_math.py turns those back into ``op``.
+
+FAST_MATH_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "div")
+FAST_PREFIX = "fast_"
+
+
+@dataclass(frozen=True)
+class FastMath:
+    """What ``fast_<op>`` on f32 compiles to on one backend: ``lowering`` is the name its emitter prints or
+    calls (a C function, an NVVM intrinsic, polykern's own expansion); ``promise`` the bound it keeps;
+    ``source`` where the bound comes from (a vendor document, or measured here: tests/test_fast_math.py,
+    tools/gpu/fast_math_bounds.py)."""
+
+    lowering: str
+    promise: Promise
+    source: str
+
+
+_FTZ = dict(may_flush_subnormals=True)
+_DIV_DOMAIN = (2.0 ** -126, 2.0 ** 126)
+_CUDA_GUIDE = "CUDA C++ Programming Guide, intrinsic functions (to be measured on a GPU: tools/gpu/fast_math_bounds.py)"
+_PTX_ISA = "PTX ISA, *.approx.ftz.f32 (to be measured on a GPU: tools/gpu/fast_math_bounds.py)"
+# Fast math on NVIDIA: the special-function unit (MUFU), flushing subnormals. exp(x) is ex2(x * log2 e):
+# the rounded product moves the result by up to |x log2 e| * 2^-24 relatively, the ulp_growth term.
+_NV_EXP = Promise(3.0, ulp_growth=1.0, **_FTZ)
+_NV_EXP2 = Promise(3.0, **_FTZ)
+_NV_LOG = Promise(3.0, abs_err=2.0 ** -21, **_FTZ)
+_NV_RSQRT = Promise(3.0, **_FTZ)
+_NV_DIV = Promise(2.0, domain=_DIV_DOMAIN, specials=False, **_FTZ)  # 0 or NaN for |y| > 2^126
+
+FAST_MATH: Dict[str, Dict[str, FastMath]] = {
+    "cuda": {
+        "exp": FastMath("__expf", _NV_EXP, _CUDA_GUIDE + ": 2 + floor(|1.173 x|) ulp"),
+        "exp2": FastMath("pk_fast_exp2", _NV_EXP2, _PTX_ISA + ": ex2.approx.ftz.f32, relative 2^-22.5"),
+        "log": FastMath("__logf", _NV_LOG, _CUDA_GUIDE + ": abs 2^-21.41 in [0.5, 2], else 3 ulp"),
+        "log2": FastMath("__log2f", _NV_LOG, _CUDA_GUIDE + ": abs 2^-22 in [0.5, 2], else 2 ulp"),
+        "rsqrt": FastMath("pk_fast_rsqrt", _NV_RSQRT, _PTX_ISA + ": rsqrt.approx.ftz.f32, relative 2^-22.9"),
+        "div": FastMath("__fdividef", _NV_DIV, _CUDA_GUIDE + ": 2 ulp for |y| in [2^-126, 2^126]"),
+    },
+    "nvptx": {
+        "exp": FastMath("llvm.nvvm.ex2.approx.ftz.f", _NV_EXP, _PTX_ISA + ": ex2.approx of x * log2(e)"),
+        "exp2": FastMath("llvm.nvvm.ex2.approx.ftz.f", _NV_EXP2, _PTX_ISA + ": ex2.approx, relative 2^-22.5"),
+        "log": FastMath("llvm.nvvm.lg2.approx.ftz.f", _NV_LOG, _PTX_ISA + ": lg2.approx(x) * ln 2"),
+        "log2": FastMath("llvm.nvvm.lg2.approx.ftz.f", _NV_LOG, _PTX_ISA + ": lg2.approx, abs 2^-22.6"),
+        "rsqrt": FastMath("llvm.nvvm.rsqrt.approx.ftz.f", _NV_RSQRT, _PTX_ISA + ": rsqrt.approx, relative 2^-22.9"),
+        "div": FastMath("llvm.nvvm.div.approx.ftz.f", _NV_DIV, _PTX_ISA + ": div.approx, 2 ulp for |y| in [2^-126, 2^126]"),
+    },
+    # OpenCL's native_* accuracy is the implementation's: these bounds are NVIDIA's (native_* is MUFU
+    # there) and cover what PoCL measured (tests/test_fast_math.py).
+    "opencl": {
+        "exp": FastMath("native_exp", _NV_EXP, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "exp2": FastMath("native_exp2", _NV_EXP2, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "log": FastMath("native_log", _NV_LOG, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "log2": FastMath("native_log2", _NV_LOG, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "rsqrt": FastMath("native_rsqrt", _NV_RSQRT, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "div": FastMath("native_divide", _NV_DIV, "NVIDIA's MUFU bounds; PoCL measured here"),
+    },
+    # The CPU: polykern's own expansion (codegen/llvm_fastmath.py), plain fmul/fadd and integer operations,
+    # which the work-item loops vectorize (llvm.exp is a libm call per element).
+    "llvm": {
+        "exp": FastMath("pk_exp_poly", Promise(2.0, ulp_growth=0.5), "measured here (tests/test_fast_math.py)"),
+        "exp2": FastMath("pk_exp2_poly", Promise(2.0), "measured here (tests/test_fast_math.py)"),
+    },
+}
+# Backends without an entry compile fast_<op> as <op>: Vulkan and WebGPU (GLSL.std.450 / WGSL builtins
+# are already the driver's fast instructions, within the shader table above), ROCm (the AMDGPU backend
+# already lowers f32 exp/log to the hardware instructions), Hexagon (no cheaper instruction), Metal
+# (fast:: variants exist but no Metal device here could measure them).
+
+
+def fast_op(op: str) -> str:
+    """``op`` without the ``fast_`` prefix (``fast_exp`` -> ``exp``); other names unchanged."""
+    base = op[len(FAST_PREFIX):] if op.startswith(FAST_PREFIX) else op
+    return base if base in FAST_MATH_OPS else op
+
+
+def fast_math(backend: str, op: str) -> Optional[FastMath]:
+    """The fast lowering of f32 ``op`` (``exp`` or ``fast_exp``) on ``backend``, or None: it compiles
+    as the precise ``op``."""
+    return FAST_MATH.get(backend, {}).get(fast_op(op))
+
+
 def _bf16(p: Promise) -> Promise:
     """bf16's promise from f32's: every bf16 operation is the f32 operation rounded once to bf16
     (docs/language.md "bf16"), so an exact f32 operation stays exact and an inexact one (a few f32 ulps,
@@ -243,12 +330,23 @@ def _bf16(p: Promise) -> Promise:
     return dataclasses.replace(p, ulp=1.0, ulp_growth=0.0)
 
 
-def promise(op: str, dtype: str, backend: str) -> Promise:
+def promise(op: str, dtype: str, backend: str, fast_math: bool = False) -> Promise:
     """The promise for ``op`` on values of ``dtype`` compiled for ``backend``.
 
     Integer and bool dtypes get the exact promise for every op; bf16 derives from f32 (:func:`_bf16`).
-    Unknown names raise ``ValueError``.
+    ``fast_<op>`` (FAST_MATH_OPS) is the fast-math promise; ``fast_math=True`` (a build with
+    ``fast_math=True``) gives it for ``op`` too. Unknown names raise ``ValueError``.
     """
+    if fast_math and op in FAST_MATH_OPS:
+        op = FAST_PREFIX + op
+    if op != fast_op(op):
+        entry = FAST_MATH.get(backend, {}).get(fast_op(op))
+        if entry is not None and dtype in ("f32", "bf16"):
+            p = entry.promise
+            if backend in SPECIALS_NOT_PROMISED:
+                p = dataclasses.replace(p, specials=False)
+            return _bf16(p) if dtype == "bf16" else p
+        return promise(fast_op(op), dtype, backend)
     if dtype == "bf16" and backend in BACKENDS and op in OPS:
         return _bf16(promise(op, "f32", backend))
     if backend not in BACKENDS:
