@@ -21,10 +21,9 @@ from fractions import Fraction
 from math import factorial
 from typing import List
 
-import numpy as np
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_devmath import LN2 as _LN2
+from polykern.codegen.llvm_devmath import F32, LN2
 from polykern.errors import CompileError
 
 __all__ = ["CPUFastMath"]
@@ -34,9 +33,9 @@ _I32 = ll.IntType(32)
 _SHIFTER = 12582912.0  # 1.5 * 2^23 (bits 0x4B400000)
 _SHIFTER_BITS = 0x4B400000
 _LN2_HI = Fraction(355, 512)
-_LN2_LO = float(np.float32(float(_LN2 - _LN2_HI)))
-_LOG2E = float(np.float32(float(1 / _LN2)))
-_TAYLOR = [float(np.float32(1.0 / factorial(k))) for k in range(8)]  # e^r = sum r^k / k!, k <= 7
+_LN2_LO = F32.round(LN2 - _LN2_HI)
+_LOG2E = F32.round(1 / LN2)
+_TAYLOR = [F32.round(Fraction(1, factorial(k))) for k in range(8)]  # e^r = sum r^k / k!, k <= 7
 
 
 def _c(v: float) -> ll.Constant:
@@ -89,4 +88,4 @@ class CPUFastMath:
         b = self.builder
         x = self._clamp(x, -151.0, 129.0)
         nf, n = self._round(x)
-        return self._exp_scaled(b.fmul(b.fsub(x, nf), _c(float(np.float32(float(_LN2))))), n)
+        return self._exp_scaled(b.fmul(b.fsub(x, nf), _c(F32.round(LN2))), n)
