@@ -42,46 +42,27 @@ class Sweep:
                 f"{self.worst_input}, {self.used:.0%} of the promise ({numerics.describe(p)}): {verdict}")
 
 
+def _unary(fast):
+    """``y[i] = fast(x[i])`` for the builtin ``fast``."""
+    @pk.kernel
+    def fast_unary_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+        i = pk.global_id(0)
+        if i < n:
+            y[i] = fast(x[i])
+    return fast_unary_sweep
+
+
+@pk.kernel
+def fast_div_sweep(n: i32, x: Buffer[f32, "readonly"], z: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = pk.fast_div(x[i], z[i])
+
+
 def kernels():
     """``{op: kernel}``: ``y[i] = pk.fast_<op>(x[i])`` (``fast_div``: of ``x[i]`` and ``z[i]``)."""
-    @pk.kernel
-    def fast_exp_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_exp(x[i])
-
-    @pk.kernel
-    def fast_exp2_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_exp2(x[i])
-
-    @pk.kernel
-    def fast_log_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_log(x[i])
-
-    @pk.kernel
-    def fast_log2_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_log2(x[i])
-
-    @pk.kernel
-    def fast_rsqrt_sweep(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_rsqrt(x[i])
-
-    @pk.kernel
-    def fast_div_sweep(n: i32, x: Buffer[f32, "readonly"], z: Buffer[f32, "readonly"], y: Buffer[f32]):
-        i = pk.global_id(0)
-        if i < n:
-            y[i] = pk.fast_div(x[i], z[i])
-
-    return {"exp": fast_exp_sweep, "exp2": fast_exp2_sweep, "log": fast_log_sweep, "log2": fast_log2_sweep,
-            "rsqrt": fast_rsqrt_sweep, "div": fast_div_sweep}
+    return {op: fast_div_sweep if op == "div" else _unary(getattr(pk, numerics.FAST_PREFIX + op))
+            for op in numerics.FAST_MATH_OPS}
 
 
 _SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-40, -1e-40, 2.0 ** -126, 3.4e38]
