@@ -233,3 +233,16 @@ def test_docs_embed_the_generated_fast_math_table():
     embedded = text.split(numerics.FAST_DOC_BEGIN, 1)[1].split(numerics.FAST_DOC_END, 1)[0].lstrip("\n")
     assert embedded == numerics.fast_math_table(), \
         "docs/correctness.md's fast math table is stale: paste polykern.numerics.fast_math_table() again"
+
+
+def test_cli_compile_fast_math(tmp_path, capsys):
+    from polykern.cli import main
+
+    src = tmp_path / "k.py"
+    src.write_text("import polykern as pk\nfrom polykern import Buffer, f32, i32\n\n\n@pk.kernel\n"
+                   "def ex(n: i32, x: Buffer[f32]):\n    i = pk.global_id(0)\n    if i < n:\n"
+                   "        x[i] = pk.exp(x[i])\n")
+    for flag, want in ((["--fast-math"], "true"), ([], None)):
+        out = tmp_path / f"k{len(flag)}.kbin"
+        assert main(["compile", str(src), "-t", "llvm", "-o", str(out), *flag]) == 0
+        assert pk.load(str(out)).metadata.get("fast-math") == want
