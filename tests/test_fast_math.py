@@ -89,6 +89,20 @@ def test_the_promise_of_a_fast_op():
             for dt in ("f16", "f64"):  # fast math is f32 only: the precise op elsewhere
                 assert numerics.promise(f"fast_{op}", dt, backend) == numerics.promise(op, dt, backend)
     assert numerics.promise("fast_div", "f32", "nvptx").ulp == 2 and numerics.promise("div", "f32", "nvptx").ulp == 0
+    # bf16: the f32 fast op rounded once to bf16 (1 bf16 ulp), keeping its domain and flushing
+    p = numerics.promise("fast_div", "bf16", "nvptx")
+    assert p.ulp == 1 and p.domain == numerics.promise("fast_div", "f32", "nvptx").domain and p.may_flush_subnormals
+
+
+def test_bf16_stays_fast():
+    """bf16 operations are f32 ones rounded once (widen_bf16): the fast f32 instruction, then the rounding."""
+    @pk.kernel
+    def bexp(n: i32, x: Buffer[pk.bf16]):
+        i = pk.global_id(0)
+        if i < n:
+            x[i] = pk.fast_exp(x[i])
+    ptx = pk.build([bexp], ["nvptx"]).on("cuda").sources["ptx"]
+    assert "ex2.approx.ftz.f32" in ptx
 
 
 # ------------------------------------------------------------------ lowering per backend

@@ -590,7 +590,7 @@ def fast_math_table() -> str:
                              f"{describe(promise(FAST_PREFIX + op, 'f32', backend))} | {entry.source} |")
     rest = [b for b in BACKENDS if b not in FAST_MATH]
     lines += ["", f"- {', '.join(rest)}: no fast lowering; `fast_<op>` is `<op>`, with its promise.",
-              "- The ops a backend does not list: `fast_<op>` is `<op>`, with its promise; so is every type but f32."]
+              "- The ops a backend does not list: `fast_<op>` is `<op>`, with its promise; so is every f16 and f64 one (bf16 is f32 rounded once)."]
     return "\n".join(lines) + "\n"
 
 

@@ -8,8 +8,8 @@ pipeline on each target's copy:
   ``numerics.FAST_MATH_OPS`` its ``fast_<op>`` (float ``a / b`` becomes ``fast_div(a, b)``);
 - then turns every ``fast_<op>`` the target does not compile back into the precise ``op``: where the
   target kind does not declare ``Capabilities.fast_math``, where ``numerics.FAST_MATH`` has no entry for
-  its numerics profile, and on every type but f32 (f16, bf16 already widened to f32 by
-  ``widen_bf16``, f64).
+  its numerics profile, and on f16 and f64 (bf16 operations are f32 ones by now, ``widen_bf16``:
+  they stay fast, rounded to bf16 once as always).
 
 So an emitter sees ``fast_<op>`` only for the f32 operations its own table entry names, and a kernel
 without fast math is left exactly as it was.
