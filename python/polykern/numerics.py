@@ -19,6 +19,9 @@ operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT). `
 (``add``/``sub``, and ``mul``) says a chain of them may be evaluated in any association (see MAY_REASSOCIATE).
 Whether specials hold can also depend on the device's driver: ``specials_promised(backend, device)``.
 
+Fast math (opt-in: ``pk.fast_<op>``, ``build(fast_math=True)``) has promises of its own: ``FAST_MATH`` says
+per backend what an f32 ``fast_<op>`` compiles to and its bound; ``promise("fast_<op>", ...)`` reads it.
+
 Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
 are defined here too: every backend implements exactly these, and the oracle calls them.
 """
