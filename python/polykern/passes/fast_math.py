@@ -21,7 +21,13 @@ from ..ir import nodes as ir
 from ..ir.types import f32
 from .clone import child_fields
 
-__all__ = ["fast_math"]
+__all__ = ["fast_math", "uses_fast_math"]
+
+
+def uses_fast_math(fn: ir.Function) -> bool:
+    """Whether ``fn`` calls a ``pk.fast_*`` builtin (the pipeline runs :func:`fast_math` only then, or with
+    ``fast_math=True``)."""
+    return any(isinstance(e, ir.Call) and e.func in ir.FAST_MATH for e in ir.walk_all_exprs(fn.body))
 
 
 def _fast(e: ir.Expr, on: bool, lowered) -> ir.Expr:

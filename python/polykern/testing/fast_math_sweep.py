@@ -39,7 +39,8 @@ class Sweep:
         p = numerics.promise(numerics.FAST_PREFIX + self.op, "f32", self.backend)
         verdict = "ok" if not self.failures else f"{self.failures} OUTSIDE the promise, e.g. {self.first_failure}"
         return (f"{self.backend:7} fast_{self.op:6} n={self.count:7}  max {self.max_ulp:7.2f} ulp at "
-                f"{self.worst_input}, {self.used:.0%} of the promise ({numerics.describe(p)}): {verdict}")
+                f"{self.worst_input}, {self.used:.0%} of the promise ({numerics.describe(p).replace(chr(92), '')}): "
+                f"{verdict}")
 
 
 def _unary(fast):
