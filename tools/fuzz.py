@@ -128,6 +128,8 @@ def save_case(save_dir, prog, source, outcome, oracle, targets, args, profile=No
         meta["shared_size"] = prog.shared_size
     if prog.vector_align:  # what the build's FunctionInfo vector_align must record
         meta["vector_align"] = prog.vector_align
+    if prog.fast_math:  # built with fast_math=True, judged against the fast-math promises
+        meta["fast_math"] = True
     write_atomic(os.path.join(save_dir, base + ".json"), (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
     return path
 
@@ -147,6 +149,9 @@ def _parser():
     ap.add_argument("--bounds-check", "--checked", action="store_true", help="build with pk.build(..., "
                     "bounds_check=True); a share of the programs then access a vector group or a matrix fragment "
                     "out of bounds on one work-item, and their launch must be a LaunchError")
+    ap.add_argument("--fast-math", action="store_true", help="build with pk.build(..., fast_math=True); half the "
+                    "math stores of exp exp2 log log2 rsqrt and / call pk.fast_*; results are judged against the "
+                    "fast-math promises (polykern.numerics.FAST_MATH)")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
     ap.add_argument("--profile", default="auto", help="which programs leave out what a target refuses "
@@ -187,7 +192,8 @@ def program_for(a, i, profs, every):
     refusals left out) and the profile's target kind (None: not profiled)."""
     prof = fuzzprofile.profile_for(i, profs, every)
     avoid = frozenset(x for x in a.avoid.split(",") if x) | (prof[1] if prof else frozenset())
-    return (kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid, checked=a.bounds_check),
+    return (kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid, checked=a.bounds_check,
+                               **({"fast_math": True} if a.fast_math else {})),
             prof[0] if prof else None)
 
 
@@ -395,7 +401,7 @@ def _replay(a, idx, targets, profs, every):
     prof = fuzzprofile.profile_for(idx, profs, every)
     return (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets '{targets}' "
             f"--profile {prof[0] if prof else 'none'}{' --avoid ' + a.avoid if a.avoid else ''}"
-            f"{' --bounds-check' if a.bounds_check else ''} --no-save")
+            f"{' --bounds-check' if a.bounds_check else ''}{' --fast-math' if a.fast_math else ''} --no-save")
 
 
 def _compared_text(compared, n):
@@ -433,7 +439,7 @@ def worker(a) -> int:
         prog, made_for = program_for(a, i, profs, every)
         args = prog.make_args()
         case = fuzzcase.Case(prog.name, prog.source, prog.grid, prog.block, args, prog.features, prog.shared_size,
-                             prog.vector_align)
+                             prog.vector_align, prog.fast_math)
         if first_target == 0:
             n += 1
             progress()
@@ -482,7 +488,7 @@ def worker(a) -> int:
                                        lambda src, t=t, k=out.kind: _still_fails(src, prog, args, t, k, checked),
                                        time_budget=a.reduce_budget)
             small = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
-                             prog.vector_align)
+                                  prog.vector_align, prog.fast_math)
             try:
                 small_oracle = small.oracle()
                 small_out = fuzzcase.check_target(small, small_oracle, t, bounds_check=a.bounds_check)
@@ -534,7 +540,7 @@ def _check_violation(a, i, seed, prog, case, targets, per_target, profs, every) 
 
 def _still_fails(source, prog, args, target, kind, bounds_check) -> bool:
     case = fuzzcase.Case(prog.name, source, prog.grid, prog.block, args, prog.features, prog.shared_size,
-                             prog.vector_align)
+                         prog.vector_align, prog.fast_math)
     try:
         oracle = case.oracle()
         out = fuzzcase.check_target(case, oracle, target, bounds_check=bounds_check)

@@ -27,6 +27,7 @@ from .lang.builtins import (subgroup_add, subgroup_all, subgroup_any, subgroup_b
 from .lang.builtins import (frag_a, frag_acc, frag_b, frag_fill, frag_load, frag_scale,  # noqa: F401
                             frag_store, mma)
 from .lang.builtins import copy_async, copy_commit, copy_wait  # noqa: F401
+from .lang.builtins import fast_div, fast_exp, fast_exp2, fast_log, fast_log2, fast_rsqrt  # noqa: F401
 from .lang.builtins import (mbarrier_arrive, mbarrier_arrive_tx, mbarrier_init, mbarrier_wait,  # noqa: F401
                             mbarriers, named_arrive, named_barrier, setmaxnreg, tensor_map, tma_load, warpgroup_id,
                             warpgroups, wg_acc, wg_elements, wg_fill, wg_row_max, wg_row_sum, wg_rows, wg_store,
@@ -42,11 +43,12 @@ from .user_tracebacks import entry_point as _entry_point  # noqa: E402
 
 
 @_entry_point
-def build(kernels, targets=("llvm",), *, bounds_check=None):
-    """Compile kernels for targets; see :func:`polykern.pipeline.build` (``bounds_check=True``: checked mode)."""
+def build(kernels, targets=("llvm",), *, bounds_check=None, fast_math=False):
+    """Compile kernels for targets; see :func:`polykern.pipeline.build` (``bounds_check=True``: checked mode;
+    ``fast_math=True``: f32 exp/exp2/log/log2/rsqrt and ``/`` within the fast-math promises)."""
     from .pipeline import build as _build
 
-    return _build(kernels, targets, bounds_check=bounds_check)
+    return _build(kernels, targets, bounds_check=bounds_check, fast_math=fast_math)
 
 
 def autotune(configs, key=(), **options):

@@ -59,6 +59,8 @@ class Capabilities:
     ``f16``: an :class:`F16Rounding` where the kind's conversions to f16 need the IR pass
     (``passes/legalize_f16.py``), None where its own instruction keeps the promise (NVPTX ``cvt.rn``,
     OpenCL ``vstore_half_rte``, CUDA C ``__float2half_rn``).
+    ``fast_math``: whether its codegen compiles the ``fast_<op>`` calls that ``polykern.numerics.FAST_MATH``
+    lists for its numerics profile (passes/fast_math.py turns every other one into the precise operation).
     """
 
     numerics: str = ""
@@ -69,6 +71,7 @@ class Capabilities:
     hopper: Optional[Callable] = None
     debug_print: bool = False
     f16: Optional[F16Rounding] = None
+    fast_math: bool = False
 
     def __post_init__(self):
         refuses = dict(self.refuses)
@@ -89,6 +92,8 @@ class Capabilities:
         if not isinstance(self.debug_print, bool) or not isinstance(self.numerics, str):
             raise ValueError(f"Capabilities: debug_print is a bool and numerics a string, got "
                              f"{self.debug_print!r} and {self.numerics!r}")
+        if not isinstance(self.fast_math, bool):
+            raise ValueError(f"Capabilities.fast_math is a bool, got {self.fast_math!r}")
 
 
 def of(kind: str) -> Capabilities:

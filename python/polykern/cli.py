@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="compile only this kernel (repeatable; default: every kernel in FILE.py)")
     c.add_argument("-o", "--output", required=True, metavar="OUT.kbin")
     c.add_argument("--strip-sources", action="store_true", help="do not embed sources in the artifact")
+    c.add_argument("--fast-math", action="store_true", help="build with fast_math=True: f32 exp exp2 log log2 "
+                   "rsqrt and / within the fast-math promises (docs/language.md 7.2)")
 
     i = sub.add_parser("inspect", help="describe a .kbin (needs no runtime)")
     i.add_argument("artifact", metavar="K.kbin")
@@ -158,7 +160,7 @@ def _compile(args) -> int:
         selected = [found[k] for k in dict.fromkeys(args.kernel)]
     else:
         selected = list(found.values())
-    root = build(selected, [str(t) for t in targets])
+    root = build(selected, [str(t) for t in targets], fast_math=args.fast_math)
     data = root.export(strip_sources=args.strip_sources)
     user_files.write_atomic(args.output, data, inputs=[args.file])
     mods = ", ".join(f"{m.kind}/{m.fmt}" + ("" if m.is_runnable else " (fallback)") for m in root.device_modules())

@@ -423,6 +423,8 @@ class RootModule(Module):
         #: sources were stripped; ``export`` keeps both, so a loaded artifact exports again to the same bytes.
         self.metadata: Optional[Dict[str, str]] = None
         self.sources_stripped = False
+        #: Build options that change results, written into a new artifact's metadata (``fast-math``).
+        self.build_options: Dict[str, str] = {}
 
     @classmethod
     def collect(cls, imports: Sequence[Module], targets: Sequence[Any] = ()) -> "RootModule":
@@ -478,7 +480,8 @@ class RootModule(Module):
         when given. Deterministic: no timestamps, no paths, sorted maps; modules in preorder, root first.
 
         Metadata: the metadata of the artifact this root was loaded from (as it was), else the
-        defaults (compiler, targets); then ``metadata`` on top. ``strip_sources=None`` keeps what was loaded (a stripped
+        defaults (compiler, targets, the build options that change results: ``fast-math``); then
+        ``metadata`` on top. ``strip_sources=None`` keeps what was loaded (a stripped
         artifact stays stripped), so a loaded artifact exports again to the same bytes."""
         modules: List[Module] = []
         index: Dict[int, int] = {}
@@ -498,8 +501,8 @@ class RootModule(Module):
         payloads = [(m.kind, m.save_to_bytes()) for m in modules]
         strip = self.sources_stripped if strip_sources is None else strip_sources
         sources = None if strip else [dict(m.sources) for m in modules]
-        meta = {"compiler": f"polykern {compiler_version()}", "targets": "\n".join(self.targets)} \
-            if self.metadata is None else {}
+        meta = {"compiler": f"polykern {compiler_version()}", "targets": "\n".join(self.targets),
+                **self.build_options} if self.metadata is None else {}
         for k, v in {**(self.metadata or {}), **dict(metadata or {})}.items():
             if not isinstance(k, str) or not k or not isinstance(v, str):
                 raise PolykernError(f"artifact metadata maps non-empty strings to strings, got {k!r}: {v!r}")

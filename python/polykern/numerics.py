@@ -19,6 +19,9 @@ operand that is a product may enter unrounded (a*b+c fused; see MAY_CONTRACT). `
 (``add``/``sub``, and ``mul``) says a chain of them may be evaluated in any association (see MAY_REASSOCIATE).
 Whether specials hold can also depend on the device's driver: ``specials_promised(backend, device)``.
 
+Fast math (opt-in: ``pk.fast_<op>``, ``build(fast_math=True)``) has promises of its own: ``FAST_MATH`` says
+per backend what an f32 ``fast_<op>`` compiles to and its bound; ``promise("fast_<op>", ...)`` reads it.
+
 Exact integer semantics (``int_div``, ``int_rem``) and the float-to-int conversion (``float_to_int``)
 are defined here too: every backend implements exactly these, and the oracle calls them.
 """
@@ -234,6 +237,97 @@ _BACKEND: Dict[Tuple[str, str], Dict[str, Promise]] = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------
+# Fast math (opt-in; docs/correctness.md "Fast math", docs/language.md "Fast math"). ``fast_<op>`` (the
+# builtins pk.fast_exp ... pk.fast_div, or every f32 ``op`` of FAST_MATH_OPS under build(fast_math=True))
+# may be computed by a faster, looser instruction; FAST_MATH says, per backend, which one and the promise
+# it keeps. The promise of ``fast_<op>`` is that entry's for f32 and, where the backend has no entry or
+# the type is not f32, the precise ``op``'s promise: passes/fast_math.py turns those back into ``op``.
+
+FAST_MATH_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "div")
+FAST_PREFIX = "fast_"
+
+
+@dataclass(frozen=True)
+class FastMath:
+    """What ``fast_<op>`` on f32 compiles to on one backend: ``lowering`` is the name its emitter prints or
+    calls (a C function, an NVVM intrinsic, polykern's own expansion); ``promise`` the bound it keeps;
+    ``source`` where the bound comes from (a vendor document, or measured here: tests/test_fast_math.py,
+    tools/gpu/fast_math_bounds.py)."""
+
+    lowering: str
+    promise: Promise
+    source: str
+
+
+_FTZ = dict(may_flush_subnormals=True)
+_DIV_DOMAIN = (2.0 ** -126, 2.0 ** 126)
+# Not measured here (no NVIDIA GPU): from the vendor's documents, padded to whole ulps; a GPU machine
+# measures them with tools/gpu/fast_math_bounds.py.
+_CUDA_GUIDE = "CUDA C++ Programming Guide, intrinsics"
+_PTX_ISA = "PTX ISA"
+# Fast math on NVIDIA: the special-function unit (MUFU), flushing subnormals. exp(x) is ex2(x * log2 e):
+# the rounded product moves the result by up to |x log2 e| * 2^-24 relatively, the ulp_growth term.
+_NV_EXP = Promise(3.0, ulp_growth=1.0, **_FTZ)
+_NV_EXP2 = Promise(3.0, **_FTZ)
+_NV_LOG = Promise(3.0, abs_err=2.0 ** -21, **_FTZ)
+_NV_RSQRT = Promise(3.0, **_FTZ)
+_NV_DIV = Promise(2.0, domain=_DIV_DOMAIN, specials=False, **_FTZ)  # 0 or NaN for |y| > 2^126
+
+FAST_MATH: Dict[str, Dict[str, FastMath]] = {
+    "cuda": {
+        "exp": FastMath("__expf", _NV_EXP, _CUDA_GUIDE + ": 2 + floor(1.173 abs(x)) ulp"),
+        "exp2": FastMath("pk_fast_exp2", _NV_EXP2, _PTX_ISA + ": ex2.approx.ftz.f32, relative 2^-22.5"),
+        "log": FastMath("__logf", _NV_LOG, _CUDA_GUIDE + ": abs 2^-21.41 in [0.5, 2], else 3 ulp"),
+        "log2": FastMath("__log2f", _NV_LOG, _CUDA_GUIDE + ": abs 2^-22 in [0.5, 2], else 2 ulp"),
+        "rsqrt": FastMath("pk_fast_rsqrt", _NV_RSQRT, _PTX_ISA + ": rsqrt.approx.ftz.f32, relative 2^-22.9"),
+        "div": FastMath("__fdividef", _NV_DIV, _CUDA_GUIDE + ": 2 ulp for abs(y) in [2^-126, 2^126]"),
+    },
+    "nvptx": {
+        "exp": FastMath("llvm.nvvm.ex2.approx.ftz.f", _NV_EXP, _PTX_ISA + ": ex2.approx of x * log2(e)"),
+        "exp2": FastMath("llvm.nvvm.ex2.approx.ftz.f", _NV_EXP2, _PTX_ISA + ": ex2.approx, relative 2^-22.5"),
+        "log": FastMath("llvm.nvvm.lg2.approx.ftz.f", _NV_LOG, _PTX_ISA + ": lg2.approx(x) * ln 2"),
+        "log2": FastMath("llvm.nvvm.lg2.approx.ftz.f", _NV_LOG, _PTX_ISA + ": lg2.approx, abs 2^-22.6"),
+        "rsqrt": FastMath("llvm.nvvm.rsqrt.approx.ftz.f", _NV_RSQRT, _PTX_ISA + ": rsqrt.approx, relative 2^-22.9"),
+        "div": FastMath("llvm.nvvm.div.approx.ftz.f", _NV_DIV, _PTX_ISA + ": div.approx, 2 ulp for abs(y) in [2^-126, 2^126]"),
+    },
+    # OpenCL's native_* accuracy is the implementation's: these bounds are NVIDIA's (native_* is MUFU
+    # there) and cover what PoCL measured (tests/test_fast_math.py).
+    "opencl": {
+        "exp": FastMath("pk_native_exp", _NV_EXP, "NVIDIA's MUFU bounds; PoCL measured here (native_exp, "
+                        "a NaN returned first: PoCL folds native_exp of a NaN it can see to poison)"),
+        "exp2": FastMath("pk_native_exp2", _NV_EXP2, "NVIDIA's MUFU bounds; PoCL measured here (native_exp2, "
+                         "NaN returned first)"),
+        "log": FastMath("native_log", _NV_LOG, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "log2": FastMath("native_log2", _NV_LOG, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "rsqrt": FastMath("native_rsqrt", _NV_RSQRT, "NVIDIA's MUFU bounds; PoCL measured here"),
+        "div": FastMath("native_divide", _NV_DIV, "NVIDIA's MUFU bounds; PoCL measured here"),
+    },
+    # The CPU: polykern's own expansion (codegen/llvm_fastmath.py), plain fmul/fadd and integer operations,
+    # which the work-item loops vectorize (llvm.exp is a libm call per element).
+    "llvm": {
+        "exp": FastMath("pk_exp_poly", Promise(2.0), "measured here (tests/test_fast_math.py)"),
+        "exp2": FastMath("pk_exp2_poly", Promise(2.0), "measured here (tests/test_fast_math.py)"),
+    },
+}
+# Backends without an entry compile fast_<op> as <op>: Vulkan and WebGPU (GLSL.std.450 / WGSL builtins
+# are already the driver's fast instructions, within the shader table above), ROCm (the AMDGPU backend
+# already lowers f32 exp/log to the hardware instructions), Hexagon (no cheaper instruction), Metal
+# (fast:: variants exist but no Metal device here could measure them).
+
+
+def fast_op(op: str) -> str:
+    """``op`` without the ``fast_`` prefix (``fast_exp`` -> ``exp``); other names unchanged."""
+    base = op[len(FAST_PREFIX):] if op.startswith(FAST_PREFIX) else op
+    return base if base in FAST_MATH_OPS else op
+
+
+def fast_math(backend: str, op: str) -> Optional[FastMath]:
+    """The fast lowering of f32 ``op`` (``exp`` or ``fast_exp``) on ``backend``, or None: it compiles
+    as the precise ``op``."""
+    return FAST_MATH.get(backend, {}).get(fast_op(op))
+
+
 def _bf16(p: Promise) -> Promise:
     """bf16's promise from f32's: every bf16 operation is the f32 operation rounded once to bf16
     (docs/language.md "bf16"), so an exact f32 operation stays exact and an inexact one (a few f32 ulps,
@@ -243,12 +337,23 @@ def _bf16(p: Promise) -> Promise:
     return dataclasses.replace(p, ulp=1.0, ulp_growth=0.0)
 
 
-def promise(op: str, dtype: str, backend: str) -> Promise:
+def promise(op: str, dtype: str, backend: str, fast_math: bool = False) -> Promise:
     """The promise for ``op`` on values of ``dtype`` compiled for ``backend``.
 
     Integer and bool dtypes get the exact promise for every op; bf16 derives from f32 (:func:`_bf16`).
-    Unknown names raise ``ValueError``.
+    ``fast_<op>`` (FAST_MATH_OPS) is the fast-math promise; ``fast_math=True`` (a build with
+    ``fast_math=True``) gives it for ``op`` too. Unknown names raise ``ValueError``.
     """
+    if fast_math and op in FAST_MATH_OPS:
+        op = FAST_PREFIX + op
+    if op != fast_op(op):
+        entry = FAST_MATH.get(backend, {}).get(fast_op(op))
+        if entry is not None and dtype in ("f32", "bf16"):
+            p = entry.promise
+            if backend in SPECIALS_NOT_PROMISED:
+                p = dataclasses.replace(p, specials=False)
+            return _bf16(p) if dtype == "bf16" else p
+        return promise(fast_op(op), dtype, backend)
     if dtype == "bf16" and backend in BACKENDS and op in OPS:
         return _bf16(promise(op, "f32", backend))
     if backend not in BACKENDS:
@@ -464,7 +569,7 @@ def markdown_table() -> str:
              "|---|---|" + "---|" * len(BACKENDS)]
     for op in OPS:
         for dt in FLOAT_TYPES:
-            cells = [_describe(promise(op, dt, b)) for b in BACKENDS]
+            cells = [describe(promise(op, dt, b)) for b in BACKENDS]
             lines.append(f"| {op} | {dt} | " + " | ".join(cells) + " |")
     lines.append("")
     for backend, drivers in sorted(SPECIALS_NOT_PRESERVED_BY.items()):
@@ -473,7 +578,27 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _describe(p: Promise) -> str:
+FAST_DOC_BEGIN = "<!-- fast math table: generated by polykern.numerics.fast_math_table(); do not edit -->"
+FAST_DOC_END = "<!-- end of fast math table -->"
+
+
+def fast_math_table() -> str:
+    """FAST_MATH as a markdown table (docs/correctness.md embeds it between FAST_DOC_BEGIN and FAST_DOC_END)."""
+    lines = ["| backend | f32 op | lowering | promise | bound from |", "|---|---|---|---|---|"]
+    for backend in BACKENDS:
+        for op in FAST_MATH_OPS:
+            entry = fast_math(backend, op)
+            if entry is not None:
+                lines.append(f"| {backend} | {op} | `{entry.lowering}` | "
+                             f"{describe(promise(FAST_PREFIX + op, 'f32', backend))} | {entry.source} |")
+    rest = [b for b in BACKENDS if b not in FAST_MATH]
+    lines += ["", f"- {', '.join(rest)}: no fast lowering; `fast_<op>` is `<op>`, with its promise.",
+              "- The ops a backend does not list: `fast_<op>` is `<op>`, with its promise; so is every f16 and f64 one (bf16 is f32 rounded once)."]
+    return "\n".join(lines) + "\n"
+
+
+def describe(p: Promise) -> str:
+    """``p`` as a table cell ("3 ulp, abs 2^-21, FTZ")."""
     parts = ["exact" if p.ulp == 0 and not p.ulp_growth and not p.abs_err else f"{p.ulp:g} ulp"]
     if p.ulp_growth:
         parts[0] += f" + {p.ulp_growth:g}·\\|t\\|"

@@ -23,6 +23,8 @@ from .ir.matrix import check_target as check_matrix_target
 from .ir.verifier import verify
 from .lang.kernel import Kernel
 from .passes import run_default_passes
+from .passes.fast_math import fast_math as apply_fast_math
+from .passes.fast_math import uses_fast_math
 from .passes.legalize_f16 import legalize_f16
 from .passes.async_copy import lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
@@ -88,8 +90,12 @@ def _safe_build(f):
 
 
 def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), *,
-          bounds_check: Optional[bool] = None):
+          bounds_check: Optional[bool] = None, fast_math: bool = False):
     """Compile ``kernels`` for every target; return the root module (export it with ``.export(path)``).
+
+    ``fast_math=True``: every f32 ``exp exp2 log log2 rsqrt`` and ``/`` may be computed by the target's
+    faster instruction, within ``polykern.numerics``' fast-math promise (passes/fast_math.py); the
+    artifact's metadata then says ``fast-math: true``.
 
     ``bounds_check=True`` (or ``POLYKERN_BOUNDS_CHECK=1``) builds the checked mode
     (:mod:`polykern.passes.bounds_check`): every buffer and array access is checked at run time.
@@ -99,6 +105,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     from .module import FunctionInfo, RootModule
     from .target import Target
 
+    if not isinstance(fast_math, bool):
+        raise PolykernError(f"build(): fast_math must be True or False, got {fast_math!r}")
     load_all()
     ensure_interpret_registered()  # the built-in target kind 'interpret' (polykern/interpret.py)
     if isinstance(targets, (str, Target)):
@@ -114,6 +122,7 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
     # Passes run on a copy: a kernel's IR is shared (other builds, other threads) and never changes.
     funcs = [run_default_passes(clone_function(verify(k.ir))) for k in collect_kernels(kernels)]
     mode = bounds_check_requested(bounds_check)
+    fast = fast_math or any(uses_fast_math(f) for f in funcs)  # else the pass would change nothing
     for f in funcs:  # Hopper operations: sm_90a targets only, not in checked mode (ir/hopper.py)
         for t in parsed:
             check_hopper_target(f, t.kind, t, capabilities.of(t.kind).hopper, bool(mode))
@@ -127,6 +136,8 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
         safe = [_safe_build(f) for f in funcs]
     # the root lists what the caller passes (a safe build's hidden arguments are its CPU modules' own)
     root = RootModule({f.name: FunctionInfo.from_ir(f) for f in funcs}, targets=[str(t) for t in parsed])
+    if fast_math:
+        root.build_options["fast-math"] = "true"
     for t in parsed:
         builder = registry.get(f"target.build.{t.kind}")
         if builder is None:
@@ -142,11 +153,15 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
                                               else funcs)]
         if caps.async_copy is None or not caps.async_copy(t):  # asynchronous copies: passes/async_copy.py
             copies = [verify(lower_async_copies(f)) for f in copies]
+        if fast:  # fast_<op> where the target compiles it, the precise op elsewhere (passes/fast_math.py)
+            copies = [verify(apply_fast_math(f, t, fast_math)) for f in copies]
         if t.kind != INTERPRET_KIND:  # 16-bit float conversions on the bits (passes/legalize_f16.py)
             copies = [verify(legalize_f16(f, t)) for f in copies]
         variant = registry.get(SAFE_VARIANT_KEY + t.kind) if safe is not None else None
         if variant is not None:  # a runtime that may find a CPU device: both forms (passes/bounds_proof.py)
             safe_copies = [verify(lower_async_copies(clone_function(f))) for f in safe]
+            if fast:
+                safe_copies = [verify(apply_fast_math(f, t, fast_math)) for f in safe_copies]
             if t.kind != INTERPRET_KIND:
                 safe_copies = [verify(legalize_f16(f, t)) for f in safe_copies]
             root.import_module(cached_codegen(lambda: run_codegen(lambda c, tt: variant(c, safe_copies, tt), copies, t),

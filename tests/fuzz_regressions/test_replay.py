@@ -40,7 +40,7 @@ def load_case(name):
             args.append(np.dtype(a["dtype"]).type(_dec(a["value"])))
     case = fuzzcase.Case(meta["kernel"], source, tuple(meta["grid"]), tuple(meta["block"]), args,
                          frozenset(meta["features"]), meta.get("shared_size"),
-                         meta.get("vector_align", {}))
+                         meta.get("vector_align", {}), meta.get("fast_math", False))
     return case, meta
 
 

@@ -26,6 +26,13 @@ _F64 = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "exp2": "exp2", "log": "
         "sin": "sin", "cos": "cos", "tanh": "tanh", "pow": "pow", "abs": "fabs", "min": "fmin",
         "max": "fmax", "fma": "fma", "floor": "floor", "ceil": "ceil", "fmod": "fmod"}
 
+# Fast math (numerics.FAST_MATH["cuda"]): the PTX approximations CUDA C has no intrinsic for.
+_FAST_HELPERS = {name: f"""{{fn}} float {name}(float x) {{{{
+    float y;
+    asm("{instr} %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}}}}""" for name, instr in (("pk_fast_exp2", "ex2.approx.ftz.f32"), ("pk_fast_rsqrt", "rsqrt.approx.ftz.f32"))}
+
 _REG = {"local_id": "threadIdx", "group_id": "blockIdx", "local_size": "blockDim", "num_groups": "gridDim"}
 _XYZ = "xyz"
 _FN = "static __device__ __forceinline__"
@@ -90,6 +97,7 @@ _COMBINE = {
 
 class CUDADialect(CDialect):
     name = "cuda"
+    FAST_HELPERS = _FAST_HELPERS
     language = "CUDA C"
     half_native = False
     fn_qualifier = _FN

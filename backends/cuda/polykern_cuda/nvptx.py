@@ -33,10 +33,12 @@ from llvmlite import ir as ll
 
 from polykern.codegen.c_names import ascii_ident
 from polykern.codegen.llvm_base import I32, I64, VOID, LLVMKernelEmitter, mem_type
-from polykern.codegen.llvm_devmath import PortableMath
+from polykern.codegen.llvm_devmath import F32, LN2, PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
+from polykern.ir.types import f32
 from polykern.module import create_with_fallback
+from polykern.numerics import fast_math as fast_math_entry
 
 from .fallback import CUDAFallbackModule
 from .functions import function_map
@@ -52,6 +54,8 @@ _MIN_PTX = {"sm_88": 90, "sm_90a": 80, "sm_100": 86, "sm_100a": 86, "sm_103": 88
 BASE_PTX = 78
 _PTX_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+")
 _PTX_PREDEFINED = frozenset({"WARP_SZ"})
+_LOG2E = float(F32.round(1 / LN2))  # fast exp: ex2.approx of x * log2(e)
+_LN2 = float(F32.round(LN2))  # fast log: lg2.approx(x) * ln 2
 _SREG = {"local_id": "tid", "group_id": "ctaid", "local_size": "ntid", "num_groups": "nctaid"}
 
 
@@ -113,6 +117,18 @@ class NVPTXEmitter(NVPTXHopper, NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, Portab
             b = self.builder
             return b.select(b.icmp_signed("<", x, ll.Constant(x.type, 0)), self._wrapping_neg(x), x)
         return super().math_call(func, st, args)
+
+    def fast_math_call(self, op, st, args):
+        """``fast_<op>`` of f32: the NVVM intrinsic ``numerics.FAST_MATH["nvptx"][op]`` names (PTX's
+        ``*.approx.ftz.f32``); exp is ex2 of ``x * log2 e``, log is lg2 times ``ln 2``."""
+        entry = fast_math_entry("nvptx", op)
+        if entry is None or st != f32:
+            return super().fast_math_call(op, st, args)
+        b = self.builder
+        if op == "exp":
+            args = [b.fmul(args[0], ll.Constant(F32.ty, _LOG2E))]
+        out = self.call_intrinsic(entry.lowering, F32.ty, args)
+        return b.fmul(out, ll.Constant(F32.ty, _LN2)) if op == "log" else out
 
     def kernel_symbol(self, fn: N.Function) -> str:
         """An ASCII PTX identifier (LLVM aborts on others; Python allows Unicode kernel names),

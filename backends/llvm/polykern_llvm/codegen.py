@@ -27,6 +27,7 @@ from polykern import payload_formats, registry
 from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.lazy_asm import PendingAsm
+from polykern.codegen.llvm_fastmath import CPUFastMath
 from polykern.codegen import llvm_target
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
@@ -48,16 +49,18 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "mattr": Attr("str", "", None, "CPU features, e.g. +avx2,+fma"),
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
-   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp")))  # printf: the C library's
+   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
+                             fast_math=True))  # fast exp/exp2: codegen/llvm_fastmath.py
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")
 _X86 = ("x86_64", "i386", "i486", "i586", "i686", "x86")
 
 
-class CPUEmitter(WorkgroupLoopEmitter):
+class CPUEmitter(CPUFastMath, WorkgroupLoopEmitter):
     """The CPU flavour of the work-item-loop emitter: address space 0 everywhere, integer
-    division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``)."""
+    division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``), vectorizable fast
+    exp/exp2 (codegen/llvm_fastmath.py)."""
 
     SAFE_INT_DIVISION = True
 

@@ -33,7 +33,7 @@ OPENCL_KIND = TargetKind("opencl", "opencl", {
     no_matrix="OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
               "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
               "or llvm",
-    debug_print=True))  # OpenCL 1.2 printf
+    debug_print=True, fast_math=True))  # OpenCL 1.2 printf; native_* for fast math (numerics.FAST_MATH)
 
 
 def check_subgroups(funcs: List, target: Target) -> None:

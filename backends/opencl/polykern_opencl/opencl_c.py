@@ -120,6 +120,10 @@ class OpenCLDialect(CDialect):
             return self.round_half(unit, code) if t == f16 else code
         return super().math(unit, func, t, args)
 
+    FAST_HELPERS = {  # native_exp/native_exp2 of a NaN PoCL can see: guarded as in math()
+        f"pk_native_{op}": f"{{fn}} float pk_native_{op}(float x) {{{{\n    return isnan(x) ? x : native_{op}(x);\n}}}}"
+        for op in ("exp", "exp2")}
+
     def int_math(self, unit, func, t, args):
         if func in ("min", "max") and t != bool_:  # overloaded for every integer type
             if t.bits < 32:  # C promotes uchar * uchar to int: the casts pick the overload of t

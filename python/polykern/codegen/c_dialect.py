@@ -19,6 +19,7 @@ from ..ir import nodes as ir
 from ..ir.vector import MAX_VECTOR_BYTES
 from ..ir.bfloat16 import f32_to_bits
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f16, f32, f64, i32, u32
+from ..numerics import fast_math as fast_math_entry
 from ..numerics import saturation_bounds
 
 if TYPE_CHECKING:  # annotations only: the emitter calls the dialect's hooks
@@ -281,6 +282,8 @@ class CDialect:
 
     def math(self, unit: "TranslationUnit", func: str, t: ScalarType, args: List[Code]) -> Code:
         """A math builtin (``polykern.ir.MATH_FUNCS`` plus ``fmod``); all args have type ``t``."""
+        if func in ir.FAST_MATH:  # only those numerics.FAST_MATH lists for this dialect (passes/fast_math.py)
+            return self.fast_math(unit, ir.FAST_MATH[func], t, args)
         if t.is_float:
             if t == f16 and not self.half_native:
                 code = Code(f"{self.MATH_F32[func]}({', '.join(a.text for a in args)})")
@@ -288,6 +291,21 @@ class CDialect:
             table = {16: self.MATH_F16, 32: self.MATH_F32, 64: self.MATH_F64}[t.bits]
             return Code(f"{table[func]}({', '.join(a.text for a in args)})")
         return self.int_math(unit, func, t, args)
+
+    # Helpers a fast-math lowering of ``polykern.numerics.FAST_MATH`` names: name -> source ({fn}: the
+    # dialect's function qualifier).
+    FAST_HELPERS: Dict[str, str] = {}
+
+    def fast_math(self, unit: "TranslationUnit", op: str, t: ScalarType, args: List[Code]) -> Code:
+        """``fast_<op>`` of f32: the function ``polykern.numerics.FAST_MATH[<this dialect>][op]`` names
+        (a helper of :attr:`FAST_HELPERS` where the dialect defines it)."""
+        entry = fast_math_entry(self.name, op)
+        if entry is None or t != f32:
+            raise self.refuse(f"fast math {op}() on {t}", "polykern.numerics.FAST_MATH lists no lowering")
+        name = entry.lowering
+        if name in self.FAST_HELPERS:
+            name = unit.helper(name, self.FAST_HELPERS[name].format(fn=self.fn_qualifier))
+        return Code(f"{name}({', '.join(a.text for a in args)})")
 
     INT_MATH: Dict[str, str] = {"abs": "abs", "min": "min", "max": "max"}
 

@@ -327,6 +327,8 @@ class LLVMKernelEmitter:
         """Math builtins. Floats use LLVM intrinsics (the backend lowers them to instructions or
         libm calls); override to call a device library instead."""
         b = self.builder
+        if func in N.FAST_MATH:  # only those numerics.FAST_MATH lists for the target (passes/fast_math.py)
+            return self.fast_math_call(N.FAST_MATH[func], st, args)
         if st.is_float:
             if func == "rsqrt":
                 return b.fdiv(ll.Constant(value_type(st), 1.0), self.math_call("sqrt", st, args))
@@ -341,6 +343,12 @@ class LLVMKernelEmitter:
             name = ("s" if signed else "u") + func
             return self.call_intrinsic(f"llvm.{name}.{type_suffix(st)}", value_type(st), args)
         raise CompileError(f"math function {func}() is not defined for {st}")
+
+    def fast_math_call(self, op: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
+        """``fast_<op>`` of f32 (``op`` is ``div`` or a math builtin), for a target whose entry in
+        ``polykern.numerics.FAST_MATH`` lists ``op``; an emitter with such an entry overrides this."""
+        raise CompileError(f"{type(self).__name__} has no fast-math lowering of {op}() on {st} "
+                           "(polykern.numerics.FAST_MATH)")
 
     # ------------------------------------------------------------------ function scaffolding
     def open_body(self, llfn: ll.Function) -> None:

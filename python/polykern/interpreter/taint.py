@@ -10,7 +10,8 @@ from ..ir import nodes as ir
 from .values import OracleError
 
 # Operations a backend may compute inexactly (their budgets are numerics.promise(op, dtype, backend)).
-INEXACT_CALLS = frozenset(("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma"))
+INEXACT_CALLS = frozenset(("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
+                          + tuple(ir.FAST_MATH))
 INEXACT_BINOPS = frozenset(("div",))
 
 Tags = FrozenSet[Tuple[str, str]]

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import numerics
 from ..errors import InterpretError
+from ..ir import nodes as ir
 from ..ir.bfloat16 import BF16_TINY, bits_to_f32, f32_to_bits, round_value
 from ..ir.rounding import round_exact
 from ..ir.types import ScalarType, bf16, f32
@@ -332,7 +333,11 @@ def _pow(a, b):
 
 
 def math_fn(func: str, t: ScalarType, where: str) -> Callable:
-    """The math builtin ``func`` on type ``t``: float64 then rounded to ``t`` (exact for integers)."""
+    """The math builtin ``func`` on type ``t``: float64 then rounded to ``t`` (exact for integers). A
+    ``fast_<op>`` is the exact ``op`` (its looser promise is the comparison's business)."""
+    if func in ir.FAST_MATH:
+        precise = ir.FAST_MATH[func]
+        return binop(precise, t, where) if precise == "div" else math_fn(precise, t, where)
     if t.is_float:
         f = _FLOAT_MATH.get(func)
         if f is None:

@@ -187,8 +187,15 @@ class WgReg(Expr):
         return [self.index]
 
 
-MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "abs", "floor", "ceil")
-MATH_BINARY = ("pow", "min", "max")
+# Fast math (docs/language.md "Fast math"): ``fast_<op>`` is ``<op>`` (``fast_div``: float ``/``) computed
+# within the looser promise ``polykern.numerics.promise("fast_<op>", ...)``; passes/fast_math.py makes
+# them from ``build(fast_math=True)`` and turns them back into the precise operation wherever a target
+# has no faster lowering (f16, f64; bf16 computes in f32 and stays fast).
+FAST_MATH = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_log2": "log2",
+             "fast_rsqrt": "rsqrt", "fast_div": "div"}
+MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "abs", "floor", "ceil",
+              "fast_exp", "fast_exp2", "fast_log", "fast_log2", "fast_rsqrt")
+MATH_BINARY = ("pow", "min", "max", "fast_div")
 MATH_TERNARY = ("fma",)
 MATH_FUNCS = MATH_UNARY + MATH_BINARY + MATH_TERNARY
 # Functions that accept integer operands too; the rest are float-only.

@@ -30,7 +30,7 @@ class Builtin:
 
 _SPECIAL = ("global_id", "local_id", "group_id", "local_size", "num_groups")
 _MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma", "abs", "min",
-         "max", "floor", "ceil")
+         "max", "floor", "ceil", "fast_exp", "fast_exp2", "fast_log", "fast_log2", "fast_rsqrt", "fast_div")
 _ATOMIC = ("atomic_add", "atomic_min", "atomic_max", "atomic_xchg", "atomic_cas")
 _OTHER = {"barrier": "barrier", "select": "select", "shared": "alloc", "local": "alloc", "vload": "vector",
           "shared_dynamic": "alloc",

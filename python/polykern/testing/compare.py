@@ -2,7 +2,9 @@
 
 Exact elements must match (NaN matches NaN; -0.0 equals +0.0: no operation the generator emits
 promises the sign of a zero on every backend). Elements computed by one inexact operation from exact operands are allowed
-that operation's error on that backend, ``polykern.numerics.promise(op, dtype, backend)``; elements
+that operation's error on that backend, ``polykern.numerics.promise(op, dtype, backend)`` (its fast-math
+promise for a ``fast_<op>``, and for every op of ``numerics.FAST_MATH_OPS`` when the build had
+``fast_math=True``); elements
 that mix several inexact operations are not compared (the generator avoids them), and are counted.
 """
 from __future__ import annotations
@@ -46,11 +48,13 @@ def _same(a, b, is_float: bool) -> bool:
     return a == b
 
 
-def _within(direct, operands, ref, got, backend: str) -> Tuple[bool, str]:
-    """Does ``got`` meet the promise of one inexact operation ``direct`` = (op, dtype) on ``backend``?"""
+def _within(direct, operands, ref, got, backend: str, fast_math: bool = False) -> Tuple[bool, str]:
+    """Does ``got`` meet the promise of one inexact operation ``direct`` = (op, dtype) on ``backend``
+    (built with ``fast_math``)?"""
     op, dtype = direct
-    p = numerics.promise(op, dtype, backend)
-    text = f"{op}({dtype}) on {backend}: {p}"
+    p = numerics.promise(op, dtype, backend, fast_math)
+    text = f"{op}({dtype}) on {backend}{' with fast math' if fast_math else ''}: {p}"
+    op = numerics.fast_op(op)  # fast_exp's bound reads its argument as exp's does
     ok = bool(numerics.agrees(p, op, dtype, got, ref, operands))
     if not ok and op == "fma" and p.unfused_ok:  # the product may be rounded before the add
         a, b, c = operands
@@ -99,9 +103,9 @@ def loose_elements(oracle: Result, backend: str, device: str = "") -> Dict[str, 
 
 
 def compare(oracle: Result, got: Dict[str, np.ndarray], backend: str, names=None,
-            limit: int = 20, device: str = "") -> Comparison:
+            limit: int = 20, device: str = "", fast_math: bool = False) -> Comparison:
     """Compare ``got`` (buffer name -> array after the launch on ``backend``, on the device described
-    by ``device``) with the oracle's."""
+    by ``device``, of a build with ``fast_math``) with the oracle's."""
     out = Comparison()
     if may_differ_anywhere(oracle, backend, device):
         out.unchecked = sum(len(v) for v in oracle.buffers.values())
@@ -139,14 +143,14 @@ def compare(oracle: Result, got: Dict[str, np.ndarray], backend: str, names=None
             else:
                 direct, tags, operands = t
                 if direct is None:
-                    if all(numerics.promise(op, dt, backend).ulp == 0 and not numerics.promise(op, dt, backend)
-                           .may_reassociate for op, dt in tags):
+                    if all(numerics.promise(op, dt, backend, fast_math).ulp == 0 and not numerics.promise(
+                           op, dt, backend, fast_math).may_reassociate for op, dt in tags):
                         ok, allowed = _same(r, g, is_float), "exact"
                     else:
                         out.unchecked += 1
                         continue
                 else:
-                    ok, allowed = _within(direct, operands, r, g, backend) if is_float else (r == g, "exact")
+                    ok, allowed = _within(direct, operands, r, g, backend, fast_math) if is_float else (r == g, "exact")
             if not ok:
                 if len(out.mismatches) < limit:
                     out.mismatches.append(Mismatch(name, i, r, g, allowed))

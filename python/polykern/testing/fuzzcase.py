@@ -52,6 +52,8 @@ class Case:
     shared_size: Optional[int] = None  # the launch's shared_size= (a kernel with a pk.shared_dynamic array)
     #: buffer -> bytes its vector groups and copies need (kernelgen); the build must record at least that
     vector_align: Dict[str, int] = field(default_factory=dict)
+    #: built with pk.build(..., fast_math=True) and compared against the fast-math promises
+    fast_math: bool = False
     _kernel: object = field(default=None, repr=False)
     _program: object = field(default=None, repr=False)
 
@@ -224,7 +226,8 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
     kind = Target.parse(target).kind
     kernel = case.kernel()
     try:
-        mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}))
+        mod = pk.build([kernel], [target], **({"bounds_check": True} if bounds_check else {}),
+                       **({"fast_math": True} if case.fast_math else {}))
     except (KernelTypeError, KernelSyntaxError) as e:
         return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001 - any other build failure is a compiler bug to report
@@ -247,7 +250,7 @@ def check_target(case: Case, oracle: Result, target: str, bounds_check: bool = F
         return Outcome(target, "disagree", f"launch failed: {type(e).__name__}: {e}", "crash")
     names = [p.name for p in kernel.ir.params if p.is_buffer]
     got = {n: a for n, a in zip([p.name for p in kernel.ir.params], args) if n in names}
-    cmp_ = compare(oracle, got, numerics_backend(kind), device=selected_device(kind))
+    cmp_ = compare(oracle, got, numerics_backend(kind), device=selected_device(kind), fast_math=case.fast_math)
     if cmp_.mismatches:
         more = f" (+{cmp_.extra} more)" if cmp_.extra else ""
         return Outcome(target, "disagree", "; ".join(str(m) for m in cmp_.mismatches[:6]) + more, "mismatch")
@@ -287,7 +290,7 @@ def check_violation(case: Case, target: str) -> Outcome:
     kind = Target.parse(target).kind
     kernel = case.kernel()
     try:
-        mod = pk.build([kernel], [target], bounds_check=True)
+        mod = pk.build([kernel], [target], bounds_check=True, **({"fast_math": True} if case.fast_math else {}))
     except (KernelTypeError, KernelSyntaxError) as e:
         return _build_refusal(case, target, kind, e)
     except Exception as e:  # noqa: BLE001

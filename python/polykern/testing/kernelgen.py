@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..ir.bfloat16 import bf16_array
+from ..numerics import FAST_MATH_OPS
 from .kernelgen_funcs import memory_functions
 from .kernelgen_matrix import matrix_possible, matrix_section
 from .kernelgen_memory import copy_counts, rotate_section, shared_dynamic_section, vector_section
@@ -74,6 +75,9 @@ class GenProgram:
     #: buffer parameter -> the alignment (bytes) its pk.vload/vstore/copy_async groups need, where more
     #: than one element's: what the built kernel's FunctionInfo ``vector_align`` must record
     vector_align: Dict[str, int] = field(default_factory=dict)
+    #: generate(fast_math=True): built with pk.build(..., fast_math=True), some math stores spelled with
+    #: the pk.fast_* builtins; compared against the fast-math promises
+    fast_math: bool = False
 
     def make_args(self) -> List:
         """The launch arguments (NumPy scalars and arrays), the same for the same program."""
@@ -95,8 +99,10 @@ class GenProgram:
 class _Gen:
     n_in, n_local = N_IN, N_LOCAL
 
-    def __init__(self, seed: int, name: str, avoid=frozenset(), checked: bool = False, probability=None):
+    def __init__(self, seed: int, name: str, avoid=frozenset(), checked: bool = False, probability=None,
+                 fast_math: bool = False):
         self.avoid = frozenset(avoid)
+        self.fast_math = fast_math
         self.checked = checked
         self.probability = dict(PROBABILITY, **(probability or {}))
         self.rng = random.Random(seed)
@@ -347,7 +353,10 @@ class _Gen:
                 f = self.rng.choice(_EXACT_F64_MATH)
             else:
                 self.uses_inexact_f64 = True
-        if f == "/":
+        if self.fast_math and (f == "/" or f in FAST_MATH_OPS) and self.rng.random() < 0.5:  # any float type:
+            fast = f"fast_{'div' if f == '/' else f}"  # not f32, the precise op (passes/fast_math.py)
+            val = f"pk.{fast}({', '.join(self.expr(t, 2) for _ in range(2 if f == '/' else 1))})"
+        elif f == "/":
             val = f"{self.expr(t, 2)} / {self.expr(t, 2)}"
         elif f == "pow":
             val = f"pk.pow({self.expr(t, 2)}, {self.expr(t, 2)})"
@@ -729,7 +738,7 @@ class _Gen:
             src += f"\n\n{self.name} = {self.name}.specialize({values})\n"
         return GenProgram(self.seed, self.name, src, (self.groups, 1, 1), (self.block, 1, 1), params,
                           frozenset(feats), self.seed * 7919 + 17, sizes, "specials" in self.avoid,
-                          self.shared_size, self.violation, dict(self.align))
+                          self.shared_size, self.violation, dict(self.align), self.fast_math)
 
 
 def _helper_annot(pt: str) -> str:
@@ -781,16 +790,18 @@ BEFORE_MEMORY = frozenset(("vectors", "shared_dynamic", "matrix", "rotates", "me
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset(), checked: bool = False,
-             probability: Optional[Dict[str, float]] = None) -> GenProgram:
+             probability: Optional[Dict[str, float]] = None, fast_math: bool = False) -> GenProgram:
     """The program of ``seed`` (deterministic: the same seed and arguments give the same source and
     inputs). ``avoid``: names from ``AVOIDABLE``. ``checked``: for a checked-mode run
     (``bounds_check=True``): a share of the vector and fragment sections point one work-item's group
     or offset past its array (``GenProgram.violation`` says so; the launch must be a LaunchError).
-    ``probability``: overrides of ``PROBABILITY`` (section -> chance a program gets it)."""
+    ``probability``: overrides of ``PROBABILITY`` (section -> chance a program gets it). ``fast_math``: the
+    program is built with ``fast_math=True`` and half its math stores of ``numerics.FAST_MATH_OPS`` (and
+    ``/``) call the ``pk.fast_*`` builtins (the same seed without it gives the program of before)."""
     bad = set(avoid) - set(AVOIDABLE)
     if bad:
         raise ValueError(f"kernelgen: unknown avoid {sorted(bad)}; known: {sorted(AVOIDABLE)}")
     unknown = set(probability or {}) - set(PROBABILITY)
     if unknown:
         raise ValueError(f"kernelgen: unknown probability {sorted(unknown)}; known: {sorted(PROBABILITY)}")
-    return _Gen(seed, name or f"fz{seed}", avoid, checked, probability).program()
+    return _Gen(seed, name or f"fz{seed}", avoid, checked, probability, fast_math).program()
