@@ -380,7 +380,8 @@ def vulkan_summary(name: str, times: dict, contenders: list, floor: float) -> No
 # ------------------------------------------------------------------ building
 
 def build_modules(targets: dict, sizes: dict) -> dict:
-    """label -> built module (or the error, recorded) of every problem's kernels at these sizes."""
+    """label -> built module (or the error, recorded) of every problem's kernels at these sizes; a label
+    ending in "fast-math" is built with ``fast_math=True`` (docs/language.md "Fast math")."""
     import polykern as pk
 
     kernels = tp.all_kernels(sizes)
@@ -388,7 +389,7 @@ def build_modules(targets: dict, sizes: dict) -> dict:
     for label, target in targets.items():
         t0 = time.perf_counter()
         try:
-            mods[label] = pk.build(kernels, targets=[target])
+            mods[label] = pk.build(kernels, targets=[target], fast_math=label.endswith("fast-math"))
             log(f"built {len(kernels)} kernels for {label} ({target}) in {time.perf_counter() - t0:.2f} s")
         except Exception as e:  # noqa: BLE001
             RESULTS["errors"][f"build {label}"] = short(e)
@@ -608,6 +609,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated problems (default: all: " + ",".join(ORDER) + ")")
     ap.add_argument("--budget-s", type=float, default=400, help="start no new problem after this many seconds")
     ap.add_argument("--no-vulkan", action="store_true", help="skip the Vulkan runs")
+    ap.add_argument("--fast-math", action="store_true", help="also time cuda/nvptx builds with fast_math=True "
+                    "(labelled 'polykern-cuda fast-math'; the row problems' tolerances admit approximate exp/rsqrt)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build for cuda/nvptx/vulkan, check tiny "
                     "problems on the runtimes here (llvm, vulkan) against NumPy, go through the report")
     ap.add_argument("--tiny", action="store_true", help="tiny problem sizes (implied by --dry-run)")
@@ -672,10 +675,12 @@ def main(argv=None) -> int:
         cuda = CupyPlace()
         env = {"units": RESULTS["machine"]["sms"]}
         targets_ = {"polykern-cuda": f"cuda -arch=sm_{arch}", "polykern-nvptx": f"nvptx -arch=sm_{arch}"}
+        if args.fast_math:
+            targets_.update({f"{k} fast-math": v for k, v in list(targets_.items())})
         if not args.no_vulkan:
             targets_["polykern-vulkan"] = "vulkan"
         built = build_modules(targets_, sizes)
-        mods = {k: (built[k], cuda, "events") for k in ("polykern-cuda", "polykern-nvptx") if k in built}
+        mods = {k: (built[k], cuda, "events") for k in built if not k.endswith("vulkan")}
         for k in mods:  # registers / spills / shared memory per kernel, where ptxas is on PATH
             try:
                 import shutil
