@@ -10,7 +10,8 @@ Launch ABI (also in README.md and in each FunctionInfo's attrs):
   extended), u8/u16/bool as u32 (zero extended, bool 0/1), f16 as f32 (exact). The attrs
   ``push_constants`` ("name@offset:slot,...") and ``push_constant_size`` describe it.
 - Block size: specialization constants SpecId 0, 1, 2 (u32, default 1) form the ``WorkgroupSize``
-  builtin; the runtime specializes the pipeline per block shape.
+  builtin; the runtime specializes the pipeline per block shape. SpecId 3: a ``pk.shared_dynamic``
+  length; SpecId 4: the device's GLSL Fma rounds once (lower_arith.py ``fused_multiply_add``).
 - grid = number of workgroups (vkCmdDispatch(gx, gy, gz)).
 
 Semantics: integer ``floordiv``/``mod`` truncate (C semantics). ``floordiv`` is OpSDiv/OpUDiv (the
