@@ -1,0 +1,66 @@
+"""polykern.jax (docs/frameworks.md): a kernel as a JAX function — eager, inside jax.jit, under
+jax.vmap, with several outputs and zeroed outputs; binding mistakes are named OperatorErrors."""
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="polykern.jax needs JAX (pip install jax jaxlib; docs/frameworks.md)")
+jnp = jax.numpy
+
+import polykern as pk  # noqa: E402
+import polykern.jax as pkj  # noqa: E402
+from polykern import Buffer, f32, i32  # noqa: E402
+from polykern.errors import OperatorError  # noqa: E402
+
+
+@pk.kernel
+def row_scale(rows: i32, cols: i32, x: Buffer[f32, "readonly"], w: Buffer[f32, "readonly"], a: f32,
+              y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < rows * cols:
+        y[i] = a * x[i] * w[i % cols]
+
+
+@pk.kernel
+def square_and_count(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32], positive: Buffer[i32]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = x[i] * x[i]
+        if x[i] > 0.0:
+            pk.atomic_add(positive, 0, 1)
+
+
+ROW_SCALE = pkj.kernel_function(row_scale, outputs="y", shape_rule=lambda x, w, a: x.shape,
+                                scalars={"rows": lambda x, w, a: x.shape[0], "cols": lambda x, w, a: x.shape[1]},
+                                grid=lambda x, w, a: (x.size + 63) // 64, block=64)
+SQUARE = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape, 1),
+                             scalars={"n": lambda x: x.size}, zeroed="positive", grid=lambda x: (x.size + 63) // 64,
+                             block=64)
+
+
+def test_eager_and_jit_results():
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((5, 7)), jnp.float32)
+    w = jnp.arange(7, dtype=jnp.float32)
+    np.testing.assert_allclose(ROW_SCALE(x, w, 2.0), 2.0 * x * w, rtol=1e-6)
+    jitted = jax.jit(lambda x, w, a: ROW_SCALE(x + 1, w, a) - 1)
+    np.testing.assert_allclose(jitted(x, w, 0.5), 0.5 * (x + 1) * w - 1, rtol=1e-5, atol=1e-6)
+    y, count = jax.jit(SQUARE)(x.reshape(-1))
+    np.testing.assert_allclose(y, (x * x).reshape(-1), rtol=1e-6)
+    assert count.dtype == jnp.int32 and count.shape == (1,) and int(count[0]) == int((x > 0).sum())
+
+
+def test_vmap_runs_the_kernel_per_batch_element():
+    xs = jnp.asarray(np.random.default_rng(1).standard_normal((3, 4, 2)), jnp.float32)
+    w = jnp.asarray([1.0, -2.0], jnp.float32)
+    got = jax.jit(jax.vmap(lambda x: ROW_SCALE(x, w, 3.0)))(xs)
+    np.testing.assert_allclose(got, 3.0 * xs * w, rtol=1e-6)
+
+
+def test_binding_mistakes_are_named():
+    with pytest.raises(OperatorError, match=r"parameter 'positive' \(Buffer\[i32\]\) is written by the kernel"):
+        pkj.kernel_function(square_and_count, outputs="y", shape_rule=lambda x: x.shape, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"takes 3 arguments \(x, w, a\), got 1"):
+        ROW_SCALE(jnp.ones((2, 2), jnp.float32))
+    bad = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape,),
+                              scalars={"n": lambda x: x.size}, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"one shape \(a tuple of ints\) per output \(y, positive\)"):
+        bad(jnp.ones((4, 2), jnp.float32))
