@@ -11,6 +11,7 @@ import polykern as pk  # noqa: E402
 import polykern.torch as pkt  # noqa: E402
 from polykern import Buffer, f32, i32  # noqa: E402
 from polykern.errors import LaunchError, OperatorError  # noqa: E402
+from framework_kernels import square_and_count  # noqa: E402
 
 
 @pk.kernel
@@ -25,15 +26,6 @@ def square_grad(n: i32, x: Buffer[f32, "readonly"], g: Buffer[f32, "readonly"], 
     i = pk.global_id(0)
     if i < n:
         dx[i] = 2.0 * x[i] * g[i]
-
-
-@pk.kernel
-def square_and_count(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32], positive: Buffer[i32]):
-    i = pk.global_id(0)
-    if i < n:
-        y[i] = x[i] * x[i]
-        if x[i] > 0.0:
-            pk.atomic_add(positive, 0, 1)
 
 
 def _elementwise(x, *rest):
@@ -55,7 +47,6 @@ SQUARE.register_autograd(lambda inputs, outputs, gy, gcount: SQUARE_GRAD(inputs[
 SCALE.register_autograd(lambda inputs, outputs, gy: (SCALE(gy, inputs[1]), None))
 
 CUDA = torch.cuda.is_available()
-DEVICES = ["cpu"] + ["cuda"] * CUDA
 
 
 def _cuda_runs():
@@ -145,3 +136,16 @@ def test_binding_mistakes_are_named():
                              grid=1, block=1)
     with pytest.raises(OperatorError, match=r"shape_rule returned 'rows'; it gives the shape of output 'y'"):
         bad_rule(torch.ones(3), 1.0)
+
+
+def test_the_example_runs(device):
+    import os
+    import subprocess
+    import sys
+
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "torch_op.py", "--device", device], cwd=examples, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(f"[{device}]") == 3, proc.stdout

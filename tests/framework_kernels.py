@@ -1,0 +1,13 @@
+"""Kernels the framework tests share (tests/test_framework_torch.py, tests/test_framework_jax.py)."""
+import polykern as pk
+from polykern import Buffer, f32, i32
+
+
+@pk.kernel
+def square_and_count(n: i32, x: Buffer[f32, "readonly"], y: Buffer[f32], positive: Buffer[i32]):
+    """Two outputs: y = x * x, and the count of positive elements (an atomic sum: the output starts at zero)."""
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = x[i] * x[i]
+        if x[i] > 0.0:
+            pk.atomic_add(positive, 0, 1)
