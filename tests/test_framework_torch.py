@@ -132,6 +132,12 @@ def test_binding_mistakes_are_named():
         pkt.custom_op("pktest::bad4", scale, outputs="y", scalars={"x": 1}, shape_rule=lambda a: a, grid=1, block=1)
     with pytest.raises(OperatorError, match=r"'namespace::name'"):
         pkt.custom_op("scale", scale, outputs="y", shape_rule=lambda x, a: x.shape, grid=1, block=1)
+    wrong = (r"operator pktest::scale: input 'x' is a torch.float64 tensor; kernel 'scale' declares "
+             r"Buffer\[f32, readonly\] \(torch.float32\)")
+    with pytest.raises(OperatorError, match=wrong):
+        SCALE(torch.ones(3, dtype=torch.float64), 2.0)
+    with pytest.raises(torch._dynamo.exc.TorchRuntimeError, match=wrong):  # named while tracing (the fake impl)
+        torch.compile(lambda x: SCALE(x, 2.0), fullgraph=True, backend="aot_eager")(torch.ones(3, dtype=torch.float64))
     bad_rule = pkt.custom_op("pktest::bad5", scale, outputs="y", shape_rule=lambda x, a: "rows", scalars={"n": _n},
                              grid=1, block=1)
     with pytest.raises(OperatorError, match=r"shape_rule returned 'rows'; it gives the shape of output 'y'"):

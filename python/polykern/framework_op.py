@@ -104,6 +104,13 @@ class OpBinding:
                                 f"{'s' * (len(self.inputs) != 1)} ({', '.join(a.name for a in self.inputs)}), "
                                 f"got {len(args)}")
 
+    def check_dtype(self, op: str, a: ArgInfo, got: Any, want: Any) -> None:
+        """OperatorError unless input buffer ``a``'s array has the declared element type (``got`` / ``want`` are
+        the framework's dtypes; checked while tracing too, so the mistake is named where the operator is called)."""
+        if got != want:
+            raise OperatorError(f"operator {op}: input '{a.name}' is a {got} tensor; kernel '{self.name}' declares "
+                                f"{a.type_str} ({want}); polykern never converts buffers silently (convert it first)")
+
     def output_shapes(self, args: Sequence[Any]) -> Tuple[Tuple[Any, ...], ...]:
         """One shape per output, from ``shape_rule(*args)`` (a shape for a single output, else a tuple of
         shapes); entries stay what the rule gave (a tracer's symbolic sizes while tracing)."""

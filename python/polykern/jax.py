@@ -35,13 +35,17 @@ def _host_value(v: Any, is_buffer: bool) -> Any:
     return np.ascontiguousarray(a) if is_buffer else a.item()
 
 
+def _dtype(a) -> np.dtype:
+    """The NumPy dtype JAX holds parameter ``a``'s elements in (bf16: ml_dtypes' bfloat16, JAX's own)."""
+    return np.dtype(jax.numpy.bfloat16) if a.dtype.name == "bf16" else np.dtype(a.dtype.numpy)
+
+
 class KernelFunction:
     """``f(*inputs)``: the kernel's outputs as JAX arrays (one array, or a tuple for several outputs)."""
 
     def __init__(self, binding: OpBinding):
         self.binding = binding
-        self._out_dtypes = tuple(np.dtype(a.dtype.numpy) if a.dtype.name != "bf16" else np.dtype(jax.numpy.bfloat16)
-                                 for a in binding.output_args())
+        self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
 
     def __repr__(self) -> str:
         return f"<polykern.jax.KernelFunction of kernel '{self.binding.name}'>"
@@ -58,6 +62,9 @@ class KernelFunction:
         b = self.binding
         b.check_arity(args)
         abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
+        for a, x in zip(b.inputs, abstract):
+            if a.is_buffer:
+                b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
         operands = [x if a.is_buffer else jax.numpy.asarray(x, a.dtype.numpy) for x, a in zip(args, b.inputs)]

@@ -19,7 +19,7 @@ This module is ``polykern.torch``; ``import torch`` here is the real torch (abso
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import torch
 
@@ -80,6 +80,11 @@ class KernelOp:
 
     # ------------------------------------------------------------ implementations
     def _device(self, args: Sequence[Any]) -> torch.device:
+        """The one device of the input tensors, after checking each has its parameter's dtype (while tracing
+        too: a mistake is named where the operator is called, not at the compiled graph's first run)."""
+        for a, v in zip(self.binding.inputs, args):
+            if a.is_buffer and isinstance(v, torch.Tensor):
+                self.binding.check_dtype(self.qualname, a, v.dtype, torch_dtype(a.dtype))
         devices = {t.device for t in args if isinstance(t, torch.Tensor)}
         if len(devices) != 1:
             raise OperatorError(f"operator {self.qualname}: its tensors must be on one device, got "
