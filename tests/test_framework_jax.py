@@ -34,6 +34,10 @@ SQUARE = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_
                              block=64)
 
 
+def test_polykern_jax_imports_the_real_jax():
+    assert pkj.jax is jax and pkj.__name__ == "polykern.jax"  # the module's name does not shadow jax
+
+
 def test_eager_and_jit_results():
     x = jnp.asarray(np.random.default_rng(0).standard_normal((5, 7)), jnp.float32)
     w = jnp.arange(7, dtype=jnp.float32)

@@ -63,6 +63,10 @@ def device(request):
     return request.param
 
 
+def test_polykern_torch_imports_the_real_torch():
+    assert pkt.torch is torch and pkt.__name__ == "polykern.torch"  # the module's name does not shadow torch
+
+
 def test_schema_comes_from_the_kernel_signature():
     assert SCALE.schema == "(Tensor x, float a) -> Tensor"
     assert SQUARE.schema == "(Tensor x) -> (Tensor, Tensor)"

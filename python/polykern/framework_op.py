@@ -166,6 +166,9 @@ class OpBinding:
             raise OperatorError(f"kernel '{self.name}': no polykern target for {device_type!r} tensors (known: "
                                 f"{', '.join(sorted(self.targets))}; add one with targets={{{device_type!r}: ...}})")
         with self._lock:
+            got = self._launchers.get(device_type)  # another thread built it meanwhile
+            if got is not None:
+                return got
             root = self._root
             if self._source is not None:
                 from .pipeline import build
