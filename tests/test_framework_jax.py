@@ -59,6 +59,8 @@ def test_vmap_runs_the_kernel_per_batch_element():
 def test_binding_mistakes_are_named():
     with pytest.raises(OperatorError, match=r"parameter 'positive' \(Buffer\[i32\]\) is written by the kernel"):
         pkj.kernel_function(square_and_count, outputs="y", shape_rule=lambda x: x.shape, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"zeroed= names 'x', which is not an output \(y\)"):
+        pkj.kernel_function(row_scale, outputs="y", zeroed="x", shape_rule=lambda x, w, a: x.shape, grid=1, block=1)
     with pytest.raises(OperatorError, match=r"takes 3 arguments \(x, w, a\), got 1"):
         ROW_SCALE(jnp.ones((2, 2), jnp.float32))
     with pytest.raises(OperatorError, match=r"input 'x' is a int32 tensor; kernel 'row_scale' declares "

@@ -63,8 +63,10 @@ class OpBinding:
         if len(set(self.outputs)) != len(self.outputs):
             raise OperatorError(f"{where}: outputs= names a parameter twice: {list(self.outputs)}")
         self.zeroed = frozenset(_names("zeroed", zeroed))
-        for n in sorted(self.zeroed - set(self.outputs)):
-            raise OperatorError(f"{where}: zeroed= names '{n}', which is not an output ({', '.join(self.outputs)})")
+        stray = sorted(self.zeroed - set(self.outputs))
+        if stray:
+            raise OperatorError(f"{where}: zeroed= names '{stray[0]}', which is not an output "
+                                f"({', '.join(self.outputs)})")
         self.scalars = dict(scalars or {})
         for n in self.scalars:
             a = params.get(n)

@@ -91,23 +91,21 @@ class KernelOp:
                                 f"{', '.join(sorted(map(str, devices))) or 'no tensor'}")
         return devices.pop()
 
-    def _outputs(self, args, device, make):
-        shapes = self.binding.output_shapes(args)
-        return [make(shape, dtype=dt, device=device) for shape, dt in zip(shapes, self._out_dtypes)]
+    def _new_outputs(self, args, device, real: bool):
+        """The outputs' tensors (``real``: the ``zeroed`` ones filled with zeros, for the launch)."""
+        b = self.binding
+        return [(torch.zeros if real and n in b.zeroed else torch.empty)(s, dtype=dt, device=device)
+                for n, s, dt in zip(b.outputs, b.output_shapes(args), self._out_dtypes)]
 
     def _fake(self, *args):
-        device = self._device(args)
-        outs = self._outputs(args, device, torch.empty)
+        outs = self._new_outputs(args, self._device(args), real=False)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _impl(self, *args):
-        b = self.binding
-        b.check_arity(args)
+        self.binding.check_arity(args)
         device = self._device(args)
-        inputs = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
-        outs = [torch.zeros(s, dtype=dt, device=device) if n in b.zeroed else torch.empty(s, dtype=dt, device=device)
-                for n, s, dt in zip(b.outputs, b.output_shapes(args), self._out_dtypes)]
-        b.launch(device.type, inputs, outs)
+        outs = self._new_outputs(args, device, real=True)
+        self.binding.launch(device.type, [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args], outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # ------------------------------------------------------------ autograd
