@@ -1,6 +1,6 @@
 """A kernel as a JAX function (docs/frameworks.md): a row-wise softmax, one ``polykern.jax.kernel_function``
 call, run inside ``jax.jit`` and ``jax.vmap`` and checked against ``jax.nn.softmax``.
-``python jax_op.py``. The kernel runs on the CPU runtime through ``jax.pure_callback``."""
+``python jax_op.py``. On the CPU the kernel is an XLA FFI custom call (polykern/xla_ffi.py)."""
 import numpy as np
 
 import polykern as pk
