@@ -18,7 +18,7 @@ import polykern as pk  # noqa: E402
 import polykern.jax as pkj  # noqa: E402
 from polykern import Buffer, f32, i32  # noqa: E402
 from polykern.errors import OperatorError  # noqa: E402
-from framework_kernels import square_and_count  # noqa: E402
+from framework_kernels import double_bf16, square_and_count  # noqa: E402
 
 
 @pk.kernel
@@ -114,3 +114,11 @@ def test_the_example_runs():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rms_norm inside jax.jit matches jax.numpy's" in proc.stdout and "once per batch element" in proc.stdout
+
+
+def test_a_bf16_jax_array_launches_directly():
+    """NumPy cannot import a bfloat16 DLPack tensor; the launch reads its capsule (no copy)."""
+    x = jnp.arange(-4, 4, dtype=jnp.bfloat16)
+    y = np.zeros(8, jnp.bfloat16)
+    pk.build([double_bf16], targets=["llvm"])["double_bf16"](8, x, y, grid=1, block=8)
+    assert y.astype(np.float32).tolist() == [2.0 * v for v in range(-4, 4)]

@@ -11,7 +11,7 @@ import polykern as pk  # noqa: E402
 import polykern.torch as pkt  # noqa: E402
 from polykern import Buffer, f32, i32  # noqa: E402
 from polykern.errors import LaunchError, OperatorError  # noqa: E402
-from framework_kernels import square_and_count  # noqa: E402
+from framework_kernels import double_bf16, square_and_count  # noqa: E402
 
 
 @pk.kernel
@@ -120,6 +120,17 @@ def test_a_tensor_that_requires_grad_launches_directly_where_read_only(device):
     torch.testing.assert_close(y, 2 * x.detach())
     with pytest.raises(LaunchError, match=r"argument 'y' .*requires grad and the kernel may write it"):
         mod["scale"](8, x, 2.0, torch.zeros(8, device=device, requires_grad=True), grid=1, block=8)
+
+
+def test_bf16_tensors(device):
+    """A bf16 CPU tensor reaches the kernel through its DLPack capsule (NumPy has no bfloat16 to import it as)."""
+    op = pkt.custom_op(f"pktest::double_bf16_{device}", double_bf16, outputs="y", shape_rule=lambda x: x.shape,
+                       scalars={"n": _n}, grid=_elementwise, block=64)
+    x = torch.arange(-4, 4, device=device).to(torch.bfloat16)
+    torch.testing.assert_close(op(x), 2 * x)
+    y = torch.zeros(8, dtype=torch.bfloat16, device=device)
+    op.binding.launcher(device)(8, x, y, grid=1, block=8)
+    torch.testing.assert_close(y, 2 * x)
 
 
 def test_binding_mistakes_are_named():

@@ -359,11 +359,14 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         dev_type, dev_id = obj.__dlpack_device__()
     except Exception as e:
         raise LaunchError(f"{where}: __dlpack_device__() failed: {e}") from None
-    if dev_type == 1:  # host memory: let NumPy import it (zero copy)
-        try:
+    if dev_type == 1:  # host memory: let NumPy import it (zero copy); what NumPy has no type for (bfloat16)
+        try:              # is read from the capsule itself
             arr = np.from_dlpack(obj)
         except Exception as e:
-            raise LaunchError(f"{where}: cannot import the DLPack host array: {e}") from None
+            capsule = _host_capsule(obj)
+            if capsule is None:
+                raise LaunchError(f"{where}: cannot import the DLPack host array: {e}") from None
+            return _capsule(info, i, capsule, capsule_name(capsule))
         return _host(info, i, obj, arr)
     try:
         capsule = obj.__dlpack__()
@@ -425,6 +428,19 @@ def _detached(info: FunctionInfo, i: int, obj: Any) -> Any:
                           f"Buffer[{a.dtype}, \"readonly\"] if the kernel only reads it, or make the kernel an "
                           "operator with a backward (polykern.torch.custom_op, docs/frameworks.md)")
     return obj.detach()
+
+
+def _host_capsule(obj: Any) -> Any:
+    """``obj.__dlpack__()`` as a DLPack 1.0 capsule where the producer makes one (it carries the read-only flag),
+    else a legacy one; None when it makes neither."""
+    for kwargs in ({"max_version": (1, 0)}, {}):
+        try:
+            capsule = obj.__dlpack__(**kwargs)
+        except Exception:  # noqa: BLE001 - an older producer (no max_version), or one that refuses
+            continue
+        if capsule_name(capsule) in _DLPACK_CAPSULES:
+            return capsule
+    return None
 
 
 def _has_cuda_interface(obj: Any) -> bool:
