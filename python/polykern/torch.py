@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from .errors import OperatorError
@@ -49,6 +50,18 @@ def _schema_type(a) -> str:
         return "Tensor"
     t = a.dtype
     return "bool" if t.is_bool else "float" if t.is_float else "int"
+
+
+def _launch_view(t: torch.Tensor) -> Any:
+    """A CPU tensor as the NumPy view of its memory (``np.from_dlpack``, no copy), which the CPU runtime
+    launches on its fast path; a CUDA tensor, or one NumPy has no type for (bfloat16), as it is (the launch
+    reads it through ``__cuda_array_interface__`` / its DLPack capsule)."""
+    if t.device.type == "cpu":
+        try:
+            return np.from_dlpack(t)
+        except (BufferError, RuntimeError, TypeError):
+            pass
+    return t
 
 
 class KernelOp:
@@ -105,7 +118,8 @@ class KernelOp:
         self.binding.check_arity(args)
         device = self._device(args)
         outs = self._new_outputs(args, device, real=True)
-        self.binding.launch(device.type, [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args], outs)
+        inputs = [_launch_view(a.detach().contiguous()) if isinstance(a, torch.Tensor) else a for a in args]
+        self.binding.launch(device.type, inputs, [_launch_view(t) for t in outs], values=args)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # ------------------------------------------------------------ autograd
