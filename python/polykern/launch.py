@@ -7,8 +7,8 @@ device and returns ``(grid3, block3, prepared)`` where ``prepared[i]`` is a
 kernel, the argument and its position.
 
 Buffers accept: NumPy arrays; objects with ``__array_interface__`` (host memory),
-``__cuda_array_interface__`` (CUDA device memory), ``__dlpack__`` (host or device), a raw DLPack capsule
-(read, not consumed), or a
+``__cuda_array_interface__`` (CUDA device memory), ``__dlpack__`` (host or device; a host tensor NumPy cannot
+import, such as bfloat16, through its capsule), a raw DLPack capsule (read, not consumed), or a
 runtime's own arrays through ``__polykern_buffer__()`` (a dict with ``ptr``, ``size``
 (elements), ``code``, ``bits``, ``device`` (name, id) and optional ``readonly``).
 A buffer must hold exactly the declared element type and be C-contiguous (a strided view is a
