@@ -18,7 +18,7 @@ import polykern as pk  # noqa: E402
 import polykern.jax as pkj  # noqa: E402
 from polykern import Buffer, f32, i32  # noqa: E402
 from polykern.errors import OperatorError  # noqa: E402
-from framework_kernels import double_bf16, square_and_count  # noqa: E402
+from framework_support import double_bf16, run_script, square_and_count  # noqa: E402
 
 
 @pk.kernel
@@ -104,16 +104,8 @@ def test_binding_mistakes_are_named():
 
 
 def test_the_example_runs():
-    import os
-    import subprocess
-    import sys
-
-    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "jax_op.py"], cwd=examples, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "rms_norm inside jax.jit matches jax.numpy's" in proc.stdout and "once per batch element" in proc.stdout
+    out = run_script("examples", "jax_op.py")
+    assert "rms_norm inside jax.jit matches jax.numpy's" in out and "once per batch element" in out
 
 
 def test_a_bf16_jax_array_launches_directly():

@@ -3,6 +3,8 @@ torch.compile(fullgraph=True) (its fake implementation from the signature and th
 backward kernel through register_autograd, passing torch.library.opcheck; a tensor that requires grad
 launched directly (read-only parameters only). CPU tensors here; CUDA tensors where torch sees a GPU
 and polykern's CUDA runtime runs (the GPU machine)."""
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="polykern.torch needs PyTorch (pip install torch; docs/frameworks.md)")
@@ -11,7 +13,7 @@ import polykern as pk  # noqa: E402
 import polykern.torch as pkt  # noqa: E402
 from polykern import Buffer, f32, i32  # noqa: E402
 from polykern.errors import LaunchError, OperatorError  # noqa: E402
-from framework_kernels import double_bf16, square_and_count  # noqa: E402
+from framework_support import double_bf16, run_script, square_and_count  # noqa: E402
 
 
 @pk.kernel
@@ -160,13 +162,11 @@ def test_binding_mistakes_are_named():
 
 
 def test_the_example_runs(device):
-    import os
-    import subprocess
-    import sys
+    assert run_script("examples", "torch_op.py", "--device", device).count(f"[{device}]") == 3
 
-    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "torch_op.py", "--device", device], cwd=examples, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(f"[{device}]") == 3, proc.stdout
+
+def test_the_benchmark_runs_on_the_cpu():
+    out = run_script("benchmarks", "torch_compile_step.py", "--device", "cpu", "--batch", "8", "--dim", "8",
+                     "--repeat", "2")
+    assert re.search(r"^  polykern silu +[0-9.]+ ms$", out, re.M), out
+    assert re.search(r"^  polykern / torch: [0-9.]+$", out, re.M), out
