@@ -21,11 +21,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import jax
 import numpy as np
 
 from . import xla_ffi
-from .errors import OperatorError
+from .errors import BackendUnavailableError, OperatorError
+
+try:
+    import jax
+except ImportError as e:
+    raise BackendUnavailableError(f"polykern.jax needs JAX, which does not import here ({e}); "
+                                  "pip install 'polykern[jax]' (docs/frameworks.md)") from None
 from .framework_op import Dims, OpBinding
 
 __all__ = ["kernel_function", "KernelFunction"]

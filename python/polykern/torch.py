@@ -22,9 +22,14 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
-import torch
 
-from .errors import OperatorError
+from .errors import BackendUnavailableError, OperatorError
+
+try:
+    import torch
+except ImportError as e:
+    raise BackendUnavailableError(f"polykern.torch needs PyTorch, which does not import here ({e}); "
+                                  "pip install 'polykern[torch]' (docs/frameworks.md)") from None
 from .framework_op import Dims, OpBinding
 from .ir.types import ScalarType
 
