@@ -13,6 +13,7 @@ from polykern.errors import BackendUnavailableError
 def test_a_missing_framework_is_named_with_its_install(monkeypatch, framework, extra):
     monkeypatch.setitem(sys.modules, framework, None)  # `import framework` raises ImportError, as where absent
     monkeypatch.delitem(sys.modules, f"polykern.{framework}", raising=False)
-    with pytest.raises(BackendUnavailableError, match=rf"polykern\.{framework} needs .* pip install '{re.escape(extra)}'"):
+    wanted = rf"polykern\.{framework} needs .* pip install '{re.escape(extra)}'"
+    with pytest.raises(BackendUnavailableError, match=wanted):
         importlib.import_module(f"polykern.{framework}")
 
