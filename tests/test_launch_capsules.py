@@ -68,7 +68,8 @@ def test_a_consumed_capsule_is_refused_by_name(k):
 def test_strided_and_mistyped_capsules_are_named_errors(k):
     y = np.ones(8, np.float32)
     col = np.zeros((8, 2), np.float32)[:, 0]
-    with pytest.raises(LaunchError, match=r"argument 'x' .*DLPack capsule is not C-contiguous \(shape \[8\], strides \[2\]\)"):
+    strided = r"argument 'x' .*DLPack capsule is not C-contiguous \(shape \[8\], strides \[2\]\)"
+    with pytest.raises(LaunchError, match=strided):
         k(8, 1.0, col.__dlpack__(), y, grid=1, block=8)
     with pytest.raises(LaunchError, match=r"argument 'x' .*expected float32 elements \(f32\), got float64"):
         k(8, 1.0, np.ones(8).__dlpack__(), y, grid=1, block=8)
