@@ -114,8 +114,10 @@ def _answer_metadata(frame: _CallFrame) -> bool:
             meta = ctypes.cast(ext, ctypes.POINTER(_MetadataExtension)).contents.metadata.contents
             own = frame.api.contents.api_version
             meta.api_version.struct_size = ctypes.sizeof(_ApiVersion)
+            meta.api_version.extension_start = None
             meta.api_version.major_version, meta.api_version.minor_version = own.major_version, own.minor_version
-            meta.traits = 0
+            meta.traits = 0  # no command-buffer tracing: each call runs Python
+            meta.state_type_id = 0  # XLA_FFI_UNKNOWN_TYPE_ID: a stateless handler
             return True
         ext = ext.contents.next
     return False
