@@ -117,7 +117,8 @@ def _answer_metadata(frame: _CallFrame) -> bool:
             meta.api_version.extension_start = None
             meta.api_version.major_version, meta.api_version.minor_version = own.major_version, own.minor_version
             meta.traits = 0  # no command-buffer tracing: each call runs Python
-            meta.state_type_id = 0  # XLA_FFI_UNKNOWN_TYPE_ID: a stateless handler
+            if meta.struct_size >= _Metadata.state_type_id.offset + 8:  # an XLA whose metadata has the field
+                meta.state_type_id = 0  # XLA_FFI_UNKNOWN_TYPE_ID: a stateless handler
             return True
         ext = ext.contents.next
     return False
