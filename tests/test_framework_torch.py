@@ -124,6 +124,15 @@ def test_a_tensor_that_requires_grad_launches_directly_where_read_only(device):
         mod["scale"](8, x, 2.0, torch.zeros(8, device=device, requires_grad=True), grid=1, block=8)
 
 
+def test_raw_capsules_of_torch_tensors(device):
+    mod = pk.build([scale], targets=["llvm" if device == "cpu" else "cuda"])
+    x, y = torch.arange(8.0, device=device), torch.zeros(8, device=device)
+    mod["scale"](8, torch.utils.dlpack.to_dlpack(x), 3.0, torch.utils.dlpack.to_dlpack(y), grid=1, block=8)
+    torch.testing.assert_close(y, 3 * x)  # written through the capsule, into y's own memory
+    with pytest.raises(LaunchError, match=r"argument 'x' .*DLPack capsule is not C-contiguous"):
+        mod["scale"](8, torch.utils.dlpack.to_dlpack(torch.zeros(4, 2, device=device).t()), 1.0, y, grid=1, block=8)
+
+
 def test_bf16_tensors(device):
     """A bf16 CPU tensor reaches the kernel through its DLPack capsule (NumPy has no bfloat16 to import it as)."""
     op = pkt.custom_op(f"pktest::double_bf16_{device}", double_bf16, outputs="y", shape_rule=lambda x: x.shape,
