@@ -12,7 +12,7 @@ from typing import Optional
 __all__ = [
     "SourceLoc", "PolykernError", "KernelSyntaxError", "KernelTypeError", "TargetError",
     "CompileError", "BackendUnavailableError", "RuntimeNotLinkedError", "ArtifactError",
-    "LaunchError", "DeviceStringError", "DeviceUnavailableError", "StreamError", "DeviceError",
+    "LaunchError", "OperatorError", "DeviceStringError", "DeviceUnavailableError", "StreamError", "DeviceError",
     "InterpretError", "DataRaceError", "UninitializedReadError",
 ]
 
@@ -93,6 +93,12 @@ class ArtifactError(PolykernError):
 
 class LaunchError(PolykernError):
     """Wrong arguments or launch configuration for a kernel call."""
+
+
+class OperatorError(PolykernError):
+    """A kernel made into a framework operator (``polykern.torch.custom_op``, ``polykern.jax.kernel_function``)
+    with a binding that does not fit its signature (an unknown output, a written input, a wrong shape rule),
+    or called with arguments the binding cannot place (docs/frameworks.md)."""
 
 
 class DeviceStringError(LaunchError):

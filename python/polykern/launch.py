@@ -7,11 +7,14 @@ device and returns ``(grid3, block3, prepared)`` where ``prepared[i]`` is a
 kernel, the argument and its position.
 
 Buffers accept: NumPy arrays; objects with ``__array_interface__`` (host memory),
-``__cuda_array_interface__`` (CUDA device memory), ``__dlpack__`` (host or device), or a
+``__cuda_array_interface__`` (CUDA device memory), ``__dlpack__`` (host or device; a host tensor NumPy cannot
+import, such as bfloat16, through its capsule), a raw DLPack capsule (read, not consumed), or a
 runtime's own arrays through ``__polykern_buffer__()`` (a dict with ``ptr``, ``size``
 (elements), ``code``, ``bits``, ``device`` (name, id) and optional ``readonly``).
-A buffer must hold exactly the declared element type and be C-contiguous; an n-D
-contiguous array is passed as its flat memory (kernels index buffers 1-D).
+A buffer must hold exactly the declared element type and be C-contiguous (a strided view is a
+LaunchError naming the copy to make, never copied silently: a copy would lose the kernel's writes); an n-D
+contiguous array is passed as its flat memory (kernels index buffers 1-D). A tensor that requires grad
+(torch) is read through its ``detach()``-ed view for a ``readonly`` parameter and refused for a written one.
 
 Fast path helpers for runtimes whose launches must cost microseconds (the CUDA runtime):
 :func:`fast_dims` and :func:`scalar_converter` accept only the common, unambiguous cases (exact
@@ -188,17 +191,47 @@ _is_valid.restype = ctypes.c_int
 _is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+#: DLPack 1.0's ``DLManagedTensorVersioned``: version (2 x u32), manager_ctx, deleter, flags (u64), then
+#: the DLTensor; its flags' bit 0 is READ_ONLY.
+_VERSIONED_TENSOR_OFFSET = 32
+_DLPACK_FLAG_READ_ONLY = 1
+#: The capsule names of an unconsumed DLPack tensor (legacy, 1.0) and of one a consumer already took.
+_DLPACK_CAPSULES = (b"dltensor", b"dltensor_versioned")
+_USED_DLPACK_CAPSULES = (b"used_dltensor", b"used_dltensor_versioned")
+
+
+def capsule_name(obj: Any) -> Optional[bytes]:
+    """The name of a PyCapsule (``b"dltensor"`` ...), ``None`` for anything else."""
+    if type(obj).__name__ != "PyCapsule" or type(obj).__module__ != "builtins":
+        return None
+    return _get_name(obj) or b""
+
+
 def dlpack_describe(capsule: Any) -> dict:
-    """Read an unconsumed legacy ``dltensor`` capsule without taking ownership (the capsule
-    keeps owning the memory; keep it alive while ``ptr`` is used)."""
-    if not _is_valid(capsule, b"dltensor"):
+    """Read an unconsumed ``dltensor`` (legacy) or ``dltensor_versioned`` (DLPack 1.0) capsule without taking
+    ownership (the capsule keeps owning the memory, and its destructor frees it; keep it alive while
+    ``ptr`` is used). ``readonly``: the 1.0 READ_ONLY flag (a legacy capsule cannot say)."""
+    readonly = False
+    if _is_valid(capsule, b"dltensor"):
+        base = _get_pointer(capsule, b"dltensor")  # DLManagedTensor starts with its DLTensor
+    elif _is_valid(capsule, b"dltensor_versioned"):
+        base = _get_pointer(capsule, b"dltensor_versioned")
+        major = ctypes.c_uint32.from_address(base).value
+        if major != 1:
+            raise ValueError(f"a DLPack {major}.x tensor (this reader knows version 1)")
+        readonly = bool(ctypes.c_uint64.from_address(base + 24).value & _DLPACK_FLAG_READ_ONLY)
+        base += _VERSIONED_TENSOR_OFFSET
+    else:
         raise ValueError("not an unconsumed 'dltensor' capsule")
-    t = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))  # DLManagedTensor starts with DLTensor
+    t = _DLTensor.from_address(base)
     shape = [t.shape[k] for k in range(t.ndim)]
     strides = None if not t.strides else [t.strides[k] for k in range(t.ndim)]
     return {"ptr": (t.data or 0) + t.byte_offset, "device": (t.device.device_type, t.device.device_id),
             "code": t.dtype.code, "bits": t.dtype.bits, "lanes": t.dtype.lanes, "shape": shape,
-            "strides": strides}
+            "strides": strides, "readonly": readonly}
 
 
 def _c_strides(shape: Sequence[int]) -> List[int]:
@@ -326,11 +359,14 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         dev_type, dev_id = obj.__dlpack_device__()
     except Exception as e:
         raise LaunchError(f"{where}: __dlpack_device__() failed: {e}") from None
-    if dev_type == 1:  # host memory: let NumPy import it (zero copy)
-        try:
+    if dev_type == 1:  # host memory: let NumPy import it (zero copy); what NumPy has no type for (bfloat16)
+        try:              # is read from the capsule itself
             arr = np.from_dlpack(obj)
         except Exception as e:
-            raise LaunchError(f"{where}: cannot import the DLPack host array: {e}") from None
+            capsule = _host_capsule(obj)
+            if capsule is None:
+                raise LaunchError(f"{where}: cannot import the DLPack host array: {e}") from None
+            return _capsule(info, i, capsule, capsule_name(capsule))
         return _host(info, i, obj, arr)
     try:
         capsule = obj.__dlpack__()
@@ -342,6 +378,69 @@ def _dlpack(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
     d.update(size=math.prod(d["shape"]), keepalive=capsule,
              device=(_DL_DEVICES.get(d["device"][0], f"dlpack:{d['device'][0]}"), d["device"][1]))
     return _device(info, i, obj, d, "DLPack tensor")
+
+
+def _capsule(info: FunctionInfo, i: int, capsule: Any, name: bytes) -> BufferArg:
+    """A raw DLPack capsule (``torch.utils.dlpack.to_dlpack(t)``, ``x.__dlpack__()``): read, not consumed (the
+    capsule stays its producer's and frees the memory when it dies; it is kept alive by the launch). A
+    host tensor is passed as a NumPy view of its memory, a device tensor as its pointer."""
+    a, where = info.args[i], _where(info, i)
+    if name in _USED_DLPACK_CAPSULES:
+        raise LaunchError(f"{where}: the DLPack capsule was already consumed (its name is {name.decode()!r}): a "
+                          "capsule can be imported once; pass the array itself or a new capsule (x.__dlpack__())")
+    try:
+        d = dlpack_describe(capsule)
+    except ValueError as e:
+        raise LaunchError(f"{where}: cannot read the DLPack capsule: {e}") from None
+    if not _contiguous(d["shape"], d["strides"]):
+        raise _not_contiguous(where, "DLPack capsule", capsule, f"shape {d['shape']}, strides {d['strides']}")
+    dev_type, dev_id = d["device"]
+    size = math.prod(d["shape"])
+    if dev_type != 1:
+        d.update(size=size, keepalive=capsule, device=(_DL_DEVICES.get(dev_type, f"dlpack:{dev_type}"), dev_id))
+        return _device(info, i, capsule, d, "DLPack capsule")
+    _check_dtype(where, a.dtype, _code_name(d["code"], d["bits"], d["lanes"]),
+                 (d["code"], d["bits"], d["lanes"]) == (a.code, a.bits, 1))
+    nbytes = size * a.dtype.nbytes
+    if nbytes and not d["ptr"]:
+        raise LaunchError(f"{where}: the DLPack capsule describes {size} elements at address 0")
+    arr = np.frombuffer((ctypes.c_byte * nbytes).from_address(d["ptr"]), a.dtype.numpy) if nbytes \
+        else np.empty(0, a.dtype.numpy)
+    arr.flags.writeable = not d["readonly"]
+    return _host(info, i, capsule, arr)
+
+
+def _detached(info: FunctionInfo, i: int, obj: Any) -> Any:
+    """What to read a buffer argument's memory through. A tensor that an autograd framework records (torch:
+    ``requires_grad``) exports no memory (torch refuses DLPack and ``__cuda_array_interface__`` for it): a
+    parameter the kernel only reads (``Buffer[T, "readonly"]``) gets its ``detach()``-ed view, the same memory
+    outside autograd; one the kernel may write is refused, since autograd would not see the write."""
+    try:
+        records = getattr(obj, "requires_grad", False) is True and callable(getattr(obj, "detach", None))
+    except Exception:  # noqa: BLE001 - an object whose attributes raise: its protocols decide below
+        return obj
+    if not records:
+        return obj
+    a = info.args[i]
+    if not a.readonly:
+        raise LaunchError(f"{_where(info, i)}: the tensor requires grad and the kernel may write it, which autograd "
+                          "would not see; pass x.detach() to write it outside autograd, declare the parameter "
+                          f"Buffer[{a.dtype}, \"readonly\"] if the kernel only reads it, or make the kernel an "
+                          "operator with a backward (polykern.torch.custom_op, docs/frameworks.md)")
+    return obj.detach()
+
+
+def _host_capsule(obj: Any) -> Any:
+    """``obj.__dlpack__()`` as a DLPack 1.0 capsule where the producer makes one (it carries the read-only flag),
+    else a legacy one; None when it makes neither."""
+    for kwargs in ({"max_version": (1, 0)}, {}):
+        try:
+            capsule = obj.__dlpack__(**kwargs)
+        except Exception:  # noqa: BLE001 - an older producer (no max_version), or one that refuses
+            continue
+        if capsule_name(capsule) in _DLPACK_CAPSULES:
+            return capsule
+    return None
 
 
 def _has_cuda_interface(obj: Any) -> bool:
@@ -404,6 +503,15 @@ def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         return _host(info, i, obj, obj)
     if isinstance(obj, (bool, int, float, complex, np.generic, str, bytes)):
         raise LaunchError(f"{where}: expected an array, got {_tname(obj)}")
+    name = capsule_name(obj)
+    if name in _DLPACK_CAPSULES or name in _USED_DLPACK_CAPSULES:
+        return _capsule(info, i, obj, name)
+    try:
+        obj = _detached(info, i, obj)
+    except LaunchError:
+        raise
+    except Exception as e:  # the object's own detach()
+        raise LaunchError(f"{where}: cannot detach the tensor from autograd ({type(e).__name__}: {e})") from None
     for protocol, present, read in _PROTOCOLS:
         try:  # the object's own code (properties, methods, NumPy reading its description) may raise anything
             if present(obj):
@@ -413,6 +521,8 @@ def _buffer(info: FunctionInfo, i: int, obj: Any) -> BufferArg:
         except Exception as e:
             raise LaunchError(f"{where}: cannot read its {protocol} ({type(e).__name__}: {e})") from None
     hint = " (pass numpy.asarray(x, dtype=...))" if isinstance(obj, (list, tuple)) else ""
+    if name is not None:
+        hint = f" (a PyCapsule named {name.decode(errors='replace')!r}; a DLPack capsule is named 'dltensor')"
     raise LaunchError(f"{where}: expected an array (NumPy, DLPack, __cuda_array_interface__), got "
                       f"{_tname(obj)}{hint}")
 

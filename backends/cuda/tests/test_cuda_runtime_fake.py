@@ -370,6 +370,42 @@ def test_cuda_array_interface_is_zero_copy_and_honours_its_stream(fake):
     assert np.frombuffer(gpu.read(y.ptr, 32), np.float32).tolist() == [4.0 * i for i in range(8)]
 
 
+class _GradCAI:
+    """A CUDA tensor that requires grad, as torch has it: its __cuda_array_interface__ and DLPack refuse,
+    detach() is the same memory outside autograd."""
+
+    requires_grad = True
+
+    def __init__(self, cai):
+        self.cai = cai
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+    def __dlpack__(self, stream=None):
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def detach(self):
+        return self.cai
+
+
+def test_a_tensor_that_requires_grad_is_read_through_detach_and_never_written(fake):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = CAI(gpu, 8, stream=0x5000), CAI(gpu, 8, stream=1)
+    gpu.write(x.ptr, np.arange(8, dtype=np.float32).tobytes())
+    for _ in range(2):  # the fast path refuses it (its CAI raises); check_args reads the detached view
+        k(8, 2.0, _GradCAI(x), y, grid=1, block=8)
+    assert np.frombuffer(gpu.read(y.ptr, 32), np.float32).tolist() == [4.0 * i for i in range(8)]
+    assert ("wait", 0x5000) in [e[:2] for e in gpu.calls["events"]]  # the detached view's stream is honoured
+    with pytest.raises(LaunchError, match=r"argument 'y' .*requires grad and the kernel may write it"):
+        k(8, 2.0, x, _GradCAI(y), grid=1, block=8)
+
+
 @pytest.mark.parametrize("make,match", [
     (lambda g: CAI(g, 8, dtype=np.float64), r"expected float32 elements \(f32\), got float64"),
     (lambda g: CAI(g, 8, strides=(8,)), "not C-contiguous"),

@@ -2,7 +2,7 @@
 
 Tests skip what the host lacks (a runtime, a validator). On a CI host that is supposed to have a tier,
 such a skip hides a regression ("the OpenCL runtime stopped importing" reads as a green run).
-``POLYKERN_REQUIRE=pocl,lavapipe,wgpu,spirv-val,naga,ld.lld`` names the tiers this host must have; then
+``POLYKERN_REQUIRE=pocl,lavapipe,wgpu,spirv-val,naga,ld.lld,jax`` names the tiers this host must have; then
 
 - ``tests/test_require.py`` fails for each required tier that is not present (with the probe's reason);
 - a skip that says, as data, that it is the absence of a required tier fails instead
@@ -71,6 +71,17 @@ def _ld_lld() -> Optional[str]:
     return None if lld.candidates() else "no ld.lld candidate ($POLYKERN_LD_LLD, ld.lld, ld.lld-NN)"
 
 
+def _module(name: str, install: str) -> Callable[[], Optional[str]]:
+    def probe() -> Optional[str]:
+        try:
+            __import__(name)
+        except Exception as e:  # noqa: BLE001 - any failure to import is the tier's absence
+            return f"{name} does not import ({install}): {type(e).__name__}: {e}"
+        return None
+
+    return probe
+
+
 @dataclass(frozen=True)
 class Tier:
     """One tier: ``probe()`` returns None when it is present here, else the reason it is not;
@@ -89,6 +100,8 @@ TIERS: Dict[str, Tier] = {
     "naga": Tier(_naga),
     "ld.lld": Tier(_ld_lld),
     "hexagon-emu": Tier(_runtime("hexagon", "emulated"), runtime="hexagon"),
+    # polykern.jax (tests/test_framework_jax.py); torch has no tier: its PyPI wheel needs the CUDA libraries
+    "jax": Tier(_module("jax", "pip install 'polykern[jax]'")),
 }
 
 

@@ -1,0 +1,121 @@
+"""A polykern kernel as a JAX function that runs inside ``jax.jit`` (docs/frameworks.md)::
+
+    import polykern.jax as pkj
+    scale = pkj.kernel_function(scale_kernel, outputs="y", shape_rule=lambda x, a: x.shape,
+                                scalars={"n": lambda x, a: x.size}, grid=lambda x, a: (x.size + 255) // 256,
+                                block=256)
+    y = jax.jit(lambda x: scale(x, 2.0) + 1)(x)
+
+The binding is :class:`polykern.framework_op.OpBinding`'s (the same as ``polykern.torch.custom_op``'s).
+Where the computation is lowered for the CPU the call is an XLA FFI custom call (:mod:`polykern.xla_ffi`): XLA
+hands the kernel its buffers, the inputs read in place (``Buffer[T, "readonly"]``) and the outputs written in
+place; a launch error is an XLA error carrying the ``LaunchError``'s text. Elsewhere (a GPU), and everywhere
+with ``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on
+the CPU runtime (``targets["cpu"]``, LLVM by default) and its outputs are copied back. ``shape_rule`` sees
+JAX's abstract arrays (static shapes); the derived scalars, ``grid`` and ``block`` see the call's values
+(arrays, and scalars as Python numbers). Under ``jax.vmap`` the kernel runs once per batch element.
+
+This module is ``polykern.jax``; ``import jax`` here is the real JAX (absolute imports).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import xla_ffi
+from .errors import BackendUnavailableError, OperatorError
+
+try:
+    import jax
+except ImportError as e:
+    raise BackendUnavailableError(f"polykern.jax needs JAX, which does not import here ({e}); "
+                                  "pip install 'polykern[jax]' (docs/frameworks.md)") from None
+from .framework_op import Dims, OpBinding
+
+__all__ = ["kernel_function", "KernelFunction"]
+
+
+def _host_value(v: Any, is_buffer: bool) -> Any:
+    """A callback operand as the kernel takes it: a C-contiguous array for a buffer, a Python number for a scalar."""
+    a = np.asarray(v)
+    return np.ascontiguousarray(a) if is_buffer else a.item()
+
+
+def _dtype(a) -> np.dtype:
+    """The NumPy dtype JAX holds parameter ``a``'s elements in (bf16: ml_dtypes' bfloat16, JAX's own)."""
+    return np.dtype(jax.numpy.bfloat16) if a.dtype.name == "bf16" else np.dtype(a.dtype.numpy)
+
+
+class KernelFunction:
+    """``f(*inputs)``: the kernel's outputs as JAX arrays (one array, or a tuple for several outputs)."""
+
+    def __init__(self, binding: OpBinding, via: str = "ffi"):
+        if via not in ("ffi", "callback"):
+            raise OperatorError(f"via= is 'ffi' (an XLA custom call on the CPU) or 'callback' (jax.pure_callback), "
+                                f"got {via!r}")
+        self.binding = binding
+        self.via = via
+        self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
+        # what XLA holds each input in (a 64-bit scalar is 32-bit unless jax_enable_x64)
+        self._operand_dtypes = tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in binding.inputs)
+        self._target = None
+
+    def __repr__(self) -> str:
+        return f"<polykern.jax.KernelFunction of kernel '{self.binding.name}'>"
+
+    def _run(self, operands, outs) -> None:
+        """Launch on host arrays: ``operands`` as XLA passes them, ``outs`` to be written (zeroed first where asked)."""
+        b = self.binding
+        values = [_host_value(v, a.is_buffer) for v, a in zip(operands, b.inputs)]
+        for n, out in zip(b.outputs, outs):
+            if n in b.zeroed:
+                out[...] = 0
+        b.launch("cpu", values, outs)
+
+    def _callback(self, *operands):
+        b = self.binding
+        values = [_host_value(v, a.is_buffer) for v, a in zip(operands, b.inputs)]
+        outs = [np.empty(tuple(int(d) for d in s), dt) for s, dt in zip(b.output_shapes(values), self._out_dtypes)]
+        self._run(operands, outs)
+        return tuple(outs)
+
+    def _ffi_target(self) -> str:
+        """The XLA FFI custom call running this kernel on the CPU (registered on first use)."""
+        if self._target is None:
+            name = f"polykern_{self.binding.name}_{id(self):x}"
+            jax.ffi.register_ffi_target(name, xla_ffi.handler_capsule(self._run, self._operand_dtypes,
+                                                                      self._out_dtypes), platform="cpu")
+            self._target = name
+        return self._target
+
+    def __call__(self, *args):
+        b = self.binding
+        b.check_arity(args)
+        abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
+        for a, x in zip(b.inputs, abstract):
+            if a.is_buffer:
+                b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
+        shapes = b.output_shapes(abstract)
+        result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
+        operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs,
+                                                                                         self._operand_dtypes)]
+        if self.via == "callback":
+            outs = jax.pure_callback(self._callback, result, *operands, vmap_method="sequential")
+        else:  # the custom call where the computation is lowered for the CPU, the callback elsewhere
+            outs = jax.lax.platform_dependent(
+                *operands, cpu=lambda *ops: tuple(jax.ffi.ffi_call(self._ffi_target(), result,
+                                                                   vmap_method="sequential")(*ops)),
+                default=lambda *ops: tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential")))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def kernel_function(kernel: Any, *, outputs: Union[str, Sequence[str]], shape_rule: Callable[..., Any],
+                    grid: Dims, block: Dims, scalars: Optional[Mapping[str, Any]] = None,
+                    zeroed: Union[str, Sequence[str], None] = (), name: Optional[str] = None,
+                    targets: Optional[Mapping[str, str]] = None, via: str = "ffi") -> KernelFunction:
+    """``kernel`` as a JAX function usable in ``jax.jit``; the arguments are those of
+    :class:`polykern.framework_op.OpBinding` (``zeroed``: outputs filled with zeros before the launch);
+    ``via="callback"`` uses ``jax.pure_callback`` on the CPU too."""
+    return KernelFunction(OpBinding(kernel, outputs=outputs, shape_rule=shape_rule, grid=grid, block=block,
+                                    scalars=scalars, zeroed=zeroed, name=name, targets=targets), via)

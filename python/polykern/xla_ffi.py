@@ -1,0 +1,149 @@
+"""An XLA FFI handler written with ctypes: how ``polykern.jax`` runs a kernel as an XLA custom call on the CPU
+(docs/frameworks.md), with no C compiler and no Python callback machinery between XLA's buffers and the kernel.
+
+The structures are those of XLA's ``xla/ffi/api/c_api.h`` (the FFI's stable C ABI, version 0.x) that a handler
+reads: the call frame, its arguments and results (buffers only), the metadata extension through which XLA asks a
+handler for the API version it was built against (answered with XLA's own version: this handler reads only the
+fields every 0.x version has), and ``XLA_FFI_Error_Create`` to report a failure. :func:`handler_capsule` wraps a
+Python function ``run(args, rets)`` (lists of NumPy arrays over XLA's memory; ``rets`` are written in place)
+as the PyCapsule ``jax.ffi.register_ffi_target`` takes; an exception in ``run`` becomes an XLA error carrying its
+message. Nothing here imports jax.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from typing import Callable, List
+
+import numpy as np
+
+__all__ = ["handler_capsule", "XLA_DTYPES"]
+
+#: XLA_FFI_DataType by NumPy dtype name (bfloat16: ml_dtypes' name, which JAX uses).
+XLA_DTYPES = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint8": 6, "uint16": 7, "uint32": 8,
+              "uint64": 9, "float16": 10, "float32": 11, "float64": 12, "bfloat16": 16}
+_EXECUTE = 3  # XLA_FFI_ExecutionStage_EXECUTE
+_METADATA = 1  # XLA_FFI_Extension_Metadata
+_BUFFER = 1  # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetType_BUFFER
+_INTERNAL = 13  # XLA_FFI_Error_Code_INTERNAL
+
+
+class _ExtensionBase(ctypes.Structure):
+    pass
+
+
+_ExtensionBase._fields_ = [("struct_size", ctypes.c_size_t), ("type", ctypes.c_int),
+                           ("next", ctypes.POINTER(_ExtensionBase))]
+
+
+class _ApiVersion(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p),
+                ("major_version", ctypes.c_int), ("minor_version", ctypes.c_int)]
+
+
+class _ErrorCreateArgs(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p),
+                ("message", ctypes.c_char_p), ("errc", ctypes.c_int)]
+
+
+_ERROR_CREATE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(_ErrorCreateArgs))
+
+
+class _Api(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p),
+                ("api_version", _ApiVersion), ("internal_api", ctypes.c_void_p), ("error_create", _ERROR_CREATE)]
+
+
+class _Metadata(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("api_version", _ApiVersion), ("traits", ctypes.c_uint32),
+                ("state_type_id", ctypes.c_int64)]
+
+
+class _MetadataExtension(ctypes.Structure):
+    _fields_ = [("extension_base", _ExtensionBase), ("metadata", ctypes.POINTER(_Metadata))]
+
+
+class _Buffer(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p), ("dtype", ctypes.c_int),
+                ("data", ctypes.c_void_p), ("rank", ctypes.c_int64), ("dims", ctypes.POINTER(ctypes.c_int64))]
+
+
+class _List(ctypes.Structure):  # XLA_FFI_Args and XLA_FFI_Rets have one layout
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p), ("size", ctypes.c_int64),
+                ("types", ctypes.POINTER(ctypes.c_int)), ("items", ctypes.POINTER(ctypes.POINTER(_Buffer)))]
+
+
+class _CallFrame(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.POINTER(_ExtensionBase)),
+                ("api", ctypes.POINTER(_Api)), ("ctx", ctypes.c_void_p), ("stage", ctypes.c_int),
+                ("args", _List), ("rets", _List)]
+
+
+_HANDLER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(_CallFrame))
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+#: Every handler made: XLA keeps calling the function pointer for the life of the process.
+_KEEP: List[object] = []
+_BY_CODE = {code: name for name, code in XLA_DTYPES.items()}
+
+
+def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
+    out = []
+    for k in range(items.size):
+        if items.types[k] != _BUFFER:
+            raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
+        b = items.items[k].contents
+        dt = dtypes[k]
+        if _BY_CODE.get(b.dtype) != dt.name:
+            raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
+        shape = tuple(b.dims[d] for d in range(b.rank))
+        nbytes = math.prod(shape) * dt.itemsize
+        raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)
+        a = np.frombuffer(raw, dt).reshape(shape)
+        a.flags.writeable = writable and nbytes > 0
+        out.append(a)
+    return out
+
+
+def _answer_metadata(frame: _CallFrame) -> bool:
+    """Fill XLA's metadata request, if this call is one (it comes before any execution)."""
+    ext = frame.extension_start
+    while ext:
+        if ext.contents.type == _METADATA:
+            meta = ctypes.cast(ext, ctypes.POINTER(_MetadataExtension)).contents.metadata.contents
+            own = frame.api.contents.api_version
+            meta.api_version.struct_size = ctypes.sizeof(_ApiVersion)
+            meta.api_version.extension_start = None
+            meta.api_version.major_version, meta.api_version.minor_version = own.major_version, own.minor_version
+            meta.traits = 0  # no command-buffer tracing: each call runs Python
+            if meta.struct_size >= _Metadata.state_type_id.offset + 8:  # an XLA whose metadata has the field
+                meta.state_type_id = 0  # XLA_FFI_UNKNOWN_TYPE_ID: a stateless handler
+            return True
+        ext = ext.contents.next
+    return False
+
+
+def _error(frame: _CallFrame, message: str) -> int:
+    args = _ErrorCreateArgs(ctypes.sizeof(_ErrorCreateArgs), None, message.encode("utf-8", "replace"), _INTERNAL)
+    return frame.api.contents.error_create(ctypes.byref(args))
+
+
+def handler_capsule(run: Callable[[List[np.ndarray], List[np.ndarray]], None], arg_dtypes, ret_dtypes):
+    """The PyCapsule of an XLA FFI handler calling ``run(args, rets)`` (``args`` read-only); ``arg_dtypes`` /
+    ``ret_dtypes``: the NumPy dtypes XLA must pass (checked at each call)."""
+    arg_dtypes, ret_dtypes = [np.dtype(d) for d in arg_dtypes], [np.dtype(d) for d in ret_dtypes]
+
+    def handler(frame_p):
+        frame = frame_p.contents
+        try:
+            if _answer_metadata(frame) or frame.stage != _EXECUTE:
+                return None
+            run(_arrays(frame.args, arg_dtypes, False), _arrays(frame.rets, ret_dtypes, True))
+            return None
+        except BaseException as e:  # noqa: BLE001 - nothing may unwind into XLA: the error is XLA's to raise
+            return _error(frame, f"{type(e).__name__}: {e}")
+
+    fn = _HANDLER(handler)
+    _KEEP.append(fn)
+    return _capsule_new(ctypes.cast(fn, ctypes.c_void_p).value, None, None)

@@ -1,0 +1,116 @@
+"""polykern.jax (docs/frameworks.md): a kernel as a JAX function — eager, inside jax.jit, under
+jax.vmap, with several outputs and zeroed outputs, as an XLA FFI custom call (the CPU) and through
+jax.pure_callback; launch errors reach the caller; binding mistakes are named OperatorErrors."""
+import re
+
+import numpy as np
+import pytest
+
+from polykern.testing import require, tier_skip
+
+if require.absent("jax"):  # a tier: CI installs jax (./dev setup), and a skip there fails
+    tier_skip.skip("jax", f"polykern.jax needs JAX: {require.absent('jax')}")
+import jax  # noqa: E402
+
+jnp = jax.numpy
+
+import polykern as pk  # noqa: E402
+import polykern.jax as pkj  # noqa: E402
+from polykern import Buffer, f32, i32  # noqa: E402
+from polykern.errors import OperatorError  # noqa: E402
+from framework_support import double_bf16, run_script, square_and_count  # noqa: E402
+
+
+@pk.kernel
+def row_scale(rows: i32, cols: i32, x: Buffer[f32, "readonly"], w: Buffer[f32, "readonly"], a: f32,
+              y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < rows * cols:
+        y[i] = a * x[i] * w[i % cols]
+
+
+def _functions(via):
+    row_scale_fn = pkj.kernel_function(row_scale, outputs="y", shape_rule=lambda x, w, a: x.shape, via=via,
+                                       scalars={"rows": lambda x, w, a: x.shape[0], "cols": lambda x, w, a: x.shape[1]},
+                                       grid=lambda x, w, a: (x.size + 63) // 64, block=64)
+    square = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape, 1),
+                                 scalars={"n": lambda x: x.size}, zeroed="positive", via=via,
+                                 grid=lambda x: (x.size + 63) // 64, block=64)
+    return row_scale_fn, square
+
+
+ROW_SCALE, SQUARE = _functions("ffi")
+VIAS = {"ffi": (ROW_SCALE, SQUARE), "callback": _functions("callback")}
+
+
+def test_polykern_jax_imports_the_real_jax():
+    assert pkj.jax is jax and pkj.__name__ == "polykern.jax"  # the module's name does not shadow jax
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_eager_and_jit_results(via):
+    row_scale_fn, square = VIAS[via]
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((5, 7)), jnp.float32)
+    w = jnp.arange(7, dtype=jnp.float32)
+    np.testing.assert_allclose(row_scale_fn(x, w, 2.0), 2.0 * x * w, rtol=1e-6)
+    jitted = jax.jit(lambda x, w, a: row_scale_fn(x + 1, w, a) - 1)
+    np.testing.assert_allclose(jitted(x, w, 0.5), 0.5 * (x + 1) * w - 1, rtol=1e-5, atol=1e-6)
+    for _ in range(2):  # the zeroed output starts at zero on every call (XLA may reuse its buffer)
+        y, count = jax.jit(square)(x.reshape(-1))
+        np.testing.assert_allclose(y, (x * x).reshape(-1), rtol=1e-6)
+        assert count.dtype == jnp.int32 and count.shape == (1,) and int(count[0]) == int((x > 0).sum())
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_vmap_runs_the_kernel_per_batch_element(via):
+    row_scale_fn = VIAS[via][0]
+    xs = jnp.asarray(np.random.default_rng(1).standard_normal((3, 4, 2)), jnp.float32)
+    w = jnp.asarray([1.0, -2.0], jnp.float32)
+    got = jax.jit(jax.vmap(lambda x: row_scale_fn(x, w, 3.0)))(xs)
+    np.testing.assert_allclose(got, 3.0 * xs * w, rtol=1e-6)
+
+
+def test_on_the_cpu_it_is_an_xla_custom_call():
+    x = jnp.ones((2, 3), jnp.float32)
+    lowered = jax.jit(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.0)).lower(x).as_text()
+    assert re.search(r"stablehlo.custom_call @polykern_row_scale_[0-9a-f]+\(", lowered), lowered
+    callback = jax.jit(lambda x: VIAS["callback"][0](x, jnp.ones(3, jnp.float32), 1.0)).lower(x).as_text()
+    assert "polykern_row_scale" not in callback
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_a_launch_error_reaches_the_caller(via):
+    huge = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape, 1),
+                               scalars={"n": lambda x: x.size}, grid=2 ** 31, block=1, via=via)
+    wrong = r"LaunchError: kernel 'square_and_count': grid dimensions must be in 1\.\.2147483647, got 2147483648"
+    with pytest.raises(jax.errors.JaxRuntimeError, match=wrong):
+        jax.block_until_ready(jax.jit(huge)(jnp.ones(4, jnp.float32)))
+
+
+def test_binding_mistakes_are_named():
+    with pytest.raises(OperatorError, match=r"parameter 'positive' \(Buffer\[i32\]\) is written by the kernel"):
+        pkj.kernel_function(square_and_count, outputs="y", shape_rule=lambda x: x.shape, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"zeroed= names 'x', which is not an output \(y\)"):
+        pkj.kernel_function(row_scale, outputs="y", zeroed="x", shape_rule=lambda x, w, a: x.shape, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"takes 3 arguments \(x, w, a\), got 1"):
+        ROW_SCALE(jnp.ones((2, 2), jnp.float32))
+    with pytest.raises(OperatorError, match=r"input 'x' is a int32 tensor; kernel 'row_scale' declares "
+                                            r"Buffer\[f32, readonly\] \(float32\)"):
+        jax.jit(lambda x: ROW_SCALE(x, jnp.ones(2, jnp.float32), 1.0))(jnp.ones((2, 2), jnp.int32))
+    bad = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape,),
+                              scalars={"n": lambda x: x.size}, grid=1, block=1)
+    with pytest.raises(OperatorError, match=r"one shape \(a tuple of ints\) per output \(y, positive\)"):
+        bad(jnp.ones((4, 2), jnp.float32))
+
+
+def test_the_example_runs():
+    out = run_script("examples", "jax_op.py")
+    assert "rms_norm inside jax.jit matches jax.numpy's" in out and "once per batch element" in out
+
+
+def test_a_bf16_jax_array_launches_directly():
+    """NumPy cannot import a bfloat16 DLPack tensor; the launch reads its capsule (no copy)."""
+    x = jnp.arange(-4, 4, dtype=jnp.bfloat16)
+    y = np.zeros(8, jnp.bfloat16)
+    pk.build([double_bf16], targets=["llvm"])["double_bf16"](8, x, y, grid=1, block=8)
+    assert y.astype(np.float32).tolist() == [2.0 * v for v in range(-4, 4)]
