@@ -5,6 +5,8 @@ every runtime here, matching the oracle; a collective under a condition that var
 located KernelTypeError naming that condition; barriers still need workgroup-uniform control flow; the
 oracle refuses at run time lanes of one subgroup that reach different collectives."""
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import polykern as pk
 from polykern import Buffer, f32, i32
 from polykern.errors import KernelTypeError
 from polykern.lang.frontend import translate
+from polykern.testing import tier_skip
 from polykern.testing.interp import OracleError, interpret
 from runtimes import compile_targets, runnable_targets
 
@@ -176,6 +179,29 @@ def test_every_backend_compiles_them():
         pk.build([row_per_subgroup, rows_grid_stride, mixed_sources], targets=[t])
         built.append(t.split()[0])
     assert {"llvm", "vulkan", "cuda", "nvptx", "opencl"} <= set(built), built
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_90 -fmt=ptx", "nvptx -arch=sm_80"])
+def test_ptx_of_branch_collectives_assembles(target):
+    if target.startswith("cuda") and shutil.which("nvcc") is None:
+        tier_skip.skip("nvcc", "nvcc not installed")
+    if shutil.which("ptxas") is None:
+        tier_skip.skip("ptxas", "ptxas not installed")
+    ptx = pk.build([row_per_subgroup, rows_grid_stride, mixed_sources], targets=[target]).on("cuda").inspect_source("ptx")
+    assert "shfl.sync" in ptx or "redux.sync" in ptx
+    arch = target.split("-arch=")[1].split()[0]
+    r = subprocess.run(["ptxas", f"-arch={arch}", "-o", "/dev/null", "-"], input=ptx.encode(), capture_output=True)
+    assert r.returncode == 0, r.stderr.decode()
+
+
+def test_spirv_of_branch_collectives_validates():
+    """OpGroupNonUniform* inside structured selections and loops: valid SPIR-V (spirv-val)."""
+    if shutil.which("spirv-val") is None:
+        tier_skip.skip("spirv-val", "spirv-val not installed")
+    mod = pk.build([row_per_subgroup, rows_grid_stride, mixed_sources], targets=["vulkan"]).on("vulkan")
+    for name, spv in mod.payload.items():
+        r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", "-"], input=spv, capture_output=True)
+        assert r.returncode == 0, (name, r.stderr)
 
 
 # ---------------------------------------------------------------- refused: each marks the collective (C:tag)
