@@ -342,3 +342,61 @@ def test_the_oracle_refuses_lanes_of_a_subgroup_that_diverge():
     fn = translate(lanes_split_between_collectives.pyfunc, check_barriers=False)
     with pytest.raises(OracleError, match=r"its lane 2 reached subgroup_max\(\)"):
         interpret(fn, [np.ones(8, np.int32)], 1, 8)
+
+
+# ---------------------------------------------------------------- the fuzzer's generator
+
+def _fuzz_section(seed):
+    from polykern.testing import kernelgen
+
+    return kernelgen.generate(seed, probability={"subgroup_uniform": 1.0}, avoid={"matrix", "shared_dynamic"})
+
+
+def test_generator_puts_collectives_under_subgroup_uniform_flow():
+    """kernelgen's subgroup_uniform section (its own stream): collectives in split branches on subgroup_id(),
+    in branches and loops on votes, and in loops whose trip count differs between subgroups; the programs
+    pass the analysis and the oracle, whose results do not depend on the subgroup size."""
+    import random
+
+    from polykern.testing import fuzzcase, kernelgen
+
+    seen = set()
+    for seed in range(12):
+        p = _fuzz_section(seed)
+        body = p.source.split("@pk.kernel")[1]
+        for kind, pat in (("split", r"if .*pk\.subgroup_id\(\).*:\n(\s+)sg\d+ = pk\.subgroup_"),
+                          ("varying loop", r"for k\d+ in range\(pk\.subgroup_id\(\) % 3 \+ 1\):"),
+                          ("vote", r"if pk\.subgroup_(any|all)\(")):
+            if re.search(pat, body):
+                seen.add(kind)
+        kern = fuzzcase.load_kernel(p.source, p.name)
+        ref = interpret(kern, p.make_args(), p.grid, p.block)
+        for size in (4, 16):  # other devices' sizes: the same results
+            other = interpret(kern, p.make_args(), p.grid, p.block, subgroup_size=size)
+            for name, arr in ref.buffers.items():
+                np.testing.assert_array_equal(arr, other.buffers[name], err_msg=f"seed {seed} size {size}: {name}")
+    assert seen == {"split", "varying loop", "vote"}, seen
+    drawn = [s for s in range(200) if random.Random(f"subgroup_uniform-{s}").random()
+             < kernelgen.PROBABILITY["subgroup_uniform"]]
+    for s in range(40):  # a seed whose stream does not draw the section keeps its program
+        if s not in drawn:
+            assert kernelgen.generate(s).source == kernelgen.generate(s, avoid={"subgroup_uniform"}).source
+        else:
+            assert kernelgen.generate(s).source != kernelgen.generate(s, avoid={"subgroup_uniform"}).source
+    assert "pk.subgroup_" not in kernelgen.generate(drawn[0], avoid={"subgroups"}).source.split("@pk.kernel")[1]
+
+
+def test_fuzz_tool_runs_the_section_on_the_cpu():
+    """tools/fuzz.py --probability subgroup_uniform=1: every program has the section; none disagrees."""
+    import os
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, os.path.join(repo, "tools", "fuzz.py"), "--seed", "41", "--count", "3",
+                        "--targets", "llvm", "--probability", "subgroup_uniform=1", "--no-save"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "3 programs x 1 targets, 0 disagreements" in r.stdout, r.stdout[-2000:] + r.stderr
+    bad = subprocess.run([sys.executable, os.path.join(repo, "tools", "fuzz.py"), "--count", "1", "--targets", "llvm",
+                          "--probability", "subgroup_uniforms=1", "--no-save"], capture_output=True, text=True,
+                         timeout=600)
+    assert bad.returncode != 0 and "unknown probability ['subgroup_uniforms']" in bad.stdout + bad.stderr
