@@ -53,8 +53,8 @@ Why = Tuple[Optional[str], Optional[str]]
 _UNIFORM: Why = (None, None)
 
 _WG_SOURCES = "parameters, constants, group_id, local_size, num_groups and readonly Buffers"
-_SG_SOURCES = ("parameters, constants, group_id, num_groups, subgroup_id(), readonly Buffers at such indices "
-               "and integer subgroup reductions, votes or broadcasts")
+_SG_SOURCES = ("parameters, constants, group_id, local_size, num_groups, subgroup_size(), subgroup_id(), readonly "
+               "Buffers at such indices and integer subgroup reductions, votes or broadcasts")
 
 
 def _lower(a: Why, b: Why) -> Why:
