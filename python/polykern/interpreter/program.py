@@ -10,8 +10,9 @@ generators) for a grid x block with the language's meaning (see ``polykern.ir.no
   nobody wrote is an :class:`OracleError`);
 - the work-items of one workgroup run as Python generators that stop at ``barrier()`` and at subgroup
   collectives; a barrier that only some work-items reach is an error, and so is a collective that only
-  some lanes of a subgroup reach (a subgroup whose lanes all reach one goes on without the others) (kernels with Hopper operations: ``hopper`` schedules
-  them one at a time, also stopping at transaction-barrier waits and warpgroup operations);
+  some lanes of a subgroup reach (a subgroup whose lanes all reach one goes on without the others);
+  kernels with Hopper operations: ``hopper`` schedules them one at a time, also stopping at
+  transaction-barrier waits and warpgroup operations;
 - atomics run in one valid order (sequentially), and every data race on a buffer or shared element
   (two work-items touching it in one barrier interval, one of them writing, not both atomically) is
   an error, as are out-of-bounds accesses, integer division by zero and runaway loops: a program the

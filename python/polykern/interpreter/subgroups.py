@@ -5,9 +5,9 @@ work-item evaluates its operands and stops (a generator yielding a :class:`Reque
 a subgroup has stopped, :func:`check_arrival` makes sure they all stopped at the same collective (the
 control flow to it may differ between subgroups, not within one: passes/uniformity.py), :func:`resolve`
 computes each lane's result from the subgroup's requests and the interpreter resumes the lanes with
-their values. Subgroups are consecutive runs of ``size`` work-items in
-the group's linear order (``local_id(0)`` fastest), the last one partial when the group size is not
-a multiple: the CPU backend's scheme, and the linear mapping every GPU backend uses.
+their values. Subgroups are consecutive runs of ``size`` work-items in the group's linear order
+(``local_id(0)`` fastest), the last one partial when the group size is not a multiple: the CPU
+backend's scheme, and the linear mapping every GPU backend uses.
 
 Reductions fold in lane order with the language's operations (``values``); a device may
 add floats in another order, which ``numerics`` records (``subgroup_add`` may reassociate) and the
