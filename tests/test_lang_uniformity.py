@@ -1,23 +1,13 @@
 """Barriers must be reached by every work-item of a workgroup or by none (docs/language.md 7.5): a barrier in
 control flow that only some work-items take is a located KernelTypeError naming the non-uniform
 condition's line; barriers in provably uniform control flow compile and run on every runtime."""
-import re
-
 import numpy as np
 import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.errors import KernelTypeError
+from located_refusal import check_refusal
 from runtimes import runnable_targets
-
-THIS = open(__file__).read().splitlines()
-
-
-def line_of(tag):
-    hits = [i + 1 for i, ln in enumerate(THIS) if re.search(rf"# ([A-Z]+:)?{tag}(\s|$)", ln)]
-    assert len(hits) == 1, tag
-    return hits[0]
 
 
 # ---------------------------------------------------------------- refused: each marks the barrier (B:tag)
@@ -146,14 +136,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("kern,tag,why", REFUSED, ids=[c[1] for c in REFUSED])
 def test_non_uniform_barrier_is_a_located_error(kern, tag, why):
-    with pytest.raises(KernelTypeError) as info:
-        pk.build([kern], targets=["llvm"])
-    err = info.value
-    text = str(err)
-    assert "barrier() is reached only by some work-items of a workgroup" in text
-    assert err.loc is not None and err.loc.file == __file__ and err.loc.line == line_of(f"B:{tag}"), text
-    assert f"line {line_of(f'W:{tag}')}" in text, text  # names the non-uniform condition's line
-    assert why in text, text
+    check_refusal(kern, __file__, "B", tag, "barrier() is reached only by some work-items of a workgroup", why)
 
 
 # ---------------------------------------------------------------- accepted and run: uniform control flow

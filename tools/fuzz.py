@@ -154,6 +154,9 @@ def _parser():
                     "fast-math promises (polykern.numerics.FAST_MATH)")
     ap.add_argument("--avoid", default="", help="comma-separated generator features to leave out while a "
                     "known bug is open: " + ", ".join(f"{k} ({v})" for k, v in kernelgen.AVOIDABLE.items()).replace("%", "%%"))
+    ap.add_argument("--probability", default="", help="comma-separated SECTION=P: the chance a program gets a "
+                    "generator section, instead of kernelgen.PROBABILITY (e.g. subgroup_uniform=1 to fuzz one "
+                    "section): " + ", ".join(f"{k}={v}" for k, v in kernelgen.PROBABILITY.items()))
     ap.add_argument("--profile", default="auto", help="which programs leave out what a target refuses "
                     "(its declared Capabilities.refuses): 'auto' (default): one in --profile-every, in turn for "
                     "each target of --targets that refuses something; 'none': no program; a target kind "
@@ -193,8 +196,18 @@ def program_for(a, i, profs, every):
     prof = fuzzprofile.profile_for(i, profs, every)
     avoid = frozenset(x for x in a.avoid.split(",") if x) | (prof[1] if prof else frozenset())
     return (kernelgen.generate(a.seed * SEED_STRIDE + i, avoid=avoid, checked=a.bounds_check,
+                               probability=_probability(a.probability),
                                **({"fast_math": True} if a.fast_math else {})),
             prof[0] if prof else None)
+
+
+def _probability(spec: str):
+    """--probability's SECTION=P list as generate()'s ``probability`` (it refuses an unknown section)."""
+    out = {}
+    for item in (x for x in spec.split(",") if x):
+        name, _, value = item.partition("=")
+        out[name.strip()] = float(value)
+    return out
 
 
 def _add(into, stats):
@@ -401,6 +414,7 @@ def _replay(a, idx, targets, profs, every):
     prof = fuzzprofile.profile_for(idx, profs, every)
     return (f"replay: python tools/fuzz.py --seed {a.seed} --start {idx} --count 1 --targets '{targets}' "
             f"--profile {prof[0] if prof else 'none'}{' --avoid ' + a.avoid if a.avoid else ''}"
+            f"{' --probability ' + a.probability if a.probability else ''}"
             f"{' --bounds-check' if a.bounds_check else ''}{' --fast-math' if a.fast_math else ''} --no-save")
 
 

@@ -12,9 +12,12 @@ to barrier fission (:mod:`polykern.passes.barrier_fission`) as one: :func:`lower
                            -->   barrier()                   work-item: "pinned")
                                  t = subgroup_add(_sgv0)     (reads the operands of its slice)
 
-The ``barrier()`` splits the region there, so every work-item of the group has stored its operand
-before any reads its slice's. This is exact under the rule every collective follows (it is reached
-by all work-items of the group or none: passes/uniformity.py). The cost is the barrier's: the
+The ``barrier()`` splits the region there, so every work-item of the group that reaches it has stored
+its operand before any reads its slice's. This is exact under the rule every collective follows (it is
+reached by all work-items of its subgroup or none: passes/uniformity.py): inside control flow that
+differs between subgroups, barrier fission runs the construct per work-item (``GIf``/``GLoop`` that are
+not ``uniform``), the work-items of the subgroups that take it run its regions and the others are
+parked, so every lane of each slice that is read has stored its operand. The cost is the barrier's: the
 operands live in per-work-item storage and the work-item loop is split in two at each collective.
 The reading side (:func:`emit_subgroup`) folds the slice in lane order (a fixed order: sums are
 reproducible run to run), unrolled and branch-free, so each work-item does ``CPU_SUBGROUP_SIZE`` steps

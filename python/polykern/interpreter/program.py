@@ -8,9 +8,11 @@ generators) for a grid x block with the language's meaning (see ``polykern.ir.no
   floats rounded to their type after every operation, saturating float -> int casts);
 - locals and ``pk.local`` arrays start at zero, shared arrays are uninitialized (reading an element
   nobody wrote is an :class:`OracleError`);
-- the work-items of one workgroup run as Python generators that stop at ``barrier()``; a barrier that
-  only some work-items reach is an error (kernels with Hopper operations: ``hopper`` schedules
-  them one at a time, also stopping at transaction-barrier waits and warpgroup operations);
+- the work-items of one workgroup run as Python generators that stop at ``barrier()`` and at subgroup
+  collectives; a barrier that only some work-items reach is an error, and so is a collective that only
+  some lanes of a subgroup reach (a subgroup whose lanes all reach one goes on without the others);
+  kernels with Hopper operations: ``hopper`` schedules them one at a time, also stopping at
+  transaction-barrier waits and warpgroup operations;
 - atomics run in one valid order (sequentially), and every data race on a buffer or shared element
   (two work-items touching it in one barrier interval, one of them writing, not both atomically) is
   an error, as are out-of-bounds accesses, integer division by zero and runaway loops: a program the
@@ -46,7 +48,7 @@ from .sites import SiteFlow
 from .stmts import LOOP_BUDGET, StmtCompiler
 from .fragments import FragmentRequest, MatrixCompiler, resolve_fragments
 from .hopper import HopperCompiler, launch_check, run_group
-from .subgroups import Request, resolve
+from .subgroups import Request, check_arrival, resolve
 from .taint import INEXACT_BINOPS, INEXACT_CALLS, Taint, float_chain
 from .values import SUBNORMAL_SEEN, OracleError, canon, zero
 
@@ -180,29 +182,47 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
                       bool(flow.contract_sites & flow.global_sites), written)
 
     def _run_group_barriers(self, states, epoch):
-        live = [self.body(st) for st in states]
-        sent = [None] * len(live)  # what each work-item is resumed with (a collective's result)
-        while live:
-            at_barrier, finished, stops = [], 0, []
-            where = None
-            for gen, value in zip(live, sent):
+        """Run one group's work-items, each up to its next stop. A subgroup whose lanes all stop at one
+        collective goes on alone (collectives need subgroup-uniform control flow, passes/uniformity.py);
+        once every unfinished work-item waits at a barrier or fragment operation, the group passes it."""
+        gens = [self.body(st) for st in states]
+        n, size = len(gens), self.subgroup_size
+        stops: List = [None] * n  # what each work-item waits at (None: running or finished)
+        done = [False] * n
+        runnable, sent = list(range(n)), [None] * n  # sent: what each is resumed with
+        while True:
+            for i in runnable:
                 try:
-                    where = gen.send(value)
-                    at_barrier.append(gen)
-                    stops.append(where)
+                    stops[i] = gens[i].send(sent[i])
                 except StopIteration:
-                    finished += 1
-            if at_barrier and finished:
-                raise OracleError(f"{getattr(where, 'where', where)}: barrier reached by {len(at_barrier)} "
-                                  f"work-items of a group while {finished} others finished without it (a "
+                    done[i], stops[i] = True, None
+            runnable = []
+            for base in range(0, n, size):
+                lanes = range(base, min(base + size, n))
+                if not any(isinstance(stops[i], Request) for i in lanes):
+                    continue
+                check_arrival([stops[i] for i in lanes], [done[i] for i in lanes], base // size)
+                for i, v in zip(lanes, resolve([stops[i] for i in lanes], size)):
+                    sent[i], stops[i] = v, None
+                    runnable.append(i)
+            if runnable:
+                continue
+            waiting = [i for i in range(n) if not done[i]]
+            if not waiting:
+                return
+            if len(waiting) < n:
+                where = stops[waiting[0]]
+                raise OracleError(f"{getattr(where, 'where', where)}: barrier reached by {len(waiting)} "
+                                  f"work-items of a group while {n - len(waiting)} others finished without it (a "
                                   "barrier in divergent control flow)")
-            sent = self._group_stop(stops, epoch) or [None] * len(at_barrier)
-            live = at_barrier
+            values = self._group_stop([stops[i] for i in waiting], epoch) or [None] * n
+            for i, v in zip(waiting, values):
+                sent[i], stops[i] = v, None
+            runnable = waiting
 
     def _group_stop(self, stops, epoch):
-        """Pass the barrier or collective every unfinished work-item of a group stopped at (``stops``, in
+        """Pass the barrier or fragment operation every work-item of a group stopped at (``stops``, in
         linear order): the values to resume them with, or None for a barrier (which starts a new interval)."""
-        requests = [r for r in stops if isinstance(r, Request)]
         frag_requests = [r for r in stops if isinstance(r, FragmentRequest)]
         if frag_requests:
             if len(frag_requests) != len(stops):
@@ -210,11 +230,6 @@ class Program(ExprCompiler, StmtCompiler, MatrixCompiler, CopyCompiler, HopperCo
                                   "matrix-fragment operation while others did not (divergent control flow)")
             resolve_fragments(self, frag_requests, self.subgroup_size, self.fragments)
             return [None] * len(stops)
-        if requests:
-            if len(requests) != len(stops):
-                raise OracleError(f"{requests[0].where}: some work-items of a group reached a subgroup "
-                                  "operation while others reached a barrier (divergent control flow)")
-            return resolve(requests, self.subgroup_size)
         epoch[0] += 1  # a barrier: a new interval (a subgroup operation orders no memory)
         return None
 

@@ -1,11 +1,13 @@
 """Subgroup collectives in the oracle (docs/language.md "Subgroups").
 
-The interpreter runs a collective (``t = pk.subgroup_add(v)``) like a barrier: every work-item of
-the group evaluates its operands and stops (a generator yielding a :class:`Request`); once all have,
-:func:`resolve` computes every work-item's result from the requests of its subgroup and the
-interpreter resumes each with its value. Subgroups are consecutive runs of ``size`` work-items in
-the group's linear order (``local_id(0)`` fastest), the last one partial when the group size is not
-a multiple: the CPU backend's scheme, and the linear mapping every GPU backend uses.
+The interpreter runs a collective (``t = pk.subgroup_add(v)``) like a barrier of one subgroup: every
+work-item evaluates its operands and stops (a generator yielding a :class:`Request`); once every lane of
+a subgroup has stopped, :func:`check_arrival` makes sure they all stopped at the same collective (the
+control flow to it may differ between subgroups, not within one: passes/uniformity.py), :func:`resolve`
+computes each lane's result from the subgroup's requests and the interpreter resumes the lanes with
+their values. Subgroups are consecutive runs of ``size`` work-items in the group's linear order
+(``local_id(0)`` fastest), the last one partial when the group size is not a multiple: the CPU
+backend's scheme, and the linear mapping every GPU backend uses.
 
 Reductions fold in lane order with the language's operations (``values``); a device may
 add floats in another order, which ``numerics`` records (``subgroup_add`` may reassociate) and the
@@ -21,7 +23,7 @@ from typing import List, Sequence
 from ..ir import nodes as ir
 from .values import OracleError, binop, math_fn
 
-__all__ = ["Request", "resolve", "register_value", "linear_id"]
+__all__ = ["Request", "check_arrival", "resolve", "register_value", "linear_id"]
 
 
 class Request:
@@ -34,14 +36,25 @@ class Request:
         self.unspecified = False  # set by resolve: no backend promises the result (a zero's sign)
 
 
+def check_arrival(stops: Sequence, done: Sequence[bool], sgid: int) -> None:
+    """Refuse a subgroup whose lanes did not all stop at one collective: ``stops[k]`` is what lane ``k``
+    waits at (a Request, a barrier's location, a fragment request; None with ``done[k]``: finished)."""
+    first = next(r for r in stops if isinstance(r, Request))
+    for k, (r, fin) in enumerate(zip(stops, done)):
+        if isinstance(r, Request) and r.node is first.node:
+            continue
+        other = ("finished" if fin else f"reached subgroup_{r.node.op}() at {r.where}" if isinstance(r, Request)
+                 else f"waits at {getattr(r, 'where', r)}")
+        raise OracleError(f"{first.where}: subgroup_{first.node.op}() is reached by some lanes of subgroup {sgid} "
+                          f"of a group while its lane {k} {other}: a collective in control flow that varies "
+                          "within a subgroup")
+
+
 def resolve(requests: List[Request], size: int) -> List:
-    """The result of each request; ``requests[i]`` comes from the group's work-item ``i`` (linear)."""
+    """The result of each request; ``requests[i]`` comes from the group's work-item ``i`` (linear), all at
+    one collective (check_arrival)."""
     out: List = [None] * len(requests)
     first = requests[0]
-    for r in requests:
-        if r.node is not first.node:
-            raise OracleError(f"{r.where}: work-items of one group reached different subgroup operations "
-                              f"({first.where}): a collective in divergent control flow")
     op, t = first.node.op, first.node.type
     fold = _folder(op, t, first.where)
     for base in range(0, len(requests), size):

@@ -266,7 +266,7 @@ class Subgroup(Expr):
     ``size``/``local_id``/``id`` take no arguments and have type ``i32``; ``any``/``all`` take a bool
     and give a bool; ``shuffle``/``shuffle_xor`` take ``(value, lane)`` (lane ``i32``), the others
     ``(value,)``, and give the value's type. A collective (every op but the three registers) is
-    reached by all work-items of the workgroup or none (passes/uniformity.py) and is always the
+    reached by all work-items of its subgroup or none (passes/uniformity.py) and is always the
     whole right-hand side of an ``Assign`` whose operands contain no other collective (the frontend
     hoists it into a temporary), so backends and the interpreter meet it at statement level."""
 

@@ -20,8 +20,9 @@ Programs are valid by construction, so the oracle (``polykern.testing.interp``) 
   may return early (also from inside a loop) and are called from expressions; a kernel may have a
   ``pk.constexpr`` parameter (``range`` bounds, literals), fixed by ``.specialize`` at the module's end;
 - vector groups, a ``pk.shared_dynamic`` array, rotates past the width (``kernelgen_memory``), matrix
-  fragments (``kernelgen_matrix``) and device functions with memory (``kernelgen_funcs``), each drawn from a
-  random stream of its own with its ``PROBABILITY``.
+  fragments (``kernelgen_matrix``), device functions with memory (``kernelgen_funcs``) and subgroup
+  collectives under subgroup-uniform control flow (``kernelgen_subgroups``), each drawn from a random
+  stream of its own with its ``PROBABILITY``.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ..numerics import FAST_MATH_OPS
 from .kernelgen_funcs import memory_functions
 from .kernelgen_matrix import matrix_possible, matrix_section
 from .kernelgen_memory import copy_counts, rotate_section, shared_dynamic_section, vector_section
+from .kernelgen_subgroups import subgroup_uniform_section
 from .kernelgen_values import FLOATS, INTS, itemsize
 from .kernelgen_values import RANGES as _RANGES, np_name as _np, rand_value as _rand_value
 
@@ -53,7 +55,8 @@ N_LOCAL = 8  # pk.local array length
 N_ACC = 8  # atomic accumulator length
 #: the chance that a program gets each section added on 2026-11-28 (memory, matrix, rotates, device functions; each drawn from its own random stream,
 #: ``random.Random(f"{section}-{seed}")``, so a seed without them keeps its program of before)
-PROBABILITY = {"vectors": 0.25, "shared_dynamic": 0.2, "matrix": 0.15, "rotates": 0.3, "memory_functions": 0.15}
+PROBABILITY = {"vectors": 0.25, "shared_dynamic": 0.2, "matrix": 0.15, "rotates": 0.3, "memory_functions": 0.15,
+               "subgroup_uniform": 0.25}
 _INEXACT_MATH = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow", "fma")
 _EXACT_F64_MATH = ("sqrt", "fma", "/")  # the f64 math stores that are not "math_f64"
 
@@ -676,6 +679,8 @@ class _Gen:
             self.copy_section()
         if "subgroups" not in self.avoid and self.sgrng.random() < 0.3:
             self.subgroup_section()
+        if self.wants("subgroup_uniform", ("subgroups",)):
+            subgroup_uniform_section(self)
         if self.wants("vectors"):
             vector_section(self)
         if self.wants("shared_dynamic", ("barrier",)) and self.shared_size is None:
@@ -779,14 +784,15 @@ AVOIDABLE = {"float_mod": "no float % (C fmod)", "functions": "no @pk.func helpe
              "matrix": "no matrix fragments", "rotates": "no rotate section (shift amounts past the width)",
              "memory_functions": "no @pk.func pair with shared memory, pk.vload/vstore and copies inside",
              "function_shared_dynamic": "no pk.shared_dynamic declared inside a device function",
-             "matrix_huge_ld": "no checked-mode fragment violation by a leading dimension near 2^31 / rows"}
+             "matrix_huge_ld": "no checked-mode fragment violation by a leading dimension near 2^31 / rows",
+             "subgroup_uniform": "no subgroup collectives under subgroup-uniform control flow"}
 #: ``avoid`` that gives the programs of the generator before device functions and constexprs existed
 #: (the seeds that regression tests name)
 BEFORE_FUNCTIONS = frozenset(("functions", "constexpr", "subgroups", "copies", "bf16", "vectors", "shared_dynamic",
-                              "matrix", "rotates", "memory_functions"))
+                              "matrix", "rotates", "memory_functions", "subgroup_uniform"))
 #: ``avoid`` that gives the programs of the generator before its 2026-11-28 sections (vector groups, dynamic
 #: shared memory, matrix fragments, rotates, device functions with memory): a seed's program of then
-BEFORE_MEMORY = frozenset(("vectors", "shared_dynamic", "matrix", "rotates", "memory_functions"))
+BEFORE_MEMORY = frozenset(("vectors", "shared_dynamic", "matrix", "rotates", "memory_functions", "subgroup_uniform"))
 
 
 def generate(seed: int, name: Optional[str] = None, avoid=frozenset(), checked: bool = False,
