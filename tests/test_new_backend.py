@@ -3,7 +3,8 @@ generators). Proved in a copy of the checkout (every file `git ls-files` names):
 ``toycpu`` is added exactly as that section says — the folder backends/toycpu/ with a small real codegen
 (the LLVM CPU code generator under another kind, refusing ``i8``/``u8`` and ``pk.subgroup_*`` and without
 matrix fragments) and a runtime, the one ``backend(...)`` line in backends/backends.bzl, then
-``python tools/gen_backends.py`` and ``python -m polykern.testing.support_table --write`` — and the
+``python tools/gen_backends.py`` and ``python -m polykern.testing.support_table --write``, and its column in
+the atomics table of docs/language.md (the one hand-written step) — and the
 tests that hold a list of backends run there, unedited: the backend list and its Bazel/pip mirrors, the
 capability declarations and everything derived from them (conformance skips, fuzz refusals and profiles,
 the support table of docs/language.md, numerics, the pipeline's debug_print/Hopper/async-copy refusals and

@@ -46,7 +46,8 @@ class Capabilities:
     """What one target kind compiles with its default attributes.
 
     ``numerics``: the name of the numeric promises it keeps (a ``polykern.numerics.BACKENDS`` profile);
-    empty means the target kind's own name (an in-tree kind) and is filled in by ``TargetKind``.
+    empty means the target kind's own name and is filled in by ``TargetKind``. A kind that reuses another's
+    code generator, or an out-of-tree kind, names that one.
     ``refuses``: ``{feature: reason}`` for every generator feature (``polykern.testing.kernelgen.FEATURES``:
     element types such as ``f64``/``i8``/``bf16``, ``bool_buffer``, ``math_f64``, ``subgroups``,
     ``barrier``) its codegen refuses at build with a ``KernelTypeError``; what is not named compiles.
