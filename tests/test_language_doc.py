@@ -36,6 +36,19 @@ def test_the_embedded_support_table_is_the_generated_one():
         "docs/language.md's support table is stale: run `python -m polykern.testing.support_table --write`"
 
 
+def test_write_rewrites_only_the_embedded_table(tmp_path, capsys):
+    doc = tmp_path / "language.md"
+    doc.write_text(f"intro\n{support_table.DOC_BEGIN}\n| stale |\n{support_table.DOC_END}\nrest\n")
+    assert support_table.main(["--write", str(doc)]) == 0
+    assert doc.read_text() == (f"intro\n{support_table.DOC_BEGIN}\n{support_table.markdown_table()}"
+                               f"{support_table.DOC_END}\nrest\n")
+    assert support_table.main(["--write", str(doc)]) == 0 and "up to date" in capsys.readouterr().out
+    doc.write_text("no table here\n")
+    assert support_table.main(["--write", str(doc)]) == 1
+    assert "must hold the support table once" in capsys.readouterr().err
+    assert doc.read_text() == "no table here\n"
+
+
 def _public_names():
     """``pk.<name>`` for every builtin, decorator, annotation and entry point a kernel author uses."""
     names = set(BUILTINS) | {"kernel", "func", "autotune", "build", "load", "constexpr", "dtype",
