@@ -145,6 +145,8 @@ def test_the_pipeline_refuses_by_the_declaration():
     (dict(matrix="yes"), "Capabilities.matrix is a function or None"),
     (dict(matrix=lambda t, f, s: None, no_matrix="none"), "says why a kind has no matrix"),
     (dict(debug_print="yes"), "debug_print is a bool"),
+    (dict(atomics={"i128": "no"}), "Capabilities.atomics: each entry is an element type"),
+    (dict(atomics={"i8": "maybe"}), "Capabilities.atomics: each entry is an element type"),
 ])
 def test_a_bad_declaration_is_refused_when_it_is_made(bad, match):
     with pytest.raises(ValueError, match=match):

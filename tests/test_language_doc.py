@@ -36,17 +36,28 @@ def test_the_embedded_support_table_is_the_generated_one():
         "docs/language.md's support table is stale: run `python -m polykern.testing.support_table --write`"
 
 
-def test_write_rewrites_only_the_embedded_table(tmp_path, capsys):
+def test_the_embedded_atomics_table_is_the_generated_one():
+    text = _doc()
+    begin, end = support_table.ATOMICS_BEGIN, support_table.ATOMICS_END
+    assert begin in text and end in text, f"docs/language.md must embed the atomics table between {begin} and {end}"
+    embedded = text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+    assert embedded == support_table.atomics_table(BACKENDS), \
+        "docs/language.md's atomics table is stale: run `python -m polykern.testing.support_table --write`"
+
+
+def test_write_rewrites_only_the_embedded_tables(tmp_path, capsys):
     doc = tmp_path / "language.md"
-    doc.write_text(f"intro\n{support_table.DOC_BEGIN}\n| stale |\n{support_table.DOC_END}\nrest\n")
+    b, e, ab, ae = (support_table.DOC_BEGIN, support_table.DOC_END, support_table.ATOMICS_BEGIN,
+                    support_table.ATOMICS_END)
+    doc.write_text(f"intro\n{ab}\n| old |\n{ae}\nmiddle\n{b}\n| stale |\n{e}\nrest\n")
     assert support_table.main(["--write", str(doc)]) == 0
-    assert doc.read_text() == (f"intro\n{support_table.DOC_BEGIN}\n{support_table.markdown_table()}"
-                               f"{support_table.DOC_END}\nrest\n")
+    assert doc.read_text() == (f"intro\n{ab}\n{support_table.atomics_table()}{ae}\nmiddle\n"
+                               f"{b}\n{support_table.markdown_table()}{e}\nrest\n")
     assert support_table.main(["--write", str(doc)]) == 0 and "up to date" in capsys.readouterr().out
-    doc.write_text("no table here\n")
+    doc.write_text(f"no atomics table here\n{b}\n| stale |\n{e}\n")
     assert support_table.main(["--write", str(doc)]) == 1
-    assert "must hold the support table once" in capsys.readouterr().err
-    assert doc.read_text() == "no table here\n"
+    assert "must hold the table once" in capsys.readouterr().err
+    assert doc.read_text() == f"no atomics table here\n{b}\n| stale |\n{e}\n"
 
 
 def _public_names():

@@ -3,12 +3,11 @@ generators). Proved in a copy of the checkout (every file `git ls-files` names):
 ``toycpu`` is added exactly as that section says — the folder backends/toycpu/ with a small real codegen
 (the LLVM CPU code generator under another kind, refusing ``i8``/``u8`` and ``pk.subgroup_*`` and without
 matrix fragments) and a runtime, the one ``backend(...)`` line in backends/backends.bzl, then
-``python tools/gen_backends.py`` and ``python -m polykern.testing.support_table --write``, and its column in
-the atomics table of docs/language.md (the one hand-written step) — and the
+``python tools/gen_backends.py`` and ``python -m polykern.testing.support_table --write`` — and the
 tests that hold a list of backends run there, unedited: the backend list and its Bazel/pip mirrors, the
 capability declarations and everything derived from them (conformance skips, fuzz refusals and profiles,
-the support table of docs/language.md, numerics, the pipeline's debug_print/Hopper/async-copy refusals and
-lowerings), the per-target compile/determinism/specialization tables and the test tiers. A test that
+the support and atomics tables of docs/language.md, numerics, the pipeline's debug_print/Hopper/async-copy
+refusals and lowerings), the per-target compile/determinism/specialization tables and the test tiers. A test that
 still pins the backends by hand fails there, or leaves the new kind out (the report must show its cases).
 (Source-tree check: this file runs in the pytest tier, not under Bazel.)
 """
@@ -170,19 +169,6 @@ def _add_the_backend(root):
         f.write(text[:end + 1] + LINE + text[end + 1:])
 
 
-def _document_the_atomics(root):
-    """The one hand-written step: docs/language.md's atomics table (section 5) names which element types each
-    target kind's atomics take; the new kind's are cuda's (every type but the 8-bit ones, which it lacks),
-    so it joins cuda's column (tests/test_language_doc.py compiles every cell, and fails while a kind has
-    no column)."""
-    path = os.path.join(root, "docs", "language.md")
-    text = open(path).read()
-    header = " | cuda | opencl |"
-    assert text.count(header) == 1, "docs/language.md: the atomics table's header changed"
-    with open(path, "w") as f:
-        f.write(text.replace(header, f" | cuda, {NAME} | opencl |", 1))
-
-
 def _installed(root, site):
     """What `pip install -e .` of the copy makes discoverable: a dist-info of `polykern` in ``site`` whose
     entry points are the copy's pyproject.toml (the checkout's installed one lists only the checkout's
@@ -217,7 +203,6 @@ def test_a_new_backend_is_one_folder_and_one_line(tmp_path):
     _run(root, env, "tools/gen_backends.py")
     env["PYTHONPATH"] = _installed(root, str(tmp_path / "site"))
     _run(root, env, "-m", "polykern.testing.support_table", "--write")
-    _document_the_atomics(root)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)  # the copy's tests copy its tracked files
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
 
@@ -237,5 +222,6 @@ def test_a_new_backend_is_one_folder_and_one_line(tmp_path):
             skipped[case.get("name")] = skip.get("message", "")
     assert {f"test_conformance[example_matmul_{NAME}]", f"test_conformance[example_matmul_{NAME}_checked]",
             f"test_compiles_with_and_without_fallback[elementwise_u8-{NAME}]",
-            f"test_each_cell_is_what_the_code_generator_does[i8-{NAME}]"} <= ran, sorted(ran)
+            f"test_each_cell_is_what_the_code_generator_does[i8-{NAME}]",
+            f"test_each_atomics_cell_is_what_the_code_generator_does[i8-{NAME}]"} <= ran, sorted(ran)
     assert f"{NAME} has no 8-bit integer types" in skipped.get(f"test_conformance[elementwise_i8_{NAME}]", ""), skipped
