@@ -5,8 +5,8 @@ A backend passes a :class:`Capabilities` to its ``TargetKind(..., capabilities=.
 undone, with it. Everything that used to be a hand-kept list per backend reads it through :func:`of`:
 the pipeline's refusals (matrix fragments, Hopper operations, ``pk.debug_print``, native asynchronous
 copies), the conformance suite's skips (tests/runtimes.py), the fuzzer's declared refusals and profiles
-(``polykern.testing.fuzzcase`` / ``fuzzprofile``), the "types and features per backend" table of
-docs/language.md (``polykern.testing.support_table``) and the numeric promises a kind keeps
+(``polykern.testing.fuzzcase`` / ``fuzzprofile``), the "types and features per backend" and atomics tables
+of docs/language.md (``polykern.testing.support_table``) and the numeric promises a kind keeps
 (``polykern.numerics``). tests/test_capabilities.py checks the derived lists against the declarations.
 """
 from __future__ import annotations
