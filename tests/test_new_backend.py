@@ -6,7 +6,7 @@ matrix fragments) and a runtime, the one ``backend(...)`` line in backends/backe
 ``python tools/gen_backends.py`` and ``python -m polykern.testing.support_table --write`` — and the
 tests that hold a list of backends run there, unedited: the backend list and its Bazel/pip mirrors, the
 capability declarations and everything derived from them (conformance skips, fuzz refusals and profiles,
-the support and atomics tables of docs/language.md, numerics, the pipeline's debug_print/Hopper/async-copy
+the support and atomics tables of docs/language.md, numerics, the pipeline's debug_print/Hopper/async-copy/matrix
 refusals and lowerings), the per-target compile/determinism/specialization tables and the test tiers. A test that
 still pins the backends by hand fails there, or leaves the new kind out (the report must show its cases).
 (Source-tree check: this file runs in the pytest tier, not under Bazel.)
@@ -138,6 +138,7 @@ SELECTED = [
     f"tests/test_debug_print.py::test_targets_without_printf_refuse_it_located[{NAME}]",
     f"tests/test_hopper_lang.py::test_other_targets_refuse_by_name[{NAME}]",
     f"tests/test_async_copy.py::test_every_other_backend_compiles_plain_copies[{NAME}]",
+    f"tests/test_matrix.py::test_backends_without_a_matrix_engine_refuse[{NAME}]",
 ]
 # Within them: every case but those parametrized over other backends (the same as in the checkout).
 PER_BACKEND = ("within_promise", "saturates", "cell_is", "public_name", "conversions_round", "int_div_rem",
