@@ -1,8 +1,9 @@
 """Which targets can run here: every registered target kind whose module kind has a runtime loaded.
 
 A backend may ship ``polykern_<x>.conformance`` with ``TARGETS = {target kind: [target strings]}``
-(e.g. with feature attributes switched on) and ``device_skips(target kind) -> {feature: reason}`` (what
-the selected device lacks); without it the target kind itself is tested. The skips are
+(e.g. with feature attributes switched on), ``device_skips(target kind) -> {feature: reason}`` (what
+the selected device lacks) and ``UNCHECKED = {target kind: reason}`` (kinds the conformance suite does not
+run again in checked mode, :func:`unchecked`); without it the target kind itself is tested, also checked. The skips are
 ``polykern.testing.fuzzcase.target_skips``: what the target kind's Capabilities declare it refuses or
 lacks (polykern/capabilities.py), and what the device lacks.
 """
@@ -12,7 +13,7 @@ import importlib
 
 from polykern import backends, numerics, registry
 from polykern.interpret import KIND
-from polykern.testing.fuzzcase import target_skips
+from polykern.testing.fuzzcase import numerics_backend, target_skips
 
 
 def runnable_targets():
@@ -38,6 +39,14 @@ def _conformance(backend_name):
         return importlib.import_module(f"polykern_{backend_name}.conformance")
     except ModuleNotFoundError:
         return None
+
+
+def unchecked(target_kind):
+    """Why the conformance suite does not run ``target_kind`` again in checked mode (its backend's
+    conformance ``UNCHECKED``), or "" where it does: every kind, unless its backend says why not."""
+    rec = backends.record_for_kind(registry.get(f"target.kind.{target_kind}").module_kind)
+    conf = _conformance(rec.name) if rec is not None else None
+    return getattr(conf, "UNCHECKED", {}).get(target_kind, "")
 
 
 def compile_targets():
@@ -68,4 +77,4 @@ def conversion_specials_checked(kind: str) -> bool:
     trip of naga's SPIR-V themselves, giving -65520 for -inf): there only finite results are compared."""
     devices = backends.record_for_kind(kind).devices()["devices"]
     name = next((d for d in devices if "[selected]" in d), devices[0] if devices else "")
-    return numerics.specials_promised(kind, name) or (kind == "vulkan" and "llvmpipe" in name.lower())
+    return numerics.specials_promised(numerics_backend(kind), name) or (kind == "vulkan" and "llvmpipe" in name.lower())

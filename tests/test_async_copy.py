@@ -14,14 +14,14 @@ import pytest
 
 import polykern as pk
 from kernel_sources import checked_ptx
-from polykern import Buffer, f16, f32, f64, i32, i64, u8, u16
+from polykern import Buffer, capabilities, f16, f32, f64, i32, i64, u8, u16
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
 from polykern.ir import nodes as ir
 from polykern.ir.vector import ALIGN_ATTR, lane_of
 from polykern.passes.async_copy import lower_async_copies
 from polykern.passes.clone import clone_function
 from polykern.testing.interp import OracleError, interpret
-from runtimes import runnable_targets
+from runtimes import compile_targets, runnable_targets
 
 TARGETS = runnable_targets()
 _FEATURE = {"u8": "i8", "u16": "i16", "i64": "i64", "f64": "f64", "f16": "f16"}
@@ -403,8 +403,15 @@ def test_errors_are_located():
     assert "pk.copy_commit() takes no arguments" in _error(commit_args)
 
 
-@pytest.mark.parametrize("target", ["metal", "rocm -mcpu=gfx90a", "hexagon", "webgpu -shader_f16=true", "opencl",
-                                    "vulkan"])
+# one target per kind that does not compile pk.copy_async itself (Capabilities.async_copy: all but cuda/nvptx)
+PLAIN_COPIES = [t for t in compile_targets() if capabilities.of(t.split()[0]).async_copy is None]
+
+
+def test_only_the_cuda_kinds_copy_asynchronously():
+    assert {t.split()[0] for t in compile_targets()} - {t.split()[0] for t in PLAIN_COPIES} == {"cuda", "nvptx"}
+
+
+@pytest.mark.parametrize("target", PLAIN_COPIES)
 def test_every_other_backend_compiles_plain_copies(target, monkeypatch):
     """The kernel that uses cp.async on sm_80+ compiles everywhere else, as plain copies."""
     if target.startswith("rocm"):

@@ -3,7 +3,7 @@
 Each check that can find a declaration and a list that disagree fails naming the target kind and the
 file to fix. The lists themselves are derived (tests/runtimes.py's skips, the fuzzer's refusals and
 profiles, the support table of docs/language.md); what remains hand-kept is checked here against the
-declarations: ``numerics.BACKENDS`` (the columns of the docs tables) and the backends' conformance modules.
+declarations: ``numerics.BACKENDS`` (the numeric profiles kinds name) and the backends' conformance modules.
 """
 import importlib
 import os
@@ -43,24 +43,19 @@ def test_every_target_kind_declares_capabilities_of_known_features():
                              f"{sorted(unknown)}, which are no polykern.testing.kernelgen.FEATURES name")
 
 
-def test_numerics_backends_are_the_declared_in_tree_kinds():
-    """numerics.BACKENDS (the columns of the support and promise tables of docs/language.md) lists exactly
-    the in-tree target kinds, each keeping the promises of its own name."""
-    in_tree = [k for k in all_target_kinds() if _in_tree(k)]
-    for kind in in_tree:
-        assert capabilities.of(kind).numerics == kind, (
-            f"{_codegen_file(kind)}: in-tree target kind {kind!r} declares Capabilities.numerics="
-            f"{capabilities.of(kind).numerics!r}; an in-tree kind keeps the promises of its own name")
-    missing = sorted(set(in_tree) - set(numerics.BACKENDS))
-    extra = sorted(set(numerics.BACKENDS) - set(in_tree))
-    assert not missing and not extra, (
-        f"python/polykern/numerics.py: BACKENDS lists {list(numerics.BACKENDS)}, but the declared in-tree "
-        f"target kinds are {in_tree} (add {missing}, remove {extra}); then regenerate the tables of "
-        "docs/language.md (python -m polykern.testing.support_table)")
+def test_every_kind_keeps_declared_promises_and_every_profile_is_kept():
+    """numerics.BACKENDS (the columns of the promise table of docs/correctness.md) are the numeric profiles:
+    every target kind keeps one of them (its own name unless its Capabilities.numerics names another,
+    as a kind that reuses a code generator does), and each profile is some in-tree kind's own."""
     for kind in all_target_kinds():
         assert capabilities.of(kind).numerics in numerics.BACKENDS, (
-            f"{_codegen_file(kind)}: target kind {kind!r} declares Capabilities.numerics="
-            f"{capabilities.of(kind).numerics!r}, which python/polykern/numerics.py BACKENDS does not list")
+            f"{_codegen_file(kind)}: target kind {kind!r} keeps the numeric promises "
+            f"{capabilities.of(kind).numerics!r}, which python/polykern/numerics.py BACKENDS does not list: "
+            f"name one of {list(numerics.BACKENDS)} in its Capabilities(numerics=...), or add its promises there")
+    own = {k for k in all_target_kinds() if _in_tree(k) and capabilities.of(k).numerics == k}
+    unkept = sorted(set(numerics.BACKENDS) - own)
+    assert not unkept, (f"python/polykern/numerics.py: BACKENDS lists the profiles {unkept}, which no in-tree "
+                        "target kind keeps as its own: remove them (and regenerate docs/correctness.md's table)")
 
 
 def test_no_backend_keeps_a_hand_list_beside_its_declaration():
@@ -102,7 +97,8 @@ def test_derived_lists_agree_with_the_declarations():
         assert fuzzprofile.refused_features(kind) == frozenset(caps.refuses)
         assert fuzzcase.numerics_backend(kind) == caps.numerics
     table = support_table.refusals()
-    for kind in numerics.BACKENDS:
+    assert sorted(table) == all_target_kinds()
+    for kind in all_target_kinds():
         assert table[kind] == dict(capabilities.of(kind).refuses), kind
 
 
@@ -149,6 +145,8 @@ def test_the_pipeline_refuses_by_the_declaration():
     (dict(matrix="yes"), "Capabilities.matrix is a function or None"),
     (dict(matrix=lambda t, f, s: None, no_matrix="none"), "says why a kind has no matrix"),
     (dict(debug_print="yes"), "debug_print is a bool"),
+    (dict(atomics={"i128": "no"}), "Capabilities.atomics: each entry is an element type"),
+    (dict(atomics={"i8": "maybe"}), "Capabilities.atomics: each entry is an element type"),
 ])
 def test_a_bad_declaration_is_refused_when_it_is_made(bad, match):
     with pytest.raises(ValueError, match=match):

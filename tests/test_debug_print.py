@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, bf16, bool_, f16, f32, f64, i8, i32, i64, u8, u32, u64
+from polykern import Buffer, bf16, bool_, capabilities, f16, f32, f64, i8, i32, i64, u8, u32, u64
 from polykern.errors import KernelSyntaxError, KernelTypeError, LaunchError
 from polykern.ir import debug_print as D
 from polykern.ir import nodes as ir
 from polykern.testing import tier_skip
+from runtimes import all_target_kinds
 
 
 @pk.kernel
@@ -144,7 +145,15 @@ def test_c_formats_carry_the_length_of_64_bit_integers():
     assert D.render(parts, [-3, 7, 255, 0.5]) == "-3 7     ff 0.500%\t"
 
 
-@pytest.mark.parametrize("target", ["vulkan", "webgpu", "metal", "hexagon", "rocm"])
+# the target kinds whose Capabilities leave out debug_print (vulkan, webgpu, metal, hexagon, rocm, ...)
+NO_PRINTF = [k for k in all_target_kinds() if not capabilities.of(k).debug_print]
+
+
+def test_some_kinds_print_and_some_do_not():
+    assert "llvm" not in NO_PRINTF and {"vulkan", "webgpu"} <= set(NO_PRINTF)
+
+
+@pytest.mark.parametrize("target", NO_PRINTF)
 def test_targets_without_printf_refuse_it_located(target):
     @pk.kernel
     def printing(o: Buffer[f32]):

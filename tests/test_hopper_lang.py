@@ -6,8 +6,9 @@ import sys
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32
+from polykern import Buffer, capabilities, f16, f32, i32
 from polykern.errors import KernelTypeError
+from runtimes import all_target_kinds
 from hopper_support import assemble_sm90a, located_error
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -109,9 +110,17 @@ def test_constant_operand_offset_is_refused_at_compile_time():
 
 
 # ------------------------------------------------------------------ targets
+# the target kinds whose Capabilities have no Hopper support (llvm, opencl, vulkan, webgpu, metal, rocm, ...)
+NO_HOPPER = [k for k in all_target_kinds() if capabilities.of(k).hopper is None]
+
+
+def test_only_the_cuda_kinds_have_hopper_operations():
+    assert set(all_target_kinds()) - set(NO_HOPPER) == {"cuda", "nvptx"}
+
+
 @pytest.mark.parametrize("target, why", [
-    *[(t, f"which target '{t}' ({t}) has no code for: they compile for 'cuda -arch=sm_90a'")
-      for t in ("llvm", "opencl", "vulkan", "webgpu", "metal", "rocm", "hexagon")],
+    *[pytest.param(t, f"which target '{t}' ({t}) has no code for: they compile for 'cuda -arch=sm_90a'", id=t)
+      for t in NO_HOPPER],
     ("nvptx", "they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 parts), "
               "not sm_90: build for 'nvptx -arch=sm_90a'"),
     ("cuda -arch=sm_90", "they need the architecture-specific target sm_90a (wgmma and setmaxnreg exist only on sm_90 "

@@ -10,8 +10,10 @@ from polykern import Buffer, bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, 
 from polykern.testing import support_table
 from polykern.errors import KernelTypeError
 from polykern.lang.builtins import BUILTINS
-from polykern.numerics import BACKENDS
+from backend_list import REPO, gen
 
+#: the in-tree target kinds (the backend list, backends/backends.bzl): the columns of the support table
+BACKENDS = sorted(gen.target_kinds(gen.read_backends(REPO)))
 DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "language.md"
 
 # The target each column is checked with: the kind with its default attributes, except the
@@ -30,8 +32,32 @@ def test_the_embedded_support_table_is_the_generated_one():
     assert support_table.DOC_BEGIN in text and support_table.DOC_END in text, \
         "docs/language.md must embed polykern.testing.support_table.markdown_table() between DOC_BEGIN and DOC_END"
     embedded = text.split(support_table.DOC_BEGIN, 1)[1].split(support_table.DOC_END, 1)[0].strip("\n") + "\n"
-    assert embedded == support_table.markdown_table(), \
-        "docs/language.md's support table is stale: paste `python -m polykern.testing.support_table` again"
+    assert embedded == support_table.markdown_table(BACKENDS), \
+        "docs/language.md's support table is stale: run `python -m polykern.testing.support_table --write`"
+
+
+def test_the_embedded_atomics_table_is_the_generated_one():
+    text = _doc()
+    begin, end = support_table.ATOMICS_BEGIN, support_table.ATOMICS_END
+    assert begin in text and end in text, f"docs/language.md must embed the atomics table between {begin} and {end}"
+    embedded = text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+    assert embedded == support_table.atomics_table(BACKENDS), \
+        "docs/language.md's atomics table is stale: run `python -m polykern.testing.support_table --write`"
+
+
+def test_write_rewrites_only_the_embedded_tables(tmp_path, capsys):
+    doc = tmp_path / "language.md"
+    b, e, ab, ae = (support_table.DOC_BEGIN, support_table.DOC_END, support_table.ATOMICS_BEGIN,
+                    support_table.ATOMICS_END)
+    doc.write_text(f"intro\n{ab}\n| old |\n{ae}\nmiddle\n{b}\n| stale |\n{e}\nrest\n")
+    assert support_table.main(["--write", str(doc)]) == 0
+    assert doc.read_text() == (f"intro\n{ab}\n{support_table.atomics_table()}{ae}\nmiddle\n"
+                               f"{b}\n{support_table.markdown_table()}{e}\nrest\n")
+    assert support_table.main(["--write", str(doc)]) == 0 and "up to date" in capsys.readouterr().out
+    doc.write_text(f"no atomics table here\n{b}\n| stale |\n{e}\n")
+    assert support_table.main(["--write", str(doc)]) == 1
+    assert "must hold the table once" in capsys.readouterr().err
+    assert doc.read_text() == f"no atomics table here\n{b}\n| stale |\n{e}\n"
 
 
 def _public_names():
@@ -137,7 +163,7 @@ CORE = {"`i32`, `u32`, `f32` (values, buffers, arrays)": _core, "`bool` values a
 
 
 def _cells():
-    declared = support_table.refusals()
+    declared = support_table.refusals(BACKENDS)
     for label, feature in support_table.ROWS:
         make = CORE[label] if feature is None else PROBES[feature]
         for b in BACKENDS:

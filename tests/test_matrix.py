@@ -20,7 +20,7 @@ from polykern.ir.matrix import reference_mma, round_tf32
 from polykern.numerics import mma_error_bound
 from polykern.testing.interp import OracleError, interpret
 
-from runtimes import runnable_targets
+from runtimes import all_target_kinds, runnable_targets
 
 EXACT_KINDS = ("llvm", "hexagon")  # reference_mma bit for bit
 
@@ -386,7 +386,15 @@ def test_oracle_refuses_what_has_no_meaning():
                                      np.zeros(256, np.float32), np.float32(0)], 1, 8)
 
 
-@pytest.mark.parametrize("kind", ["opencl", "webgpu"])
+# the target kinds whose Capabilities have no matrix fragments (opencl, webgpu, ...)
+NO_MATRIX = [k for k in all_target_kinds() if capabilities.of(k).matrix is None]
+
+
+def test_most_kinds_have_a_matrix_engine():
+    assert {"opencl", "webgpu"} <= set(NO_MATRIX) and "llvm" not in NO_MATRIX
+
+
+@pytest.mark.parametrize("kind", NO_MATRIX)
 def test_backends_without_a_matrix_engine_refuse(kind):
     with pytest.raises(KernelTypeError) as ei:
         pk.build([fill_scale_store], targets=[kind])

@@ -5,8 +5,8 @@ A backend passes a :class:`Capabilities` to its ``TargetKind(..., capabilities=.
 undone, with it. Everything that used to be a hand-kept list per backend reads it through :func:`of`:
 the pipeline's refusals (matrix fragments, Hopper operations, ``pk.debug_print``, native asynchronous
 copies), the conformance suite's skips (tests/runtimes.py), the fuzzer's declared refusals and profiles
-(``polykern.testing.fuzzcase`` / ``fuzzprofile``), the "types and features per backend" table of
-docs/language.md (``polykern.testing.support_table``) and the numeric promises a kind keeps
+(``polykern.testing.fuzzcase`` / ``fuzzprofile``), the "types and features per backend" and atomics tables
+of docs/language.md (``polykern.testing.support_table``) and the numeric promises a kind keeps
 (``polykern.numerics``). tests/test_capabilities.py checks the derived lists against the declarations.
 """
 from __future__ import annotations
@@ -19,9 +19,12 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 from . import registry
 from .errors import TargetError
 
-__all__ = ["F16Rounding", "Capabilities", "of", "conformance_skips"]
+__all__ = ["F16Rounding", "Capabilities", "of", "conformance_skips", "atomic_support", "ATOMIC_TYPES"]
 
 _FEATURE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+#: the element types pk.atomic_* may update (docs/language.md section 5)
+ATOMIC_TYPES = ("i32", "u32", "f32", "i64", "u64", "f64", "i16", "u16", "f16", "i8", "u8")
+_ATOMIC_CELL_RE = re.compile(r"^(no|yes \(.+\)|with `-[a-z0-9_]+=[^`]+`)$")
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,8 @@ class Capabilities:
     """What one target kind compiles with its default attributes.
 
     ``numerics``: the name of the numeric promises it keeps (a ``polykern.numerics.BACKENDS`` profile);
-    empty means the target kind's own name (an in-tree kind) and is filled in by ``TargetKind``.
+    empty means the target kind's own name and is filled in by ``TargetKind``. A kind that reuses another's
+    code generator, or an out-of-tree kind, names that one.
     ``refuses``: ``{feature: reason}`` for every generator feature (``polykern.testing.kernelgen.FEATURES``:
     element types such as ``f64``/``i8``/``bf16``, ``bool_buffer``, ``math_f64``, ``subgroups``,
     ``barrier``) its codegen refuses at build with a ``KernelTypeError``; what is not named compiles.
@@ -61,6 +65,10 @@ class Capabilities:
     OpenCL ``vstore_half_rte``, CUDA C ``__float2half_rn``).
     ``fast_math``: whether its codegen compiles the ``fast_<op>`` calls that ``polykern.numerics.FAST_MATH``
     lists for its numerics profile (passes/fast_math.py turns every other one into the precise operation).
+    ``atomics``: ``{element type: what pk.atomic_* on it does}`` for the types whose atomics are not simply
+    compiled: ``"no"`` (a ``KernelTypeError``), ``"with `-attr=value`"`` (refused unless the target sets
+    that), ``"yes (note)"`` (compiled, with a note). A type the kind ``refuses`` is "no" without saying so.
+    The atomics table of docs/language.md is generated from it (``polykern.testing.support_table``).
     """
 
     numerics: str = ""
@@ -72,6 +80,7 @@ class Capabilities:
     debug_print: bool = False
     f16: Optional[F16Rounding] = None
     fast_math: bool = False
+    atomics: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         refuses = dict(self.refuses)
@@ -80,6 +89,12 @@ class Capabilities:
                 raise ValueError(f"Capabilities.refuses: each entry is a feature name and the reason it is "
                                  f"refused, got {feature!r}: {why!r}")
         object.__setattr__(self, "refuses", MappingProxyType(dict(sorted(refuses.items()))))
+        atomics = dict(self.atomics)
+        for t, cell in atomics.items():
+            if t not in ATOMIC_TYPES or not (isinstance(cell, str) and _ATOMIC_CELL_RE.match(cell)):
+                raise ValueError(f"Capabilities.atomics: each entry is an element type ({', '.join(ATOMIC_TYPES)}) "
+                                 f"and 'no', 'with `-attr=value`' or 'yes (note)', got {t!r}: {cell!r}")
+        object.__setattr__(self, "atomics", MappingProxyType(atomics))
         for name in ("matrix", "async_copy", "hopper"):
             value = getattr(self, name)
             if value is not None and not callable(value):
@@ -103,6 +118,14 @@ def of(kind: str) -> Capabilities:
         raise TargetError(f"unknown target kind '{kind}': it has no declared capabilities (registered: "
                           f"{', '.join(n[len('target.kind.'):] for n in registry.names('target.kind.')) or 'none'})")
     return tk.capabilities
+
+
+def atomic_support(kind: str) -> Dict[str, str]:
+    """``{element type: "yes" | "no" | "with `-attr=value`" | "yes (note)"}`` for every type of
+    ``ATOMIC_TYPES``: what pk.atomic_* on it does on target kind ``kind`` (its declared ``atomics``; "no"
+    for a type it refuses)."""
+    caps = of(kind)
+    return {t: "no" if t in caps.refuses else caps.atomics.get(t, "yes") for t in ATOMIC_TYPES}
 
 
 def conformance_skips(kind: str) -> Dict[str, str]:

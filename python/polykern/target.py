@@ -113,7 +113,7 @@ class TargetKind:
         if not isinstance(self.capabilities, Capabilities):
             raise ValueError(f"target kind {self.name!r}: capabilities must be a polykern.capabilities."
                              f"Capabilities, got {self.capabilities!r}")
-        if not self.capabilities.numerics:  # an in-tree kind keeps the promises of its own name
+        if not self.capabilities.numerics:  # unless it names another profile, a kind keeps its own name's promises
             object.__setattr__(self, "capabilities", replace(self.capabilities, numerics=self.name))
 
     def describe(self) -> str:

@@ -12,6 +12,7 @@ the CUDA C before anything compiles or stores it; ``polykern.hook.cuda.compile``
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
@@ -43,7 +44,8 @@ CUDA_KIND = TargetKind("cuda", "cuda", {
     "arch": Attr("str", "sm_90", ARCHS, "GPU architecture the PTX/cubin is generated for"),
     "fmt": Attr("str", "auto", FMTS, "payload: ptx/cubin compiled here, cuda = source compiled on the "
                                      "receiver, auto = ptx if NVRTC or nvcc is here, else cuda"),
-}, doc="NVIDIA GPUs through CUDA C (NVRTC or nvcc)", capabilities=CAPABILITIES)
+}, doc="NVIDIA GPUs through CUDA C (NVRTC or nvcc)",
+   capabilities=replace(CAPABILITIES, atomics={"i8": "no", "u8": "no"}))
 
 NVPTX_KIND = TargetKind("nvptx", "cuda", {
     "arch": Attr("str", "sm_90", ARCHS, "GPU architecture (LLVM NVPTX cpu)"),

@@ -33,7 +33,10 @@ OPENCL_KIND = TargetKind("opencl", "opencl", {
     no_matrix="OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
               "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
               "or llvm",
-    debug_print=True, fast_math=True))  # OpenCL 1.2 printf; native_* for fast math (numerics.FAST_MATH)
+    debug_print=True, fast_math=True,  # OpenCL 1.2 printf; native_* for fast math (numerics.FAST_MATH)
+    atomics={**dict.fromkeys(("i64", "u64", "f64"), "yes (`cl_khr_int64_base_atomics`, `_extended_` for min/max, "
+                                                  "checked at load)"),
+             **dict.fromkeys(("i16", "u16", "f16", "i8", "u8"), "no")}))
 
 
 def check_subgroups(funcs: List, target: Target) -> None:

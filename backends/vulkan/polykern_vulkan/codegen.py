@@ -23,6 +23,8 @@ from .spirv_text import disassemble
 TARGET_KIND = target_kind(Capabilities(
     refuses={"math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow"},
     matrix=matrix_supported,
+    atomics={**dict.fromkeys(("i64", "u64", "f64"), "with `-features=default,int64_atomics`"),
+             **dict.fromkeys(("i16", "u16", "f16", "i8", "u8"), "no")},
     # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
     f16=F16Rounding("bits", ops_in_f32=("fma",))))
 

@@ -32,7 +32,8 @@ TARGET_KIND = TargetKind(
                  "bool_buffer": "bool is not host-shareable in WGSL storage buffers"},
         no_matrix="WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part "
                   "of WebGPU); use vulkan or llvm",
-        f16=F16Rounding("bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma"))))
+        f16=F16Rounding("bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma")),
+        atomics={"f16": "no"}))
 
 
 def compile_function(fn: ir.Function, target: Target):

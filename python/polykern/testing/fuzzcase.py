@@ -181,8 +181,8 @@ def _conformance(target_kind: str):
 
 def numerics_backend(target_kind: str) -> str:
     """The backend whose numeric promises (``polykern.numerics``) ``target_kind`` keeps:
-    ``Capabilities.numerics`` (its own name for an in-tree kind; an out-of-tree kind names the in-tree
-    backend whose promises it keeps)."""
+    ``Capabilities.numerics`` (its own name, unless it names the profile of the kind whose code generator
+    or promises it shares, as an out-of-tree kind does)."""
     from .. import backends, capabilities, numerics
 
     backends.load_all()
