@@ -6,6 +6,8 @@ and the IR interpreter: bit for bit where the operations are the same, within th
 from __future__ import annotations
 
 import platform
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,27 +17,10 @@ from polykern import Buffer, f16, f32, i32
 from polykern.numerics import agrees, promise
 
 X86 = platform.machine() in ("x86_64", "AMD64")
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from tuned_kernels import sum_chunks  # noqa: E402  (a contiguous run of float4 groups per work-item)
 
-
-@pk.kernel
-def lane_sums(n4: i32, x: Buffer[f32, "readonly"], part: Buffer[f32]):
-    """Per work-item: a contiguous run of float4 groups summed into four per-lane accumulators."""
-    i = pk.global_id(0)
-    per = (n4 + pk.num_groups(0) * pk.local_size(0) - 1) // (pk.num_groups(0) * pk.local_size(0))
-    k = i * per
-    end = pk.min(k + per, n4)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    while k < end:
-        a0, a1, a2, a3 = pk.vload(x, k, 4)
-        s0 += a0
-        s1 += a1
-        s2 += a2
-        s3 += a3
-        k += 1
-    part[i] = (s0 + s1) + (s2 + s3)
+LANE_SUMS = sum_chunks.specialize(BLOCK=8)
 
 
 @pk.kernel
@@ -77,19 +62,22 @@ def _loop_of(asm: str, marker: str) -> bool:
 
 @pytest.mark.skipif(not X86, reason="reads x86-64 assembly (packed SSE adds)")
 def test_the_lanes_of_a_vload_group_are_packed():
-    asm = pk.build([lane_sums], targets=["llvm"], bounds_check=False).inspect_source("asm")
+    asm = pk.build([LANE_SUMS], targets=["llvm"], bounds_check=False).inspect_source("asm")
     assert _loop_of(asm, "addps"), "the four lane accumulators stayed scalar (addss chains)"
 
 
-def test_lane_sums_vectorized_scalar_and_interpreted_agree_bit_for_bit():
-    x = np.random.default_rng(3).standard_normal(4 * 1003).astype(np.float32)
-    grid, block = 2, 8
+def test_lane_sums_vectorized_scalar_and_interpreted_agree():
+    x = np.random.default_rng(3).standard_normal(4 * 1003 + 2).astype(np.float32)
+    grid = 2
     got = {}
     for target in ("llvm", "llvm -opt=0", "interpret"):
-        part = np.zeros(grid * block, np.float32)
-        _kernel(lane_sums, target, bounds_check=False)(1003, x, part, grid=grid, block=block)
+        part = np.zeros(grid, np.float32)
+        _kernel(LANE_SUMS, target, bounds_check=False)(x.size, x, part, grid=grid, block=8)
         got[target] = part
-    assert got["llvm"].tobytes() == got["llvm -opt=0"].tobytes() == got["interpret"].tobytes()
+    # the same adds in the same order: the packed lanes give the scalar lanes' sums exactly
+    assert got["llvm"].tobytes() == got["llvm -opt=0"].tobytes()
+    # the interpreter's subgroup sum may associate differently (numerics: subgroup_add)
+    np.testing.assert_allclose(got["llvm"], got["interpret"], rtol=1e-5)
 
 
 def test_a_loop_with_an_ordered_sum_and_exp_is_vectorized():
