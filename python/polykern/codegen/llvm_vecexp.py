@@ -30,7 +30,7 @@ from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I32, value_type
 from polykern.codegen.llvm_devmath import F32, LN2
-from polykern.ir.types import ScalarType
+from polykern.ir.types import ScalarType, f16, f32
 
 __all__ = ["VectorExp", "EXP_TERMS"]
 
@@ -47,12 +47,12 @@ class VectorExp:
     f16/f32 ``exp``/``exp2`` without calls (see the module docstring); everything else as the base does."""
 
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]):
-        if not (st.is_float and func in ("exp", "exp2") and st.bits in (16, 32)):
+        if not (func in ("exp", "exp2") and st in (f16, f32)):  # bf16 math reaches here as f32
             return super().math_call(func, st, args)
         b = self.builder
-        x = args[0] if st.bits == 32 else b.fpext(args[0], F32.ty)
+        x = args[0] if st == f32 else b.fpext(args[0], F32.ty)
         y = self._vexp(x, natural=func == "exp")
-        return y if st.bits == 32 else b.fptrunc(y, value_type(st))
+        return y if st == f32 else b.fptrunc(y, value_type(st))
 
     def _vexp(self, x: ll.Value, natural: bool) -> ll.Value:
         b, c = self.builder, F32.const
