@@ -6,6 +6,9 @@ measured in the same run, and launch overhead per call on a tiny launch.
     python benchmarks/cpu.py [--quick] [--json out.json]
     python benchmarks/cpu.py --tuned [--repeat 9] [--json out.json]   # tuned_kernels.py vs Numba/NumPy
     python benchmarks/cpu.py --safety [--repeat 15] [--json out.json]  # default (safe) build vs bounds_check=False
+
+Every figure comes with the host's load average before and after its rounds (host_load.py); a ratio
+counts against a target only on a quiet host ("loaded host (load X): ratio not counted" otherwise).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import sys
 
 import numpy as np
 
+import host_load
 from common import check_output, interleaved, log, machine, median, versions, write_output
 from kernels import PROBLEMS
 
@@ -47,13 +51,15 @@ def run(quick: bool = False, repeat: int = 15, with_numba: bool = True, problems
                 log(f"numba not available: {e}")
         copies = _copies(d, with_numba, quick)
         fns.update(copies)
+        load = [host_load.sample()]
         times = interleaved(fns, repeat, warmup=2, min_time=0.02)
+        load.append(host_load.sample())
         med = {k: median(v) for k, v in times.items()}
         nbytes = p.nbytes(d)
         src, _ = d["_copy"]
         bw = {k: 2 * src.nbytes / med[k] for k in copies}
         runs = {k: v for k, v in med.items() if k not in copies}
-        row = {"kernel": p.name, "memory_bound": p.memory_bound, "bytes": nbytes, "seconds": med,
+        row = {"kernel": p.name, "memory_bound": p.memory_bound, "bytes": nbytes, "seconds": med, "loadavg": load,
                "speedup_vs_numpy": {k: med["numpy"] / v for k, v in runs.items()},
                "copy_bandwidth_GBps": {k: v / 1e9 for k, v in bw.items()}}
         if "numba" in med:
@@ -66,7 +72,7 @@ def run(quick: bool = False, repeat: int = 15, with_numba: bool = True, problems
         rows.append(row)
         log(f"cpu {p.name:10} " + "  ".join(f"{k} {v * 1e3:8.3f}ms" for k, v in med.items())
             + ("  | of np.copyto bw: " + " ".join(f"{k} {v:.2f}" for k, v in row["fraction_of_copy_bandwidth"].items())
-               if p.memory_bound else ""))
+               if p.memory_bound else "") + f"  ({host_load.describe(load)})")
     return {"rows": rows, "launch_overhead": launch_overhead(repeat)}
 
 
@@ -117,6 +123,10 @@ def launch_overhead(repeat: int) -> dict:
 
 
 TUNED_SIZES = {"saxpy": 1 << 24, "sum": 1 << 24, "softmax": (4096, 4096)}
+#: The issue's CPU targets: (problem, peer) -> the highest ratio time polykern / time peer that meets it
+#: (the best polykern contender of the problem counts).
+TUNED_TARGETS = {("saxpy", "numba parallel"): 1.0, ("sum", "numba parallel"): 1.0, ("sum", "numpy"): 1.0,
+                 ("softmax", "numba parallel"): 1.0, ("softmax", "numpy"): 1.0}
 CHUNK_BLOCK = 64  # work-items per group of sum_chunks on the CPU (one group per core)
 
 
@@ -222,7 +232,9 @@ def tuned(repeat: int = 9, quick: bool = False, with_numba: bool = True) -> dict
             if err:
                 log(f"cpu {name}: {label}: {err}")
                 del fns[label]
+        load = [host_load.sample()]
         times = interleaved(fns, repeat, warmup=1, min_time=0.05)
+        load.append(host_load.sample())
         med = {k: median(v) for k, v in times.items()}
         ratios = {}
         for peer in ("numba parallel", "numpy"):
@@ -232,12 +244,33 @@ def tuned(repeat: int = 9, quick: bool = False, with_numba: bool = True) -> dict
                 if label.startswith("polykern"):
                     r = [a / b for a, b in zip(times[label], times[peer])]
                     ratios[f"{label} / {peer}"] = {"median": median(r), "min": min(r), "max": max(r)}
-        rows.append({"problem": name, "size": size, "status": status, "seconds": med, "rounds": times,
-                     "ratios": ratios})
-        log(f"cpu {name:8} " + "  ".join(f"{k} {v * 1e3:.3f}ms" for k, v in med.items()))
+        row = {"problem": name, "size": size, "status": status, "seconds": med, "rounds": times,
+               "ratios": ratios, "loadavg": load}
+        row["targets"] = target_verdicts(row)
+        rows.append(row)
+        log(f"cpu {name:8} " + "  ".join(f"{k} {v * 1e3:.3f}ms" for k, v in med.items())
+            + f"  ({host_load.describe(load)})")
         for k, v in ratios.items():
             log(f"    {k}: {v['median']:.3f} ({v['min']:.3f}-{v['max']:.3f})")
+        for t in row["targets"]:
+            log(f"    target {name} / {t['peer']} <= {t['target']}: {t['contender']} {t['ratio']:.3f}: {t['verdict']}")
     return {"rows": rows, "repeat": repeat}
+
+
+def target_verdicts(row: dict, cores=None) -> list:
+    """The row's :data:`TUNED_TARGETS`: per peer, the best polykern contender's median ratio and its verdict
+    (host_load.verdict: not counted when the host was loaded during the row's rounds)."""
+    out = []
+    for (problem, peer), target in TUNED_TARGETS.items():
+        if problem != row["problem"]:
+            continue
+        mine = {k.rsplit(" / ", 1)[0]: v["median"] for k, v in row["ratios"].items() if k.endswith(" / " + peer)}
+        if not mine:
+            continue
+        best = min(mine, key=mine.get)
+        out.append({"peer": peer, "target": target, "contender": best, "ratio": mine[best],
+                    "verdict": host_load.verdict(mine[best], target, row["loadavg"], cores)})
+    return out
 
 
 def tuned_table(res: dict) -> str:
@@ -254,6 +287,10 @@ def tuned_table(res: dict) -> str:
         for label, st in row["status"].items():
             if st != "ok":
                 lines.append(f"| {row['problem']} | {label} | {st} | | |")
+    for row in res["rows"]:
+        lines.append("")
+        lines.append(f"{row['problem']}: {host_load.describe(row['loadavg'])}; " + "; ".join(
+            f"<= {t['target']} vs {t['peer']}: {t['contender']} {t['ratio']:.2f}, {t['verdict']}" for t in row["targets"]))
     return "\n".join(lines)
 
 
@@ -262,11 +299,9 @@ def safety(repeat: int = 15, quick: bool = False) -> dict:
     proven under launch-time conditions, the rest checked) against ``bounds_check=False`` (the raw
     kernels, the build before the safe default), both checked first, interleaved rounds; per kernel the
     median of the per-round ratios default / raw and their spread, and the load average around."""
-    import os
-
     import polykern as pk
 
-    load = [os.getloadavg()]
+    load = [host_load.sample()]
     rows = []
     for p in PROBLEMS:
         d = p.make(np.random.default_rng(0), quick)
@@ -289,7 +324,7 @@ def safety(repeat: int = 15, quick: bool = False) -> dict:
     t = interleaved(tiny, repeat, warmup=50, min_time=0.05)
     overhead = {k: median(v) for k, v in t.items()}
     log("launch per call: " + "  ".join(f"{k} {v * 1e6:.1f}us" for k, v in overhead.items()))
-    load.append(os.getloadavg())
+    load.append(host_load.sample())
     log(f"load average (1, 5, 15 min) before {load[0]}, after {load[1]}")
     return {"rows": rows, "repeat": repeat, "loadavg": load, "launch_seconds": overhead}
 
@@ -319,6 +354,7 @@ def main(argv=None):
             write_output(args.json, json.dumps(res, indent=1))
         return 0
     res = run(args.quick, args.repeat, problems=args.only.split(",") if args.only else None)
+    res["loadavg_end"] = host_load.sample()
     res["machine"] = machine()
     res["versions"] = versions("numpy", "numba", "llvmlite")
     lo = res["launch_overhead"]

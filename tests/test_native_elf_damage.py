@@ -50,7 +50,7 @@ N = 200
 
 _X = np.linspace(-2, 2, N).astype(np.float32)
 _Y = np.linspace(0, 1, N).astype(np.float32)
-# (kernel, stdin): exp_axpy calls libm's expf (a trampoline), half_round the object's own
+# (kernel, stdin): exp_axpy calls libm's exp (a trampoline), half_round the object's own
 # __truncsfhf2; both read constants from .rodata sections.
 _LAUNCHES = (
     ("exp_axpy", ls.encode([(ls.SCALAR, struct.pack("<i", N)), (ls.SCALAR, struct.pack("<f", 1.5)),
@@ -114,6 +114,18 @@ def a64_runner(tmp_path_factory):
 def _damaged(art: bytes, obj: bytes, m) -> bytes:
     at = art.find(obj)
     return _recrc(art[:at] + elf_damage.apply(obj, m) + art[at + len(obj):])
+
+
+@needs_x86_64
+def test_lost_relocations_of_an_object_without_externals_are_refused(runner):
+    """libpolykern's check of elf_check.c, as the Python loader's (backends/llvm/tests/test_elf_damage.py):
+    an emptied .rela.text of an object with no external symbol left its constant-pool labels unused; it
+    was loaded and its unpatched code killed the process."""
+    mod = pk.build([elf_damage.inline_exp_axpy], targets=["llvm"])
+    runner.path.write_bytes(elf_damage.empty_rela_text(mod.export(), mod.on("llvm").payload))
+    p = subprocess.run([*runner.command, str(runner.path), "inline_exp_axpy"], input=_LAUNCHES[0][1],
+                       capture_output=True, timeout=60)
+    assert p.returncode > 0 and b"never relocated" in p.stderr, (p.returncode, p.stderr[-500:])
 
 
 @needs_x86_64

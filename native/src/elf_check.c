@@ -416,6 +416,14 @@ static int check_relocations(pk_elf_ctx *c, const uint8_t *loaded) {
             rc = bad(c, c->sh[c->symtab].sh_offset + i * sizeof s, "undefined symbol '%s' is "
                      "never relocated (is a relocation section missing?)",
                      shown(c->strtab + s.st_name, rn));
+        /* a local .L label (a constant-pool entry) is in the symbol table only for relocations to use:
+           one that none uses means relocations were lost, and the code would run unpatched */
+        else if (!referenced[i] && ELF64_ST_BIND(s.st_info) == STB_LOCAL && ELF64_ST_TYPE(s.st_info) == STT_NOTYPE &&
+                 s.st_shndx > 0 && s.st_shndx < c->shnum && loaded[s.st_shndx] &&
+                 strncmp(c->strtab + s.st_name, ".L", 2) == 0)
+            rc = bad(c, c->sh[c->symtab].sh_offset + i * sizeof s, "local label '%s' of section %u is "
+                     "never relocated (is a relocation section missing or shortened?)",
+                     shown(c->strtab + s.st_name, rn), (unsigned)s.st_shndx);
     }
 out:
     free(seen);

@@ -399,7 +399,8 @@ class Launcher:
                 raise LaunchError(f"kernel '{self.name}' takes grid=, block= and its arguments; it has no "
                                   f"launch option {extra[0]}= (shared_size= is for kernels with a "
                                   "pk.shared_dynamic array)")
-        return self.resolve()[1](*args, grid=grid, block=block, **launch)
+        resolved = self._resolved  # set once, under the lock; read without it afterwards
+        return (resolved or self.resolve())[1](*args, grid=grid, block=block, **launch)
 
     def __repr__(self) -> str:
         return f"<Launcher {self.info.signature()}>"

@@ -27,11 +27,11 @@ from polykern import payload_formats, registry
 from polykern.capabilities import Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.lazy_asm import PendingAsm
-from polykern.codegen.llvm_fastmath import CPUFastMath
 from polykern.codegen import llvm_target
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.llvm_matrix import cpu_support
+from polykern.codegen.llvm_vecexp import VectorExp
 from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.codegen.llvm_probe import check_cpu_and_features
 from polykern.errors import TargetError
@@ -50,17 +50,18 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
    capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
-                             fast_math=True))  # fast exp/exp2: codegen/llvm_fastmath.py
+                             fast_math=True))  # fast exp/exp2: codegen/llvm_vecexp.py
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")
 _X86 = ("x86_64", "i386", "i486", "i586", "i686", "x86")
 
 
-class CPUEmitter(CPUFastMath, WorkgroupLoopEmitter):
+class CPUEmitter(VectorExp, WorkgroupLoopEmitter):
     """The CPU flavour of the work-item-loop emitter: address space 0 everywhere, integer
-    division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``), vectorizable fast
-    exp/exp2 (codegen/llvm_fastmath.py)."""
+    division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``), f16/f32
+    ``exp``/``exp2`` inline so that their loops vectorize, also as the fast-math forms
+    (codegen/llvm_vecexp.py)."""
 
     SAFE_INT_DIVISION = True
 
@@ -104,7 +105,8 @@ def build(funcs: List, target: Target):
     tm = target_machine(triple, cpu, features, opt)
     emitter = CPUEmitter(triple, data_layout(tm)).emit(funcs)
     no_lsr = triple.split("-")[0] in _X86  # measured: a third of the compile time, no speed (docs/performance.md)
-    compiled = compile_ir(emitter.render(), triple, cpu, features, opt, tm=tm, emit_asm=False, disable_lsr=no_lsr)
+    compiled = compile_ir(emitter.render(), triple, cpu, features, opt, tm=tm, emit_asm=False, disable_lsr=no_lsr,
+                          slp=True, vectorize_ordered=True)  # the lanes of vload groups; loops with a sum
     fmap = function_map(funcs, emitter.kernel_facts, triple, cpu, features)
     sources = {"asm": PendingAsm(compiled.ll, triple, cpu, features, opt, no_lsr), "ll": compiled.ll}
     return create_with_fallback("llvm", compiled.obj, "o", fmap, sources, fallback_cls=LLVMFallbackModule)

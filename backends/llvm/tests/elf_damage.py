@@ -17,10 +17,11 @@ between the damage and the loader.
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Iterator, List, Tuple
 
 import polykern as pk
-from polykern import Buffer, f16, f32, i32
+from polykern import Buffer, f16, f32, f64, i32
 
 Mutant = Tuple[str, int, int, int]
 
@@ -41,13 +42,31 @@ _X86_RELOCS = tuple(range(0, 44))
 _X86_SAME_WIDTH_GOT_FORMS = (9, 26, 41, 42)  # GOTPCREL, GOTPC32, GOTPCRELX, REX_GOTPCRELX: semantic swaps
 
 
-# The two kernels whose object the corpus damages: a libm call (expf, through a trampoline) and the
-# object's own __truncsfhf2 (f16).
+# The two kernels whose object the corpus damages: a libm call (f64 exp, through a trampoline; f32
+# exp is inline arithmetic on the CPU, codegen/llvm_vecexp.py) and the object's own __truncsfhf2 (f16).
 @pk.kernel
 def exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
     i = pk.global_id(0)
     if i < n:
+        y[i] = a * x[i] + f32(pk.exp(f64(y[i] * 0.25))) * 0.5
+
+
+@pk.kernel
+def inline_exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    """No external symbol (f32 exp is inline arithmetic): only its constant-pool labels are relocated."""
+    i = pk.global_id(0)
+    if i < n:
         y[i] = a * x[i] + pk.exp(y[i] * 0.25) * 0.5
+
+
+def empty_rela_text(art: bytes, obj: bytes) -> bytes:
+    """``art`` (holding ``obj``) with the first relocation section's size set to 0, checksum redone."""
+    shoff, = struct.unpack_from("<Q", obj, 40)
+    shnum, = struct.unpack_from("<H", obj, 60)
+    rela = next(i for i in range(shnum) if struct.unpack_from("<I", obj, shoff + 64 * i + 4)[0] == 4)
+    off = art.find(obj) + shoff + 64 * rela + 32  # sh_size
+    bad = art[:off] + bytes(8) + art[off + 8:]
+    return bad[:-4] + struct.pack("<I", zlib.crc32(bad[:-4]))
 
 
 @pk.kernel

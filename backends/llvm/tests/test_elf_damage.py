@@ -20,9 +20,10 @@ from collections import Counter
 import pytest
 
 import polykern as pk
+from polykern_llvm.runtime.elf import read_elf
 
 import elf_damage
-from elf_damage import exp_axpy, half_round
+from elf_damage import empty_rela_text, exp_axpy, half_round, inline_exp_axpy
 
 
 
@@ -149,3 +150,15 @@ def test_damaged_object_for_another_cpu_is_an_artifact_error_here_too():
     off = art.find(obj) + shoff + 64 * symtab + 40
     with pytest.raises(pk.errors.ArtifactError, match="string table|links"):
         pk.load(_recrc(art[:off] + b"\0\0\0\0" + art[off + 4:]))
+
+
+def test_lost_relocations_of_an_object_without_externals_are_an_artifact_error():
+    """An emptied .rela.text used to load (no undefined symbol was left unrelocated) and ran its code
+    unpatched: a call to the next instruction, constants read from the code; the process died. Its
+    constant-pool labels (.L symbols, in the symbol table only for relocations to use) now say that
+    relocations are missing."""
+    mod = pk.build([inline_exp_axpy], targets=["llvm"])
+    art, obj = mod.export(), mod.on("llvm").payload
+    assert not read_elf(obj).undefined
+    with pytest.raises(pk.errors.ArtifactError, match="never relocated"):
+        pk.load(empty_rela_text(art, obj))["inline_exp_axpy"]

@@ -132,26 +132,27 @@ def _clean_ll(text: str) -> str:
     return _SOURCE_FILENAME_RE.sub(f'source_filename = "{MODULE_NAME}"', text)
 
 
-class _CodegenOptions:
-    """LLVM command-line options for one code generation, set and reset under ``LLVM_LOCK``
-    (they are process-global). ``disable_lsr``: skip Loop Strength Reduction, which costs a
-    third of the CPU backend's compile time on its work-item loops and does not make them faster
-    on x86-64 (docs/performance.md); other LLVM users in the process see the default."""
+class _Flags:
+    """LLVM boolean command-line options turned on for one optimization or code generation, set and
+    reset under ``LLVM_LOCK`` (they are process-global; other LLVM users in the process see the
+    defaults). Used: ``disable-lsr`` (skip Loop Strength Reduction, which costs a third of the CPU
+    backend's compile time on its work-item loops and does not make them faster on x86-64,
+    docs/performance.md) and ``force-ordered-reductions`` (see :func:`compile_ir`)."""
 
-    def __init__(self, disable_lsr: bool):
-        self.disable_lsr = disable_lsr
+    def __init__(self, **flags: bool):
+        self.names = [name.replace("_", "-") for name, on in flags.items() if on]
+
+    def _set(self, value: str) -> None:
+        import llvmlite.binding as llvm
+
+        for name in self.names:
+            llvm.set_option("polykern", f"-{name}={value}")
 
     def __enter__(self):
-        if self.disable_lsr:
-            import llvmlite.binding as llvm
-
-            llvm.set_option("polykern", "-disable-lsr=true")
+        self._set("true")
 
     def __exit__(self, *exc):
-        if self.disable_lsr:
-            import llvmlite.binding as llvm
-
-            llvm.set_option("polykern", "-disable-lsr=false")
+        self._set("false")
 
 
 def assemble_ll(ll_text: str, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
@@ -165,7 +166,7 @@ def assemble_ll(ll_text: str, triple: str, cpu: str = "generic", features: str =
         ctx = llvm.create_context()
         mod = llvm.parse_assembly(ll_text, context=ctx)
         mod.name = MODULE_NAME
-        with _CodegenOptions(disable_lsr):
+        with _Flags(disable_lsr=disable_lsr):
             try:
                 return _clean_asm(tm.emit_assembly(mod))
             except RuntimeError as e:
@@ -174,9 +175,15 @@ def assemble_ll(ll_text: str, triple: str, cpu: str = "generic", features: str =
 
 def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", opt: int = 3,
                reloc: str = "pic", codemodel: str = "default", emit_object: bool = True,
-               emit_asm: bool = True, tm=None, disable_lsr: bool = False) -> CompiledObject:
+               emit_asm: bool = True, tm=None, disable_lsr: bool = False, slp: bool = False,
+               vectorize_ordered: bool = False) -> CompiledObject:
     """Parse, verify, optimize and emit ``ir_text`` (LLVM IR text, or an ``llvmlite.ir.Module``)
-    for ``triple``/``cpu``/``features``."""
+    for ``triple``/``cpu``/``features``. ``slp``: run LLVM's SLP vectorizer too (off in LLVM's default
+    pipeline options; clang turns it on at -O2 and up), which packs independent scalar chains (the lanes
+    of a ``pk.vload`` group, per-lane accumulators) into vector instructions. ``vectorize_ordered``: the
+    loop vectorizer may widen a loop holding a float reduction (``s += e``) by keeping the reduction's
+    adds in their source order (an in-order ``vector.reduce.fadd``, bit-identical to the scalar loop), so
+    the rest of the loop (an inline ``exp``, codegen/llvm_vecexp.py) runs on vectors."""
     import llvmlite.binding as llvm
 
     ir_text = str(ir_text)
@@ -198,14 +205,16 @@ def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", o
         mod.data_layout = data_layout(tm)
         if opt > 0:
             pto = llvm.create_pipeline_tuning_options(speed_level=int(opt))
+            pto.slp_vectorization = bool(slp) and int(opt) >= 2
             pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
+            with _Flags(force_ordered_reductions=vectorize_ordered):
+                pb.getModulePassManager().run(mod, pb)
             mod.verify()
         ll_text = _clean_ll(str(mod))
         # Code generation rewrites the module in place (e.g. AMDGPU control-flow annotation), so
         # each emission gets its own copy of the optimized module.
         try:
-            with _CodegenOptions(disable_lsr):
+            with _Flags(disable_lsr=disable_lsr):
                 obj = tm.emit_object(mod.clone()) if emit_object else b""
                 asm = tm.emit_assembly(mod.clone()) if emit_asm else ""
         except RuntimeError as e:

@@ -13,6 +13,14 @@ range such as ``[(w-3)/4, w/4]`` would lose ``q < w4`` in ``y*w4 + q - w4``). Wh
   where it is used; a local assigned once at the top level and otherwise only ``v //= c`` / ``v >>= c``:
   ``[0, first value]``;
 - a ``for`` variable with a constant positive step, not assigned in its body: ``[start, stop-1]``;
+- a local assigned once inside a loop: its definition, for the rest of that loop body's block;
+- a *counter*: a local ``k`` set once at the top of a block (``k = init``) and otherwise only by
+  ``k += c`` (``c > 0``) as the last statement of a ``while k < X`` loop later in that block: ``k`` is
+  ``init`` until the loop (a local defined from it there is bounded with that value), and in the loop
+  body ``[init, X-1]`` (it only grows; ``X + c - 1`` must fit its type, so ``k + c`` never wraps);
+- ``x // y`` by a variable ``y >= 1`` of ``x >= 0``: ``[0, x]``;
+- integer ``min``/``max``: either operand's upper (``min``) or lower (``max``) bound, the smaller
+  (larger) lower (upper) bound under the assumption that it is that one;
 - the conditions an access runs under: ``if``/``else``, the operands of ``and``/``or``, the rest of a
   block after ``if c: ... return`` (``continue``, ``break``); ``a < b`` bounds ``a`` by ``b`` (also when
   ``b`` is itself a variable: ``lid < step``) and ``b`` by ``a``, ``!=`` trims an end of a range, a
@@ -127,7 +135,11 @@ class _Prover:
         loop_assigned: set = set()
         self._count(fn.body, counts, loop_assigned, 0)
         self.once = {n for n, c in counts.items() if c == 1 and n not in loop_assigned}
+        self.once_in_loop = {n for n, c in counts.items() if c == 1 and n in loop_assigned}
         self.assigned = set(counts)
+        self.def_ranges: Dict[str, "Range"] = {}  # defined from a counter's first value: bounded there
+        self.counter_inits: Dict[str, ir.Expr] = {}  # counters before their loop: their first value
+        self.frozen: set = set()  # counters inside their loop, before the increment (constant there)
         self.shrinking = self._shrinking(fn)
         self.inits: Dict[str, ir.Expr] = {}  # shrinking locals: their top-level first value, once seen
         self.resolving: set = set()  # conditions being bounded (no cycles between two of them)
@@ -231,6 +243,10 @@ class _Prover:
                 return _exact(sym(f"a{self.scalars[e.name]}"))
             if e.name in self.defs:
                 return self.bound(self.defs[e.name])
+            if e.name in self.def_ranges:
+                return self.def_ranges[e.name]
+            if e.name in self.counter_inits:
+                return self.bound(self.counter_inits[e.name])
             if e.name in self.inits:  # a shrinking local: [0, its first value]
                 r = self.bound(self.inits[e.name])
                 if r is None:
@@ -269,6 +285,10 @@ class _Prover:
                         out.append(_mul(alo, ahi, blo, bhi, aasm + basm))
             out = [x for x in out if x is not None]
             return Range(out) if out else None
+        if _int_minmax(e):
+            return self._minmax(e)
+        if isinstance(e, ir.BinOp) and e.op == "floordiv" and not isinstance(e.b, ir.Const):
+            return self._quotient(e)
         if isinstance(e, ir.BinOp) and isinstance(e.b, ir.Const) and e.op in ("floordiv", "shr", "mod", "and"):
             c, t = int(e.b.value), e.type
             if e.op == "mod" and c > 0:  # srem/urem: in [0, c-1] for x >= 0 (x's true value), |x % c| < c
@@ -296,6 +316,40 @@ class _Prover:
                            asm + [padd(lo, const(-low)), padd(const(t.max_value()), hi, -1)])
                           for lo, hi, asm in r.alts])
         return None
+
+    def _quotient(self, e: ir.BinOp) -> Optional[Range]:
+        """x // y for x >= 0 and y >= 1 (both fitting their type, so the division sees the true values):
+        in [0, x / c] where c >= 1 is the least value y's lower bound takes (``64*g0``: 64), else [0, x]."""
+        a, b = self.bound(e.a), self.bound(e.b)
+        if a is None or b is None:
+            return None
+        out = []
+        for alo, ahi, aasm in a.alts:
+            for blo, bhi, basm in b.alts:
+                c = max(1, _least(blo) or 1)
+                out.append((const(0), pmul(ahi, const(Fraction(1, c))) if c > 1 else ahi,
+                            aasm + basm + fit(alo, ahi, e.type) + fit(blo, bhi, e.type) + [alo, padd(blo, const(-1))]))
+        return Range(out)
+
+    def _minmax(self, e: ir.Call) -> Optional[Range]:
+        """min(a, b) <= either operand's upper bound and >= the smaller lower bound (each alternative
+        assumes which one that is); max the other way round. The operands' fit: the machine min/max
+        of machine values is the true one."""
+        a, b = self.bound(e.args[0]), self.bound(e.args[1])
+        if a is None or b is None:
+            return None
+        t, lower = e.type, e.func == "min"
+        out = []
+        for alo, ahi, aasm in a.alts:
+            for blo, bhi, basm in b.alts:
+                asm = aasm + basm + fit(alo, ahi, t) + fit(blo, bhi, t)
+                if lower:  # one of the upper bounds; the lower one that is the smaller
+                    out += [(alo, h, asm + [padd(blo, alo, -1)]) for h in (ahi, bhi)]
+                    out += [(blo, h, asm + [padd(alo, blo, -1)]) for h in (ahi, bhi)]
+                else:
+                    out += [(lo, ahi, asm + [padd(ahi, bhi, -1)]) for lo in (alo, blo)]
+                    out += [(lo, bhi, asm + [padd(bhi, ahi, -1)]) for lo in (alo, blo)]
+        return Range(out)
 
     def chain(self, e: ir.Expr) -> List:
         """Bounds of a sum ``e`` that holds the terms of a sum a condition bounded (``row*k + t + tx``
@@ -338,7 +392,7 @@ class _Prover:
     def stable(self, e: ir.Expr) -> bool:
         """Whether ``e`` keeps its value where the fact is used: no memory, no variable assigned there."""
         for x in ir.walk_expr(e):
-            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)):
+            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)) and not _int_minmax(x):
                 return False
             if isinstance(x, ir.Var) and x.name in self.mutable:
                 return False
@@ -473,22 +527,34 @@ class _Prover:
         """Whether ``e`` has the same value wherever it is re-evaluated: only unassigned scalar
         parameters, registers, constants and definitions (no memory)."""
         for x in ir.walk_expr(e):
-            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)):
+            if isinstance(x, (ir.Load, ir.Atomic, ir.Call, ir.Subgroup)) and not _int_minmax(x):
                 return False
-            if isinstance(x, ir.Var) and not (x.name in self.defs or (x.name in self.scalars
-                                                                      and x.name not in self.assigned)):
+            if isinstance(x, ir.Var) and not (x.name in self.defs or x.name in self.def_ranges
+                                              or x.name in self.counter_inits or x.name in self.frozen
+                                              or (x.name in self.scalars and x.name not in self.assigned)):
                 return False
         return True
 
     def block(self, stmts: List[ir.Stmt], top: bool = False) -> None:
-        pushed, defined = 0, []
+        pushed, defined, ranged = 0, [], []
+        counters = self.counters(stmts)
         for s in stmts:
             if isinstance(s, ir.Assign):
                 self.expr(s.value)
-                if (s.name in self.once and isinstance(self.fn.locals.get(s.name), ScalarType)
+                once = s.name in self.once or s.name in self.once_in_loop
+                if id(s) in counters and self.fixed(s.value):
+                    self.counter_inits[s.name] = s.value  # k's value until its loop
+                    self.version += 1
+                elif (once and isinstance(self.fn.locals.get(s.name), ScalarType)
                         and self.fixed(s.value)):  # a definition, for the rest of this block
-                    self.defs[s.name] = s.value
-                    defined.append(s.name)
+                    if any(isinstance(x, ir.Var) and x.name in self.counter_inits for x in ir.walk_expr(s.value)):
+                        r = self.bound(s.value)  # bounded now, with the counter's first value
+                        if r is not None:
+                            self.def_ranges[s.name] = r
+                            ranged.append(s.name)
+                    else:
+                        self.defs[s.name] = s.value
+                        defined.append(s.name)
                     self.version += 1
                 elif top and s.name in self.shrinking and self.fixed(s.value):
                     self.inits[s.name] = s.value
@@ -530,7 +596,15 @@ class _Prover:
                 self.pop()
             elif isinstance(s, ir.While):
                 self.expr(s.cond)
+                self.push()
+                k = counters.get(id(s))
+                init = self.counter_inits.pop(k, None) if k is not None else None
+                self.version += init is not None
+                if init is not None:
+                    self.count_in(s, k, init)
                 self.block(s.body)
+                self.frozen.discard(k)
+                self.pop()
             elif isinstance(s, ir.MatrixOp):
                 for a in s.args:
                     self.expr(a)
@@ -542,7 +616,55 @@ class _Prover:
             self.pop()
         for name in defined:
             del self.defs[name]
-        self.version += bool(defined)
+        for name in ranged:
+            del self.def_ranges[name]
+        for name in set(counters.values()):
+            self.counter_inits.pop(name, None)  # a counter whose loop never came
+        self.version += bool(defined or ranged or counters)
+
+    def counters(self, stmts: List[ir.Stmt]) -> Dict[int, str]:
+        """The counters of this block (module docstring): {id(first assignment): name, id(its while
+        loop): name}. The first value is the block's one assignment of the name before the loop;
+        nothing else before the loop's increment assigns it."""
+        out: Dict = {}
+        for i, s in enumerate(stmts):
+            if not (isinstance(s, ir.While) and s.body and isinstance(s.body[-1], ir.Assign)):
+                continue
+            inc = s.body[-1]
+            k, v = inc.name, inc.value
+            if not (isinstance(v, ir.BinOp) and v.op == "add" and isinstance(v.a, ir.Var) and v.a.name == k
+                    and isinstance(v.b, ir.Const) and int(v.b.value) > 0):
+                continue
+            t = self.fn.locals.get(k)
+            if not (isinstance(t, ScalarType) and t.is_int and not t.is_bool) or k in self.scalars:
+                continue
+            before = [j for j, x in enumerate(stmts[:i]) if isinstance(x, ir.Assign) and x.name == k]
+            others = self.assigned_in(s.body[:-1]) | self.assigned_in(
+                [x for j, x in enumerate(stmts[:i]) if not (j in before[:1])])
+            if len(before) == 1 and k not in others and _counter_bound(s.cond, k) is not None:
+                out[id(stmts[before[0]])] = k
+                out[id(s)] = k
+        return out
+
+    def count_in(self, loop: ir.While, k: str, init: ir.Expr) -> None:
+        """In ``loop``'s body (a counter's loop): k >= its first value (it only grows), k < X from the
+        condition (nothing before the increment assigns k or X's variables), and X + c - 1 fits k's
+        type (so the increments never wrap)."""
+        t = self.fn.locals[k]
+        step = int(loop.body[-1].value.b.value)
+        x, gap = _counter_bound(loop.cond, k)
+        start, limit = self.bound(init), self.bound(x)
+        body = loop.body[:-1]
+        if start is None or limit is None or not self.stable(x) or (
+                any(isinstance(v, ir.Var) and v.name in self.assigned_in(body) for v in ir.walk_expr(x))):
+            return
+        wraps = [[padd(const(t.max_value() - step + gap), h, -1)] + fit(lo, h, x.type) + asm
+                 for lo, h, asm in limit.alts]
+        self.add_fact(ir.Var(k, t), [(lo, None, asm + fit(lo, hi, t) + w)
+                                     for lo, hi, asm in start.alts for w in wraps][:MAX_ALTS])
+        self.learn_in(loop.cond, True, body)
+        self.frozen.add(k)
+        self.version += 1
 
     def assigned_in(self, stmts) -> set:
         counts: Dict[str, int] = {}
@@ -560,6 +682,34 @@ class _Prover:
         self.facts.pop()
         self.chain_facts.pop()
         self.empties.pop()
+
+
+def _least(p: Poly) -> Optional[int]:
+    """The least value of ``p`` over every launch when it is a constant plus terms of block and grid
+    sizes (each >= 1) with positive coefficients; else None."""
+    total = 0
+    for m, k in p.items():
+        if m and not (k > 0 and all(s[0] in "bg" for s in m)):
+            return None
+        total += k
+    return int(total) if total == int(total) else None
+
+
+def _int_minmax(e: ir.Expr) -> bool:
+    return (isinstance(e, ir.Call) and e.func in ("min", "max") and len(e.args) == 2
+            and isinstance(e.type, ScalarType) and e.type.is_int and not e.type.is_bool)
+
+
+def _counter_bound(cond: ir.Expr, k: str) -> Optional[Tuple[ir.Expr, int]]:
+    """(X, gap) when ``cond`` is ``k < X`` (gap 1) or ``k <= X`` (gap 0), either way round."""
+    if not isinstance(cond, ir.BinOp):
+        return None
+    a, b, op = cond.a, cond.b, cond.op
+    if op in ("gt", "ge"):
+        a, b, op = b, a, {"gt": "lt", "ge": "le"}[op]
+    if op in ("lt", "le") and isinstance(a, ir.Var) and a.name == k:
+        return b, 1 if op == "lt" else 0
+    return None
 
 
 def _always(p: Poly) -> bool:

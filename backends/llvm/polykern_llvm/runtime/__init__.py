@@ -37,6 +37,7 @@ from polykern.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 from polykern.payload_formats import check_payload
 
+from .addresses import data_address
 from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
 from ..fallback import SOURCE_PREFERENCE, LLVMFallbackModule
 from .loader import check_relocations, load_image, unresolved
@@ -141,7 +142,7 @@ class _ArgPlan:
 
     def __init__(self, a):
         self.buffer = a.kind == "buffer"
-        self.dtype = a.dtype.numpy
+        self.dtype = np.dtype(a.dtype.numpy)  # native byte order: the dtype arrays of it usually hold itself
         self.writable = self.buffer and not a.readonly
         t = a.dtype
         self.kind = "bool" if t.is_bool else "float" if t.is_float else "int"
@@ -229,10 +230,15 @@ class CPUKernel:
         out = []
         for plan, v in zip(self._plans, args):
             if plan.buffer:
-                if (type(v) is not np.ndarray or v.dtype != plan.dtype or not v.dtype.isnative or v.ndim == 0
-                        or not v.flags.c_contiguous or (plan.writable and not v.flags.writeable)):
+                if type(v) is not np.ndarray:
                     return None
-                out.append(v.ctypes.data)
+                dt = v.dtype
+                if dt is not plan.dtype and (dt != plan.dtype or not dt.isnative):
+                    return None
+                flags = v.flags
+                if v.ndim == 0 or not flags.c_contiguous or (plan.writable and not flags.writeable):
+                    return None
+                out.append(data_address(v))
             elif plan.kind == "int":
                 if type(v) is not int or not plan.lo <= v <= plan.hi:
                     return None
@@ -286,6 +292,10 @@ class CPUKernel:
 
     def _run(self, argp: int, launchp: int, total: int, inline: bool, keepalive) -> None:
         fn = self._fn
+        if total == 1 and inline and not self._prints:  # one group, small stack: one call, right here
+            fn(argp, launchp, 0, 1)
+            self.last_threads = {threading.get_ident()}
+            return
 
         def chunk(begin: int, end: int) -> None:
             fn(argp, launchp, begin, end)

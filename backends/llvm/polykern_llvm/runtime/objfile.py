@@ -332,9 +332,23 @@ def _read_relocations(data: bytes, sections: List[Section], symtab: Section, sym
             if b < a + aw:
                 _bad(f"relocations {ak} and {bk} of {s.name!r} patch overlapping bytes ({a} and {b})", bwhere)
     for symbol in symbols:
-        if symbol.external and symbol.index not in referenced:
+        if symbol.index in referenced:
+            continue
+        if symbol.external:
             _bad(f"undefined symbol {symbol.name!r} is never relocated (is a relocation section missing?)")
+        if _relocation_only(symbol, sections):
+            _bad(f"local label {symbol.name!r} of section {symbol.shndx} is never relocated (is a relocation "
+                 "section missing or shortened?)")
     return out
+
+
+def _relocation_only(symbol: Symbol, sections: List[Section]) -> bool:
+    """Whether ``symbol`` is one an assembler writes to the symbol table only for relocations to use: a
+    local ``.L`` label (a constant-pool entry of a mergeable section) of a loaded section. One that no
+    relocation uses means relocations were lost (an emptied ``.rela.text`` of an object without
+    externals), and its code would run unpatched. native/src/elf_check.c checks the same."""
+    return (symbol.bind == STB_LOCAL and symbol.type == STT_NOTYPE and symbol.name.startswith(".L")
+            and 0 < symbol.shndx < len(sections) and sections[symbol.shndx].loaded)
 
 
 def _layout(plan: ObjectPlan) -> None:
