@@ -23,6 +23,8 @@ A subclass supplies the device part:
 - ``_index_of(device)`` (staticmethod): the device's index in its runtime's device strings (``"opencl:1"``);
   0 unless overridden. ``_device_at(index)`` (classmethod) is the device a string's index names
   (``DeviceUnavailableError`` if this process has no such device); by default only the default device.
+- ``_device_copy(device)``: a new array on ``device`` (of this runtime) with this one's contents, copied without
+  the host (``pk.to_device`` of a device array); None (the default) copies through the host.
 - ``_zero_initialized``: True where every new allocation reads as zeros (WebGPU), so ``zeros`` skips the fill.
 
 ``DeviceArrayModule`` gives a runtime module ``to_device``/``empty``/``zeros``/``device_array`` on its device.
@@ -112,6 +114,9 @@ class DeviceArrayBase:
             raise DeviceUnavailableError(f"device index {index} is not available to this runtime in this process "
                                          f"(it uses device {cls._index_of(dev)})")
         return dev
+
+    def _device_copy(self, device) -> Any:
+        return None
 
     @property
     def device_name(self) -> str:

@@ -102,9 +102,14 @@ def _resolve(device: str) -> Tuple[type, object]:
 
 
 def to_device(array, *, device: str = "cpu"):
-    """A copy of ``array`` (NumPy-convertible, or another runtime's device array) on ``device``."""
+    """A copy of ``array`` (NumPy-convertible, or a device array) on ``device``. A device array of the same
+    runtime is copied device to device where the runtime can (CUDA: cuMemcpyPeer), else through the host."""
     cls, dev = _resolve(device)
     if isinstance(array, DeviceArrayBase):
+        if isinstance(array, cls):
+            copied = array._device_copy(dev)
+            if copied is not None:
+                return copied
         array = array.numpy()
     return new_copy(cls, array, dev)
 

@@ -30,7 +30,7 @@ from .device_array import device_string
 from .errors import DeviceUnavailableError, StreamError
 
 __all__ = ["Stream", "Event", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
-           "current_stream"]
+           "current_stream", "current_runtime_stream"]
 
 _local = threading.local()  # .current: {kind: [Stream, ...]} (the innermost last)
 _defaults: Dict[str, "Stream"] = {}  # device string -> its default stream
@@ -225,16 +225,22 @@ def current_stream(kind: str) -> Optional[Stream]:
     return stack[-1] if stack else None
 
 
+def current_runtime_stream(kind: str, what: str) -> Any:
+    """The runtime stream (its ``device`` says where) of the current stream of device kind ``kind`` in this
+    thread (StreamError naming ``what`` if it was closed), or None when no stream is current."""
+    cur = getattr(_local, "current", None)
+    stack = cur.get(kind) if cur else None
+    return stack[-1]._live(what) if stack else None
+
+
 def launch_stream(kind: str, device: Any, kernel: str) -> Any:
     """The runtime stream a launch of ``kernel`` on runtime device ``device`` goes to: the current stream's
     (StreamError if it was closed or is on another device), or None for the device's default stream."""
-    cur = getattr(_local, "current", None)
-    stack = cur.get(kind) if cur else None
-    if not stack:
+    impl = current_runtime_stream(kind, f"launching kernel '{kernel}'")
+    if impl is None:
         return None
-    s = stack[-1]
-    impl = s._live(f"launching kernel '{kernel}'")
     if impl.device is not device:
+        s = _local.current[kind][-1]
         raise StreamError(f"launching kernel '{kernel}': the current stream is on {s.device}, but the kernel runs "
-                          "on another device of that kind; make a stream of the kernel's device current")
+                          "on another device of that kind (where its arrays are); make a stream of the kernel's device current")
     return impl

@@ -58,6 +58,8 @@ class FakeGPU:
                       "unload": 0, "stream_sync": [], "sync": 0, "push": 0, "events": []}
         self.launch_error = None  # next launches fail with this cuLaunchKernel error text (a lost context)
         self.launches = []  # (name, grid, block, params)
+        self.launch_contexts = []  # the context handle each pycuda launch ran in (0x1000 + device ordinal)
+        self.peer_copies = []  # (dst, dst_ctx, src, src_ctx, nbytes, stream) of each cuMemcpyPeer[Async]
         self.shared = []  # sharedMemBytes of each launch
         self.fn_attrs = {}  # (function name, attribute) -> value set by cuFuncSetAttribute
         self.load_failures = 0  # next N module loads fail
@@ -168,6 +170,17 @@ class FakeGPU:
 
     def event_destroy(self, event):
         self.current("cuEventDestroy")
+        return 0
+
+    def memcpy_peer(self, dst, dst_ctx, src, src_ctx, nbytes, stream=None):
+        """cuMemcpyPeer[Async] (FAKE: done at once); strict: each pointer must belong to the context named for it."""
+        for ptr, ctx in ((dst, dst_ctx), (src, src_ctx)):
+            base, _ = self.find(ptr)
+            if base is None or self.owner[base] != ctx:
+                self.errors.append(f"cuMemcpyPeer: 0x{ptr:x} is not memory of context 0x{ctx:x}")
+                return 1  # CUDA_ERROR_INVALID_VALUE
+        self.peer_copies.append((dst, dst_ctx, src, src_ctx, nbytes, stream))
+        self.write(dst, self.read(src, nbytes))
         return 0
 
     # ------------------------------------------------------------ pycuda.driver
@@ -302,7 +315,11 @@ class FakeGPU:
                 gpu.fn_attrs[(self.name, a)] = value
 
             def _launch_kernel(self, grid, block, params, shared, stream):
-                gpu.current("cuLaunchKernel")
+                ctx = gpu.current("cuLaunchKernel")
+                if ctx.handle != self.module.ctx.handle:
+                    gpu.errors.append("a function launched in another context than its module's")
+                    raise LogicError("cuLaunchKernel failed: invalid resource handle")
+                gpu.launch_contexts.append(ctx.handle)
                 assert isinstance(grid, tuple) and isinstance(block, tuple) and stream is None
                 if shared > gpu.fn_attrs.get((self.name, FUNC_ATTR_MAX_DYNAMIC_SHARED), DEFAULT_SHARED):
                     raise LaunchError("cuLaunchKernel failed: invalid argument (dynamic shared memory over the "
@@ -430,7 +447,7 @@ def import_runtime(monkeypatch, gpu):
     monkeypatch.setattr(libcuda, "stream_synchronize", gpu.stream_synchronize)
     for name in ("pointer_context", "current_context", "event_create", "event_record", "stream_wait_event",
                  "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms",
-                 "event_destroy"):
+                 "event_destroy", "memcpy_peer"):
         monkeypatch.setattr(libcuda, name, getattr(gpu, name))
     monkeypatch.setattr(libcuda, "error_codes", lambda: {})
     monkeypatch.setattr(libcuda, "error_name", lambda code: None)

@@ -410,7 +410,7 @@ def test_a_tensor_that_requires_grad_is_read_through_detach_and_never_written(fa
     (lambda g: CAI(g, 8, dtype=np.float64), r"expected float32 elements \(f32\), got float64"),
     (lambda g: CAI(g, 8, strides=(8,)), "not C-contiguous"),
     (lambda g: CAI(g, 8, ctx=0x9999), "another CUDA context.*pycuda.autoprimaryctx"),
-    (lambda g: CAI(g, 8, ctx=0x1001), "on cuda:1 but polykern runs on cuda:0"),
+    (lambda g: CAI(g, 8, ctx=0x1001), r"argument 'x' \(#3\) is on cuda:0 but argument 'y' \(#4\) is on cuda:1"),
     (lambda g: types.SimpleNamespace(__cuda_array_interface__={"shape": (8,), "typestr": "<f4", "data": (12345, False),
                                                                "version": 3}),
      "not memory the CUDA driver knows"),
@@ -468,7 +468,7 @@ def test_dlpack_cuda_tensors_are_zero_copy(fake):
     gpu.write(x.ptr, np.full(4, 3, np.float32).tobytes())
     k(4, 2.0, x, y, grid=1, block=4)
     assert np.frombuffer(gpu.read(y.ptr, 16), np.float32).tolist() == [6.0] * 4
-    with pytest.raises(LaunchError, match="on cuda:1 but polykern runs on cuda:0"):
+    with pytest.raises(LaunchError, match=r"argument 'x' \(#3\) is on cuda:0 but argument 'y' \(#4\) is on cuda:1"):
         k(4, 2.0, x, DLPackCUDA(gpu, 4, device_id=1), grid=1, block=4)
     with pytest.raises(LaunchError, match="lives on a 'vulkan' device"):
         k(4, 2.0, x, DLPackCUDA(gpu, 4, device_type=7), grid=1, block=4)

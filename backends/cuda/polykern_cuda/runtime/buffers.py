@@ -46,8 +46,8 @@ def check_foreign_pointer(dev, kernel: str, a: BufferArg) -> None:
                           "CUDA device arrays (__cuda_array_interface__, DLPack) or polykern_cuda DeviceArrays. "
                           "Copy it to the host first")
     if name == "cuda" and index is not None and index != dev.ordinal:
-        raise LaunchError(f"{where}: the array is on cuda:{index} but polykern runs on cuda:{dev.ordinal} "
-                          f"(set POLYKERN_CUDA_DEVICE={index}, or copy the array)")
+        raise LaunchError(f"{where}: the array is on cuda:{index} but the launch runs on cuda:{dev.ordinal} "
+                          f"(copy it there: pk.to_device(x, device='cuda:{dev.ordinal}'))")
     if a.size == 0:
         return
     try:
@@ -60,8 +60,8 @@ def check_foreign_pointer(dev, kernel: str, a: BufferArg) -> None:
     if info.managed or info.memory_type == libcuda.MEMORY_HOST:
         return  # managed and page-locked host memory are usable from any context
     if info.ordinal is not None and info.ordinal != dev.ordinal:
-        raise LaunchError(f"{where}: the array is on cuda:{info.ordinal} but polykern runs on cuda:{dev.ordinal} "
-                          f"(set POLYKERN_CUDA_DEVICE={info.ordinal}, or copy the array)")
+        raise LaunchError(f"{where}: the array is on cuda:{info.ordinal} but the launch runs on cuda:{dev.ordinal} "
+                          f"(copy it there: pk.to_device(x, device='cuda:{dev.ordinal}'))")
     if info.context is not None and info.context != dev.context_handle:
         raise LaunchError(f"{where}: the array was allocated in another CUDA context than the device's primary "
                           "context that polykern (and CuPy, PyTorch, the CUDA runtime API) uses; pycuda users: "
@@ -101,7 +101,8 @@ class Staging:
             return
         if isinstance(a.obj, DeviceArray):
             if a.obj.device is not self.dev:
-                raise LaunchError(f"{_where(self.kernel, a)}: the DeviceArray belongs to another CUDA device")
+                raise LaunchError(f"{_where(self.kernel, a)}: the DeviceArray is on cuda:{a.obj.device.ordinal} but "
+                                  f"the launch runs on cuda:{self.dev.ordinal}")
             self.pointers[a.index] = a.obj.ptr
             return
         check_foreign_pointer(self.dev, self.kernel, a)

@@ -1,6 +1,8 @@
-"""The CUDA device polykern runs on, and its primary context.
+"""The CUDA devices polykern runs on, and their primary contexts.
 
-One device per process: ``POLYKERN_CUDA_DEVICE`` (ordinal, default 0). Its facts (name, compute
+The default device is ``POLYKERN_CUDA_DEVICE`` (ordinal, default 0): launches with only host (NumPy)
+arguments run there. :func:`at` gives any other device of the host (``"cuda:1"``), made on first use
+with its own primary context, memory pool and stream join. A device's facts (name, compute
 capability, limits) are read at import without a context. The device's *primary* context — the
 one CuPy, PyTorch and the CUDA runtime API share, so their arrays can be passed without a copy —
 is retained once per process on first use and never released (the driver frees it at exit).
@@ -27,19 +29,21 @@ from typing import Iterator, List, Optional, Tuple
 
 import pycuda.driver as drv
 
-from polykern.errors import BackendUnavailableError
+from polykern.errors import BackendUnavailableError, DeviceUnavailableError
 from polykern.lazy import Lazy
 
 from . import libcuda
 from .cuerrors import cuda_call, device_error, result_error
 from .memory import Pool
 
-__all__ = ["CUDADevice", "probe", "get", "peek", "DEVICE_ENV", "POOL_ENV", "describe_all"]
+__all__ = ["CUDADevice", "probe", "get", "peek", "at", "DEVICE_ENV", "POOL_ENV", "describe_all"]
 
 DEVICE_ENV = "POLYKERN_CUDA_DEVICE"
 POOL_ENV = "POLYKERN_CUDA_POOL_MB"
 
 _selected: dict = {}
+_others: dict = {}  # ordinal -> CUDADevice of the devices other than the default one
+_others_lock = threading.Lock()
 
 
 class CUDADevice:
@@ -260,12 +264,34 @@ def get() -> CUDADevice:
     return dev
 
 
+def at(ordinal: int) -> CUDADevice:
+    """CUDA device ``ordinal`` (``"cuda:<ordinal>"``); DeviceUnavailableError if the host has no such device."""
+    dev = get()
+    if ordinal == dev.ordinal:
+        return dev
+    with _others_lock:
+        other = _others.get(ordinal)
+        if other is None:
+            count = _selected["count"]
+            if not 0 <= ordinal < count:
+                raise DeviceUnavailableError(f"device 'cuda:{ordinal}': this host has {count} CUDA device"
+                                             f"{'s' * (count != 1)} (cuda:0..cuda:{count - 1})")
+            try:
+                other = CUDADevice(ordinal)
+            except drv.Error as e:
+                raise DeviceUnavailableError(f"device 'cuda:{ordinal}': {device_error('querying the device', e)}") \
+                    from None
+            _others[ordinal] = other
+            atexit.register(other.close_pool)
+    return other
+
+
 def peek() -> Optional[CUDADevice]:
     return _selected.get("device")
 
 
 def describe_all() -> List[str]:
-    """One line per device the driver reports; the one polykern uses is marked."""
+    """One line per device the driver reports; the default one is marked [selected]."""
     chosen = get()
     out = []
     try:

@@ -11,7 +11,10 @@ copies ordered after them (so they also report an earlier kernel's fault). It al
 ``__cuda_array_interface__`` (v3, ``stream`` 1 = the legacy default stream: a consumer on another
 stream synchronizes with polykern's pending launches first), so CuPy, PyTorch and Numba can use it
 without a copy (``cupy.asarray(x)``, ``torch.as_tensor(x,
-device="cuda")``). Its block returns to the device pool when the array is freed (``free()``) or
+device="cuda")``). An array lives on one device (``"cuda:1"``: ``pk.to_device(x, device="cuda:1")``);
+``x.to("cuda:0")`` copies it to another device without the host (``cuMemcpyPeer``, ordered after the work
+queued on both devices; ``cuMemcpyPeerAsync`` on the current ``pk.Stream`` when that stream is on one of
+the two devices). Its block returns to the device pool when the array is freed (``free()``) or
 garbage collected, from any thread.
 """
 from __future__ import annotations
@@ -22,10 +25,14 @@ from typing import Optional
 import numpy as np
 import pycuda.driver as drv
 
+from polykern import devices
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
+from polykern.errors import StreamError
+from polykern.streams import current_runtime_stream
 
 from . import device as _device
-from .cuerrors import cuda_call
+from . import libcuda
+from .cuerrors import cuda_call, result_error
 from .memory import Block
 
 __all__ = ["DeviceArray", "to_device", "empty", "zeros"]
@@ -72,6 +79,36 @@ class DeviceArray(DeviceArrayBase):
     @staticmethod
     def _index_of(device) -> int:
         return device.ordinal
+
+    @classmethod
+    def _device_at(cls, index):
+        return _device.get() if index is None else _device.at(index)
+
+    def to(self, device: str):
+        """A copy on ``device`` (``"cuda:0"``, ``"cpu"``, ...): ``pk.to_device(self, device=device)``."""
+        return devices.to_device(self, device=device)
+
+    def _device_copy(self, device) -> Optional["DeviceArray"]:
+        """A copy on CUDA device ``device`` without the host (None: no ctypes driver library; copy through it)."""
+        if not libcuda.available():
+            return None
+        src = self.device
+        what = f"copying {self.nbytes} bytes from cuda:{src.ordinal} to cuda:{device.ordinal}"
+        impl = current_runtime_stream("cuda", what)
+        if impl is not None and impl.device is not src and impl.device is not device:
+            raise StreamError(f"{what}: the current stream is on cuda:{impl.device.ordinal}; make a stream of "
+                              "either device current (or none)")
+        out = DeviceArray(self.shape, self.dtype, device=device)
+        if self.nbytes:
+            ptr = self.ptr
+            scope = (impl.device if impl is not None else device).scope
+            with scope():
+                rc = libcuda.memcpy_peer(out.ptr, device.context_handle, ptr, src.context_handle, self.nbytes,
+                                         None if impl is None else impl.handle)
+            if rc != 0:
+                raise result_error(what, rc)
+            device.count("peer_copies")
+        return out
 
     def _device_key(self):
         return ("cuda", self.device.ordinal)

@@ -27,6 +27,10 @@ CAI stream after the launch) with an event, and calls ``cuLaunchKernel`` on the 
 Anything else — NumPy arrays, DLPack, other runtimes' arrays, a first grid/block, and every
 mistake — goes through ``check_args`` and ``buffers.Staging`` (the slow path), which raises the
 precise ``LaunchError``. Threads may launch at once.
+
+Several devices (routing.py): a kernel is bound to one device; the launch goes to the kernel of the device its
+arrays live on (``module.kernel_on``): a DeviceArray of another device is tried on that device's fast path,
+and the slow path routes by every argument (two devices: a LaunchError).
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ from . import abi, libcuda, tensor_maps
 from .buffers import Staging
 from .cuerrors import cuda_call, device_error
 from .device_array import DeviceArray
+from .routing import launch_device, quick_device
 from .streams import launch_handle
 
 __all__ = ["CUDAKernel"]
@@ -160,8 +165,12 @@ class CUDAKernel:
 
     # ------------------------------------------------------------ launch
     def __call__(self, *args: Any, grid=None, block=None) -> None:
-        if not self._fast(args, grid, block):
-            self._slow(args, grid, block)
+        if self._fast(args, grid, block):
+            return
+        dev = quick_device(args)
+        if dev is not None and dev is not self.dev and self.module.kernel_on(self.name, dev)._fast(args, grid, block):
+            return
+        self._slow(args, grid, block)
 
     def _buffer_converter(self, a: ArgInfo):
         """``conv(v, streams)`` -> the device address of buffer argument ``v``, or MISS."""
@@ -296,6 +305,14 @@ class CUDAKernel:
 
     def _slow(self, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
+        dev = launch_device(self.name, prepared, self.dev)
+        if dev is not self.dev:
+            self.module.kernel_on(self.name, dev)._staged(args, grid3, block3, prepared)
+        else:
+            self._staged(args, grid3, block3, prepared)
+
+    def _staged(self, args, grid3, block3, prepared) -> None:
+        """The launch on this kernel's device, with checked arguments (buffers.Staging)."""
         # host arrays are copied one by one (the same memory twice shares one copy: Staging._host);
         # overlapping views lost writes on the H100 (tests/test_issue15_redteam.py)
         check_host_overlaps(self.name, "cuda", prepared, same_ok=True)

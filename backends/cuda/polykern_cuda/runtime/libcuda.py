@@ -8,7 +8,8 @@ context current on the calling thread (a launch skips the push/pop when it is po
 ``event_create``/``event_record``/``stream_wait_event`` order polykern's launch stream after (and
 before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
 need polykern's context current); ``stream_create``/``stream_destroy``/``event_*`` are what
-``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py). Every function degrades to
+``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py); ``memcpy_peer`` copies between
+the memory of two contexts (``DeviceArray.to``). Every function degrades to
 "unknown" (``None``, or the CUresult ``-1``) when the library cannot be used.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", 
            "stream_synchronize", "event_create", "event_record", "stream_wait_event", "available",
            "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING",
            "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms", "event_destroy",
-           "NOT_READY"]
+           "NOT_READY", "memcpy_peer"]
 
 # CUpointer_attribute
 _ATTR_CONTEXT, _ATTR_MEMORY_TYPE, _ATTR_IS_MANAGED, _ATTR_DEVICE_ORDINAL = 1, 2, 8, 9
@@ -60,6 +61,9 @@ def _lib():
                 lib.cuEventQuery.argtypes = [vp]
                 lib.cuEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), vp, vp]
                 lib.cuEventDestroy_v2.argtypes = [vp]
+                u64 = ctypes.c_uint64
+                lib.cuMemcpyPeer.argtypes = [u64, vp, u64, vp, ctypes.c_size_t]
+                lib.cuMemcpyPeerAsync.argtypes = [u64, vp, u64, vp, ctypes.c_size_t, vp]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
                 _state["lib"] = None
@@ -230,3 +234,15 @@ def event_elapsed_ms(start: int, end: int) -> Tuple[int, float]:
 def event_destroy(event: int) -> int:
     lib = _lib()
     return -1 if lib is None else int(lib.cuEventDestroy_v2(event))
+
+
+def memcpy_peer(dst: int, dst_ctx: int, src: int, src_ctx: int, nbytes: int, stream: Optional[int] = None) -> int:
+    """cuMemcpyPeer (``stream`` None: ordered after all work queued on both contexts' devices) or
+    cuMemcpyPeerAsync on ``stream`` (0: the legacy default stream); the CUresult, -1 without a library.
+    Needs no peer access: the driver copies over NVLink/PCIe itself."""
+    lib = _lib()
+    if lib is None:
+        return -1
+    if stream is None:
+        return int(lib.cuMemcpyPeer(dst, dst_ctx, src, src_ctx, nbytes))
+    return int(lib.cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, nbytes, stream or None))

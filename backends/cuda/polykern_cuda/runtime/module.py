@@ -8,10 +8,12 @@ architecture with NVRTC or nvcc, ``toolchain.finish_on_receiver``; at load time 
 so a host without a compiler degrades the module to "unavailable" with the reason, and lazily
 for a module built in this process).
 
-Creating/loading validates the payload and touches no device. The image is loaded into the
-device's primary context on the first ``get_function`` (thread-safe, once; a failure is retried
-on the next call), kernels are resolved once per name, and everything is unloaded, with the
-context current, when the module is garbage collected.
+Creating/loading validates the payload and touches no device. The image is loaded into a
+device's primary context on the first launch there (thread-safe, once per device: one CUmodule per
+(module, device); a failure is retried on the next call), kernels are resolved once per (name,
+device), and everything is unloaded, with its context current, when the module is garbage collected.
+``mod["k"]`` is the kernel on the default device; a launch whose arrays live on another device runs
+there (kernel.py).
 """
 from __future__ import annotations
 
@@ -125,14 +127,13 @@ class CUDAModule(DeviceArrayModule, DeviceModule):
         for the device's architecture (CompileError/BackendUnavailableError if that fails)."""
         return self._image.get()
 
-    def _specific_arch(self) -> Optional[str]:
+    def _specific_arch(self, dev) -> Optional[str]:
         """The architecture-specific target (``sm_90a``) the kernels were built for, checked against the device:
         such code (wgmma, setmaxnreg) runs only on that exact compute capability; None for portable code."""
         archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
         specific = [a for a in archs if (cubin.parse_arch(a) or (0, 0, ""))[2] == "a"]
         if not specific:
             return None
-        dev = self.device
         want = cubin.parse_arch(specific[0])
         if (want[0], want[1]) != tuple(dev.compute_capability):
             raise DeviceError(f"CUDA: this module was built for {specific[0]} (architecture-specific code such as wgmma "
@@ -142,16 +143,17 @@ class CUDAModule(DeviceArrayModule, DeviceModule):
         return specific[0]
 
     def _make_image(self) -> Tuple[str, bytes]:
-        arch = self._specific_arch() or self.device.arch
+        dev = self.device
+        arch = self._specific_arch(dev) or dev.arch
         return toolchain.finish_on_receiver(self.fmt, self.payload, arch)
 
     def _load(self, ordinal: int) -> _Loaded:
-        dev = self.device
+        dev = _device.at(ordinal)
         fmt, data = self.image
         blob = data + b"\x00" if fmt == "ptx" else data  # the driver reads PTX as a C string
         archs = sorted({i.attrs.get("arch", "") for i in self.functions.values()} - {""})
         what = f"loading the {fmt} module into cuda:{dev.ordinal}"
-        self._specific_arch()  # sm_90a code on another device: refused by name before the driver sees it
+        self._specific_arch(dev)  # sm_90a code on another device: refused by name before the driver sees it
         if fmt == "cubin" and blob.startswith(_ELF):  # a fatbinary is left to the driver: it picks
             arch = cubin.cubin_arch(blob, archs)
             why = cubin.incompatibility(arch, dev.compute_capability) if arch is not None else None
@@ -170,15 +172,21 @@ class CUDAModule(DeviceArrayModule, DeviceModule):
         dev.count("modules_loaded")
         return loaded
 
-    def _make_kernel(self, name: str) -> CUDAKernel:
+    def _make_kernel(self, key: Tuple[str, int]) -> CUDAKernel:
+        name, ordinal = key
         info = self.functions[name]
-        loaded = self._loaded.get(self.device.ordinal)
+        loaded = self._loaded.get(ordinal)
         return CUDAKernel(self, info, loaded, info.attrs.get("entry", name))
 
+    def kernel_on(self, name: str, dev: "_device.CUDADevice") -> CUDAKernel:
+        """Kernel ``name`` on device ``dev`` (the module is loaded there on first use)."""
+        return self._kernels.get((name, dev.ordinal))
+
     def _get_function(self, info: FunctionInfo) -> CUDAKernel:
-        """The launchable kernel; loads the module into the device on first call (DeviceError if the
+        """The launchable kernel (on the default device; it hands launches with arrays on another device to
+        that device's kernel); loads the module into the device on first call (DeviceError if the
         device cannot run it, CompileError if CUDA C cannot be compiled here)."""
-        return self._kernels.get(info.name)
+        return self.kernel_on(info.name, self.device)
 
 
 def create(payload: bytes, fmt: str, fmap: Mapping[str, FunctionInfo], sources: Dict[str, str]) -> CUDAModule:
