@@ -457,7 +457,16 @@ def import_runtime(monkeypatch, gpu):
 @pytest.fixture
 def fake(monkeypatch):
     """(gpu, runtime module) with the fake driver, in a private registry where only cuda is declared."""
-    gpu = FakeGPU()
+    yield from fake_runtime(monkeypatch, FakeGPU())
+
+
+@pytest.fixture
+def fake2(monkeypatch):
+    """``fake`` with two devices (cuda:0 and cuda:1; contexts 0x1000 and 0x1001)."""
+    yield from fake_runtime(monkeypatch, FakeGPU(count=2))
+
+
+def fake_runtime(monkeypatch, gpu):
     gpu.kernels["saxpy"] = emu_saxpy
     install_fake(monkeypatch, gpu)
     with isolated():

@@ -36,7 +36,7 @@ from . import libcuda
 from .cuerrors import cuda_call, device_error, result_error
 from .memory import Pool
 
-__all__ = ["CUDADevice", "probe", "get", "peek", "at", "DEVICE_ENV", "POOL_ENV", "describe_all"]
+__all__ = ["CUDADevice", "probe", "get", "peek", "at", "by_context", "DEVICE_ENV", "POOL_ENV", "describe_all"]
 
 DEVICE_ENV = "POLYKERN_CUDA_DEVICE"
 POOL_ENV = "POLYKERN_CUDA_POOL_MB"
@@ -284,6 +284,16 @@ def at(ordinal: int) -> CUDADevice:
             _others[ordinal] = other
             atexit.register(other.close_pool)
     return other
+
+
+def by_context(handle: Optional[int]) -> Optional[CUDADevice]:
+    """The device in use whose primary context is ``handle`` (None: none of them)."""
+    if not handle:
+        return None
+    for dev in (_selected.get("device"), *list(_others.values())):
+        if dev is not None and dev.context_retained and dev.context_handle == handle:
+            return dev
+    return None
 
 
 def peek() -> Optional[CUDADevice]:

@@ -90,8 +90,6 @@ class DeviceArray(DeviceArrayBase):
 
     def _device_copy(self, device) -> Optional["DeviceArray"]:
         """A copy on CUDA device ``device`` without the host (None: no ctypes driver library; copy through it)."""
-        if not libcuda.available():
-            return None
         src = self.device
         what = f"copying {self.nbytes} bytes from cuda:{src.ordinal} to cuda:{device.ordinal}"
         impl = current_runtime_stream("cuda", what)
@@ -105,6 +103,9 @@ class DeviceArray(DeviceArrayBase):
             with scope():
                 rc = libcuda.memcpy_peer(out.ptr, device.context_handle, ptr, src.context_handle, self.nbytes,
                                          None if impl is None else impl.handle)
+            if rc == -1:
+                out.free()
+                return None
             if rc != 0:
                 raise result_error(what, rc)
             device.count("peer_copies")

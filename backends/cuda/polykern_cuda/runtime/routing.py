@@ -63,9 +63,17 @@ def launch_device(kernel: str, prepared, default) -> Any:
 
 
 def quick_device(args) -> Any:
-    """The device of the first ``DeviceArray`` among ``args`` (None if there is none): where the launch fast
-    path looks first. The full check (:func:`launch_device`) runs when the fast path misses."""
+    """The device of the first device array among ``args`` (a ``DeviceArray``, or a ``__cuda_array_interface__``
+    array in a device's primary context), None if there is none: where the launch fast path looks next. The
+    full check (:func:`launch_device`) runs when that fast path misses too."""
     for v in args:
         if type(v) is DeviceArray:
             return v.device
+        try:
+            cai = getattr(v, "__cuda_array_interface__", None)
+            ptr = cai["data"][0] if isinstance(cai, dict) else None
+        except Exception:  # noqa: BLE001 - odd arrays: the full check says what is wrong
+            return None
+        if type(ptr) is int and ptr > 0:
+            return _device.by_context(libcuda.pointer_context(ptr))
     return None
