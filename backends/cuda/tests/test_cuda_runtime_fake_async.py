@@ -305,9 +305,10 @@ def test_pointer_check_is_repeated_only_for_a_new_object_or_pointer(fake, monkey
     x, y = CAI(gpu, 8), CAI(gpu, 8)
     for _ in range(4):
         k(8, 1.0, x, y, grid=1, block=8)
-    # the first launch is checked on the slow path (pointer_info); the first fast one asks once per
-    # array, and then the same live objects reporting the same pointers are not asked again
-    assert asked == [x.ptr, y.ptr]
+    # the first launch misses the fast path (a new grid/block), asks which device the first array is on
+    # (routing.quick_device: this one) and is checked on the slow path (pointer_info); the first fast one
+    # asks once per array, and then the same live objects reporting the same pointers are not asked again
+    assert asked == [x.ptr, x.ptr, y.ptr]
     z = CAI(gpu, 8, ctx=0x9999)  # a new object (another context): asked, and refused
     with pytest.raises(LaunchError, match="another CUDA context"):
         k(8, 1.0, x, z, grid=1, block=8)
