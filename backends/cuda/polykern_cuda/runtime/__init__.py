@@ -1,7 +1,7 @@
 """The CUDA runtime plugin: ``module.create.cuda`` and ``module.load_from_bytes.cuda`` on pycuda.
 
 Importing it imports pycuda (which loads the NVIDIA driver, ``libcuda.so.1``), initializes the
-driver and picks the device; if any of that fails the import fails with the reason ("pycuda
+driver and picks the default device; if any of that fails the import fails with the reason ("pycuda
 could not be imported: ...", "the CUDA driver found no device"), which ``polykern backends``
 shows and which makes builds produce the compile-only fallback. The primary context is retained
 on first use.
@@ -10,7 +10,8 @@ Launches are asynchronous (as in CuPy) unless they take NumPy arrays: :func:`syn
 for them and raises a kernel fault as ``DeviceError`` (so do ``DeviceArray.numpy()`` and the next
 synchronous launch).
 
-    device.py        the device (POLYKERN_CUDA_DEVICE), its limits, primary context, scope()
+    device.py        the devices (default: POLYKERN_CUDA_DEVICE), limits, primary contexts, scope()
+    routing.py       which device a launch runs on (where its arrays live)
     memory.py        pooled device blocks (POLYKERN_CUDA_POOL_MB)
     device_array.py  DeviceArray: data kept on the device; __cuda_array_interface__
     buffers.py       launch arguments -> device pointers (copies, foreign-pointer checks)
@@ -24,6 +25,7 @@ synchronous launch).
 from __future__ import annotations
 
 import warnings
+from typing import Optional
 
 with warnings.catch_warnings(record=True) as _warned:
     warnings.simplefilter("always")
@@ -49,7 +51,7 @@ from .module import CUDAModule, create, load_from_bytes  # noqa: E402
 from .streams import make_stream  # noqa: E402
 
 __all__ = ["CUDAModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
-           "to_device", "empty", "zeros", "get_device", "context", "synchronize"]
+           "to_device", "empty", "zeros", "get_device", "device_count", "context", "synchronize"]
 
 
 def devices():
@@ -57,9 +59,14 @@ def devices():
     return _device.describe_all()
 
 
-def get_device() -> "_device.CUDADevice":
-    """The device polykern runs on."""
-    return _device.get()
+def get_device(ordinal: Optional[int] = None) -> "_device.CUDADevice":
+    """CUDA device ``ordinal`` (None: the default device, ``POLYKERN_CUDA_DEVICE``)."""
+    return _device.get() if ordinal is None else _device.at(ordinal)
+
+
+def device_count() -> int:
+    """How many CUDA devices the driver reports."""
+    return _device.device_count()
 
 
 def context():

@@ -36,7 +36,8 @@ from . import libcuda
 from .cuerrors import cuda_call, device_error, result_error
 from .memory import Pool
 
-__all__ = ["CUDADevice", "probe", "get", "peek", "at", "by_context", "DEVICE_ENV", "POOL_ENV", "describe_all"]
+__all__ = ["CUDADevice", "probe", "get", "peek", "at", "by_context", "device_count", "DEVICE_ENV", "POOL_ENV",
+           "describe_all"]
 
 DEVICE_ENV = "POLYKERN_CUDA_DEVICE"
 POOL_ENV = "POLYKERN_CUDA_POOL_MB"
@@ -284,6 +285,12 @@ def at(ordinal: int) -> CUDADevice:
             _others[ordinal] = other
             atexit.register(other.close_pool)
     return other
+
+
+def device_count() -> int:
+    """How many CUDA devices the driver reports (``"cuda:0"`` .. ``"cuda:<count - 1>"``)."""
+    get()
+    return _selected["count"]
 
 
 def by_context(handle: Optional[int]) -> Optional[CUDADevice]:
