@@ -84,6 +84,14 @@ def test_absent_device_index_is_named(device):
         pk.empty(4, np.float32, device=device)
 
 
+def test_a_vulkan_index_names_the_enumerated_devices():
+    _target_or_skip("vulkan:0")
+    with pytest.raises(DeviceUnavailableError, match=r"'vulkan:99': no such Vulkan device here \(\d+ enumerated: "
+                                                     r"vulkan:0\.\.vulkan:\d+"):
+        pk.empty(4, np.float32, device="vulkan:99")
+    assert pk.empty(4, np.float32, device="vulkan:0").device_name == "vulkan:0"
+
+
 def test_wrong_runtime_array_is_refused_by_the_launch():
     present = [d for d in ("opencl:0", "vulkan:0", "webgpu") if DEVICES[d] in
                {t.split()[0] for t, _, _ in runnable_targets()}]

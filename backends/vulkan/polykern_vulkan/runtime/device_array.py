@@ -21,11 +21,12 @@ from typing import Optional
 import numpy as np
 
 from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
-from polykern.errors import DeviceError, LaunchError
+from polykern.errors import DeviceError, DeviceUnavailableError, LaunchError
 
 from . import device as _device
 from .buffers import Buffer
 from .device import Device
+from .instance import instance
 
 __all__ = ["DeviceArray", "to_device", "empty", "zeros", "upload", "download"]
 
@@ -106,6 +107,20 @@ class DeviceArray(DeviceArrayBase):
     @staticmethod
     def _index_of(device) -> int:
         return device.index
+
+    @classmethod
+    def _device_at(cls, index):
+        """The process' device (one per process, ``POLYKERN_VULKAN_DEVICE``); another index is refused by name."""
+        dev = _device.get()
+        if index is None or index == dev.index:
+            return dev
+        physical = instance().physical
+        if not any(p.index == index for p in physical):
+            raise DeviceUnavailableError(f"device 'vulkan:{index}': no such Vulkan device here ({len(physical)} "
+                                         f"enumerated: vulkan:0..vulkan:{len(physical) - 1}; `polykern backends` "
+                                         "lists them)")
+        raise DeviceUnavailableError(f"device 'vulkan:{index}': the Vulkan runtime uses one device per process, "
+                                     f"vulkan:{dev.index}; POLYKERN_VULKAN_DEVICE={index} selects vulkan:{index}")
 
     def _device_key(self):
         return ("vulkan", self.device.index)
