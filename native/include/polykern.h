@@ -177,6 +177,11 @@ typedef struct pk_buffer pk_buffer;
  * "llvm" fmt "o" on the host machine, or "cuda" fmt "ptx"/"cubin" with libcuda.so.1).
  * The artifact must outlive the program. */
 pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err);
+/* pk_program_load on device `device`: for a "cuda" module the CUDA device ordinal (-1: the default,
+ * POLYKERN_CUDA_DEVICE or 0; an ordinal this host lacks is PK_ERR_UNAVAILABLE naming how many there are);
+ * a CPU ("llvm") module runs on the host, device 0 (-1 or 0). The program's buffers live on that device;
+ * programs on different devices may be used from one thread (each call makes its program's context current). */
+pk_program *pk_program_load_on(const pk_artifact *art, size_t index, int device, pk_error *err);
 /* Load the first device module in the root's import order (optionally of `kind`)
  * that has `function` (may be NULL) and can run here. When none can, the error
  * lists each candidate and why it was refused. */

@@ -202,7 +202,8 @@ static const pk_str *specific_arch(const pk_module *m, int *major, int *minor) {
     return NULL;
 }
 
-static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
+/* device: the ordinal, or -1 for POLYKERN_CUDA_DEVICE (default 0) */
+static int open_ctx(pk_cuda_ctx *c, const pk_module *m, int device, pk_error *err) {
     int count = 0, ordinal = 0, major = 0, minor = 0, want_major = 0, want_minor = 0;
     const pk_str *arch;
     const char *env = getenv("POLYKERN_CUDA_DEVICE");
@@ -213,9 +214,13 @@ static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
     CUresult rc;
     CU(api.Init(0), "cuInit");
     CU(api.DeviceGetCount(&count), "cuDeviceGetCount");
-    if (env && *env) ordinal = atoi(env);
+    if (device >= 0) ordinal = device;
+    else if (env && *env) ordinal = atoi(env);
     if (count <= 0)
         return pk_fail(err, PK_ERR_UNAVAILABLE, "CUDA driver found but no CUDA device");
+    if ((ordinal < 0 || ordinal >= count) && device >= 0)
+        return pk_fail(err, PK_ERR_UNAVAILABLE, "CUDA device %d asked for but %d device%s exist (0..%d)",
+                       ordinal, count, count == 1 ? "" : "s", count - 1);
     if (ordinal < 0 || ordinal >= count)
         return pk_fail(err, PK_ERR_UNAVAILABLE, "POLYKERN_CUDA_DEVICE=%d but %d devices exist",
                        ordinal, count);
@@ -256,13 +261,13 @@ static int open_ctx(pk_cuda_ctx *c, const pk_module *m, pk_error *err) {
     return 0;
 }
 
-pk_cuda_ctx *pk_cuda_open(const pk_module *m, pk_error *err) {
+pk_cuda_ctx *pk_cuda_open(const pk_module *m, int device, pk_error *err) {
     pk_cuda_ctx *c;
     if (load_api(err)) return NULL;
     c = (pk_cuda_ctx *)calloc(1, sizeof *c);
     if (!c) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
     c->dev = -1;
-    if (open_ctx(c, m, err)) { pk_cuda_close(c); return NULL; }
+    if (open_ctx(c, m, device, err)) { pk_cuda_close(c); return NULL; }
     return c;
 }
 

@@ -119,7 +119,7 @@ void pk_pool_destroy(pk_pool *p);
 int pk_default_threads(void);
 
 typedef struct pk_cuda_ctx pk_cuda_ctx;
-pk_cuda_ctx *pk_cuda_open(const pk_module *m, pk_error *err);
+pk_cuda_ctx *pk_cuda_open(const pk_module *m, int device, pk_error *err);
 void pk_cuda_close(pk_cuda_ctx *c);
 const char *pk_cuda_device_name(const pk_cuda_ctx *c);
 void *pk_cuda_function(pk_cuda_ctx *c, const pk_function_info *fi, pk_error *err);

@@ -64,6 +64,10 @@ static pk_program *load_cpu(const pk_module *m, pk_program *p, pk_error *err) {
 }
 
 pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err) {
+    return pk_program_load_on(art, index, -1, err);
+}
+
+pk_program *pk_program_load_on(const pk_artifact *art, size_t index, int device, pk_error *err) {
     const pk_module *m;
     pk_program *p, *ok = NULL;
     if (err) memset(err, 0, sizeof *err);
@@ -75,10 +79,17 @@ pk_program *pk_program_load(const pk_artifact *art, size_t index, pk_error *err)
     p = (pk_program *)calloc(1, sizeof *p);
     if (!p) { pk_fail(err, PK_ERR_NOMEM, "out of memory"); return NULL; }
     p->mod = m;
-    if (strcmp(m->kind.ptr, "llvm") == 0) {
-        ok = load_cpu(m, p, err);
+    if (device < -1) {
+        pk_fail(err, PK_ERR_UNAVAILABLE, "device %d: a device is an ordinal (0, 1, ...) or -1 for the default",
+                device);
+    } else if (strcmp(m->kind.ptr, "llvm") == 0) {
+        if (device > 0)
+            pk_fail(err, PK_ERR_UNAVAILABLE, "module %zu (llvm) runs on the host CPU, device 0; device %d "
+                    "asked for", index, device);
+        else
+            ok = load_cpu(m, p, err);
     } else if (strcmp(m->kind.ptr, "cuda") == 0) {
-        p->cu = pk_cuda_open(m, err);
+        p->cu = pk_cuda_open(m, device, err);
         if (p->cu) {
             p->dev = DEV_CUDA;
             snprintf(p->device, sizeof p->device, "cuda: %s", pk_cuda_device_name(p->cu));

@@ -236,6 +236,20 @@ static void test_selection(const pk_artifact *art) {
         printf("  libcuda.so.1 present: CUDA selection checked by run_saxpy instead\n");
         dlclose(cuda);
     }
+    /* a device index: the CPU module has device 0 only; a CUDA one needs the driver first */
+    p = pk_program_load_on(art, 2, 0, &e);
+    CHECK_MSG(p != NULL, "%s", e.message);
+    pk_program_free(p);
+    p = pk_program_load_on(art, 2, 1, &e);
+    CHECK_MSG(p == NULL && e.status == PK_ERR_UNAVAILABLE && strstr(e.message, "host CPU, device 0; device 1 asked"),
+              "%s", e.message);
+    p = pk_program_load_on(art, 1, -2, &e);
+    CHECK_MSG(p == NULL && e.status == PK_ERR_UNAVAILABLE && strstr(e.message, "device -2: a device is an ordinal"),
+              "%s", e.message);
+    if (!cuda) {
+        p = pk_program_load_on(art, 1, 1, &e);
+        CHECK_MSG(p == NULL && e.status == PK_ERR_UNAVAILABLE && strstr(e.message, "libcuda.so.1"), "%s", e.message);
+    }
     p = pk_program_load(art, 3, &e);
     CHECK(p == NULL && e.status == PK_ERR_UNAVAILABLE && strstr(e.message, "no 'vulkan' runtime"));
     p = pk_program_load(art, 0, &e);
