@@ -13,7 +13,8 @@ The fake follows pycuda 2026.1's API as the runtime uses it (read from its sdist
 ``free``), ``memcpy_htod``/``memcpy_dtoh``, ``get_driver_version``, and the ``Error`` classes with
 pycuda's "<routine> failed: <text>" messages. Unlike pycuda it is strict: every call that needs a
 current context raises if none is pushed on the calling thread, so a missing ``scope()`` fails.
-Used by test_cuda_runtime_fake.py and test_cuda_runtime_fake_async.py (the ``fake`` fixture).
+Used by test_cuda_runtime_fake.py, test_cuda_runtime_fake_async.py, test_cuda_streams_fake.py (the ``fake``
+fixture) and test_cuda_multidevice_fake.py (``fake2``: two devices).
 """
 from __future__ import annotations
 
@@ -478,6 +479,29 @@ def fake_runtime(monkeypatch, gpu):
         gc.collect()
     assert not gpu.errors, gpu.errors
     assert gpu.stack() == [], "unbalanced context push/pop on the test thread"
+
+
+def param_launches(gpu, monkeypatch, entry) -> list:
+    """Replace the ctypes launcher (launches on a pk.Stream, tensor maps) with the fake's: each launch runs the
+    saxpy emulation and appends ``entry(stream, context handle)``; strict: a launch in another context than the
+    one its module was loaded in is an error."""
+    from polykern_cuda.runtime import tensor_maps
+
+    seen = []
+
+    class FakeParamLauncher:
+        def __init__(self, image, entry_name, info):
+            self.ctx = gpu.current("cuModuleLoadData").handle
+
+        def launch(self, grid3, block3, params, shared, stream=0):
+            ctx = gpu.current("cuLaunchKernel").handle
+            if ctx != self.ctx:
+                gpu.errors.append("a kernel launched in another context than its module's (ctypes launcher)")
+            seen.append(entry(stream, ctx))
+            emu_saxpy(gpu, bytes(params), grid3, block3)
+
+    monkeypatch.setattr(tensor_maps, "ParamLauncher", FakeParamLauncher)
+    return seen
 
 
 def make_module(rt, names=("saxpy",), fmt="ptx", payload=None, infos=None):

@@ -7,9 +7,6 @@ GPU in test_cuda_multidevice_fake.py.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -17,9 +14,8 @@ import polykern as pk
 from polykern import backends
 from polykern.errors import LaunchError, StreamError
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tools" / "gpu"))
-import two_gpu_probe as probe  # noqa: E402
-from fake_cuda import saxpy  # noqa: E402  (the kernel only; no fake here)
+import two_gpu_probe as probe  # tools/gpu (conftest.py)
+from fake_cuda import saxpy  # the kernel only; no fake here
 
 _REC = backends.record_for_kind("cuda")
 if _REC is None or not _REC.runtime_available:

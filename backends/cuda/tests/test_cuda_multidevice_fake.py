@@ -11,7 +11,7 @@ import pytest
 import polykern as pk
 from polykern.errors import DeviceUnavailableError, LaunchError, StreamError
 
-from fake_cuda import CAI, FakeGPU, emu_saxpy, fake2, fake_runtime, make_module  # noqa: F401  (fixtures)
+from fake_cuda import CAI, FakeGPU, fake2, fake_runtime, make_module, param_launches  # noqa: F401  (fixtures)
 
 CTX0, CTX1 = 0x1000, 0x1001
 X = np.arange(16, dtype=np.float32)
@@ -24,23 +24,7 @@ def _owner(gpu, arr) -> int:
 @pytest.fixture
 def launched_on(fake2, monkeypatch):
     """(stream, context) of every launch through the ctypes launcher (launches on a pk.Stream; FAKE)."""
-    gpu, rt = fake2
-    from polykern_cuda.runtime import tensor_maps
-
-    seen = []
-
-    class FakeParamLauncher:
-        def __init__(self, image, entry, info):
-            self.ctx = gpu.current("cuModuleLoadData").handle
-
-        def launch(self, grid3, block3, params, shared, stream=0):
-            ctx = gpu.current("cuLaunchKernel").handle
-            assert ctx == self.ctx, "launched in another context than its module's"
-            seen.append((stream, ctx))
-            emu_saxpy(gpu, bytes(params), grid3, block3)
-
-    monkeypatch.setattr(tensor_maps, "ParamLauncher", FakeParamLauncher)
-    return seen
+    return param_launches(fake2[0], monkeypatch, lambda stream, ctx: (stream, ctx))
 
 
 def test_arrays_live_on_the_device_their_string_names(fake2):

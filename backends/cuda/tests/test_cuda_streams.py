@@ -10,6 +10,7 @@ import pytest
 
 import polykern as pk
 from polykern import backends
+from two_gpu_probe import spin  # x[i] += 1 after `rounds` multiplications: a launch that takes a while
 
 _REC = backends.record_for_kind("cuda")
 REASON = "" if (_REC is not None and _REC.runtime_available) else (
@@ -18,20 +19,9 @@ pytestmark = pytest.mark.skipif(bool(REASON), reason=f"no CUDA device: {REASON}"
 N = 1 << 20
 
 
-@pk.kernel
-def spin_add(n: pk.i32, rounds: pk.i32, x: pk.Buffer[pk.f32]):
-    """x[i] += 1, after ``rounds`` iterations of busy work (a launch that takes a while)."""
-    i = pk.global_id(0)
-    if i < n:
-        acc = x[i]
-        for _ in range(rounds):
-            acc = acc * 1.0000001
-        x[i] = acc - acc + x[i] + 1.0
-
-
 @pytest.fixture(scope="module")
 def k():
-    return pk.build([spin_add], ["cuda"])["spin_add"]
+    return pk.build([spin], ["cuda"])["spin"]
 
 
 def test_pk_stream_gets_the_launch_and_times_it(k):

@@ -14,28 +14,13 @@ import pytest
 import polykern as pk
 from polykern.errors import StreamError
 
-from fake_cuda import SAXPY_INFO, emu_saxpy, fake, make_module  # noqa: F401  (fake: the fixture)
+from fake_cuda import fake, make_module, param_launches  # noqa: F401  (fake: the fixture)
 
 
 @pytest.fixture
 def launched_on(fake, monkeypatch):
     """The stream of every launch that went through the ctypes launcher (FAKE, runs the emulation)."""
-    gpu, rt = fake
-    from polykern_cuda.runtime import tensor_maps
-
-    streams = []
-
-    class FakeParamLauncher:
-        def __init__(self, image, entry, info):
-            self.entry = entry
-
-        def launch(self, grid3, block3, params, shared, stream=0):
-            gpu.current("cuLaunchKernel")
-            streams.append(stream)
-            emu_saxpy(gpu, bytes(params), grid3, block3)
-
-    monkeypatch.setattr(tensor_maps, "ParamLauncher", FakeParamLauncher)
-    return streams
+    return param_launches(fake[0], monkeypatch, lambda stream, ctx: stream)
 
 
 def _arrays(rt, n=64):
