@@ -473,78 +473,16 @@ def layernorm_rows(BLOCK: pk.constexpr, VPT: pk.constexpr, ncols: i32, eps: f32,
 # ------------------------------------------------------------------ matmul (f32, CUDA cores)
 
 @pk.kernel
-def sgemm_tiled(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, FUSED: pk.constexpr, m: i32, n: i32, k: i32,
-                a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
-    """C = A @ B (row-major), a BM x BN tile per work-group of (BM/8)*(BN/8) work-items, 8 x 8 results
-    per work-item in registers (``pk.local``), A (transposed) and B tiles of depth BK staged in shared
-    memory with float4 global loads, the next tile's loaded into registers while this one is multiplied. A work-item owns rows ``4*ty + {0..3}`` and ``4*ty + BM/2 + {0..3}``
-    (columns likewise): its shared-memory reads are 4 consecutive floats, conflict-free across a warp.
-    ``pk.fma`` is explicit: polykern never contracts ``a * b + c`` itself (docs/correctness.md). FUSED=0
-    accumulates with ``a * b + c`` instead (two roundings): for Vulkan, where an f32 ``pk.fma`` is computed
-    in f64 (GLSL Fma may round twice, so the backend widens: 3 conversions, DMUL, DADD, 1 conversion per
-    fma; the 22:12 H100 run's Vulkan matmul took 42 ms, 11x CUDA). Both
-    tiles live in the one ``pk.shared_dynamic`` array (``shared_size=BK * (BM + BN)`` at launch): CUDA C
-    declares it 16-byte aligned, so nvcc reads 4 floats per ``ld.shared.v4`` (with static ``pk.shared``
-    arrays, 4-byte aligned in CUDA C, it emitted 4 scalar loads each; NVPTX vectorizes either way).
-    Needs m % BM == n % BN == k % BK == 0 and BM * BK == BN * BK == 4 * (work-items per group)."""
-    tiles = pk.shared_dynamic(f32)  # launched with shared_size=BK * (BM + BN): A tile, then B tile
-    acc = pk.local(f32, 64)
-    ra = pk.local(f32, 8)
-    rb = pk.local(f32, 8)
-    tid = pk.local_id(0)
-    tx = tid % (BN // 8)
-    ty = tid // (BN // 8)
-    row0 = pk.group_id(1) * BM
-    col0 = pk.group_id(0) * BN
-    k4 = k // 4
-    n4 = n // 4
-    ar = tid // (BK // 4)          # this work-item's A row and float4 column in the tile
-    ac = tid % (BK // 4)
-    br = tid // (BN // 4)          # B row and float4 column
-    bc = tid % (BN // 4)
-    for i in range(64):
-        acc[i] = 0.0
-    a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + ac, 4)
-    b0, b1, b2, b3 = pk.vload(b, br * n4 + col0 // 4 + bc, 4)
-    t = 0
-    while t < k:
-        tiles[(ac * 4) * BM + ar] = a0
-        tiles[(ac * 4 + 1) * BM + ar] = a1
-        tiles[(ac * 4 + 2) * BM + ar] = a2
-        tiles[(ac * 4 + 3) * BM + ar] = a3
-        tiles[BK * BM + br * BN + bc * 4] = b0
-        tiles[BK * BM + br * BN + bc * 4 + 1] = b1
-        tiles[BK * BM + br * BN + bc * 4 + 2] = b2
-        tiles[BK * BM + br * BN + bc * 4 + 3] = b3
-        pk.barrier()
-        if t + BK < k:  # the next tile's loads are in flight while this one is multiplied
-            a0, a1, a2, a3 = pk.vload(a, (row0 + ar) * k4 + (t + BK) // 4 + ac, 4)
-            b0, b1, b2, b3 = pk.vload(b, (t + BK + br) * n4 + col0 // 4 + bc, 4)
-        for kk in range(BK):
-            for h in range(2):
-                for e in range(4):
-                    ra[h * 4 + e] = tiles[kk * BM + h * (BM // 2) + ty * 4 + e]
-                    rb[h * 4 + e] = tiles[BK * BM + kk * BN + h * (BN // 2) + tx * 4 + e]
-            for i in range(8):
-                for j in range(8):
-                    if FUSED:
-                        acc[i * 8 + j] = pk.fma(ra[i], rb[j], acc[i * 8 + j])
-                    else:
-                        acc[i * 8 + j] = ra[i] * rb[j] + acc[i * 8 + j]
-        pk.barrier()
-        t += BK
-    for i in range(8):
-        r = row0 + (i // 4) * (BM // 2) + ty * 4 + i % 4
-        for h in range(2):
-            pk.vstore(c, (r * n + col0 + h * (BN // 2) + tx * 4) // 4,
-                      (acc[i * 8 + h * 4], acc[i * 8 + h * 4 + 1], acc[i * 8 + h * 4 + 2], acc[i * 8 + h * 4 + 3]))
-
-
-@pk.kernel
 def sgemm_db(BM: pk.constexpr, BN: pk.constexpr, BK: pk.constexpr, TM: pk.constexpr, FUSED: pk.constexpr, m: i32,
              n: i32, k: i32, a: Buffer[f32, "readonly"], b: Buffer[f32, "readonly"], c: Buffer[f32]):
-    """C = A @ B like :func:`sgemm_tiled` (TM x 8 results per work-item, TM 8 or 16: rows in TM/4 groups of 4
-    spaced BM/(TM/4) apart, columns as there), with the depth BK free and the shared tiles double-buffered: the next tile is loaded into registers while this
+    """C = A @ B (row-major), a BM x BN tile per work-group, TM x 8 results per work-item in registers
+    (``pk.local``; TM 8 or 16): rows ``4*ty + {0..3}`` in TM/4 groups spaced BM/(TM/4) apart, columns
+    ``4*tx + {0..3}`` and ``4*tx + BN/2 + {0..3}``, so a work-item's shared-memory reads are 4 consecutive
+    floats, conflict-free across a warp. ``pk.fma`` is explicit: polykern never contracts ``a * b + c``
+    itself (docs/correctness.md); FUSED=0 accumulates with ``a * b + c`` (two roundings). Both tiles live in
+    the one ``pk.shared_dynamic`` array: CUDA C declares it 16-byte aligned, so nvcc reads 4 floats per
+    ``ld.shared.v4``. A (transposed) and B tiles of depth BK are loaded with float4 global loads and
+    double-buffered: the next tile is loaded into registers while this
     one is multiplied, then stored into the other buffer, so one barrier per tile instead of two. Each
     work-item loads ``BM * BK / (4 * T)`` float4 of A (2 * TM * BK / BN) and ``BN * BK / (4 * T)`` of B (2 * TM * BK / BM) per tile (T = (BM/TM) *
     (BN/8) work-items); both must be whole numbers. ``shared_size=2 * BK * (BM + BN)``. The configurations

@@ -31,7 +31,7 @@ SAXPY_BLOCK = 256
 # per compute unit at most or 0: no cap). The kernel's grid-stride loop covers any grid.
 SAXPY_VARIANTS = {"": (1, 0), "2 float4 per work-item": (2, 0), "16 groups per SM": (1, 16)}
 STENCIL_BLOCK = (64, 4)
-MM_TILE = (128, 128, 8)  # BM, BN, BK: 256 work-items, 8 x 8 results each
+MM_TILE = (128, 128, 8)  # BM, BN, BK of the default matmul: 256 work-items, 8 x 8 results each
 # The double-buffered matmul's shapes pk.autotune chooses among (the matmul's variant "autotuned"): BM x BN
 # results per work-group, depth BK, TM x 8 per work-item; (BM/TM) * (BN/8) work-items, 2 * BK * (BM + BN)
 # floats of shared memory.
@@ -303,7 +303,7 @@ def _mm_kernel(mnk, fused: bool = True):
     one: Vulkan's f32 pk.fma is GLSL Fma where the device's rounds once (NVIDIA's; polykern_vulkan's
     runtime/fma_probe.py), f64 arithmetic elsewhere (lavapipe)."""
     bm, bn, bk = MM_TILE
-    return tk.sgemm_tiled.specialize(BM=bm, BN=bn, BK=bk, FUSED=int(fused))
+    return tk.sgemm_db.specialize(BM=bm, BN=bn, BK=bk, TM=8, FUSED=int(fused))
 
 
 def _mm_tuned(fused: bool, configs: list):
@@ -327,13 +327,13 @@ def _mm_run(mod, place, d, env):
         return tuned
     bm, bn, bk = MM_TILE
     if m % bm or n % bn or k % bk:
-        raise ValueError(f"sgemm_tiled needs m % {bm} == n % {bn} == k % {bk} == 0, got {m}x{n}x{k}")
+        raise ValueError(f"sgemm_db needs m % {bm} == n % {bn} == k % {bk} == 0, got {m}x{n}x{k}")
     kern = mod[_mm_kernel((m, n, k)).name]
     a, b, c = d["a"], d["b"], place.empty(m * n)
     threads = (bm // 8) * (bn // 8)
 
     def go():
-        kern(m, n, k, a, b, c, grid=(n // bn, m // bm), block=threads, shared_size=bk * (bm + bn))
+        kern(m, n, k, a, b, c, grid=(n // bn, m // bm), block=threads, shared_size=2 * bk * (bm + bn))
         return [c]
     return go
 
