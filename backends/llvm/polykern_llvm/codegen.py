@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import LIBM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
@@ -48,7 +48,8 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "mattr": Attr("str", "", None, "CPU features, e.g. +avx2,+fma"),
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
-   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp")))  # printf: the C library's
+   capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
+                             ints=LLVM_INTS, floats=LIBM_FLOATS))  # frem, pow: libm
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")
@@ -59,7 +60,6 @@ class CPUEmitter(WorkgroupLoopEmitter):
     """The CPU flavour of the work-item-loop emitter: address space 0 everywhere, integer
     division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``)."""
 
-    SAFE_INT_DIVISION = True
 
     def __init__(self, triple: str, layout: str):
         self.F16_LIBCALLS = triple.split("-")[0] in _X86

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_VARIANT_KEY
@@ -33,7 +33,7 @@ OPENCL_KIND = TargetKind("opencl", "opencl", {
     no_matrix="OpenCL has no standard matrix extension (the vendor ones, cl_intel_subgroup_matrix_multiply_"
               "accumulate and cl_qcom_*, are not supported by polykern); use cuda, nvptx or vulkan on NVIDIA, "
               "or llvm",
-    debug_print=True))  # OpenCL 1.2 printf
+    debug_print=True, ints=C_INTS, floats=LIBM_FLOATS))  # OpenCL 1.2 printf
 
 
 def check_subgroups(funcs: List, target: Target) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import Capabilities, F16Rounding, FloatSemantics, IntSemantics
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
@@ -24,7 +24,10 @@ TARGET_KIND = target_kind(Capabilities(
     refuses={"math_f64": "GLSL.std.450 has no 64-bit exp/exp2/log/log2/sin/cos/tanh/pow"},
     matrix=matrix_supported,
     # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
-    f16=F16Rounding("bits", ops_in_f32=("fma",))))
+    f16=F16Rounding("bits", ops_in_f32=("fma",)),
+    # OpSDiv/OpUDiv/OpUMod by 0, OpSRem of negatives, shifts by the width, OpConvertFTo* out of range are
+    # undefined; OpFRem rounds and GLSL Pow is undefined for x < 0: passes/legalize_numerics.py writes them all
+    ints=IntSemantics(), floats=FloatSemantics()))
 
 
 def compile_function(fn: ir.Function, target: Target):
