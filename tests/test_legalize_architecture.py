@@ -18,6 +18,7 @@ COPIES = {
     "saturating float -> int": r"saturation_bounds|pk_cvt_|pk_[iu]\d+_from_f32|def float_to_int\b",
     "float % (fmod)": r"pm_fmod|pk_fmod_|FMOD_F32|EXACT_FREM|\|y\| \* 2\^k",
     "pow's C99 special cases": r"pk_pow_f32|POW_F32|def pow\(self",
+    "log of f32 subnormals": r"log_subnormal_safe|pk_log2?_f32|LOG2?_F32",
 }
 
 

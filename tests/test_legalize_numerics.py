@@ -26,7 +26,7 @@ from polykern.passes.clone import clone_function
 from polykern.passes.legalize_numerics import legalize_with
 
 ALL = (IntSemantics(), FloatSemantics())  # everything written by the pass (vulkan's declaration)
-NATIVE = (IntSemantics("native", "native", "native", "native"), FloatSemantics("native", "native"))
+NATIVE = (IntSemantics("native", "native", "native", "native"), FloatSemantics("native", "native", "native"))
 LLVM_LIKE = (capabilities.LLVM_INTS, capabilities.GPU_LLVM_FLOATS)
 WGSL_LIKE = (IntSemantics(division="native"), FloatSemantics())
 
@@ -65,6 +65,7 @@ def float_ops(x: Buffer[f32, "readonly"], y: Buffer[f32, "readonly"], d: Buffer[
     k[3 * g + 2] = i32(h[g])
     w[g] = u8(y[g])
     m[g] = h[g] % h[g + 1] if g + 1 < 64 else h[g]
+    o[2 * g] += pk.log(x[g]) + pk.log2(y[g])
 
 
 def _legalized(kernel, semantics):
@@ -145,6 +146,14 @@ def test_wgsl_keeps_its_division_but_not_its_signed_remainder():
     assert not any(isinstance(e, ir.BinOp) and e.op == "mod" and e.type.is_signed for e in _exprs(fn))
 
 
+def test_log_of_a_subnormal_is_scaled_first():
+    fn = _legalized(float_ops, ALL)
+    logs = [e for e in _exprs(fn) if isinstance(e, ir.Call) and e.func in ("log", "log2")]
+    assert len(logs) == 2 and all(isinstance(e.args[0], ir.Select) for e in logs)
+    assert not any(isinstance(e.args[0], ir.Select) for e in _exprs(_legalized(float_ops, LLVM_LIKE))
+                   if isinstance(e, ir.Call) and e.func in ("log", "log2"))
+
+
 def test_pow_runs_on_the_magnitude():
     fn = _legalized(float_ops, ALL)
     assigned = {s.name: s.value for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
@@ -223,7 +232,7 @@ def test_the_capability_fields_select_the_pass():
     assert {"ints", "floats"} <= names, "Capabilities.ints / .floats select passes/legalize_numerics.py"
     assert {f.name for f in dataclasses.fields(IntSemantics)} == {"division", "remainder", "shifts",
                                                                  "float_to_int"}
-    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow"}
+    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow", "log"}
     with pytest.raises(ValueError, match="IntSemantics.shifts is one of"):
         IntSemantics(shifts="modulo")
     with pytest.raises(ValueError, match="Capabilities.ints is an IntSemantics"):

@@ -83,14 +83,19 @@ class FloatSemantics:
     for a target kind. ``fmod``: "native": the target's remainder is C's exact ``fmod``; "exact": the pass
     writes it with exact subtractions (OpFRem, WGSL ``%`` and NVPTX/AMDGPU ``frem`` round).
     ``pow``: "native": the target's ``pow`` keeps C99 Annex F's special cases; "c99": the pass computes
-    ``pow(|x|, y)`` and selects the special cases (GLSL and WGSL ``pow`` are undefined for x < 0)."""
+    ``pow(|x|, y)`` and selects the special cases (GLSL and WGSL ``pow`` are undefined for x < 0).
+    ``log``: "native": the target's f32 ``log``/``log2`` of a subnormal is as accurate as of any other
+    value; "scale_subnormals": the pass scales an x below 2**-126 by 2**24 first and subtracts 24 ln 2
+    (24) after (lavapipe keeps subnormals in arithmetic but not in its log: log(1e-40) = -88.02)."""
 
     fmod: str = "exact"
     pow: str = "c99"
+    log: str = "scale_subnormals"
 
     def __post_init__(self):
         _choose(self, "fmod", ("exact", "native"))
         _choose(self, "pow", ("c99", "native"))
+        _choose(self, "log", ("scale_subnormals", "native"))
 
 
 #: an LLVM target's instructions: ``srem`` truncates, ``llvm.fpto[su]i.sat`` saturates and sends NaN to 0
@@ -100,10 +105,10 @@ LLVM_INTS = IntSemantics(remainder="native", float_to_int="native")
 C_INTS = IntSemantics(remainder="native")
 #: C's ``fmod`` and ``pow`` (libm, CUDA's, OpenCL's, Metal's, polykern's portable device math on
 #: hexagon: codegen/llvm_devmath.py)
-LIBM_FLOATS = FloatSemantics(fmod="native", pow="native")
+LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native")
 #: NVPTX and AMDGPU: ``pow`` is polykern's portable device math (C99's cases), but LLVM lowers ``frem`` as
 #: ``x - trunc(x / y) * y``, which is not fmod
-GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native")
+GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """KernelLowering's arithmetic (lower.py): binary operators with the Vulkan environment's undefined
 cases avoided (float division never by a +0.0 the driver can see; integer division, signed remainder,
 shifts, fmod and pow arrive written by passes/legalize_numerics.py), wrapping negation, short-circuit
-logic, GLSL.std.450 math with subnormal-safe log, fused multiply-add. A mixin: it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
+logic, GLSL.std.450 math (f32 log of subnormals scaled before: legalize_numerics), fused multiply-add. A mixin: it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 from typing import List, Optional
 
 from polykern.ir import nodes as n
-from polykern.ir.types import SCALAR_TYPES, ScalarType, bool_, f32, u32
+from polykern.ir.types import SCALAR_TYPES, ScalarType, bool_, u32
 
 from .spirv_spec import GLSL, Op
 
@@ -171,8 +171,6 @@ class ArithLowering:
                 args = self.fma_without_positive_zero_factor(e, t, args)
             if e.func == "fma" and t.bits < 64:
                 return self.fused_multiply_add(t, args)
-            if e.func in ("log", "log2") and t.bits == 32:
-                return self.log_subnormal_safe(e.func, *args)
             return self.glsl(_GLSL_FLOAT[e.func], t, *args)
         if not t.is_int:
             self.refuse(f"{e.func}() on {t}", e.loc)
@@ -188,19 +186,6 @@ class ArithLowering:
             first, second = (args[0], args[1]) if e.func == "min" else (args[1], args[0])
             return f.val(Op.Select, tid, less, first, second)
         self.refuse(f"{e.func}() on integer type {t}", e.loc)
-
-    def log_subnormal_safe(self, func: str, x: int) -> int:
-        """GLSL Log/Log2 of an f32 subnormal is wrong on drivers that keep subnormals in arithmetic but
-        not in their log (lavapipe: log(1e-40) = -88.02): such x is scaled by 2^24 first, and
-        24 ln 2 (24) subtracted. A driver that flushes the multiplication gives log(0) = -inf, which
-        polykern.numerics allows (subnormal inputs may be flushed)."""
-        f = self.f
-        tid, bid = self.ty(f32), self.ty(bool_)
-        small = f.val(Op.FOrdLessThan, bid, x, self.const(f32, 2.0 ** -126))
-        scaled = self.exact(f.val(Op.FMul, tid, x, self.const(f32, 2.0 ** 24)))
-        r = self.glsl(_GLSL_FLOAT[func], f32, f.val(Op.Select, tid, small, scaled, x))
-        shift = 24 * 0.6931471805599453 if func == "log" else 24.0
-        return f.val(Op.Select, tid, small, self.exact(f.val(Op.FSub, tid, r, self.const(f32, shift))), r)
 
     def fma_without_positive_zero_factor(self, e: n.Call, t: ScalarType, args: List[int]) -> List[int]:
         """fma(+0, y, z) as fma(-0, -y, z) (and likewise a +0 second factor): the same product, but no

@@ -543,9 +543,6 @@ class WGSLEmitter:
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"
-        if e.func in ("log", "log2") and e.type.name == "f32":  # subnormal inputs scaled first
-            self.helpers.add(f"pk_{e.func}_f32")
-            return f"pk_{e.func}_f32({args[0]})"
         return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"
 
     def _runtime_value(self, e: ir.Expr, text: str) -> str:

@@ -1,5 +1,6 @@
 """WGSL helper functions emitted (once, before the entry point) by kernels that need them. (Signed %,
-float -> int, fmod and pow are written on the IR before: passes/legalize_numerics.py.)"""
+float -> int, fmod, pow and the log of subnormals are written on the IR before:
+passes/legalize_numerics.py.)"""
 from __future__ import annotations
 
 # WGSL's fma() only promises the accuracy of ``a * b + c`` (two roundings; lavapipe really
@@ -23,21 +24,6 @@ fn pk_fma(a: f32, b: f32, c: f32) -> f32 {
 }
 """
 
-# log/log2 of an f32 subnormal: lavapipe keeps subnormals in arithmetic but not in its log
-# (log(1e-40) = -88.02); such x is scaled by 2^24 first and 24 ln 2 (24) subtracted.
-LOG_F32 = """\
-fn pk_log_f32(x: f32) -> f32 {
-    let small = x < 1.17549435e-38f;
-    return select(log(x), log(x * 16777216.0f) - 16.635532f, small);
-}
-"""
-LOG2_F32 = """\
-fn pk_log2_f32(x: f32) -> f32 {
-    let small = x < 1.17549435e-38f;
-    return select(log2(x), log2(x * 16777216.0f) - 24.0f, small);
-}
-"""
-
 # Signed abs wrapping (abs(MIN) == MIN) as 0 - x in u32: NVIDIA's Vulkan driver took naga's SAbs as
 # never negative and gave abs(MIN) % 25 = 23, not -23 (fuzz case fz1000416).
 ABS_I32 = """\
@@ -56,5 +42,4 @@ fn pk_div_f32(x: f32, y: f32) -> f32 {
 }
 """
 
-HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32, "pk_log_f32": LOG_F32,
-           "pk_log2_f32": LOG2_F32}
+HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32}

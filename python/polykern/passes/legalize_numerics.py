@@ -1,6 +1,6 @@
 """The language's integer, conversion, ``fmod`` and ``pow`` promises written once, on the IR.
 
-docs/language.md 7.1-7.3 promise, on every backend: integer ``//`` and ``%`` truncate, with ``x // 0 == x``,
+docs/language.md 7.1-7.3 (and 5, the accuracy of ``pk.log``/``pk.log2``) promise, on every backend: integer ``//`` and ``%`` truncate, with ``x // 0 == x``,
 ``x % 0 == 0``, ``MIN // -1 == MIN`` and ``MIN % -1 == 0``; a shift takes its amount modulo the width;
 float -> int saturates and sends NaN to 0; float ``%`` is C's exact ``fmod``; ``pk.pow`` keeps C99
 Annex F's special cases. A target kind declares in its ``Capabilities.ints`` (:class:`IntSemantics`)
@@ -27,12 +27,16 @@ the others, so an emitter prints each operation as its target's plain instructio
 - ``pow == "c99"``: ``pow(x, y)`` is the target's ``pow(|x|, y)`` with C99 F.9.4.4's cases selected over
   it: y infinite, x zero, x infinite, the sign for negative x and odd integer y, NaN for negative
   finite x and non-integer y, NaN operands, ``pow(-1, +-inf) == 1``, ``pow(x, 0) == pow(1, y) == 1``.
-  Infinities and NaN are found from the bits.
+  Infinities and NaN are found from the bits;
+- ``log == "scale_subnormals"``: f32 ``log(x)`` / ``log2(x)`` of ``x < 2**-126`` (a subnormal, 0, negative)
+  is ``log(x * 2**24) - 24 ln 2`` / ``log2(x * 2**24) - 24`` (the target's log of a subnormal is wrong; a
+  target that flushes the product gives ``log(0) = -inf``, which polykern.numerics allows).
 
 Operands used more than once are evaluated once, into temporaries (passes/rewrite.py).
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from .. import capabilities
@@ -84,6 +88,9 @@ class _Numerics(Rewriter):
             if e.a.type == f16:  # the remainder of two halves is a half: exact in f32
                 return ir.Cast(f16, self.fmod(ir.Cast(f32, e.a), ir.Cast(f32, e.b)))
             return self.fmod(e.a, e.b)
+        if (isinstance(e, ir.Call) and e.func in ("log", "log2") and e.type == f32 and
+                self.floats.log == "scale_subnormals"):
+            return self.log_of_subnormals(e.func, e.args[0])
         if isinstance(e, ir.Call) and e.func == "pow" and e.type.is_float and self.floats.pow == "c99":
             if e.type == f16:
                 return ir.Cast(f16, self.pow(ir.Cast(f32, e.args[0]), ir.Cast(f32, e.args[1])))
@@ -189,6 +196,13 @@ class _Numerics(Rewriter):
         self.pre.append(ir.Assign(r, x))
         self.pre.append(ir.If(special, [ir.Assign(r, _nan(t))], [ir.If(_b("ge", bx, by), work, [])]))
         return v(r)
+
+    def log_of_subnormals(self, func: str, a: ir.Expr) -> ir.Expr:
+        x = self.temp(a)  # a variable even for a constant: naga const-evaluates a builtin of constants
+        small = self.temp(_b("lt", x, _k(2.0 ** -126, f32)))
+        r = self.temp(ir.Call(func, [ir.Select(small, _b("mul", x, _k(2.0 ** 24, f32)), x)]))
+        shift = 24 * math.log(2.0) if func == "log" else 24.0
+        return ir.Select(small, _b("sub", r, _k(shift, f32)), r)
 
     def pow(self, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         t = a.type
