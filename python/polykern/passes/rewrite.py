@@ -43,8 +43,10 @@ class Rewriter:
         return ir.Var(name, value.type)
 
     def once(self, value: ir.Expr) -> ir.Expr:
-        """``value`` itself where reading it twice costs nothing (a constant or a variable), else a temporary."""
-        return value if isinstance(value, (ir.Const, ir.Var)) else self.temp(value)
+        """``value`` itself where reading it twice costs nothing (a constant, a variable, a work-item id, or
+        a cast or negation of one), else a temporary."""
+        leaf = value.a if isinstance(value, (ir.Cast, ir.UnaryOp)) else value
+        return value if isinstance(leaf, (ir.Const, ir.Var, ir.SpecialReg)) else self.temp(value)
 
     def node(self, e: ir.Expr) -> ir.Expr:  # pragma: no cover - every pass overrides it
         return e

@@ -66,8 +66,7 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     var _num20: f32;
     var _num21: f32;
     var _num22: f32;
-    var _num23: f32;
-    var _num24: bool;
+    var _num23: bool;
     i = i32((pk_launch.group_base.x + pk_group_id.x) * pk_block_x + pk_local_id.x);
     if i >= n {
         return;
@@ -126,9 +125,8 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     y[i] = v / 3.0f;
     u = u32(i);
     u = (u << 3u) | (u >> (u32(i & 7i) & 31u));
-    _num23 = f32(u);
-    _num24 = (_num23 >= -2147483600.0f) & (_num23 < 2147483600.0f);
-    u = u ^ u32(select(select(select(select(0i, (-2147483647i - 1i), (_num23 < -2147483600.0f)), 2147483647i, (_num23 >= 2147483600.0f)), i32(select(0.0f, _num23, _num24)), _num24), 0i, ((bitcast<u32>(_num23) & 2147483647u) > 2139095040u)));
+    _num23 = (f32(u) >= -2147483600.0f) & (f32(u) < 2147483600.0f);
+    u = u ^ u32(select(select(select(select(0i, (-2147483647i - 1i), (f32(u) < -2147483600.0f)), 2147483647i, (f32(u) >= 2147483600.0f)), i32(select(0.0f, f32(u), _num23)), _num23), 0i, ((bitcast<u32>(f32(u)) & 2147483647u) > 2139095040u)));
     bits[i] = u + u32(i << 3u);
     bits[i] = bits[i] - (0u - u32(bool(i)));
 }
