@@ -26,9 +26,10 @@ from polykern.passes.clone import clone_function
 from polykern.passes.legalize_numerics import legalize_with
 
 ALL = (IntSemantics(), FloatSemantics())  # everything written by the pass (vulkan's declaration)
-NATIVE = (IntSemantics("native", "native", "native", "native"), FloatSemantics("native", "native", "native"))
+NATIVE = (IntSemantics("native", "native", "native", "native"), FloatSemantics("native", "native", "native", False))
 LLVM_LIKE = (capabilities.LLVM_INTS, capabilities.GPU_LLVM_FLOATS)
 WGSL_LIKE = (IntSemantics(division="native"), FloatSemantics())
+C_LIKE = (capabilities.C_INTS, capabilities.LIBM_FLOATS)  # comparisons find NaN
 
 
 @pk.kernel
@@ -210,7 +211,7 @@ def test_integer_meaning_is_unchanged(semantics):
     _same(want, _run(_legalized(narrow_ops, semantics), [x.copy() for x in args], n))
 
 
-@pytest.mark.parametrize("semantics", [ALL, LLVM_LIKE], ids=["all", "llvm"])
+@pytest.mark.parametrize("semantics", [ALL, LLVM_LIKE, C_LIKE], ids=["all", "llvm", "c"])
 def test_float_meaning_is_unchanged(semantics):
     x, y = _pairs(FLOATS, np.float32)
     n = len(x)
@@ -232,7 +233,7 @@ def test_the_capability_fields_select_the_pass():
     assert {"ints", "floats"} <= names, "Capabilities.ints / .floats select passes/legalize_numerics.py"
     assert {f.name for f in dataclasses.fields(IntSemantics)} == {"division", "remainder", "shifts",
                                                                  "float_to_int"}
-    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow", "log"}
+    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow", "log", "finite_math"}
     with pytest.raises(ValueError, match="IntSemantics.shifts is one of"):
         IntSemantics(shifts="modulo")
     with pytest.raises(ValueError, match="Capabilities.ints is an IntSemantics"):

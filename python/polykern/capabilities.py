@@ -86,13 +86,18 @@ class FloatSemantics:
     ``pow(|x|, y)`` and selects the special cases (GLSL and WGSL ``pow`` are undefined for x < 0).
     ``log``: "native": the target's f32 ``log``/``log2`` of a subnormal is as accurate as of any other
     value; "scale_subnormals": the pass scales an x below 2**-126 by 2**24 first and subtracts 24 ln 2
-    (24) after (lavapipe keeps subnormals in arithmetic but not in its log: log(1e-40) = -88.02)."""
+    (24) after (lavapipe keeps subnormals in arithmetic but not in its log: log(1e-40) = -88.02).
+    ``finite_math``: the target's compiler may assume no NaN in a comparison (WGSL), so the pass's
+    float -> int conversion also finds a NaN from the bits (its ``fmod`` and ``pow`` always do)."""
 
     fmod: str = "exact"
     pow: str = "c99"
     log: str = "scale_subnormals"
+    finite_math: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.finite_math, bool):
+            raise ValueError(f"FloatSemantics.finite_math is a bool, got {self.finite_math!r}")
         _choose(self, "fmod", ("exact", "native"))
         _choose(self, "pow", ("c99", "native"))
         _choose(self, "log", ("scale_subnormals", "native"))
@@ -105,10 +110,10 @@ LLVM_INTS = IntSemantics(remainder="native", float_to_int="native")
 C_INTS = IntSemantics(remainder="native")
 #: C's ``fmod`` and ``pow`` (libm, CUDA's, OpenCL's, Metal's, polykern's portable device math on
 #: hexagon: codegen/llvm_devmath.py)
-LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native")
+LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native", finite_math=False)
 #: NVPTX and AMDGPU: ``pow`` is polykern's portable device math (C99's cases), but LLVM lowers ``frem`` as
 #: ``x - trunc(x / y) * y``, which is not fmod
-GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native")
+GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native", finite_math=False)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ the others, so an emitter prints each operation as its target's plain instructio
   already masked so is left alone);
 - ``float_to_int == "select"``: ``int(x)`` converts only ``x`` in ``[lo, hi)`` (``numerics.saturation_bounds``;
   0 in its place elsewhere, so the plain conversion never sees a value out of range) and selects MAX at
-  or above ``hi``, MIN below ``lo`` and 0 for NaN; an f16 is widened to f32 first (exact), and an f32's
-  NaN is also found from its bits (WGSL may assume no NaN in comparisons);
+  or above ``hi``, MIN below ``lo`` and 0 for NaN; an f16 is widened to f32 first (exact); where the
+  target declares ``finite_math`` (WGSL may assume no NaN in comparisons) an f32's NaN is also found from
+  its bits;
 - ``fmod == "exact"``: ``x % y`` of floats is: NaN where x is infinite or NaN or y is 0 or NaN; ``x``
   where ``|x| < |y|``; else with ``t = |y| * 2**k`` the largest such ``t <= |x|``, ``t`` is subtracted
   from ``r = |x|`` wherever it fits while ``t`` is halved back to ``|y|`` (each subtraction is exact:
@@ -163,7 +164,7 @@ class _Numerics(Rewriter):
         if dst.is_signed:
             low = ir.Select(_b("lt", x, _k(lo, src)), _k(dst.min_value(), dst), low)
         out = ir.Select(in_range, converted, ir.Select(_b("ge", x, _k(hi, src)), _k(dst.max_value(), dst), low))
-        if src == f32:
+        if src == f32 and self.floats.finite_math:
             out = ir.Select(self.is_nan_bits(x), _k(0, dst), out)
         return out
 

@@ -17,15 +17,15 @@ extern "C" __global__ void casts(float* xf, int* xi, double* xd, unsigned char* 
     v_num0 = (f >= -2.1474836e9f) & (f < 2.1474836e9f);
     v_num1 = xd[i];
     v_num2 = (v_num1 >= -2147483648.0) & (v_num1 < 2147483648.0);
-    xi[i] = (int)((unsigned int)((__float_as_uint(f) & 2147483647u) > 2139095040u ? 0 : v_num0 ? (int)(v_num0 ? f : 0.0f) : f >= 2.1474836e9f ? 2147483647 : f < -2.1474836e9f ? (-2147483647 - 1) : 0) + (unsigned int)(v_num2 ? (int)(v_num2 ? v_num1 : 0.0) : v_num1 >= 2147483648.0 ? 2147483647 : v_num1 < -2147483648.0 ? (-2147483647 - 1) : 0) + (unsigned int)(int)xb[i] + (unsigned int)(int)(f > 0.5f) + (unsigned int)(int)xl[i] + (unsigned int)(int)xu[i]);
+    xi[i] = (int)((unsigned int)(v_num0 ? (int)(v_num0 ? f : 0.0f) : f >= 2.1474836e9f ? 2147483647 : f < -2.1474836e9f ? (-2147483647 - 1) : 0) + (unsigned int)(v_num2 ? (int)(v_num2 ? v_num1 : 0.0) : v_num1 >= 2147483648.0 ? 2147483647 : v_num1 < -2147483648.0 ? (-2147483647 - 1) : 0) + (unsigned int)(int)xb[i] + (unsigned int)(int)(f > 0.5f) + (unsigned int)(int)xl[i] + (unsigned int)(int)xu[i]);
     xf[i] = (float)n + (float)xd[i] + (float)xb[i] + (float)xl[i] + (float)xu[i];
     xd[i] = (double)f + (double)n + (double)xl[i];
     v_num3 = (f >= 0.0f) & (f < 256.0f);
-    xb[i] = (unsigned char)((unsigned char)n + ((__float_as_uint(f) & 2147483647u) > 2139095040u ? (unsigned char)0 : v_num3 ? (unsigned char)(v_num3 ? f : 0.0f) : f >= 256.0f ? (unsigned char)255 : (unsigned char)0));
+    xb[i] = (unsigned char)((unsigned char)n + (v_num3 ? (unsigned char)(v_num3 ? f : 0.0f) : f >= 256.0f ? (unsigned char)255 : (unsigned char)0));
     v_num4 = (f >= -9.223372e18f) & (f < 9.223372e18f);
-    xl[i] = (long long)((unsigned long long)(long long)n * (unsigned long long)(long long)xu[i] + (unsigned long long)((__float_as_uint(f) & 2147483647u) > 2139095040u ? 0ll : v_num4 ? (long long)(v_num4 ? f : 0.0f) : f >= 9.223372e18f ? 9223372036854775807ll : f < -9.223372e18f ? (-9223372036854775807ll - 1ll) : 0ll));
+    xl[i] = (long long)((unsigned long long)(long long)n * (unsigned long long)(long long)xu[i] + (unsigned long long)(v_num4 ? (long long)(v_num4 ? f : 0.0f) : f >= 9.223372e18f ? 9223372036854775807ll : f < -9.223372e18f ? (-9223372036854775807ll - 1ll) : 0ll));
     v_num5 = (f >= 0.0f) & (f < 4.2949673e9f);
-    xu[i] = (unsigned int)n + ((__float_as_uint(f) & 2147483647u) > 2139095040u ? 0u : v_num5 ? (unsigned int)(v_num5 ? f : 0.0f) : f >= 4.2949673e9f ? 4294967295u : 0u) + (unsigned int)xl[i];
+    xu[i] = (unsigned int)n + (v_num5 ? (unsigned int)(v_num5 ? f : 0.0f) : f >= 4.2949673e9f ? 4294967295u : 0u) + (unsigned int)xl[i];
     if ((bool)n && !(bool)f) {
         xi[i] = 0;
     }

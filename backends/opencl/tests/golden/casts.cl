@@ -20,15 +20,15 @@ __kernel void casts(__global float* xf, __global int* xi, __global double* xd, _
     v_num0 = (f >= -2.1474836e9f) & (f < 2.1474836e9f);
     v_num1 = xd[i];
     v_num2 = (v_num1 >= -2147483648.0) & (v_num1 < 2147483648.0);
-    xi[i] = (int)((uint)((as_uint(f) & 2147483647u) > 2139095040u ? 0 : v_num0 ? (int)(v_num0 ? f : 0.0f) : f >= 2.1474836e9f ? 2147483647 : f < -2.1474836e9f ? (-2147483647 - 1) : 0) + (uint)(v_num2 ? (int)(v_num2 ? v_num1 : 0.0) : v_num1 >= 2147483648.0 ? 2147483647 : v_num1 < -2147483648.0 ? (-2147483647 - 1) : 0) + (uint)(int)xb[i] + (uint)(int)(f > 0.5f) + (uint)(int)xl[i] + (uint)(int)xu[i]);
+    xi[i] = (int)((uint)(v_num0 ? (int)(v_num0 ? f : 0.0f) : f >= 2.1474836e9f ? 2147483647 : f < -2.1474836e9f ? (-2147483647 - 1) : 0) + (uint)(v_num2 ? (int)(v_num2 ? v_num1 : 0.0) : v_num1 >= 2147483648.0 ? 2147483647 : v_num1 < -2147483648.0 ? (-2147483647 - 1) : 0) + (uint)(int)xb[i] + (uint)(int)(f > 0.5f) + (uint)(int)xl[i] + (uint)(int)xu[i]);
     xf[i] = (float)n + (float)xd[i] + (float)xb[i] + (float)xl[i] + (float)xu[i];
     xd[i] = (double)f + (double)n + (double)xl[i];
     v_num3 = (f >= 0.0f) & (f < 256.0f);
-    xb[i] = (uchar)((uchar)n + ((as_uint(f) & 2147483647u) > 2139095040u ? (uchar)0 : v_num3 ? (uchar)(v_num3 ? f : 0.0f) : f >= 256.0f ? (uchar)255 : (uchar)0));
+    xb[i] = (uchar)((uchar)n + (v_num3 ? (uchar)(v_num3 ? f : 0.0f) : f >= 256.0f ? (uchar)255 : (uchar)0));
     v_num4 = (f >= -9.223372e18f) & (f < 9.223372e18f);
-    xl[i] = (long)((ulong)(long)n * (ulong)(long)xu[i] + (ulong)((as_uint(f) & 2147483647u) > 2139095040u ? 0L : v_num4 ? (long)(v_num4 ? f : 0.0f) : f >= 9.223372e18f ? 9223372036854775807L : f < -9.223372e18f ? (-9223372036854775807L - 1L) : 0L));
+    xl[i] = (long)((ulong)(long)n * (ulong)(long)xu[i] + (ulong)(v_num4 ? (long)(v_num4 ? f : 0.0f) : f >= 9.223372e18f ? 9223372036854775807L : f < -9.223372e18f ? (-9223372036854775807L - 1L) : 0L));
     v_num5 = (f >= 0.0f) & (f < 4.2949673e9f);
-    xu[i] = (uint)n + ((as_uint(f) & 2147483647u) > 2139095040u ? 0u : v_num5 ? (uint)(v_num5 ? f : 0.0f) : f >= 4.2949673e9f ? 4294967295u : 0u) + (uint)xl[i];
+    xu[i] = (uint)n + (v_num5 ? (uint)(v_num5 ? f : 0.0f) : f >= 4.2949673e9f ? 4294967295u : 0u) + (uint)xl[i];
     if ((bool)n && !(bool)f) {
         xi[i] = 0;
     }
