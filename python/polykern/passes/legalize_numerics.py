@@ -147,10 +147,7 @@ class _Numerics(Rewriter):
 
     def is_nan_bits(self, x: ir.Expr) -> ir.Expr:
         """Whether ``x`` (a variable of f32 or f64) is a NaN, from its bits."""
-        ut = _unsigned(x.type)
-        sign = 1 << (x.type.bits - 1)
-        inf = _inf_bits(x.type)
-        return _b("gt", _b("and", ir.Bitcast(ut, x), _k(sign - 1, ut)), _k(inf, ut))
+        return _b("gt", _magnitude_bits(x), _layout(x.type)[2])
 
     def saturating(self, v: ir.Expr, dst: ScalarType) -> ir.Expr:
         if v.type == f16:  # every f16 is exact in f32 (and f32 reaches every bound)
@@ -172,12 +169,9 @@ class _Numerics(Rewriter):
 
     def fmod(self, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         t = a.type
-        ut = _unsigned(t)
-        sign = 1 << (t.bits - 1)
-        inf = _k(_inf_bits(t), ut)
+        ut, sign, inf = _layout(t)
         x, y = self.temp(a), self.temp(b)
-        bx = self.temp(_b("and", ir.Bitcast(ut, x), _k(sign - 1, ut)))
-        by = self.temp(_b("and", ir.Bitcast(ut, y), _k(sign - 1, ut)))
+        bx, by = self.temp(_magnitude_bits(x)), self.temp(_magnitude_bits(y))
         r = self.fresh(t)
         ax, ay = self.fresh(t), self.fresh(t)
         step, twice, rest = self.fresh(t), self.fresh(t), self.fresh(t)
@@ -207,17 +201,14 @@ class _Numerics(Rewriter):
 
     def pow(self, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         t = a.type
-        ut = _unsigned(t)
-        sign = 1 << (t.bits - 1)
-        inf_u = _k(_inf_bits(t), ut)
+        ut, sign, inf_u = _layout(t)
         x, y = self.once(a), self.once(b)
         k = lambda value: _k(value, t)  # noqa: E731
-        mag_bits = lambda v: _b("and", ir.Bitcast(ut, v), _k(sign - 1, ut))  # noqa: E731
-        inf = ir.Bitcast(t, _k(_inf_bits(t), ut))
+        inf = ir.Bitcast(t, inf_u)
         ax = self.temp(ir.Call("abs", [x]))
         y_neg = self.temp(_b("lt", y, k(0.0)))
-        y_inf = self.temp(_b("eq", mag_bits(y), inf_u))
-        x_inf = self.temp(_b("eq", mag_bits(x), inf_u))
+        y_inf = self.temp(_b("eq", _magnitude_bits(y), inf_u))
+        x_inf = self.temp(_b("eq", _magnitude_bits(x), inf_u))
         r: ir.Expr = ir.Call("pow", [ax, y])
         r = ir.Select(y_inf, ir.Select(_b("eq", _b("lt", ax, k(1.0)), y_neg), inf, k(0.0)), r)
         r = ir.Select(_b("eq", ax, k(0.0)), ir.Select(y_neg, inf, k(0.0)), r)
@@ -229,10 +220,22 @@ class _Numerics(Rewriter):
         r = ir.Select(_b("and", x_sign, y_odd), ir.UnaryOp("neg", r), r)
         finite_negative = _b("and", _b("lt", x, k(0.0)), ir.UnaryOp("not", x_inf))
         r = ir.Select(_b("and", finite_negative, ir.UnaryOp("not", y_int)), _nan(t), r)
-        any_nan = _b("or", _b("gt", mag_bits(x), inf_u), _b("gt", mag_bits(y), inf_u))
+        any_nan = _b("or", _b("gt", _magnitude_bits(x), inf_u), _b("gt", _magnitude_bits(y), inf_u))
         r = ir.Select(any_nan, _nan(t), r)
         r = ir.Select(_b("and", _b("eq", x, k(-1.0)), y_inf), k(1.0), r)
         return ir.Select(_b("or", _b("eq", y, k(0.0)), _b("eq", x, k(1.0))), k(1.0), r)
+
+
+def _layout(t: ScalarType):
+    """(the unsigned type of float type ``t``'s width, its sign bit, +inf's bits as a constant of it)."""
+    ut = _unsigned(t)
+    return ut, 1 << (t.bits - 1), _k(_inf_bits(t), ut)
+
+
+def _magnitude_bits(v: ir.Expr) -> ir.Expr:
+    """The bits of float ``v`` without its sign (compared with +inf's: infinite, NaN)."""
+    ut, sign, _ = _layout(v.type)
+    return _b("and", ir.Bitcast(ut, v), _k(sign - 1, ut))
 
 
 def _inf_bits(t: ScalarType) -> int:
