@@ -22,7 +22,7 @@ the others, so an emitter prints each operation as its target's plain instructio
   target declares ``finite_math`` (WGSL may assume no NaN in comparisons) an f32's NaN is also found from
   its bits;
 - ``fmod == "exact"``: ``x % y`` of floats is: NaN where x is infinite or NaN or y is 0 or NaN; ``x``
-  where ``|x| < |y|``; else with ``t = |y| * 2**k`` the largest such ``t <= |x|``, ``t`` is subtracted
+  where ``|x| < |y|`` (the cases found from the bits where the target declares ``finite_math``); else with ``t = |y| * 2**k`` the largest such ``t <= |x|``, ``t`` is subtracted
   from ``r = |x|`` wherever it fits while ``t`` is halved back to ``|y|`` (each subtraction is exact:
   ``t <= r < 2t``), and ``r`` gets ``x``'s sign. An f16 remainder is computed in f32 (exact);
 - ``pow == "c99"``: ``pow(x, y)`` is the target's ``pow(|x|, y)`` with C99 F.9.4.4's cases selected over
@@ -169,27 +169,35 @@ class _Numerics(Rewriter):
 
     def fmod(self, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         t = a.type
-        ut, sign, inf = _layout(t)
+        ut, sign, inf_u = _layout(t)
         x, y = self.temp(a), self.temp(b)
-        bx, by = self.temp(_magnitude_bits(x)), self.temp(_magnitude_bits(y))
-        r = self.fresh(t)
-        ax, ay = self.fresh(t), self.fresh(t)
+        if self.floats.finite_math:  # NaN and inf from the bits: comparisons may be assumed to see none
+            bx, by = self.temp(_magnitude_bits(x)), self.temp(_magnitude_bits(y))
+            ax, ay = ir.Bitcast(t, bx), ir.Bitcast(t, by)
+            run = _b("and", _b("and", _b("ge", bx, by), _b("lt", bx, inf_u)), _b("ne", by, _k(0, ut)))
+            small = _b("and", _b("lt", bx, by), _b("le", by, inf_u))
+        else:
+            ax, ay = self.temp(ir.Call("abs", [x])), self.temp(ir.Call("abs", [y]))
+            run = _b("and", _b("and", _b("ge", ax, ay), _b("lt", ax, ir.Bitcast(t, inf_u))), _b("gt", ay, _k(0.0, t)))
+            small = _b("lt", ax, ay)
+        r, mag_x, mag_y = self.fresh(t), self.fresh(t), self.fresh(t)
         step, twice, rest = self.fresh(t), self.fresh(t), self.fresh(t)
         v = lambda name: ir.Var(name, t)  # noqa: E731
-        up = ir.While(ir.Const(True, bool_), [
+        up = ir.While(ir.Const(True, bool_), [  # step = |y| * 2**k, the largest not above |x|
             ir.Assign(twice, _b("add", v(step), v(step))),
-            ir.If(_b("gt", v(twice), v(ax)), [ir.Break()], []),
+            ir.If(_b("gt", v(twice), v(mag_x)), [ir.Break()], []),
             ir.Assign(step, v(twice))])
-        down = ir.While(ir.Const(True, bool_), [
+        down = ir.While(ir.Const(True, bool_), [  # subtract it where it fits, halving it down to |y| (exact)
             ir.If(_b("ge", v(rest), v(step)), [ir.Assign(rest, _b("sub", v(rest), v(step)))], []),
-            ir.If(_b("eq", v(step), v(ay)), [ir.Break()], []),
-            ir.Assign(step, _b("mul", v(step), _k(0.5, t)))])
-        signed = ir.Bitcast(t, _b("or", ir.Bitcast(ut, v(rest)), _b("and", ir.Bitcast(ut, x), _k(sign, ut))))
-        work = [ir.Assign(ax, ir.Bitcast(t, bx)), ir.Assign(ay, ir.Bitcast(t, by)), ir.Assign(step, v(ay)), up,
-                ir.Assign(rest, v(ax)), down, ir.Assign(r, signed)]
-        special = _b("or", _b("ge", bx, inf), _b("or", _b("gt", by, inf), _b("eq", by, _k(0, ut))))
-        self.pre.append(ir.Assign(r, x))
-        self.pre.append(ir.If(special, [ir.Assign(r, _nan(t))], [ir.If(_b("ge", bx, by), work, [])]))
+            ir.Assign(step, _b("mul", v(step), _k(0.5, t))),
+            ir.If(_b("lt", v(step), v(mag_y)), [ir.Break()], [])])
+        if self.floats.finite_math:  # x's sign bit on the remainder
+            signed = ir.Bitcast(t, _b("or", ir.Bitcast(ut, v(rest)), _b("and", ir.Bitcast(ut, x), _k(sign, ut))))
+        else:  # x is not zero here, so x < 0 is its sign
+            signed = ir.Select(_b("lt", x, _k(0.0, t)), ir.UnaryOp("neg", v(rest)), v(rest))
+        self.pre.append(ir.Assign(r, ir.Select(small, x, _nan(t))))  # |x| < |y|: x; the special cases: NaN
+        self.pre.append(ir.If(run, [ir.Assign(mag_x, ax), ir.Assign(mag_y, ay), ir.Assign(step, v(mag_y)), up,
+                                    ir.Assign(rest, v(mag_x)), down, ir.Assign(r, signed)], []))
         return v(r)
 
     def log_of_subnormals(self, func: str, a: ir.Expr) -> ir.Expr:

@@ -95,10 +95,8 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     _num14 = 7.5f;
     _num15 = bitcast<u32>(_num13) & 2147483647u;
     _num16 = bitcast<u32>(_num14) & 2147483647u;
-    _num17 = _num13;
-    if (_num15 >= 2139095040u) | ((_num16 > 2139095040u) | (_num16 == 0u)) {
-        _num17 = bitcast<f32>(2143289344u);
-    } else if _num15 >= _num16 {
+    _num17 = select(bitcast<f32>(2143289344u), _num13, ((_num15 < _num16) & (_num16 <= 2139095040u)));
+    if ((_num15 >= _num16) & (_num15 < 2139095040u)) & (_num16 != 0u) {
         _num18 = bitcast<f32>(_num15);
         _num19 = bitcast<f32>(_num16);
         _num20 = _num19;
@@ -114,10 +112,10 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
             if _num22 >= _num20 {
                 _num22 = _num22 - _num20;
             }
-            if _num20 == _num19 {
+            _num20 = _num20 * 0.5f;
+            if _num20 < _num19 {
                 break;
             }
-            _num20 = _num20 * 0.5f;
         }
         _num17 = bitcast<f32>(bitcast<u32>(_num22) | (bitcast<u32>(_num13) & 2147483648u));
     }
