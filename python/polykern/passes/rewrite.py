@@ -7,6 +7,12 @@ twice (or a loop) assigns it to a temporary (:meth:`Rewriter.temp`) or appends s
 assigned at the top of its body, followed by the test and a ``break``; the right operand of a
 short-circuit operator that needs them becomes a temporary set in an ``if``, so it keeps its condition.
 Used by ``legalize_f16.py`` and ``legalize_numerics.py``.
+
+A temporary runs before the rest of its statement. That keeps the meaning because an expression writes
+nothing but through an atomic: in a statement that also uses an atomic's result, an operand hoisted past
+that atomic would read memory before it (a known limit, as in ``legalize_f16`` before: the fuzzer's
+programs never use an atomic's result). A select arm's temporaries run whichever arm is chosen: only values
+without side effects are hoisted, and they always terminate.
 """
 from __future__ import annotations
 
