@@ -19,6 +19,7 @@ COPIES = {
     "float % (fmod)": r"pm_fmod|pk_fmod_|FMOD_F32|EXACT_FREM|\|y\| \* 2\^k",
     "pow's C99 special cases": r"pk_pow_f32|POW_F32|def pow\(self",
     "log of f32 subnormals": r"log_subnormal_safe|pk_log2?_f32|LOG2?_F32",
+    "float division never by +0.0": r"float_divide|pk_div_f32|DIV_F32",
 }
 
 

@@ -26,7 +26,8 @@ from polykern.passes.clone import clone_function
 from polykern.passes.legalize_numerics import legalize_with
 
 ALL = (IntSemantics(), FloatSemantics())  # everything written by the pass (vulkan's declaration)
-NATIVE = (IntSemantics("native", "native", "native", "native"), FloatSemantics("native", "native", "native", False))
+NATIVE = (IntSemantics("native", "native", "native", "native"),
+          FloatSemantics("native", "native", "native", False, "native"))
 LLVM_LIKE = (capabilities.LLVM_INTS, capabilities.GPU_LLVM_FLOATS)
 WGSL_LIKE = (IntSemantics(division="native"), FloatSemantics())
 C_LIKE = (capabilities.C_INTS, capabilities.LIBM_FLOATS)  # comparisons find NaN
@@ -67,6 +68,7 @@ def float_ops(x: Buffer[f32, "readonly"], y: Buffer[f32, "readonly"], d: Buffer[
     w[g] = u8(y[g])
     m[g] = h[g] % h[g + 1] if g + 1 < 64 else h[g]
     o[2 * g] += pk.log(x[g]) + pk.log2(y[g])
+    o[2 * g + 1] += x[g] / y[g] + pk.floor(x[g] / 3.0) + f32(h[g] / h[g + 1] if g + 1 < 64 else h[g])
 
 
 def _legalized(kernel, semantics):
@@ -155,6 +157,14 @@ def test_log_of_a_subnormal_is_scaled_first():
                    if isinstance(e, ir.Call) and e.func in ("log", "log2"))
 
 
+def test_no_float_division_by_a_possible_positive_zero():
+    fn = _legalized(float_ops, ALL)
+    divs = [e for e in _exprs(fn) if isinstance(e, ir.BinOp) and e.op == "div" and e.type.is_float]
+    assert divs and all(isinstance(e.b, ir.UnaryOp) and e.b.op == "neg" and isinstance(e.b.a, ir.Call)
+                        and e.b.a.func == "abs" or isinstance(e.b, ir.Const) and e.b.value != 0
+                        for e in divs), [expr_str(e) for e in divs]
+
+
 def test_pow_runs_on_the_magnitude():
     fn = _legalized(float_ops, ALL)
     assigned = {s.name: s.value for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)}
@@ -233,7 +243,8 @@ def test_the_capability_fields_select_the_pass():
     assert {"ints", "floats"} <= names, "Capabilities.ints / .floats select passes/legalize_numerics.py"
     assert {f.name for f in dataclasses.fields(IntSemantics)} == {"division", "remainder", "shifts",
                                                                  "float_to_int"}
-    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow", "log", "finite_math"}
+    assert {f.name for f in dataclasses.fields(FloatSemantics)} == {"fmod", "pow", "log", "finite_math",
+                                                                   "division"}
     with pytest.raises(ValueError, match="IntSemantics.shifts is one of"):
         IntSemantics(shifts="modulo")
     with pytest.raises(ValueError, match="Capabilities.ints is an IntSemantics"):

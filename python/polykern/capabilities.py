@@ -88,12 +88,17 @@ class FloatSemantics:
     value; "scale_subnormals": the pass scales an x below 2**-126 by 2**24 first and subtracts 24 ln 2
     (24) after (lavapipe keeps subnormals in arithmetic but not in its log: log(1e-40) = -88.02).
     ``finite_math``: the target's compiler may assume no NaN in a comparison (WGSL), so the pass's
-    float -> int conversion also finds a NaN from the bits (its ``fmod`` and ``pow`` always do)."""
+    float -> int conversion also finds a NaN from the bits (its ``fmod`` and ``pow`` always do).
+    ``division``: "native": the target keeps ``x / y`` whatever it can derive about ``y``;
+    "negated_divisor": the pass divides by ``-|y|`` and negates the quotient where ``y``'s sign bit is
+    clear (the same IEEE value; lavapipe dropped the store of ``x / y`` where it could derive ``y == +0.0``
+    and keeps ``x / -0.0``). A nonzero constant divisor is left alone."""
 
     fmod: str = "exact"
     pow: str = "c99"
     log: str = "scale_subnormals"
     finite_math: bool = True
+    division: str = "negated_divisor"
 
     def __post_init__(self):
         if not isinstance(self.finite_math, bool):
@@ -101,6 +106,7 @@ class FloatSemantics:
         _choose(self, "fmod", ("exact", "native"))
         _choose(self, "pow", ("c99", "native"))
         _choose(self, "log", ("scale_subnormals", "native"))
+        _choose(self, "division", ("negated_divisor", "native"))
 
 
 #: an LLVM target's instructions: ``srem`` truncates, ``llvm.fpto[su]i.sat`` saturates and sends NaN to 0
@@ -110,10 +116,10 @@ LLVM_INTS = IntSemantics(remainder="native", float_to_int="native")
 C_INTS = IntSemantics(remainder="native")
 #: C's ``fmod`` and ``pow`` (libm, CUDA's, OpenCL's, Metal's, polykern's portable device math on
 #: hexagon: codegen/llvm_devmath.py)
-LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native", finite_math=False)
+LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native", finite_math=False, division="native")
 #: NVPTX and AMDGPU: ``pow`` is polykern's portable device math (C99's cases), but LLVM lowers ``frem`` as
 #: ``x - trunc(x / y) * y``, which is not fmod
-GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native", finite_math=False)
+GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native", finite_math=False, division="native")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """KernelLowering's arithmetic (lower.py): binary operators with the Vulkan environment's undefined
-cases avoided (float division never by a +0.0 the driver can see; integer division, signed remainder,
-shifts, fmod and pow arrive written by passes/legalize_numerics.py), wrapping negation, short-circuit
+cases avoided (integer division, signed remainder, shifts, fmod, pow and float division by a divisor
+the driver could see as +0.0 arrive written by passes/legalize_numerics.py; constant +0.0 operands), wrapping negation, short-circuit
 logic, GLSL.std.450 math (f32 log of subnormals scaled before: legalize_numerics), fused multiply-add. A mixin: it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
 """
 from __future__ import annotations
@@ -66,28 +66,11 @@ class ArithLowering:
         # (passes/legalize_numerics.py, as codegen.py's capabilities declare)
         if e.op not in self._ARITH or self._ARITH[e.op][col] is None:
             if e.op == "floordiv" and t.is_float:
-                return self.glsl("Floor", t, self.float_divide(t, a, b, e.b))
+                return self.glsl("Floor", t, self.exact(f.val(Op.FDiv, self.ty(t), a, b)))
             self.refuse(f"operator '{e.op}' on {t} (passes/legalize_numerics.py writes it before the lowering)",
                         e.loc)
-        if e.op == "div" and t.is_float:
-            return self.float_divide(t, a, b, e.b)
         out = f.val(self._ARITH[e.op][col], self.ty(t), a, b)
         return self.exact(out) if t.is_float else out
-
-    def float_divide(self, t: ScalarType, a: int, b: int, divisor: n.Expr) -> int:
-        """``a / b`` as ``q = a / -|b|``, then ``q`` where b's sign bit is set, else ``-q``: the same
-        IEEE value. lavapipe (Mesa 22.3) dropped the store of ``x / y`` when it could derive
-        y == +0.0 (a zero-initialized ``pk.local`` element) and x was a run-time value (the output
-        kept its old contents; fuzz seed 20000161); it keeps ``x / -0.0``, and the divisor here is
-        never a +0.0 (WGSL: the pk_div_f32 helper). A nonzero constant divisor needs none of this."""
-        f, tid = self.f, self.ty(t)
-        if isinstance(divisor, n.Const) and divisor.value == divisor.value and divisor.value != 0:
-            return self.exact(f.val(Op.FDiv, tid, a, b))
-        ut = SCALAR_TYPES[f"u{t.bits}"]
-        q = self.exact(f.val(Op.FDiv, tid, a, f.val(Op.FNegate, tid, self.glsl("FAbs", t, b))))
-        negative = f.val(Op.UGreaterThanEqual, self.ty(bool_), f.val(Op.Bitcast, self.ty(ut), b),
-                         self.const(ut, 1 << (t.bits - 1)))
-        return f.val(Op.Select, tid, negative, q, f.val(Op.FNegate, tid, q))
 
     def with_positive_zero(self, e: n.BinOp, t: ScalarType, a: int, b: int) -> Optional[int]:
         """``e`` with a +0.0 constant operand, written so that no +0.0 reaches the driver's folding:

@@ -434,13 +434,6 @@ class WGSLEmitter:
             return f"(!({a} == {b}))"
         if op in _CMP:
             return f"({a} {_CMP[op]} {b})"
-        if op in ("div", "floordiv") and t.is_float and not _nonzero_const(e.b):
-            # pk_div_f32 never divides by a +0.0: lavapipe dropped the store of x / y when it could
-            # derive y == +0.0 (a zero-initialized local) for a run-time x (fuzz seed 20000161)
-            # (f16 divides in f32: passes/legalize_f16.py, declared in codegen.py)
-            self.helpers.add("pk_div_f32")
-            q = f"pk_div_f32({_strip(a)}, {_strip(b)})"
-            return f"floor({q})" if op == "floordiv" else q
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
         if op == "mod" and (t.is_float or t.is_signed):  # WGSL's rounds; naga's is OpSRem
@@ -677,10 +670,6 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
-
-
-def _nonzero_const(e) -> bool:
-    return isinstance(e, ir.Const) and e.value == e.value and e.value != 0
 
 
 def _strip(text: str) -> str:

@@ -1,5 +1,6 @@
 """WGSL helper functions emitted (once, before the entry point) by kernels that need them. (Signed %,
-float -> int, fmod, pow and the log of subnormals are written on the IR before:
+float -> int, fmod, pow, the log of subnormals and float division never by a +0.0 are written on the IR
+before:
 passes/legalize_numerics.py.)"""
 from __future__ import annotations
 
@@ -32,14 +33,4 @@ fn pk_abs_i32(x: i32) -> i32 {
 }
 """
 
-# Float / with a divisor that is never +0.0: x / y = q = x / -|y| where y's sign bit is set, else -q.
-# lavapipe (Mesa 22.3) dropped the store of x / y when it could derive y == +0.0 (a zero-initialized
-# local) for a run-time x; it keeps x / -0.0. f16 divides in f32 (one rounding to f16 after it is exact).
-DIV_F32 = """\
-fn pk_div_f32(x: f32, y: f32) -> f32 {
-    let q = x / -abs(y);
-    return select(-q, q, bitcast<u32>(y) >= 0x80000000u);
-}
-"""
-
-HELPERS = {"pk_abs_i32": ABS_I32, "pk_div_f32": DIV_F32, "pk_fma": FMA_F32}
+HELPERS = {"pk_abs_i32": ABS_I32, "pk_fma": FMA_F32}

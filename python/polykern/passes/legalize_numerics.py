@@ -29,6 +29,9 @@ the others, so an emitter prints each operation as its target's plain instructio
   it: y infinite, x zero, x infinite, the sign for negative x and odd integer y, NaN for negative
   finite x and non-integer y, NaN operands, ``pow(-1, +-inf) == 1``, ``pow(x, 0) == pow(1, y) == 1``.
   Infinities and NaN are found from the bits;
+- ``division == "negated_divisor"``: float ``x / y`` (and ``//``) is ``q = x / -|y|``, then ``q`` where y's
+  sign bit is set, else ``-q``: the same IEEE value, and the target never sees a +0.0 divisor (a nonzero
+  constant divisor is left alone);
 - ``log == "scale_subnormals"``: f32 ``log(x)`` / ``log2(x)`` of ``x < 2**-126`` (a subnormal, 0, negative)
   is ``log(x * 2**24) - 24 ln 2`` / ``log2(x * 2**24) - 24`` (the target's log of a subnormal is wrong; a
   target that flushes the product gives ``log(0) = -inf``, which polykern.numerics allows).
@@ -89,6 +92,10 @@ class _Numerics(Rewriter):
             if e.a.type == f16:  # the remainder of two halves is a half: exact in f32
                 return ir.Cast(f16, self.fmod(ir.Cast(f32, e.a), ir.Cast(f32, e.b)))
             return self.fmod(e.a, e.b)
+        if (isinstance(e, ir.BinOp) and e.op in ("div", "floordiv") and e.type.is_float and
+                self.floats.division == "negated_divisor" and not _nonzero_constant(e.b)):
+            q = self.divided_by_negative(e.a, e.b)
+            return ir.Call("floor", [q]) if e.op == "floordiv" else q
         if (isinstance(e, ir.Call) and e.func in ("log", "log2") and e.type == f32 and
                 self.floats.log == "scale_subnormals"):
             return self.log_of_subnormals(e.func, e.args[0])
@@ -200,6 +207,17 @@ class _Numerics(Rewriter):
                                     ir.Assign(rest, v(mag_x)), down, ir.Assign(r, signed)], []))
         return v(r)
 
+    def divided_by_negative(self, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+        t = a.type
+        y = self.once(b)
+        q = self.temp(_b("div", a, ir.UnaryOp("neg", ir.Call("abs", [y]))))
+        if t == f16:  # its bits are a u32's low half
+            bits, sign = ir.Bitcast(SCALAR_TYPES["u32"], y), _k(0x8000, SCALAR_TYPES["u32"])
+        else:
+            ut, s, _ = _layout(t)
+            bits, sign = ir.Bitcast(ut, y), _k(s, ut)
+        return ir.Select(_b("ne", _b("and", bits, sign), _k(0, sign.type)), q, ir.UnaryOp("neg", q))
+
     def log_of_subnormals(self, func: str, a: ir.Expr) -> ir.Expr:
         x = self.temp(a)  # a variable even for a constant: naga const-evaluates a builtin of constants
         small = self.temp(_b("lt", x, _k(2.0 ** -126, f32)))
@@ -232,6 +250,10 @@ class _Numerics(Rewriter):
         r = ir.Select(any_nan, _nan(t), r)
         r = ir.Select(_b("and", _b("eq", x, k(-1.0)), y_inf), k(1.0), r)
         return ir.Select(_b("or", _b("eq", y, k(0.0)), _b("eq", x, k(1.0))), k(1.0), r)
+
+
+def _nonzero_constant(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) and e.value == e.value and e.value != 0
 
 
 def _layout(t: ScalarType):
