@@ -1,7 +1,7 @@
 """lavapipe (Mesa 22.3) dropped the store of x / y when it could derive y == +0.0 (a zero-initialized
 pk.local element) and x was a run-time value: the output kept its old contents (fuzz seed 20000161 on
-Vulkan; the same through naga on WebGPU). The SPIR-V emitter and the WGSL helper pk_div_f32 now divide
-by -|y| and fix the sign, so the driver never sees a +0.0 divisor. This checks the stored values
+Vulkan; the same through naga on WebGPU). passes/legalize_numerics.py now divides by -|y| and fixes the
+sign on the IR (both kinds declare it), so the driver never sees a +0.0 divisor. This checks the stored values
 themselves (not through the comparison's exception for specials on lavapipe)."""
 import os
 

@@ -19,7 +19,8 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 from . import registry
 from .errors import TargetError
 
-__all__ = ["F16Rounding", "Capabilities", "of", "conformance_skips", "atomic_support", "ATOMIC_TYPES"]
+__all__ = ["F16Rounding", "IntSemantics", "FloatSemantics", "LLVM_INTS", "C_INTS", "LIBM_FLOATS", "GPU_LLVM_FLOATS",
+           "Capabilities", "of", "conformance_skips", "atomic_support", "ATOMIC_TYPES"]
 
 _FEATURE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: the element types pk.atomic_* may update (docs/language.md section 5)
@@ -42,6 +43,86 @@ class F16Rounding:
         if self.how not in ("bits", "clamp"):
             raise ValueError(f"F16Rounding.how is 'bits' or 'clamp', got {self.how!r}")
         object.__setattr__(self, "ops_in_f32", tuple(self.ops_in_f32))
+
+
+def _choose(record, name: str, allowed: Tuple[str, ...]) -> None:
+    value = getattr(record, name)
+    if value not in allowed:
+        raise ValueError(f"{type(record).__name__}.{name} is one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class IntSemantics:
+    """How ``passes/legalize_numerics.py`` writes docs/language.md 7.1 (integer ``//``, ``%``, shifts) and
+    7.3 (float -> int) for a target kind. Each field names the target's own instruction where it already
+    keeps the promise ("native": the pass leaves the operation alone, no cost) or what the pass writes:
+
+    ``division``: "guard": the divisor becomes 1 where ``b == 0`` or ``MIN / -1`` (then ``a / 1`` and
+    ``a % 1`` are the promised ``x // 0 == x``, ``x % 0 == 0``, ``MIN // -1 == MIN``, ``MIN % -1 == 0``);
+    "native": the target's ``/`` and ``%`` define those cases so (WGSL).
+    ``remainder``: "native": the target's signed ``%`` truncates (the dividend's sign) for every operand
+    sign; "magnitudes": signed ``%`` is the unsigned remainder of the magnitudes with the dividend's sign
+    (the Vulkan environment leaves OpSRem undefined for negative operands).
+    ``shifts``: "mask": the amount is ``s & (bits - 1)`` (LLVM, SPIR-V and C leave a shift by the width
+    or more undefined); "native": the target's shift takes the amount modulo the width.
+    ``float_to_int``: "native": the conversion saturates and sends NaN to 0 (LLVM ``fpto[su]i.sat``);
+    "select": the pass converts only in-range values and selects MIN, MAX or 0 for the rest."""
+
+    division: str = "guard"
+    remainder: str = "magnitudes"
+    shifts: str = "mask"
+    float_to_int: str = "select"
+
+    def __post_init__(self):
+        _choose(self, "division", ("guard", "native"))
+        _choose(self, "remainder", ("magnitudes", "native"))
+        _choose(self, "shifts", ("mask", "native"))
+        _choose(self, "float_to_int", ("select", "native"))
+
+
+@dataclass(frozen=True)
+class FloatSemantics:
+    """How ``passes/legalize_numerics.py`` writes float ``%`` and ``pk.pow`` (docs/language.md 7.2, 5)
+    for a target kind. ``fmod``: "native": the target's remainder is C's exact ``fmod``; "exact": the pass
+    writes it with exact subtractions (OpFRem, WGSL ``%`` and NVPTX/AMDGPU ``frem`` round).
+    ``pow``: "native": the target's ``pow`` keeps C99 Annex F's special cases; "c99": the pass computes
+    ``pow(|x|, y)`` and selects the special cases (GLSL and WGSL ``pow`` are undefined for x < 0).
+    ``log``: "native": the target's f32 ``log``/``log2`` of a subnormal is as accurate as of any other
+    value; "scale_subnormals": the pass scales an x below 2**-126 by 2**24 first and subtracts 24 ln 2
+    (24) after (lavapipe keeps subnormals in arithmetic but not in its log: log(1e-40) = -88.02).
+    ``finite_math``: the target's compiler may assume no NaN in a comparison (WGSL), so the pass's
+    float -> int conversion also finds a NaN from the bits (its ``fmod`` and ``pow`` always do).
+    ``division``: "native": the target keeps ``x / y`` whatever it can derive about ``y``;
+    "negated_divisor": the pass divides by ``-|y|`` and negates the quotient where ``y``'s sign bit is
+    clear (the same IEEE value; lavapipe dropped the store of ``x / y`` where it could derive ``y == +0.0``
+    and keeps ``x / -0.0``). A nonzero constant divisor is left alone."""
+
+    fmod: str = "exact"
+    pow: str = "c99"
+    log: str = "scale_subnormals"
+    finite_math: bool = True
+    division: str = "negated_divisor"
+
+    def __post_init__(self):
+        if not isinstance(self.finite_math, bool):
+            raise ValueError(f"FloatSemantics.finite_math is a bool, got {self.finite_math!r}")
+        _choose(self, "fmod", ("exact", "native"))
+        _choose(self, "pow", ("c99", "native"))
+        _choose(self, "log", ("scale_subnormals", "native"))
+        _choose(self, "division", ("negated_divisor", "native"))
+
+
+#: an LLVM target's instructions: ``srem`` truncates, ``llvm.fpto[su]i.sat`` saturates and sends NaN to 0
+#: (``sdiv``/``srem`` by 0 or MIN / -1 and a shift by the width or more are poison: guarded, masked)
+LLVM_INTS = IntSemantics(remainder="native", float_to_int="native")
+#: C's (CUDA C, OpenCL C, Metal): ``%`` truncates (C99); a float -> int conversion out of range is undefined
+C_INTS = IntSemantics(remainder="native")
+#: C's ``fmod`` and ``pow`` (libm, CUDA's, OpenCL's, Metal's, polykern's portable device math on
+#: hexagon: codegen/llvm_devmath.py)
+LIBM_FLOATS = FloatSemantics(fmod="native", pow="native", log="native", finite_math=False, division="native")
+#: NVPTX and AMDGPU: ``pow`` is polykern's portable device math (C99's cases), but LLVM lowers ``frem`` as
+#: ``x - trunc(x / y) * y``, which is not fmod
+GPU_LLVM_FLOATS = FloatSemantics(fmod="exact", pow="native", log="native", finite_math=False, division="native")
 
 
 @dataclass(frozen=True)
@@ -69,6 +150,10 @@ class Capabilities:
     compiled: ``"no"`` (a ``KernelTypeError``), ``"with `-attr=value`"`` (refused unless the target sets
     that), ``"yes (note)"`` (compiled, with a note). A type the kind ``refuses`` is "no" without saying so.
     The atomics table of docs/language.md is generated from it (``polykern.testing.support_table``).
+    ``ints``: an :class:`IntSemantics`, ``floats``: a :class:`FloatSemantics`: which of the language's
+    integer, conversion, ``fmod`` and ``pow`` promises its own instructions keep, and which
+    ``passes/legalize_numerics.py`` writes on its IR (the defaults: all of them, so a new kind is right
+    before it is fast).
     """
 
     numerics: str = ""
@@ -81,6 +166,8 @@ class Capabilities:
     f16: Optional[F16Rounding] = None
     fast_math: bool = False
     atomics: Mapping[str, str] = field(default_factory=dict)
+    ints: IntSemantics = IntSemantics()
+    floats: FloatSemantics = FloatSemantics()
 
     def __post_init__(self):
         refuses = dict(self.refuses)
@@ -104,6 +191,9 @@ class Capabilities:
                              "a matrix support function")
         if self.f16 is not None and not isinstance(self.f16, F16Rounding):
             raise ValueError(f"Capabilities.f16 is an F16Rounding or None, got {self.f16!r}")
+        if not isinstance(self.ints, IntSemantics) or not isinstance(self.floats, FloatSemantics):
+            raise ValueError(f"Capabilities.ints is an IntSemantics and floats a FloatSemantics, got "
+                             f"{self.ints!r} and {self.floats!r}")
         if not isinstance(self.debug_print, bool) or not isinstance(self.numerics, str):
             raise ValueError(f"Capabilities: debug_print is a bool and numerics a string, got "
                              f"{self.debug_print!r} and {self.numerics!r}")

@@ -25,7 +25,7 @@ from .lang.kernel import Kernel
 from .passes import run_default_passes
 from .passes.fast_math import fast_math as apply_fast_math
 from .passes.fast_math import uses_fast_math
-from .passes.legalize_f16 import legalize_f16
+from .passes.legalize_target import legalize_for_target
 from .passes.async_copy import lower_async_copies
 from .passes.bounds_check import bounds_check as add_bounds_checks
 from .passes.bounds_proof import SAFE_KEY, SAFE_VARIANT_KEY, all_proven
@@ -155,15 +155,15 @@ def build(kernels: KernelsLike, targets: Union[str, Iterable[str]] = ("llvm",), 
             copies = [verify(lower_async_copies(f)) for f in copies]
         if fast:  # fast_<op> where the target compiles it, the precise op elsewhere (passes/fast_math.py)
             copies = [verify(apply_fast_math(f, t, fast_math)) for f in copies]
-        if t.kind != INTERPRET_KIND:  # 16-bit float conversions on the bits (passes/legalize_f16.py)
-            copies = [verify(legalize_f16(f, t)) for f in copies]
+        if t.kind != INTERPRET_KIND:  # what its instructions do not keep, on the IR (passes/legalize_target.py)
+            copies = [legalize_for_target(f, t) for f in copies]
         variant = registry.get(SAFE_VARIANT_KEY + t.kind) if safe is not None else None
         if variant is not None:  # a runtime that may find a CPU device: both forms (passes/bounds_proof.py)
             safe_copies = [verify(lower_async_copies(clone_function(f))) for f in safe]
             if fast:
                 safe_copies = [verify(apply_fast_math(f, t, fast_math)) for f in safe_copies]
             if t.kind != INTERPRET_KIND:
-                safe_copies = [verify(legalize_f16(f, t)) for f in safe_copies]
+                safe_copies = [legalize_for_target(f, t) for f in safe_copies]
             root.import_module(cached_codegen(lambda: run_codegen(lambda c, tt: variant(c, safe_copies, tt), copies, t),
                                               variant, copies, t, also=safe_copies))
             continue

@@ -69,7 +69,6 @@ class NVPTXEmitter(NVPTXHopper, NVPTXMatrix, NVPTXSubgroups, NVPTXCopies, Portab
 
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 0, 4
     PRINT_FORMAT_AS = 1  # as clang puts a CUDA printf's format: a global constant, passed generic
-    EXACT_FREM = True  # LLVM lowers frem for NVPTX as x - trunc(x/y)*y, which is not fmod
     ATOMIC_SCOPES = {1: "device", 3: "block"}
 
     def __init__(self, *a, **kw):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.testing.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_cuda.codegen import cuda_source
@@ -18,7 +20,7 @@ from polykern.testing.golden import check_golden
 
 @pytest.mark.parametrize("name", SUPPORTED)
 def test_golden_cuda_c(name):
-    text, symbols = cuda_source([corpus()[name]])
+    text, symbols = cuda_source([legalize_for_target(clone_function(corpus()[name]), "cuda")])  # as pk.build
     check_golden(GOLDEN / f"{name}.cu", text)
     assert symbols[name] in text
 

@@ -16,6 +16,7 @@ import polykern as pk
 from polykern import Buffer, bool_, f16, f32, f64, i8, i32, i64, registry
 from polykern.testing.c_corpus import NAMES, corpus
 from polykern.passes import run_default_passes
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract
 from polykern_cuda import nvptx
@@ -35,8 +36,8 @@ def build(funcs, target="nvptx"):
 
 
 def ir_of(*kernels):
-    """What pk.build hands a backend: verified, simplified IR (a fresh copy)."""
-    return [run_default_passes(copy.deepcopy(k.ir)) for k in kernels]
+    """What pk.build hands a backend: verified, simplified, legalized IR (a fresh copy)."""
+    return [legalize_for_target(run_default_passes(copy.deepcopy(k.ir)), "nvptx") for k in kernels]
 
 
 def ptx_of(kernels, target="nvptx") -> str:

@@ -15,6 +15,7 @@ from polykern import Buffer, f16, f32, f64, i32
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 from polykern_cuda.nvptx import PortableMath
 from polykern.testing import tier_skip
@@ -35,9 +36,8 @@ FUNCS = ["exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow"]
 
 
 class CPUWithPortableMath(PortableMath, llvm_codegen.CPUEmitter):
-    """The CPU emitter whose transcendental functions and float % are the nvptx expansions."""
-
-    EXACT_FREM = True
+    """The CPU emitter whose transcendental functions are the nvptx expansions (float % is the nvptx
+    one too: ``cpu_module`` legalizes the IR as nvptx declares, passes/legalize_numerics.py)."""
 
 
 def cpu_module(kernels):
@@ -46,7 +46,7 @@ def cpu_module(kernels):
     backends.load_all()
     if not backends.record_for_kind("llvm").runtime_available:
         tier_skip.skip("llvm", f"the CPU runtime is unavailable: {backends.runtime_reason('llvm')}")
-    funcs = [run_default_passes(copy.deepcopy(k.ir)) for k in kernels]
+    funcs = [legalize_for_target(run_default_passes(copy.deepcopy(k.ir)), "nvptx") for k in kernels]
     triple, cpu, features, opt = llvm_codegen.resolve(Target("llvm"))
     tm = target_machine(triple, cpu, features, opt)
     em = CPUWithPortableMath(triple, data_layout(tm)).emit(funcs)

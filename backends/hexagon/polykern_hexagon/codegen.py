@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import LIBM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
 from polykern.codegen.lazy_asm import PendingAsm
@@ -46,7 +46,8 @@ MCPUS = ("hexagonv65", "hexagonv66", "hexagonv67", "hexagonv68", "hexagonv69", "
 HEXAGON_KIND = TargetKind("hexagon", "hexagon", {
     "mcpu": Attr("str", "hexagonv68", MCPUS, "Hexagon DSP version (LLVM Hexagon processor)"),
 }, doc="Qualcomm Hexagon DSPs through LLVM: an ELF object of range entry points for the Hexagon SDK",
-   capabilities=Capabilities(matrix=cpu_support, f16=F16Rounding("clamp")))
+   capabilities=Capabilities(matrix=cpu_support, f16=F16Rounding("clamp"), ints=LLVM_INTS,
+                             floats=LIBM_FLOATS))  # frem: fmod in runtime/builtins.c
 
 
 class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
@@ -56,7 +57,6 @@ class HexagonEmitter(PortableMath, WorkgroupLoopEmitter):
     functions expanded in the object by polykern's portable device math (there is no libm on a
     bare DSP), as on nvptx and rocm."""
 
-    SAFE_INT_DIVISION = True
     F16_LIBCALLS = True
     #: The Hexagon ABI aligns the stack to 8 bytes. Over-aligned stack arrays make LLVM realign the
     #: frame through a base register (r16), and with the dynamic per-work-item allocas of the

@@ -19,7 +19,7 @@ So after LLVM's optimizer and before code generation (:func:`opaque_shifts`):
 - every i32/i64 ``shl``/``lshr``/``ashr`` by a variable amount becomes the Hexagon register shift
   intrinsic it selects to anyway (``llvm.hexagon.S2.{asl,lsr,asr}.r.{r,p}``), which the selector's
   generic combines do not look into, so no rotate node is formed from them (the amount is already
-  reduced: the frontend masks it, llvm_base ``expr_BinOp``). Vectors of them go lane by lane: the
+  reduced: passes/legalize_numerics.py masks it). Vectors of them go lane by lane: the
   selector scalarizes them and fused the lanes into i64 rotates. The cost: a shift feeding an add
   or or is no longer merged into Hexagon's accumulating forms (``r1 += asl(r0, r2)``);
 - every ``llvm.fshl``/``llvm.fshr`` by a variable amount becomes code that reduces the amount itself

@@ -16,6 +16,7 @@ from polykern import Buffer, backends, f16, f32, i32, registry
 from polykern.testing.c_corpus import NAMES, corpus
 from polykern.errors import TargetError
 from polykern.passes import run_default_passes
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 from polykern.testing.fallback_contract import check_fallback_contract
 from polykern_hexagon.codegen import MCPUS
@@ -35,7 +36,7 @@ def build(funcs, target="hexagon"):
 
 
 def ir_of(*kernels):
-    return [run_default_passes(copy.deepcopy(k.ir)) for k in kernels]
+    return [legalize_for_target(run_default_passes(copy.deepcopy(k.ir)), "hexagon") for k in kernels]
 
 
 def elf32_symbols(data: bytes):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import LIBM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
@@ -50,7 +50,8 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
    capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
-                             fast_math=True))  # fast exp/exp2: codegen/llvm_vecexp.py
+                             fast_math=True,  # fast exp/exp2: codegen/llvm_vecexp.py
+                             ints=LLVM_INTS, floats=LIBM_FLOATS))  # frem, pow: libm
 
 # Object formats the payload contract (ELF) excludes.
 _NON_ELF = ("darwin", "macos", "ios", "windows", "msvc", "mingw", "wasm", "cuda", "amdhsa")
@@ -63,7 +64,6 @@ class CPUEmitter(VectorExp, WorkgroupLoopEmitter):
     ``exp``/``exp2`` inline so that their loops vectorize, also as the fast-math forms
     (codegen/llvm_vecexp.py)."""
 
-    SAFE_INT_DIVISION = True
 
     def __init__(self, triple: str, layout: str):
         self.F16_LIBCALLS = triple.split("-")[0] in _X86

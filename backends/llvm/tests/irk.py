@@ -7,6 +7,8 @@ from typing import Dict, List
 from polykern.ir import nodes as N
 from polykern.ir.types import SCALAR_TYPES, ArrayType, BufferType, ScalarType, i32
 from polykern.ir.verifier import verify
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 
 # bf16 is not here: its arithmetic reaches a backend only rewritten into f32 (passes/widen_bf16.py), and
@@ -54,10 +56,12 @@ def elementwise(name: str, n_param: N.Param, params: List[N.Param], body_for_i, 
 
 
 def compile_llvm(funcs, target: str = "llvm"):
-    """The device module the llvm backend builds for ``funcs`` (verified first)."""
+    """The device module the llvm backend builds for ``funcs`` (verified and legalized first, as pk.build
+    does: passes/legalize_target.py)."""
     from polykern_llvm.codegen import build
 
-    return build([verify(f) for f in funcs], Target(target))
+    t = Target(target)
+    return build([legalize_for_target(clone_function(verify(f)), t) for f in funcs], t)
 
 
 def launch_1d(mod, name: str, n: int, *args, block: int = 64):

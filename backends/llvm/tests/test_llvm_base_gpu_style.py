@@ -41,7 +41,6 @@ def gpu_kernel(n: i32, x: Buffer[f32, "readonly"], h: Buffer[f16], out: Buffer[f
 
 class NVPTXStyle(LLVMKernelEmitter):
     GLOBAL_AS, SHARED_AS = 1, 3
-    SAFE_INT_DIVISION = False
     _REG = {"local_id": "tid", "group_id": "ctaid", "local_size": "ntid", "num_groups": "nctaid"}
 
     def declare_kernel(self, fn):
@@ -58,7 +57,6 @@ class NVPTXStyle(LLVMKernelEmitter):
 
 class AMDGPUStyle(LLVMKernelEmitter):
     GLOBAL_AS, SHARED_AS, PRIVATE_AS = 1, 3, 5
-    SAFE_INT_DIVISION = False
 
     def declare_kernel(self, fn):
         f = super().declare_kernel(fn)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities, F16Rounding
 from polykern.codegen.c_source import emit_source
 from polykern.errors import CompileError
 from polykern.module import FunctionInfo, create_with_fallback
@@ -32,7 +32,8 @@ METAL_KIND = TargetKind("metal", "metal", {}, doc="Apple GPUs through Metal Shad
                         capabilities=Capabilities(refuses={"f64": _NO_F64, "math_f64": _NO_F64},
                                                   atomics=dict.fromkeys(("i64", "u64", "i16", "u16", "f16", "i8", "u8"),
                                                                         "no"),
-                                                  matrix=matrix_supported, f16=F16Rounding("clamp")))
+                                                  matrix=matrix_supported, f16=F16Rounding("clamp"),
+                                                  ints=C_INTS, floats=LIBM_FLOATS))
 
 
 def register() -> None:

@@ -20,12 +20,12 @@ from polykern_metal.codegen import metal_shaders
 from metal_support import GOLDEN, REFUSED, SUPPORTED
 from polykern.testing.golden import check_golden
 from polykern.passes.clone import clone_function
-from polykern.passes.legalize_f16 import legalize_f16
+from polykern.passes.legalize_target import legalize_for_target
 
 
 def _shader(name):
-    """The MSL of corpus kernel ``name`` after metal's f16 legalization (as pk.build runs it)."""
-    return metal_shaders([legalize_f16(clone_function(corpus()[name]), "metal")])[name]
+    """The MSL of corpus kernel ``name`` after metal's legalization (as pk.build runs it)."""
+    return metal_shaders([legalize_for_target(clone_function(corpus()[name]), "metal")])[name]
 
 
 @pytest.mark.parametrize("name", SUPPORTED)

@@ -19,7 +19,7 @@ from polykern import bf16, f16, f32, i8, i32
 from polykern.errors import KernelTypeError
 from polykern.passes import run_default_passes
 from polykern.passes.clone import clone_function
-from polykern.passes.legalize_f16 import legalize_f16
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.testing.golden import check_golden
 from polykern_metal.codegen import metal_shaders
 
@@ -33,8 +33,8 @@ GEMM_BF16 = tile_gemm.specialize(TA=bf16, TC=f32, M=16, N=16, K=16, BCOL=1)
 
 
 def _ir(kernel):
-    """``kernel``'s IR as pk.build gives it to metal: the default passes, then the 16-bit float conversions."""
-    return legalize_f16(run_default_passes(clone_function(kernel.ir)), "metal")
+    """``kernel``'s IR as pk.build gives it to metal: the default passes, then metal's legalization."""
+    return legalize_for_target(run_default_passes(clone_function(kernel.ir)), "metal")
 
 
 @pytest.mark.parametrize("kernel,golden", [(GEMM, "matrix_tile_gemm"), (fill_scale_store, "matrix_fill_scale"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from polykern import hooks, payload_formats, registry
-from polykern.capabilities import Capabilities
+from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_VARIANT_KEY
@@ -36,7 +36,8 @@ OPENCL_KIND = TargetKind("opencl", "opencl", {
     debug_print=True, fast_math=True,  # OpenCL 1.2 printf; native_* for fast math (numerics.FAST_MATH)
     atomics={**dict.fromkeys(("i64", "u64", "f64"), "yes (`cl_khr_int64_base_atomics`, `_extended_` for min/max, "
                                                   "checked at load)"),
-             **dict.fromkeys(("i16", "u16", "f16", "i8", "u8"), "no")}))
+             **dict.fromkeys(("i16", "u16", "f16", "i8", "u8"), "no")},
+    ints=C_INTS, floats=LIBM_FLOATS))
 
 
 def check_subgroups(funcs: List, target: Target) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.testing.c_corpus import corpus
 from polykern.errors import KernelTypeError
 from polykern_opencl.codegen import opencl_source
@@ -18,7 +20,7 @@ from polykern.testing.golden import check_golden
 
 @pytest.mark.parametrize("name", SUPPORTED)
 def test_golden_opencl_c(name):
-    text, symbols = opencl_source([corpus()[name]])
+    text, symbols = opencl_source([legalize_for_target(clone_function(corpus()[name]), "opencl")])  # as pk.build
     check_golden(GOLDEN / f"{name}.cl", text)
     assert f"__kernel void {symbols[name]}(" in text
 

@@ -29,7 +29,7 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import GPU_LLVM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
 from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
@@ -57,7 +57,8 @@ ROCM_KIND = TargetKind("rocm", "rocm", {
     "mcpu": Attr("str", "gfx90a", MCPUS, "AMD GPU architecture (LLVM AMDGPU processor)"),
     "code_object": Attr("int", 4, (4, 5, 6), "AMDHSA code object version (5 and 6 need ld.lld >= 19)"),
 }, doc="AMD GPUs through LLVM's AMDGPU backend: an hsaco code object for the HIP runtime",
-   capabilities=Capabilities(matrix=matrix_supported, f16=F16Rounding("clamp")))
+   capabilities=Capabilities(matrix=matrix_supported, f16=F16Rounding("clamp"), ints=LLVM_INTS,
+                             floats=GPU_LLVM_FLOATS))
 
 # Offsets in hsa_kernel_dispatch_packet_t: workgroup_size_x/y/z (u16), grid_size_x/y/z (u32).
 _WG_SIZE_OFFSET, _GRID_SIZE_OFFSET = 4, 12
@@ -69,7 +70,6 @@ class AMDGPUEmitter(AMDGPUMatrix, AMDGPUSubgroups, PortableMath, LLVMKernelEmitt
     GLOBAL_AS, SHARED_AS, PRIVATE_AS, CONST_AS = 1, 3, 5, 4
     ATOMIC_SCOPES = {1: "agent", 3: "workgroup"}
     NATIVE_MATH = ("exp", "exp2", "log", "log2")  # f16/f32: the AMDGPU backend lowers these fully
-    EXACT_FREM = True  # AMDGPU lowers frem as fma(-trunc(x/y), y, x), which is not fmod
 
     def __init__(self, triple: str, layout: str, code_object: int):
         super().__init__(triple, layout)

@@ -13,6 +13,7 @@ from polykern.testing.c_corpus import corpus
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.module import create_with_fallback
 from polykern.passes import run_default_passes
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 from polykern.codegen import llvm_devmath as devmath
 from polykern.testing import tier_skip
@@ -34,7 +35,7 @@ def test_conformance_math_on_cpu(name):
         pass
 
     case = next(c for c in ALL_CASES if c.name == name)
-    funcs = [run_default_passes(copy.deepcopy(k.ir)) for k in case.kernels]
+    funcs = [legalize_for_target(run_default_passes(copy.deepcopy(k.ir)), "rocm") for k in case.kernels]
     triple, cpu, features, opt = llvm_codegen.resolve(Target("llvm"))
     tm = target_machine(triple, cpu, features, opt)
     em = CPUWithDevmath(triple, data_layout(tm)).emit(funcs)

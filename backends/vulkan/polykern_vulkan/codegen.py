@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import Capabilities, F16Rounding, FloatSemantics, IntSemantics
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Target
@@ -26,7 +26,10 @@ TARGET_KIND = target_kind(Capabilities(
     atomics={**dict.fromkeys(("i64", "u64", "f64"), "with `-features=default,int64_atomics`"),
              **dict.fromkeys(("i16", "u16", "f16", "i8", "u8"), "no")},
     # drivers fold OpFConvert f32 -> f16 -> f32 (NVIDIA, newer lavapipe) and widen i2f16 past f16's range
-    f16=F16Rounding("bits", ops_in_f32=("fma",))))
+    f16=F16Rounding("bits", ops_in_f32=("fma",)),
+    # OpSDiv/OpUDiv/OpUMod by 0, OpSRem of negatives, shifts by the width, OpConvertFTo* out of range are
+    # undefined; OpFRem rounds and GLSL Pow is undefined for x < 0: passes/legalize_numerics.py writes them all
+    ints=IntSemantics(), floats=FloatSemantics()))
 
 
 def compile_function(fn: ir.Function, target: Target):

@@ -14,18 +14,19 @@ Launch ABI (also in README.md and in each FunctionInfo's attrs):
   length; SpecId 4: the device's GLSL Fma rounds once (lower_arith.py ``fused_multiply_add``).
 - grid = number of workgroups (vkCmdDispatch(gx, gy, gz)).
 
-Semantics: integer ``floordiv``/``mod`` truncate (C semantics). ``floordiv`` is OpSDiv/OpUDiv (the
-Vulkan environment restricts only OpSRem/OpSMod). Signed ``mod`` never uses OpSRem/OpSMod, which the
-Vulkan environment leaves undefined for negative operands (NVIDIA computes an unsigned remainder):
-it is OpUMod on the magnitudes with the dividend's sign (see ``signed_remainder``). Shifts mask the amount;
-float min/max return the non-NaN operand (NMin/NMax, like C fmin); ``!=`` on floats is unordered (true
+Semantics: integer ``floordiv`` is OpSDiv/OpUDiv, unsigned ``mod`` OpUMod, shifts the plain shifts;
+signed ``mod`` never arrives (OpSRem/OpSMod are undefined for negative operands in the Vulkan
+environment, and NVIDIA computes an unsigned remainder): passes/legalize_numerics.py writes it on the
+magnitudes, as it writes the other cases the environment leaves undefined (see the end). Float min/max return the non-NaN operand (NMin/NMax, like C fmin); ``!=`` on floats is unordered (true
 for NaN); float -> bool is ``x != 0`` (NaN is true). ``range`` bounds are evaluated once, before the loop
 (Python semantics). Atomics are relaxed, Device scope on buffers and Workgroup scope on shared arrays;
 float atomic add/min/max use a compare-exchange loop on the bit pattern (the array is then declared
 with the same-width unsigned element type and every access bitcasts), float ``cas`` compares bits.
 Narrowing to f16 never uses OpFConvert (drivers fold f32 -> f16 -> f32 into a no-op even with
 NoContraction): passes/legalize_f16.py writes it on the bits, and an ``ir.Bitcast`` of the u32 to f16 is
-its low half (``bitcast``). Float ``%`` is C's exact fmod (``fmod``), not OpFRem.
+its low half (``bitcast``). Float ``%``, signed ``%`` and ``pk.pow`` never arrive: passes/legalize_numerics.py
+writes them (OpFRem rounds, OpSRem is undefined for negative operands, GLSL Pow for x < 0), guards the
+divisors and masks the shift amounts.
 """
 from __future__ import annotations
 
@@ -582,7 +583,7 @@ class KernelLowering(ArithLowering, ConvertLowering):
 
     _ARITH = {"add": (Op.IAdd, Op.IAdd, Op.FAdd), "sub": (Op.ISub, Op.ISub, Op.FSub),
               "mul": (Op.IMul, Op.IMul, Op.FMul), "div": (Op.SDiv, Op.UDiv, Op.FDiv),
-              "floordiv": (Op.SDiv, Op.UDiv, None), "mod": (None, Op.UMod, Op.FRem),
+              "floordiv": (Op.SDiv, Op.UDiv, None), "mod": (None, Op.UMod, None),
               "and": (Op.BitwiseAnd, Op.BitwiseAnd, None), "or": (Op.BitwiseOr, Op.BitwiseOr, None),
               "xor": (Op.BitwiseXor, Op.BitwiseXor, None),
               "shl": (Op.ShiftLeftLogical, Op.ShiftLeftLogical, None),

@@ -1,7 +1,7 @@
 """KernelLowering's arithmetic (lower.py): binary operators with the Vulkan environment's undefined
-cases avoided (signed remainder on magnitudes, division never by a +0.0 the driver can see, C's exact
-fmod), wrapping negation, short-circuit logic, GLSL.std.450 math with subnormal-safe log and C99 pow,
-fused multiply-add. A mixin: it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
+cases avoided (integer division, signed remainder, shifts, fmod, pow and float division by a divisor
+the driver could see as +0.0 arrive written by passes/legalize_numerics.py; constant +0.0 operands), wrapping negation, short-circuit
+logic, GLSL.std.450 math (f32 log of subnormals scaled before: legalize_numerics), fused multiply-add. A mixin: it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 from typing import List, Optional
 
 from polykern.ir import nodes as n
-from polykern.ir.types import SCALAR_TYPES, ScalarType, bool_, f32, u32
+from polykern.ir.types import SCALAR_TYPES, ScalarType, bool_, u32
 
 from .spirv_spec import GLSL, Op
 
@@ -61,107 +61,19 @@ class ArithLowering:
         col = 2 if t.is_float else (0 if t.is_signed else 1)
         if e.op in self._CMP:
             return f.val(self._CMP[e.op][col], self.ty(bool_), a, b)
-        if e.op == "mod" and t.is_float:
-            return self.fmod(t, a, b)
         if t.is_float and e.op in ("mul", "div", "add", "sub"):
             out = self.with_positive_zero(e, t, a, b)
             if out is not None:
                 return out
-        b_const = e.b.value if isinstance(e.b, n.Const) else None
-        if t.is_int and e.op in ("div", "floordiv", "mod"):
-            b = self.safe_divisor(t, e.op, a, b, b_const)
+        # divisors guarded, shift amounts masked, float and signed % written before
+        # (passes/legalize_numerics.py, as codegen.py's capabilities declare)
         if e.op not in self._ARITH or self._ARITH[e.op][col] is None:
             if e.op == "floordiv" and t.is_float:
-                return self.glsl("Floor", t, self.float_divide(t, a, b, e.b))
-            if e.op == "mod" and t.is_int and t.is_signed:
-                return self.signed_remainder(t, a, b, b_const if b_const not in (0, None) else None)
-            self.refuse(f"operator '{e.op}' on {t}", e.loc)
-        if e.op in ("shl", "shr"):
-            b = f.val(Op.BitwiseAnd, self.ty(t), b, self.const(t, t.bits - 1))
-        if e.op == "div" and t.is_float:
-            return self.float_divide(t, a, b, e.b)
+                return self.glsl("Floor", t, self.exact(f.val(Op.FDiv, self.ty(t), a, b)))
+            self.refuse(f"operator '{e.op}' on {t} (passes/legalize_numerics.py writes it before the lowering)",
+                        e.loc)
         out = f.val(self._ARITH[e.op][col], self.ty(t), a, b)
         return self.exact(out) if t.is_float else out
-
-    def float_divide(self, t: ScalarType, a: int, b: int, divisor: n.Expr) -> int:
-        """``a / b`` as ``q = a / -|b|``, then ``q`` where b's sign bit is set, else ``-q``: the same
-        IEEE value. lavapipe (Mesa 22.3) dropped the store of ``x / y`` when it could derive
-        y == +0.0 (a zero-initialized ``pk.local`` element) and x was a run-time value (the output
-        kept its old contents; fuzz seed 20000161); it keeps ``x / -0.0``, and the divisor here is
-        never a +0.0 (WGSL: the pk_div_f32 helper). A nonzero constant divisor needs none of this."""
-        f, tid = self.f, self.ty(t)
-        if isinstance(divisor, n.Const) and divisor.value == divisor.value and divisor.value != 0:
-            return self.exact(f.val(Op.FDiv, tid, a, b))
-        ut = SCALAR_TYPES[f"u{t.bits}"]
-        q = self.exact(f.val(Op.FDiv, tid, a, f.val(Op.FNegate, tid, self.glsl("FAbs", t, b))))
-        negative = f.val(Op.UGreaterThanEqual, self.ty(bool_), f.val(Op.Bitcast, self.ty(ut), b),
-                         self.const(ut, 1 << (t.bits - 1)))
-        return f.val(Op.Select, tid, negative, q, f.val(Op.FNegate, tid, q))
-
-    def fmod(self, t: ScalarType, x: int, y: int) -> int:
-        """C's fmod, exactly (OpFRem only has the precision of x - y * trunc(x / y), and lavapipe's
-        f64 OpFRem gives 0): with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
-        fits while halving t back down to |y|; every subtraction is exact (t <= r < 2t). NaN
-        (x infinite or NaN, y zero or NaN) and |x| < |y| (y infinite too) are found from the bits."""
-        f, m = self.f, self.m
-        tid, bid = self.ty(t), self.ty(bool_)
-        ut = SCALAR_TYPES[f"u{t.bits}"]
-        uid = self.ty(ut)
-        mant = {16: 10, 32: 23, 64: 52}[t.bits]
-        sign = 1 << (t.bits - 1)
-        bx = f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, x), self.const(ut, sign - 1))
-        by = f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, y), self.const(ut, sign - 1))
-        inf_bits = self.const(ut, ((1 << (t.bits - 1 - mant)) - 1) << mant)
-        special = f.val(Op.LogicalOr, bid, f.val(Op.UGreaterThanEqual, bid, bx, inf_bits),
-                        f.val(Op.LogicalOr, bid, f.val(Op.UGreaterThan, bid, by, inf_bits),
-                              f.val(Op.IEqual, bid, by, self.const(ut, 0))))
-        small = f.val(Op.ULessThan, bid, bx, by)
-        ax, ay = f.val(Op.Bitcast, tid, bx), f.val(Op.Bitcast, tid, by)
-        ptr = m.t_pointer("Function", tid)
-        tv, rv = f.variable(ptr), f.variable(ptr)
-        f.op(Op.Store, tv, ay)
-        f.op(Op.Store, rv, ax)
-        run_l, done_l = f.new_label(), f.new_label()
-        run = f.val(Op.LogicalNot, bid, f.val(Op.LogicalOr, bid, special, small))
-        f.op(Op.SelectionMerge, done_l, 0)
-        f.op(Op.BranchConditional, run, run_l, done_l)
-        f.begin(run_l)
-        # up: t = |y| * 2^k, the largest not above |x|
-        header, body, cont, merge = (f.new_label() for _ in range(4))
-        f.op(Op.Branch, header)
-        f.begin(header)
-        f.op(Op.LoopMerge, merge, cont, 0)
-        f.op(Op.Branch, body)
-        f.begin(body)
-        tcur = f.val(Op.Load, tid, tv)
-        t2 = self.exact(f.val(Op.FAdd, tid, tcur, tcur))
-        f.op(Op.BranchConditional, f.val(Op.FOrdGreaterThan, bid, t2, ax), merge, cont)
-        f.begin(cont)
-        f.op(Op.Store, tv, t2)
-        f.op(Op.Branch, header)
-        f.begin(merge)
-        # down: subtract t where it fits, halve t until it is |y| again
-        header, body, cont, merge = (f.new_label() for _ in range(4))
-        f.op(Op.Branch, header)
-        f.begin(header)
-        f.op(Op.LoopMerge, merge, cont, 0)
-        f.op(Op.Branch, body)
-        f.begin(body)
-        tcur, r = f.val(Op.Load, tid, tv), f.val(Op.Load, tid, rv)
-        fits = f.val(Op.FOrdGreaterThanEqual, bid, r, tcur)
-        f.op(Op.Store, rv, f.val(Op.Select, tid, fits, self.exact(f.val(Op.FSub, tid, r, tcur)), r))
-        f.op(Op.BranchConditional, f.val(Op.FOrdEqual, bid, tcur, ay), merge, cont)
-        f.begin(cont)
-        f.op(Op.Store, tv, self.exact(f.val(Op.FMul, tid, tcur, self.const(t, 0.5))))
-        f.op(Op.Branch, header)
-        f.begin(merge)
-        f.op(Op.Branch, done_l)
-        f.begin(done_l)
-        r = f.val(Op.Load, tid, rv)
-        signed = f.val(Op.BitwiseOr, uid, f.val(Op.Bitcast, uid, r),
-                       f.val(Op.BitwiseAnd, uid, f.val(Op.Bitcast, uid, x), self.const(ut, sign)))
-        res = f.val(Op.Select, tid, small, x, f.val(Op.Bitcast, tid, signed))
-        return f.val(Op.Select, tid, special, self.const(t, float("nan")), res)
 
     def with_positive_zero(self, e: n.BinOp, t: ScalarType, a: int, b: int) -> Optional[int]:
         """``e`` with a +0.0 constant operand, written so that no +0.0 reaches the driver's folding:
@@ -193,43 +105,6 @@ class ArithLowering:
         """Decorate float result ``v`` NoContraction: a*b+c is never fused (polykern.numerics)."""
         self.m.decorate(v, "NoContraction")
         return v
-
-    def safe_divisor(self, t: ScalarType, op: str, a: int, b: int, b_const) -> int:
-        """``b``, or 1 where OpSDiv/OpUDiv/OpUMod are undefined (b == 0; MIN / -1): then a / 1 == a
-        and a % 1 == 0 give polykern.numerics' x // 0 == x, x % 0 == 0 and MIN // -1 == MIN (wraps)."""
-        f = self.f
-        signed_div = t.is_signed and op != "mod"
-        if b_const not in (None, 0) and not (signed_div and b_const == -1):
-            return b
-        bid = self.ty(bool_)
-        bad = f.val(Op.IEqual, bid, b, self.const(t, 0))
-        if signed_div:
-            ovf = f.val(Op.LogicalAnd, bid, f.val(Op.IEqual, bid, a, self.const(t, t.min_value())),
-                        f.val(Op.IEqual, bid, b, self.const(t, -1)))
-            bad = f.val(Op.LogicalOr, bid, bad, ovf)
-        return f.val(Op.Select, self.ty(t), bad, self.const(t, 1), b)
-
-    def signed_remainder(self, t: ScalarType, a: int, b: int, b_const=None) -> int:
-        """C remainder (sign of the dividend) without OpSRem/OpSMod, which the Vulkan environment
-        leaves undefined when an operand is negative: r = |a| umod |b| (magnitudes as same-width
-        unsigned values, so |MIN| = 2**(bits-1) is exact), then -r if a < 0. Defined for every
-        a and every b != 0 (MIN % -1 gives 0). A constant divisor's magnitude is a constant."""
-        from polykern.ir.types import SCALAR_TYPES
-
-        f = self.f
-        tid, ut = self.ty(t), SCALAR_TYPES[f"u{t.bits}"]
-        uid, bid = self.ty(ut), self.ty(bool_)
-        zero = self.const(t, 0)
-
-        def magnitude(v):
-            neg = f.val(Op.SLessThan, bid, v, zero)
-            uv = f.val(Op.Bitcast, uid, v)
-            return neg, f.val(Op.Select, uid, neg, f.val(Op.ISub, uid, self.const(ut, 0), uv), uv)
-
-        a_neg, ua = magnitude(a)
-        ub = magnitude(b)[1] if b_const is None else self.const(ut, abs(int(b_const)) % (1 << t.bits))
-        r = f.val(Op.Bitcast, tid, f.val(Op.UMod, uid, ua, ub))
-        return f.val(Op.Select, tid, a_neg, self.wrapping_negate(t, r), r)
 
     def wrapping_negate(self, t: ScalarType, v: int) -> int:
         """-v of an integer, wrapping (-MIN == MIN), computed as 0 - v in the same-width unsigned type:
@@ -282,10 +157,6 @@ class ArithLowering:
                 args = self.fma_without_positive_zero_factor(e, t, args)
             if e.func == "fma" and t.bits < 64:
                 return self.fused_multiply_add(t, args)
-            if e.func == "pow":
-                return self.pow(t, *args)
-            if e.func in ("log", "log2") and t.bits == 32:
-                return self.log_subnormal_safe(e.func, *args)
             return self.glsl(_GLSL_FLOAT[e.func], t, *args)
         if not t.is_int:
             self.refuse(f"{e.func}() on {t}", e.loc)
@@ -301,53 +172,6 @@ class ArithLowering:
             first, second = (args[0], args[1]) if e.func == "min" else (args[1], args[0])
             return f.val(Op.Select, tid, less, first, second)
         self.refuse(f"{e.func}() on integer type {t}", e.loc)
-
-    def log_subnormal_safe(self, func: str, x: int) -> int:
-        """GLSL Log/Log2 of an f32 subnormal is wrong on drivers that keep subnormals in arithmetic but
-        not in their log (lavapipe: log(1e-40) = -88.02): such x is scaled by 2^24 first, and
-        24 ln 2 (24) subtracted. A driver that flushes the multiplication gives log(0) = -inf, which
-        polykern.numerics allows (subnormal inputs may be flushed)."""
-        f = self.f
-        tid, bid = self.ty(f32), self.ty(bool_)
-        small = f.val(Op.FOrdLessThan, bid, x, self.const(f32, 2.0 ** -126))
-        scaled = self.exact(f.val(Op.FMul, tid, x, self.const(f32, 2.0 ** 24)))
-        r = self.glsl(_GLSL_FLOAT[func], f32, f.val(Op.Select, tid, small, scaled, x))
-        shift = 24 * 0.6931471805599453 if func == "log" else 24.0
-        return f.val(Op.Select, tid, small, self.exact(f.val(Op.FSub, tid, r, self.const(f32, shift))), r)
-
-    def pow(self, t: ScalarType, x: int, y: int) -> int:
-        """C99 Annex F pow: GLSL Pow is undefined for x < 0 and for x == 0, y <= 0 (lavapipe gives
-        pow(nan, .5) = 0, pow(-inf, .5) = nan), so Pow runs on |x| and the special cases (zeros,
-        infinities, NaN, negative x with integer or non-integer y, y == 0, x == 1) are selected."""
-        f = self.f
-        tid, bid = self.ty(t), self.ty(bool_)
-        c = lambda v: self.const(t, v)  # noqa: E731
-        sel = lambda cond, p, q: f.val(Op.Select, tid, cond, p, q)  # noqa: E731
-        both = lambda p, q: f.val(Op.LogicalAnd, bid, p, q)  # noqa: E731
-        either = lambda p, q: f.val(Op.LogicalOr, bid, p, q)  # noqa: E731
-        feq = lambda p, q: f.val(Op.FOrdEqual, bid, p, q)  # noqa: E731
-        flt = lambda p, q: f.val(Op.FOrdLessThan, bid, p, q)  # noqa: E731
-        inf = c(float("inf"))
-        ax = self.glsl("FAbs", t, x)
-        r = self.glsl("Pow", t, ax, y)
-        y_neg, y_inf = flt(y, c(0.0)), f.val(Op.IsInf, bid, y)
-        r = sel(y_inf, sel(f.val(Op.LogicalEqual, bid, flt(ax, c(1.0)), y_neg), inf, c(0.0)), r)
-        r = sel(feq(ax, c(0.0)), sel(y_neg, inf, c(0.0)), r)
-        r = sel(f.val(Op.IsInf, bid, ax), sel(y_neg, c(0.0), inf), r)
-        # the sign: x's sign bit (so -0 counts) and y an odd integer (|y| >= 2^bits-of-mantissa is even)
-        ux = SCALAR_TYPES[f"u{t.bits}"]
-        x_neg = f.val(Op.INotEqual, bid, f.val(Op.BitwiseAnd, self.ty(ux), f.val(Op.Bitcast, self.ty(ux), x),
-                                                self.const(ux, 1 << (t.bits - 1))), self.const(ux, 0))
-        y_int = feq(self.glsl("Floor", t, y), y)
-        half = self.exact(f.val(Op.FMul, tid, y, c(0.5)))
-        y_odd = both(y_int, f.val(Op.LogicalNot, bid, feq(self.glsl("Floor", t, half), half)))
-        r = sel(both(x_neg, y_odd), f.val(Op.FNegate, tid, r), r)
-        finite_neg_x = both(flt(x, c(0.0)), f.val(Op.LogicalNot, bid, f.val(Op.IsInf, bid, x)))
-        nan = c(float("nan"))
-        r = sel(both(finite_neg_x, f.val(Op.LogicalNot, bid, either(y_int, y_inf))), nan, r)
-        r = sel(either(f.val(Op.IsNan, bid, x), f.val(Op.IsNan, bid, y)), nan, r)
-        r = sel(both(feq(x, c(-1.0)), y_inf), c(1.0), r)
-        return sel(either(feq(y, c(0.0)), feq(x, c(1.0))), c(1.0), r)
 
     def fma_without_positive_zero_factor(self, e: n.Call, t: ScalarType, args: List[int]) -> List[int]:
         """fma(+0, y, z) as fma(-0, -y, z) (and likewise a +0 second factor): the same product, but no

@@ -1,15 +1,13 @@
-"""KernelLowering's conversions (lower.py): every scalar conversion, with float -> int saturating (NaN
-to 0), and ``ir.Bitcast``. Rounding to f16 arrives as integer operations (passes/legalize_f16.py: drivers
-fold OpFConvert round trips); only an exact f16 (a push constant in its f32 slot) converts here. A mixin:
-it reads the lowering's ``self.f``, ``self.m``, ``self.ty``, ``self.const``.
+"""KernelLowering's conversions (lower.py): every scalar conversion (float -> int only of values in
+range: passes/legalize_numerics.py saturates before), and ``ir.Bitcast``. Rounding to f16 arrives as
+integer operations (passes/legalize_f16.py: drivers fold OpFConvert round trips); only an exact f16 (a
+push constant in its f32 slot) converts here. A mixin: it reads the lowering's ``self.f``, ``self.m``,
+``self.ty``, ``self.const``.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from polykern.errors import CompileError, KernelTypeError
-from polykern.ir.types import SCALAR_TYPES, ScalarType, bf16, bool_, f32, f64, u16, u32
-from polykern.numerics import saturation_bounds
+from polykern.ir.types import SCALAR_TYPES, ScalarType, bf16, bool_, u16, u32
 
 from .spirv_spec import Op
 
@@ -43,8 +41,8 @@ class ConvertLowering:
             out = f.val(Op.FConvert, self.ty(dst), v)
             self.m.decorate(out, "NoContraction")
             return out
-        if src.is_float:
-            return self.float_to_int(v, src, dst)
+        if src.is_float:  # in range: passes/legalize_numerics.py converts only such values
+            return f.val(Op.ConvertFToS if dst.is_signed else Op.ConvertFToU, self.ty(dst), v)
         if dst.is_float:
             return f.val(Op.ConvertSToF if src.is_signed else Op.ConvertUToF, self.ty(dst), v)
         # integer -> integer: extend by the source's signedness, then reinterpret the sign.
@@ -77,27 +75,6 @@ class ConvertLowering:
         bias = self.const(u64_, 1 << 31)
         out = f.val(Op.ISub, self.ty(u64_), f.val(Op.BitwiseXor, self.ty(u64_), wide, bias), bias)
         return out if dst == u64_ else f.val(Op.Bitcast, self.ty(dst), out)
-
-    def float_to_int(self, v: int, src: ScalarType, dst: ScalarType) -> int:
-        """Saturating conversion, NaN -> 0 (polykern.numerics.float_to_int): OpConvertFTo* only on
-        values in range (it is undefined outside), selects for the rest. The bounds are exact powers
-        of two; where the type cannot reach one (f16 -> i32: hi = inf), the largest finite value
-        bounds the range instead, so infinities still saturate."""
-        f = self.f
-        lo, hi = saturation_bounds(src.name, dst.name)
-        lo = max(lo, -float(np.finfo(src.numpy).max))
-        bid, tid = self.ty(bool_), self.ty(dst)
-        above = f.val(Op.FOrdGreaterThanEqual, bid, v, self.const(src, hi))
-        in_range = f.val(Op.LogicalAnd, bid, f.val(Op.FOrdGreaterThanEqual, bid, v, self.const(src, lo)),
-                         f.val(Op.LogicalNot, bid, above))
-        safe = f.val(Op.Select, self.ty(src), in_range, v, self.const(src, 0.0))
-        conv = f.val(Op.ConvertFToS if dst.is_signed else Op.ConvertFToU, tid, safe)
-        low = self.const(dst, 0)
-        if dst.is_signed:  # below MIN -> MIN; NaN -> 0
-            low = f.val(Op.Select, tid, f.val(Op.FOrdLessThan, bid, v, self.const(src, lo)),
-                        self.const(dst, dst.min_value()), low)
-        out_of_range = f.val(Op.Select, tid, above, self.const(dst, dst.max_value()), low)
-        return f.val(Op.Select, tid, in_range, conv, out_of_range)
 
     def bitcast(self, v: int, src: ScalarType, dst: ScalarType) -> int:
         """``ir.Bitcast``: OpBitcast between a float and the u32/u64 of its width; a u32's low half as an f16

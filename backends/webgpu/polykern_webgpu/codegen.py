@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from polykern import hooks, payload_formats, registry
-from polykern.capabilities import Capabilities, F16Rounding
+from polykern.capabilities import Capabilities, F16Rounding, IntSemantics
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -33,7 +33,9 @@ TARGET_KIND = TargetKind(
         no_matrix="WebGPU has no standard matrix engine yet (wgpu's 'cooperative-matrix' feature is not part "
                   "of WebGPU); use vulkan or llvm",
         f16=F16Rounding("bits", ops_in_f32=("div", "floordiv", "mod", "pow", "fma")),
-        atomics={"f16": "no"}))
+        atomics={"f16": "no"},
+        # WGSL defines x / 0 == x, x % 0 == 0 and MIN / -1 == MIN; naga's signed % is OpSRem (below)
+        ints=IntSemantics(division="native")))
 
 
 def compile_function(fn: ir.Function, target: Target):

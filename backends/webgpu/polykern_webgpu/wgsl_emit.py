@@ -434,35 +434,20 @@ class WGSLEmitter:
             return f"(!({a} == {b}))"
         if op in _CMP:
             return f"({a} {_CMP[op]} {b})"
-        if op in ("div", "floordiv") and t.is_float and not _nonzero_const(e.b):
-            # pk_div_f32 never divides by a +0.0: lavapipe dropped the store of x / y when it could
-            # derive y == +0.0 (a zero-initialized local) for a run-time x (fuzz seed 20000161)
-            # (f16 divides in f32: passes/legalize_f16.py, declared in codegen.py)
-            self.helpers.add("pk_div_f32")
-            q = f"pk_div_f32({_strip(a)}, {_strip(b)})"
-            return f"floor({q})" if op == "floordiv" else q
         if op == "floordiv":
             return f"floor({a} / {b})" if t.is_float else f"({a} / {b})"
-        if op == "mod" and t.is_float:  # C's fmod, exact
-            self.helpers.add("pk_fmod_f32")  # (f16 in f32: passes/legalize_f16.py)
-            return f"pk_fmod_f32({_strip(a)}, {_strip(b)})"
-        if op == "mod" and t.name == "i32":
-            self.helpers.add("pk_rem_i32")
-            return f"pk_rem_i32({_strip(a)}, {_strip(b)})"
+        if op == "mod" and (t.is_float or t.is_signed):  # WGSL's rounds; naga's is OpSRem
+            raise CompileError(f"webgpu codegen: a {t} % reached the emitter (passes/legalize_numerics.py "
+                               "writes it)", e.loc)
         if op in _ARITH:
             return f"({a} {_ARITH[op]} {b})"
         if op in _INT_BIT:
             return f"({a} {(_BOOL_BIT if t.is_bool else _INT_BIT)[op]} {b})"
-        if op in ("shl", "shr"):
-            bits = t.bits
+        if op in ("shl", "shr"):  # the amount is below the width (passes/legalize_numerics.py masks it)
             if isinstance(e.b, ir.Const):
-                amount = f"{int(e.b.value) % bits}u"
-            elif _is_masked(e.b, bits):  # the frontend already masked it
-                amount = self.ex(e.b) if e.b.type.name == "u32" else f"u32({self.top(e.b)})"
-            elif e.b.type.name == "u32":
-                amount = f"({b} & {bits - 1}u)"
+                amount = f"{int(e.b.value)}u"
             else:
-                amount = f"(u32({self.top(e.b)}) & {bits - 1}u)"
+                amount = b if e.b.type.name == "u32" else f"u32({_strip(b)})"
             return f"({a} {'<<' if op == 'shl' else '>>'} {amount})"
         raise TypeError(f"webgpu codegen: unknown binary operator {op!r}")
 
@@ -497,11 +482,6 @@ class WGSLEmitter:
     def _cast(self, e: ir.Cast) -> str:
         if e.a.type == e.to:
             return self.ex(e.a)
-        if e.a.type.is_float and e.to.is_int:  # saturating, NaN -> 0 (polykern.numerics)
-            helper = f"pk_{e.to.name}_from_f32"
-            self.helpers.add(helper)
-            x = self.top(e.a)
-            return f"{helper}({x if e.a.type.name == 'f32' else f'f32({x})'})"
         if e.to.name == "f16" and e.a.type.name != "bool":  # drivers fold f16(x): rounded on the bits
             raise CompileError(f"webgpu codegen: a {e.a.type} -> f16 conversion reached the emitter "
                                "(passes/legalize_f16.py rounds to f16 on the bits)", e.loc)
@@ -548,7 +528,7 @@ class WGSLEmitter:
 
     def _call(self, e: ir.Call) -> str:
         args = [self.arg(a) for a in e.args]
-        if e.type.is_float and e.func not in ("pow", "fma") and all(_is_constant(a) for a in e.args):
+        if e.type.is_float and e.func != "fma" and all(_is_constant(a) for a in e.args):
             args[0] = self._runtime_value(e.args[0], args[0])
         if e.func == "abs" and e.type.name == "i32":  # wraps: abs(MIN) == MIN on every driver
             self.helpers.add("pk_abs_i32")
@@ -556,12 +536,6 @@ class WGSLEmitter:
         if e.func == "fma" and e.type.name == "f32":
             self.helpers.add("pk_fma")
             return f"pk_fma({', '.join(args)})"
-        if e.func == "pow":  # C99 special cases (f16 computed in f32: passes/legalize_f16.py)
-            self.helpers.add("pk_pow_f32")
-            return f"pk_pow_f32({', '.join(args)})"
-        if e.func in ("log", "log2") and e.type.name == "f32":  # subnormal inputs scaled first
-            self.helpers.add(f"pk_{e.func}_f32")
-            return f"pk_{e.func}_f32({args[0]})"
         return f"{_MATH.get(e.func, e.func)}({', '.join(args)})"
 
     def _runtime_value(self, e: ir.Expr, text: str) -> str:
@@ -688,11 +662,6 @@ def _is_private(base: ir.Var) -> bool:
     return isinstance(base.type, ArrayType) and base.type.scope == "local"
 
 
-def _is_masked(e: ir.Expr, bits: int) -> bool:
-    return (isinstance(e, ir.BinOp) and e.op == "and" and isinstance(e.b, ir.Const)
-            and int(e.b.value) == bits - 1)
-
-
 def _balanced(text: str) -> bool:
     depth = 0
     for ch in text:
@@ -701,10 +670,6 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
-
-
-def _nonzero_const(e) -> bool:
-    return isinstance(e, ir.Const) and e.value == e.value and e.value != 0
 
 
 def _strip(text: str) -> str:

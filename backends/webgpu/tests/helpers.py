@@ -3,15 +3,17 @@ from __future__ import annotations
 
 from polykern.ir.verifier import verify
 from polykern.passes import run_default_passes
+from polykern.passes.clone import clone_function
+from polykern.passes.legalize_target import legalize_for_target
 from polykern.target import Target
 
 from polykern_webgpu import codegen
 
 
 def lower(kernel):
-    """A ``@pk.kernel`` (or an ir.Function) as the verified, simplified IR a backend receives."""
+    """A ``@pk.kernel`` (or an ir.Function) as the verified, simplified, legalized IR the backend receives."""
     fn = getattr(kernel, "ir", kernel)
-    return run_default_passes(verify(fn))
+    return legalize_for_target(clone_function(run_default_passes(verify(fn))), "webgpu")
 
 
 def build(kernels, target="webgpu"):

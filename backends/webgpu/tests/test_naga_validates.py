@@ -7,6 +7,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, f32, i32, u32
 from polykern.ir.verifier import verify
+from polykern.passes.legalize_target import legalize_for_target
 from polykern_webgpu.wgsl_emit import emit_wgsl
 
 from helpers import lower, validate_wgsl
@@ -18,7 +19,7 @@ from ir_kernels import F16_KERNELS, KERNELS
 def test_naga_accepts_ir_kernel(wgpu_context, name, block):
     if name in F16_KERNELS and "shader-f16" not in wgpu_context.features:
         pytest.skip("the WebGPU device lacks shader-f16")
-    text, attrs = emit_wgsl(verify(KERNELS[name]()), f16_ok=name in F16_KERNELS)
+    text, attrs = emit_wgsl(legalize_for_target(verify(KERNELS[name]()), "webgpu"), f16_ok=name in F16_KERNELS)
     validate_wgsl(wgpu_context, text, attrs["entry"], block)
 
 

@@ -13,6 +13,7 @@ import pytest
 from polykern.testing.golden import check_golden
 
 from polykern.ir.verifier import verify
+from polykern.passes.legalize_target import legalize_for_target
 from polykern_webgpu.wgsl_emit import emit_wgsl
 
 from ir_kernels import F16_KERNELS, KERNELS
@@ -21,7 +22,7 @@ GOLDEN = pathlib.Path(__file__).parent / "golden"
 
 
 def emitted(name):
-    text, attrs = emit_wgsl(verify(KERNELS[name]()), f16_ok=name in F16_KERNELS)
+    text, attrs = emit_wgsl(legalize_for_target(verify(KERNELS[name]()), "webgpu"), f16_ok=name in F16_KERNELS)
     return text
 
 

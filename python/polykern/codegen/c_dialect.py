@@ -20,7 +20,6 @@ from ..ir.vector import MAX_VECTOR_BYTES
 from ..ir.bfloat16 import f32_to_bits
 from ..ir.types import ArrayType, BufferType, ScalarType, bf16, bool_, f16, f32, f64, i32, u32
 from ..numerics import fast_math as fast_math_entry
-from ..numerics import saturation_bounds
 
 if TYPE_CHECKING:  # annotations only: the emitter calls the dialect's hooks
     from .c_source import KernelEmitter
@@ -199,8 +198,7 @@ class CDialect:
             return x
         if bf16 in (src, dst):  # on the bits before the emitter (passes/legalize_f16.py)
             raise self.refuse(f"a {src} -> {dst} conversion", "bf16 conversions are written on the bits first")
-        if src.is_float and dst.is_int:
-            return self.float_to_int(unit, x, src, dst)
+        # float -> int: only values in range arrive here (passes/legalize_numerics.py)
         if dst == f16 and not self.half_native:
             if src == f64:
                 return Code(f"{unit.helper('pk_f16_from_f64')}({x})")
@@ -220,50 +218,6 @@ class CDialect:
         if bf16 in (src, dst):
             return Code(f"({self.type_name(dst)}){x.at(UNARY)}", UNARY)
         raise self.refuse(f"a bitcast from {src} to {dst}", "only f32 and bf16 bits are reinterpreted here")
-
-    def float_to_int(self, unit: "TranslationUnit", x: Code, src: ScalarType, dst: ScalarType) -> Code:
-        """Saturating float -> int conversion, NaN -> 0 (``polykern.numerics.float_to_int``)."""
-        if src == f16:  # every f16 is exact in float: convert from there
-            src = f32
-            if self.half_native:
-                x = Code(f"(float){x.at(UNARY)}", UNARY)
-        lo, hi = saturation_bounds(src.name, dst.name)
-        ft, it = self.type_name(src), self.type_name(dst)
-        name = f"pk_cvt_{dst.name}_{src.name}"
-        top = self.int_literal(dst.max_value(), dst)
-        if dst.is_signed:
-            body = (f"x >= {self.float_literal(hi, src)} ? {top} : x >= {self.float_literal(lo, src)} ? ({it})x : "
-                    f"x != x ? ({it})0 : {self.int_literal(dst.min_value(), dst)}")
-        else:  # below 0 (and NaN) -> 0; (-1, 0) truncates to 0 anyway
-            body = f"x >= {self.float_literal(hi, src)} ? {top} : x >= {self.float_literal(0.0, src)} ? ({it})x : ({it})0"
-        src_text = (f"// {src} -> {dst}: saturating, NaN -> 0\n"
-                    f"{self.fn_qualifier} {it} {name}({ft} x) {{\n"
-                    f"{self.indent}return {body};\n}}")
-        return Code(f"{unit.helper(name, src_text)}({x})")
-
-    def int_divide(self, unit: "TranslationUnit", op: str, t: ScalarType, a: Code, b: Code) -> Code:
-        """Integer ``div``/``floordiv``/``mod`` with the edge cases defined (``polykern.numerics``)."""
-        narrow = t.bits < 32
-        ht = i32 if narrow else t   # 8/16-bit operands are promoted to int: use the int helper
-        tn = self.type_name(ht)
-        zero = self.int_literal(0, ht)
-        kind = "rem" if op == "mod" else "div"
-        name = f"pk_{kind}_{ht.name}"
-        if ht.is_signed:
-            neg1 = self.int_literal(-1, ht)
-            if kind == "div":  # MIN / -1 overflows in C: negate in the unsigned type (wraps to MIN)
-                ut = self.unsigned_of(ht)
-                body = f"b == {zero} ? a : b == {neg1} ? ({tn})(({ut})0 - ({ut})a) : a / b"
-            else:
-                body = f"(b == {zero} || b == {neg1}) ? {zero} : a % b"
-        else:
-            body = f"b == {zero} ? a : a / b" if kind == "div" else f"b == {zero} ? {zero} : a % b"
-        rule = "x // 0 == x, MIN // -1 == MIN" if kind == "div" else "x % 0 == 0, MIN % -1 == 0"
-        src_text = (f"// {ht} {'//' if kind == 'div' else '%'}: truncating; {rule if ht.is_signed else rule.split(',')[0]}\n"
-                    f"{self.fn_qualifier} {tn} {name}({tn} a, {tn} b) {{\n"
-                    f"{self.indent}return {body};\n}}")
-        code = Code(f"{unit.helper(name, src_text)}({a.text}, {b.text})")
-        return Code(f"({self.type_name(t)}){code.text}", UNARY) if narrow else code
 
     def round_half(self, unit: "TranslationUnit", x: Code) -> Code:
         """Round a float-held f16 result to half precision (storage-only f16)."""

@@ -8,13 +8,11 @@ the helper functions the kernels need (in a deterministic order), then the kerne
 
 Semantics carried over from ``polykern.ir.nodes`` (and how C is made to honour them):
 
-- integer ``div``/``floordiv``/``mod`` truncate like C's ``/`` and ``%``, with the edge cases that C
-  leaves undefined defined as ``polykern.numerics`` says (``x // 0 == x``, ``x % 0 == 0``,
-  ``MIN // -1 == MIN``, ``MIN % -1 == 0``) by ``pk_div_*``/``pk_rem_*`` helpers (plain ``/`` and ``%``
-  when the divisor is a literal other than 0 and -1); float ``floordiv`` is ``floor(a / b)``, float
-  ``mod`` is ``fmod``;
-- float -> int conversions saturate and send NaN to 0 (``pk_cvt_*`` helpers: compares against exact
-  power-of-two bounds, then C's truncating cast, which is then always defined);
+- integer ``div``/``floordiv``/``mod`` are C's ``/`` and ``%``, shifts C's ``<<`` and ``>>``, and a float
+  -> int conversion C's truncating cast: the cases C leaves undefined (a divisor of 0, ``MIN / -1``, a
+  shift by the width or more, a float out of the integer's range or NaN) are written on the IR before
+  (passes/legalize_numerics.py, as the dialect's target kind declares in ``Capabilities.ints``); float
+  ``floordiv`` is ``floor(a / b)``, float ``mod`` is ``fmod``;
 - arithmetic on 8/16-bit integers is computed in ``int`` (C promotion) and cast back, so it wraps at
   the type's width; ``u16 * u16`` goes through ``unsigned int`` (no signed overflow); left shifts of
   signed values go through the unsigned type (a negative left operand is UB in C); signed 32/64-bit
@@ -381,8 +379,6 @@ class KernelEmitter:
         if t.is_int and t.bits < 32 and op == "mul" and not t.is_signed and t.bits == 16:
             ut = d.TYPE_NAMES["u32"]
             return Code(f"({d.type_name(t)})(({ut}){a.at(UNARY)} * ({ut}){b.at(UNARY)})", UNARY)
-        if t.is_int and op in ("div", "floordiv", "mod") and not _safe_divisor(b, t):
-            return d.int_divide(self.unit, op, t, a, b)
         text = f"{self.operand(a, prec, False)} {BIN_TOKEN[op]} {self.operand(b, prec, True)}"
         if t.is_int and t.bits < 32 and op in _WIDENING:
             return Code(f"({d.type_name(t)})({text})", UNARY)
@@ -451,15 +447,6 @@ class KernelEmitter:
             if err.loc is None:  # dialects refuse without a location; point at the user's call
                 raise KernelTypeError(err.message, e.loc or self.loc or self.fn.loc) from None
             raise
-
-
-def _safe_divisor(b: Code, t: ScalarType) -> bool:
-    """Whether ``b`` is an integer literal for which C's ``/`` and ``%`` are defined for every dividend."""
-    m = re.fullmatch(r"(?:\(\w[\w ]*\))?\(?(-?\d+)[uUlL]*\)?", b.text)
-    if not m:
-        return False
-    v = int(m.group(1))
-    return v != 0 and not (t.is_signed and v == -1)
 
 
 def emit_source(funcs: Sequence[ir.Function], dialect: CDialect, header: str = "") -> Tuple[str, Dict[str, str]]:

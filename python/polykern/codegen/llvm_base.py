@@ -2,7 +2,8 @@
 
 :class:`LLVMKernelEmitter` turns verified ``ir.Function``s into one ``llvmlite.ir.Module``.
 It owns everything that is the same on every LLVM target — scalar types, expressions,
-C-semantics integer arithmetic, casts between every pair of scalar types, short-circuit
+integer arithmetic (division by 0 and MIN / -1 guarded, shift amounts masked on the IR before:
+passes/legalize_numerics.py), casts between every pair of scalar types, short-circuit
 ``land``/``lor``, structured control flow with break/continue/early return, loads, stores,
 atomics — and asks its subclass, through small hook methods, for what differs:
 
@@ -28,8 +29,6 @@ hook                           what a backend decides
                                modules that use f16
 ``emit_print``                 ``pk.debug_print``: C's ``printf`` by default (the CPU), ``vprintf`` on
                                NVPTX; ``PRINT_FORMAT_AS`` is the format strings' address space
-``SAFE_INT_DIVISION``          define x/0 and INT_MIN/-1 (polykern.numerics; default True,
-                               every backend: False only for tests of the raw instructions)
 =============================  ===============================================================
 
 Value conventions: ``bool`` is ``i1`` in registers and ``i8`` in memory and in kernel
@@ -168,7 +167,6 @@ class LLVMKernelEmitter:
     PRIVATE_AS = 0
     ATOMIC_ORDERING = "monotonic"
     ATOMIC_SCOPES: dict = {}
-    SAFE_INT_DIVISION = True
     F16_LIBCALLS = False
     ARRAY_ALIGN = 16
     PRINT_FORMAT_AS = 0
@@ -678,32 +676,16 @@ class LLVMKernelEmitter:
                   "xor": bld.xor}
         if e.op in simple:
             return simple[e.op](a, b)
-        if e.op in ("div", "floordiv", "mod"):
-            return self._int_divide(e.op, a, b, st)
-        if e.op in ("shl", "shr"):
-            amount = bld.and_(b, ll.Constant(b.type, st.bits - 1))  # shift amount modulo the width
-            if e.op == "shl":
-                return bld.shl(a, amount)
-            return bld.ashr(a, amount) if st.code == 0 else bld.lshr(a, amount)
+        # the divisor is never 0 nor -1 under MIN, the amount below the width (passes/legalize_numerics.py)
+        if e.op == "mod":
+            return bld.srem(a, b) if st.code == 0 else bld.urem(a, b)
+        if e.op in ("div", "floordiv"):
+            return bld.sdiv(a, b) if st.code == 0 else bld.udiv(a, b)
+        if e.op == "shl":
+            return bld.shl(a, b)
+        if e.op == "shr":
+            return bld.ashr(a, b) if st.code == 0 else bld.lshr(a, b)
         raise CompileError(f"unknown binary operator {e.op!r}")
-
-    def _int_divide(self, op: str, a, b, st: ScalarType):
-        bld = self.builder
-        signed = st.code == 0
-        if self.SAFE_INT_DIVISION:
-            # x/0 and INT_MIN/-1 are undefined in LLVM (they trap on x86, give anything on GPUs):
-            # divide by 1 instead, which gives polykern.numerics' x // 0 == x, x % 0 == 0,
-            # INT_MIN // -1 == INT_MIN (wraps) and INT_MIN % -1 == 0.
-            t = a.type
-            bad = bld.icmp_unsigned("==", b, ll.Constant(t, 0))
-            if signed:
-                ovf = bld.and_(bld.icmp_signed("==", a, ll.Constant(t, -(1 << (st.bits - 1)))),
-                               bld.icmp_signed("==", b, ll.Constant(t, -1)))
-                bad = bld.or_(bad, ovf)
-            b = bld.select(bad, ll.Constant(t, 1), b)
-        if op == "mod":
-            return bld.srem(a, b) if signed else bld.urem(a, b)
-        return bld.sdiv(a, b) if signed else bld.udiv(a, b)
 
     def _short_circuit(self, e: N.BinOp) -> ll.Value:
         bld = self.builder

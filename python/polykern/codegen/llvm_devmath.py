@@ -117,18 +117,6 @@ class PortableMath:
     target-specific, so the same expansions run, and are checked, on a CPU."""
 
     CONST_AS = 0  # address space of the 2/pi table (a constant global)
-    EXACT_FREM = False  # True: float % is pm_fmod (for targets whose frem lowering is inexact)
-
-    def expr_BinOp(self, e):
-        st = e.a.type
-        if not (self.EXACT_FREM and e.op == "mod" and st.is_float):
-            return super().expr_BinOp(e)
-        b = self.builder
-        x, y = self.expr(e.a), self.expr(e.b)
-        if st.bits == 16:  # exact in f32, and the remainder of two halves is a half
-            return b.fptrunc(self.pm_fmod(F32, b.fpext(x, F32.ty), b.fpext(y, F32.ty)), x.type)
-        return self.pm_fmod(F64 if st.bits == 64 else F32, x, y)
-
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
         if not (st.is_float and func in TRANSCENDENTAL):
             return super().math_call(func, st, args)
@@ -455,43 +443,6 @@ class PortableMath:
 
     def pm_cos(self, fp, x):
         return self._trig(fp, x, False)
-
-    # ------------------------------------------------------------------ fmod
-    def pm_fmod(self, fp, x, y):
-        """C fmod, exactly: with t = |y| * 2^k the largest such t <= |x|, subtract t wherever it
-        fits while halving t back down to |y| (every subtraction is exact: t <= r < 2t)."""
-        b = self.builder
-        ax, ay = self._fcall("fabs", fp, x), self._fcall("fabs", fp, y)
-        inf = fp.const(float("inf"))
-        run = b.and_(b.and_(b.fcmp_ordered(">=", ax, ay), b.fcmp_ordered("<", ax, inf)),
-                     b.fcmp_ordered(">", ay, fp.const(0.0)))
-        entry = b.block
-        up, down, done = self.new_block("fmod.up"), self.new_block("fmod.down"), self.new_block("fmod.done")
-        b.cbranch(run, up, done)
-        b.position_at_end(up)  # t = |y| * 2^k, the largest not above |x|
-        t = b.phi(fp.ty, "fmod.t")
-        t.add_incoming(ay, entry)
-        t2 = b.fadd(t, t)
-        t.add_incoming(t2, up)
-        up_end = b.block
-        b.cbranch(b.fcmp_ordered("<=", t2, ax), up, down)
-        b.position_at_end(down)
-        r = b.phi(fp.ty, "fmod.r")
-        td = b.phi(fp.ty, "fmod.td")
-        r.add_incoming(ax, up_end)
-        td.add_incoming(t, up_end)
-        r_next = b.select(b.fcmp_ordered(">=", r, td), b.fsub(r, td), r)
-        td_next = b.fmul(td, fp.const(0.5))
-        r.add_incoming(r_next, down)
-        td.add_incoming(td_next, down)
-        b.cbranch(b.fcmp_ordered(">=", td_next, ay), down, done)
-        b.position_at_end(done)
-        res = b.phi(fp.ty, "fmod.res")
-        res.add_incoming(fp.const(0.0), entry)
-        res.add_incoming(r_next, down)
-        small = b.fcmp_ordered("<", ax, ay)  # |x| < |y| (y may be inf): x itself
-        other = b.select(small, x, fp.const(float("nan")))  # y == 0, x inf, NaN: NaN
-        return b.select(run, self._fcall("copysign", fp, res, x), other)
 
     # ------------------------------------------------------------------ tanh
     def pm_tanh(self, fp, x):

@@ -13,10 +13,12 @@ function: the frontend renames shadowed names).
 Semantics worth knowing when writing a backend:
 - ``BinOp`` operands always have the same type as each other (the frontend
   inserts casts); comparisons return ``bool``.
-- Integer ``floordiv``/``mod`` use C semantics (truncate toward zero); float
-  ``mod`` is C ``fmod``. Division by zero of integers is undefined behaviour.
-- ``shl``/``shr``: shift amount is taken modulo the bit width (the frontend masks
-  it), ``shr`` is arithmetic for signed and logical for unsigned types.
+- Integer ``floordiv``/``mod`` use C semantics (truncate toward zero), with ``x // 0 == x``,
+  ``x % 0 == 0``, ``MIN // -1 == MIN`` and ``MIN % -1 == 0``; float ``mod`` is C ``fmod``.
+- ``shl``/``shr``: shift amount is taken modulo the bit width, ``shr`` is arithmetic for signed
+  and logical for unsigned types. (A target whose instructions do not keep these, or the float ->
+  int saturation, declares it in its capabilities, and passes/legalize_numerics.py writes them
+  before its emitter runs.)
 - ``land``/``lor`` short-circuit: the right operand is evaluated only if needed.
 - ``For`` runs ``var = start; while var < stop (step > 0) or var > stop
   (step < 0): body; var += step``; ``step`` is a nonzero compile-time constant.

@@ -293,9 +293,8 @@ class ExprTranslator:
             if isinstance(b, ir.Const) and not 0 <= b.value < t.bits:
                 raise self.type_error(f"shift amount {b.value} is out of range for {t} (0..{t.bits - 1})",
                                       node)
-            mask = ir.Const(t.bits - 1, t)
-            b = ir.BinOp("and", b, mask)
-            b.loc = loc
+            # the IR takes the amount modulo the width; a target whose shift does not is given the mask
+            # by passes/legalize_numerics.py
         return ir.BinOp(name, a, b)
 
     def _fold(self, name, a, b, node):

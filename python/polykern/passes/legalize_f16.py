@@ -43,13 +43,13 @@ test and a ``break``; a short-circuit right operand that needs temporaries becom
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from .. import capabilities
 from ..capabilities import F16Rounding
 from ..ir import nodes as ir
-from ..ir.types import bf16, bool_, f16, f32, f64, u32
+from ..ir.types import bf16, f16, f32, f64, u32
+from .rewrite import Rewriter
 
 def f16_rounding(target) -> Optional[F16Rounding]:
     """How ``target`` (a Target or a target kind name) declared its conversions to f16 (its
@@ -78,23 +78,14 @@ def _sel(cond: ir.Expr, a, b) -> ir.Expr:
     return ir.Select(cond, a if isinstance(a, ir.Expr) else _c(a), b if isinstance(b, ir.Expr) else _c(b))
 
 
-class _Legalizer:
+class _Legalizer(Rewriter):
+    PREFIX = "_cvt16_"
+
     def __init__(self, fn: ir.Function, decl: Optional[F16Rounding]):
+        super().__init__(fn)
         self.decl = decl
         self.ops = set(decl.ops_in_f32) if decl is not None else set()
-        self.fn, self.bits = fn, decl is not None and decl.how == "bits"
-        self.pre: List[ir.Stmt] = []
-        self.count = 0
-
-    def temp(self, value: ir.Expr) -> ir.Var:
-        """A fresh local assigned ``value`` before the current statement."""
-        while f"_cvt16_{self.count}" in self.fn.locals:
-            self.count += 1
-        name = f"_cvt16_{self.count}"
-        self.count += 1
-        self.fn.locals[name] = value.type
-        self.pre.append(ir.Assign(name, value))
-        return ir.Var(name, value.type)
+        self.bits = decl is not None and decl.how == "bits"
 
     def f16_of_f32_bits(self, v: ir.Expr) -> ir.Expr:
         x = self.temp(ir.Bitcast(u32, v))
@@ -180,74 +171,6 @@ class _Legalizer:
             w = ir.BinOp(e.op, *wide) if isinstance(e, ir.BinOp) else ir.Call(e.func, wide)
             return self.to_f16(w)
         return e
-
-    def expr(self, e: ir.Expr) -> ir.Expr:
-        """``e`` rewritten bottom-up; temporaries go to ``self.pre``. The right operand of a short-circuit
-        operator that needs temporaries becomes a temporary set in an ``if`` (it keeps its condition)."""
-        if isinstance(e, ir.BinOp) and e.op in ("land", "lor"):
-            a = self.expr(e.a)
-            outer, self.pre = self.pre, []
-            b = self.expr(e.b)
-            inner, self.pre = self.pre, outer
-            if not inner:
-                e.a, e.b = a, b
-                return e
-            t = self.temp(a)
-            test = t if e.op == "land" else ir.UnaryOp("not", t)
-            self.pre.append(ir.If(test, inner + [ir.Assign(t.name, b)], []))
-            return t
-        for f in dataclasses.fields(e):
-            value = getattr(e, f.name)
-            if isinstance(value, ir.Expr) and f.name not in ("type", "loc"):
-                setattr(e, f.name, self.expr(value))
-            elif isinstance(value, list) and value and isinstance(value[0], ir.Expr):
-                setattr(e, f.name, [self.expr(v) for v in value])
-        new = self.node(e)
-        if new is not e:
-            _locate(new, e.loc)
-        return new
-
-    def stmts(self, body: List[ir.Stmt]) -> List[ir.Stmt]:
-        out: List[ir.Stmt] = []
-        for s in body:
-            self.pre = []
-            if isinstance(s, ir.While):
-                cond = self.expr(s.cond)
-                if self.pre:  # re-evaluated on every iteration: at the top of the body
-                    pre, self.pre = self.pre, []
-                    s.body = pre + [ir.If(ir.UnaryOp("not", cond), [ir.Break()], [])] + self.stmts(s.body)
-                    s.cond = ir.Const(True, bool_)
-                else:
-                    s.cond = cond
-                    s.body = self.stmts(s.body)
-                out.append(s)
-                continue
-            for f in dataclasses.fields(s):
-                value = getattr(s, f.name)
-                if isinstance(value, ir.Expr) and f.name != "loc":
-                    setattr(s, f.name, self.expr(value))
-                elif isinstance(value, list) and value and isinstance(value[0], ir.Expr):
-                    setattr(s, f.name, [self.expr(v) for v in value])
-            pre = self.pre
-            for f in dataclasses.fields(s):
-                value = getattr(s, f.name)
-                if isinstance(value, list) and value and isinstance(value[0], ir.Stmt):
-                    setattr(s, f.name, self.stmts(value))
-            for p in pre:
-                p.loc = s.loc
-            out.extend(pre)
-            out.append(s)
-        return out
-
-
-def _locate(e: ir.Expr, loc) -> None:
-    """Give ``e`` and the new nodes under it (those without a location) the location ``loc``."""
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if n.loc is None:
-            n.loc = loc
-            stack.extend(n.children())
 
 
 def legalize_f16(fn: ir.Function, target) -> ir.Function:

@@ -5,34 +5,21 @@ static __device__ __forceinline__ long long pk_abs_i64(long long x) {
     return x == (-9223372036854775807ll - 1ll) ? x : x < 0 ? (long long)(-x) : x;
 }
 
-// i32 //: truncating; x // 0 == x, MIN // -1 == MIN
-static __device__ __forceinline__ int pk_div_i32(int a, int b) {
-    return b == 0 ? a : b == -1 ? (int)((unsigned int)0 - (unsigned int)a) : a / b;
-}
-
-// u32 //: truncating; x // 0 == x
-static __device__ __forceinline__ unsigned int pk_div_u32(unsigned int a, unsigned int b) {
-    return b == 0u ? a : a / b;
-}
-
-// i32 %: truncating; x % 0 == 0, MIN % -1 == 0
-static __device__ __forceinline__ int pk_rem_i32(int a, int b) {
-    return (b == 0 || b == -1) ? 0 : a % b;
-}
-
 extern "C" __global__ void int_arith(int* a, unsigned int* b, long long* c, unsigned long long* d) {
     int i = 0;
     int x = 0;
     int y = 0;
     unsigned int u = 0;
     long long w = 0;
+    unsigned int v_num0 = 0;
 
     i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     x = a[i];
     y = a[(int)((unsigned int)i + 1u)];
-    a[i] = (int)((unsigned int)pk_div_i32(x, y) + (unsigned int)pk_rem_i32(x, y) - (unsigned int)(int)((unsigned int)x << (y & 7 & 31)) + (unsigned int)(x >> 3) + (unsigned int)(x ^ y) + (unsigned int)(x | 5) + (unsigned int)~x + (0u - (unsigned int)x));
+    a[i] = (int)((unsigned int)(x / ((y == 0) | ((x == (-2147483647 - 1)) & (y == -1)) ? 1 : y)) + (unsigned int)(x % ((y == 0) | ((x == (-2147483647 - 1)) & (y == -1)) ? 1 : y)) - (unsigned int)(int)((unsigned int)x << (y & 7)) + (unsigned int)(x >> 3) + (unsigned int)(x ^ y) + (unsigned int)(x | 5) + (unsigned int)~x + (0u - (unsigned int)x));
     u = b[i];
-    b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
+    v_num0 = u + 1u;
+    b[i] = u / (v_num0 == 0u ? 1u : v_num0) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
     c[i] = (long long)((unsigned long long)((long long)((unsigned long long)w * (unsigned long long)w) / 3ll) - (unsigned long long)(long long)((unsigned long long)w << 40ll) + (unsigned long long)(w >> 2ll) + (unsigned long long)pk_abs_i64(w) + (unsigned long long)max(w, -7ll));
     d[i] = d[i] / 3ull + (d[i] >> 63ull) + min(d[i], d[0]);

@@ -3,16 +3,6 @@
 #include <metal_stdlib>
 using namespace metal;
 
-// i32 //: truncating; x // 0 == x, MIN // -1 == MIN
-inline int pk_div_i32(int a, int b) {
-    return b == 0 ? a : b == -1 ? (int)((uint)0 - (uint)a) : a / b;
-}
-
-// i32 %: truncating; x % 0 == 0, MIN % -1 == 0
-inline int pk_rem_i32(int a, int b) {
-    return (b == 0 || b == -1) ? 0 : a % b;
-}
-
 kernel void tile_gemm__TA_f16__TC_f32__M_16__N_16__K_16__BCOL_1(
     device half* a [[buffer(0)]],
     device half* b [[buffer(1)]],
@@ -31,8 +21,8 @@ kernel void tile_gemm__TA_f16__TC_f32__M_16__N_16__K_16__BCOL_1(
     simdgroup_half8x8 pk_frag1[2][2];  // fa: frag_a[f16, 16x16x16]
     simdgroup_half8x8 pk_frag2[2][2];  // fb: frag_b[f16, 16x16x16]
 
-    tm = pk_div_i32((int)pk_group_id.x, tiles_n);
-    tn = pk_rem_i32((int)pk_group_id.x, tiles_n);
+    tm = (int)pk_group_id.x / ((tiles_n == 0) | (((int)pk_group_id.x == (-2147483647 - 1)) & (tiles_n == -1)) ? 1 : tiles_n);
+    tn = (int)pk_group_id.x % ((tiles_n == 0) | (((int)pk_group_id.x == (-2147483647 - 1)) & (tiles_n == -1)) ? 1 : tiles_n);
     {
       long pk_o = (long)((int)((uint)tm * 16u * (uint)ldc + (uint)tn * 16u)); ulong pk_ld = (ulong)(ldc);
       simdgroup_load(pk_frag0[0][0], c + (pk_o + 0 * (long)pk_ld + 0), pk_ld, ulong2(0, 0), false);

@@ -3,45 +3,32 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-// f32 -> i32: saturating, NaN -> 0
-static inline int pk_cvt_i32_f32(float x) {
-    return x >= 2.1474836e9f ? 2147483647 : x >= -2.1474836e9f ? (int)x : x != x ? (int)0 : (-2147483647 - 1);
-}
-
-// f64 -> i32: saturating, NaN -> 0
-static inline int pk_cvt_i32_f64(double x) {
-    return x >= 2147483648.0 ? 2147483647 : x >= -2147483648.0 ? (int)x : x != x ? (int)0 : (-2147483647 - 1);
-}
-
-// f32 -> i64: saturating, NaN -> 0
-static inline long pk_cvt_i64_f32(float x) {
-    return x >= 9.223372e18f ? 9223372036854775807L : x >= -9.223372e18f ? (long)x : x != x ? (long)0 : (-9223372036854775807L - 1L);
-}
-
-// f32 -> u32: saturating, NaN -> 0
-static inline uint pk_cvt_u32_f32(float x) {
-    return x >= 4.2949673e9f ? 4294967295u : x >= 0.0f ? (uint)x : (uint)0;
-}
-
-// f32 -> u8: saturating, NaN -> 0
-static inline uchar pk_cvt_u8_f32(float x) {
-    return x >= 256.0f ? (uchar)255 : x >= 0.0f ? (uchar)x : (uchar)0;
-}
-
 __kernel void casts(__global float* xf, __global int* xi, __global double* xd, __global uchar* xb, __global long* xl, __global uint* xu) {
     int i = 0;
     float f = 0;
     int n = 0;
+    bool v_num0 = 0;
+    double v_num1 = 0;
+    bool v_num2 = 0;
+    bool v_num3 = 0;
+    bool v_num4 = 0;
+    bool v_num5 = 0;
 
     i = (int)get_global_id(0);
     f = xf[i];
     n = xi[i];
-    xi[i] = (int)((uint)pk_cvt_i32_f32(f) + (uint)pk_cvt_i32_f64(xd[i]) + (uint)(int)xb[i] + (uint)(int)(f > 0.5f) + (uint)(int)xl[i] + (uint)(int)xu[i]);
+    v_num0 = (f >= -2.1474836e9f) & (f < 2.1474836e9f);
+    v_num1 = xd[i];
+    v_num2 = (v_num1 >= -2147483648.0) & (v_num1 < 2147483648.0);
+    xi[i] = (int)((uint)(v_num0 ? (int)(v_num0 ? f : 0.0f) : f >= 2.1474836e9f ? 2147483647 : f < -2.1474836e9f ? (-2147483647 - 1) : 0) + (uint)(v_num2 ? (int)(v_num2 ? v_num1 : 0.0) : v_num1 >= 2147483648.0 ? 2147483647 : v_num1 < -2147483648.0 ? (-2147483647 - 1) : 0) + (uint)(int)xb[i] + (uint)(int)(f > 0.5f) + (uint)(int)xl[i] + (uint)(int)xu[i]);
     xf[i] = (float)n + (float)xd[i] + (float)xb[i] + (float)xl[i] + (float)xu[i];
     xd[i] = (double)f + (double)n + (double)xl[i];
-    xb[i] = (uchar)((uchar)n + pk_cvt_u8_f32(f));
-    xl[i] = (long)((ulong)(long)n * (ulong)(long)xu[i] + (ulong)pk_cvt_i64_f32(f));
-    xu[i] = (uint)n + pk_cvt_u32_f32(f) + (uint)xl[i];
+    v_num3 = (f >= 0.0f) & (f < 256.0f);
+    xb[i] = (uchar)((uchar)n + (v_num3 ? (uchar)(v_num3 ? f : 0.0f) : f >= 256.0f ? (uchar)255 : (uchar)0));
+    v_num4 = (f >= -9.223372e18f) & (f < 9.223372e18f);
+    xl[i] = (long)((ulong)(long)n * (ulong)(long)xu[i] + (ulong)(v_num4 ? (long)(v_num4 ? f : 0.0f) : f >= 9.223372e18f ? 9223372036854775807L : f < -9.223372e18f ? (-9223372036854775807L - 1L) : 0L));
+    v_num5 = (f >= 0.0f) & (f < 4.2949673e9f);
+    xu[i] = (uint)n + (v_num5 ? (uint)(v_num5 ? f : 0.0f) : f >= 4.2949673e9f ? 4294967295u : 0u) + (uint)xl[i];
     if ((bool)n && !(bool)f) {
         xi[i] = 0;
     }

@@ -7,34 +7,21 @@ static inline long pk_abs_i64(long x) {
     return x == (-9223372036854775807L - 1L) ? x : x < 0 ? (long)(-x) : x;
 }
 
-// i32 //: truncating; x // 0 == x, MIN // -1 == MIN
-static inline int pk_div_i32(int a, int b) {
-    return b == 0 ? a : b == -1 ? (int)((uint)0 - (uint)a) : a / b;
-}
-
-// u32 //: truncating; x // 0 == x
-static inline uint pk_div_u32(uint a, uint b) {
-    return b == 0u ? a : a / b;
-}
-
-// i32 %: truncating; x % 0 == 0, MIN % -1 == 0
-static inline int pk_rem_i32(int a, int b) {
-    return (b == 0 || b == -1) ? 0 : a % b;
-}
-
 __kernel void int_arith(__global int* a, __global uint* b, __global long* c, __global ulong* d) {
     int i = 0;
     int x = 0;
     int y = 0;
     uint u = 0;
     long w = 0;
+    uint v_num0 = 0;
 
     i = (int)get_global_id(0);
     x = a[i];
     y = a[(int)((uint)i + 1u)];
-    a[i] = (int)((uint)pk_div_i32(x, y) + (uint)pk_rem_i32(x, y) - (uint)(int)((uint)x << (y & 7 & 31)) + (uint)(x >> 3) + (uint)(x ^ y) + (uint)(x | 5) + (uint)~x + (0u - (uint)x));
+    a[i] = (int)((uint)(x / ((y == 0) | ((x == (-2147483647 - 1)) & (y == -1)) ? 1 : y)) + (uint)(x % ((y == 0) | ((x == (-2147483647 - 1)) & (y == -1)) ? 1 : y)) - (uint)(int)((uint)x << (y & 7)) + (uint)(x >> 3) + (uint)(x ^ y) + (uint)(x | 5) + (uint)~x + (0u - (uint)x));
     u = b[i];
-    b[i] = pk_div_u32(u, u + 1u) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
+    v_num0 = u + 1u;
+    b[i] = u / (v_num0 == 0u ? 1u : v_num0) + u % 7u + (u >> 31u) + (u << 4u) + min(u, 9u) + max(u, b[0]);
     w = c[i];
     c[i] = (long)((ulong)((long)((ulong)w * (ulong)w) / 3L) - (ulong)(long)((ulong)w << 40L) + (ulong)(w >> 2L) + (ulong)pk_abs_i64(w) + (ulong)max(w, -7L));
     d[i] = d[i] / 3UL + (d[i] >> 63UL) + min(d[i], d[0]);

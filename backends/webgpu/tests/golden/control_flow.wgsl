@@ -22,13 +22,6 @@ fn pk_abs_i32(x: i32) -> i32 {
     return bitcast<i32>(select(bitcast<u32>(x), 0u - bitcast<u32>(x), x < 0i));
 }
 
-fn pk_rem_i32(a: i32, b: i32) -> i32 {
-    let ua = select(bitcast<u32>(a), 0u - bitcast<u32>(a), a < 0i);
-    let ub = select(bitcast<u32>(b), 0u - bitcast<u32>(b), b < 0i);
-    let r = select(ua % max(ub, 1u), 0u, ub == 0u);
-    return bitcast<i32>(select(r, 0u - r, a < 0i));
-}
-
 @compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
 fn control_flow(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(workgroup_id) pk_group_id: vec3<u32>) {
     let n = pk_args.n;
@@ -37,13 +30,19 @@ fn control_flow(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(w
     var acc: i32;
     var j: u32;
     var ok: bool;
+    var _num0: bool;
+    var _num1: u32;
+    var _num2: u32;
     i = i32((pk_launch.group_base.x + pk_group_id.x) * pk_block_x + pk_local_id.x);
     if i >= n {
         return;
     }
     acc = 0i;
     for (k = 0i; k < (i + 3i); k = k + 1i) {
-        if pk_rem_i32(k, 3i) == 1i {
+        _num0 = k < 0i;
+        _num1 = u32(k);
+        _num2 = select(_num1, 0u - _num1, _num0) % 3u;
+        if i32(select(_num2, 0u - _num2, _num0)) == 1i {
             continue;
         }
         if k > 40i {

@@ -35,75 +35,6 @@ fn pk_fma(a: f32, b: f32, c: f32) -> f32 {
     return select(fma(a, b, c), s + (t + e), ok);
 }
 
-fn pk_fmod_f32(x: f32, y: f32) -> f32 {
-    let bx = bitcast<u32>(x) & 0x7fffffffu;
-    let by = bitcast<u32>(y) & 0x7fffffffu;
-    if bx >= 0x7f800000u || by > 0x7f800000u || by == 0u {
-        return bitcast<f32>(0x7fc00000u);
-    }
-    if bx < by {
-        return x;
-    }
-    let ax = bitcast<f32>(bx);
-    let ay = bitcast<f32>(by);
-    var t = ay;
-    loop {
-        let t2 = t + t;
-        if t2 > ax {
-            break;
-        }
-        t = t2;
-    }
-    var r = ax;
-    loop {
-        if r >= t {
-            r = r - t;
-        }
-        if t == ay {
-            break;
-        }
-        t = t * 0.5f;
-    }
-    return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(x) & 0x80000000u));
-}
-
-fn pk_i32_from_f32(x: f32) -> i32 {
-    let nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
-    return select(select(i32(x), 2147483647i, x >= 2147483648.0f), 0i, nan);
-}
-
-fn pk_log2_f32(x: f32) -> f32 {
-    let small = x < 1.17549435e-38f;
-    return select(log2(x), log2(x * 16777216.0f) - 24.0f, small);
-}
-
-fn pk_log_f32(x: f32) -> f32 {
-    let small = x < 1.17549435e-38f;
-    return select(log(x), log(x * 16777216.0f) - 16.635532f, small);
-}
-
-fn pk_pow_f32(x: f32, y: f32) -> f32 {
-    let ax = abs(x);
-    let inf = bitcast<f32>(0x7f800000u);
-    let nan = bitcast<f32>(0x7fc00000u);
-    let y_neg = y < 0.0f;
-    let y_inf = (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u;
-    let x_inf = (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
-    let any_nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(y) & 0x7fffffffu) > 0x7f800000u;
-    var r = pow(ax, y);
-    r = select(r, select(0.0f, inf, (ax < 1.0f) == y_neg), y_inf);
-    r = select(r, select(0.0f, inf, y_neg), ax == 0.0f);
-    r = select(r, select(inf, 0.0f, y_neg), x_inf);
-    let y_int = floor(y) == y;
-    let h = y * 0.5f;
-    let y_odd = y_int && floor(h) != h;
-    r = select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u && y_odd);
-    r = select(r, nan, x < 0.0f && !x_inf && !y_int);
-    r = select(r, nan, any_nan);
-    r = select(r, 1.0f, x == -1.0f && y_inf);
-    return select(r, 1.0f, y == 0.0f || x == 1.0f);
-}
-
 @compute @workgroup_size(pk_block_x, pk_block_y, pk_block_z)
 fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(workgroup_id) pk_group_id: vec3<u32>) {
     let n = pk_args.n;
@@ -112,19 +43,88 @@ fn math_casts(@builtin(local_invocation_id) pk_local_id: vec3<u32>, @builtin(wor
     var i: i32;
     var v: f32;
     var u: u32;
+    var _num0: f32;
+    var _num1: bool;
+    var _num2: f32;
+    var _num3: f32;
+    var _num4: bool;
+    var _num5: f32;
+    var _num6: f32;
+    var _num7: bool;
+    var _num8: bool;
+    var _num9: bool;
+    var _num10: f32;
+    var _num11: bool;
+    var _num12: f32;
+    var _num13: f32;
+    var _num14: f32;
+    var _num15: u32;
+    var _num16: u32;
+    var _num17: f32;
+    var _num18: f32;
+    var _num19: f32;
+    var _num20: f32;
+    var _num21: f32;
+    var _num22: f32;
+    var _num23: bool;
     i = i32((pk_launch.group_base.x + pk_group_id.x) * pk_block_x + pk_local_id.x);
     if i >= n {
         return;
     }
     v = abs(x[i]);
-    v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + pk_log_f32(v + 1.0f)) + pk_log2_f32(v + 1.0f);
-    v = pk_fma(v, scale, pk_pow_f32(2.0f, 0.5f));
+    _num0 = v + 1.0f;
+    _num1 = _num0 < 1.1754944e-38f;
+    _num2 = log(select(_num0, _num0 * 16777216.0f, _num1));
+    _num3 = v + 1.0f;
+    _num4 = _num3 < 1.1754944e-38f;
+    _num5 = log2(select(_num3, _num3 * 16777216.0f, _num4));
+    v = ((((((((((sqrt(v) + inverseSqrt(v)) + exp(v)) + exp2(v)) + sin(v)) + cos(v)) + tanh(v)) + abs(v)) + floor(v)) + ceil(v)) + select(_num2, _num2 - 16.635532f, _num1)) + select(_num5, _num5 - 24.0f, _num4);
+    var pk_t1: f32 = 2.0f;
+    _num6 = abs(pk_t1);
+    _num7 = 0.5f < 0.0f;
+    _num8 = (bitcast<u32>(0.5f) & 2147483647u) == 2139095040u;
+    _num9 = (bitcast<u32>(2.0f) & 2147483647u) == 2139095040u;
+    _num10 = select(select(select(pow(_num6, 0.5f), select(0.0f, bitcast<f32>(2139095040u), ((_num6 < 1.0f) == _num7)), _num8), select(0.0f, bitcast<f32>(2139095040u), _num7), (_num6 == 0.0f)), select(bitcast<f32>(2139095040u), 0.0f, _num7), _num9);
+    var pk_t2: f32 = 0.5f;
+    _num11 = floor(pk_t2) == 0.5f;
+    var pk_t3: f32 = 0.5f;
+    _num12 = pk_t3 * 0.5f;
+    v = pk_fma(v, scale, select(select(select(select(select(_num10, -_num10, (((bitcast<u32>(2.0f) & 2147483648u) != 0u) & (_num11 & (!(floor(_num12) == _num12))))), bitcast<f32>(2143289344u), (((2.0f < 0.0f) & (!_num9)) & (!_num11))), bitcast<f32>(2143289344u), (((bitcast<u32>(2.0f) & 2147483647u) > 2139095040u) | ((bitcast<u32>(0.5f) & 2147483647u) > 2139095040u))), 1.0f, ((2.0f == -1.0f) & _num8)), 1.0f, ((0.5f == 0.0f) | (2.0f == 1.0f))));
     v = max(min(v, 1.0e+30f), -1.0e+30f);
-    v = select(floor(v / 3.0f), pk_fmod_f32(v, 7.5f), flag);
+    _num13 = v;
+    _num14 = 7.5f;
+    _num15 = bitcast<u32>(_num13) & 2147483647u;
+    _num16 = bitcast<u32>(_num14) & 2147483647u;
+    _num17 = select(bitcast<f32>(2143289344u), _num13, ((_num15 < _num16) & (_num16 <= 2139095040u)));
+    if ((_num15 >= _num16) & (_num15 < 2139095040u)) & (_num16 != 0u) {
+        _num18 = bitcast<f32>(_num15);
+        _num19 = bitcast<f32>(_num16);
+        _num20 = _num19;
+        while true {
+            _num21 = _num20 + _num20;
+            if _num21 > _num18 {
+                break;
+            }
+            _num20 = _num21;
+        }
+        _num22 = _num18;
+        while true {
+            if _num22 >= _num20 {
+                _num22 = _num22 - _num20;
+            }
+            _num20 = _num20 * 0.5f;
+            if _num20 < _num19 {
+                break;
+            }
+        }
+        _num17 = bitcast<f32>(bitcast<u32>(_num22) | (bitcast<u32>(_num13) & 2147483648u));
+    }
+    v = select(floor(v / 3.0f), _num17, flag);
     y[i] = v / 3.0f;
     u = u32(i);
     u = (u << 3u) | (u >> (u32(i & 7i) & 31u));
-    u = u ^ u32(pk_i32_from_f32(f32(u)));
+    _num23 = (f32(u) >= -2147483600.0f) & (f32(u) < 2147483600.0f);
+    u = u ^ u32(select(select(select(select(0i, (-2147483647i - 1i), (f32(u) < -2147483600.0f)), 2147483647i, (f32(u) >= 2147483600.0f)), i32(select(0.0f, f32(u), _num23)), _num23), 0i, ((bitcast<u32>(f32(u)) & 2147483647u) > 2139095040u)));
     bits[i] = u + u32(i << 3u);
     bits[i] = bits[i] - (0u - u32(bool(i)));
 }
