@@ -1,5 +1,5 @@
 """Host memory of one kernel launched with many ``shared_size`` values (one pipeline per size on Vulkan
-and WebGPU; at most ``polykern.lazy.PIPELINES_PER_KERNEL`` are kept, docs/correctness.md 5.7):
+and WebGPU; at most ``polykern.runtime.lazy.PIPELINES_PER_KERNEL`` are kept, docs/correctness.md 5.7):
 
     python benchmarks/pipeline_rss.py TARGET [SIZES]     e.g. vulkan 400
 

@@ -2,7 +2,7 @@
 
 Seeds are the golden artifacts of both format versions (tests/golden, tests/golden/v1) plus
 synthetic ones that reach every payload layout, module kinds no backend provides, nested imports,
-every attribute type of polykern.function_schema, and hostile strings (control characters, NUL,
+every attribute type of polykern.kbin.function_schema, and hostile strings (control characters, NUL,
 invisible/bidi characters, names longer than a quoted message shows). Besides the random damage,
 every version-2 seed gets each module's layout id replaced by every id that matters (known ones
 in the wrong place, the first unknown one, 0x7F, 0xFF).
@@ -103,7 +103,7 @@ LAYOUT_IDS = (0, 1, 2, 3, 0x7F, 0xFF)
 
 def layout_mutants(data: bytes) -> Iterator[Tuple[str, bytes]]:
     """(label, bytes): ``data`` (format version 2) with one module's layout id replaced, CRC fixed."""
-    from polykern import wire
+    from polykern.kbin import wire
 
     c = wire.decode_container(data)
     if c.version < 2:

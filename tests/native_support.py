@@ -218,7 +218,7 @@ class CModule:
         lib, err = self.c.lib, self.err
         k = lib.pk_program_kernel(self.prog, name.encode(), ctypes.byref(err))
         assert k, err.message
-        from polykern.checked_launch import user_visible
+        from polykern.runtime.checked_launch import user_visible
 
         root_fn = user_visible(self.meta[name])  # checked accesses: libpolykern adds the hidden arguments
 

@@ -1,4 +1,4 @@
-"""The launch-time alignment check of wide-access kernels (polykern/aligned_launch.py) reads only the address of
+"""The launch-time alignment check of wide-access kernels (polykern/runtime/aligned_launch.py) reads only the address of
 an aligned NumPy or __cuda_array_interface__ argument: the full argument reading (launch._buffer) ran for every
 aligned buffer on every launch and cost 40-50 us a buffer (a 4096 x 4096 layer norm's CUDA launch took 208 us of
 host time on the H200 host for 25 us of GPU work, which made back-to-back benchmarks measure the host).
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, aligned_launch, f32, i32
+from polykern import Buffer, f32, i32
+from polykern.runtime import aligned_launch
 from polykern.errors import LaunchError
 
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import polykern as pk
-from polykern import artifact, wire
+from polykern import artifact
+from polykern.kbin import wire
 from polykern.errors import ArtifactError
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import device_module, synthetic_root

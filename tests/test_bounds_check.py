@@ -14,7 +14,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32, i64, u32
-from polykern.checked_launch import CheckedKernel
+from polykern.runtime.checked_launch import CheckedKernel
 from polykern.errors import ArtifactError, CompileError, LaunchError
 from polykern.ir.nodes import walk_all_exprs
 from polykern.ir.verifier import verify

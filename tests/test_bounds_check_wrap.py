@@ -15,7 +15,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i8, i32, i64, u8, u32
-from polykern.checked_launch import CheckedKernel
+from polykern.runtime.checked_launch import CheckedKernel
 from polykern.errors import LaunchError
 from polykern.passes import run_default_passes
 from polykern.passes.bounds_check import RECORD_WORDS, bounds_check

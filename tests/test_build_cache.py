@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 import polykern as pk
-from polykern import Buffer, build_cache, f32, i32, wire
+from polykern import Buffer, build_cache, f32, i32
+from polykern.kbin import wire
 
 TARGETS = ["llvm", "cuda -arch=sm_90", "vulkan", "opencl", "webgpu", "metal"]
 

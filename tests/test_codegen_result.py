@@ -9,7 +9,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, backends, f32
 from polykern.errors import CompileError
-from polykern.function_info import FunctionInfo
+from polykern.kbin.function_info import FunctionInfo
 from polykern.module import FallbackModule, Module, RootModule
 from polykern.target import TargetKind
 from polykern.testing.isolation import isolated

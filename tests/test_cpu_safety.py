@@ -3,7 +3,7 @@
 llvm and PoCL kernels run in the caller's process (hexagon's run in qemu's, whose default build stays raw:
 test_hexagon_default_build_is_raw). Their default build proves
 the guarded affine accesses in bounds under launch-time conditions (passes/bounds_proof.py, checked
-before each launch by polykern.launch_proof) and keeps checked mode's guards for the others; a
+before each launch by polykern.runtime.launch_proof) and keeps checked mode's guards for the others; a
 failed condition or guard is an out-of-bounds LaunchError. ``bounds_check=False`` is the raw build.
 """
 import re
@@ -313,7 +313,7 @@ def test_malformed_condition_is_an_artifact_error():
 def _kbin_run(native_build, tmp_path, kernel, items, launch):
     import subprocess
 
-    from polykern import launch_stream as ls
+    from polykern.runtime import launch_stream as ls
 
     path = tmp_path / f"{kernel.name}.kbin"
     pk.build([kernel]).export(str(path))
@@ -322,7 +322,7 @@ def _kbin_run(native_build, tmp_path, kernel, items, launch):
 
 
 def test_libpolykern_checks_the_launch_conditions(native_build, tmp_path):
-    from polykern import launch_stream as ls
+    from polykern.runtime import launch_stream as ls
 
     y = np.zeros(8, np.float32).tobytes()
     bad = _kbin_run(native_build, tmp_path, fill, [(ls.SCALAR, np.int32(16).tobytes()), (ls.WRITE, y)],
@@ -336,7 +336,7 @@ def test_libpolykern_checks_the_launch_conditions(native_build, tmp_path):
 
 
 def test_libpolykern_evaluates_quotients_as_the_kernel_does(native_build, tmp_path):
-    from polykern import launch_stream as ls
+    from polykern.runtime import launch_stream as ls
 
     def run(n, m):
         items = [(ls.SCALAR, np.int32(n).tobytes()), (ls.SCALAR, np.int32(m).tobytes()),
@@ -351,7 +351,7 @@ def test_libpolykern_evaluates_quotients_as_the_kernel_does(native_build, tmp_pa
         assert shown in bad.stderr, bad.stderr
 
 def test_libpolykern_adds_the_hidden_arguments_of_checked_accesses(native_build, tmp_path):
-    from polykern import launch_stream as ls
+    from polykern.runtime import launch_stream as ls
 
     idx = np.array([0, 1, 20], np.int32).tobytes()
     items = [(ls.SCALAR, np.int32(3).tobytes()), (ls.READ, idx), (ls.WRITE, np.zeros(8, np.float32).tobytes())]
@@ -389,7 +389,7 @@ def test_libpolykern_under_qemu_aarch64_checks_a_cross_built_artifact(tmp_path):
     if emu.AARCH64_MISSING:
         pytest.skip("aarch64 emulation needs " + ", ".join(emu.AARCH64_MISSING))
     runner = emu.build_kbin_run_aarch64()
-    from polykern import launch_stream as ls
+    from polykern.runtime import launch_stream as ls
 
     path = tmp_path / "fill_a64.kbin"
     pk.build([scatter], targets=[emu.AARCH64_TARGET]).export(str(path))

@@ -1,11 +1,11 @@
-"""The one device-array API (polykern.devices; docs/language.md §10): pk.to_device / pk.empty / pk.zeros with
+"""The one device-array API (polykern.runtime.devices; docs/language.md §10): pk.to_device / pk.empty / pk.zeros with
 device strings on every runtime present here, launches that keep arrays on their device, named errors."""
 import numpy as np
 import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.devices import HostArray, parse_device
+from polykern.runtime.devices import HostArray, parse_device
 from polykern.errors import DeviceStringError, DeviceUnavailableError, LaunchError
 from polykern.testing import tier_skip
 from runtimes import runnable_targets

@@ -11,7 +11,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").glob("*.md")) + sorted(REPO.glob("backends/*/README.md")) + [REPO / "README.md"]
-# A path as docs write it: folders and a file with a known suffix (`codegen/llvm_subgroups.py`,
+# A path as docs write it: folders and a file with a known suffix (`codegen/cpu/subgroups.py`,
 # `backends/rocm/README.md`); a name in angle brackets (`polykern_<x>/...`) is a pattern, not a path.
 PATH = re.compile(r"(?<![\w./<>$-])((?:\.\./|\./)?[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+"
                   r"\.(?:py|md|c|h|bzl|sh|toml|json|txt|bazel))\b")
@@ -82,7 +82,7 @@ def test_no_issue_or_session_numbers(docs):
 
 def test_the_checks_can_fail(tmp_path):
     doc = tmp_path / "page.md"
-    doc.write_text("See `python/polykern/no_such_module.py` and `codegen/llvm_subgroups.py`.\n"
+    doc.write_text("See `python/polykern/no_such_module.py` and `codegen/cpu/subgroups.py`.\n"
                    "Fixed in issue 21; found in Session 6, see issue #16.\n")
     assert [b.split(": cites ")[1].split(",")[0] for b in missing_paths(doc)] == ["python/polykern/no_such_module.py"]
     assert len(TRACKER.findall(doc.read_text())) == 3

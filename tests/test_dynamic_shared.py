@@ -1,5 +1,5 @@
 """Dynamic shared memory: ``pk.shared_dynamic(T)`` sized at launch with ``shared_size=`` (docs/language.md
-"Dynamic shared memory", polykern/ir/dynamic_shared.py, polykern/shared_launch.py).
+"Dynamic shared memory", polykern/ir/dynamic_shared.py, polykern/runtime/shared_launch.py).
 
 Results against NumPy on every runtime here for several sizes (one pipeline per size on Vulkan and
 WebGPU), the refusals at launch (no size, a bad size, over the device's limit, a size for a kernel

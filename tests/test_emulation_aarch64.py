@@ -4,7 +4,7 @@ The conformance suite's kernels are built for ``llvm -mtriple=aarch64-linux-gnu`
 ``.kbin``, and launched by ``kbin-run`` (native/tools/kbin_run.c) cross-built for aarch64
 (``make -C native aarch64``) under ``qemu-aarch64-static``: the aarch64 ELF relocator in
 native/src/elf_reloc_aarch64.c links the object, the runtime's thread pool runs it, and the
-results come back over polykern's launch stream (:mod:`polykern.launch_stream`) to be compared with
+results come back over polykern's launch stream (:mod:`polykern.runtime.launch_stream`) to be compared with
 NumPy by the same checks as every backend. Every conformance case runs (no skips).
 
 Needs (Debian) gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static and make; skipped
@@ -21,9 +21,9 @@ import pytest
 
 import polykern as pk
 from conformance import ALL_CASES
-from polykern import launch_stream
+from polykern.runtime import launch_stream
 from polykern.errors import DeviceError
-from polykern.launch import BufferArg, check_args
+from polykern.runtime.launch import BufferArg, check_args
 from native_support import (AARCH64_MISSING as MISSING, AARCH64_TARGET as TARGET, NATIVE, QEMU_AARCH64 as QEMU,
                             SYSROOT_AARCH64 as SYSROOT, build_kbin_run_aarch64)
 

@@ -3,9 +3,10 @@ import itertools
 
 import pytest
 
-from polykern import backends, registry, wire
+from polykern import backends, registry
+from polykern.kbin import wire
 from polykern.module import DeviceModule, FallbackModule, create_with_fallback
-from polykern.payload_formats import PayloadFormats, registry_key
+from polykern.kbin.payload_formats import PayloadFormats, registry_key
 from polykern.testing.fallback_contract import check_fallback_contract, forced_fallback
 from polykern.testing.isolation import isolated
 from polykern.testing.synthetic import saxpy_info

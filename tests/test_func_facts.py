@@ -26,7 +26,7 @@ from polykern.errors import KernelTypeError, LaunchError
 from polykern.ir import nodes as ir
 from polykern.ir.vector import lane_of
 from polykern.lang.body_facts import ARRAY_LIMITS, BodyFacts
-from polykern.shared_launch import dynamic_shared_of
+from polykern.runtime.shared_launch import dynamic_shared_of
 from polykern.testing.interp import interpret
 from dynamic_shared_kernels import rev_tile as dyn_0  # _rev's body in the kernel
 from runtimes import runnable_targets

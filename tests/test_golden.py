@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from polykern import artifact, wire
+from polykern import artifact
+from polykern.kbin import wire
 from polykern.testing.golden import updating
 from polykern.testing.isolation import isolated
 

@@ -142,7 +142,7 @@ def test_scanner_sees_function_local_imports_and_skips_type_checking():
 
 def test_no_import_cycles():
     graph = import_graph()
-    assert "polykern.wire" in graph and "polykern.module" in graph, "the scan found no polykern modules"
+    assert "polykern.kbin.wire" in graph and "polykern.module" in graph, "the scan found no polykern modules"
     found = cycles(graph)
     known = [members for members, _ in KNOWN_CYCLES]
     new = [c for c in found if c not in known]
@@ -154,5 +154,5 @@ def test_no_import_cycles():
 
 def test_wire_and_module_do_not_import_each_other():
     graph = import_graph()
-    assert "polykern.module" not in graph["polykern.wire"]
-    assert graph["polykern.function_info"] <= {"polykern.ir.nodes", "polykern.ir.types"}
+    assert "polykern.module" not in graph["polykern.kbin.wire"]
+    assert graph["polykern.kbin.function_info"] <= {"polykern.ir.nodes", "polykern.ir.types"}

@@ -8,7 +8,7 @@ import pytest
 
 import polykern as pk
 from polykern.testing.c_corpus import saxpy
-from polykern import launch_stream as ls
+from polykern.runtime import launch_stream as ls
 from native_support import IS_ELF_HOST, native_build  # noqa: F401
 
 N = 100

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from polykern import wire
+from polykern.kbin import wire
 from polykern.errors import ArtifactError
-from polykern.function_info import ArgInfo, FunctionInfo
+from polykern.kbin.function_info import ArgInfo, FunctionInfo
 from native_support import python_reexport, python_verdict, clib, native_build, needs_cc  # noqa: F401 (fixtures)
 
 
@@ -83,7 +83,7 @@ def test_checking_the_roots_kernels_is_not_quadratic_in_c(clib):
     8 MB artifact of 60000 kernels took ~25 s (a 100 MB one, hours); Python uses a set."""
     import time
 
-    from polykern.function_info import FunctionInfo
+    from polykern.kbin.function_info import FunctionInfo
 
     fmap = {f"f{i:07d}": FunctionInfo(f"f{i:07d}", [], [], 0, {}) for i in range(60000)}
     w = wire.Writer()

@@ -1,10 +1,10 @@
-"""polykern.launch.check_args: argument count, dtype, writability, scalar ranges, launch shape."""
+"""polykern.runtime.launch.check_args: argument count, dtype, writability, scalar ranges, launch shape."""
 import numpy as np
 import pytest
 
 from polykern.errors import LaunchError
 from polykern.ir.types import bool_, f16, f32, f64, i8, i32, i64, u8, u32
-from polykern.launch import BufferArg, ScalarArg, check_args, dlpack_describe, normalize_dims
+from polykern.runtime.launch import BufferArg, ScalarArg, check_args, dlpack_describe, normalize_dims
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.testing.synthetic import saxpy_info
 
@@ -194,7 +194,7 @@ def test_polykern_buffer_protocol():
 def test_a_void_cuda_typestr_defers_to_dlpack():
     """torch 2.11 describes a bfloat16 CUDA tensor's elements as '|V2' in __cuda_array_interface__ (any 2-byte
     type could be that): an object that also speaks DLPack is read through DLPack, which names bfloat16."""
-    from polykern.launch import _has_cuda_interface
+    from polykern.runtime.launch import _has_cuda_interface
 
     class Tensor:
         def __init__(self, typestr):
@@ -223,7 +223,7 @@ def test_a_void_cuda_typestr_named_bfloat16_is_read_directly():
     interface (no DLPack capsule per launch: that cost 0.2-0.4 ms a launch on an H200 at 4096^3 bf16 GEMM),
     and refused for a kernel that wants f16; an unnamed '|V2' still defers to DLPack."""
     from polykern.ir.types import bf16, f16
-    from polykern.launch import _cuda_interface, _has_cuda_interface, names_bfloat16
+    from polykern.runtime.launch import _cuda_interface, _has_cuda_interface, names_bfloat16
     from polykern.module import ArgInfo, FunctionInfo
 
     class Tensor:

@@ -1,4 +1,4 @@
-"""Launch arguments from frameworks (python/polykern/launch.py, docs/frameworks.md): raw DLPack capsules
+"""Launch arguments from frameworks (python/polykern/runtime/launch.py, docs/frameworks.md): raw DLPack capsules
 (legacy and 1.0, host memory: read in place, not consumed), a consumed or strided capsule (a named
 LaunchError), and tensors that require grad (an autograd-recorded tensor exports no memory: a
 ``readonly`` parameter reads its detached view, a written one is refused). NumPy makes the capsules;

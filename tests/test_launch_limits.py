@@ -6,7 +6,7 @@ import pytest
 import polykern as pk
 from polykern import Buffer, i32
 from polykern.errors import LaunchError
-from polykern.launch import MAX_GLOBAL_SIZE, check_args, check_global_size
+from polykern.runtime.launch import MAX_GLOBAL_SIZE, check_args, check_global_size
 from polykern.testing.synthetic import saxpy_info
 from polykern.testing import tier_skip
 from runtimes import runnable_targets

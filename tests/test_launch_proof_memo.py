@@ -1,4 +1,4 @@
-"""polykern.launch_proof: the launch check's verdict is kept per tuple of the condition's symbol values (a
+"""polykern.runtime.launch_proof: the launch check's verdict is kept per tuple of the condition's symbol values (a
 launch repeated with the same sizes does not evaluate the polynomials again), and a launch with other
 values is judged on its own."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern import launch_proof
+from polykern.runtime import launch_proof
 from polykern.errors import LaunchError
 
 

@@ -1,7 +1,7 @@
 """The launch rules libpolykern enforces are the Python runtimes' (docs/internals.md "Runtime kernel handles").
 
 Their data (limits, the dynamic_shared grammar, the CUDA opt-in threshold, tensor-map alignments, messages)
-is defined once in Python (polykern/launch_rules.py, polykern/ir/dynamic_shared.py,
+is defined once in Python (polykern/runtime/launch_rules.py, polykern/ir/dynamic_shared.py,
 backends/cuda/polykern_cuda/driver_limits.py, tensor_map_codes.py) and generated into native/src/kbin_tables.h
 (tests/test_native.py fails while the header is stale). Where a rule is logic, the same cases run here through
 both implementations and must get the same verdict and the same words; a failure names the file to fix.
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from polykern.errors import ArtifactError, LaunchError
-from polykern.function_info import ArgInfo, FunctionInfo
+from polykern.kbin.function_info import ArgInfo, FunctionInfo
 from native_hopper_support import GEMM_ARGS, GEMM_MAPS, _info, _Plan
 from native_support import EXAMPLES, IS_ELF_HOST, CModule, PkError, clib, native_build, needs_cc  # noqa: F401
 
@@ -49,7 +49,7 @@ ATTRS = ["3,4", "3,1", "3,2", "3,8", "0,4", "1,4", "99,4", "65536,4", "65537,4",
 
 
 def _python_dynamic(args, attr):
-    from polykern.shared_launch import dynamic_shared_of
+    from polykern.runtime.shared_launch import dynamic_shared_of
 
     info = FunctionInfo("k", [ArgInfo(n, "buffer" if kind else "scalar", code, bits) for n, kind, code, bits in args],
                         [], 0, {"dynamic_shared": attr})
@@ -79,7 +79,7 @@ def test_dynamic_shared_attribute_gets_one_verdict_and_message(clib, layout):
         rc = fn(ctypes.byref(info), argv, ctypes.byref(nbytes), ctypes.byref(err))
         got, words = _python_dynamic(args, attr)
         where = f"{layout}, attribute {attr!r}: " + FIX.format(c="program.c (pk_dynamic_shared_bytes)",
-                                                               py="python/polykern/shared_launch.py dynamic_shared_of")
+                                                               py="python/polykern/runtime/shared_launch.py dynamic_shared_of")
         if got is None:
             assert (rc, err.status) == (PK_ERR_ARTIFACT, PK_ERR_ARTIFACT), where
             assert err.message.decode() == words, where
@@ -117,7 +117,7 @@ def test_dynamic_shared_index_limit_is_the_same(clib):
 def test_dynamic_shared_length_is_refused_below_the_same_minimum(clib, length):
     """A pk.shared_dynamic length below ir/dynamic_shared.MIN_LENGTH is refused by the Python wrapper
     (shared_launch.DynamicSharedKernel) and by libpolykern; others pass both (the limits come later)."""
-    from polykern.shared_launch import DynamicSharedKernel
+    from polykern.runtime.shared_launch import DynamicSharedKernel
 
     lib = clib.lib
     fn = lib.pk_dynamic_shared_bytes
@@ -136,7 +136,7 @@ def test_dynamic_shared_length_is_refused_below_the_same_minimum(clib, length):
         py_ok = True
     except LaunchError:
         py_ok = False
-    assert (rc == 0) == py_ok, FIX.format(c="program.c (pk_dynamic_shared_bytes)", py="python/polykern/shared_launch.py")
+    assert (rc == 0) == py_ok, FIX.format(c="program.c (pk_dynamic_shared_bytes)", py="python/polykern/runtime/shared_launch.py")
     if rc:
         assert rc == PK_ERR_LAUNCH and "must be >= 1" in err.message.decode()
 
@@ -179,8 +179,8 @@ def _py(fn, *args):
 @needs_cc
 @pytest.mark.parametrize("warpgroups", [1, 2, 3, 8])
 def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
-    """pk_hopper_check_block (native/src/tensor_maps.c) and polykern/hopper_launch.py check_block."""
-    from polykern.hopper_launch import check_block
+    """pk_hopper_check_block (native/src/tensor_maps.c) and polykern/runtime/hopper_launch.py check_block."""
+    from polykern.runtime.hopper_launch import check_block
 
     plan = _Plan(clib, GEMM_ARGS, {"tensor_maps": GEMM_MAPS, "warpgroups": str(warpgroups)})
     try:
@@ -190,7 +190,7 @@ def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
         verdicts = [plan.block(*b) for b in blocks]
         for b, got in zip(blocks, verdicts):
             assert got == _py(check_block, "k", warpgroups, b), f"block {b}: " + FIX.format(
-                c="tensor_maps.c (pk_hopper_check_block)", py="python/polykern/hopper_launch.py check_block")
+                c="tensor_maps.c (pk_hopper_check_block)", py="python/polykern/runtime/hopper_launch.py check_block")
         assert {rc for rc, _ in verdicts} == {0, PK_ERR_LAUNCH}
     finally:
         plan.close()
@@ -198,10 +198,10 @@ def test_warpgroup_block_check_is_the_python_runtimes(clib, warpgroups):
 
 @needs_cc
 def test_tensor_map_checks_are_the_python_runtimes(clib):
-    """pk_hopper_encodings' refusals (native/src/tensor_maps.c) are polykern/hopper_launch.py check_map's, map
+    """pk_hopper_encodings' refusals (native/src/tensor_maps.c) are polykern/runtime/hopper_launch.py check_map's, map
     by map, in the same words: shape, fit in the buffer, row bytes, address alignment."""
     from polykern.ir import hopper as H
-    from polykern.hopper_launch import check_map
+    from polykern.runtime.hopper_launch import check_map
 
     maps = H.tensor_maps_of({"tensor_maps": GEMM_MAPS})
     plan = _Plan(clib, GEMM_ARGS, {"tensor_maps": GEMM_MAPS, "warpgroups": "3"})
@@ -221,7 +221,7 @@ def test_tensor_map_checks_are_the_python_runtimes(clib):
                             check_map("k", m, addr, (rows, K), size // 2)
 
                     assert c == _py(python), f"M, N, K = {M, N, K}, addresses {addrs}, sizes {sizes}: " + FIX.format(
-                        c="tensor_maps.c (pk_hopper_encodings)", py="python/polykern/hopper_launch.py")
+                        c="tensor_maps.c (pk_hopper_encodings)", py="python/polykern/runtime/hopper_launch.py")
                     cases += 1
                     refused.add(c[1].split(": ", 1)[-1][:20])
         assert cases == 48 and len(refused) >= 5  # accepted, and each of the four refusals seen
@@ -237,8 +237,8 @@ def test_cpu_launch_shape_limits_are_the_python_runtimes(clib):
     """libpolykern's CPU launches refuse the grids the Python CPU runtime refuses (launch.check_global_size,
     check_grid_limits with launch_rules.PORTABLE_MAX_GRID), in its words."""
     import polykern as pk
-    from polykern.launch import check_global_size, check_grid_limits
-    from polykern.launch_rules import PORTABLE_MAX_GRID, grid_limit_name
+    from polykern.runtime.launch import check_global_size, check_grid_limits
+    from polykern.runtime.launch_rules import PORTABLE_MAX_GRID, grid_limit_name
 
     if not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
@@ -267,7 +267,7 @@ def test_cpu_launch_shape_limits_are_the_python_runtimes(clib):
             except AssertionError as e:  # CModule asserts with the pk_error's message (its repr, first line)
                 got = (PK_ERR_LAUNCH, ast.literal_eval(str(e).split("\n")[0]).decode())
             assert got == want, f"grid {grid}, block {block}: " + FIX.format(
-                c="program.c (pk_kernel_launch)", py="python/polykern/launch.py / launch_rules.py")
+                c="program.c (pk_kernel_launch)", py="python/polykern/runtime/launch.py / launch_rules.py")
             seen.add(want[1].split(";")[0].split(" = ")[0][-12:])
         assert len(seen) >= 3
     finally:
@@ -315,13 +315,13 @@ def _random_condition(r) -> str:
 
 @needs_cc
 def test_launch_proof_conditions_get_one_verdict_and_description(clib):
-    """The conditions of proven accesses (python/polykern/launch_proof.py, native/src/launch_proof.c: the same
+    """The conditions of proven accesses (python/polykern/runtime/launch_proof.py, native/src/launch_proof.c: the same
     text, evaluated twice) hold or fail alike on random conditions and launches, and a failure names the same
     access and the same failed inequalities in the kernel's names."""
     import random
 
     import polykern as pk
-    from polykern.launch_proof import ProvenKernel
+    from polykern.runtime.launch_proof import ProvenKernel
 
     if not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")
@@ -362,7 +362,7 @@ def test_launch_proof_conditions_get_one_verdict_and_description(clib):
             except LaunchError as e:
                 py = str(e)
             where = f"case {case}: conditions {conds}, x={x} n={n} u={u} len={length} grid {grid} block {block}: "
-            fix = FIX.format(c="launch_proof.c", py="python/polykern/launch_proof.py")
+            fix = FIX.format(c="launch_proof.c", py="python/polykern/runtime/launch_proof.py")
             assert (rc == 0) == (py is None), where + fix + f" (C: {err.message.decode()!r}; Python: {py!r})"
             verdicts[rc == 0] += 1
             if rc:

@@ -1,10 +1,10 @@
-"""polykern.lazy: one realization under concurrency, retry after failure."""
+"""polykern.runtime.lazy: one realization under concurrency, retry after failure."""
 import threading
 import time
 
 import pytest
 
-from polykern.lazy import Lazy, LazyMap
+from polykern.runtime.lazy import Lazy, LazyMap
 
 
 def test_one_realization_under_concurrency():

@@ -1,4 +1,4 @@
-"""The lazily rendered assembly listing (``polykern.codegen.lazy_asm``) is one implementation for the llvm
+"""The lazily rendered assembly listing (``polykern.codegen.cpu.lazy_asm``) is one implementation for the llvm
 and hexagon modules: on both, a fallback module copies and pickles with its ``asm`` still pending, and the
 copy gives the same bytes and the same listing (the llvm copy of the mechanism did not pickle: its
 pending listing was rebuilt from "" and failed)."""
@@ -9,7 +9,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, i32
-from polykern.codegen.lazy_asm import PendingAsm
+from polykern.codegen.cpu.lazy_asm import PendingAsm
 from polykern.module import FORCE_FALLBACK_ENV
 
 
@@ -43,7 +43,7 @@ def test_fallback_pickles_with_its_asm_pending(kind, monkeypatch):
 def test_both_backends_use_the_one_mechanism(kind):
     import importlib
 
-    from polykern.codegen.lazy_asm import LazyAsmSources
+    from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 
     fallback = importlib.import_module(f"polykern_{kind}.fallback")
     (cls,) = [v for v in vars(fallback).values() if isinstance(v, type) and v.__module__ == fallback.__name__]

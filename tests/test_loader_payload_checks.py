@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32, registry, wire
+from polykern import Buffer, f32, i32, registry
+from polykern.kbin import wire
 from polykern.errors import ArtifactError
-from polykern.kbin_messages import quote
-from polykern.payload_formats import PayloadFormats, registry_key
+from polykern.kbin.messages import quote
+from polykern.kbin.payload_formats import PayloadFormats, registry_key
 from polykern.testing.fallback_contract import check_fallback_contract
 from polykern.testing.kbin_rewrite import replace_module, rewrite_module
 from runtimes import all_target_kinds

@@ -6,7 +6,7 @@ import pytest
 
 from polykern import artifact, backends, registry
 from polykern.errors import ArtifactError, BackendUnavailableError, LaunchError, PolykernError, RuntimeNotLinkedError
-from polykern.launch import check_args
+from polykern.runtime.launch import check_args
 from polykern.module import (DeviceModule, FallbackModule, RootModule, UnavailableModule, create_with_fallback,
                              force_fallback_enabled)
 from polykern.testing.isolation import isolated
@@ -47,7 +47,7 @@ def _register_host_runtime(kind="llvm"):
 
 
 def _decode(kind, data):
-    from polykern import wire
+    from polykern.kbin import wire
 
     fmt, fmap, payload = wire.decode_device_payload(kind, data)
     return payload, fmt, fmap

@@ -2,7 +2,7 @@
 polykern error saying what was wrong and where: a constexpr value no kernel type
 holds (``specialize(N=10**5000)``), a user's object whose repr() raises (a specialization value, a
 build hook's closure), and host array protocols that are malformed or masked, on every runtime (all
-array protocols are read in one place, polykern/launch.py ``_buffer``)."""
+array protocols are read in one place, polykern/runtime/launch.py ``_buffer``)."""
 import functools
 import warnings
 

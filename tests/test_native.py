@@ -4,7 +4,7 @@ the Python implementation on the same bytes:
 - golden files: `kbin-inspect --json` holds every field of tests/golden/*.json, and both the
   JSON and the text listing are byte-identical to `polykern inspect`;
 - differential parsing: thousands of corrupted artifacts are accepted/rejected by
-  libpolykern.so (through ctypes) exactly as polykern.wire/artifact do, at the same offset;
+  libpolykern.so (through ctypes) exactly as polykern.kbin.wire/artifact do, at the same offset;
 - real kernels: `polykern compile` output runs from C (native/examples/run_saxpy) and every
   example kernel in examples/ runs through libpolykern.so and passes the example's own check;
 - ASan/UBSan build of the C tests, a short libFuzzer run, an aarch64 cross build under QEMU.
@@ -178,7 +178,7 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
             assert ok_c == ok_py, f"C {'accepts' if ok_c else 'rejects'} ({msg}) what Python " \
                                   f"{'accepts' if ok_py else 'rejects at ' + str(off_py)}"
             assert off_c == off_py, f"C reports offset {off_c} ({msg}), Python {off_py}"
-            assert msg == msg_py, "C and Python word the error differently (one table: polykern/kbin_messages.py)"
+            assert msg == msg_py, "C and Python word the error differently (one table: polykern/kbin/messages.py)"
             checked += 1
             accepted += ok_c
     assert checked >= 600 * len(seeds) and 0 < accepted < checked
@@ -186,7 +186,7 @@ def test_c_and_python_agree_on_corrupted_artifacts(clib, tmp_path):
 
 def test_native_tables_header_is_generated_from_python():
     """native/src/kbin_tables.h (messages, escaping, kinds, attribute schema, the launch rules of
-    polykern/launch_rules.py, ir/dynamic_shared.py and polykern_cuda's driver_limits.py / tensor_map_codes.py)
+    polykern/runtime/launch_rules.py, ir/dynamic_shared.py and polykern_cuda's driver_limits.py / tensor_map_codes.py)
     is what tools/gen_native_tables.py makes from the Python tables; edit those, then run the tool."""
     gen = ROOT / "tools" / "gen_native_tables.py"
     header = NATIVE / "src" / "kbin_tables.h"
@@ -482,7 +482,7 @@ def test_c_launch_sizes_the_dynamic_shared_array(clib):
         y = np.zeros(64, np.float32)
         cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=32)
         np.testing.assert_array_equal(y, np.concatenate([x[:32][::-1], x[32:][::-1]]))
-        for bad in (-1, 0):  # >= 1, as polykern/shared_launch.py requires on every runtime
+        for bad in (-1, 0):  # >= 1, as polykern/runtime/shared_launch.py requires on every runtime
             with pytest.raises(AssertionError, match=rf"argument 3 \('shared_size'.*is {bad}; it must be >= 1"):
                 cm["rev_tile"](np.int32(64), x, y, grid=2, block=32, shared_size=bad)
         # the CPU's limit is the language's 64 KiB of shared arrays (the C runtime allowed what the stack
@@ -529,10 +529,10 @@ def test_c_launch_opts_in_when_static_and_dynamic_shared_pass_48_kib(clib, kind)
 def test_c_launch_refuses_a_malformed_dynamic_shared_attribute(clib, attr):
     """A hostile artifact's ``dynamic_shared`` attribute is refused with a clear error, never a crash, and
     exactly where and as the Python runtimes refuse it (ir/dynamic_shared.py parse_attr: the C runtime accepted
-    " 3,4", "3,04", "+3,4" and an element size of 16; polykern/launch_rules.py words it for both)."""
+    " 3,4", "3,04", "+3,4" and an element size of 16; polykern/runtime/launch_rules.py words it for both)."""
     import polykern as pk
     from polykern.errors import ArtifactError
-    from polykern.shared_launch import dynamic_shared_of
+    from polykern.runtime.shared_launch import dynamic_shared_of
 
     if not IS_ELF_HOST:
         pytest.skip("the native CPU loader runs on x86-64/aarch64 Linux")

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import launch_stream as ls
+from polykern.runtime import launch_stream as ls
 
 from native_support import MAKE, NATIVE, QEMU_AARCH64, make_native, native_build  # noqa: F401 (fixture)
 

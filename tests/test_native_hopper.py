@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from polykern import wire
-from polykern.function_info import ArgInfo, FunctionInfo
+from polykern.kbin import wire
+from polykern.kbin.function_info import ArgInfo, FunctionInfo
 from native_hopper_support import GEMM_ARGS, GEMM_MAPS, GOOD_MAP, _info, _maps, _Plan  # noqa: F401
 from native_support import (EXAMPLES, PkError, CModule, libcuda_reason, python_verdict, clib,  # noqa: F401
                          native_build, needs_cc)
@@ -135,7 +135,7 @@ def test_c_launch_checks_block_shape_rows_and_alignment(clib):
                "of 16 bytes")
         assert plan.encode([M, N, K], [0x10000, 0x20008], [M * K * 2, N * K * 2]) == (
             6, "kernel 'k', tensor map 'tb' over 'B': the buffer's address 0x20008 is not 16-byte aligned (an offset "
-               "view?)")  # Python's words (polykern/launch_rules.py); C's lacked the hint
+               "view?)")  # Python's words (polykern/runtime/launch_rules.py); C's lacked the hint
     finally:
         plan.close()
 

@@ -96,7 +96,7 @@ FOLDER = {
     f"polykern_{NAME}/runtime.py": f'''\
         """Runs {NAME} modules with the CPU runtime (polykern_llvm.runtime)."""
         from polykern import registry, wire
-        from polykern.payload_formats import check_payload
+        from polykern.kbin.payload_formats import check_payload
         from polykern_llvm import runtime as llvm_runtime
 
         from .fallback import ToyFallbackModule

@@ -25,7 +25,7 @@ sys.modules["llvmlite"] = None  # `import llvmlite` raises ImportError
 import numpy as np
 from kern import k
 from polykern.testing.interp import interpret
-from polykern.codegen.cpu_subgroup import CPU_SUBGROUP_SIZE
+from polykern.codegen.cpu.subgroup_size import CPU_SUBGROUP_SIZE
 
 x = np.arange(16, dtype=np.float32)
 y = np.full(16, 4.0, np.float32)

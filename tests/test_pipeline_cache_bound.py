@@ -1,6 +1,6 @@
 """Per-launch-shape caches are bounded: Vulkan and WebGPU keep one compute pipeline
 per (block, shared_size), which grew forever (+50 MB of host memory per 400 shared sizes on lavapipe).
-``polykern.lazy.BoundedLazyMap`` keeps at most ``PIPELINES_PER_KERNEL`` per kernel, least recently
+``polykern.runtime.lazy.BoundedLazyMap`` keeps at most ``PIPELINES_PER_KERNEL`` per kernel, least recently
 used first out; Vulkan destroys an evicted pipeline once no launch uses it. Results stay right when
 an evicted shape is launched again."""
 from concurrent.futures import ThreadPoolExecutor
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
+from polykern.runtime.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
 from polykern.testing import tier_skip
 from dynamic_shared_kernels import rev_tile
 from runtimes import runnable_targets

@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from polykern.runtime_dir import RUNTIME_DIR_ENV, ensure_runtime_dir
+from polykern.runtime.xdg_runtime_dir import RUNTIME_DIR_ENV, ensure_runtime_dir
 from polykern.testing import tier_skip
 
 NOISE = "XDG_RUNTIME_DIR is invalid or not set"

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import Buffer, f32, i32, kbin_file
+from polykern import Buffer, f32, i32
+from polykern.kbin import file as kbin_file
 from polykern.artifact import read_artifact
 from polykern.errors import ArtifactError, PolykernError
 from polykern.user_files import read_regular
@@ -103,7 +104,7 @@ def test_python_reads_a_large_artifact_into_one_buffer(tmp_path):
     path = _sparse(tmp_path / "big.kbin", b"PKBIN\0\r\n\2\0\0\0")
     r = _child(f"""
         import resource
-        from polykern import kbin_file
+        from polykern.kbin import file as kbin_file
         data, _ = kbin_file.read({str(path)!r})
         print(len(data), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     """, timeout=300)
@@ -118,7 +119,7 @@ def test_python_under_a_memory_limit_gets_an_artifact_error(tmp_path):
     big = _sparse(tmp_path / "big.kbin", b"PKBIN\0\r\n\2\0\0\0")
     r = _child(f"""
         import resource
-        from polykern import kbin_file
+        from polykern.kbin import file as kbin_file
         from polykern.errors import ArtifactError
         vm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize:")) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (vm + (512 << 20),) * 2)

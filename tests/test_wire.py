@@ -1,4 +1,4 @@
-"""polykern.wire: the byte format — round trips are byte-identical, output is deterministic,
+"""polykern.kbin.wire: the byte format — round trips are byte-identical, output is deterministic,
 the reader is strict and canonical."""
 import struct
 import zlib
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polykern import wire
+from polykern.kbin import wire
 from polykern.errors import ArtifactError
 from polykern.ir import nodes as n
 from polykern.ir.types import SCALAR_TYPES, BufferType, f32, i32

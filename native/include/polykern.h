@@ -1,6 +1,6 @@
 /* polykern native runtime: read .kbin artifacts and run their kernels without Python.
  *
- * C99. The byte format is the one of python/polykern/wire.py (docs/internals.md,
+ * C99. The byte format is the one of python/polykern/kbin/wire.py (docs/internals.md,
  * "Byte format"); this header is the only public interface of libpolykern.
  *
  * Errors: every fallible call takes a pk_error* (may be NULL) and returns NULL or

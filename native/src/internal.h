@@ -35,7 +35,7 @@ void *pk_arena_array(pk_arena *a, size_t n, size_t size);
 void pk_arena_free(pk_arena *a);
 
 /* ---- bounds-checked little-endian reader (reader.c) ----
- * Mirrors polykern.wire.Reader: same checks in the same order, same offsets in errors
+ * Mirrors polykern.kbin.wire.Reader: same checks in the same order, same offsets in errors
  * (absolute offsets into the artifact), so C and Python agree on every input. */
 typedef struct pk_reader {
     const uint8_t *data;   /* the whole artifact */

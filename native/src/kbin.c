@@ -1,6 +1,6 @@
 /* The .kbin container: magic, version, import tree, modules, sources, meta, crc32
  * (docs/internals.md "Container .kbin"), then every module payload. Validates before
- * trusting anything, in the order polykern.wire.decode_container and
+ * trusting anything, in the order polykern.kbin.wire.decode_container and
  * polykern.artifact.load do, so both report the same offset for the same defect. */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 
 static const uint8_t MAGIC[8] = {'P', 'K', 'B', 'I', 'N', 0, '\r', '\n'};
 
-/* the versions this reader reads are polykern.wire's (kbin_tables.h is generated from it) */
+/* the versions this reader reads are polykern.kbin.wire's (kbin_tables.h is generated from it) */
 #if PK_KBIN_VERSION != PK_WIRE_VERSION || PK_KBIN_MIN_VERSION != PK_WIRE_MIN_VERSION
-#error "PK_KBIN_VERSION / PK_KBIN_MIN_VERSION (polykern.h) differ from polykern.wire.VERSION / VERSIONS"
+#error "PK_KBIN_VERSION / PK_KBIN_MIN_VERSION (polykern.h) differ from polykern.kbin.wire.VERSION / VERSIONS"
 #endif
 
 typedef struct artifact_impl {

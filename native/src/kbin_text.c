@@ -1,7 +1,7 @@
 /* The tables shared with Python (kbin_tables.h, generated) and what uses them: version 1's module kinds,
  * layout names,
  * the FunctionInfo attribute/launch-tag schema, and how artifact strings are shown
- * (polykern.kbin_messages.quote / escape / escape_source, byte for byte). */
+ * (polykern.kbin.messages.quote / escape / escape_source, byte for byte). */
 #include <stdio.h>
 #include <string.h>
 

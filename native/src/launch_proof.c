@@ -1,7 +1,7 @@
 /* The CPU runtimes' default safety (docs/correctness.md 5.5), in the C runtime:
  *
  * - the launch-time conditions of proven accesses (FunctionInfo attributes bounds_proof,
- *   bounds_proof_<k>, bounds_proof_at_<k>; the text format is python/polykern/launch_proof.py's),
+ *   bounds_proof_<k>, bounds_proof_at_<k>; the text format is python/polykern/runtime/launch_proof.py's),
  *   evaluated on the launch's scalars, buffer lengths, grid and block before anything runs;
  * - a kernel with checked accesses (attribute bounds_check = 1) launched with the user's arguments
  *   only: the hidden lengths buffer and error record (python/polykern/passes/bounds_check.py) are

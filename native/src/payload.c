@@ -1,5 +1,5 @@
 /* Module payloads: FunctionInfo maps and the payload of every module, by its layout
- * (docs/internals.md "Module payloads"), checked like polykern.wire. Format version 2 payloads
+ * (docs/internals.md "Module payloads"), checked like polykern.kbin.wire. Format version 2 payloads
  * start with their layout id, so a module of any kind decodes; version 1's come from the kind. */
 #include <stdio.h>
 #include <string.h>

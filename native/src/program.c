@@ -284,7 +284,7 @@ static int attr_number(const char **p, unsigned long *out) {
 
 /* The bytes of the kernel's pk.shared_dynamic array for this launch (0 without one): attribute
  * PK_KEY_DYNAMIC_SHARED = "INDEX,BYTES" (its grammar generated from polykern/ir/dynamic_shared.py, read
- * as polykern/shared_launch.py dynamic_shared_of reads it, in its words) names the i32 size argument, in
+ * as polykern/runtime/shared_launch.py dynamic_shared_of reads it, in its words) names the i32 size argument, in
  * elements, and the element size. The length must be >= PK_DYN_MIN_LENGTH, as shared_launch.py requires
  * on every runtime. */
 int pk_dynamic_shared_bytes(const pk_function_info *fi, void *const *args, uint64_t *bytes, pk_error *err) {
@@ -356,7 +356,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
     if ((uint64_t)block[0] * block[1] * block[2] > INT32_MAX)
         return pk_fail(err, PK_ERR_LAUNCH, "%s: block has more than 2^31 threads", fi->name.ptr);
     for (d = 0; d < 3; d++) {
-        /* the language's limit, as polykern.launch.check_global_size: global_id is an i32 */
+        /* the language's limit, as polykern.runtime.launch.check_global_size: global_id is an i32 */
         uint64_t items = (uint64_t)grid[d] * block[d];
         if (items > PK_MAX_GLOBAL_SIZE)
             return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_GLOBAL_SIZE, fi->name.ptr, (unsigned long long)d,
@@ -368,7 +368,7 @@ int pk_kernel_launch(pk_kernel *k, size_t nargs, void *const *args, const uint32
             break;  /* reported below */
     if (i == nargs && (rc = pk_launch_proof_check(fi, nargs, args, grid, block, err))) return rc;
     if (k->prog->dev == DEV_CPU) {
-        /* as the Python CPU runtime (polykern.launch_rules.PORTABLE_MAX_GRID): CUDA's grid limits */
+        /* as the Python CPU runtime (polykern.runtime.launch_rules.PORTABLE_MAX_GRID): CUDA's grid limits */
         static const uint32_t max_grid[3] = PK_PORTABLE_MAX_GRID;
         for (d = 0; d < 3; d++)
             if (grid[d] > max_grid[d])

@@ -1,7 +1,7 @@
 /* Bounds-checked little-endian reader for the .kbin primitives: u8..u64, str, bytes, map,
  * list (docs/internals.md "Byte format"). Every length is checked against the bytes that
  * remain before anything is sliced, copied or looped over, so no allocation is sized by an
- * unchecked field. Checks, their order and the offsets reported follow polykern.wire.Reader. */
+ * unchecked field. Checks, their order and the offsets reported follow polykern.kbin.wire.Reader. */
 #include <stdio.h>
 #include <string.h>
 

@@ -336,7 +336,7 @@ int pk_hopper_encodings(const pk_hopper *h, const pk_function_info *fi, void *co
         for (k = 0; k < 2; k++)
             dim[k] = h->dim_arg[i][k] == SIZE_MAX ? (int64_t)m->dim[k]
                      : scalar_value(&fi->args[h->dim_arg[i][k]], args[h->dim_arg[i][k]]);
-        /* the checks and words of python/polykern/hopper_launch.py check_map */
+        /* the checks and words of python/polykern/runtime/hopper_launch.py check_map */
         if (dim[0] <= 0 || dim[1] <= 0 || (uint64_t)dim[0] >= PK_TMAP_DIM_LIMIT || (uint64_t)dim[1] >= PK_TMAP_DIM_LIMIT)
             return pk_fail(err, PK_ERR_LAUNCH, PK_LMSG_TMAP_SHAPE, where, (long long)dim[0], (long long)dim[1]);
         /* rows * cols < 2**64: both are below 2**32 */

@@ -1,5 +1,5 @@
 /* Encode a parsed artifact again, in format version PK_KBIN_VERSION, from its decoded fields
- * (polykern.wire's Writer and encode_* functions, byte for byte): what `load(...).export()` gives
+ * (polykern.kbin.wire's Writer and encode_* functions, byte for byte): what `load(...).export()` gives
  * in Python, for modules of every kind, known here or not. A version-1 webgpu module (version 1's
  * own layout) is written in the smap layout, with its fmt "wgsl". */
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  *
  *   kbin-run K.kbin KERNEL [--on KIND] < launch > results
  *
- * The stream is polykern's launch stream (python/polykern/launch_stream.py; the Hexagon harness
+ * The stream is polykern's launch stream (python/polykern/runtime/launch_stream.py; the Hexagon harness
  * reads the same), little-endian:
  *   stdin   header  u32 magic "PKHX", u32 nargs, u64 body bytes, i32 grid[3], i32 block[3]
  *           body    per argument a 64-byte record head (u32 kind, u32 0, u64 nbytes, zeros)

@@ -68,22 +68,22 @@ def load(path_or_bytes, strict: bool = False):
 
 def to_device(array, *, device="cpu"):
     """A copy of ``array`` on ``device`` ("cpu", "cuda:0", "opencl:1", "vulkan", "webgpu"); see
-    :mod:`polykern.devices`."""
-    from .devices import to_device as _to_device
+    :mod:`polykern.runtime.devices`."""
+    from .runtime.devices import to_device as _to_device
 
     return _to_device(array, device=device)
 
 
 def empty(shape, dtype, *, device="cpu"):
-    """An uninitialized array on ``device``; see :mod:`polykern.devices`."""
-    from .devices import empty as _empty
+    """An uninitialized array on ``device``; see :mod:`polykern.runtime.devices`."""
+    from .runtime.devices import empty as _empty
 
     return _empty(shape, dtype, device=device)
 
 
 def zeros(shape, dtype, *, device="cpu"):
-    """A zero-filled array on ``device``; see :mod:`polykern.devices`."""
-    from .devices import zeros as _zeros
+    """A zero-filled array on ``device``; see :mod:`polykern.runtime.devices`."""
+    from .runtime.devices import zeros as _zeros
 
     return _zeros(shape, dtype, device=device)
 

@@ -17,14 +17,15 @@ import os
 import struct
 from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
-from . import backends, registry, wire
+from . import backends, registry
+from .kbin import wire
 from .errors import (ArtifactError, BackendUnavailableError, CompileError, DeviceError, PolykernError,
                      RuntimeNotLinkedError)
-from .kbin_file import Source
-from .kbin_file import read as _read
-from .kbin_messages import message, quote
+from .kbin.file import Source
+from .kbin.file import read as _read
+from .kbin.messages import message, quote
 from .module import Module, RootModule, UnavailableModule, payload_text
-from .payload_formats import check_registered
+from .kbin.payload_formats import check_registered
 from .version import compiler_version
 
 __all__ = ["export", "load", "read_artifact", "describe_binary", "compiler_version"]

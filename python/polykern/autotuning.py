@@ -50,7 +50,7 @@ import numpy as np
 
 from . import backends, hooks, registry
 from .cache import cache_root
-from .device_array import DeviceArrayBase
+from .runtime.device_array import DeviceArrayBase
 from .errors import LaunchError, PolykernError
 from .ir.printer import function_str
 from .lang.kernel import Kernel

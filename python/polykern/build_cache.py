@@ -35,12 +35,13 @@ from pathlib import Path
 import llvmlite
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import hooks, registry, wire
+from . import hooks, registry
+from .kbin import wire
 from .cache import cache_root
 from .errors import PolykernError
 from .ir.canonical import NotCanonical, canonical_bytes
 from .module import FallbackModule, Module, create_with_fallback
-from .payload_formats import check_registered
+from .kbin.payload_formats import check_registered
 from .user_files import read_regular
 from .version import compiler_version
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from . import user_files
 from .errors import PolykernError
-from .kbin_messages import escape, escape_source
+from .kbin.messages import escape, escape_source
 
 PROG = "polykern"
 
@@ -312,10 +312,10 @@ def _run(args) -> int:
     import numpy as np
 
     from .artifact import load
-    from .checked_launch import user_visible
+    from .runtime.checked_launch import user_visible
     from .ir.bfloat16 import bf16_array, bits_to_f32
     from .ir.types import bf16
-    from .shared_launch import dynamic_shared_of
+    from .runtime.shared_launch import dynamic_shared_of
 
     block, grid, shared_size = _run_options(args)
     root = load(args.artifact)

@@ -13,7 +13,7 @@ from typing import Any, List, Optional
 
 from . import backends
 from .errors import CompileError, PolykernError
-from .function_info import FunctionInfo
+from .kbin.function_info import FunctionInfo
 from .module import Module, RootModule
 
 __all__ = ["run_codegen"]

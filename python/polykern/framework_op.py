@@ -19,7 +19,7 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import OperatorError
-from .function_info import ArgInfo, FunctionInfo
+from .kbin.function_info import ArgInfo, FunctionInfo
 
 __all__ = ["OpBinding", "DEFAULT_TARGETS"]
 

@@ -26,14 +26,15 @@ import os
 import threading
 from typing import List
 
-from . import kernel_output, registry
+from . import registry
+from .runtime import kernel_output
 from .capabilities import Capabilities
 from .errors import LaunchError, PolykernError
-from .function_info import FunctionInfo
-from .host_aliasing import check_host_overlaps
+from .kbin.function_info import FunctionInfo
+from .runtime.host_aliasing import check_host_overlaps
 from .interpreter.program import Program
 from .ir.printer import function_str
-from .launch import PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
+from .runtime.launch import PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
 from .module import DeviceModule
 from .target import TargetKind
 

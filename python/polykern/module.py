@@ -21,15 +21,16 @@ import os
 import threading
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import backends, kbin_file, registry, wire
+from . import backends, registry
+from .kbin import file as kbin_file, wire
 from .backends import FORCE_FALLBACK_ENV
-from .aligned_launch import wrap_if_aligned
-from .checked_launch import user_visible, wrap_if_checked
-from .launch_proof import wrap_if_proven
-from .lazy import Lazy
-from .shared_launch import dynamic_shared_of, wrap_if_dynamic
+from .runtime.aligned_launch import wrap_if_aligned
+from .runtime.checked_launch import user_visible, wrap_if_checked
+from .runtime.launch_proof import wrap_if_proven
+from .runtime.lazy import Lazy
+from .runtime.shared_launch import dynamic_shared_of, wrap_if_dynamic
 from .errors import ArtifactError, LaunchError, PolykernError, RuntimeNotLinkedError
-from .function_info import ArgInfo, FunctionInfo
+from .kbin.function_info import ArgInfo, FunctionInfo
 from .user_tracebacks import entry_point
 from .version import compiler_version
 

@@ -26,7 +26,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from . import registry
-from .device_array import device_string
+from .runtime.device_array import device_string
 from .errors import DeviceUnavailableError, StreamError
 
 __all__ = ["Stream", "Event", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
@@ -73,7 +73,7 @@ class HostEvent:
 
 def _resolve(device: str) -> Tuple[str, str, Any, Any]:
     """(kind, device string, runtime device object, stream factory) of a device string."""
-    from .devices import device_array_class, parse_device  # devices imports the backends: not at import
+    from .runtime.devices import device_array_class, parse_device  # devices imports the backends: not at import
 
     kind, index = parse_device(device)
     cls = device_array_class(kind)

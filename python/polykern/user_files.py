@@ -23,7 +23,7 @@ import tempfile
 from typing import Callable, Iterable, Optional, Tuple, Type, Union
 
 from .errors import PolykernError
-from .kbin_messages import escape, message
+from .kbin.messages import escape, message
 
 __all__ = ["PathLike", "read_regular", "check_destination", "write_atomic", "file_type", "shown"]
 

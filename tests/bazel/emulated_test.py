@@ -19,7 +19,8 @@ import unittest
 import numpy as np
 
 import polykern as pk
-from polykern import backends, launch_stream
+from polykern import backends
+from polykern.runtime import launch_stream
 
 KBIN, RUNNER = sys.argv[1], sys.argv[2]
 N = 1000

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from polykern import wire  # noqa: E402
+from polykern.kbin import wire  # noqa: E402
 from polykern.ir.types import bool_, f16, f32, f64, i32, i64, u8  # noqa: E402
 from polykern.module import ArgInfo, DeviceModule, FunctionInfo, Module, RootModule  # noqa: E402
 

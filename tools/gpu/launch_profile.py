@@ -43,7 +43,7 @@ def main():
     import numpy as np
 
     import polykern as pk
-    from polykern.launch import fast_dims
+    from polykern.runtime.launch import fast_dims
     from polykern_cuda import runtime as rt
     from polykern_cuda.runtime import libcuda
     from saxpy import saxpy

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Tuple
 
-from polykern import hooks, payload_formats, registry
+from polykern import hooks, registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import C_INTS, GPU_LLVM_FLOATS, LIBM_FLOATS, LLVM_INTS, Capabilities
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target

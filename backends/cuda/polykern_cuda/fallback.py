@@ -3,7 +3,7 @@ serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable."""
 from __future__ import annotations
 
 from polykern.module import FallbackModule
-from polykern.payload_formats import PayloadFormats
+from polykern.kbin.payload_formats import PayloadFormats
 
 
 class CUDAFallbackModule(FallbackModule):

@@ -1,4 +1,4 @@
-"""pk.to_device / pk.empty / pk.zeros with "cuda" / "cuda:N" device strings (polykern.devices; docs/language.md
+"""pk.to_device / pk.empty / pk.zeros with "cuda" / "cuda:N" device strings (polykern.runtime.devices; docs/language.md
 §10). Skipped with the reason where there is no CUDA device; the lead runs it on the H200."""
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import backends, registry, wire
+from polykern import backends, registry
+from polykern.kbin import wire
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.ir.types import bool_, f16, f32, i8, i32, i64
 from polykern.module import ArgInfo, FunctionInfo, UnavailableModule

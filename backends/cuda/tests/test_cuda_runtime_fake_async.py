@@ -22,7 +22,7 @@ from fake_cuda import CAI, SAXPY_INFO, emu_scale_oob, fake, make_module, ptx_for
 
 # ============================================================== asynchronous launches and the fast path (FAKE)
 def _count_check_args(monkeypatch):
-    """Counts the launches that took the slow path (polykern.launch.check_args)."""
+    """Counts the launches that took the slow path (polykern.runtime.launch.check_args)."""
     from polykern_cuda.runtime import kernel as kmod
 
     calls = []
@@ -127,7 +127,7 @@ def test_fast_path_packs_exactly_what_the_checked_path_packs(fake, monkeypatch):
 def test_fast_path_keeps_every_launch_error(fake, monkeypatch):
     """After a good launch (dims cached, fast path armed), every mistake still raises the LaunchError
     that check_args raises, and nothing is launched."""
-    from polykern.launch import check_args
+    from polykern.runtime.launch import check_args
 
     gpu, rt = fake
     k = make_module(rt)["saxpy"]
@@ -258,7 +258,7 @@ _VALUES = [0, 1, -1, 127, 128, -129, 255, 256, 2 ** 15, 2 ** 31 - 1, 2 ** 31, -(
 @pytest.mark.parametrize("t", _SCALAR_TYPES, ids=str)
 def test_scalar_converter_agrees_with_check_args(fake, t):
     """Whatever the fast path accepts, check_args accepts, and the bytes are the same."""
-    from polykern.launch import MISS, check_args, scalar_converter
+    from polykern.runtime.launch import MISS, check_args, scalar_converter
     from polykern_cuda.runtime.abi import packer
 
     info = FunctionInfo("k", (ArgInfo.scalar("v", t),))

@@ -18,7 +18,7 @@ except ImportError:  # plain pytest: the suite lives in the repository's tests/
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests"))
     from conformance import ALL_CASES
 from polykern.errors import KernelTypeError, LaunchError
-from polykern.launch import BufferArg, check_args
+from polykern.runtime.launch import BufferArg, check_args
 
 
 def _load_driver():

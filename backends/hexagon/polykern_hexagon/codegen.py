@@ -5,7 +5,7 @@ Target ``hexagon -mcpu=hexagonv65..hexagonv73`` (default ``hexagonv68``); triple
 the code is the CPU backend's: per kernel ``K`` the object exports the range entry
 ``void K__range(void **args, const int32_t *launch, int64_t group_begin, int64_t group_end)``
 (docs/internals.md, "CPU (llvm) payload"), built by
-:class:`polykern.codegen.llvm_workgroup.WorkgroupLoopEmitter` (work-items are loops; barriers split
+:class:`polykern.codegen.cpu.workgroup.WorkgroupLoopEmitter` (work-items are loops; barriers split
 the kernel into loops over the work-items).
 
 Payload fmt ``o``: one relocatable, position-independent ELF object (``e_machine`` 164,
@@ -22,15 +22,16 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import payload_formats, registry
+from polykern import registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import LIBM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen import llvm_target
-from polykern.codegen.lazy_asm import PendingAsm
+from polykern.codegen.cpu.lazy_asm import PendingAsm
 from polykern.codegen.llvm_devmath import PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
-from polykern.codegen.llvm_matrix import cpu_support
-from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
+from polykern.codegen.cpu.matrix import cpu_support
+from polykern.codegen.cpu.workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.ir import nodes as N
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.target import Attr, Target, TargetKind
@@ -90,7 +91,7 @@ def function_map(funcs, facts: Dict[str, Dict[str, int]], cpu: str) -> Dict[str,
 
 def generate(funcs: List, target: Target):
     """(object, "o", fmap, sources) for ``funcs`` on a ``hexagon`` target; ``sources["asm"]`` is a
-    :class:`polykern.codegen.lazy_asm.PendingAsm` (``.render()`` gives the text; the module renders it on
+    :class:`polykern.codegen.cpu.lazy_asm.PendingAsm` (``.render()`` gives the text; the module renders it on
     first read)."""
     cpu = target.attrs["mcpu"]
     # LLVM 22's Hexagon code generation at -O2/-O3 gave the last two work-items of every work-group a

@@ -1,12 +1,12 @@
 """The hexagon module a host without the emulated runtime builds: same bytes as the real module
 (one serializer, ``DeviceModule.save_to_bytes``), inspectable, not runnable. Its ``asm`` source is
-rendered when first read (``polykern.codegen.lazy_asm``, shared with the emulated runtime's module).
+rendered when first read (``polykern.codegen.cpu.lazy_asm``, shared with the emulated runtime's module).
 """
 from __future__ import annotations
 
-from polykern.codegen.lazy_asm import LazyAsmSources
+from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.module import FallbackModule
-from polykern.payload_formats import PayloadFormats
+from polykern.kbin.payload_formats import PayloadFormats
 
 __all__ = ["HexagonFallbackModule"]
 

@@ -21,7 +21,7 @@ import pytest
 
 import polykern as pk
 from polykern import Buffer, f32, f64, i32
-from polykern import launch_stream as protocol
+from polykern.runtime import launch_stream as protocol
 from polykern.errors import LaunchError
 from polykern.testing import tier_skip
 
@@ -44,7 +44,7 @@ needs_runtime = tier_skip.skipif("hexagon-emu", TOOLS is None, reason=f"no emula
 
 def test_protocol_constants_match_the_harness_source():
     src = (RUNTIME / "harness.c").read_text()
-    from polykern import launch_stream as p
+    from polykern.runtime import launch_stream as p
 
     defines = dict(re.findall(r"#define (PK_\w+) (\w+)", src))
     assert int(defines["PK_MAGIC"].rstrip("u"), 16) == p.MAGIC

@@ -23,17 +23,18 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import payload_formats, registry
+from polykern import registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import LIBM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
-from polykern.codegen.lazy_asm import PendingAsm
+from polykern.codegen.cpu.lazy_asm import PendingAsm
 from polykern.codegen import llvm_target
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
-from polykern.codegen.llvm_matrix import cpu_support
+from polykern.codegen.cpu.matrix import cpu_support
 from polykern.codegen.llvm_vecexp import VectorExp
-from polykern.codegen.llvm_workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
-from polykern.codegen.llvm_probe import check_cpu_and_features
+from polykern.codegen.cpu.workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
+from polykern.codegen.cpu.probe import check_cpu_and_features
 from polykern.errors import TargetError
 from polykern.module import FunctionInfo, create_with_fallback
 from polykern.passes.bounds_proof import SAFE_KEY

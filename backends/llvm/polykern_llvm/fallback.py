@@ -1,12 +1,12 @@
 """The llvm module a host without the CPU runtime builds (or one built with
 POLYKERN_COMPILE_FORCE_FALLBACK): same bytes as the real module, inspectable, not runnable. Its ``asm``
-source is rendered when first read (``polykern.codegen.lazy_asm``, shared with the real module).
+source is rendered when first read (``polykern.codegen.cpu.lazy_asm``, shared with the real module).
 """
 from __future__ import annotations
 
-from polykern.codegen.lazy_asm import LazyAsmSources
+from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.module import FallbackModule
-from polykern.payload_formats import PayloadFormats
+from polykern.kbin.payload_formats import PayloadFormats
 
 SOURCE_PREFERENCE = ("asm", "ll")
 

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from polykern.codegen.llvm_probe import llvm_choices
+from polykern.codegen.cpu.probe import llvm_choices
 from polykern.target import get_kind, list_kinds
 
 _CHILD = textwrap.dedent('''
@@ -109,7 +109,7 @@ def test_every_target_kind_refuses_bad_attribute_values():
 
 
 def test_good_non_default_llvm_targets_still_build_and_the_check_is_cached():
-    from polykern.codegen import llvm_probe
+    from polykern.codegen.cpu import probe as llvm_probe
 
     got = _run(["llvm -mcpu=skylake -mattr=+avx2,+fma", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a77",
                 "llvm -mtriple=riscv64-linux-gnu"])

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import hooks, payload_formats, registry
+from polykern import hooks, registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities, F16Rounding
 from polykern.codegen.c_source import emit_source
 from polykern.errors import CompileError

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from polykern import hooks, payload_formats, registry
+from polykern import hooks, registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities
 from polykern.codegen.c_source import emit_source
 from polykern.module import FunctionInfo, create_with_fallback

@@ -28,7 +28,8 @@ from typing import Dict, List
 
 from llvmlite import ir as ll
 
-from polykern import payload_formats, registry
+from polykern import registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import GPU_LLVM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes

@@ -5,7 +5,8 @@ import struct
 import pytest
 
 import polykern as pk
-from polykern import backends, registry, wire
+from polykern import backends, registry
+from polykern.kbin import wire
 from polykern.errors import RuntimeNotLinkedError
 from polykern.module import FallbackModule
 

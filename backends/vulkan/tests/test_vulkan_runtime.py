@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import polykern as pk
-from polykern import backends, registry, wire
+from polykern import backends, registry
+from polykern.kbin import wire
 from polykern.errors import ArtifactError, DeviceError, LaunchError
 from polykern.module import FunctionInfo
 from polykern.testing import tier_skip

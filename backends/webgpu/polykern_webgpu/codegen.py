@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import hooks, payload_formats, registry
+from polykern import hooks, registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import Capabilities, F16Rounding, IntSemantics
 from polykern.ir import nodes as ir
 from polykern.module import FunctionInfo, Module, create_with_fallback

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from polykern.module import FallbackModule
-from polykern.payload_formats import PayloadFormats
+from polykern.kbin.payload_formats import PayloadFormats
 
 
 class WebGPUFallbackModule(FallbackModule):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from polykern import registry, wire
+from polykern import registry
+from polykern.kbin import wire
 from polykern.errors import RuntimeNotLinkedError, TargetError
 from polykern.target import Target
 from polykern_webgpu.fallback import WebGPUFallbackModule

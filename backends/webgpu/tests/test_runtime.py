@@ -348,7 +348,7 @@ def test_devices_lists_an_adapter():
 
 
 def test_device_array_factories_follow_the_base_class():
-    """WebGPU's DeviceArray behaves as every runtime's (polykern.device_array): len() of a 0-d array is a
+    """WebGPU's DeviceArray behaves as every runtime's (polykern.runtime.device_array): len() of a 0-d array is a
     TypeError (it answered 1), ``empty``/``zeros``/``to_device`` are the shared factories taking ``device=``
     (``empty`` was ``zeros`` and neither took a device), and zeros skips the fill because new buffers read 0."""
     from polykern_webgpu import runtime as rt

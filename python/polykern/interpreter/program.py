@@ -36,7 +36,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..codegen.cpu_subgroup import CPU_SUBGROUP_SIZE
+from ..codegen.cpu.subgroup_size import CPU_SUBGROUP_SIZE
 from ..ir import nodes as ir
 from ..ir.dynamic_shared import size_param
 from ..ir.bfloat16 import BF16_DTYPE, bits_to_f32, f32_to_bits

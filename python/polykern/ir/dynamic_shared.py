@@ -7,7 +7,7 @@ FunctionInfo attribute ``dynamic_shared`` = ``"INDEX,BYTES"`` names that paramet
 element size, so a runtime can size the memory without the compiler; ``FunctionInfo.shared_bytes``
 counts only the static shared arrays.
 
-The caller passes the size as ``shared_size=`` at launch (:mod:`polykern.shared_launch`); every
+The caller passes the size as ``shared_size=`` at launch (:mod:`polykern.runtime.shared_launch`); every
 backend reads the parameter like any other and sizes the array its own way: CUDA ``extern __shared__``
 and the launch's ``sharedMemBytes``, OpenCL a trailing ``__local`` kernel argument, the CPU an alloca
 per work-group, Metal a ``threadgroup`` buffer argument, NVPTX an external ``addrspace(3)`` array.

@@ -68,7 +68,7 @@ SWIZZLE_ALIGN = 1024
 TMAP_PARAM_BYTES, TMAP_PARAM_ALIGN = 128, 64
 #: The copy engine's demands on a tensor map's matrix: rows of a multiple of TMAP_ROW_ALIGN bytes, a buffer
 #: address aligned to TMAP_ADDR_ALIGN bytes, both dimensions positive and below TMAP_DIM_LIMIT (checked at
-#: launch: polykern/hopper_launch.py, and libpolykern from the same numbers).
+#: launch: polykern/runtime/hopper_launch.py, and libpolykern from the same numbers).
 TMAP_ROW_ALIGN, TMAP_ADDR_ALIGN, TMAP_DIM_LIMIT = 16, 16, 2 ** 32
 
 #: op -> (names it takes, expression operands it takes), documentation order.

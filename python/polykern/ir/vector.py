@@ -19,7 +19,7 @@ Alignment: the group's first element is at a multiple of ``n`` elements from the
 vector access is aligned when the buffer is aligned to ``n * element bytes`` (at most 16: wider groups,
 f64/i64 x 4, are never fused). FunctionInfo attribute
 ``vector_align`` (``"x=16,y=8"``: buffer parameter -> bytes) lists what the kernel needs; every runtime
-refuses a misaligned buffer at launch (:mod:`polykern.aligned_launch`).
+refuses a misaligned buffer at launch (:mod:`polykern.runtime.aligned_launch`).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ region as a loop over the work-items; a barrier is simply the point between two 
 loops. Control flow that contains a barrier (an ``if``/``while``/``for`` whose body
 has one) runs once per group, and the regions inside it are again work-item loops.
 
-This module only *plans*; :mod:`polykern.codegen.llvm_workgroup` emits the loops.
+This module only *plans*; :mod:`polykern.codegen.cpu.workgroup` emits the loops.
 
 Plan nodes (group-level, executed once per workgroup):
 

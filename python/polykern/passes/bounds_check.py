@@ -44,7 +44,7 @@ The pass records in ``Function.attrs`` (which ``FunctionInfo.from_ir`` copies in
 width of ``U``), ``bounds_accesses`` (the number of access sites) and per access id ``k``
 ``bounds_at_<k>`` (a flat ASCII JSON list ``[array, op, index type, length or -1 for a buffer, file, line,
 col, source line]``, with a ninth entry ``n`` for a group's fit check, or ``0, major, minor, ld type`` for a
-fragment load/store), which ``polykern.checked_launch`` reads to name a violation through
+fragment load/store), which ``polykern.runtime.checked_launch`` reads to name a violation through
 :func:`decode_metadata`: the one reader of these attributes, strict about their form (no nesting, no
 other JSON) since an artifact is untrusted; its strings are escaped wherever they are printed.
 """

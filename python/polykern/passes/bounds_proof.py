@@ -37,7 +37,7 @@ its type's maximum, so the machine index is the true one. An access is *proven* 
 condition: one alternative holds (all its polynomials ``>= 0``), or a range on its path is empty (it
 cannot run). The pass marks proven nodes (:data:`PROVEN`, read by :mod:`polykern.passes.bounds_check`
 to leave them unguarded); :func:`attach` records the conditions in ``Function.attrs`` (text format and
-launch check: :mod:`polykern.launch_proof`, native/src/launch_proof.c).
+launch check: :mod:`polykern.runtime.launch_proof`, native/src/launch_proof.c).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ SAFE_KEY = "bounds.safe_default."
 #: both forms of the kernels, and the runtime runs the safe form on a CPU device, the raw one elsewhere.
 SAFE_VARIANT_KEY = "bounds.safe_variant."
 PROVEN = "bounds_proven"  # attribute set on a proven Load/Store/Atomic node
-ATTR = "bounds_proof"  # the attributes: polykern/launch_proof.py describes them
+ATTR = "bounds_proof"  # the attributes: polykern/runtime/launch_proof.py describes them
 ATTR_CLAUSE = "bounds_proof_"  # + k
 ATTR_AT = "bounds_proof_at_"  # + k
 TEXT_LIMIT = 4000  # a longer condition is not recorded (its access stays checked)
@@ -778,7 +778,7 @@ def _poly_text(p: Poly) -> str:
 
 
 def encode(clause: Clause) -> str:
-    """A condition's text (polykern/launch_proof.py)."""
+    """A condition's text (polykern/runtime/launch_proof.py)."""
     return " | ".join(" & ".join(_poly_text(p) for p in alt) or "true" for alt in clause)
 
 

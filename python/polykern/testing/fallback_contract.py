@@ -26,11 +26,12 @@ import contextlib
 import os
 from typing import Any, Callable, Dict, Iterator, Optional
 
-from .. import artifact, backends, registry, wire
+from .. import artifact, backends, registry
+from ..kbin import wire
 from ..errors import ArtifactError, RuntimeNotLinkedError
-from ..kbin_messages import quote
+from ..kbin.messages import quote
 from ..module import FORCE_FALLBACK_ENV, Module, RootModule
-from ..payload_formats import PayloadFormats, registry_key
+from ..kbin.payload_formats import PayloadFormats, registry_key
 from .kbin_rewrite import rewrite_module
 
 __all__ = ["check_fallback_contract", "forced_fallback"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Union
 
-from .. import wire
+from ..kbin import wire
 
 __all__ = ["replace_module", "rewrite_module", "relayout"]
 

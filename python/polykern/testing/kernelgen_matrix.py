@@ -12,7 +12,7 @@ offset may point past its buffer for the last work-group (``g.violation``).
 """
 from __future__ import annotations
 
-from ..codegen.cpu_subgroup import CPU_SUBGROUP_SIZE
+from ..codegen.cpu.subgroup_size import CPU_SUBGROUP_SIZE
 
 #: (input type, accumulator type) pairs of docs/language.md 5.2 (the CPU backends compile them all)
 COMBOS = (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("f32", "f32"), ("i8", "i32"), ("u8", "i32"))

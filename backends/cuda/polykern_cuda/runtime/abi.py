@@ -8,7 +8,7 @@ and ``unsigned short`` for f16 scalars; LLVM NVPTX lowers ``i1``/``i8`` to ``.u8
 
 ``packer(info)`` precomputes the same layout as one ``struct.Struct`` (explicit pad bytes), so a
 launch packs its parameter buffer with a single ``pack(*values)``: scalars as Python values (see
-``polykern.launch.scalar_converter``), buffers as integer device addresses.
+``polykern.runtime.launch.scalar_converter``), buffers as integer device addresses.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import numpy as np
 import pycuda.driver as drv
 
 from polykern.errors import LaunchError
-from polykern.launch import BufferArg
+from polykern.runtime.launch import BufferArg
 
 from . import libcuda
 from .cuerrors import cuda_call

@@ -30,7 +30,7 @@ from typing import Iterator, List, Optional, Tuple
 import pycuda.driver as drv
 
 from polykern.errors import BackendUnavailableError, DeviceUnavailableError
-from polykern.lazy import Lazy
+from polykern.runtime.lazy import Lazy
 
 from . import libcuda
 from .cuerrors import cuda_call, device_error, result_error

@@ -25,8 +25,8 @@ from typing import Optional
 import numpy as np
 import pycuda.driver as drv
 
-from polykern import devices
-from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
+from polykern.runtime import devices
+from polykern.runtime.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 from polykern.errors import StreamError
 from polykern.streams import current_runtime_stream
 

@@ -16,7 +16,7 @@ default stream or its own streams, so a launch on another stream goes through ``
 
 Fast path (every launch whose arguments are common cases; nothing else changes): grid/block exact
 ``int``/``tuple`` already checked against the device's and the kernel's limits; scalars of the
-declared type in range (``polykern.launch.scalar_converter``); buffers that are ``DeviceArray``s of
+declared type in range (``polykern.runtime.launch.scalar_converter``); buffers that are ``DeviceArray``s of
 this device or ``__cuda_array_interface__`` arrays of exactly the declared dtype, C-contiguous
 (``strides`` None), writable where the kernel may write, whose pointer the driver says belongs to
 polykern's (primary) context (one ``cuPointerGetAttribute``; not repeated while the same live object
@@ -40,13 +40,13 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import pycuda.driver as drv
 
-from polykern import kernel_output
+from polykern.runtime import kernel_output
 from polykern.errors import DeviceError, LaunchError
-from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
+from polykern.runtime.host_aliasing import check_host_overlaps
+from polykern.runtime.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
-from polykern.shared_launch import dynamic_shared_of
+from polykern.runtime.shared_launch import dynamic_shared_of
 
 from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps

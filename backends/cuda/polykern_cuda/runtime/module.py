@@ -23,12 +23,12 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import pycuda.driver as drv
 
-from polykern import wire
+from polykern.kbin import wire
 from polykern.errors import ArtifactError, DeviceError
-from polykern.device_array import DeviceArrayModule
-from polykern.lazy import Lazy, LazyMap
+from polykern.runtime.device_array import DeviceArrayModule
+from polykern.runtime.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from .. import toolchain
 from ..fallback import CUDAFallbackModule

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from polykern.errors import LaunchError
-from polykern.launch import BufferArg
+from polykern.runtime.launch import BufferArg
 from polykern.streams import current_runtime_stream
 
 from . import device as _device

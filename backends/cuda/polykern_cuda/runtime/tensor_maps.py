@@ -19,7 +19,7 @@ from polykern.ir.types import SCALAR_TYPES
 from polykern.module import FunctionInfo
 
 from ..driver_limits import FUNC_ATTR_MAX_DYNAMIC_SHARED
-from polykern.hopper_launch import check_block, check_map
+from polykern.runtime.hopper_launch import check_block, check_map
 from ..tensor_map_codes import MAP_ALIGN, MAP_BYTES
 from ..tensor_map_codes import DTYPE as _DTYPE
 from ..tensor_map_codes import L2_256B as _L2_256B

@@ -4,16 +4,17 @@ Importing this package is how ``polykern.backends`` probes the runtime: it raise
 :class:`BackendUnavailableError` naming the Debian packages to install when the emulator, clang or
 ld.lld is missing. A real DSP (FastRPC to a Snapdragon cDSP) is out of scope: see the backend's
 README. module.py runs the kernels, toolchain.py finds the tools and builds the harness,
-``polykern.launch_stream`` is the launch stream, harness.c and builtins.c are the freestanding Hexagon side.
+``polykern.runtime.launch_stream`` is the launch stream, harness.c and builtins.c are the freestanding Hexagon side.
 """
 from __future__ import annotations
 
 import subprocess
 from typing import Dict, List
 
-from polykern import registry, wire
+from polykern import registry
+from polykern.kbin import wire
 from polykern.module import FunctionInfo
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from ..fallback import HexagonFallbackModule
 from .module import HexagonModule

@@ -11,7 +11,7 @@
  *                                 kind 0 = scalar, 1 = read-only buffer, 2 = written buffer
  * stdout:                 the data of every kind-2 argument in order, then u32 "PKOK".
  * Exit status 0 after a complete run; 3 with a message on stderr when the input is malformed.
- * The same stream as native/tools/kbin_run.c; python/polykern/launch_stream.py is its Python side
+ * The same stream as native/tools/kbin_run.c; python/polykern/runtime/launch_stream.py is its Python side
  * (test_hexagon_runtime.py checks that the constants agree).
  */
 typedef unsigned long long u64;

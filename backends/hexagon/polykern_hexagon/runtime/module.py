@@ -3,8 +3,8 @@
 ``HexagonModule.get_function(name)`` links, once per kernel and lazily (thread-safe), the
 module's object with the harness and builtins objects (toolchain.py) into a static Hexagon
 executable whose ``pk_entry`` is the kernel's entry symbol (``ld.lld --defsym``). A launch checks
-its arguments like every runtime (:func:`polykern.launch.check_args`), streams them to the
-executable under ``qemu-hexagon-static`` (:mod:`polykern.launch_stream`), which runs all workgroups in one call of
+its arguments like every runtime (:func:`polykern.runtime.launch.check_args`), streams them to the
+executable under ``qemu-hexagon-static`` (:mod:`polykern.runtime.launch_stream`), which runs all workgroups in one call of
 ``K__range`` on one emulated hardware thread, and copies the written buffers back into the
 caller's arrays. The executables live in a private temporary folder removed with the module.
 """
@@ -21,14 +21,14 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from polykern.codegen.lazy_asm import LazyAsmSources
+from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.errors import DeviceError, LaunchError
-from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import BufferArg, check_args
-from polykern.lazy import Lazy, LazyMap
+from polykern.runtime.host_aliasing import check_host_overlaps
+from polykern.runtime.launch import BufferArg, check_args
+from polykern.runtime.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
 
-from polykern import launch_stream as protocol
+from polykern.runtime import launch_stream as protocol
 from .toolchain import QEMU_CPU, Tools, find_tools, support_objects
 
 __all__ = ["HexagonModule", "HexagonKernel", "STACK_ENV", "MAX_GLOBAL_ID"]

@@ -13,7 +13,7 @@ size, for CPU features this host lacks, or needing symbols this process cannot p
 the module not runnable, and launching it raises a :class:`DeviceError` that says why and how
 to fix it; the module still inspects and re-exports unchanged.
 
-The image is mapped once per module, lazily and thread-safely (``polykern.lazy``).
+The image is mapped once per module, lazily and thread-safely (``polykern.runtime.lazy``).
 """
 from __future__ import annotations
 
@@ -25,17 +25,19 @@ from typing import Dict, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
-from polykern import kernel_output, registry, wire
+from polykern import registry
+from polykern.runtime import kernel_output
+from polykern.kbin import wire
 from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
-from polykern.codegen.lazy_asm import LazyAsmSources
+from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.errors import ArtifactError, DeviceError, LaunchError
-from polykern.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
+from polykern.runtime.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
                              normalize_dims)
-from polykern.launch_rules import CPU_STACK_MARGIN as _STACK_MARGIN
-from polykern.launch_rules import grid_limit_name
-from polykern.lazy import Lazy, LazyMap
+from polykern.runtime.launch_rules import CPU_STACK_MARGIN as _STACK_MARGIN
+from polykern.runtime.launch_rules import grid_limit_name
+from polykern.runtime.lazy import Lazy, LazyMap
 from polykern.module import DeviceModule, FunctionInfo
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from .addresses import data_address
 from .elf import ET_REL, MACHINE_NAMES, check_matches_triple, host_machine, read_elf
@@ -158,7 +160,7 @@ class CPUKernel:
     Launch cost is kept low: the common case (NumPy arrays of exactly the declared dtype,
     Python/NumPy scalars in range, int/tuple grid and block seen before) is checked and packed
     into a per-thread argument block with one ``struct.pack_into``; anything else goes through
-    :func:`polykern.launch.check_args`, which raises the precise :class:`LaunchError`."""
+    :func:`polykern.runtime.launch.check_args`, which raises the precise :class:`LaunchError`."""
 
     def __init__(self, module: LLVMModule, info: FunctionInfo, address: int):
         self.module = module

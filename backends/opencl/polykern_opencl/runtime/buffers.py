@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyopencl as cl
 
-from polykern.buffer_pool import MIN_CLASS, SizeClassPool, size_class
+from polykern.runtime.buffer_pool import MIN_CLASS, SizeClassPool, size_class
 from polykern.errors import LaunchError
 
 from .clerrors import CL_ERRORS, device_error

@@ -17,7 +17,7 @@ from typing import Dict, FrozenSet, Optional, Tuple
 
 import pyopencl as cl
 
-from polykern.lazy import LazyMap
+from polykern.runtime.lazy import LazyMap
 
 from . import platforms
 from .clerrors import CL_ERRORS, cl_call

@@ -21,7 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from polykern.errors import DeviceError, DeviceUnavailableError
-from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
+from polykern.runtime.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 
 from . import device as _device
 from .clerrors import cl_call

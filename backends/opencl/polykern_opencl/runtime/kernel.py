@@ -15,7 +15,7 @@ Scalar ABI (opencl_c.py): every scalar is passed as its declared C type (``int``
 
 The same host array passed for two parameters gets one device buffer (the kernel sees one memory);
 partially overlapping views of one array would be copied separately, so one that the kernel writes
-is refused (polykern/host_aliasing.py).
+is refused (polykern/runtime/host_aliasing.py).
 """
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 import pyopencl as cl
 
-from polykern import kernel_output
+from polykern.runtime import kernel_output
 from polykern.errors import LaunchError
-from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
-from polykern.launch_rules import grid_limit_name
+from polykern.runtime.host_aliasing import check_host_overlaps
+from polykern.runtime.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
+from polykern.runtime.launch_rules import grid_limit_name
 from polykern.module import ArgInfo, FunctionInfo
-from polykern.shared_launch import dynamic_shared_of
+from polykern.runtime.shared_launch import dynamic_shared_of
 from polykern.streams import launch_stream
 
 from .clerrors import CL_ERRORS, device_error

@@ -15,13 +15,13 @@ from typing import Mapping, Optional
 
 import pyopencl as cl
 
-from polykern import wire
+from polykern.kbin import wire
 from polykern.errors import ArtifactError
-from polykern.device_array import DeviceArrayModule
-from polykern.lazy import LazyMap
+from polykern.runtime.device_array import DeviceArrayModule
+from polykern.runtime.lazy import LazyMap
 from polykern.module import ArgInfo, DeviceModule, FunctionInfo, payload_text, wrap_launch
 from polykern.ir.types import i32, u32, u64
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from ..codegen import CPU_VARIANT_MARK
 from ..fallback import OpenCLFallbackModule

@@ -1,7 +1,7 @@
 """Building a module's OpenCL C into a ``cl.Program`` on one device, and its kernel objects.
 
 A module's payload is one OpenCL C translation unit holding every kernel; it is built once per
-(module, device), lazily (module.py holds the :class:`polykern.lazy.LazyMap`). Before building,
+(module, device), lazily (module.py holds the :class:`polykern.runtime.lazy.LazyMap`). Before building,
 the ``#pragma OPENCL EXTENSION x : enable`` lines the codegen emitted (cl_khr_fp64, 64-bit
 atomics) are checked against the device, so a missing extension is a DeviceError naming it rather
 than a compiler log. A failed build is a CompileError carrying the device's build log; nothing is

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import vulkan as vk
 
-from polykern.buffer_pool import MIN_CLASS, SizeClassPool, size_class
+from polykern.runtime.buffer_pool import MIN_CLASS, SizeClassPool, size_class
 
 from .vkresult import BINDING_ERRORS, device_error
 

@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import vulkan as vk
 
 from polykern.errors import DeviceError
-from polykern.lazy import Lazy
+from polykern.runtime.lazy import Lazy
 
 from . import coopmat
 from .buffers import BufferPool

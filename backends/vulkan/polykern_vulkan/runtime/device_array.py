@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from polykern.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
+from polykern.runtime.device_array import DeviceArrayBase, Shape, array_factories  # noqa: F401 (Shape: re-exported)
 from polykern.errors import DeviceError, DeviceUnavailableError, LaunchError
 
 from . import device as _device

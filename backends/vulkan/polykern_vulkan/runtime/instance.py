@@ -21,7 +21,7 @@ from typing import Callable, List, Optional
 import vulkan as vk
 
 from polykern.errors import BackendUnavailableError
-from polykern.runtime_dir import ensure_runtime_dir
+from polykern.runtime.xdg_runtime_dir import ensure_runtime_dir
 
 from .vkresult import BINDING_ERRORS, result_of
 
@@ -106,7 +106,7 @@ class Instance:
     """The VkInstance and its physical devices; ``chosen`` is the one polykern uses."""
 
     def __init__(self):
-        ensure_runtime_dir()  # before the loader reads the ICDs and layers (polykern/runtime_dir.py)
+        ensure_runtime_dir()  # before the loader reads the ICDs and layers (polykern/runtime/xdg_runtime_dir.py)
         loader = vk.vkEnumerateInstanceVersion()
         want = min(version_tuple(loader)[:2], MAX_API)
         if want < MIN_API:

@@ -9,14 +9,14 @@ DeviceArrays and scalars returns once submitted. Launches from many threads run 
 with its own command context.
 
 Fast path: a launch with only DeviceArrays of this device (of the declared dtypes) and scalars
-(``polykern.launch.scalar_converter``), a grid and block given as exact ints/tuples, and the same
+(``polykern.runtime.launch.scalar_converter``), a grid and block given as exact ints/tuples, and the same
 grid, block, buffers and scalar values as an earlier launch of this kernel that went through the
 full path, skips ``check_args`` and the recording: it submits the command buffer that launch kept
 (CommandContext.prepare). Anything else takes the full path, which raises the precise LaunchError.
 
 The same host array passed for two parameters gets one device buffer (so the kernel sees one
 memory); partially overlapping views of one array would be copied separately, so one that the kernel writes
-is refused (polykern/host_aliasing.py).
+is refused (polykern/runtime/host_aliasing.py).
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ import numpy as np
 import vulkan as vk
 
 from polykern.errors import DeviceError, LaunchError
-from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
+from polykern.runtime.host_aliasing import check_host_overlaps
+from polykern.runtime.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
 from polykern.module import FunctionInfo
-from polykern.shared_launch import dynamic_shared_of
+from polykern.runtime.shared_launch import dynamic_shared_of
 from polykern.streams import launch_stream
 
 from .buffers import Buffer

@@ -13,11 +13,11 @@ import weakref
 from typing import Dict, List, Mapping, Optional
 
 
-from polykern import wire
-from polykern.device_array import DeviceArrayModule
-from polykern.lazy import LazyMap
+from polykern.kbin import wire
+from polykern.runtime.device_array import DeviceArrayModule
+from polykern.runtime.lazy import LazyMap
 from polykern.module import DeviceModule, FunctionInfo
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from ..fallback import VulkanFallbackModule
 from . import device as _device

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 import vulkan as vk
 
 from polykern.errors import DeviceError
-from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
+from polykern.runtime.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap
 
 from . import coopmat, fma_probe
 from .abi import KernelABI

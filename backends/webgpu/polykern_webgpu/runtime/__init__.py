@@ -5,10 +5,10 @@ what ``polykern backends`` reports as "runtime available". The adapter/device it
 is realized lazily on first launch (wgpu_context.py), so building and loading
 artifacts never touches a GPU.
 
-Per module, lazily and thread-safely (``polykern.lazy.LazyMap``):
+Per module, lazily and thread-safely (``polykern.runtime.lazy.LazyMap``):
 shader modules per kernel, bind-group/pipeline layouts per kernel, compute pipelines
 per (kernel, block dims, shared_size) — repeated launches never recompile; at most
-``polykern.lazy.PIPELINES_PER_KERNEL`` pipelines per kernel are kept (``BoundedLazyMap``, least
+``polykern.runtime.lazy.PIPELINES_PER_KERNEL`` pipelines per kernel are kept (``BoundedLazyMap``, least
 recently used first out; wgpu releases an evicted one when no command refers to it any more). Host arrays are
 copied through pooled storage buffers (wgpu_context.Context.acquire/release).
 """
@@ -20,16 +20,17 @@ import numpy as np
 import wgpu
 import wgpu.backends.wgpu_native  # noqa: F401  (loads the native library: fail here, not at launch)
 
-from polykern import registry, wire
-from polykern.device_array import DeviceArrayModule
+from polykern import registry
+from polykern.kbin import wire
+from polykern.runtime.device_array import DeviceArrayModule
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
-from polykern.host_aliasing import check_host_overlaps
-from polykern.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
-from polykern.launch_rules import grid_limit_name
-from polykern.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
+from polykern.runtime.host_aliasing import check_host_overlaps
+from polykern.runtime.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
+from polykern.runtime.launch_rules import grid_limit_name
+from polykern.runtime.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
-from polykern.payload_formats import check_payload
-from polykern.shared_launch import dynamic_shared_of
+from polykern.kbin.payload_formats import check_payload
+from polykern.runtime.shared_launch import dynamic_shared_of
 from polykern.streams import launch_stream
 
 from .. import abi

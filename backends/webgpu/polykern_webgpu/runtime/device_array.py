@@ -3,7 +3,7 @@
 ``DeviceArray`` owns a storage buffer on the process-wide device. Passing one to a
 kernel binds the buffer directly (no copy); NumPy arrays are instead copied in and,
 for writable parameters, back out on every launch. The launch check
-(``polykern.launch.check_args``) sees these through ``__polykern_buffer__``.
+(``polykern.runtime.launch.check_args``) sees these through ``__polykern_buffer__``.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from polykern.device_array import DeviceArrayBase, array_factories
+from polykern.runtime.device_array import DeviceArrayBase, array_factories
 from polykern.errors import LaunchError
 
 from .wgpu_context import STORAGE_USAGE, Context, context

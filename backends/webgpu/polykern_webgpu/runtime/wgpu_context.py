@@ -1,7 +1,7 @@
 """The process-wide WebGPU device (via wgpu-py / wgpu-native) and its buffer pool.
 
 One adapter + device is realized lazily and thread-safely on first use
-(``polykern.lazy.Lazy``: one realization, a failure is retried by the next caller).
+(``polykern.runtime.lazy.Lazy``: one realization, a failure is retried by the next caller).
 The device is requested with the adapter's own compute limits (workgroup size,
 workgroup storage, storage-buffer size) instead of WebGPU's conservative defaults,
 and with ``shader-f16`` when the adapter offers it.
@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Tuple
 import wgpu
 
 from polykern.errors import DeviceError
-from polykern.lazy import Lazy
-from polykern.runtime_dir import ensure_runtime_dir
+from polykern.runtime.lazy import Lazy
+from polykern.runtime.xdg_runtime_dir import ensure_runtime_dir
 
 # Before wgpu probes any adapter: Mesa's EGL probe needs a session runtime directory (runtime_dir.py).
 ensure_runtime_dir()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from polykern import payload_formats, registry
+from polykern import registry
+from polykern.kbin import payload_formats
 from polykern.capabilities import C_INTS, LIBM_FLOATS, Capabilities
 from polykern.codegen.c_source import emit_source
 from polykern.errors import KernelTypeError

@@ -18,11 +18,12 @@ import threading
 import weakref
 from typing import Mapping, Optional
 
-from polykern import registry, wire
+from polykern import registry
+from polykern.kbin import wire
 from polykern.errors import ArtifactError, BackendUnavailableError, CompileError, LaunchError
-from polykern.launch import BufferArg, check_args
+from polykern.runtime.launch import BufferArg, check_args
 from polykern.module import DeviceModule, FunctionInfo
-from polykern.payload_formats import check_payload
+from polykern.kbin.payload_formats import check_payload
 
 from .fallback import CSourceFallbackModule
 

@@ -41,15 +41,15 @@ from typing import Callable, Dict, List, Optional
 
 from llvmlite import ir as ll
 
-from ..errors import CompileError
-from ..ir import nodes as N
-from ..ir.dynamic_shared import size_param
-from ..ir.types import BufferType
-from ..passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
+from ...errors import CompileError
+from ...ir import nodes as N
+from ...ir.dynamic_shared import size_param
+from ...ir.types import BufferType
+from ...passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
                                       _stmt_names, plan_fission, plan_row_guards)
-from .llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
-from .llvm_matrix import allocate_fragments, emit_matrix_op
-from .llvm_subgroups import emit_subgroup, lower_collectives
+from ..llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
+from .matrix import allocate_fragments, emit_matrix_op
+from .subgroups import emit_subgroup, lower_collectives
 
 __all__ = ["WorkgroupLoopEmitter", "RANGE_SUFFIX"]
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ..errors import CompileError
-from ..ir import nodes as N
-from ..ir.matrix import TF32_DROPPED_BITS
-from ..ir.types import FragmentType, bf16, f32
-from .llvm_base import I32, I64, mem_type, value_type
-from .llvm_bf16 import bf16_to_f32
-from .cpu_subgroup import CPU_SUBGROUP_SIZE
+from ...errors import CompileError
+from ...ir import nodes as N
+from ...ir.matrix import TF32_DROPPED_BITS
+from ...ir.types import FragmentType, bf16, f32
+from ..llvm_base import I32, I64, mem_type, value_type
+from ..llvm_bf16 import bf16_to_f32
+from .subgroup_size import CPU_SUBGROUP_SIZE
 
 __all__ = ["allocate_fragments", "emit_matrix_op", "round_tf32"]
 

@@ -20,8 +20,8 @@ import sys
 import threading
 from typing import Dict, Optional, Tuple
 
-from ..errors import TargetError
-from .llvm_target import ensure_initialized
+from ...errors import TargetError
+from ..llvm_target import ensure_initialized
 
 __all__ = ["check_cpu_and_features", "llvm_choices", "PROBE_IR"]
 

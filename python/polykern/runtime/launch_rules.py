@@ -1,14 +1,14 @@
 """THE launch rules every runtime enforces — one definition for the Python runtimes and libpolykern.
 
-The Python runtimes import these limits and messages (:mod:`polykern.launch`,
-:mod:`polykern.shared_launch`, the backends' runtimes); ``native/src/kbin_tables.h`` is generated
+The Python runtimes import these limits and messages (:mod:`polykern.runtime.launch`,
+:mod:`polykern.runtime.shared_launch`, the backends' runtimes); ``native/src/kbin_tables.h`` is generated
 from this module by ``tools/gen_native_tables.py`` (with the grammar of the ``dynamic_shared``
 attribute from :mod:`polykern.ir.dynamic_shared` and the CUDA driver facts from
 ``polykern_cuda.driver_limits`` / ``tensor_map_codes``), and ``tests/test_native.py`` fails while
 the header is stale. Where a rule is logic rather than data, ``tests/test_launch_rules_native.py``
 runs the same cases through both implementations and compares verdicts and messages.
 
-Messages follow :mod:`polykern.kbin_messages`' convention, widened for launches: ``%s`` (a string,
+Messages follow :mod:`polykern.kbin.messages`' convention, widened for launches: ``%s`` (a string,
 quoted by the caller where it comes from an artifact), ``%u`` (unsigned; ``%llu`` in C), ``%d``
 (signed; ``%lld`` in C) and ``%x`` (hexadecimal; ``%llx`` in C).
 """

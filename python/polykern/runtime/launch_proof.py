@@ -22,9 +22,9 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .errors import ArtifactError, LaunchError
+from ..errors import ArtifactError, LaunchError
 from .launch import BufferArg, ScalarArg, check_args, fast_dims
-from .passes.bounds_proof import ATTR, ATTR_AT, ATTR_CLAUSE
+from ..passes.bounds_proof import ATTR, ATTR_AT, ATTR_CLAUSE
 
 __all__ = ["decode", "describe", "ProvenKernel", "wrap_if_proven"]
 

@@ -2,7 +2,7 @@
 
 ``polykern inspect`` (Python) and ``kbin-inspect`` (native/, C) must word every error the same
 way. Both take their messages from :data:`MESSAGES`; ``native/src/kbin_tables.h`` is generated
-from this module (and :mod:`polykern.function_schema`) by ``tools/gen_native_tables.py``, and
+from this module (and :mod:`polykern.kbin.function_schema`) by ``tools/gen_native_tables.py``, and
 ``tests/test_native.py`` fails, naming that command, when the header is stale.
 
 Format strings use only ``%s`` (a string the caller already quoted or escaped), ``%u`` (an

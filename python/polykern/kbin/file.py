@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from typing import Tuple, Union
 
-from . import user_files, wire
-from .errors import ArtifactError, PolykernError
+from .. import user_files
+from . import wire
+from ..errors import ArtifactError, PolykernError
 
 __all__ = ["Source", "read", "write_atomic"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Tuple
 
-from .ir import nodes
-from .ir.types import BufferType, ScalarType, scalar_from_code
+from ..ir import nodes
+from ..ir.types import BufferType, ScalarType, scalar_from_code
 
 __all__ = ["ArgInfo", "FunctionInfo", "ARG_KINDS"]
 

@@ -39,9 +39,9 @@ from typing import Any, Callable, Sequence, Tuple, Union
 
 import numpy as np
 
-from .errors import DeviceUnavailableError, LaunchError
-from .ir.bfloat16 import bf16_array, is_bf16_dtype
-from .ir.types import scalar_from_numpy
+from ..errors import DeviceUnavailableError, LaunchError
+from ..ir.bfloat16 import bf16_array, is_bf16_dtype
+from ..ir.types import scalar_from_numpy
 
 __all__ = ["DeviceArrayBase", "DeviceArrayModule", "Shape", "array_factories", "device_string", "new_copy",
            "new_zeros"]

@@ -26,7 +26,7 @@ class PendingAsm(str):
         return type(self), self.target
 
     def render(self) -> str:
-        from .llvm_target import assemble_ll  # llvmlite: only when the listing is read
+        from ..llvm_target import assemble_ll  # llvmlite: only when the listing is read
 
         ll, triple, cpu, features, opt, disable_lsr = self.target
         return assemble_ll(ll, triple, cpu, features, opt, disable_lsr=disable_lsr)

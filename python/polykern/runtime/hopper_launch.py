@@ -1,7 +1,7 @@
 """What a launch of a Hopper kernel checks before the driver sees it (docs/language.md "Hopper ..."): the block
 of its declared warpgroups, and each tensor map's shape, rows and buffer address. The Python CUDA runtime
 (backends/cuda/polykern_cuda/runtime/tensor_maps.py) calls these; libpolykern (native/src/tensor_maps.c) checks the
-same in the same words (messages from polykern.launch_rules, limits from polykern.ir.hopper, both generated into
+same in the same words (messages from polykern.runtime.launch_rules, limits from polykern.ir.hopper, both generated into
 kbin_tables.h), and
 tests/test_launch_rules_native.py runs the same cases through both. Plain Python: importing it needs no driver.
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
-from .errors import LaunchError
-from .ir import hopper as H
-from .ir.hopper import TMAP_ADDR_ALIGN as ADDR_ALIGN
-from .ir.hopper import TMAP_DIM_LIMIT as DIM_LIMIT
-from .ir.hopper import TMAP_ROW_ALIGN as ROW_ALIGN
-from .ir.types import SCALAR_TYPES
-from .kbin_messages import quote
+from ..errors import LaunchError
+from ..ir import hopper as H
+from ..ir.hopper import TMAP_ADDR_ALIGN as ADDR_ALIGN
+from ..ir.hopper import TMAP_DIM_LIMIT as DIM_LIMIT
+from ..ir.hopper import TMAP_ROW_ALIGN as ROW_ALIGN
+from ..ir.types import SCALAR_TYPES
+from ..kbin.messages import quote
 from .launch_rules import message
 
 __all__ = ["check_block", "check_map"]

@@ -20,8 +20,8 @@ from typing import Any, Callable, Dict, Tuple
 import numpy as np
 
 from .device_array import DeviceArrayBase
-from .errors import ArtifactError, LaunchError
-from .ir.vector import ALIGN_ATTR, parse_alignment
+from ..errors import ArtifactError, LaunchError
+from ..ir.vector import ALIGN_ATTR, parse_alignment
 from .launch import _buffer
 
 __all__ = ["AlignedKernel", "alignment_of", "wrap_if_aligned"]

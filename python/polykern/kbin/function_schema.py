@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional, Tuple
 
-from .ir import hopper
-from .ir.nodes import SPECIAL_REGS
-from .kbin_messages import INVISIBLE
+from ..ir import hopper
+from ..ir.nodes import SPECIAL_REGS
+from .messages import INVISIBLE
 
 __all__ = ["ATTR_TYPES", "ATTRS", "attr_problem", "tag_ok", "expectation", "ATTR_NAME_RE", "TEXT_MAX",
            "NAME_MAX", "LAUNCH_TAG_KINDS"]

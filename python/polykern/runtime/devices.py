@@ -13,9 +13,9 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from . import backends, registry
+from .. import backends, registry
 from .device_array import DeviceArrayBase, Shape, new_copy, new_zeros
-from .errors import DeviceStringError, DeviceUnavailableError
+from ..errors import DeviceStringError, DeviceUnavailableError
 
 __all__ = ["HostArray", "parse_device", "device_array_class", "to_device", "empty", "zeros"]
 

@@ -24,11 +24,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import ArtifactError, PolykernError
+from ..errors import ArtifactError, PolykernError
 from .function_info import ARG_KINDS, ArgInfo, FunctionInfo
 from .function_schema import LAUNCH_TAG_KINDS, attr_problem, tag_ok
-from .ir.types import scalar_from_code
-from .kbin_messages import message, quote
+from ..ir.types import scalar_from_code
+from .messages import message, quote
 
 __all__ = [
     "MAGIC", "VERSION", "VERSIONS", "HEADER_SIZE", "check_header", "LAYOUTS", "V1_KINDS", "Reader", "Writer", "Container", "ContainerModule",

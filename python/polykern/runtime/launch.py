@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import LaunchError
-from .ir.rounding import FORMATS, largest_finite, round_exact
-from .ir.types import ScalarType, bf16, scalar_from_code, scalar_from_numpy
+from ..errors import LaunchError
+from ..ir.rounding import FORMATS, largest_finite, round_exact
+from ..ir.types import ScalarType, bf16, scalar_from_code, scalar_from_numpy
 # the limits libpolykern shares (native/src/kbin_tables.h is generated from launch_rules)
 from .launch_rules import MAX_DIM, MAX_GLOBAL_SIZE, PORTABLE_MAX_GRID, message
 
 if TYPE_CHECKING:  # annotations only: polykern.module wraps checked kernels with this module's checks
-    from .function_info import ArgInfo, FunctionInfo
+    from ..kbin.function_info import ArgInfo, FunctionInfo
 
 __all__ = ["ScalarArg", "BufferArg", "check_args", "normalize_dims", "check_global_size", "check_grid_limits",
            "MAX_DIM", "MAX_GLOBAL_SIZE", "PORTABLE_MAX_GRID", "MAX_OPENCL_GROUPS", "MISS", "fast_dims",

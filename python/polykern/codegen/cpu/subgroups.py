@@ -29,10 +29,10 @@ from typing import List, Set, Tuple
 
 from llvmlite import ir as ll
 
-from ..errors import CompileError
-from ..ir import nodes as N
-from ..passes.clone import clone_function
-from .cpu_subgroup import CPU_SUBGROUP_SIZE
+from ...errors import CompileError
+from ...ir import nodes as N
+from ...passes.clone import clone_function
+from .subgroup_size import CPU_SUBGROUP_SIZE
 
 __all__ = ["lower_collectives", "emit_subgroup"]
 

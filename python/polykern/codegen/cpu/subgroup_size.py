@@ -1,4 +1,4 @@
-"""The subgroup size of the CPU backends (llvm, hexagon: :mod:`polykern.codegen.llvm_subgroups`), which the
+"""The subgroup size of the CPU backends (llvm, hexagon: :mod:`polykern.codegen.cpu.subgroups`), which the
 IR interpreter (the oracle) also uses by default. Kept apart from the LLVM lowering so that what reads it
 needs no llvmlite."""
 

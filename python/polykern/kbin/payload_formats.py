@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
-from . import registry, wire
-from .errors import ArtifactError
+from .. import registry
+from . import wire
+from ..errors import ArtifactError
 from .function_info import FunctionInfo
-from .kbin_messages import quote
+from .messages import quote
 
 __all__ = ["PayloadFormats", "check_payload", "check_registered", "registry_key"]
 

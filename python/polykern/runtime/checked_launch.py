@@ -17,13 +17,13 @@ from typing import Any, Callable, List
 
 import numpy as np
 
-from .errors import ArtifactError, LaunchError
-from .ir.dynamic_shared import ATTR as DYNAMIC_ATTR
-from .ir.dynamic_shared import parse_attr
-from .ir.types import scalar_from_code
+from ..errors import ArtifactError, LaunchError
+from ..ir.dynamic_shared import ATTR as DYNAMIC_ATTR
+from ..ir.dynamic_shared import parse_attr
+from ..ir.types import scalar_from_code
 from .launch import BufferArg, check_args
-from .kbin_messages import escape
-from .passes.bounds_check import ATTR, ATTR_USER_ARGS, RECORD_WORDS, Access, decode_metadata, decode_user_args
+from ..kbin.messages import escape
+from ..passes.bounds_check import ATTR, ATTR_USER_ARGS, RECORD_WORDS, Access, decode_metadata, decode_user_args
 
 __all__ = ["CheckedKernel", "is_checked", "user_visible", "wrap_if_checked"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .errors import LaunchError
+from ..errors import LaunchError
 from .launch import BufferArg
 
 __all__ = ["check_host_overlaps"]
