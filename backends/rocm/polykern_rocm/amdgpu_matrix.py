@@ -5,7 +5,7 @@ layout; its operands are the bf16 bits as ``<4 x i16>``). f32 inputs (the langua
 ``v_mfma_f32_16x16x4f32`` (``llvm.amdgcn.mfma.f32.16x16x4f32``: one A and one B element per lane, A row
 ``l % 16`` column ``l // 16``, B row ``l // 16`` column ``l % 16``): the 16 x 16 block's 4 elements per lane
 of the layout below are 4 such instructions, the i-th taking element i (k ``4 * (l // 16) + i``), each
-input first rounded to tf32 with integer code (``llvm_matrix.round_tf32``; MFMA multiplies full f32).
+input first rounded to tf32 with integer code (``llvm_fragments.round_tf32``; MFMA multiplies full f32).
 
 A fragment is tiled into 16 x 16 blocks; in each block, lane l (0..63) of the wavefront holds 4
 elements, i = 0..3 (AMD's matrix instruction layout for 16x16x16 f16):
@@ -26,7 +26,7 @@ from typing import Optional
 from llvmlite import ir as ll
 
 from polykern.codegen.llvm_base import I32, I64, mem_type
-from polykern.codegen.cpu.matrix import lane_fragment, round_tf32
+from polykern.codegen.llvm_fragments import lane_fragment, round_tf32
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types
 from polykern.ir.types import FragmentType

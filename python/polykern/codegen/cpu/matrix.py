@@ -1,6 +1,6 @@
-"""Matrix fragments on the CPU (llvm and hexagon: :mod:`llvm_workgroup` kernels).
+"""Matrix fragments on the CPU (llvm and hexagon: :mod:`.workgroup` kernels).
 
-A fragment belongs to a subgroup (:data:`cpu_subgroup.CPU_SUBGROUP_SIZE` consecutive work-items), so
+A fragment belongs to a subgroup (:data:`.subgroup_size.CPU_SUBGROUP_SIZE` consecutive work-items), so
 each fragment is an array of ``rows * cols`` elements per subgroup of the group, allocated beside the
 per-work-item storage (its length comes from the launch's block size). The work-item loop runs the
 items of a subgroup one after the other, so the subgroup's first work-item does the whole operation
@@ -19,13 +19,13 @@ from llvmlite import ir as ll
 
 from ...errors import CompileError
 from ...ir import nodes as N
-from ...ir.matrix import TF32_DROPPED_BITS
 from ...ir.types import FragmentType, bf16, f32
 from ..llvm_base import I32, I64, mem_type, value_type
 from ..llvm_bf16 import bf16_to_f32
+from ..llvm_fragments import round_tf32
 from .subgroup_size import CPU_SUBGROUP_SIZE
 
-__all__ = ["allocate_fragments", "emit_matrix_op", "round_tf32"]
+__all__ = ["allocate_fragments", "emit_matrix_op", "cpu_support"]
 
 _SHIFT = CPU_SUBGROUP_SIZE.bit_length() - 1
 
@@ -162,30 +162,7 @@ def _memory(em, s: N.MatrixOp, base, ft: FragmentType, args) -> None:
     em.counted_loop(_c(0), _c(ft.rows), f"frag.{s.op}.i", row)
 
 
-def round_tf32(b: ll.IRBuilder, v):
-    """The f32 ``v`` rounded to tf32 (:func:`polykern.ir.matrix.round_tf32`: to nearest on the bits, ties
-    away from zero; a NaN stays a NaN), with integer code: what every f32 mma input goes through on the
-    CPU and on GPUs without a conversion instruction (rocm)."""
-    u = b.bitcast(v, I32)
-    low = ll.Constant(I32, ~((1 << TF32_DROPPED_BITS) - 1) & 0xFFFFFFFF)
-    nan = b.icmp_unsigned(">", b.and_(u, ll.Constant(I32, 0x7FFFFFFF)), ll.Constant(I32, 0x7F800000))
-    quiet = b.and_(b.or_(u, ll.Constant(I32, 0x00400000)), low)
-    rounded = b.and_(b.add(u, ll.Constant(I32, 1 << (TF32_DROPPED_BITS - 1))), low)
-    return b.bitcast(b.select(nan, quiet, rounded), v.type)
-
-
 def cpu_support(target, fn: N.Function, s: N.MatrixOp):
     """The ``Capabilities.matrix`` predicate of the CPU kinds (llvm, hexagon): every fragment shape
     and type of the language compiles (ir/matrix.py)."""
     return None
-
-
-def lane_fragment(em, name: str, count: int, ety: ll.Type):
-    """GPU emitters (nvptx, rocm) keep each fragment as a private array of the lane's ``count``
-    elements of ``ety`` (constant indices only, so LLVM keeps it in registers): the array of ``name``
-    in the current kernel, made on first use."""
-    store = em.__dict__.setdefault("_pk_fragments", {})
-    key = (id(em.fn), name)
-    if key not in store:
-        store[key] = em.alloca(ety, ll.Constant(I64, count), name=f"frag.{name}")
-    return store[key]
