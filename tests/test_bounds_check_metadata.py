@@ -4,7 +4,7 @@ The access table (``bounds_at_<k>``) is JSON inside schema-valid text: its ``\\u
 so they passed the artifact schema and decoded to ESC, BEL and bidi controls that went raw into the
 LaunchError text and ``polykern run``'s output; ``'[' * 2040`` raised RecursionError at launch. Now the
 attributes are read in one place (``passes/bounds_check.decode_metadata``: a flat list of strings and
-integers, nothing nested) and every string of them is escaped (``kbin_messages.escape``) where it is
+integers, nothing nested) and every string of them is escaped (``polykern.kbin.messages.escape``) where it is
 printed. No native code is needed: a Vulkan artifact carries the same attributes (llvm where no Vulkan
 device is here)."""
 import dataclasses

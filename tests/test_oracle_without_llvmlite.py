@@ -1,6 +1,6 @@
 """The oracle (the IR interpreter, ``polykern.testing.interp``) judges every backend, so it must not need
 the LLVM toolchain: it runs a kernel with subgroups in a process where llvmlite cannot be imported (it
-took the CPU subgroup size from ``codegen.llvm_subgroups``, which imports llvmlite)."""
+took the CPU subgroup size from the CPU subgroup lowering, which imports llvmlite)."""
 import os
 import subprocess
 import sys

@@ -62,7 +62,7 @@ def render() -> str:
         "#ifndef PK_KBIN_TABLES_H",
         "#define PK_KBIN_TABLES_H",
         "",
-        "/* ---- error messages (kbin_messages.MESSAGES): %s string, %llu unsigned long long ---- */",
+        "/* ---- error messages (polykern.kbin.messages.MESSAGES): %s string, %llu unsigned long long ---- */",
     ]
     for key, fmt in kbin_messages.MESSAGES.items():
         lines.append(f"#define PK_MSG_{key} {_c_string(fmt.replace('%u', '%llu'))}")

@@ -76,10 +76,10 @@ int pk_str_cmp(const pk_str *a, const pk_str *b);   /* UTF-8 byte order = code p
 
 /* ---- kbin_text.c: tables shared with Python (kbin_tables.h), how artifact strings are shown ---- */
 #define PK_QUOTE_BUF 64
-/* kbin_messages.quote: 'escaped', cut after PK_QUOTE_LIMIT bytes ('...); buf has PK_QUOTE_BUF bytes */
+/* kbin.messages.quote: 'escaped', cut after PK_QUOTE_LIMIT bytes ('...); buf has PK_QUOTE_BUF bytes */
 const char *pk_quote(const char *s, size_t n, char *buf, size_t size);
 const char *pk_quote_str(const pk_str *s, char *buf, size_t size);
-/* kbin_messages.escape into buf (cut at size - 1), returns the length written */
+/* kbin.messages.escape into buf (cut at size - 1), returns the length written */
 size_t pk_escape(const char *s, size_t n, char *buf, size_t size);
 /* kbin_messages.escape (source = 0) or escape_source (source = 1) to a stream */
 void pk_write_escaped(FILE *out, const char *s, size_t n, int source);

@@ -282,7 +282,7 @@ static const char *file_type(mode_t mode) {   /* user_files.file_type */
     return "not a regular file";
 }
 
-/* kbin_file.read (polykern.user_files.read_regular): a regular file only (O_NONBLOCK: opening a FIFO
+/* kbin.file.read (polykern.user_files.read_regular): a regular file only (O_NONBLOCK: opening a FIFO
  * does not wait for a writer); the header is checked before the rest is read, so a file that is not an
  * artifact costs 12 bytes whatever its size; then no more than the size it had when opened is read,
  * into the one buffer the artifact keeps (no second copy). */

@@ -7,7 +7,7 @@
 #ifndef PK_KBIN_TABLES_H
 #define PK_KBIN_TABLES_H
 
-/* ---- error messages (kbin_messages.MESSAGES): %s string, %llu unsigned long long ---- */
+/* ---- error messages (polykern.kbin.messages.MESSAGES): %s string, %llu unsigned long long ---- */
 #define PK_MSG_TRUNCATED "truncated %s: needs %llu bytes but only %llu remain"
 #define PK_MSG_FLAG "%s must be 0 or 1, got %llu"
 #define PK_MSG_LENGTH "%s claims %llu %s, more than the %llu bytes that remain"

@@ -47,7 +47,7 @@ static int invisible(long cp) {
     return 0;
 }
 
-/* kbin_messages._unit: the shown form of the code point at p[*i] into u (NUL-terminated). */
+/* kbin.messages._unit: the shown form of the code point at p[*i] into u (NUL-terminated). */
 static size_t unit(const uint8_t *p, size_t n, size_t *i, char quote_char, const char *keep, char u[8]) {
     size_t start = *i;
     long cp = next_cp(p, n, i);

@@ -105,7 +105,7 @@ __all__ = _public_names()
 
 def __getattr__(name):
     # Submodules that need registry/backends are imported on first use to keep `import polykern` light.
-    if name in ("backends", "registry", "target", "module", "wire", "artifact", "pipeline"):
+    if name in ("backends", "registry", "target", "module", "artifact", "pipeline"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

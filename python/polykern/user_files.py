@@ -3,7 +3,7 @@
 - :func:`read_regular` reads a regular file only (``O_NONBLOCK``, so opening a FIFO never waits for a
   writer; the type is checked with ``fstat`` on the opened descriptor), refuses one larger than the
   caller's bound, may check a header before reading the rest, and reads no more than the size the
-  file had when opened, into one buffer. The ``.kbin`` reader (``kbin_file``) and the autotune cache
+  file had when opened, into one buffer. The ``.kbin`` reader (``polykern.kbin.file``) and the autotune cache
   reader use it.
 - :func:`write_atomic` writes through a temporary file in the destination's folder and a rename. It
   refuses a destination that exists and is not a regular file (a FIFO, a device, a folder) and one

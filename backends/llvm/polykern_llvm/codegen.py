@@ -9,7 +9,7 @@ Target ``llvm [-mtriple=T] [-mcpu=C] [-mattr=F] [-opt=N]``:
 - ``-mattr``: extra features, e.g. ``+avx2,+fma``.
 
 A triple other than the host's, a CPU other than generic/native, or any ``-mattr`` is first
-checked against LLVM's own lists and compiled once in a child process (llvm_probe.py), because
+checked against LLVM's own lists and compiled once in a child process (polykern/codegen/cpu/probe.py), because
 LLVM aborts the process on some bad combinations; a bad value is a :class:`TargetError`.
 - ``-opt``: LLVM optimization level 0-3 (default 3).
 

@@ -3,7 +3,7 @@
 LLVM's ``bfloat`` type is not used: its ``fptrunc`` lowers to a libcall (``__truncsfbf2``) on targets
 without bf16 conversion instructions, and the rounding must be exactly docs/language.md's "bf16" rule
 on every target: kernels' conversions are written on the bits by passes/legalize_f16.py. The matrix
-lowering (llvm_matrix.py) widens fragment elements itself, with ``bf16_to_f32``.
+lowering (cpu/matrix.py) widens fragment elements itself, with ``bf16_to_f32``.
 """
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ MESSAGES: Dict[str, str] = {
     "CHECKSUM": "checksum mismatch: stored CRC-32 0x%08x, computed 0x%08x (the artifact is corrupted)",
     # artifact.load / check_root_functions
     "ROOT_MISSING": "the root lists %u kernel(s) that no module provides; the first is %s",
-    # reading the file (kbin_file.read / pk_artifact_load)
+    # reading the file (kbin.file.read / pk_artifact_load)
     "NOT_REGULAR": "cannot read %s: it is %s, not a regular file",
     "FILE_CHANGED": "cannot read %s: the file changed size while being read (%u bytes expected)",
 }

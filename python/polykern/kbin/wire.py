@@ -67,7 +67,7 @@ def check_kind(kind: object) -> str:
 
 
 def _fail(key: str, at: int, *args: object) -> "ArtifactError":
-    """The ArtifactError of ``kbin_messages.MESSAGES[key]`` at byte ``at`` (raise the result)."""
+    """The ArtifactError of ``messages.MESSAGES[key]`` at byte ``at`` (raise the result)."""
     return ArtifactError(message(key, *args), at)
 
 

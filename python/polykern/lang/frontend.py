@@ -20,7 +20,7 @@ from . import builtins as B
 from . import async_copy, debug_print, hopper, matrix
 from . import dynamic_shared, vector_access
 from .annotations import resolve
-from .body_facts import ARRAY_LIMITS, BodyFacts  # noqa: F401 - ARRAY_LIMITS: shared_launch.py
+from .body_facts import BodyFacts
 from .exprs import ExprTranslator
 from .functions import Func, FunctionCalls, names_its_calls
 from .source import get_kernel_source

@@ -198,7 +198,7 @@ def _has_own(stmts: List[N.Stmt], kind) -> bool:
 
 def plan_fission(fn: N.Function, pinned: Set[str] = frozenset()) -> FissionPlan:
     """The plan for ``fn``; the ``pinned`` locals are kept per work-item whatever their use (the
-    operands of subgroup collectives, which other work-items read: llvm_subgroups)."""
+    operands of subgroup collectives, which other work-items read: codegen/cpu/subgroups.py)."""
     b = _Builder(fn)
     nodes = b.build(fn.body, False)
     uniform = _uniform_locals(fn, nodes) - set(pinned)

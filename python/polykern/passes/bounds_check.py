@@ -154,7 +154,7 @@ def decode_user_args(attrs: Mapping[str, str]) -> int:
 def decode_metadata(attrs: Mapping[str, str]) -> Metadata:
     """The checked-mode attributes of a kernel (from an artifact: untrusted), validated; ``KeyError`` or
     ``ValueError`` (a short text without the artifact's bytes) if malformed. Strings stay as decoded:
-    whoever prints them escapes them (``kbin_messages.escape``)."""
+    whoever prints them escapes them (``polykern.kbin.messages.escape``)."""
     parts = attrs[ATTR_LENGTHS].split(",") if attrs[ATTR_LENGTHS] else []
     if not all(_UINT_RE.fullmatch(x) for x in parts):
         raise ValueError(f"{ATTR_LENGTHS} is not a list of decimal integers")

@@ -120,7 +120,7 @@ class CheckedKernel:
 
     def message(self, record: np.ndarray, prepared) -> str:
         """The LaunchError text. Every string in it that comes from the artifact (the access table, the
-        kernel's and its arguments' names) is escaped (``kbin_messages.escape``), as everywhere else."""
+        kernel's and its arguments' names) is escaped (``polykern.kbin.messages.escape``), as everywhere else."""
         name = escape(self.name)
         aid = int(record[0]) - 1
         if not 0 <= aid < len(self.accesses):

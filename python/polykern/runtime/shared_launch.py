@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..errors import ArtifactError, LaunchError
 from ..ir.dynamic_shared import ATTR, ELEM_BYTES_TEXT, MIN_LENGTH, SIZE_TYPE, parse_attr
 from ..kbin.messages import quote
-from ..lang.frontend import ARRAY_LIMITS
+from ..lang.body_facts import ARRAY_LIMITS
 from .launch_rules import message
 
 __all__ = ["DynamicSharedKernel", "wrap_if_dynamic", "dynamic_shared_of"]

@@ -20,7 +20,7 @@ from polykern.errors import DeviceError
 from polykern.runtime.lazy import Lazy
 from polykern.runtime.xdg_runtime_dir import ensure_runtime_dir
 
-# Before wgpu probes any adapter: Mesa's EGL probe needs a session runtime directory (runtime_dir.py).
+# Before wgpu probes any adapter: Mesa's EGL probe needs a session runtime directory (polykern/runtime/xdg_runtime_dir.py).
 ensure_runtime_dir()
 
 _LIMIT_KEYS = (

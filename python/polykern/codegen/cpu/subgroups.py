@@ -1,8 +1,8 @@
 """Subgroups on the CPU (llvm backend): a subgroup is a fixed slice of the work-item loop.
 
 The work-items of a group are numbered linearly (``local_id(0)`` fastest, then 1, then 2; the order
-in which :mod:`llvm_workgroup` runs them) and cut into subgroups of
-:data:`.cpu_subgroup.CPU_SUBGROUP_SIZE` consecutive work-items; the last subgroup of a group whose size
+in which :mod:`.workgroup` runs them) and cut into subgroups of
+:data:`.subgroup_size.CPU_SUBGROUP_SIZE` consecutive work-items; the last subgroup of a group whose size
 is not a multiple is partial.
 
 A collective (``t = pk.subgroup_add(v)``) is a communication point among the slice, so it is given

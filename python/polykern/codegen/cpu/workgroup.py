@@ -112,7 +112,7 @@ class WorkgroupLoopEmitter(LLVMKernelEmitter):
     # ------------------------------------------------------------------ entry point
     def emit_function(self, fn: N.Function) -> ll.Function:
         self._reset_function_state()
-        fn, pinned = lower_collectives(fn)  # a collective is a fission point (llvm_subgroups)
+        fn, pinned = lower_collectives(fn)  # a collective is a fission point (cpu/subgroups.py)
         self.fn = fn
         self.plan = plan_fission(fn, pinned) if N.uses_barrier(fn) else None
         fty = ll.FunctionType(VOID, [PTR, PTR, I64, I64])
