@@ -303,7 +303,7 @@ FAST_MATH: Dict[str, Dict[str, FastMath]] = {
         "rsqrt": FastMath("native_rsqrt", _NV_RSQRT, "NVIDIA's MUFU bounds; PoCL measured here"),
         "div": FastMath("native_divide", _NV_DIV, "NVIDIA's MUFU bounds; PoCL measured here"),
     },
-    # The CPU: the expansion its default exp/exp2 already use (codegen/llvm_vecexp.py), plain fmul/fadd and
+    # The CPU: the expansion its default exp/exp2 already use (codegen/cpu/vector_exp.py), plain fmul/fadd and
     # integer operations, which the work-item loops vectorize (llvm.exp would be a libm call per element).
     "llvm": {
         "exp": FastMath("pk_exp_poly", Promise(2.0), "measured here (tests/test_fast_math.py)"),

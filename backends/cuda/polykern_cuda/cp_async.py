@@ -14,7 +14,7 @@ import re
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I64, VOID
+from polykern.codegen.llvm_types import I64, VOID
 from polykern.ir import nodes as N
 
 #: The first architecture with cp.async.

@@ -32,7 +32,8 @@ from typing import Dict, List, Tuple
 from llvmlite import ir as ll
 
 from polykern.codegen.c_names import ascii_ident
-from polykern.codegen.llvm_base import I32, I64, VOID, LLVMKernelEmitter, mem_type
+from polykern.codegen.llvm_emitter import LLVMKernelEmitter
+from polykern.codegen.llvm_types import I32, I64, VOID, mem_type
 from polykern.codegen.llvm_devmath import F32, LN2, PortableMath
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N

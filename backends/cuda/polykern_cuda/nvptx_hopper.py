@@ -53,7 +53,7 @@ from llvmlite import ir as ll
 
 from polykern.codegen.c_names import ascii_ident
 from polykern.codegen.llvm_attributes import RawArgumentAttributes, StringFunctionAttributes
-from polykern.codegen.llvm_base import I32, I64, VOID, mem_type, value_type
+from polykern.codegen.llvm_types import I32, I64, VOID, mem_type, value_type
 from polykern.codegen.llvm_fragments import lane_fragment
 from polykern.errors import KernelTypeError
 from polykern.ir import hopper as H

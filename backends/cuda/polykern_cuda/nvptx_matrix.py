@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I32, I64, mem_type, value_type
+from polykern.codegen.llvm_types import I32, I64, mem_type, value_type
 from polykern.codegen.llvm_fragments import lane_fragment
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types

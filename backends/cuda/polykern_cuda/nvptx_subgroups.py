@@ -14,7 +14,7 @@ import re
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I32, I64
+from polykern.codegen.llvm_types import I32, I64
 from polykern.ir import nodes as N
 
 __all__ = ["NVPTXSubgroups", "has_redux"]

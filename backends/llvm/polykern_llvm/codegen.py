@@ -32,7 +32,7 @@ from polykern.codegen import llvm_target
 from polykern.codegen.llvm_target import (compile_ir, data_layout, host_cpu, host_features, host_triple,
                                           normalize_triple, target_machine)
 from polykern.codegen.cpu.matrix import cpu_support
-from polykern.codegen.llvm_vecexp import VectorExp
+from polykern.codegen.cpu.vector_exp import VectorExp
 from polykern.codegen.cpu.workgroup import RANGE_SUFFIX, WorkgroupLoopEmitter
 from polykern.codegen.cpu.probe import check_cpu_and_features
 from polykern.errors import TargetError
@@ -51,7 +51,7 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
    capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
-                             fast_math=True,  # fast exp/exp2: codegen/llvm_vecexp.py
+                             fast_math=True,  # fast exp/exp2: codegen/cpu/vector_exp.py
                              ints=LLVM_INTS, floats=LIBM_FLOATS))  # frem, pow: libm
 
 # Object formats the payload contract (ELF) excludes.
@@ -63,7 +63,7 @@ class CPUEmitter(VectorExp, WorkgroupLoopEmitter):
     """The CPU flavour of the work-item-loop emitter: address space 0 everywhere, integer
     division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``), f16/f32
     ``exp``/``exp2`` inline so that their loops vectorize, also as the fast-math forms
-    (codegen/llvm_vecexp.py)."""
+    (codegen/cpu/vector_exp.py)."""
 
 
     def __init__(self, triple: str, layout: str):

@@ -43,7 +43,7 @@ _X86_SAME_WIDTH_GOT_FORMS = (9, 26, 41, 42)  # GOTPCREL, GOTPC32, GOTPCRELX, REX
 
 
 # The two kernels whose object the corpus damages: a libm call (f64 exp, through a trampoline; f32
-# exp is inline arithmetic on the CPU, codegen/llvm_vecexp.py) and the object's own __truncsfhf2 (f16).
+# exp is inline arithmetic on the CPU, codegen/cpu/vector_exp.py) and the object's own __truncsfhf2 (f16).
 @pk.kernel
 def exp_axpy(n: i32, a: f32, x: Buffer[f32, "readonly"], y: Buffer[f32]):
     i = pk.global_id(0)

@@ -1,5 +1,5 @@
 """The CPU backend's vector code: the lanes of ``pk.vload`` groups packed (SLP), loops holding an ordered
-float sum vectorized with the sum kept in order, and ``exp``/``exp2`` inline (codegen/llvm_vecexp.py).
+float sum vectorized with the sum kept in order, and ``exp``/``exp2`` inline (codegen/cpu/vector_exp.py).
 Each vectorized kernel is checked against the same kernel built scalar (``-opt=0``: no LLVM pass runs)
 and the IR interpreter: bit for bit where the operations are the same, within the language's promise
 (python/polykern/numerics.py) for ``exp`` against the correctly rounded result."""

@@ -1,4 +1,4 @@
-"""The shared emitter (polykern.codegen.llvm_base) in its GPU style, as the NVPTX, AMDGPU and
+"""The shared emitter (polykern.codegen.llvm_emitter) in its GPU style, as the NVPTX, AMDGPU and
 Hexagon backends use it: minimal subclasses fill the hooks (address spaces, calling convention,
 special registers, barrier) and LLVM compiles the result. PTX is validated by ptxas where it
 is installed. These subclasses are examples, not the real GPU backends."""
@@ -12,7 +12,8 @@ from llvmlite import ir as ll
 
 import polykern as pk
 from polykern import Buffer, f16, f32, i32
-from polykern.codegen.llvm_base import I32, VOID, LLVMKernelEmitter
+from polykern.codegen.llvm_emitter import LLVMKernelEmitter
+from polykern.codegen.llvm_types import I32, VOID
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir.verifier import verify
 from polykern.passes import run_default_passes

@@ -25,7 +25,7 @@ from typing import Optional
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I32, I64, mem_type
+from polykern.codegen.llvm_types import I32, I64, mem_type
 from polykern.codegen.llvm_fragments import lane_fragment, round_tf32
 from polykern.ir import nodes as N
 from polykern.ir.matrix import mma_types

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I32, I64
+from polykern.codegen.llvm_types import I32, I64
 from polykern.ir import nodes as N
 
 __all__ = ["AMDGPUSubgroups", "wave_size"]

@@ -33,7 +33,8 @@ from polykern.kbin import payload_formats
 from polykern.capabilities import GPU_LLVM_FLOATS, LLVM_INTS, Capabilities, F16Rounding
 from polykern.build_cache import TOOLCHAIN_KEY
 from polykern.codegen.llvm_attributes import StringFunctionAttributes
-from polykern.codegen.llvm_base import I16, I32, VOID, LLVMKernelEmitter
+from polykern.codegen.llvm_emitter import LLVMKernelEmitter
+from polykern.codegen.llvm_types import I16, I32, VOID
 from polykern.codegen.llvm_target import compile_ir, data_layout, target_machine
 from polykern.ir import nodes as N
 from polykern.ir.types import ScalarType

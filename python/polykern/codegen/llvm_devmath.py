@@ -1,6 +1,6 @@
 """Transcendental functions for GPUs without a device math library, as IEEE operations in IR.
 
-:class:`PortableMath` is a mixin for :class:`polykern.codegen.llvm_base.LLVMKernelEmitter` that
+:class:`PortableMath` is a mixin for :class:`polykern.codegen.llvm_emitter.LLVMKernelEmitter` that
 expands ``exp exp2 log log2 sin cos tanh pow`` in f32 and f64 (f16 through f32) into fma, rint,
 division, integer and bit operations and a constant table of 2/pi, so the same expansion runs on
 every LLVM target and is checked on the CPU (``backends/rocm/tests/test_rocm_math.py``): within 2 ulp of the
@@ -18,7 +18,7 @@ from typing import List, Tuple
 import numpy as np
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I1, I32, I64, value_type
+from polykern.codegen.llvm_types import I1, I32, I64, value_type
 from polykern.ir.types import ScalarType, f32, f64
 
 TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "tanh", "pow")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ..ir.matrix import TF32_DROPPED_BITS
-from .llvm_base import I32, I64
+from .llvm_types import I32, I64
 
 __all__ = ["lane_fragment", "round_tf32"]
 

@@ -183,7 +183,7 @@ def compile_ir(ir_text, triple: str, cpu: str = "generic", features: str = "", o
     of a ``pk.vload`` group, per-lane accumulators) into vector instructions. ``vectorize_ordered``: the
     loop vectorizer may widen a loop holding a float reduction (``s += e``) by keeping the reduction's
     adds in their source order (an in-order ``vector.reduce.fadd``, bit-identical to the scalar loop), so
-    the rest of the loop (an inline ``exp``, codegen/llvm_vecexp.py) runs on vectors."""
+    the rest of the loop (an inline ``exp``, codegen/cpu/vector_exp.py) runs on vectors."""
     import llvmlite.binding as llvm
 
     ir_text = str(ir_text)

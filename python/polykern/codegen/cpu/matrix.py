@@ -20,7 +20,7 @@ from llvmlite import ir as ll
 from ...errors import CompileError
 from ...ir import nodes as N
 from ...ir.types import FragmentType, bf16, f32
-from ..llvm_base import I32, I64, mem_type, value_type
+from ..llvm_types import I32, I64, mem_type, value_type
 from ..llvm_bf16 import bf16_to_f32
 from ..llvm_fragments import round_tf32
 from .subgroup_size import CPU_SUBGROUP_SIZE

@@ -47,7 +47,9 @@ from ...ir.dynamic_shared import size_param
 from ...ir.types import BufferType
 from ...passes.barrier_fission import (STATE_RETURNED, FissionPlan, GIf, GLoop, Region, RowGuards, Uniform,
                                       _stmt_names, plan_fission, plan_row_guards)
-from ..llvm_base import I1, I8, I32, I64, VOID, ArrayStorage, LLVMKernelEmitter, LoopTarget, Slot, mem_type, value_type
+from ..llvm_emitter import LLVMKernelEmitter
+from ..llvm_storage import ArrayStorage, LoopTarget, Slot
+from ..llvm_types import I1, I8, I32, I64, VOID, mem_type, value_type
 from .matrix import allocate_fragments, emit_matrix_op
 from .subgroups import emit_subgroup, lower_collectives
 

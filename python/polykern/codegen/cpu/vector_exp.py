@@ -28,7 +28,7 @@ from typing import List
 
 from llvmlite import ir as ll
 
-from polykern.codegen.llvm_base import I32, value_type
+from polykern.codegen.llvm_types import I32, value_type
 from polykern.codegen.llvm_devmath import F32, LN2
 from polykern.errors import CompileError
 from polykern.ir.types import ScalarType, f16, f32
@@ -46,7 +46,7 @@ _RANGE = (-110.0, 100.0)  # e**x is 0 below (after rounding) and inf above; insi
 
 
 class VectorExp:
-    """Mixin for an :class:`polykern.codegen.llvm_base.LLVMKernelEmitter` (put it first in the bases):
+    """Mixin for an :class:`polykern.codegen.llvm_emitter.LLVMKernelEmitter` (put it first in the bases):
     f16/f32 ``exp``/``exp2`` without calls (see the module docstring); everything else as the base does."""
 
     def math_call(self, func: str, st: ScalarType, args: List[ll.Value]):
