@@ -1,1 +1,3 @@
-"""Shared code generators: the C-like source emitter and the LLVM IR emitter."""
+"""Shared code generators: the C-like source emitter (``c_*``) and the LLVM IR emitter (``llvm_*``, on
+:mod:`.llvm_emitter`); ``cpu/`` is what only the CPU kinds (llvm, hexagon) use (docs/internals.md
+"Package layout")."""
