@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 
 
+NOT_NATIVE = "a JAX function (polykern.jax): tests/test_framework_jax.py runs this example"
+
 @pk.kernel
 def rms_norm(rows: i32, cols: i32, x: Buffer[f32, "readonly"], w: Buffer[f32, "readonly"], eps: f32,
              y: Buffer[f32]):

@@ -11,6 +11,8 @@ from polykern import Buffer, f32, i32
 import torch
 
 
+NOT_NATIVE = "PyTorch operators (polykern.torch): tests/test_framework_torch.py runs this example"
+
 @pk.kernel
 def layer_norm(rows: i32, cols: i32, x: Buffer[f32, "readonly"], w: Buffer[f32, "readonly"],
                b: Buffer[f32, "readonly"], eps: f32, y: Buffer[f32]):

@@ -119,7 +119,8 @@ def collective_in_while_condition(x: Buffer[i32], o: Buffer[i32]):
     v = x[i]
     s = 0
     while pk.subgroup_any(v > 0):  # the same in a subgroup, not in the work-group
-        s += pk.subgroup_add(v)
+        s += v
+        pk.barrier()  # a collective of the work-group: refused here (a subgroup's collective is accepted)
         v -= 1
     o[i] = s
 

@@ -52,7 +52,8 @@ FOLDER = {
         ''',
     f"polykern_{NAME}/codegen.py": f'''\
         """The LLVM CPU code generator under kind '{NAME}', which refuses 8-bit integers and subgroups."""
-        from polykern import payload_formats, registry
+        from polykern import registry
+        from polykern.kbin import payload_formats
         from polykern.capabilities import Capabilities, F16Rounding
         from polykern.errors import KernelTypeError
         from polykern.ir import nodes as ir
@@ -95,7 +96,8 @@ FOLDER = {
         ''',
     f"polykern_{NAME}/runtime.py": f'''\
         """Runs {NAME} modules with the CPU runtime (polykern_llvm.runtime)."""
-        from polykern import registry, wire
+        from polykern import registry
+        from polykern.kbin import wire
         from polykern.kbin.payload_formats import check_payload
         from polykern_llvm import runtime as llvm_runtime
 
