@@ -42,6 +42,6 @@ def test_cuda_device_strings_round_trip_and_launch_in_place():
 def test_other_cuda_ordinal_is_named():
     from polykern_cuda import runtime as rt
 
-    other = rt.get_device().ordinal + 1
-    with pytest.raises(DeviceUnavailableError, match=f"device index {other}"):
+    other = rt.device_count()  # one past the last device this host has
+    with pytest.raises(DeviceUnavailableError, match=f"device 'cuda:{other}': this host has"):
         pk.empty(4, np.float32, device=f"cuda:{other}")
