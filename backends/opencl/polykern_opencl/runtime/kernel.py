@@ -26,11 +26,11 @@ import pyopencl as cl
 
 from polykern.runtime import kernel_output
 from polykern.errors import LaunchError
-from polykern.runtime.host_aliasing import check_host_overlaps
-from polykern.runtime.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_args, check_grid_limits
+from polykern.runtime.launch import MAX_OPENCL_GROUPS, PORTABLE_MAX_GRID, BufferArg, check_grid_limits
 from polykern.runtime.launch_rules import grid_limit_name
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.runtime.shared_launch import dynamic_shared_of
+from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
 from polykern.streams import launch_stream
 
 from .clerrors import CL_ERRORS, device_error
@@ -51,14 +51,9 @@ def scalar_converter(a: ArgInfo) -> Callable[[np.generic], np.generic]:
     return lambda v: v if type(v) is np_type else np_type(v)
 
 
-class _HostCopy:
-    __slots__ = ("host", "buf", "nbytes", "writable")
+class OpenCLKernel(StagedLaunch):
+    runtime = "opencl"
 
-    def __init__(self, host: np.ndarray, buf, nbytes: int):
-        self.host, self.buf, self.nbytes, self.writable = host, buf, nbytes, False
-
-
-class OpenCLKernel:
     def __init__(self, module, info: FunctionInfo, device, kobj: KernelObject):
         self.module = module
         self.info = info
@@ -124,80 +119,80 @@ class OpenCLKernel:
             raise LaunchError(f"kernel '{self.name}', argument '{a.name}': malformed DeviceArray")
         return obj.buffer
 
-    # ------------------------------------------------------------ launch
-    def __call__(self, *args: Any, grid=None, block=None) -> None:
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.info.name, "opencl", prepared, same_ok=True)
-        self._check_limits(grid3, block3)
-        dev = self.device
-        stream = launch_stream("opencl", dev, self.name)
-        queue = dev.queue if stream is None else stream.queue
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        self._check_limits(launch.grid, launch.block)
+
+    def prepare(self, launch: Launch) -> None:
+        stream = launch_stream("opencl", self.device, self.name)
+        launch.queue = self.device.queue if stream is None else stream.queue
+        launch.temps = []
+        launch.enqueued = False
+        launch.copied_in = 0
+
+    def bind_scalar(self, launch: Launch, arg) -> Any:
+        return self._convert[arg.index](arg.value)
+
+    def bind_device(self, launch: Launch, arg: BufferArg):
+        return self._device_buffer(arg)
+
+    def stage_in(self, launch: Launch, arg: BufferArg):
+        dev, nbytes = self.device, arg.nbytes
         max_alloc = dev.limits.max_mem_alloc_size
-        values: List[Any] = []
-        temps: List[Any] = []
-        host_copies: Dict[Tuple[int, int], _HostCopy] = {}
-        enqueued = False
-        copied_in = copied_out = 0
-        try:
-            for a in prepared:
-                if not isinstance(a, BufferArg):
-                    values.append(self._convert[a.index](a.value))
-                    continue
-                nbytes = a.nbytes
-                if not a.is_host:
-                    values.append(self._device_buffer(a))
-                    continue
-                if nbytes > max_alloc:
-                    raise LaunchError(f"kernel '{self.name}', argument '{a.name}': {nbytes} bytes exceed "
-                                      f"{dev.name}'s largest buffer ({max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
-                key = (a.ptr, nbytes)
-                hc = host_copies.get(key)
-                if hc is None:
-                    buf = dev.pool.acquire(nbytes)
-                    temps.append(buf)
-                    hc = host_copies[key] = _HostCopy(a.array.view(np.uint8), buf, nbytes)
-                    if nbytes:
-                        enqueued = True
-                        cl.enqueue_copy(queue, buf, hc.host, is_blocking=False)
-                        copied_in += nbytes
-                hc.writable = hc.writable or not a.info.readonly
-                values.append(hc.buf)
-            gsize = (grid3[0] * block3[0], grid3[1] * block3[1], grid3[2] * block3[2])
-            kobj = self.kobj
-            with kobj.lock:  # clSetKernelArg is not thread-safe on one kernel object
-                for i, v in enumerate(values):
-                    kobj.kernel.set_arg(i, v)
-                if self._dyn is not None:  # the trailing __local argument: clSetKernelArg(size, NULL)
-                    index, elem = self._dyn
-                    kobj.kernel.set_arg(len(values), cl.LocalMemory(int(prepared[index].value) * elem))
-                enqueued = True
-                dev.queued = True  # before the enqueue: a host access from now on waits for it
-                if kernel_output.prints(self.info):
-                    kernel_output.launching()
-                event = cl.enqueue_nd_range_kernel(queue, kobj.kernel, gsize, block3)
-            waits = [event]
-            for hc in host_copies.values():  # only writable parameters are copied back
-                if hc.writable and hc.nbytes:
-                    waits.append(cl.enqueue_copy(queue, hc.host, hc.buf, is_blocking=False))
-                    copied_out += hc.nbytes
-            if host_copies or kernel_output.prints(self.info):
-                cl.wait_for_events(waits)
+        if nbytes > max_alloc:
+            raise LaunchError(f"kernel '{self.name}', argument '{arg.name}': {nbytes} bytes exceed "
+                              f"{dev.name}'s largest buffer ({max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
+        buf = dev.pool.acquire(nbytes)
+        launch.temps.append(buf)
+        if nbytes:
+            launch.enqueued = True
+            cl.enqueue_copy(launch.queue, buf, arg.array.view(np.uint8), is_blocking=False)
+            launch.copied_in += nbytes
+        return buf
+
+    def dispatch(self, launch: Launch) -> None:
+        grid3, block3, values = launch.grid, launch.block, launch.bindings
+        gsize = (grid3[0] * block3[0], grid3[1] * block3[1], grid3[2] * block3[2])
+        kobj = self.kobj
+        with kobj.lock:  # clSetKernelArg is not thread-safe on one kernel object
+            for i, v in enumerate(values):
+                kobj.kernel.set_arg(i, v)
+            if self._dyn is not None:  # the trailing __local argument: clSetKernelArg(size, NULL)
+                index, elem = self._dyn
+                kobj.kernel.set_arg(len(values), cl.LocalMemory(int(launch.prepared[index].value) * elem))
+            launch.enqueued = True
+            self.device.queued = True  # before the enqueue: a host access from now on waits for it
             if kernel_output.prints(self.info):
-                kernel_output.launched()  # PoCL's printf writes through C's stdio
-            dev.count("launches")
-            dev.count("bytes_to_device", copied_in)
-            dev.count("bytes_from_device", copied_out)
-        except CL_ERRORS as e:
-            if enqueued:
-                _drain(queue)
-            raise device_error(f"launching kernel '{self.name}' on {dev.name}", e) from e
-        except BaseException:
-            if enqueued:
-                _drain(queue)
-            raise
-        finally:
-            for buf in temps:
-                dev.pool.release(buf)
+                kernel_output.launching()
+            launch.event = cl.enqueue_nd_range_kernel(launch.queue, kobj.kernel, gsize, block3)
+
+    def stage_out(self, launch: Launch, copies: List[HostCopy]) -> None:
+        dev, prints = self.device, kernel_output.prints(self.info)
+        waits = [launch.event]
+        copied_out = 0
+        for hc in copies:  # only writable parameters are copied back
+            if hc.nbytes:
+                waits.append(cl.enqueue_copy(launch.queue, hc.arg.array.view(np.uint8), hc.handle,
+                                             is_blocking=False))
+                copied_out += hc.nbytes
+        if launch.host_copies or prints:
+            cl.wait_for_events(waits)
+        if prints:
+            kernel_output.launched()  # PoCL's printf writes through C's stdio
+        dev.count("launches")
+        dev.count("bytes_to_device", launch.copied_in)
+        dev.count("bytes_from_device", copied_out)
+
+    def launch_failed(self, launch: Launch, error: BaseException):
+        if launch.enqueued:
+            _drain(launch.queue)
+        if isinstance(error, CL_ERRORS):
+            return device_error(f"launching kernel '{self.name}' on {self.device.name}", error)
+        return None
+
+    def release(self, launch: Launch) -> None:
+        for buf in launch.temps:
+            self.device.pool.release(buf)
 
 
 def _drain(queue) -> None:
