@@ -24,13 +24,13 @@ from polykern import registry
 from polykern.kbin import wire
 from polykern.runtime.device_array import DeviceArrayModule
 from polykern.errors import ArtifactError, CompileError, DeviceError, LaunchError
-from polykern.runtime.host_aliasing import check_host_overlaps
-from polykern.runtime.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_args, check_grid_limits
+from polykern.runtime.launch import PORTABLE_MAX_GRID, BufferArg, ScalarArg, check_grid_limits
 from polykern.runtime.launch_rules import grid_limit_name
 from polykern.runtime.lazy import PIPELINES_PER_KERNEL, BoundedLazyMap, LazyMap
 from polykern.module import DeviceModule, FunctionInfo, payload_text
 from polykern.kbin.payload_formats import check_payload
 from polykern.runtime.shared_launch import dynamic_shared_of
+from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
 from polykern.streams import launch_stream
 
 from .. import abi
@@ -160,8 +160,10 @@ class WebGPUModule(DeviceArrayModule, DeviceModule):
             return pipeline
 
 
-class WebGPUKernel:
+class WebGPUKernel(StagedLaunch):
     """``mod["k"](*args, grid=..., block=...)`` on a WebGPU device."""
+
+    runtime = "webgpu"
 
     def __init__(self, module: WebGPUModule, info: FunctionInfo):
         self.module = module
@@ -194,95 +196,100 @@ class WebGPUKernel:
             raise LaunchError(f"kernel '{name}' uses {self.info.shared_bytes} bytes of shared memory; this WebGPU "
                               f"device allows {lim['max-compute-workgroup-storage-size']}")
 
-    def __call__(self, *args, grid=None, block=None):
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.info.name, "webgpu", prepared, same_ok=True)
-        ctx = context()
-        launch_stream("webgpu", ctx, self.info.name)  # the one queue; refuses a closed current stream
-        self._check_shape(ctx, grid3, block3)
-        module = self.module
-        dyn = self._dyn and int(prepared[self._dyn[0]].value)
-        pipeline = module._pipelines.get(self.info.name).get((block3, dyn or 0))
-        bgl, _ = module._layouts.get(self.info.name)
-        buffers = [p for p in prepared if isinstance(p, BufferArg)]
-        scalars = [p for p in prepared if isinstance(p, ScalarArg)]
-        limit = ctx.limits["max-storage-buffer-binding-size"]
-        borrowed: List[Tuple[Any, int]] = []
-        readback: List[Tuple[BufferArg, Any]] = []
-        with ctx.lock:
-            try:
-                entries = []
-                same: Dict[Tuple[int, int], Any] = {}  # one host array for several parameters: one buffer
-                access: Dict[int, BufferArg] = {}  # id(wgpu buffer) -> the first argument bound to it
-                for binding, arg in enumerate(buffers):
-                    key = (arg.ptr, arg.nbytes) if arg.is_host and not isinstance(arg.obj, DeviceArray) else None
-                    buf = same.get(key) if key is not None else None
-                    if buf is None:
-                        buf = self._bind_buffer(ctx, arg, limit, borrowed, readback)
-                        if key is not None:
-                            same[key] = buf
-                    elif not arg.info.readonly and all(b is not buf for _, b in readback):
-                        readback.append((arg, buf))
-                    _one_access(self.info.name, arg, buf, access)
-                    entries.append({"binding": binding, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
-                if self.abi.params_binding is not None:
-                    data = abi.pack_scalars(self.abi.slots, [s.value for s in scalars], self.abi.params_size)
-                    ubuf = ctx.acquire(len(data), UNIFORM_USAGE)
-                    borrowed.append((ubuf, UNIFORM_USAGE))
-                    ctx.device.queue.write_buffer(ubuf, 0, data)
-                    entries.append({"binding": self.abi.params_binding,
-                                    "resource": {"buffer": ubuf, "offset": 0, "size": len(data)}})
-                encoder = ctx.device.create_command_encoder()
-                cpass = encoder.begin_compute_pass()
-                cpass.set_pipeline(pipeline)
-                for base, count in _chunks(grid3, ctx.limits["max-compute-workgroups-per-dimension"]):
-                    chunk_entries = list(entries)
-                    if self.abi.launch_binding is not None:
-                        lbuf = ctx.acquire(abi.LAUNCH_SIZE, UNIFORM_USAGE)
-                        borrowed.append((lbuf, UNIFORM_USAGE))
-                        ctx.device.queue.write_buffer(lbuf, 0, abi.pack_launch(base, grid3))
-                        chunk_entries.append({"binding": self.abi.launch_binding,
-                                              "resource": {"buffer": lbuf, "offset": 0, "size": abi.LAUNCH_SIZE}})
-                    cpass.set_bind_group(0, ctx.device.create_bind_group(layout=bgl, entries=chunk_entries))
-                    cpass.dispatch_workgroups(*count)
-                cpass.end()
-                ctx.device.queue.submit([encoder.finish()])
-                for arg, buf in readback:
-                    raw = ctx.device.queue.read_buffer(buf, 0, _padded(arg.nbytes))
-                    arg.array.view(np.uint8)[:] = np.frombuffer(raw, np.uint8, arg.nbytes)
-            except (LaunchError, CompileError, DeviceError, ArtifactError):
-                raise
-            except Exception as e:
-                raise DeviceError(f"webgpu: launching '{self.info.name}' failed: {e}",
-                                  name=type(e).__name__) from e
-            finally:
-                for buf, usage in borrowed:
-                    ctx.release(buf, usage)
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        launch.ctx = context()
+        self._check_shape(launch.ctx, launch.grid, launch.block)
 
-    def _bind_buffer(self, ctx, arg: BufferArg, limit: int, borrowed, readback):
+    def prepare(self, launch: Launch) -> None:
+        ctx, name = launch.ctx, self.info.name
+        launch_stream("webgpu", ctx, name)  # the one queue; refuses a closed current stream
+        dyn = self._dyn and int(launch.prepared[self._dyn[0]].value)
+        launch.pipeline = self.module._pipelines.get(name).get((launch.block, dyn or 0))
+        launch.borrowed = []  # (buffer, usage) taken from the context's pool
+
+    def exclusive(self, launch: Launch):
+        return launch.ctx.lock
+
+    def is_device(self, arg: BufferArg) -> bool:
+        return isinstance(arg.obj, DeviceArray) or not arg.is_host
+
+    def bind_device(self, launch: Launch, arg: BufferArg):
         if isinstance(arg.obj, DeviceArray):
-            if arg.obj.ctx is not ctx or arg.obj.buffer is None:
+            if arg.obj.ctx is not launch.ctx or arg.obj.buffer is None:
                 raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': the DeviceArray was released "
                                   "or belongs to another WebGPU device")
             return arg.obj.buffer
-        if not arg.is_host:
-            raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': {arg.device[0]} device memory "
-                              "cannot be used by the WebGPU runtime; pass a NumPy array or a "
-                              "polykern_webgpu DeviceArray")
+        raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': {arg.device[0]} device memory "
+                          "cannot be used by the WebGPU runtime; pass a NumPy array or a "
+                          "polykern_webgpu DeviceArray")
+
+    def stage_in(self, launch: Launch, arg: BufferArg):
+        ctx = launch.ctx
+        limit = ctx.limits["max-storage-buffer-binding-size"]
         if arg.nbytes > limit:
             raise LaunchError(f"kernel '{self.info.name}', argument '{arg.name}': {arg.nbytes} bytes exceed this "
                               f"WebGPU device's storage buffer binding limit ({limit} bytes)")
         buf = ctx.acquire(_padded(arg.nbytes), STORAGE_USAGE)
-        borrowed.append((buf, STORAGE_USAGE))
+        launch.borrowed.append((buf, STORAGE_USAGE))
         if arg.nbytes:
             data = arg.array.view(np.uint8)
             pad = -arg.nbytes % 4
             if pad:
                 data = np.concatenate([data, np.zeros(pad, np.uint8)])
             ctx.device.queue.write_buffer(buf, 0, data)
-            if not arg.info.readonly:
-                readback.append((arg, buf))
         return buf
+
+    def dispatch(self, launch: Launch) -> None:
+        ctx, grid3, borrowed = launch.ctx, launch.grid, launch.borrowed
+        bgl, _ = self.module._layouts.get(self.info.name)
+        entries = []
+        access: Dict[int, BufferArg] = {}  # id(wgpu buffer) -> the first argument bound to it
+        scalars = []
+        for arg, value in zip(launch.prepared, launch.bindings):
+            if isinstance(arg, ScalarArg):
+                scalars.append(value)
+                continue
+            _one_access(self.info.name, arg, value, access)
+            entries.append({"binding": len(entries), "resource": {"buffer": value, "offset": 0, "size": value.size}})
+        if self.abi.params_binding is not None:
+            data = abi.pack_scalars(self.abi.slots, scalars, self.abi.params_size)
+            ubuf = ctx.acquire(len(data), UNIFORM_USAGE)
+            borrowed.append((ubuf, UNIFORM_USAGE))
+            ctx.device.queue.write_buffer(ubuf, 0, data)
+            entries.append({"binding": self.abi.params_binding,
+                            "resource": {"buffer": ubuf, "offset": 0, "size": len(data)}})
+        encoder = ctx.device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(launch.pipeline)
+        for base, count in _chunks(grid3, ctx.limits["max-compute-workgroups-per-dimension"]):
+            chunk_entries = list(entries)
+            if self.abi.launch_binding is not None:
+                lbuf = ctx.acquire(abi.LAUNCH_SIZE, UNIFORM_USAGE)
+                borrowed.append((lbuf, UNIFORM_USAGE))
+                ctx.device.queue.write_buffer(lbuf, 0, abi.pack_launch(base, grid3))
+                chunk_entries.append({"binding": self.abi.launch_binding,
+                                      "resource": {"buffer": lbuf, "offset": 0, "size": abi.LAUNCH_SIZE}})
+            cpass.set_bind_group(0, ctx.device.create_bind_group(layout=bgl, entries=chunk_entries))
+            cpass.dispatch_workgroups(*count)
+        cpass.end()
+        ctx.device.queue.submit([encoder.finish()])
+
+    def stage_out(self, launch: Launch, copies: List[HostCopy]) -> None:
+        for hc in copies:
+            if hc.nbytes:
+                raw = launch.ctx.device.queue.read_buffer(hc.handle, 0, _padded(hc.nbytes))
+                hc.arg.array.view(np.uint8)[:] = np.frombuffer(raw, np.uint8, hc.nbytes)
+
+    def launch_failed(self, launch: Launch, error: BaseException):
+        if isinstance(error, (LaunchError, CompileError, DeviceError, ArtifactError)) or \
+                not isinstance(error, Exception):
+            return None
+        return DeviceError(f"webgpu: launching '{self.info.name}' failed: {error}", name=type(error).__name__)
+
+    def release(self, launch: Launch) -> None:
+        for buf, usage in launch.borrowed:
+            launch.ctx.release(buf, usage)
 
 
 _SUBGROUP_ID_BUILTINS = ("subgroup_invocation_id", "subgroup_id")
