@@ -60,7 +60,7 @@ def test_host_array_launches_wait_and_copy_back(saxpy, dev, waits):
 
 
 def test_repeated_launch_takes_the_fast_path(saxpy, dev, monkeypatch):
-    from polykern_vulkan.runtime import kernel
+    from polykern.runtime import staged_launch  # the full path's check_args (the staged launch)
 
     x = pk.to_device(np.ones(N, np.float32), device="vulkan")
     y = pk.zeros(N, np.float32, device="vulkan")
@@ -69,7 +69,7 @@ def test_repeated_launch_takes_the_fast_path(saxpy, dev, monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("the repeated launch went through check_args")
 
-    monkeypatch.setattr(kernel, "check_args", refuse)
+    monkeypatch.setattr(staged_launch, "check_args", refuse)
     replayed = dev.stats["launches_replayed"]
     for _ in range(10):
         saxpy(N, 1.0, x, y, grid=N // 64, block=64)

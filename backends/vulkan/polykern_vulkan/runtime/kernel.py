@@ -26,10 +26,10 @@ import numpy as np
 import vulkan as vk
 
 from polykern.errors import DeviceError, LaunchError
-from polykern.runtime.host_aliasing import check_host_overlaps
-from polykern.runtime.launch import MISS, BufferArg, check_args, fast_dims, scalar_converter
+from polykern.runtime.launch import MISS, BufferArg, fast_dims, scalar_converter
 from polykern.module import FunctionInfo
 from polykern.runtime.shared_launch import dynamic_shared_of
+from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
 from polykern.streams import launch_stream
 
 from .buffers import Buffer
@@ -45,7 +45,9 @@ SHADER_RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
 _REPLAYS = 64  # fast-path launches remembered per kernel
 
 
-class VulkanKernel:
+class VulkanKernel(StagedLaunch):
+    runtime = "vulkan"
+
     def __init__(self, module, info: FunctionInfo, program: KernelProgram):
         self.module = module
         self.info = info
@@ -110,21 +112,6 @@ class VulkanKernel:
                               "Vulkan device")
         return obj.buffer
 
-    def _host_copy(self, a: BufferArg, nbytes: int, temps: List[Buffer], copies_in) -> "_HostCopy":
-        """A pooled device buffer holding a copy of a host array (staged where the device needs it)."""
-        dev = self.dev
-        host = a.array.view(np.uint8)
-        buf = dev.pool.acquire(nbytes)
-        temps.append(buf)
-        if dev.staging:
-            src = dev.pool.acquire(nbytes, "staging")
-            temps.append(src)
-            copies_in.append((src, buf, nbytes))
-        else:
-            src = buf
-        src.mapped[:nbytes] = host
-        return _HostCopy(host, buf, src, nbytes)
-
     def _fast_key(self, args, grid, block):
         """The fast-path key of a launch, or None where it is not a fast-path case (module docstring)."""
         if len(args) != self._nargs or self._dyn is not None:
@@ -169,90 +156,104 @@ class VulkanKernel:
             finally:
                 if lease is not None:
                     self.program.pipelines.release(lease)
-        self._launch(key, args, grid, block)
+        self.staged(args, grid, block, note=key)
 
-    def _launch(self, key, args, grid, block) -> None:
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.name, "vulkan", prepared, same_ok=True)
-        self._check_limits(grid3, block3)
-        self._check_subgroup_rows(block3)
-        dev, abi = self.dev, self.abi
-        stream = launch_stream("vulkan", dev, self.name)
-        pipeline, lease = self.program.pipeline(block3, int(prepared[self._dyn[0]].value) if self._dyn else 0)
-        max_range = dev.limits.max_storage_range
-        scalars: List[Any] = [None] * len(prepared)
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        self._check_limits(launch.grid, launch.block)
+        self._check_subgroup_rows(launch.block)
+
+    def prepare(self, launch: Launch) -> None:
+        launch.stream = launch_stream("vulkan", self.dev, self.name)
+        dyn = int(launch.prepared[self._dyn[0]].value) if self._dyn else 0
+        launch.temps = []  # pooled buffers, released after the launch
+        launch.copies_in = []  # (staging, device buffer, nbytes), recorded before the dispatch
+        launch.sources = {}  # id(device buffer) -> the host-visible buffer its host array is copied through
+        launch.pipeline, launch.lease = self.program.pipeline(launch.block, dyn)
+
+    def _check_range(self, a: BufferArg) -> None:
+        max_range = self.dev.limits.max_storage_range
+        if a.nbytes > max_range:
+            raise LaunchError(f"kernel '{self.name}', argument '{a.name}': {a.nbytes} bytes exceed "
+                              f"{self.dev.name}'s storage buffer range ({max_range} bytes)")
+
+    def bind_device(self, launch: Launch, arg: BufferArg) -> Buffer:
+        self._check_range(arg)
+        return self._device_buffer(arg)
+
+    def stage_in(self, launch: Launch, arg: BufferArg) -> Buffer:
+        """A pooled device buffer holding a copy of a host array (staged where the device needs it)."""
+        self._check_range(arg)
+        dev, nbytes = self.dev, arg.nbytes
+        buf = dev.pool.acquire(nbytes)
+        launch.temps.append(buf)
+        if dev.staging:
+            src = dev.pool.acquire(nbytes, "staging")
+            launch.temps.append(src)
+            launch.copies_in.append((src, buf, nbytes))
+        else:
+            src = buf
+        src.mapped[:nbytes] = arg.array.view(np.uint8)
+        launch.sources[id(buf)] = src
+        return buf
+
+    def dispatch(self, launch: Launch) -> None:
+        dev, abi, grid3, pipeline = self.dev, self.abi, launch.grid, launch.pipeline
+        copies_in, sources = launch.copies_in, launch.sources
+        scalars: List[Any] = [None] * len(launch.prepared)
         bound: List[Tuple[int, Any, int]] = []
-        temps: List[Buffer] = []
-        copies_in: List[Tuple[Buffer, Buffer, int]] = []  # staging -> device, before the dispatch
-        host_copies: Dict[Tuple[int, int], _HostCopy] = {}
-        try:
-            for a in prepared:
-                if not isinstance(a, BufferArg):
-                    scalars[a.index] = a.value
-                    continue
-                nbytes = a.nbytes
-                if nbytes > max_range:
-                    raise LaunchError(f"kernel '{self.name}', argument '{a.name}': {nbytes} bytes exceed "
-                                      f"{dev.name}'s storage buffer range ({max_range} bytes)")
-                if a.is_host:
-                    key = (a.ptr, nbytes)
-                    hc = host_copies.get(key)
-                    if hc is None:
-                        hc = host_copies[key] = self._host_copy(a, nbytes, temps, copies_in)
-                    hc.writable = hc.writable or not a.info.readonly
-                    buf = hc.buf
-                else:
-                    buf = self._device_buffer(a)
-                bound.append((abi.bindings[a.index], buf.handle, max(4, min(nbytes, buf.size))))
-            push = abi.pack_push_constants(scalars) if abi.push_size else b""
-            written = [hc for hc in host_copies.values() if hc.writable]
-            copies_out = [(hc.buf, hc.src, hc.nbytes) for hc in written if hc.src is not hc.buf]
+        for a, value in zip(launch.prepared, launch.bindings):
+            if isinstance(a, BufferArg):
+                bound.append((abi.bindings[a.index], value.handle, max(4, min(a.nbytes, value.size))))
+            else:
+                scalars[a.index] = value
+        push = abi.pack_push_constants(scalars) if abi.push_size else b""
+        copies_out = [(hc.handle, sources[id(hc.handle)], hc.nbytes) for hc in launch.written_copies
+                      if sources[id(hc.handle)] is not hc.handle]
 
-            def record(ctx: CommandContext) -> None:
-                cmd = ctx.cmd
-                for src, dst, n in copies_in:
+        def record(ctx: CommandContext) -> None:
+            cmd = ctx.cmd
+            for src, dst, n in copies_in:
+                ctx.copy(src.handle, dst.handle, max(n, 1))
+            if copies_in:
+                ctx.barrier(TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT, COMPUTE, SHADER_RW)
+            dset = ctx.descriptor_set(self.program.set_layout, bound)
+            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.program.layout, 0, 1,
+                                       [dset], 0, None)
+            if push:
+                vk.vkCmdPushConstants(cmd, self.program.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
+                                      vk.ffi.from_buffer(push))
+            vk.vkCmdDispatch(cmd, *grid3)
+            if copies_out:
+                ctx.barrier(COMPUTE, vk.VK_ACCESS_SHADER_WRITE_BIT, TRANSFER, vk.VK_ACCESS_TRANSFER_READ_BIT)
+                for src, dst, n in copies_out:
                     ctx.copy(src.handle, dst.handle, max(n, 1))
-                if copies_in:
-                    ctx.barrier(TRANSFER, vk.VK_ACCESS_TRANSFER_WRITE_BIT, COMPUTE, SHADER_RW)
-                dset = ctx.descriptor_set(self.program.set_layout, bound)
-                vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-                vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.program.layout, 0, 1,
-                                           [dset], 0, None)
-                if push:
-                    vk.vkCmdPushConstants(cmd, self.program.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
-                                          vk.ffi.from_buffer(push))
-                vk.vkCmdDispatch(cmd, *grid3)
-                if copies_out:
-                    ctx.barrier(COMPUTE, vk.VK_ACCESS_SHADER_WRITE_BIT, TRANSFER, vk.VK_ACCESS_TRANSFER_READ_BIT)
-                    for src, dst, n in copies_out:
-                        ctx.copy(src.handle, dst.handle, max(n, 1))
 
-            # only DeviceArrays bound: the same pipeline, buffers, scalars and grid replay the recorded launch
-            keep = None if host_copies else (pipeline, tuple(bound), push, grid3)
-            dev.execute(record, descriptors=len(bound), what=f"launch of kernel '{self.name}'", keep=keep,
-                        wait=bool(host_copies), stream=stream)
-            dev.count("launches")
-            if keep is not None and key is not None:  # the next launch like this one takes the fast path
-                if len(self._replays) >= _REPLAYS:
-                    self._replays.clear()
-                self._replays[key] = (keep, len(bound), record, dev.release_epoch)
-            for hc in written:  # only writable parameters are copied back
-                hc.host[:] = hc.src.mapped[:hc.nbytes]
-        except DeviceError as e:
-            if getattr(e, "submitted", False):
-                temps = []  # the device may still be using them: never hand them out again
-                self.program.pipelines.abandon(lease)  # nor destroy the pipeline
-                lease = None
-            raise
-        finally:
-            for buf in temps:
-                dev.pool.release(buf)
-            if lease is not None:
-                self.program.pipelines.release(lease)
+        # only DeviceArrays bound: the same pipeline, buffers, scalars and grid replay the recorded launch
+        keep = None if launch.host_copies else (pipeline, tuple(bound), push, grid3)
+        dev.execute(record, descriptors=len(bound), what=f"launch of kernel '{self.name}'", keep=keep,
+                    wait=bool(launch.host_copies), stream=launch.stream)
+        dev.count("launches")
+        key = launch.note
+        if keep is not None and key is not None:  # the next launch like this one takes the fast path
+            if len(self._replays) >= _REPLAYS:
+                self._replays.clear()
+            self._replays[key] = (keep, len(bound), record, dev.release_epoch)
 
+    def stage_out(self, launch: Launch, copies: List[HostCopy]) -> None:
+        for hc in copies:  # only writable parameters are copied back
+            hc.arg.array.view(np.uint8)[:] = launch.sources[id(hc.handle)].mapped[:hc.nbytes]
 
-class _HostCopy:
-    __slots__ = ("host", "buf", "src", "nbytes", "writable")
+    def launch_failed(self, launch: Launch, error: BaseException):
+        if isinstance(error, DeviceError) and getattr(error, "submitted", False):
+            launch.temps = []  # the device may still be using them: never hand them out again
+            self.program.pipelines.abandon(launch.lease)  # nor destroy the pipeline
+            launch.lease = None
+        return None
 
-    def __init__(self, host: np.ndarray, buf: Buffer, src: Buffer, nbytes: int):
-        self.host, self.buf, self.src, self.nbytes, self.writable = host, buf, src, nbytes, False
+    def release(self, launch: Launch) -> None:
+        for buf in launch.temps:
+            self.dev.pool.release(buf)
+        if launch.lease is not None:
+            self.program.pipelines.release(launch.lease)
