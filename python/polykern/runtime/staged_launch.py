@@ -5,7 +5,8 @@ device does differently; the stages and their order are fixed here, so a check a
 to every runtime built on it:
 
 1. ``check_args`` (launch.py): every argument and the grid/block, a LaunchError before anything else;
-2. ``check_host_overlaps`` (host_aliasing.py): overlapping host arguments the kernel writes;
+2. ``check_host_overlaps`` (host_aliasing.py): overlapping host arguments the kernel writes (not on a
+   runtime that uses host memory in place, ``copies_host = False``);
 3. :meth:`StagedLaunch.limits`: the device's grid/block/shared-memory limits (LaunchError);
 4. :meth:`StagedLaunch.prepare`: per-launch setup that owns nothing (stream, queue, pipeline lookup);
 5. under :meth:`StagedLaunch.exclusive` (a context manager; none by default), in a ``try``:
@@ -65,6 +66,9 @@ class StagedLaunch:
     runtime: str = "?"
     #: the same host memory passed for two parameters is bound as one device copy (host_aliasing.py)
     same_host_ok: bool = True
+    #: False where the kernel uses host arrays in place (the CPU): they are bound through
+    #: :meth:`bind_device` and overlapping ones are one memory to the kernel, so no overlap check
+    copies_host: bool = True
 
     def __call__(self, *args: Any, grid=None, block=None) -> None:
         self.staged(args, grid, block)
@@ -73,7 +77,14 @@ class StagedLaunch:
         """The full launch (a runtime's fast path calls this for what it does not handle; ``note``
         reaches the hooks as ``launch.note``)."""
         grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.info.name, self.runtime, prepared, same_ok=self.same_host_ok)
+        self.run_checked(grid3, block3, prepared, note)
+
+    def run_checked(self, grid3: Tuple[int, int, int], block3: Tuple[int, int, int], prepared: List[Any],
+                    note: Any = None) -> None:
+        """The stages after ``check_args``, for a runtime that checked the arguments itself first (CUDA:
+        to pick the device the arrays are on, then launch that device's kernel)."""
+        if self.copies_host:
+            check_host_overlaps(self.info.name, self.runtime, prepared, same_ok=self.same_host_ok)
         launch = Launch(grid3, block3, prepared, note)
         self.limits(launch)
         self.prepare(launch)
@@ -94,7 +105,7 @@ class StagedLaunch:
     def _bind(self, launch: Launch, a: Any) -> Any:
         if isinstance(a, ScalarArg):
             return self.bind_scalar(launch, a)
-        if self.is_device(a):
+        if not self.copies_host or self.is_device(a):
             return self.bind_device(launch, a)
         key = (a.ptr, a.nbytes)
         hc = launch.host_copies.get(key)

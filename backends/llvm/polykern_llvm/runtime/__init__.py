@@ -31,11 +31,12 @@ from polykern.kbin import wire
 from polykern.codegen.llvm_target import ensure_initialized, host_triple, missing_host_features
 from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.errors import ArtifactError, DeviceError, LaunchError
-from polykern.runtime.launch import (PORTABLE_MAX_GRID, BufferArg, check_args, check_global_size, check_grid_limits,
-                             normalize_dims)
+from polykern.runtime.launch import (PORTABLE_MAX_GRID, BufferArg, check_global_size, check_grid_limits,
+                                     normalize_dims)
 from polykern.runtime.launch_rules import CPU_STACK_MARGIN as _STACK_MARGIN
 from polykern.runtime.launch_rules import grid_limit_name
 from polykern.runtime.lazy import Lazy, LazyMap
+from polykern.runtime.staged_launch import Launch, StagedLaunch
 from polykern.module import DeviceModule, FunctionInfo
 from polykern.kbin.payload_formats import check_payload
 
@@ -153,14 +154,18 @@ class _ArgPlan:
         self.exact_int = math.inf if t.bits == 64 else 1 << 53
 
 
-class CPUKernel:
+class CPUKernel(StagedLaunch):
     """``kernel(*args, grid=..., block=...)``: runs on the worker pool (and the calling thread)
     and returns when done. NumPy arrays are used in place (the CPU shares host memory: no copies).
 
     Launch cost is kept low: the common case (NumPy arrays of exactly the declared dtype,
     Python/NumPy scalars in range, int/tuple grid and block seen before) is checked and packed
     into a per-thread argument block with one ``struct.pack_into``; anything else goes through
-    :func:`polykern.runtime.launch.check_args`, which raises the precise :class:`LaunchError`."""
+    :func:`polykern.runtime.launch.check_args`, which raises the precise :class:`LaunchError`: the
+    staged launch (polykern/runtime/staged_launch.py), with host arrays used in place."""
+
+    runtime = "cpu"
+    copies_host = False  # NumPy arrays are the kernel's memory: bound in place, never copied
 
     def __init__(self, module: LLVMModule, info: FunctionInfo, address: int):
         self.module = module
@@ -275,22 +280,27 @@ class CPUKernel:
         self._run(ctypes.addressof(cells), ctypes.addressof(launch), total, inline, (args, cells, launch))
 
     def _slow_call(self, args, grid, block):
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
-        launch, total, inline = self._launch_shape(grid3, block3)
-        n = len(prepared)
-        argv = (ctypes.c_void_p * max(n, 1))()
-        keep = []
-        for i, a in enumerate(prepared):
-            if isinstance(a, BufferArg):
-                if a.device[0] != "cpu":
-                    raise LaunchError(f"kernel '{self.name}', argument '{a.name}': the CPU runtime takes host "
-                                      f"memory, got memory on device {a.device[0]!r}; copy it to the host first")
-                cell = ctypes.c_void_p(a.ptr)
-            else:
-                cell = ctypes.create_string_buffer(a.tobytes(), max(1, a.info.dtype.nbytes))
-            keep.append(cell)
-            argv[i] = ctypes.addressof(cell)
-        self._run(ctypes.addressof(argv), ctypes.addressof(launch), total, inline, (prepared, keep, argv, launch))
+        self.staged(args, grid, block)
+
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        launch.shape = self._launch_shape(launch.grid, launch.block)
+
+    def bind_device(self, launch: Launch, arg: BufferArg):
+        if arg.device[0] != "cpu":
+            raise LaunchError(f"kernel '{self.name}', argument '{arg.name}': the CPU runtime takes host "
+                              f"memory, got memory on device {arg.device[0]!r}; copy it to the host first")
+        return ctypes.c_void_p(arg.ptr)
+
+    def bind_scalar(self, launch: Launch, arg):
+        return ctypes.create_string_buffer(arg.tobytes(), max(1, arg.info.dtype.nbytes))
+
+    def dispatch(self, launch: Launch) -> None:
+        shape, total, inline = launch.shape
+        cells = launch.bindings
+        argv = (ctypes.c_void_p * max(len(cells), 1))(*(ctypes.addressof(c) for c in cells))
+        self._run(ctypes.addressof(argv), ctypes.addressof(shape), total, inline,
+                  (launch.prepared, cells, argv, shape))
 
     def _run(self, argp: int, launchp: int, total: int, inline: bool, keepalive) -> None:
         fn = self._fn
