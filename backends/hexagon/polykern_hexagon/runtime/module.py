@@ -17,15 +17,15 @@ import subprocess
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import List, Mapping, Optional
 
 import numpy as np
 
 from polykern.codegen.cpu.lazy_asm import LazyAsmSources
 from polykern.errors import DeviceError, LaunchError
-from polykern.runtime.host_aliasing import check_host_overlaps
-from polykern.runtime.launch import BufferArg, check_args
+from polykern.runtime.launch import BufferArg
 from polykern.runtime.lazy import Lazy, LazyMap
+from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
 from polykern.module import DeviceModule, FunctionInfo
 
 from polykern.runtime import launch_stream as protocol
@@ -112,8 +112,11 @@ def _host_view(a: BufferArg) -> np.ndarray:
                       f"emulator), got memory on device {a.device[0]!r}; copy it to the host first")
 
 
-class HexagonKernel:
+class HexagonKernel(StagedLaunch):
     """``kernel(*args, grid=..., block=...)``: one emulated run; returns when the buffers are back."""
+
+    runtime = "hexagon"
+    same_host_ok = False  # every buffer argument is its own copy in the emulator
 
     def __init__(self, module: HexagonModule, info: FunctionInfo, tools: Tools, exe: str):
         self.module = module
@@ -126,9 +129,9 @@ class HexagonKernel:
     def name(self) -> str:
         return self.info.name
 
-    def __call__(self, *args, grid=None, block=None):
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
-        check_host_overlaps(self.name, "hexagon", prepared)
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        grid3, block3 = launch.grid, launch.block
         for d in range(3):
             if f"global_id.{d}" in self.info.launch_tags and grid3[d] * block3[d] > MAX_GLOBAL_ID + 1:
                 raise LaunchError(f"kernel '{self.name}': grid[{d}] * block[{d}] = {grid3[d] * block3[d]} "
@@ -136,38 +139,57 @@ class HexagonKernel:
         for d in range(3):
             if grid3[d] > MAX_GLOBAL_ID or block3[d] > MAX_GLOBAL_ID:
                 raise LaunchError(f"kernel '{self.name}': grid and block sizes must fit in an i32")
-        stack = stack_bytes()
+        launch.stack = stack = stack_bytes()
         need = self.item_bytes * block3[0] * block3[1] * block3[2] + self.info.shared_bytes + _STACK_MARGIN
         if need > stack:
             raise LaunchError(f"kernel '{self.name}': block {block3} needs about {need >> 20} MiB of stack for "
                               f"shared and per-work-item storage; the emulated Hexagon thread has {stack >> 20} "
                               f"MiB (raise {STACK_ENV}, or use smaller blocks)")
+
+    def is_device(self, arg: BufferArg) -> bool:
+        return arg.array is None and arg.device[0] != "cpu"
+
+    def bind_device(self, launch: Launch, arg: BufferArg):
+        raise LaunchError(f"argument '{arg.name}': the Hexagon runtime takes host memory (it copies it to the "
+                          f"emulator), got memory on device {arg.device[0]!r}; copy it to the host first")
+
+    def stage_in(self, launch: Launch, arg: BufferArg) -> bytes:
+        view = _host_view(arg)
+        return view.view(np.uint8).reshape(-1).tobytes() if view.size else b""
+
+    def bind_scalar(self, launch: Launch, arg) -> bytes:
+        return arg.tobytes()
+
+    def dispatch(self, launch: Launch) -> None:
         items, written = [], []
-        for a in prepared:
+        for a, value in zip(launch.prepared, launch.bindings):
             if isinstance(a, BufferArg):
-                view = _host_view(a)
                 kind = protocol.READ if a.info.readonly else protocol.WRITE
-                items.append((kind, view.view(np.uint8).reshape(-1).tobytes() if view.size else b""))
+                items.append((kind, value))
                 if kind == protocol.WRITE:
-                    written.append((a, view))
+                    written.append((a.ptr, a.nbytes))
             else:
-                items.append((protocol.SCALAR, a.tobytes()))
+                items.append((protocol.SCALAR, value))
         if len(items) > protocol.MAX_ARGS:
             raise LaunchError(f"kernel '{self.name}': at most {protocol.MAX_ARGS} arguments on Hexagon")
-        data = protocol.encode(items, (*grid3, *block3))
-        r = subprocess.run([self.tools.qemu, "-cpu", QEMU_CPU, "-s", str(stack), self.exe], input=data,
+        data = protocol.encode(items, (*launch.grid, *launch.block))
+        r = subprocess.run([self.tools.qemu, "-cpu", QEMU_CPU, "-s", str(launch.stack), self.exe], input=data,
                            capture_output=True)
         if r.returncode != 0:
             why = r.stderr.decode("utf-8", "replace").strip() or "no message"
             raise DeviceError(f"kernel '{self.name}' failed under {os.path.basename(self.tools.qemu)} "
                               f"(exit status {r.returncode}): {why}", code=r.returncode, name="emulated run failed")
         try:
-            outs = protocol.split_outputs(r.stdout, [view.nbytes for _, view in written])
+            outs = protocol.split_outputs(r.stdout, [n for _, n in written])
         except ValueError as e:
             raise DeviceError(f"kernel '{self.name}': the emulated run returned incomplete results ({e})",
                               name="emulated run failed") from None
-        for (a, view), raw in zip(written, outs):
-            view.view(np.uint8).reshape(-1)[:] = np.frombuffer(raw, dtype=np.uint8)
+        launch.outputs = dict(zip(written, outs))  # (ptr, nbytes) -> the bytes the kernel left there
+
+    def stage_out(self, launch: Launch, copies: List[HostCopy]) -> None:
+        for hc in copies:
+            raw = launch.outputs[(hc.arg.ptr, hc.nbytes)]
+            _host_view(hc.arg).view(np.uint8).reshape(-1)[:] = np.frombuffer(raw, dtype=np.uint8)
 
     def __repr__(self) -> str:
         return f"<HexagonKernel {self.info.signature()} (emulated)>"
