@@ -14,7 +14,7 @@ Must run inside ``device.scope()``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, List, Optional, Set
 
 import numpy as np
 import pycuda.driver as drv
@@ -78,72 +78,50 @@ def _cai_stream(obj: Any) -> Optional[int]:
     return stream
 
 
-class _HostCopy:
-    __slots__ = ("host", "block", "nbytes", "writable")
-
-    def __init__(self, host: np.ndarray, block: Optional[Block], nbytes: int):
-        self.host, self.block, self.nbytes, self.writable = host, block, nbytes, False
-
-
 class Staging:
-    """The device side of one launch's buffer arguments; ``release()`` returns the temporary blocks."""
+    """The device side of one launch's buffer arguments (the staged launch, polykern/runtime/staged_launch.py,
+    asks for one copy per distinct host memory); ``release()`` returns the temporary blocks."""
 
     def __init__(self, dev, kernel: str):
         self.dev = dev
         self.kernel = kernel
-        self.pointers: Dict[int, int] = {}
         self.streams: Set[int] = set()
-        self._copies: Dict[Tuple[int, int], _HostCopy] = {}
+        self._blocks: List[Optional[Block]] = []
 
-    def add(self, a: BufferArg) -> None:
-        if a.is_host:
-            self.pointers[a.index] = self._host(a)
-            return
+    def device_pointer(self, a: BufferArg) -> int:
+        """The pointer of device-memory argument ``a`` (a DeviceArray of this device, or foreign memory)."""
         if isinstance(a.obj, DeviceArray):
             if a.obj.device is not self.dev:
                 raise LaunchError(f"{_where(self.kernel, a)}: the DeviceArray is on cuda:{a.obj.device.ordinal} but "
                                   f"the launch runs on cuda:{self.dev.ordinal}")
-            self.pointers[a.index] = a.obj.ptr
-            return
+            return a.obj.ptr
         check_foreign_pointer(self.dev, self.kernel, a)
         stream = _cai_stream(a.obj) if a.keepalive is None else None
         if stream is not None and stream not in (0, _LEGACY_STREAM):  # 0 is not valid CAI; treat as legacy
             self.streams.add(stream)
-        self.pointers[a.index] = a.ptr
+        return a.ptr
 
-    def _host(self, a: BufferArg) -> int:
+    def host_copy(self, a: BufferArg) -> int:
+        """A pooled device block holding host argument ``a``: its pointer (0 for no bytes)."""
         nbytes = a.nbytes
-        key = (a.ptr, nbytes)
-        hc = self._copies.get(key)
-        if hc is None:
-            host = a.array.view(np.uint8)
-            block = self.dev.pool.acquire(nbytes)
-            hc = self._copies[key] = _HostCopy(host, block, nbytes)
-            if nbytes:
-                with cuda_call(f"copying argument '{a.name}' to the device"):
-                    drv.memcpy_htod(block.ptr, host)
-        hc.writable = hc.writable or not a.info.readonly
-        return hc.block.ptr if hc.block is not None else 0
+        block = self.dev.pool.acquire(nbytes)
+        self._blocks.append(block)
+        if nbytes:
+            with cuda_call(f"copying argument '{a.name}' to the device"):
+                drv.memcpy_htod(block.ptr, a.array.view(np.uint8))
+        return block.ptr if block is not None else 0
 
-    @property
-    def has_host_copies(self) -> bool:
-        """Host arrays were staged: the launch must finish (and be copied back) before it returns."""
-        return bool(self._copies)
-
-    def copy_back(self) -> int:
-        """Copy written host arguments back; returns how many were copied."""
-        n = 0
-        for hc in self._copies.values():
-            if hc.writable and hc.nbytes:
-                with cuda_call("copying a result to the host"):
-                    drv.memcpy_dtoh(hc.host, hc.block.ptr)
-                n += 1
-        return n
+    @staticmethod
+    def copy_back(host: np.ndarray, ptr: int, nbytes: int) -> None:
+        """Copy a written host argument's ``nbytes`` back from device pointer ``ptr``."""
+        if nbytes:
+            with cuda_call("copying a result to the host"):
+                drv.memcpy_dtoh(host.view(np.uint8), ptr)
 
     def release(self, reusable: bool = True) -> None:
-        for hc in self._copies.values():
+        for block in self._blocks:
             if reusable:
-                self.dev.pool.release(hc.block)
+                self.dev.pool.release(block)
             else:
-                self.dev.pool.discard(hc.block)
-        self._copies.clear()
+                self.dev.pool.discard(block)
+        self._blocks.clear()

@@ -35,18 +35,18 @@ and the slow path routes by every argument (two devices: a LaunchError).
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import pycuda.driver as drv
 
 from polykern.runtime import kernel_output
 from polykern.errors import DeviceError, LaunchError
-from polykern.runtime.host_aliasing import check_host_overlaps
 from polykern.runtime.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.runtime.shared_launch import dynamic_shared_of
+from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
 
 from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps
@@ -89,7 +89,9 @@ def _elements(v: Any) -> Optional[int]:
         return None
 
 
-class CUDAKernel:
+class CUDAKernel(StagedLaunch):
+    runtime = "cuda"
+
     def __init__(self, module, info: FunctionInfo, loaded, entry: str):
         self.module = module  # keeps the module (and its loaded image) alive while the kernel is used
         self.info = info
@@ -306,48 +308,61 @@ class CUDAKernel:
     def _slow(self, args, grid, block) -> None:
         grid3, block3, prepared = check_args(self.info, args, grid, block)
         dev = launch_device(self.name, prepared, self.dev)
-        if dev is not self.dev:
-            self.module.kernel_on(self.name, dev)._staged(args, grid3, block3, prepared)
-        else:
-            self._staged(args, grid3, block3, prepared)
+        kernel = self if dev is self.dev else self.module.kernel_on(self.name, dev)
+        # the rest of the staged launch (polykern/runtime/staged_launch.py) on the arrays' device; host arrays
+        # are copied one by one (the same memory twice shares one copy), so overlapping views are refused
+        # (they lost writes on the H100: tests/test_issue15_redteam.py)
+        kernel.run_checked(grid3, block3, prepared, note=args)
 
-    def _staged(self, args, grid3, block3, prepared) -> None:
-        """The launch on this kernel's device, with checked arguments (buffers.Staging)."""
-        # host arrays are copied one by one (the same memory twice shares one copy: Staging._host);
-        # overlapping views lost writes on the H100 (tests/test_issue15_redteam.py)
-        check_host_overlaps(self.name, "cuda", prepared, same_ok=True)
+    # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def limits(self, launch: Launch) -> None:
+        grid3, block3 = launch.grid, launch.block
         self.check_limits(grid3, block3)
         if self._tmaps is not None:
             self._tmaps.check_block(block3)
         if len(self._dims_ok) >= _MAX_DIMS:
             self._dims_ok.clear()
         self._dims_ok.add((grid3, block3))
-        dev = self.dev
+
+    def prepare(self, launch: Launch) -> None:
+        launch.staging = Staging(self.dev, self.name)
+        launch.reusable = True
+
+    def exclusive(self, launch: Launch):
+        return self.dev.scope()
+
+    def bind_device(self, launch: Launch, arg: BufferArg) -> int:
+        return launch.staging.device_pointer(arg)
+
+    def stage_in(self, launch: Launch, arg: BufferArg) -> int:
+        return launch.staging.host_copy(arg)
+
+    def dispatch(self, launch: Launch) -> None:
+        dev, prepared, grid3, block3 = self.dev, launch.prepared, launch.grid, launch.block
+        pointers = {a.index: v for a, v in zip(prepared, launch.bindings) if isinstance(a, BufferArg)}
         scalars = {a.index: a.tobytes() for a in prepared if not isinstance(a, BufferArg)}
-        with dev.scope():
-            staging = Staging(dev, self.name)
-            reusable = True
-            try:
-                for a in prepared:
-                    if isinstance(a, BufferArg):
-                        staging.add(a)
-                params = abi.pack(self.info, scalars, staging.pointers)
-                if self._tmaps is not None:
-                    values = {a.index: (staging.pointers[a.index] if isinstance(a, BufferArg) else a.value)
-                              for a in prepared}
-                    params = self._tmaps.append(params, values, {a.index: a.size for a in prepared
-                                                                 if isinstance(a, BufferArg)})
-                shared = self._dynamic_bytes([getattr(a, "value", 0) for a in prepared])
-                self._enqueue(grid3, block3, params, sorted(staging.streams), shared,
-                              launch_handle(dev, self.name, args))
-                if staging.has_host_copies:  # host arrays: wait, report a fault here, copy back
-                    with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
-                        drv.Context.synchronize()
-                    if kernel_output.prints(self.info):  # the driver wrote the device's printf buffer
-                        kernel_output.launched()
-                    staging.copy_back()
-            except DeviceError as e:
-                reusable = not getattr(e, "sticky", False)
-                raise
-            finally:
-                staging.release(reusable)
+        params = abi.pack(self.info, scalars, pointers)
+        if self._tmaps is not None:
+            values = {a.index: (pointers[a.index] if isinstance(a, BufferArg) else a.value) for a in prepared}
+            params = self._tmaps.append(params, values, {a.index: a.size for a in prepared
+                                                         if isinstance(a, BufferArg)})
+        shared = self._dynamic_bytes([getattr(a, "value", 0) for a in prepared])
+        self._enqueue(grid3, block3, params, sorted(launch.staging.streams), shared,
+                      launch_handle(dev, self.name, launch.note))
+        if launch.host_copies:  # host arrays: wait, report a fault here, then copy back (stage_out)
+            with cuda_call(f"running kernel '{self.name}' (grid {grid3}, block {block3})"):
+                drv.Context.synchronize()
+            if kernel_output.prints(self.info):  # the driver wrote the device's printf buffer
+                kernel_output.launched()
+
+    def stage_out(self, launch: Launch, copies: List[HostCopy]) -> None:
+        for hc in copies:
+            Staging.copy_back(hc.arg.array, hc.handle, hc.nbytes)
+
+    def launch_failed(self, launch: Launch, error: BaseException):
+        if isinstance(error, DeviceError):
+            launch.reusable = not getattr(error, "sticky", False)
+        return None
+
+    def release(self, launch: Launch) -> None:
+        launch.staging.release(launch.reusable)
