@@ -42,7 +42,7 @@ def test_arrays_live_on_the_device_their_string_names(fake2):
 
 def _count_full_checks(monkeypatch) -> list:
     """Launches that went through the full argument check (the slow path), recorded by kernel name."""
-    from polykern_cuda.runtime import kernel
+    from polykern.runtime import staged_launch as kernel
 
     calls = []
     real = kernel.check_args

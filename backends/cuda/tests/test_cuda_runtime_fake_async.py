@@ -22,8 +22,8 @@ from fake_cuda import CAI, SAXPY_INFO, emu_scale_oob, fake, make_module, ptx_for
 
 # ============================================================== asynchronous launches and the fast path (FAKE)
 def _count_check_args(monkeypatch):
-    """Counts the launches that took the slow path (polykern.runtime.launch.check_args)."""
-    from polykern_cuda.runtime import kernel as kmod
+    """Counts the launches that took the slow path (the staged launch's check_args)."""
+    from polykern.runtime import staged_launch as kmod
 
     calls = []
     real = kmod.check_args

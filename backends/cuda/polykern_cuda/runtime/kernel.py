@@ -42,7 +42,8 @@ import pycuda.driver as drv
 
 from polykern.runtime import kernel_output
 from polykern.errors import DeviceError, LaunchError
-from polykern.runtime.launch import MISS, BufferArg, check_args, fast_dims, names_bfloat16, scalar_converter
+from polykern.runtime import staged_launch
+from polykern.runtime.launch import MISS, BufferArg, fast_dims, names_bfloat16, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.runtime.shared_launch import dynamic_shared_of
@@ -306,7 +307,8 @@ class CUDAKernel(StagedLaunch):
         next(dev.launched)
 
     def _slow(self, args, grid, block) -> None:
-        grid3, block3, prepared = check_args(self.info, args, grid, block)
+        # the staged launch's own check (a check added there applies here too), before the device is chosen
+        grid3, block3, prepared = staged_launch.check_args(self.info, args, grid, block)
         dev = launch_device(self.name, prepared, self.dev)
         kernel = self if dev is self.dev else self.module.kernel_on(self.name, dev)
         # the rest of the staged launch (polykern/runtime/staged_launch.py) on the arrays' device; host arrays
