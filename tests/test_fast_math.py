@@ -246,7 +246,10 @@ def test_generator_fast_math_option():
 
 def test_docs_embed_the_generated_fast_math_table():
     import os
-    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "correctness.md"), encoding="utf-8") as f:
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "correctness.md")
+    if not os.path.exists(path):  # Bazel runfiles hold no docs/ (as for test_language_doc)
+        pytest.skip("docs/correctness.md is not in this tree")
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     assert numerics.FAST_DOC_BEGIN in text and numerics.FAST_DOC_END in text
     embedded = text.split(numerics.FAST_DOC_BEGIN, 1)[1].split(numerics.FAST_DOC_END, 1)[0].lstrip("\n")

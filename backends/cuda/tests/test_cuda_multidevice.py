@@ -14,11 +14,17 @@ import polykern as pk
 from polykern import backends
 from polykern.errors import LaunchError, StreamError
 
-import two_gpu_probe as probe  # tools/gpu (conftest.py)
 from fake_cuda import saxpy  # the kernel only; no fake here
 
+try:
+    import two_gpu_probe as probe  # tools/gpu (conftest.py)
+except ImportError:  # a Bazel test's runfiles hold no tools/gpu
+    probe = None
+
 _REC = backends.record_for_kind("cuda")
-if _REC is None or not _REC.runtime_available:
+if probe is None:
+    REASON = "tools/gpu/two_gpu_probe.py is not in this tree (a Bazel test's runfiles)"
+elif _REC is None or not _REC.runtime_available:
     REASON = f"no CUDA device: {_REC.runtime_reason if _REC is not None else 'the cuda backend is not installed'}"
 else:
     from polykern_cuda import runtime as _rt
