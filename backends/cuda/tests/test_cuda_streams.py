@@ -10,12 +10,18 @@ import pytest
 
 import polykern as pk
 from polykern import backends
-from two_gpu_probe import spin  # x[i] += 1 after `rounds` multiplications: a launch that takes a while
+try:
+    from two_gpu_probe import spin  # x[i] += 1 after `rounds` multiplications: a launch that takes a while
+except ImportError:  # tools/gpu (conftest.py) is not in a Bazel test's runfiles
+    spin = None
 
 _REC = backends.record_for_kind("cuda")
 REASON = "" if (_REC is not None and _REC.runtime_available) else (
     _REC.runtime_reason if _REC is not None else "the cuda backend is not installed")
-pytestmark = pytest.mark.skipif(bool(REASON), reason=f"no CUDA device: {REASON}")
+if spin is None:
+    REASON = "tools/gpu/two_gpu_probe.py (the spin kernel) is not in this tree (a Bazel test's runfiles)"
+pytestmark = pytest.mark.skipif(bool(REASON), reason=f"no CUDA device: {REASON}" if _REC is None or
+                                not _REC.runtime_available else REASON)
 N = 1 << 20
 
 
