@@ -76,10 +76,10 @@ def test_repeated_launch_takes_the_fast_path(saxpy, dev, monkeypatch):
     assert dev.stats["launches_replayed"] >= replayed + 10
     np.testing.assert_array_equal(y.numpy(), np.full(N, 11, np.float32))
     monkeypatch.undo()
-    replayed = dev.stats["launches_replayed"]
-    saxpy(N, 2.0, x, y, grid=N // 64, block=64)  # another scalar: not the remembered launch
-    assert dev.stats["launches_replayed"] == replayed
-    np.testing.assert_array_equal(y.numpy(), np.full(N, 13, np.float32))
+    # another scalar: not this test's remembered launch, so the result must use it (a launch an earlier test
+    # recorded with the same pooled buffers and scalar may replay: that one computes the same)
+    saxpy(N, 2.5, x, y, grid=N // 64, block=64)
+    np.testing.assert_array_equal(y.numpy(), np.full(N, 13.5, np.float32))
 
 
 def test_fast_path_follows_a_new_array_in_a_reused_buffer(saxpy, dev):
