@@ -149,3 +149,14 @@ def test_every_runtime_launches_through_the_staged_launch(target, kind, monkeypa
     with pytest.raises(LaunchError, match="the new staged check"):
         kernel(8, np.float16(3), x, y, grid=1, block=8)
     np.testing.assert_array_equal(y, 2 * x)  # refused before anything ran
+
+    # a check added in StagedLaunch.staged itself (after check_args) applies too: no runtime launches around it
+    monkeypatch.setattr(staged_launch, "check_args", checked)
+
+    def staged_with_a_check(self, args, grid=None, block=None, note=None):
+        raise LaunchError(f"kernel '{self.info.name}': the new check in staged()")
+
+    monkeypatch.setattr(StagedLaunch, "staged", staged_with_a_check)
+    with pytest.raises(LaunchError, match=r"the new check in staged\(\)"):
+        kernel(8, np.float16(4), x, y, grid=1, block=8)
+    np.testing.assert_array_equal(y, 2 * x)

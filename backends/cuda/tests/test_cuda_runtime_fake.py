@@ -280,6 +280,27 @@ def test_numpy_arguments_are_copied_in_and_only_writable_ones_back(fake):
     assert struct.unpack_from("<if", params) == (100, 0.5)
 
 
+def test_the_slow_path_is_the_shared_staged_launch(fake, monkeypatch):
+    """CUDA's slow path runs StagedLaunch.staged (the device is chosen by its ``route`` hook), so a check
+    added to the staged launch after check_args applies to CUDA too (the review of 2026-11-28 found CUDA
+    calling check_args itself and then the later stages)."""
+    from polykern.runtime.staged_launch import StagedLaunch
+
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+
+    def staged_with_a_check(self, args, grid=None, block=None, note=None):
+        raise LaunchError(f"kernel '{self.info.name}': the new check in staged()")
+
+    monkeypatch.setattr(StagedLaunch, "staged", staged_with_a_check)
+    launches = len(gpu.launches)
+    with pytest.raises(LaunchError, match=r"the new check in staged\(\)"):
+        k(8, 0.5, x, y, grid=1, block=8)
+    assert len(gpu.launches) == launches
+    np.testing.assert_array_equal(y, np.ones(8, np.float32))
+
+
 def test_same_host_array_twice_is_one_device_buffer(fake):
     gpu, rt = fake
     k = make_module(rt)["saxpy"]

@@ -5,6 +5,8 @@ device does differently; the stages and their order are fixed here, so a check a
 to every runtime built on it:
 
 1. ``check_args`` (launch.py): every argument and the grid/block, a LaunchError before anything else;
+   then :meth:`StagedLaunch.route` picks the kernel handle that runs the rest (itself, or, on a runtime
+   with several devices, the same kernel on the device the arrays live on);
 2. ``check_host_overlaps`` (host_aliasing.py): overlapping host arguments the kernel writes (not on a
    runtime that uses host memory in place, ``copies_host = False``);
 3. :meth:`StagedLaunch.limits`: the device's grid/block/shared-memory limits (LaunchError);
@@ -31,7 +33,7 @@ from .launch import BufferArg, ScalarArg, check_args
 __all__ = ["StagedLaunch", "Launch", "HostCopy", "STAGES"]
 
 #: The stages in the order every launch runs them (tests/test_staged_launch.py checks it).
-STAGES = ("check_args", "check_host_overlaps", "limits", "prepare", "bind", "dispatch", "stage_out", "release")
+STAGES = ("check_args", "route", "check_host_overlaps", "limits", "prepare", "bind", "dispatch", "stage_out", "release")
 
 
 class HostCopy:
@@ -77,12 +79,11 @@ class StagedLaunch:
         """The full launch (a runtime's fast path calls this for what it does not handle; ``note``
         reaches the hooks as ``launch.note``)."""
         grid3, block3, prepared = check_args(self.info, args, grid, block)
-        self.run_checked(grid3, block3, prepared, note)
+        self.route(prepared)._run_checked(grid3, block3, prepared, note)
 
-    def run_checked(self, grid3: Tuple[int, int, int], block3: Tuple[int, int, int], prepared: List[Any],
-                    note: Any = None) -> None:
-        """The stages after ``check_args``, for a runtime that checked the arguments itself first (CUDA:
-        to pick the device the arrays are on, then launch that device's kernel)."""
+    def _run_checked(self, grid3: Tuple[int, int, int], block3: Tuple[int, int, int], prepared: List[Any],
+                     note: Any) -> None:
+        """The stages after ``check_args`` and ``route``, on the kernel handle ``route`` chose."""
         if self.copies_host:
             check_host_overlaps(self.info.name, self.runtime, prepared, same_ok=self.same_host_ok)
         launch = Launch(grid3, block3, prepared, note)
@@ -115,6 +116,11 @@ class StagedLaunch:
         return hc.handle
 
     # ------------------------------------------------------------ hooks
+    def route(self, prepared: List[Any]) -> "StagedLaunch":
+        """The kernel handle that runs a launch with the checked arguments ``prepared`` (default: this one;
+        a LaunchError where the arguments cannot run together, e.g. arrays on two devices)."""
+        return self
+
     def limits(self, launch: Launch) -> None:
         """Raise a LaunchError where ``launch.grid``/``launch.block`` exceed the device's limits."""
 

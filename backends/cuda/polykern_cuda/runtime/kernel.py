@@ -42,7 +42,6 @@ import pycuda.driver as drv
 
 from polykern.runtime import kernel_output
 from polykern.errors import DeviceError, LaunchError
-from polykern.runtime import staged_launch
 from polykern.runtime.launch import MISS, BufferArg, fast_dims, names_bfloat16, scalar_converter
 from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
@@ -307,16 +306,16 @@ class CUDAKernel(StagedLaunch):
         next(dev.launched)
 
     def _slow(self, args, grid, block) -> None:
-        # the staged launch's own check (a check added there applies here too), before the device is chosen
-        grid3, block3, prepared = staged_launch.check_args(self.info, args, grid, block)
-        dev = launch_device(self.name, prepared, self.dev)
-        kernel = self if dev is self.dev else self.module.kernel_on(self.name, dev)
-        # the rest of the staged launch (polykern/runtime/staged_launch.py) on the arrays' device; host arrays
+        # the staged launch (polykern/runtime/staged_launch.py), routed to the arrays' device (route); host arrays
         # are copied one by one (the same memory twice shares one copy), so overlapping views are refused
         # (they lost writes on the H100: tests/test_issue15_redteam.py)
-        kernel.run_checked(grid3, block3, prepared, note=args)
+        self.staged(args, grid, block, note=args)
 
     # ------------------------------------------------------------ staged launch hooks (staged_launch.py)
+    def route(self, prepared) -> "CUDAKernel":
+        dev = launch_device(self.name, prepared, self.dev)
+        return self if dev is self.dev else self.module.kernel_on(self.name, dev)
+
     def limits(self, launch: Launch) -> None:
         grid3, block3 = launch.grid, launch.block
         self.check_limits(grid3, block3)
