@@ -72,9 +72,11 @@ def test_vmap_runs_the_kernel_per_batch_element(via):
 
 def test_on_the_cpu_it_is_an_xla_custom_call():
     x = jnp.ones((2, 3), jnp.float32)
-    lowered = jax.jit(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.0)).lower(x).as_text()
-    assert re.search(r"stablehlo.custom_call @polykern_row_scale_[0-9a-f]+\(", lowered), lowered
-    callback = jax.jit(lambda x: VIAS["callback"][0](x, jnp.ones(3, jnp.float32), 1.0)).lower(x).as_text()
+    lowered = jax.jit(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.0)).trace(x).lower(
+        lowering_platforms=("cpu",)).as_text()
+    assert re.search(r"stablehlo.custom_call @polykern_row_scale_[0-9a-f]+_cpu\(", lowered), lowered
+    callback = jax.jit(lambda x: VIAS["callback"][0](x, jnp.ones(3, jnp.float32), 1.0)).trace(x).lower(
+        lowering_platforms=("cpu",)).as_text()
     assert "polykern_row_scale" not in callback
 
 
@@ -114,3 +116,50 @@ def test_a_bf16_jax_array_launches_directly():
     y = np.zeros(8, jnp.bfloat16)
     pk.build([double_bf16], targets=["llvm"])["double_bf16"](8, x, y, grid=1, block=8)
     assert y.astype(np.float32).tolist() == [2.0 * v for v in range(-4, 4)]
+
+
+def _lowered_for_cuda(f, *args) -> str:
+    """StableHLO of ``jax.jit(f)`` lowered for a CUDA GPU (JAX lowers for a platform it has no device of)."""
+    return jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+def test_on_a_gpu_it_is_a_custom_call_with_the_scalars_as_attributes():
+    x = jnp.ones((2, 3), jnp.float32)
+    lowered = _lowered_for_cuda(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.5), x)
+    call = re.search(r"stablehlo.custom_call @polykern_row_scale_[0-9a-f]+_cuda\((.*)", lowered)
+    assert call, lowered
+    assert "a = 1.500000e+00 : f32" in call.group(1)  # the scalar input, known when traced: an attribute
+    assert "pure_callback" not in lowered and "xla_python_gpu_callback" not in lowered
+    # a zeroed output is an operand XLA fills with zeros, aliased to that output
+    squared = _lowered_for_cuda(lambda x: SQUARE(x), x)
+    assert re.search(r"custom_call @polykern_square_and_count_[0-9a-f]+_cuda\(.*output_operand_alias<"
+                     r"output_tuple_indices = \[1\], operand_index = 1", squared), squared
+
+
+def test_on_a_gpu_a_traced_scalar_takes_the_callback():
+    x, w = jnp.ones((2, 3), jnp.float32), jnp.ones(3, jnp.float32)
+    # every platform's branch is in the jaxpr: a known scalar gives the cuda branch the custom call ...
+    known = str(jax.make_jaxpr(lambda x: ROW_SCALE(x, w, 2.0))(x))
+    assert re.search(r"polykern_row_scale_[0-9a-f]+_cuda", known), known
+    # ... a traced one cannot be an attribute: that branch is the callback (this host cannot lower it for cuda)
+    traced = str(jax.make_jaxpr(lambda x, a: ROW_SCALE(x, w, a))(x, jnp.float32(2)))
+    assert not re.search(r"polykern_row_scale_[0-9a-f]+_cuda", traced) and "pure_callback" in traced, traced
+
+
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="JAX has no GPU here (the GPU machine runs this)")
+def test_on_a_gpu_the_kernel_runs_on_xlas_stream_in_order():
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((64, 33)).astype(np.float32)
+    w0 = rng.standard_normal(33).astype(np.float32)
+    x, w = jnp.asarray(x0), jnp.asarray(w0)
+    step = jax.jit(lambda y: ROW_SCALE(y * 0.5, w, 1.5) + 1.0)
+    want = x0
+    for _ in range(20):  # each call reads what the one before wrote: XLA's stream orders them
+        x = step(x)
+        want = 1.5 * (want * 0.5) * w0 + 1.0
+    np.testing.assert_allclose(np.asarray(x), want, rtol=1e-5, atol=1e-5)
+    assert "cuda" in ROW_SCALE.binding._launchers  # the kernel ran on the CUDA runtime, not the CPU callback
+    for _ in range(2):  # a zeroed output starts at zero on every call, on the GPU too
+        y, count = jax.jit(SQUARE)(jnp.asarray(x0))
+        np.testing.assert_allclose(np.asarray(y), x0 * x0, rtol=1e-6)
+        assert int(count[0]) == int((x0 > 0).sum())

@@ -189,3 +189,15 @@ def test_docs_runtime_example_runs(tmp_path):
     r = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_capture_is_refused_where_the_runtime_cannot_replay():
+    s = pk.Stream(device="cpu")
+    with pytest.raises(StreamError, match="streams of the cpu runtime cannot record work to replay"):
+        with s.capture():
+            pass
+    g = pk.Graph(s)
+    with pytest.raises(StreamError, match="not captured yet"):
+        g.replay()
+    with pytest.raises(StreamError, match="the cpu runtime cannot take a stream made elsewhere"):
+        pk.Stream(device="cpu", handle=1234)

@@ -38,7 +38,7 @@ from .lang.annotations import Local, MBarriers, Shared, TensorMap, WgAcc, WgVec,
 from .lang.functions import Func, func  # noqa: F401
 
 from .version import __version__  # noqa: E402,F401
-from .streams import Event, Stream, default_stream, stream, synchronize  # noqa: E402,F401
+from .streams import Event, Graph, Stream, default_stream, stream, synchronize  # noqa: E402,F401
 from .user_tracebacks import entry_point as _entry_point  # noqa: E402
 
 

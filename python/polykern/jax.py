@@ -7,13 +7,18 @@
     y = jax.jit(lambda x: scale(x, 2.0) + 1)(x)
 
 The binding is :class:`polykern.framework_op.OpBinding`'s (the same as ``polykern.torch.custom_op``'s).
-Where the computation is lowered for the CPU the call is an XLA FFI custom call (:mod:`polykern.xla_ffi`): XLA
-hands the kernel its buffers, the inputs read in place (``Buffer[T, "readonly"]``) and the outputs written in
-place; a launch error is an XLA error carrying the ``LaunchError``'s text. Elsewhere (a GPU), and everywhere
-with ``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on
-the CPU runtime (``targets["cpu"]``, LLVM by default) and its outputs are copied back. ``shape_rule`` sees
-JAX's abstract arrays (static shapes); the derived scalars, ``grid`` and ``block`` see the call's values
-(arrays, and scalars as Python numbers). Under ``jax.vmap`` the kernel runs once per batch element.
+Where the computation is lowered for the CPU or a CUDA GPU the call is an XLA FFI custom call
+(:mod:`polykern.xla_ffi`): XLA hands the kernel its buffers, the inputs read in place (``Buffer[T, "readonly"]``)
+and the outputs written in place; a launch error is an XLA error carrying the ``LaunchError``'s text. On the
+CPU the kernel runs on the CPU runtime (``targets["cpu"]``, LLVM by default); on a GPU on the CUDA runtime
+(``targets["cuda"]``), queued on XLA's own stream, with the scalar inputs passed as the call's attributes (so
+they must be known when the function is traced: Python or NumPy numbers; a traced scalar takes the callback)
+and ``zeroed`` outputs filled by XLA. Elsewhere (another platform, a traced scalar on a GPU), and everywhere with
+``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on the CPU
+runtime and its outputs are copied back. ``shape_rule`` sees JAX's abstract arrays (static shapes); the derived
+scalars, ``grid`` and ``block`` see the call's values (arrays — on a GPU XLA's device buffers, with ``shape``,
+``size``, ``ndim`` and ``dtype`` — and scalars as Python numbers). Under ``jax.vmap`` the kernel runs once per
+batch element.
 
 This module is ``polykern.jax``; ``import jax`` here is the real JAX (absolute imports).
 """
@@ -59,7 +64,8 @@ class KernelFunction:
         self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
         # what XLA holds each input in (a 64-bit scalar is 32-bit unless jax_enable_x64)
         self._operand_dtypes = tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in binding.inputs)
-        self._target = None
+        self._targets: dict = {}  # platform -> registered FFI target name
+        self._streams: dict = {}  # (device ordinal, CUstream) -> the pk.Stream over XLA's stream
 
     def __repr__(self) -> str:
         return f"<polykern.jax.KernelFunction of kernel '{self.binding.name}'>"
@@ -80,14 +86,52 @@ class KernelFunction:
         self._run(operands, outs)
         return tuple(outs)
 
-    def _ffi_target(self) -> str:
-        """The XLA FFI custom call running this kernel on the CPU (registered on first use)."""
-        if self._target is None:
-            name = f"polykern_{self.binding.name}_{id(self):x}"
-            jax.ffi.register_ffi_target(name, xla_ffi.handler_capsule(self._run, self._operand_dtypes,
-                                                                      self._out_dtypes), platform="cpu")
-            self._target = name
-        return self._target
+    def _run_device(self, args, rets, attrs, stream: int, ordinal: int) -> None:
+        """Queue the kernel on XLA's CUDA stream: ``args`` are the buffer inputs' device buffers, ``attrs`` the
+        scalar inputs by parameter name, ``rets`` the outputs (zeroed ones come filled by XLA)."""
+        b = self.binding
+        it = iter(args)
+        values = [next(it) if a.is_buffer else attrs[a.name] for a in b.inputs]
+        key = (ordinal, stream)
+        s = self._streams.get(key)
+        if s is None:
+            from . import streams  # polykern.streams imports the runtimes' registry only: no cycle
+
+            s = self._streams[key] = streams.Stream(device=f"cuda:{ordinal}", handle=stream)
+        with s:
+            b.launch("cuda", values, rets)
+
+    def _ffi_target(self, platform: str = "cpu") -> str:
+        """The XLA FFI custom call running this kernel on ``platform`` ("cpu", "cuda"; registered on first use)."""
+        got = self._targets.get(platform)
+        if got is None:
+            name = f"polykern_{self.binding.name}_{id(self):x}_{platform}"
+            if platform == "cpu":
+                capsule = xla_ffi.handler_capsule(self._run, self._operand_dtypes, self._out_dtypes)
+            else:
+                buffers = [dt for a, dt in zip(self.binding.inputs, self._operand_dtypes) if a.is_buffer]
+                capsule = xla_ffi.device_handler_capsule(self._run_device, buffers, self._out_dtypes)
+            jax.ffi.register_ffi_target(name, capsule, platform="cpu" if platform == "cpu" else "CUDA")
+            got = self._targets[platform] = name
+        return got
+
+    def _cuda_call(self, args, operands, result):
+        """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
+        or None where a scalar input is traced (its value is not known when the call is made)."""
+        b = self.binding
+        attrs, buffers = {}, []
+        for a, x, op in zip(b.inputs, args, operands):
+            if a.is_buffer:
+                buffers.append(op)
+            elif isinstance(x, jax.core.Tracer):
+                return None
+            else:
+                attrs[a.name] = np.asarray(x, _dtype(a))[()]
+        zeros = [jax.numpy.zeros(r.shape, r.dtype) for n, r in zip(b.outputs, result) if n in b.zeroed]
+        aliases = {len(buffers) + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
+        call = jax.ffi.ffi_call(self._ffi_target("cuda"), result, vmap_method="sequential",
+                                input_output_aliases=aliases or None)
+        return lambda *ops: tuple(call(*[o for a, o in zip(b.inputs, ops) if a.is_buffer], *zeros, **attrs))
 
     def __call__(self, *args):
         b = self.binding
@@ -102,11 +146,13 @@ class KernelFunction:
                                                                                          self._operand_dtypes)]
         if self.via == "callback":
             outs = jax.pure_callback(self._callback, result, *operands, vmap_method="sequential")
-        else:  # the custom call where the computation is lowered for the CPU, the callback elsewhere
+        else:  # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
+            callback = lambda *ops: tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential"))  # noqa: E731
+            cuda = self._cuda_call(args, operands, result)
             outs = jax.lax.platform_dependent(
                 *operands, cpu=lambda *ops: tuple(jax.ffi.ffi_call(self._ffi_target(), result,
                                                                    vmap_method="sequential")(*ops)),
-                default=lambda *ops: tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential")))
+                cuda=cuda or callback, default=callback)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -7,7 +7,13 @@
     s.synchronize()                        # wait for everything queued on s
     pk.synchronize("vulkan")               # wait for every stream of the device
 
+    with s.capture() as g:                 # CUDA: the launches are recorded into a CUDA graph, not run
+        k(n, x, y, grid=..., block=...)
+    g.replay()                             # run them again (on the current stream, else the default one)
+
 Without a current stream a launch goes to its device's default stream (``pk.default_stream(device)``).
+``pk.Stream(device="cuda:0", handle=h)`` wraps a stream another library made (a ``CUstream``, e.g. XLA's):
+polykern launches on it and never destroys it.
 On every stream a launch that passes host (NumPy) arrays stays synchronous (they are copied back
 before it returns); one that passes only device arrays returns once it is queued. Reading or writing a
 device array from the host (``numpy()``, ``copy_from_host``, ``free``) first waits for the work queued
@@ -16,20 +22,23 @@ on its device.
 A runtime provides streams by registering ``runtime.stream.<kind>``: ``make(device, default) ->`` an
 object with ``device`` (the runtime's device object, as ``DeviceArray.device``), ``synchronize()``,
 ``record(timing) ->`` an event (``synchronize()``, ``query() -> bool``, ``elapsed_ms(end) -> float``),
-``wait(event)`` and ``close()``. Its kernels ask :func:`launch_stream` which stream a launch goes to.
+``wait(event)`` and ``close()``; ``runtime.stream_handle.<kind>``: ``wrap(device, handle) ->`` such an object
+over a handle it does not own. A stream that can capture has ``begin_capture()`` and ``end_capture(keep) ->``
+a graph (``replay(stream)``, ``close()``, ``launches``). Its kernels ask :func:`launch_stream` which stream a launch goes to.
 The host (``"cpu"``: the LLVM runtime) runs launches synchronously; its streams are :class:`HostStream`.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from . import registry
 from .runtime.device_array import device_string
 from .errors import DeviceUnavailableError, StreamError
 
-__all__ = ["Stream", "Event", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
+__all__ = ["Stream", "Event", "Graph", "stream", "default_stream", "synchronize", "launch_stream", "HostStream",
            "current_stream", "current_runtime_stream"]
 
 _local = threading.local()  # .current: {kind: [Stream, ...]} (the innermost last)
@@ -89,11 +98,19 @@ class Stream:
     """An ordered queue of work on one device: launches made while it is current (``with s:``) run in
     order after each other; different streams may overlap. ``close()`` waits for it and releases it."""
 
-    def __init__(self, device: str = "cpu", *, _default: bool = False):
+    def __init__(self, device: str = "cpu", *, handle: Optional[int] = None, _default: bool = False):
         self.kind, self.device, dev, make = _resolve(device)
         self.is_default = _default
-        self._impl = make(dev, _default)
+        if handle is not None:
+            wrap = registry.get(f"runtime.stream_handle.{self.kind}")
+            if wrap is None:
+                raise StreamError(f"pk.Stream(handle=...): the {self.kind} runtime cannot take a stream made "
+                                  "elsewhere (CUDA can: a CUstream)")
+            self._impl = wrap(dev, handle)
+        else:
+            self._impl = make(dev, _default)
         self._closed = False
+        self._capturing = False
 
     def _live(self, what: str):
         if self._closed:
@@ -119,6 +136,36 @@ class Stream:
                               f"{self.device} (events order streams of one device; synchronize the event on the "
                               "host instead)")
         impl.wait(got)
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator["Graph"]:
+        """``with s.capture() as g:`` — the launches queued on this stream in the block (it is current there)
+        are recorded into ``g`` instead of running; ``g.replay()`` runs them, as often as wanted, on the
+        arrays they were given (keep their contents current, not the arrays: the graph holds them). CUDA
+        only; launch each kernel once before (its first launch loads and checks it); inside the block only
+        device arrays, no ``numpy()``, no allocation."""
+        impl = self._live("capture")
+        begin = getattr(impl, "begin_capture", None)
+        if begin is None:
+            raise StreamError(f"capture: streams of the {self.kind} runtime cannot record work to replay "
+                              "(CUDA streams can)")
+        if self._capturing:
+            raise StreamError(f"capture: {self!r} is capturing already")
+        if self.is_default:
+            raise StreamError(f"capture: {self!r} cannot capture; capture a stream of your own "
+                              f"(pk.Stream(device={self.device!r}))")
+        graph = Graph(self)
+        begin()
+        self._capturing = True
+        try:
+            with self:
+                yield graph
+        except BaseException:
+            impl.end_capture(False)
+            raise
+        finally:
+            self._capturing = False
+        graph._impl = impl.end_capture(True)
 
     def close(self) -> None:
         """Wait for the stream's work and release it; using it afterwards raises StreamError."""
@@ -183,6 +230,50 @@ class Event:
             raise StreamError(f"elapsed_ms: the events are on different devices ({self._stream.device} and "
                               f"{end._stream.device})")
         return float(start_impl.elapsed_ms(end_impl))
+
+
+class Graph:
+    """Launches recorded by ``with stream.capture() as g:`` (a CUDA graph): ``g.replay()`` runs them again."""
+
+    def __init__(self, stream: Stream):
+        self.device = stream.device
+        self._kind = stream.kind
+        self._impl: Any = None
+
+    def _live(self, what: str):
+        if self._impl is None:
+            raise StreamError(f"{what}: the graph is not captured yet (or was closed): replay it after its "
+                              "`with stream.capture()` block")
+        return self._impl
+
+    @property
+    def launches(self) -> int:
+        """How many launches were captured."""
+        return self._live("Graph.launches").launches
+
+    def replay(self, stream: Optional[Stream] = None) -> None:
+        """Queue the captured launches on ``stream`` (default: the current stream of the graph's device, else
+        its default stream); returns once queued."""
+        impl = self._live("Graph.replay")
+        if stream is None:
+            cur = current_stream(self._kind)
+            stream = cur if cur is not None and cur.device == self.device else default_stream(self.device)
+        elif not isinstance(stream, Stream):
+            raise StreamError(f"Graph.replay: expected a pk.Stream, got {type(stream).__name__}")
+        if stream.device != self.device:
+            raise StreamError(f"Graph.replay: the graph was captured on {self.device}, the stream is on "
+                              f"{stream.device}")
+        impl.replay(stream._live("Graph.replay"))
+
+    def close(self) -> None:
+        """Release the graph (and the arrays it holds); replaying it afterwards raises StreamError."""
+        if self._impl is not None:
+            self._impl.close()
+            self._impl = None
+
+    def __repr__(self) -> str:
+        state = "not captured" if self._impl is None else f"{self._impl.launches} launches"
+        return f"<polykern Graph on {self.device}, {state}>"
 
 
 class stream:

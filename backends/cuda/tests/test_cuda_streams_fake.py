@@ -85,3 +85,18 @@ def test_a_torch_tensor_launches_on_torchs_current_stream(fake, launched_on, mon
     k(64, 2.0, x, Tensor(y), grid=1, block=64)
     assert len(launched_on) == 2 and gpu.calls["launch"] == 1
     np.testing.assert_array_equal(y.numpy(), 1 + 6 * np.arange(64, dtype=np.float32))
+
+
+def test_a_stream_made_elsewhere_gets_the_launch_and_is_never_destroyed(fake, launched_on):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = _arrays(rt)
+    k(64, 2.0, x, y, grid=1, block=64)
+    s = pk.Stream(device="cuda", handle=0x5EED)  # e.g. XLA's stream (polykern.jax on a GPU)
+    with s:
+        k(64, 2.0, x, y, grid=1, block=64)
+    assert launched_on == [0x5EED]
+    s.close()
+    assert not [ev for ev in gpu.calls["events"] if ev[0] == "stream_destroy" and ev[1] == 0x5EED]
+    with pytest.raises(StreamError, match="a CUstream is a non-negative int"):
+        pk.Stream(device="cuda", handle="0x5EED")

@@ -8,7 +8,9 @@ context current on the calling thread (a launch skips the push/pop when it is po
 ``event_create``/``event_record``/``stream_wait_event`` order polykern's launch stream after (and
 before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
 need polykern's context current); ``stream_create``/``stream_destroy``/``event_*`` are what
-``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py); ``memcpy_peer`` copies between
+``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py), ``stream_begin_capture``/
+``stream_end_capture``/``graph_*`` its CUDA graphs (``Stream.capture``), ``memset_async`` what fills
+``polykern.jax``'s zeroed outputs on XLA's stream; ``memcpy_peer`` copies between
 the memory of two contexts (``DeviceArray.to``). Every function degrades to
 "unknown" (``None``, or the CUresult ``-1``) when the library cannot be used.
 """
@@ -23,7 +25,9 @@ __all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", 
            "stream_synchronize", "event_create", "event_record", "stream_wait_event", "available",
            "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING",
            "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms", "event_destroy",
-           "NOT_READY", "memcpy_peer"]
+           "NOT_READY", "memcpy_peer", "stream_begin_capture", "stream_end_capture", "stream_is_capturing",
+           "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy", "memset_async",
+           "CAPTURE_THREAD_LOCAL", "CAPTURE_ACTIVE", "CAPTURE_INVALIDATED"]
 
 # CUpointer_attribute
 _ATTR_CONTEXT, _ATTR_MEMORY_TYPE, _ATTR_IS_MANAGED, _ATTR_DEVICE_ORDINAL = 1, 2, 8, 9
@@ -32,6 +36,8 @@ MEMORY_HOST, MEMORY_DEVICE, MEMORY_ARRAY, MEMORY_UNIFIED = 1, 2, 3, 4
 _MAX_CODE = 1000  # CUresult values are below this
 EVENT_DISABLE_TIMING = 0x2  # CU_EVENT_DISABLE_TIMING
 NOT_READY = 600  # CUDA_ERROR_NOT_READY: cuEventQuery's "not yet"
+CAPTURE_THREAD_LOCAL = 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: only this thread's unsafe calls break a capture
+CAPTURE_ACTIVE, CAPTURE_INVALIDATED = 1, 2  # CUstreamCaptureStatus (0: not capturing)
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -64,6 +70,14 @@ def _lib():
                 u64 = ctypes.c_uint64
                 lib.cuMemcpyPeer.argtypes = [u64, vp, u64, vp, ctypes.c_size_t]
                 lib.cuMemcpyPeerAsync.argtypes = [u64, vp, u64, vp, ctypes.c_size_t, vp]
+                lib.cuStreamBeginCapture_v2.argtypes = [vp, ctypes.c_int]
+                lib.cuStreamEndCapture.argtypes = [vp, ctypes.POINTER(vp)]
+                lib.cuStreamIsCapturing.argtypes = [vp, ctypes.POINTER(ctypes.c_int)]
+                lib.cuGraphInstantiateWithFlags.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_ulonglong]
+                lib.cuGraphLaunch.argtypes = [vp, vp]
+                lib.cuGraphExecDestroy.argtypes = [vp]
+                lib.cuGraphDestroy.argtypes = [vp]
+                lib.cuMemsetD8Async.argtypes = [u64, ctypes.c_ubyte, ctypes.c_size_t, vp]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
                 _state["lib"] = None
@@ -246,3 +260,61 @@ def memcpy_peer(dst: int, dst_ctx: int, src: int, src_ctx: int, nbytes: int, str
     if stream is None:
         return int(lib.cuMemcpyPeer(dst, dst_ctx, src, src_ctx, nbytes))
     return int(lib.cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, nbytes, stream or None))
+
+
+def stream_begin_capture(stream: int, mode: int = CAPTURE_THREAD_LOCAL) -> int:
+    """cuStreamBeginCapture: work queued on ``stream`` from now on is recorded into a graph, not run."""
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuStreamBeginCapture_v2(stream, mode))
+
+
+def stream_end_capture(stream: int) -> Tuple[int, int]:
+    """(CUresult, CUgraph) of cuStreamEndCapture (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: a call the capture
+    does not allow broke it; the graph is then 0)."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0
+    out = ctypes.c_void_p()
+    rc = int(lib.cuStreamEndCapture(stream, ctypes.byref(out)))
+    return rc, (out.value or 0)
+
+
+def stream_is_capturing(stream: int) -> Tuple[int, int]:
+    """(CUresult, CUstreamCaptureStatus) of cuStreamIsCapturing (0 none, CAPTURE_ACTIVE, CAPTURE_INVALIDATED)."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0
+    out = ctypes.c_int()
+    rc = int(lib.cuStreamIsCapturing(stream or None, ctypes.byref(out)))
+    return rc, int(out.value)
+
+
+def graph_instantiate(graph: int) -> Tuple[int, int]:
+    """(CUresult, CUgraphExec) of cuGraphInstantiateWithFlags(graph, 0)."""
+    lib = _lib()
+    if lib is None:
+        return -1, 0
+    out = ctypes.c_void_p()
+    rc = int(lib.cuGraphInstantiateWithFlags(ctypes.byref(out), graph, 0))
+    return rc, (out.value or 0)
+
+
+def graph_launch(graph_exec: int, stream: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuGraphLaunch(graph_exec, stream or None))
+
+
+def graph_exec_destroy(graph_exec: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuGraphExecDestroy(graph_exec))
+
+
+def graph_destroy(graph: int) -> int:
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuGraphDestroy(graph))
+
+
+def memset_async(ptr: int, nbytes: int, stream: int) -> int:
+    """cuMemsetD8Async(ptr, 0, nbytes, stream): zero ``nbytes`` bytes in stream order."""
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuMemsetD8Async(ptr, 0, nbytes, stream or None))

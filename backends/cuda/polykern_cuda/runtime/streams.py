@@ -7,6 +7,13 @@ streams existed. Events are ``cuEventCreate`` events (``CU_EVENT_DISABLE_TIMING`
 ``pk.Event(timing=False)``): ``cuEventRecord``, ``cuEventSynchronize``, ``cuEventQuery``,
 ``cuEventElapsedTime``; ``stream.wait(event)`` is ``cuStreamWaitEvent``.
 
+CUDA graphs (``with s.capture() as g: ...; g.replay()``): ``begin_capture`` is ``cuStreamBeginCapture`` in
+thread-local mode, ``end_capture`` ``cuStreamEndCapture`` + ``cuGraphInstantiateWithFlags``, a replay
+``cuGraphLaunch``. While a stream captures, the arguments of each launch queued on it are kept with the graph
+(its kernel nodes hold their device addresses), and a launch with host (NumPy) arrays there is a StreamError:
+its copies and wait cannot be captured. ``wrap_stream`` makes a ``pk.Stream(handle=...)`` over a CUstream
+polykern does not own (XLA's, in ``polykern.jax``): closing it only forgets it.
+
 :func:`foreign_stream`: with no ``pk.Stream`` current, a launch whose arguments include a PyTorch CUDA
 tensor goes to ``torch.cuda.current_stream().cuda_stream`` of its device, one with a CuPy array to
 ``cupy.cuda.get_current_stream().ptr`` (what Triton and CuPy kernels do), so ``with torch.cuda.stream(s):``
@@ -23,7 +30,8 @@ from polykern.streams import launch_stream
 from . import libcuda
 from .cuerrors import result_error
 
-__all__ = ["CUDAStream", "CUDAEvent", "make_stream", "foreign_stream"]
+__all__ = ["CUDAStream", "CUDAEvent", "CUDAGraph", "make_stream", "wrap_stream", "foreign_stream", "launch_handle",
+           "check_capturable"]
 
 
 def _check(rc: int, what: str) -> None:
@@ -34,10 +42,14 @@ def _check(rc: int, what: str) -> None:
 
 
 class CUDAStream:
-    def __init__(self, dev, default: bool):
+    def __init__(self, dev, default: bool, handle: Optional[int] = None):
         self.device = dev
         self.handle = 0
-        if not default:
+        self.owned = handle is None
+        self.captured: Optional[list] = None  # while capturing: the arguments of the launches queued
+        if handle is not None:
+            self.handle = handle
+        elif not default:
             with dev.scope():
                 rc, self.handle = libcuda.stream_create()
             _check(rc, f"creating a stream on cuda:{dev.ordinal}")
@@ -59,10 +71,37 @@ class CUDAStream:
             _check(libcuda.stream_wait_event(self.handle, event.handle), "making a stream wait for an event")
 
     def close(self) -> None:
-        if self.handle:
+        if self.handle and self.owned:
             with self.device.scope():
                 _check(libcuda.stream_destroy(self.handle), "destroying a stream")
-            self.handle = 0
+        self.handle = 0
+
+    def begin_capture(self) -> None:
+        if not self.handle:
+            raise StreamError("capture: the legacy default stream cannot be captured; capture a pk.Stream "
+                              "(s = pk.Stream(device='cuda'); with s.capture() as g: ...)")
+        with self.device.scope():
+            _check(libcuda.stream_begin_capture(self.handle), f"starting a capture on cuda:{self.device.ordinal}")
+        self.captured = []
+
+    def end_capture(self, keep: bool) -> Optional["CUDAGraph"]:
+        """The captured graph, instantiated (None, nothing kept, when ``keep`` is False: the block raised)."""
+        captured, self.captured = self.captured, None
+        with self.device.scope():
+            rc, graph = libcuda.stream_end_capture(self.handle)
+            if not keep:
+                if graph:
+                    libcuda.graph_destroy(graph)
+                return None
+            if rc != 0:
+                raise StreamError(f"capture on cuda:{self.device.ordinal} failed: {result_error('cuStreamEndCapture', rc)} "
+                                  "(a call that waits for the device or copies to/from the host, e.g. numpy() or "
+                                  "an allocation, was made while capturing; make them before or after)")
+            rc, graph_exec = libcuda.graph_instantiate(graph)
+            if rc != 0:
+                libcuda.graph_destroy(graph)
+                _check(rc, "instantiating a captured CUDA graph")
+        return CUDAGraph(self.device, graph, graph_exec, captured or [])
 
 
 class CUDAEvent:
@@ -88,6 +127,35 @@ class CUDAEvent:
         return ms
 
 
+class CUDAGraph:
+    """An instantiated CUDA graph captured from a stream; ``keep`` holds the captured launches' arguments."""
+
+    def __init__(self, dev, graph: int, graph_exec: int, keep: list):
+        self.device, self.graph, self.graph_exec, self.keep = dev, graph, graph_exec, keep
+        self._finalizer = weakref.finalize(self, _destroy_graph, dev, graph, graph_exec)
+
+    @property
+    def launches(self) -> int:
+        return len(self.keep)
+
+    def replay(self, stream: CUDAStream) -> None:
+        with self.device.scope():
+            _check(libcuda.graph_launch(self.graph_exec, stream.handle), "launching a CUDA graph")
+
+    def close(self) -> None:
+        self._finalizer()
+        self.keep = []
+
+
+def _destroy_graph(dev, graph: int, graph_exec: int) -> None:
+    try:
+        with dev.scope():
+            libcuda.graph_exec_destroy(graph_exec)
+            libcuda.graph_destroy(graph)
+    except Exception:  # noqa: BLE001 - a finalizer must not raise
+        dev.count("graph_destroy_errors")
+
+
 def _destroy_event(dev, handle: int) -> None:
     """cuEventDestroy in polykern's context, at garbage collection (at exit the context may be gone: ignored)."""
     try:
@@ -100,6 +168,13 @@ def _destroy_event(dev, handle: int) -> None:
 def make_stream(dev, default: bool) -> CUDAStream:
     """``runtime.stream.cuda``: the legacy default stream, or a new stream."""
     return CUDAStream(dev, default)
+
+
+def wrap_stream(dev, handle: int) -> CUDAStream:
+    """``runtime.stream_handle.cuda``: an existing CUstream of ``dev``'s context that polykern does not own."""
+    if type(handle) is not int or handle < 0:
+        raise StreamError(f"pk.Stream(handle=...): a CUstream is a non-negative int, got {handle!r}")
+    return CUDAStream(dev, handle == 0, handle)
 
 
 _FRAMEWORK: Dict[type, Optional[str]] = {}  # argument type -> "torch" / "cupy" / None
@@ -134,5 +209,17 @@ def launch_handle(dev, name: str, args: Any) -> int:
     current stream, else 0 (the legacy default stream)."""
     impl = launch_stream("cuda", dev, name)
     if impl is not None:
+        if impl.captured is not None:
+            impl.captured.append(args)  # the graph keeps what its kernel nodes point at
         return impl.handle
     return foreign_stream(args)
+
+
+def check_capturable(name: str, target: int) -> None:
+    """A StreamError if CUstream ``target`` is capturing (a launch with host arrays cannot be captured: its
+    copies and its wait for the result are not stream work)."""
+    rc, status = libcuda.stream_is_capturing(target)
+    if rc == -1 or (rc == 0 and status == 0):  # no driver library to ask (a fake), or not capturing
+        return
+    raise StreamError(f"launching kernel '{name}' with host (NumPy) arrays while its stream is capturing a CUDA "
+                      "graph: only device arrays can be captured (pk.to_device(x, device='cuda') before the capture)")
