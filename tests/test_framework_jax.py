@@ -70,6 +70,8 @@ def test_vmap_runs_the_kernel_per_batch_element(via):
     np.testing.assert_allclose(got, 3.0 * xs * w, rtol=1e-6)
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="JAX cannot lower a callback for the CPU where its "
+                    "backend is a GPU (the GPU route has its own tests below)")
 def test_on_the_cpu_it_is_an_xla_custom_call():
     x = jnp.ones((2, 3), jnp.float32)
     lowered = jax.jit(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.0)).trace(x).lower(
@@ -111,8 +113,9 @@ def test_the_example_runs():
 
 
 def test_a_bf16_jax_array_launches_directly():
-    """NumPy cannot import a bfloat16 DLPack tensor; the launch reads its capsule (no copy)."""
-    x = jnp.arange(-4, 4, dtype=jnp.bfloat16)
+    """NumPy cannot import a bfloat16 DLPack tensor; the launch reads its capsule (no copy). The array is on JAX's
+    CPU device (the kernel is a CPU one; on the GPU machine JAX's default device is the GPU)."""
+    x = jax.device_put(jnp.arange(-4, 4, dtype=jnp.bfloat16), jax.devices("cpu")[0])
     y = np.zeros(8, jnp.bfloat16)
     pk.build([double_bf16], targets=["llvm"])["double_bf16"](8, x, y, grid=1, block=8)
     assert y.astype(np.float32).tolist() == [2.0 * v for v in range(-4, 4)]
@@ -123,7 +126,14 @@ def _lowered_for_cuda(f, *args) -> str:
     return jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
 
 
-def test_on_a_gpu_it_is_a_custom_call_with_the_scalars_as_attributes():
+@pytest.fixture
+def cuda_ready(monkeypatch):
+    """The GPU route is taken where polykern's CUDA runtime is ready; lowering for cuda needs no GPU, so these
+    tests take it whatever the runtime says here."""
+    monkeypatch.setattr(pkj, "_cuda_runtime_ready", lambda: True)
+
+
+def test_on_a_gpu_it_is_a_custom_call_with_the_scalars_as_attributes(cuda_ready):
     x = jnp.ones((2, 3), jnp.float32)
     lowered = _lowered_for_cuda(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 1.5), x)
     call = re.search(r"stablehlo.custom_call @polykern_row_scale_[0-9a-f]+_cuda\((.*)", lowered)
@@ -136,7 +146,7 @@ def test_on_a_gpu_it_is_a_custom_call_with_the_scalars_as_attributes():
                      r"output_tuple_indices = \[1\], operand_index = 1", squared), squared
 
 
-def test_on_a_gpu_a_traced_scalar_takes_the_callback():
+def test_on_a_gpu_a_traced_scalar_takes_the_callback(cuda_ready):
     x, w = jnp.ones((2, 3), jnp.float32), jnp.ones(3, jnp.float32)
     # every platform's branch is in the jaxpr: a known scalar gives the cuda branch the custom call ...
     known = str(jax.make_jaxpr(lambda x: ROW_SCALE(x, w, 2.0))(x))
@@ -144,6 +154,12 @@ def test_on_a_gpu_a_traced_scalar_takes_the_callback():
     # ... a traced one cannot be an attribute: that branch is the callback (this host cannot lower it for cuda)
     traced = str(jax.make_jaxpr(lambda x, a: ROW_SCALE(x, w, a))(x, jnp.float32(2)))
     assert not re.search(r"polykern_row_scale_[0-9a-f]+_cuda", traced) and "pure_callback" in traced, traced
+
+
+def test_without_polykerns_cuda_runtime_a_gpu_takes_the_callback(monkeypatch):
+    monkeypatch.setattr(pkj, "_cuda_runtime_ready", lambda: False)
+    jaxpr = str(jax.make_jaxpr(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 2.0))(jnp.ones((2, 3), jnp.float32)))
+    assert not re.search(r"polykern_row_scale_[0-9a-f]+_cuda", jaxpr) and "pure_callback" in jaxpr, jaxpr
 
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="JAX has no GPU here (the GPU machine runs this)")

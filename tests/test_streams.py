@@ -201,3 +201,17 @@ def test_capture_is_refused_where_the_runtime_cannot_replay():
         g.replay()
     with pytest.raises(StreamError, match="the cpu runtime cannot take a stream made elsewhere"):
         pk.Stream(device="cpu", handle=1234)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_a_device_array_or_stream_is_a_fresh_processs_first_call(device):
+    """Device arrays and streams discover the backends themselves: no build needs to come first."""
+    import subprocess
+    import sys
+
+    _target_or_skip(device)
+    code = (f"import numpy as np, polykern as pk\ns = pk.Stream(device={device!r})\n"
+            f"x = pk.zeros(3, np.float32, device={device!r})\nprint(s.device, x.numpy().tolist())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-3:] == ["[0.0,", "0.0,", "0.0]"], proc.stdout

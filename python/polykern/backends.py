@@ -270,9 +270,11 @@ def load_runtime(kind: str) -> None:
 
 def _resolve_registry_name(name: str) -> None:
     """The registry asks before answering "nothing registered" for ``name``: a runtime's names
-    (``module.<point>.<kind>``, ``runtime.<point>.<kind>``) load that kind's pending runtime."""
+    (``module.<point>.<kind>``, ``runtime.<point>.<kind>``) discover the backends (once) and load that kind's
+    pending runtime, so ``pk.zeros(..., device="vulkan")`` works as a process's first call."""
     parts = name.split(".")
     if len(parts) == 3 and parts[0] in ("module", "runtime"):
+        load_all()
         load_runtime(parts[2])
 
 

@@ -52,6 +52,13 @@ def _dtype(a) -> np.dtype:
     return np.dtype(jax.numpy.bfloat16) if a.dtype.name == "bf16" else np.dtype(a.dtype.numpy)
 
 
+def _cuda_runtime_ready() -> bool:
+    """Whether polykern's CUDA runtime runs here (else a GPU call takes the callback to the CPU runtime)."""
+    from . import backends  # the backend list: loaded when a function is first traced, not at import
+
+    return "cuda" in backends.runnable_kinds()
+
+
 class KernelFunction:
     """``f(*inputs)``: the kernel's outputs as JAX arrays (one array, or a tuple for several outputs)."""
 
@@ -109,7 +116,9 @@ class KernelFunction:
             if platform == "cpu":
                 capsule = xla_ffi.handler_capsule(self._run, self._operand_dtypes, self._out_dtypes)
             else:
-                buffers = [dt for a, dt in zip(self.binding.inputs, self._operand_dtypes) if a.is_buffer]
+                b = self.binding
+                zeroed = [dt for n, dt in zip(b.outputs, self._out_dtypes) if n in b.zeroed]  # aliased operands
+                buffers = [dt for a, dt in zip(b.inputs, self._operand_dtypes) if a.is_buffer] + zeroed
                 capsule = xla_ffi.device_handler_capsule(self._run_device, buffers, self._out_dtypes)
             jax.ffi.register_ffi_target(name, capsule, platform="cpu" if platform == "cpu" else "CUDA")
             got = self._targets[platform] = name
@@ -117,8 +126,11 @@ class KernelFunction:
 
     def _cuda_call(self, args, operands, result):
         """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
-        or None where a scalar input is traced (its value is not known when the call is made)."""
+        or None where polykern's CUDA runtime is not ready or a scalar input is traced (its value is not known when
+        the call is made)."""
         b = self.binding
+        if not _cuda_runtime_ready():
+            return None
         attrs, buffers = {}, []
         for a, x, op in zip(b.inputs, args, operands):
             if a.is_buffer:

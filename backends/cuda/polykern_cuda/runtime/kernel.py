@@ -329,7 +329,7 @@ class CUDAKernel(StagedLaunch):
     def prepare(self, launch: Launch) -> None:
         if any(isinstance(a, BufferArg) and a.is_host for a in launch.prepared):  # copies: not while capturing
             impl = current_runtime_stream("cuda", f"launching kernel '{self.name}'")
-            check_capturable(self.name, impl.handle if impl is not None else foreign_stream(launch.note or ()))
+            check_capturable(self.dev, self.name, impl.handle if impl is not None else foreign_stream(launch.note or ()))
         launch.staging = Staging(self.dev, self.name)
         launch.reusable = True
 

@@ -215,11 +215,17 @@ def launch_handle(dev, name: str, args: Any) -> int:
     return foreign_stream(args)
 
 
-def check_capturable(name: str, target: int) -> None:
-    """A StreamError if CUstream ``target`` is capturing (a launch with host arrays cannot be captured: its
-    copies and its wait for the result are not stream work)."""
-    rc, status = libcuda.stream_is_capturing(target)
-    if rc == -1 or (rc == 0 and status == 0):  # no driver library to ask (a fake), or not capturing
-        return
-    raise StreamError(f"launching kernel '{name}' with host (NumPy) arrays while its stream is capturing a CUDA "
-                      "graph: only device arrays can be captured (pk.to_device(x, device='cuda') before the capture)")
+def check_capturable(dev, name: str, target: int) -> None:
+    """A StreamError if CUstream ``target`` of ``dev`` is capturing (a launch with host arrays cannot be captured:
+    its copies and its wait for the result are not stream work)."""
+    with dev.scope():
+        rc, status = libcuda.stream_is_capturing(target)
+    if (rc == 0 and status != 0) or rc in _CAPTURE_ERRORS:
+        raise StreamError(f"launching kernel '{name}' with host (NumPy) arrays while its stream is capturing a CUDA "
+                          "graph: only device arrays can be captured (pk.to_device(x, device='cuda') before the "
+                          "capture)")
+
+
+#: CUresults that say a capture is under way (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ... _IMPLICIT: the legacy
+#: stream asked while another stream captures in global mode)
+_CAPTURE_ERRORS = frozenset(range(900, 907))
