@@ -15,6 +15,8 @@ import polykern as pk
 from polykern import Buffer, f16, f32
 from polykern.errors import KernelTypeError
 from polykern.ir import hopper as H
+from polykern.ir import nodes as ir
+from polykern.passes.unroll import MAX_TRIPS, indexes_registers, unroll
 from polykern.testing.interp import OracleError, interpret
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -145,6 +147,31 @@ def test_kn_panels_must_start_atoms():
                 "    pk.wg_fill(big, 0.0)\n")
     with pytest.raises(KernelTypeError, match="panel stride is a positive multiple of 512 elements, got 96"):
         k.ir  # noqa: B018
+
+
+def _loops(fn):
+    return [s for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)]
+
+
+def test_register_loops_unroll_by_the_general_rule():
+    """The hidden loop of pk.wg_elements over a 64 x 256 accumulator runs 128 times, past MAX_TRIPS: it is
+    unrolled because acc[i, j] / m[i] index registers by it (passes/unroll.py indexes_registers, the rule of
+    pk.local arrays), not by a limit of its own; a loop of as many trips that indexes no register stays a
+    loop, the wg_elements one included."""
+    big = "    big = pk.wg_acc(f32, 64, 256)\n    pk.wg_fill(big, 0.0)\n"
+    regs = _kernel("for i, j in pk.wg_elements(big):\n    big[i, j] = big[i, j] + m[i]", extra=big).ir
+    assert H.WgAccType(f32, 256).n // 2 > MAX_TRIPS and not _loops(regs)
+    assert sum(isinstance(s, ir.HopperOp) and s.op == "wg_set" for s in ir.walk_stmts(regs.body)) == 128
+    plain = _kernel("s = 0.0\nfor i, j in pk.wg_elements(big):\n    s = s + pk.f32(j)", extra=big).ir
+    assert [(s.start.value, s.stop.value) for s in _loops(plain)] == [(0, 128)]
+    # the same through unroll() itself: a register read, a register write, neither
+    r = ir.Var("r", pk.i32)
+    reads = ir.For("r", ir.Const(0, pk.i32), ir.Const(128, pk.i32), 1, [ir.Assign("x", ir.WgReg("big", r))])
+    writes = ir.For("r", ir.Const(0, pk.i32), ir.Const(128, pk.i32), 1,
+                    [ir.HopperOp("wg_set", ["big"], [r, ir.Const(1.0, f32)])])
+    neither = ir.For("r", ir.Const(0, pk.i32), ir.Const(128, pk.i32), 1, [ir.Assign("x", ir.Var("r", pk.i32))])
+    assert indexes_registers(reads) and indexes_registers(writes) and not indexes_registers(neither)
+    assert len(unroll(reads)) == len(unroll(writes)) == 2 * 128 + 1 and unroll(neither) is None
 
 
 def test_interpreter_refuses_register_misuse():

@@ -51,7 +51,6 @@ LLVM_KIND = TargetKind("llvm", "llvm", {
     "opt": Attr("int", 3, (0, 1, 2, 3), "LLVM optimization level"),
 }, doc="CPUs through LLVM: a relocatable ELF object, run by the polykern CPU runtime (thread pool)",
    capabilities=Capabilities(matrix=cpu_support, debug_print=True, f16=F16Rounding("clamp"),  # printf: the C library's
-                             fast_math=True,  # fast exp/exp2: codegen/cpu/vector_exp.py
                              ints=LLVM_INTS, floats=LIBM_FLOATS))  # frem, pow: libm
 
 # Object formats the payload contract (ELF) excludes.
@@ -62,8 +61,8 @@ _X86 = ("x86_64", "i386", "i486", "i586", "i686", "x86")
 class CPUEmitter(VectorExp, WorkgroupLoopEmitter):
     """The CPU flavour of the work-item-loop emitter: address space 0 everywhere, integer
     division that cannot trap, soft f16 conversions on x86 (no F16C in ``generic``), f16/f32
-    ``exp``/``exp2`` inline so that their loops vectorize, also as the fast-math forms
-    (codegen/cpu/vector_exp.py)."""
+    ``exp``/``exp2`` inline so that their loops vectorize (codegen/cpu/vector_exp.py: already the fast
+    form, so the CPU has no fast math of its own; ``fast_<op>`` compiles as ``<op>``)."""
 
 
     def __init__(self, triple: str, layout: str):

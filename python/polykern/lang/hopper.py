@@ -455,7 +455,8 @@ def _loop_var(tr, node) -> str:
 def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     """``for i, j in pk.wg_elements(acc):`` (the body runs for every element (i, j) of ``acc``, each by the
     work-item holding it) or ``for i in pk.wg_rows():`` (for every row i of the warpgroup's accumulators,
-    by each work-item holding it). The body is unrolled over the work-item's registers."""
+    by each work-item holding it). The body is unrolled over the work-item's registers (passes/unroll.py: a
+    loop whose variable indexes registers, up to REGISTER_TRIPS)."""
     call = node.iter
     if node.orelse:
         raise tr.syntax_error("'for ... else' is not supported in kernels", node)
@@ -494,7 +495,7 @@ def wg_loop(tr, node: ast.For, name: str) -> List[ir.Stmt]:
     _check_body(tr, body, name)
     loop = ir.For(reg, _c(0), _c(regs), 1, pre + body)
     loop.loc = tr.loc(node)
-    return lanes + (unroll(loop, max_trips=128) or [loop])
+    return lanes + (unroll(loop) or [loop])  # acc[i, j] / vec[i] index registers by it (unroll.indexes_registers)
 
 
 def in_wg_loop(tr) -> bool:

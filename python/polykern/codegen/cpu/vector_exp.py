@@ -19,6 +19,10 @@ loop of them vectorizes on every target:
 Measured against the correctly rounded result (``backends/llvm/tests/test_cpu_vectorize.py``): within
 the language's promise of 3 ulp (python/polykern/numerics.py), specials (NaN, +-inf, overflow,
 underflow to subnormals and 0) as IEEE says. f64 keeps libm's ``exp``/``exp2``.
+
+Being the fast form already, it is also what ``pk.fast_exp``/``pk.fast_exp2`` and ``build(fast_math=True)``
+compile to on the CPU: the CPU has no entry in ``polykern.numerics.FAST_MATH``, so passes/fast_math.py
+gives it the precise operations (this expansion, with the precise promise).
 """
 from __future__ import annotations
 
@@ -30,12 +34,9 @@ from llvmlite import ir as ll
 
 from polykern.codegen.llvm_types import I32, value_type
 from polykern.codegen.llvm_devmath import F32, LN2
-from polykern.errors import CompileError
 from polykern.ir.types import ScalarType, f16, f32
 
 __all__ = ["VectorExp", "EXP_TERMS"]
-
-FAST = ("exp", "exp2")  # the CPU's fast-math forms (polykern.numerics.FAST_MATH["llvm"]): this same expansion
 
 EXP_TERMS = 8  # Taylor terms of e**r, |r| <= ln2/2: r**8/8! < 0.1 ulp of f32
 _MAGIC = 12582912.0  # 1.5 * 2**23: x + _MAGIC - _MAGIC rounds x (|x| < 2**22) to an integer, ties to even
@@ -56,13 +57,6 @@ class VectorExp:
         x = args[0] if st == f32 else b.fpext(args[0], F32.ty)
         y = self._vexp(x, natural=func == "exp")
         return y if st == f32 else b.fptrunc(y, value_type(st))
-
-    def fast_math_call(self, op: str, st: ScalarType, args: List[ll.Value]) -> ll.Value:
-        """``pk.fast_exp``/``pk.fast_exp2`` (and ``fast_math=True``): the default expansion is already the
-        fast one on the CPU (no call, vectorizable, within both promises); the rest stays precise."""
-        if op not in FAST:
-            raise CompileError(f"the CPU has no fast-math lowering of f32 {op}() (polykern.numerics.FAST_MATH)")
-        return self._vexp(args[0], natural=op == "exp")
 
     def _vexp(self, x: ll.Value, natural: bool) -> ll.Value:
         b, c = self.builder, F32.const
