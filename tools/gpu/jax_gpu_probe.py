@@ -56,10 +56,10 @@ def jax_part(n: int, rounds: int) -> None:
     print(f"jax {jax.__version__}, devices {jax.devices()}")
     fns = {}
     for via in ("ffi", "callback"):
-        k = pkj.kernel_function(axpb, outputs="y", shape_rule=lambda x, a, b: x.shape, via=via,
-                                scalars={"n": lambda x, a, b: x.size}, grid=lambda x, a, b: (x.size + 255) // 256,
-                                block=256)
-        fns[via] = jax.jit(lambda x, k=k: k(x, 2.0, 1.0))
+        k = pkj.kernel_function(axpb, outputs="y", shape_rule=lambda a, b, x: x.shape, via=via,
+                                scalars={"n": lambda a, b, x: x.size}, grid=lambda a, b, x: (x.size + 255) // 256,
+                                block=256)  # the inputs in the kernel's order: a, b, x
+        fns[via] = jax.jit(lambda x, k=k: k(2.0, 1.0, x))
     fns["jnp"] = jax.jit(lambda x: 2.0 * x + 1.0)
     x = jnp.asarray(np.random.default_rng(0).standard_normal(n), jnp.float32)
     want = np.asarray(fns["jnp"](x))
