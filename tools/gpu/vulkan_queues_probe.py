@@ -3,8 +3,9 @@ stream on its own VkQueue of the compute family?
 
     python tools/gpu/vulkan_queues_probe.py [--rounds R] [--target-ms T] [--groups G] [--repeats K]
 
-(on the GPU machine in the environment tools/gpu/other_env.sh sets up: NVIDIA's Vulkan driver through the
-carried .gl/ loaders; here, lavapipe). Prints the device, its compute family's queueCount and how many
+(on the GPU machine, from the repository root with .whl/ and .gl/ carried: ``. tools/gpu/other_env.sh`` first,
+for NVIDIA's Vulkan driver through the carried loaders; here, lavapipe. ``POLYKERN_VULKAN_QUEUES=1`` in front
+puts both streams on one queue: the serialized baseline). Prints the device, its compute family's queueCount and how many
 queues polykern uses (POLYKERN_VULKAN_QUEUES caps it, default 8), the queue of each stream, then one long
 launch (G workgroups of 64 items, each ``rounds`` steps of a 32-bit LCG: a small grid that leaves the GPU
 room for the other stream; ``rounds`` calibrated to about T ms unless given) on each stream alone and on

@@ -318,6 +318,25 @@ assert all(q.completed >= q.submitted for q in dev.queues)
 for i, (s, b) in out.items():
     assert s._impl.queue in (q1, q2)
     np.testing.assert_array_equal(b.numpy(), np.full(N, 20 * (i + 1), np.float32))
+# a launch on one stream never makes the host wait for another stream's work (a command context that is
+# busy on another queue is not recorded into: the one that kept the launch, or one free of that queue)
+host_waits = []
+real_wait_for = dev.wait_for
+def spy(point, what="submitted work"):
+    host_waits.append({i: v for i, v in point.items() if v > dev.queues[i].completed})
+    real_wait_for(point, what)
+for a in (2.0, 3.0, 4.0):                                # new keys: recorded, not replayed
+    with s1:
+        k(N, a, x, y, grid=N // 64, block=64)
+    dev.wait_for = spy
+    with s2:
+        k(N, a, x, z, grid=N // 64, block=64)
+    with s2:
+        k(N, a, x, z, grid=N // 64, block=64)            # kept by the launch before: replayed
+    dev.wait_for = real_wait_for
+    assert not [p for p in host_waits if 1 in p], host_waits
+pk.synchronize("vulkan")
+np.testing.assert_array_equal(z.numpy(), np.full(N, 11 + 18, np.float32))
 t0, t1 = s1.record(), s2.record()
 assert t0.elapsed_ms(t1) == t0.elapsed_ms(t1)   # timestamps of two queues: one clock, both waited for
 print("lanes ok")

@@ -287,12 +287,10 @@ class CommandContext:
         descriptor sets: pipeline, bindings, push constants, grid), replayed from the command buffer a
         launch with the same key recorded (and timestamps the same way), else recorded into a new one
         and kept (at most SETS per context)."""
-        if keep is not None and self.sets.epoch == self.dev.release_epoch:
-            hit = self.kept.get((keep, self.dev.timestamps))
-            if hit is not None:
-                self.timed = self.dev.timestamps
-                self.dev.count("launches_replayed")
-                return hit[1]
+        if keep is not None and self.replays(keep):
+            self.timed = self.dev.timestamps
+            self.dev.count("launches_replayed")
+            return self.kept[(keep, self.dev.timestamps)][1]
         self.dev.wait_for(self.pending, "the former work of a command context")  # nothing of it in use now
         if descriptors > self.sets.capacity:
             self.sets.grow(max(descriptors, 2 * self.sets.capacity))
@@ -332,6 +330,10 @@ class CommandContext:
         info = submit_info(self, cmd)
         self.kept[key] = (cmd, info)
         return info
+
+    def replays(self, keep) -> bool:
+        """Whether ``prepare`` would replay a kept command buffer for ``keep`` (no recording, no wait)."""
+        return (keep, self.dev.timestamps) in self.kept and self.sets.epoch == self.dev.release_epoch
 
     def begin(self, descriptors: int, kept: bool = False) -> None:
         d = self.dev.handle
@@ -511,21 +513,38 @@ class Device:
         return sorted(f for f in need if not self.enabled.get(f))
 
     # -- command execution
-    def _done(self, pending: Dict[int, int]) -> bool:
-        """Whether the work of a point is known finished (no Vulkan call: ``completed`` as last read)."""
+    def _free(self, pending: Dict[int, int], q: Optional[Queue]) -> bool:
+        """Whether a context's work (``pending``) is known finished but maybe that on ``q`` (no Vulkan call:
+        ``completed`` as last read)."""
         queues = self.queues
-        return all(v <= queues[i].completed for i, v in pending.items())
+        return all(v <= queues[i].completed or queues[i] is q for i, v in pending.items())
 
-    def _acquire_context(self, descriptors: int, idle: bool = False) -> CommandContext:
-        """A free context: the latest returned (its kept launches replay), or with ``idle`` one whose work is
-        done (it records without waiting), else a new one."""
-        if idle and self._contexts and not self._done(self._contexts[-1].pending):
-            for q in self.queues:  # refresh ``completed``
-                q.reached(q.submitted)
-        with self._lock:
-            for i in range(len(self._contexts) - 1, -1, -1):
-                if not idle or self._done(self._contexts[i].pending):
-                    return self._contexts.pop(i)
+    def _acquire_context(self, descriptors: int, keep, q: Queue) -> CommandContext:
+        """A free context for a submission to ``q`` that waits for no other queue's work: for a launch kept for
+        replay (``keep``) the latest returned that kept it (it replays), else the latest whose work on other
+        queues is done (recording waits for its work on ``q``, which this submission follows anyway); for
+        others (one-time recordings) the latest whose work is all done (it records without waiting); else a
+        new one. (Recording into a context busy on another queue would make the host wait for that stream.)"""
+        ctxs = self._contexts
+        if keep is not None and ctxs and ctxs[-1].replays(keep):  # the usual repeated launch
+            with self._lock:
+                if ctxs and ctxs[-1].replays(keep):
+                    return ctxs.pop()
+        on = q if keep is not None else None
+        for refresh in (False, True):
+            if refresh:
+                for o in self.queues:  # read the semaphores' counters: ``completed`` may be behind
+                    o.reached(o.submitted)
+            with self._lock:
+                if keep is not None:
+                    for i in range(len(ctxs) - 1, -1, -1):
+                        if ctxs[i].replays(keep):
+                            return ctxs.pop(i)
+                for i in range(len(ctxs) - 1, -1, -1):
+                    if self._free(ctxs[i].pending, on):
+                        return ctxs.pop(i)
+            if not ctxs:
+                break
         self.count("command_contexts_created")
         with vk_call("creating a command context"):
             return CommandContext(self, max(16, descriptors))
@@ -566,8 +585,8 @@ class Device:
         with ``submitted = True``: the context (and anything the caller bound) may still be in use by the
         device and must not be reused."""
         self.check_open()
-        ctx = self._acquire_context(descriptors, idle=keep is None)
         q = self.queues[0] if stream is None else stream.queue
+        ctx = self._acquire_context(descriptors, keep, q)
         submitted = False
         try:
             with vk_call(f"recording the {what}"):
