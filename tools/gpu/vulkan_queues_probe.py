@@ -17,7 +17,6 @@ result is wrong.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
