@@ -34,15 +34,16 @@ def spin(n: pk.i32, rounds: pk.i32, x: pk.Buffer[pk.f32]):
         x[i] = acc - acc + x[i] + 1.0
 
 
-def run_both(k, arrays: Sequence, streams: Sequence, rounds: int) -> Tuple[float, List[Tuple[float, float]]]:
-    """Launch ``k`` on each array on its stream (one per device), then poll the streams' events: (host seconds
+def run_both(k, arrays: Sequence, streams: Sequence, rounds: int, n: int = N,
+             block: int = BLOCK) -> Tuple[float, List[Tuple[float, float]]]:
+    """Launch ``k(n, rounds, x)`` on each array x on its stream, then poll the streams' events: (host seconds
     until all finished, [(time its start event completed, time its end event completed)] per launch)."""
     t0 = time.perf_counter()
     marks = []
     for x, s in zip(arrays, streams):
         start = s.record()
         with s:
-            k(N, rounds, x, grid=N // BLOCK, block=BLOCK)
+            k(n, rounds, x, grid=n // block, block=block)
         marks.append((start, s.record()))
     seen = [[None, None] for _ in marks]
     while any(e is None for pair in seen for e in pair):

@@ -6,19 +6,21 @@ VkInstance to find a usable device; if either fails the import fails with the re
 device is created on first use.
 
     instance.py      the VkInstance (once per process, destroyed at exit) and the device choice
-    device.py        logical device, queue, features, command contexts, object lifetime, stats
+    device.py        logical device, features, command contexts, submission, object lifetime, stats
+    queues.py        its compute queues (one per stream where the family has several), timeline semaphores
     buffers.py       pooled VkBuffers (size classes), host-visible or staged
     device_array.py  DeviceArray: data kept on the device across launches
     abi.py           the launch ABI from FunctionInfo.attrs + SPIR-V capability scan
     program.py       shader module + layouts per kernel, pipelines per launch shape (lazy, cached, at most 64)
     kernel.py        VulkanKernel: one launch
-    streams.py       streams and events (pk.Stream): the timeline semaphore's values, timestamp slots
+    streams.py       streams and events (pk.Stream): a queue and its timeline values, timestamp slots
     module.py        VulkanModule, create, load_from_bytes
     vkresult.py      VkResult codes/names -> DeviceError
 
 Environment: ``POLYKERN_VULKAN_DEVICE`` (index or name substring), ``POLYKERN_VULKAN_STAGING``
 (1/0: force/forbid staging copies), ``POLYKERN_VULKAN_POOL_MB`` (free-buffer cache, default
-256), ``POLYKERN_VULKAN_TIMEOUT_S`` (per-launch wait, default 600).
+256), ``POLYKERN_VULKAN_TIMEOUT_S`` (per-launch wait, default 600), ``POLYKERN_VULKAN_QUEUES`` (the most
+queues of the compute family to use, default 8).
 """
 from __future__ import annotations
 
@@ -69,7 +71,8 @@ def stats() -> dict:
 
 
 def synchronize(dev=None) -> None:
-    """Wait for everything submitted to the device (launches with only device arrays return once queued)."""
+    """Wait for everything submitted to the device's queues (launches with only device arrays return once
+    queued)."""
     (dev or _device.get()).wait_all()
 
 

@@ -1,20 +1,23 @@
 """The logical Vulkan device: created once per process on first use, destroyed at exit.
 
-It owns the compute queue (submissions serialized by a lock), a pipeline cache, the buffer pool
+It owns the compute queues (queues.py: one per stream, where the family has several; submissions to one
+VkQueue serialized by its lock), a pipeline cache, the buffer pool
 (buffers.py), a free list of :class:`CommandContext` (command pool + command buffer + fence +
 descriptor pool: one per concurrent launch, reused), creation counters (``stats``) and every
 Vulkan object it created, so :func:`shutdown` (run at exit, before the instance goes) can wait
 for the device and destroy whatever is left.
 
 Completion (Vulkan 1.2 timeline semaphores, which lavapipe has): every submission signals the next
-value of the device's one timeline semaphore, so "is submission v done" is one counter read and
+value of its queue's timeline semaphore, so "is submission v of queue i done" is one counter read and
 waiting for it one ``vkWaitSemaphores``; a launch that needs no host copy back returns right after
-``vkQueueSubmit`` (streams.py). A context is recorded again only once its own submissions are done; its
-kept command buffers are submittable while pending (simultaneous use). Nothing is destroyed
-(``release``) while submitted work may still use it: release first waits for the submitted work.
-Every submission goes to the one queue and each command buffer starts with a full memory barrier
-(``CommandContext.begin``), so submissions run in submission order. A device without timeline
-semaphores (Vulkan 1.1) waits for a fence after every submission, as before.
+``vkQueueSubmit`` (streams.py). A point of the device's work is {queue index: value} (``wait_for``);
+``wait_all`` waits for every queue's latest. A context is recorded again only once its own submissions
+(on any queue: ``pending``) are done; its kept command buffers are submittable while pending
+(simultaneous use), to any queue of the family. Nothing is destroyed (``release``) while submitted work
+may still use it: release first waits for the work submitted to every queue. Each command buffer starts
+with a full memory barrier (``CommandContext.begin``), so a queue runs its submissions in order; a
+submission on another queue is ordered by the semaphore waits it carries (``execute``). A device without
+timeline semaphores (Vulkan 1.1) uses one queue and waits for a fence after every submission.
 
 Features: every optional shader feature polykern's codegen may use and the device supports is
 enabled; a shader needing one that is missing is refused with a :class:`DeviceError` naming it.
@@ -24,6 +27,7 @@ in ``enabled``): a shader asking NaN/inf/-0 preserved for a width the device lac
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 import threading
@@ -38,6 +42,7 @@ from . import coopmat
 from .buffers import BufferPool
 from .descriptor_sets import SETS, DescriptorSets
 from .instance import Instance, instance
+from .queues import Queue, lane_queues, make_queues, queue_cap, stream_lane
 from .timestamps import TimestampQueries, env_wants_timestamps, support_problem
 from .vkresult import BINDING_ERRORS, device_error, vk_call
 
@@ -81,6 +86,7 @@ ALL_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.
               | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 WRITES = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
 WORK_STAGES = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+WAIT_STAGES = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT  # a semaphore wait holds back all of the submission
 
 
 def _query_features(handle, api) -> Dict[str, bool]:
@@ -189,27 +195,34 @@ def _memory_barrier(src_access: int, dst_access: int):
 
 class Submit:
     """A ``VkSubmitInfo*`` for one command buffer (``ptr``, for the raw ``vkQueueSubmit``) and the arrays it
-    points at; with a timeline it signals the device's semaphore with the value in ``signal[0]``."""
+    points at; with timelines it signals the semaphore in the context's ``signal_sem[0]`` with the value in
+    its ``signal[0]`` and waits for the first ``waits(n)`` entries of its wait arrays (``tl``: the
+    VkTimelineSemaphoreSubmitInfo, None without timelines)."""
 
-    __slots__ = ("ptr", "alive")
+    __slots__ = ("ptr", "tl", "alive")
 
-    def __init__(self, ptr, alive):
-        self.ptr, self.alive = ptr, alive
+    def __init__(self, ptr, tl, alive):
+        self.ptr, self.tl, self.alive = ptr, tl, alive
+
+    def waits(self, n: int) -> None:
+        self.ptr.waitSemaphoreCount = n
+        self.tl.waitSemaphoreValueCount = n
 
 
-def submit_info(dev: "Device", cmd, signal) -> Submit:
+def submit_info(ctx: "CommandContext", cmd) -> Submit:
     ffi = vk.ffi
     cmds = ffi.new("VkCommandBuffer[1]", [cmd])
     fields = {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1, "pCommandBuffers": cmds}
     alive = [cmds]
-    if dev.timeline is not None:
-        sems = ffi.new("VkSemaphore[1]", [dev.timeline])
+    tl = None
+    if ctx.dev.timelines:
         tl = ffi.new("VkTimelineSemaphoreSubmitInfo*", {
             "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, "signalSemaphoreValueCount": 1,
-            "pSignalSemaphoreValues": signal})
-        fields.update(pNext=tl, signalSemaphoreCount=1, pSignalSemaphores=sems)
-        alive += [sems, tl, signal]
-    return Submit(ffi.new("VkSubmitInfo*", fields), alive)
+            "pSignalSemaphoreValues": ctx.signal, "pWaitSemaphoreValues": ctx.wait_values})
+        fields.update(pNext=tl, signalSemaphoreCount=1, pSignalSemaphores=ctx.signal_sem,
+                      pWaitSemaphores=ctx.wait_sems, pWaitDstStageMask=ctx.wait_stages)
+        alive.append(tl)
+    return Submit(ffi.new("VkSubmitInfo*", fields), tl, alive)
 
 
 class CommandContext:
@@ -237,9 +250,15 @@ class CommandContext:
         # kept buffers are submitted again while an earlier submission of them may still run
         self.begin_kept = vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                                       flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
-        self.pending = 0  # the timeline value of this context's latest submission
-        self.signal = vk.ffi.new("uint64_t[1]")  # the value the next submission signals
-        self.submit_info = submit_info(dev, self.cmd, self.signal)
+        self.pending: Dict[int, int] = {}  # queue index -> the value of this context's latest submission there
+        # what the next submission signals and waits for (every submit info of the context points here)
+        lanes = len(dev.queues)
+        self.signal = vk.ffi.new("uint64_t[1]")
+        self.signal_sem = vk.ffi.new("VkSemaphore[1]")
+        self.wait_sems = vk.ffi.new("VkSemaphore[]", lanes)
+        self.wait_values = vk.ffi.new("uint64_t[]", lanes)
+        self.wait_stages = vk.ffi.new("VkPipelineStageFlags[]", [WAIT_STAGES] * lanes)
+        self.submit_info = submit_info(self, self.cmd)
         self.sets = DescriptorSets(dev, capacity, on_reset=self._drop_kept)
         self.timer: Optional[TimestampQueries] = None  # made on the first timed launch (timestamps.py)
         self.timed = False  # this recording writes the timestamps
@@ -268,13 +287,11 @@ class CommandContext:
         descriptor sets: pipeline, bindings, push constants, grid), replayed from the command buffer a
         launch with the same key recorded (and timestamps the same way), else recorded into a new one
         and kept (at most SETS per context)."""
-        if keep is not None and self.sets.epoch == self.dev.release_epoch:
-            hit = self.kept.get((keep, self.dev.timestamps))
-            if hit is not None:
-                self.timed = self.dev.timestamps
-                self.dev.count("launches_replayed")
-                return hit[1]
-        self.dev.wait_value(self.pending, "the former work of a command context")  # nothing of it in use now
+        if keep is not None and self.replays(keep):
+            self.timed = self.dev.timestamps
+            self.dev.count("launches_replayed")
+            return self.kept[(keep, self.dev.timestamps)][1]
+        self.dev.wait_for(self.pending, "the former work of a command context")  # nothing of it in use now
         if descriptors > self.sets.capacity:
             self.sets.grow(max(descriptors, 2 * self.sets.capacity))
         if keep is None:
@@ -310,9 +327,13 @@ class CommandContext:
             raise
         finally:
             self.cmd = one_time
-        info = submit_info(self.dev, cmd, self.signal)
+        info = submit_info(self, cmd)
         self.kept[key] = (cmd, info)
         return info
+
+    def replays(self, keep) -> bool:
+        """Whether ``prepare`` would replay a kept command buffer for ``keep`` (no recording, no wait)."""
+        return (keep, self.dev.timestamps) in self.kept and self.sets.epoch == self.dev.release_epoch
 
     def begin(self, descriptors: int, kept: bool = False) -> None:
         d = self.dev.handle
@@ -371,8 +392,11 @@ class Device:
         self.enabled.update(subgroups)  # properties too
         self.cooperative_matrix = coopmat.query(inst.handle, pd.handle, self.api)  # matrix fragments
         self.enabled["cooperativeMatrix"] = self.cooperative_matrix.missing is None
+        self.family_queue_count = int(fam.queueCount)
+        self.timelines = bool(self.enabled.get("timelineSemaphore"))  # else fences (Vulkan 1.1): one queue
+        plan = lane_queues(self.family_queue_count, queue_cap()) if self.timelines else [0]
         try:
-            self.handle = self._create_logical(pd, extensions)
+            self.handle = self._create_logical(pd, extensions, plan)
         except DeviceError as e:
             # VK_KHR_shader_bfloat16 (for bf16 fragments) is the newest thing enabled here: a driver that
             # lists it but refuses it must not cost the device; bf16 fragments are then refused, naming why
@@ -380,8 +404,7 @@ class Device:
                 raise
             self.cooperative_matrix = self.cooperative_matrix.without_bf16(
                 f"vkCreateDevice refused it ({str(e).splitlines()[0][:200]})")
-            self.handle = self._create_logical(pd, extensions)
-        self.queue = vk.vkGetDeviceQueue(self.handle, self.family, 0)
+            self.handle = self._create_logical(pd, extensions, plan)
         mp = vk.vkGetPhysicalDeviceMemoryProperties(pd.handle)
         self.memory_types = [(int(mp.memoryTypes[i].propertyFlags), int(mp.memoryTypes[i].heapIndex))
                              for i in range(mp.memoryTypeCount)]
@@ -395,8 +418,8 @@ class Device:
         self.timeout_ns = int(float(os.environ.get(TIMEOUT_ENV, "600")) * 1e9)
         self.closed = False
         self.stats: collections.Counter = collections.Counter()
-        self._lock = threading.Lock()  # stats, owned objects, context free list
-        self._queue_lock = threading.Lock()
+        self._lock = threading.Lock()  # stats, owned objects, context free list, stream count
+        self._streams = 0  # non-default streams made (stream_queue hands out their queues in turn)
         self._owned: Dict[int, Callable[[], None]] = {}
         self._tokens = itertools.count(1)
         self.release_epoch = 0  # advanced by every release: handles the driver may reuse (descriptor_sets.py)
@@ -408,26 +431,22 @@ class Device:
             self.set_timestamps(True)
         self.pipeline_cache = vk.vkCreatePipelineCache(self.handle, vk.VkPipelineCacheCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
-        self.timeline = None  # the timeline semaphore every submission signals (None: fences, Vulkan 1.1)
-        self.submitted = 0  # the value of the latest submission
-        self.completed = 0  # a value known to be reached
-        if self.enabled.get("timelineSemaphore"):
-            self.timeline = vk.vkCreateSemaphore(self.handle, vk.VkSemaphoreCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=vk.VkSemaphoreTypeCreateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-                    semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)), None)
-            self._wait_sems = vk.ffi.new("VkSemaphore[1]", [self.timeline])
+        # lane i on family queue plan[i]; queue 0 is the default stream's (queues.py)
+        self.queues: List[Queue] = make_queues(self, plan, self.timelines)
         self.pool = BufferPool(self)
         inst.before_close(self.close)  # the logical device goes before the instance
 
     # -- bookkeeping
 
-    def _create_logical(self, pd, extensions):
-        """vkCreateDevice with ``extensions``, the cooperative-matrix ones and exactly ``enabled`` on."""
+    def _create_logical(self, pd, extensions, plan: List[int]):
+        """vkCreateDevice with ``extensions``, the cooperative-matrix ones, exactly ``enabled`` on and the
+        family queues ``plan`` names (all of one priority)."""
         extensions = list(extensions) + list(self.cooperative_matrix.extensions)
         top, keep = _enable_chain(self.api, self.enabled, self.cooperative_matrix.feature)
+        count = max(plan) + 1
         queue = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                           queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+                                           queueFamilyIndex=self.family, queueCount=count,
+                                           pQueuePriorities=[1.0] * count)
         with vk_call(f"vkCreateDevice on {self.name}"):
             handle = vk.vkCreateDevice(pd.handle, vk.VkDeviceCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=top, queueCreateInfoCount=1,
@@ -494,52 +513,118 @@ class Device:
         return sorted(f for f in need if not self.enabled.get(f))
 
     # -- command execution
-    def _acquire_context(self, descriptors: int, idle: bool = False) -> CommandContext:
-        """A free context: the latest returned (its kept launches replay), or with ``idle`` one whose work is
-        done (it records without waiting), else a new one."""
-        if idle and self._contexts and self._contexts[-1].pending > self.completed:
-            self.reached(self.submitted)  # refresh ``completed``
-        with self._lock:
-            for i in range(len(self._contexts) - 1, -1, -1):
-                if not idle or self._contexts[i].pending <= self.completed:
-                    return self._contexts.pop(i)
+    def _free(self, pending: Dict[int, int], q: Optional[Queue]) -> bool:
+        """Whether a context's work (``pending``) is known finished but maybe that on ``q`` (no Vulkan call:
+        ``completed`` as last read)."""
+        queues = self.queues
+        return all(v <= queues[i].completed or queues[i] is q for i, v in pending.items())
+
+    def _acquire_context(self, descriptors: int, keep, q: Queue) -> CommandContext:
+        """A free context for a submission to ``q`` that waits for no other queue's work: for a launch kept for
+        replay (``keep``) the latest returned that kept it (it replays), else the latest whose work on other
+        queues is done (recording waits for its work on ``q``, which this submission follows anyway); for
+        others (one-time recordings) the latest whose work is all done (it records without waiting); else a
+        new one. (Recording into a context busy on another queue would make the host wait for that stream.)"""
+        ctxs = self._contexts
+        if keep is not None and ctxs and ctxs[-1].replays(keep):  # the usual repeated launch
+            with self._lock:
+                if ctxs and ctxs[-1].replays(keep):
+                    return ctxs.pop()
+        on = q if keep is not None else None
+        for refresh in (False, True):
+            if refresh:
+                for o in self.queues:  # read the semaphores' counters: ``completed`` may be behind
+                    o.reached(o.submitted)
+            with self._lock:
+                if keep is not None:
+                    for i in range(len(ctxs) - 1, -1, -1):
+                        if ctxs[i].replays(keep):
+                            return ctxs.pop(i)
+                for i in range(len(ctxs) - 1, -1, -1):
+                    if self._free(ctxs[i].pending, on):
+                        return ctxs.pop(i)
+            if not ctxs:
+                break
         self.count("command_contexts_created")
         with vk_call("creating a command context"):
             return CommandContext(self, max(16, descriptors))
 
+    def stream_queue(self) -> Queue:
+        """The queue of a new non-default stream: the next of queues 1.. in turn (queue 0 where there is one)."""
+        with self._lock:
+            k, self._streams = self._streams, self._streams + 1
+        return self.queues[stream_lane(len(self.queues), k)]
+
+    def _waits(self, q: Queue, stream) -> Tuple[Dict[int, int], Dict[int, int]]:
+        """(the {queue: value} a submission to ``q`` for ``stream`` waits for, the stream's waits it took).
+        The default stream (None, or ``everything``) waits for the latest submission of every other queue, a
+        stream's submission for queue 0's (CUDA's legacy default stream); a stream's ``wait_event`` values are
+        taken. What ``q`` already waited for (``seen``: a queue runs in order) is left out."""
+        queues, seen = self.queues, q.seen
+        want: Dict[int, int] = {}
+        for o in (queues if stream is None or stream.everything else queues[:1]):
+            v = o.submitted
+            if o is not q and v > seen[o.index]:
+                want[o.index] = v
+        taken: Dict[int, int] = {}
+        if stream is not None and stream.waits:
+            taken, stream.waits = stream.waits, {}
+            for j, v in taken.items():
+                if j != q.index and v > seen[j] and v > want.get(j, 0):
+                    want[j] = v
+        return want, taken
+
     def execute(self, record: Callable[[CommandContext], None], descriptors: int = 0, what: str = "launch",
                 keep=None, wait: bool = True, stream=None) -> None:
-        """Record with ``record(ctx)``, submit, and (``wait``, or where the device has no timeline semaphore,
-        or while launches are timed) wait. ``keep``: a hashable key of everything the recording depends on
-        but the descriptor sets (CommandContext.prepare): a launch with a key a former launch of the context
-        had replays that one's command buffer instead of recording. ``stream`` (streams.VulkanStream, None:
-        the default stream, which is all of the device's work) learns the submission's timeline value. A
-        failure after submission (timeout, device lost) raises DeviceError with ``submitted = True``: the
-        context (and anything the caller bound) may still be in use by the device and must not be reused."""
+        """Record with ``record(ctx)``, submit to the queue of ``stream`` (streams.VulkanStream; None: the
+        default stream, queue 0, ordered after all of the device's work) and (``wait``, or where the device has
+        no timeline semaphore, or while launches are timed) wait. ``keep``: a hashable key of everything the
+        recording depends on but the descriptor sets (CommandContext.prepare): a launch with a key a former
+        launch of the context had replays that one's command buffer instead of recording. ``stream`` learns
+        the submission's timeline value. A failure after submission (timeout, device lost) raises DeviceError
+        with ``submitted = True``: the context (and anything the caller bound) may still be in use by the
+        device and must not be reused."""
         self.check_open()
-        ctx = self._acquire_context(descriptors, idle=keep is None)
+        q = self.queues[0] if stream is None else stream.queue
+        ctx = self._acquire_context(descriptors, keep, q)
         submitted = False
         try:
             with vk_call(f"recording the {what}"):
                 info = ctx.prepare(record, descriptors, keep)
-            timeline = self.timeline is not None
-            with self._queue_lock:
+            timeline = self.timelines
+            with q.lock:
                 self.check_open()
-                value = self.submitted + 1
-                ctx.signal[0] = value
+                value = q.submitted + 1
+                want = taken = None
+                if timeline:
+                    ctx.signal[0] = value
+                    ctx.signal_sem[0] = q.semaphore
+                    if len(self.queues) > 1:
+                        want, taken = self._waits(q, stream)
+                        for n, (j, v) in enumerate(want.items()):
+                            ctx.wait_sems[n] = self.queues[j].semaphore
+                            ctx.wait_values[n] = v
+                        info.waits(len(want))
                 with vk_call(f"vkQueueSubmit ({what})"):
-                    rc = _lib.vkQueueSubmit(self.queue, 1, info.ptr, vk.ffi.NULL if timeline else ctx.fence)
+                    rc = _lib.vkQueueSubmit(q.handle, 1, info.ptr, vk.ffi.NULL if timeline else ctx.fence)
                     if rc != vk.VK_SUCCESS:
+                        if taken:  # not submitted: the stream's next submission still waits
+                            for j, v in taken.items():
+                                stream.waits[j] = max(v, stream.waits.get(j, 0))
                         raise vk.exception_codes[rc]
                 submitted = True
                 if timeline:
-                    self.submitted = ctx.pending = value
+                    q.submitted = ctx.pending[q.index] = value
                     if stream is not None:
                         stream.last = value
+                    if want:
+                        for j, v in want.items():
+                            q.seen[j] = v
+                        self.count("queue_waits", len(want))
             if not timeline:
-                self._wait_fence(ctx, what)
+                self._wait_fence(ctx, f"the {what}")
             elif wait or ctx.timed:
-                self.wait_value(value, f"the {what}")
+                self.wait_for({q.index: value}, f"the {what}")
             if ctx.timed:
                 took = ctx.timer.seconds()
                 with self._lock:
@@ -565,44 +650,33 @@ class Device:
             vk.vkResetFences(self.handle, 1, [ctx.fence])
 
     def _wait_error(self, what: str, e) -> DeviceError:
-        err = device_error(f"waiting for the {what}", e)
+        err = device_error(f"waiting for {what}", e)
         if isinstance(e, vk.VkTimeout):
-            err = DeviceError(f"Vulkan: the {what} did not finish within {self.timeout_ns / 1e9:g} s "
+            err = DeviceError(f"Vulkan: {what} did not finish within {self.timeout_ns / 1e9:g} s "
                               f"({TIMEOUT_ENV})", code=err.code, name=err.name)
         return err
 
-    # -- the timeline
-    def reached(self, value: int) -> bool:
-        """Whether the submission with timeline value ``value`` has finished (never waits)."""
-        if value <= self.completed or self.timeline is None:
-            return True
-        counter = vk.ffi.new("uint64_t[1]")  # per call, no lock: a finalizer may wait on any thread at any time
-        with vk_call("vkGetSemaphoreCounterValue"):
-            rc = _lib.vkGetSemaphoreCounterValue(self.handle, self.timeline, counter)
-            if rc != vk.VK_SUCCESS:
-                raise vk.exception_codes[rc]
-            got = int(counter[0])
-        if got > self.completed:
-            self.completed = got
-        return got >= value
+    # -- points of the work: {queue index: timeline value}
+    def submitted_point(self) -> Dict[int, int]:
+        """Everything submitted so far: each queue's latest value."""
+        return {q.index: q.submitted for q in self.queues if q.submitted}
 
-    def wait_value(self, value: int, what: str = "submitted work") -> None:
-        """Wait until the submission with timeline value ``value`` (and every earlier one) has finished."""
-        if value <= self.completed or self.timeline is None or self.closed:
-            return
-        values = vk.ffi.new("uint64_t[1]", [value])  # per call, no lock (see reached)
-        info = vk.ffi.new("VkSemaphoreWaitInfo*", {"sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-                                                   "semaphoreCount": 1, "pSemaphores": self._wait_sems,
-                                                   "pValues": values})
-        rc = _lib.vkWaitSemaphores(self.handle, info, self.timeout_ns)
-        if rc != vk.VK_SUCCESS:
-            raise self._wait_error(what, vk.exception_codes[rc]())
-        if value > self.completed:
-            self.completed = value
+    def reached(self, point: Dict[int, int]) -> bool:
+        """Whether the work up to ``point`` has finished (never waits)."""
+        queues = self.queues
+        return all(queues[i].reached(v) for i, v in point.items())
+
+    def wait_for(self, point: Dict[int, int], what: str = "submitted work") -> None:
+        """Wait until the work up to ``point`` (each queue's submission with that value and every earlier one
+        of the queue) has finished."""
+        queues = self.queues
+        for i, v in point.items():
+            queues[i].wait(v, what)
 
     def wait_all(self, what: str = "submitted work") -> None:
-        """Wait for everything submitted so far (before the host touches memory the device may use)."""
-        self.wait_value(self.submitted, what)
+        """Wait for everything submitted so far to every queue (before the host touches memory the device
+        may use)."""
+        self.wait_for(self.submitted_point(), what)
 
     def _recycle(self, ctx: CommandContext) -> None:
         with self._lock:
@@ -616,7 +690,9 @@ class Device:
             self.closed = True
             owned = sorted(self._owned.items(), reverse=True)
             self._owned.clear()
-        with self._queue_lock:
+        with contextlib.ExitStack() as held:  # vkDeviceWaitIdle: every queue externally synchronized
+            for lock in {id(q.lock): q.lock for q in self.queues}.values():
+                held.enter_context(lock)
             try:
                 vk.vkDeviceWaitIdle(self.handle)
             except BINDING_ERRORS:
@@ -627,8 +703,8 @@ class Device:
                 except Exception:  # at exit: destroy the rest regardless
                     pass
             vk.vkDestroyPipelineCache(self.handle, self.pipeline_cache, None)
-            if self.timeline is not None:
-                vk.vkDestroySemaphore(self.handle, self.timeline, None)
+            for q in self.queues:
+                q.destroy()
             vk.vkDestroyDevice(self.handle, None)
 
 

@@ -10,8 +10,8 @@ copied in and (for writable parameters) back on every launch. ``numpy()`` copies
     y.numpy()
 
 A launch whose arguments are all DeviceArrays (and scalars) returns once it is submitted; the
-next launch runs after it (one queue, in order), and ``numpy()``, ``copy_from_host`` and ``free``
-first wait for the work submitted to the device (streams.py). A DeviceArray's buffer returns to the
+next launch on its stream runs after it, and ``numpy()``, ``copy_from_host`` and ``free`` first wait
+for the work submitted to every queue of the device (streams.py, queues.py). A DeviceArray's buffer returns to the
 pool when the array is freed (``free()``) or garbage collected, once no submitted work can use it.
 """
 from __future__ import annotations

@@ -1,20 +1,26 @@
 """Streams and events of the Vulkan runtime (``pk.Stream(device="vulkan")``; polykern/streams.py).
 
-Every submission goes to the device's one compute queue and signals the next value of its timeline
-semaphore (device.py); each command buffer starts with a full memory barrier, so the queue runs
-submissions in the order they were made. A stream is the timeline value of its latest submission:
-``synchronize`` waits for that value, an event is a value (``query`` reads the semaphore's counter), and
-``wait(event)`` needs no command, since a later submission already runs after the event's. A timed
-event also submits a timestamp write (``vkCmdWriteTimestamp`` after all earlier work) into a slot of the
-device's query pool, and ``elapsed_ms`` is the difference of two slots in the device's
-``timestampPeriod``. Where the queue cannot time (``timestampValidBits`` 0) ``elapsed_ms`` raises.
+A stream has a queue of the device (queues.py): the default stream queue 0, each new stream the next of
+queues 1.. in turn where the compute family has several (NVIDIA), so two streams' launches may overlap;
+where it has one (lavapipe) every stream shares it. Every submission signals the next value of its queue's
+timeline semaphore and each command buffer starts with a full memory barrier (device.py), so a queue runs
+its submissions in order. A stream is the value of its latest submission on its queue (``last``) plus
+the waits its next submission will carry (``waits``, {queue index: value}): ``synchronize`` waits for
+that point, an event is a point (``query`` reads the semaphores' counters), and ``wait(event)`` adds the
+event's values on other queues to ``waits`` (on its own queue the event's work runs first anyway). The
+default stream is ordered with all of the device's work, like CUDA's legacy default stream: its
+submissions wait for every queue's latest, each stream's for the default stream's (device.py
+``Device.execute``), and its point is everything submitted. A timed event also submits a timestamp write
+(``vkCmdWriteTimestamp`` after all earlier work) into a slot of the device's query pool, and ``elapsed_ms``
+is the difference of two slots in the device's ``timestampPeriod`` (one clock for all its queues). Where
+the queue family cannot time (``timestampValidBits`` 0) ``elapsed_ms`` raises.
 """
 from __future__ import annotations
 
 import collections
 import threading
 import weakref
-from typing import List
+from typing import Dict, List
 
 import vulkan as vk
 
@@ -29,17 +35,28 @@ SLOTS = 256  # timestamp slots of the device's event query pool
 
 
 class VulkanStream:
-    def __init__(self, dev):
+    everything = False  # the default stream: ordered with all of the device's work
+
+    def __init__(self, dev, queue):
         self.device = dev
-        self.last = 0  # the timeline value of this stream's latest submission
+        self.queue = queue  # queues.Queue: where its submissions go
+        self.last = 0  # the timeline value of this stream's latest submission on its queue
+        self.waits: Dict[int, int] = {}  # queue index -> value its next submission waits for (wait_event)
+
+    def point(self) -> Dict[int, int]:
+        """The device work a host wait for this stream waits for: {queue index: value}."""
+        p = dict(self.waits)
+        if self.last:
+            p[self.queue.index] = self.last
+        return p
 
     def synchronize(self) -> None:
-        self.device.wait_value(self.last, "the work of a stream")
+        self.device.wait_for(self.point(), "the work of a stream")
 
     def record(self, timing: bool) -> "VulkanEvent":
         dev = self.device
         if not timing or support_problem(dev.name, dev.timestamp_bits, dev.timestamp_period_ns):
-            return VulkanEvent(dev, self.last, None)
+            return VulkanEvent(dev, self.point(), None)
         slot = _slots(dev).take()
         pool = dev.event_queries.pool
 
@@ -48,39 +65,42 @@ class VulkanStream:
             vk.vkCmdWriteTimestamp(ctx.cmd, STAGE, pool, slot)
 
         dev.execute(write, what="event record", wait=False, stream=self)
-        return VulkanEvent(dev, self.last, slot)
+        return VulkanEvent(dev, self.point(), slot)
 
     def wait(self, event: "VulkanEvent") -> None:
-        pass  # one queue, run in submission order: work queued from now on starts after the event's
+        own = self.queue.index  # this queue runs the event's work on it before anything queued later
+        for i, v in event.point.items():
+            if i != own and v > self.waits.get(i, 0):
+                self.waits[i] = v
 
     def close(self) -> None:
         pass
 
 
 class DefaultStream(VulkanStream):
-    """Launches made with no current stream: ordered with everything, like CUDA's legacy default stream
-    (its end is the device's latest submission)."""
+    """Launches made with no current stream: on queue 0, ordered with everything, like CUDA's legacy default
+    stream (its end is the device's latest submission on every queue)."""
 
-    @property
-    def last(self) -> int:
-        return self.device.submitted
+    everything = True
 
-    @last.setter
-    def last(self, value: int) -> None:
-        pass
+    def __init__(self, dev):
+        super().__init__(dev, dev.queues[0])
+
+    def point(self) -> Dict[int, int]:
+        return self.device.submitted_point()
 
 
 class VulkanEvent:
-    def __init__(self, dev, value: int, slot):
-        self.dev, self.value, self.slot = dev, value, slot
+    def __init__(self, dev, point: Dict[int, int], slot):
+        self.dev, self.point, self.slot = dev, point, slot
         if slot is not None:
             weakref.finalize(self, dev.event_queries.give, slot)
 
     def synchronize(self) -> None:
-        self.dev.wait_value(self.value, "the work before an event")
+        self.dev.wait_for(self.point, "the work before an event")
 
     def query(self) -> bool:
-        return self.dev.reached(self.value)
+        return self.dev.reached(self.point)
 
     def elapsed_ms(self, end: "VulkanEvent") -> float:
         if self.slot is None or end.slot is None:
@@ -142,5 +162,5 @@ def _slots(dev) -> _Slots:
 
 
 def make_stream(dev, default: bool):
-    """``runtime.stream.vulkan``: the device's default stream, or a new one."""
-    return DefaultStream(dev) if default else VulkanStream(dev)
+    """``runtime.stream.vulkan``: the device's default stream, or a new one on the next queue."""
+    return DefaultStream(dev) if default else VulkanStream(dev, dev.stream_queue())
