@@ -101,6 +101,8 @@ def test_binding_mistakes_are_named():
     with pytest.raises(OperatorError, match=r"input 'x' is a int32 tensor; kernel 'row_scale' declares "
                                             r"Buffer\[f32, readonly\] \(float32\)"):
         jax.jit(lambda x: ROW_SCALE(x, jnp.ones(2, jnp.float32), 1.0))(jnp.ones((2, 2), jnp.int32))
+    with pytest.raises(OperatorError, match=r"input 'a' is a scalar parameter \(f32\), got an array of shape \(2,\)"):
+        ROW_SCALE(jnp.ones((2, 2), jnp.float32), jnp.ones(2, jnp.float32), jnp.ones(2, jnp.float32))
     bad = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape,),
                               scalars={"n": lambda x: x.size}, grid=1, block=1)
     with pytest.raises(OperatorError, match=r"one shape \(a tuple of ints\) per output \(y, positive\)"):

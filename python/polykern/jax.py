@@ -152,6 +152,10 @@ class KernelFunction:
         for a, x in zip(b.inputs, abstract):
             if a.is_buffer:
                 b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
+            elif x.shape != ():
+                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
+                                    f"an array of shape {tuple(x.shape)} (the inputs come in the kernel's order: "
+                                    f"{', '.join(i.name for i in b.inputs)})")
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
         operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs,
