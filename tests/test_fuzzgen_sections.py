@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from polykern.testing import fuzzcase, kernelgen
+from polykern.testing.kernelgen_generator import Generator
 from polykern.testing.kernelgen_matrix import matrix_possible
 
 SEEDS = range(400)
@@ -44,7 +45,7 @@ def test_each_section_appears_when_its_stream_draws_it_at_its_probability(sectio
         has = bool(re.search(MARKERS[section], prog.source, re.M))
         want = _drawn(section, s)
         if section == "matrix":  # only for blocks of whole CPU subgroups
-            g = kernelgen._Gen(s, "x")
+            g = Generator(s, "x", kernelgen.PROBABILITY)
             want = want and matrix_possible(g)
         if section == "shared_dynamic" and "pk.shared_dynamic(" in prog.source.split("@pk.kernel")[0]:
             want = False  # the kernel's one dynamic array is in its memory device function
@@ -57,7 +58,7 @@ def test_each_section_appears_when_its_stream_draws_it_at_its_probability(sectio
     assert got > 0.3 * n * p  # the conditions above leave most draws in
     assert "matrix" not in kernelgen.generate(1, probability={"matrix": 0.0}).features
     always = [kernelgen.generate(s, probability={section: 1.0}, avoid={"function_shared_dynamic"}) for s in range(8)]
-    possible = [matrix_possible(kernelgen._Gen(s, "x")) if section == "matrix" else True for s in range(8)]
+    possible = [matrix_possible(Generator(s, "x", kernelgen.PROBABILITY)) if section == "matrix" else True for s in range(8)]
     assert [bool(re.search(MARKERS[section], q.source, re.M)) for q in always] == possible
 
 

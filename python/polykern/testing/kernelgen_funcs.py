@@ -1,4 +1,9 @@
-"""kernelgen's device functions that use memory (docs/language.md 3, 6): two levels of ``@pk.func``.
+"""kernelgen's device functions (docs/language.md 3, 6).
+
+Plain ones (:func:`helper`, called from expressions with :func:`call`): a ``@pk.func`` ``h<k>`` with scalar
+parameters, maybe an input buffer and a ``pk.constexpr``, early returns (also from inside a loop).
+
+Ones that use memory (:func:`memory_functions`): two levels of ``@pk.func``.
 
 The outer function ``mo<k>(b, o, lid, gi)`` declares a shared array (``pk.shared_dynamic`` or
 ``pk.shared``), fills its work-item's group of it (``pk.copy_async`` from the buffer ``b``, one
@@ -13,6 +18,75 @@ from __future__ import annotations
 from typing import List
 
 from .kernelgen_memory import copy_counts
+from .kernelgen_values import TYPE_ORDER, annot
+
+
+def call(g, func) -> str:
+    """A call of device function ``func`` (name, return type, parameters: ``g.helpers``) with generated
+    arguments."""
+    name, _, params = func
+    g.call_depth += 1
+    args = []
+    for p, pt in params:
+        if pt == "constexpr":
+            args.append(str(g.rng.randint(0, 4)))
+        elif pt.startswith("buf:"):
+            args.append(g.readonly[pt[4:]])
+        else:
+            args.append(g.expr(pt, 1))
+    g.call_depth -= 1
+    return f"{name}({', '.join(args)})"
+
+
+def helper(g) -> List[str]:
+    """A @pk.func: scalar parameters, maybe an input buffer and a pk.constexpr, early returns."""
+    r = g.rng
+    name, t = g.fresh("h"), r.choice(g.types)
+    params = [(g.fresh("p"), r.choice(g.types)) for _ in range(r.randint(1, 3))]
+    kernel_state = (g.vars, g.readonly, g.local_arrays, g.lines, g.fixed, g.constexprs)
+    g.vars = {x: [] for x in TYPE_ORDER}
+    for p, pt in params:
+        g.vars[pt].append(p)
+    inputs = {x: g.readonly[x] for x in g.readonly if r.random() < 0.5}
+    g.readonly, g.local_arrays, g.lines, g.fixed = {}, {}, [], set()
+    for x in inputs:
+        b = g.fresh("b")
+        g.readonly[x] = b
+        params.append((b, "buf:" + x))
+    g.constexprs = {}
+    if r.random() < 0.5:
+        c = g.fresh("C")
+        g.constexprs[c] = 0
+        params.append((c, "constexpr"))
+    for _ in range(r.randint(0, 2)):
+        g.declare(0, r.choice(g.types))
+    if r.random() < 0.5:
+        g.emit(0, f"if {g.expr('bool', 2)}:")
+        g.emit(1, f"return {g.expr(t, 2)}")
+    if r.random() < 0.5:
+        k = g.fresh("k")
+        bound = sorted(g.constexprs)[0] if g.constexprs else str(r.randint(0, 4))
+        g.emit(0, f"for {k} in range({bound}):")
+        g.vars["i32"].append(k)
+        g.fixed.add(k)
+        names = [v for v in g.vars[t] if v not in g.fixed]
+        if names:
+            g.emit(1, f"{r.choice(names)} = {g.expr(t, 2)}")
+        g.emit(1, f"if {g.expr('bool', 2)}:")
+        g.emit(2, f"return {g.expr(t, 2)}")
+    g.emit(0, f"return {g.expr(t, 3)}")
+    body = g.lines
+    sig = ", ".join(f"{p}: {_helper_annot(pt)}" for p, pt in params)
+    (g.vars, g.readonly, g.local_arrays, g.lines, g.fixed, g.constexprs) = kernel_state
+    g.helpers.append((name, t, params))
+    return ["", "", "@pk.func", f"def {name}({sig}) -> {annot(t, None)}:"] + body + [""]
+
+
+def _helper_annot(pt: str) -> str:
+    """A device function parameter: "constexpr", "buf:<type>" (an input buffer) or a scalar type."""
+    if pt == "constexpr":
+        return "pk.constexpr"
+    return annot(pt[4:], "in") if pt.startswith("buf:") else annot(pt, None)
 
 
 def memory_functions(g) -> List[str]:
@@ -82,4 +156,4 @@ def _functions(g, r, t: str) -> List[str]:
     return lines
 
 
-__all__ = ["memory_functions"]
+__all__ = ["call", "helper", "memory_functions"]

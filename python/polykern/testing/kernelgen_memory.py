@@ -1,7 +1,7 @@
 """kernelgen's memory sections: ``pk.vload``/``pk.vstore`` groups, a ``pk.shared_dynamic`` array sized at
 launch, and variable rotates whose amounts reach past the type's width (docs/language.md 6.1, 6.2, 7.1).
 
-Each section is a function of the generator (``kernelgen._Gen``) and draws from its own random stream
+Each section is a function of the generator (``kernelgen_generator.Generator``) and draws from its own random stream
 (``g.streams[name]``), so a seed that does not get the section keeps the program it had before the
 section existed. Every index stays in range: a group index is masked to the groups that fit, each
 work-item stores only its own group of a dedicated output buffer, and shared memory is read only
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .kernelgen_values import RANGES, itemsize
+from .kernelgen_values import N_IN, RANGES, itemsize
 
 #: element types a vector group may have (not bool: docs/language.md 6.1)
 _NOT_VECTOR = ("bool",)
@@ -162,4 +162,36 @@ def rotate_section(g):
         g.rng = saved
 
 
-__all__ = ["copy_counts", "rotate_section", "shared_dynamic_section", "vector_section"]
+def copy_section(g):
+    """pk.copy_async at the top level: each work-item copies one group of an input buffer into its
+    slot of a shared array (one or two committed groups, waited for with copy_wait(1) and
+    copy_wait(0)), then, after a barrier, reads an element another work-item copied (docs/language.md
+    "Asynchronous copies"; plain copies on every backend but cuda/nvptx sm_80+)."""
+    r = g.cprng
+    ins = [t for t in g.types if t in g.readonly and t != "bool"]
+    if not ins:
+        return
+    t = r.choice(ins)
+    n = r.choice(copy_counts(g, t))
+    groups = N_IN // n  # of the input buffer (N_IN elements, a power of two)
+    parts = r.choice([1, 2])
+    sh = g.fresh("cp")
+    g.uses_barrier = True
+    g.emit(0, f"{sh} = pk.shared({t}, {parts * g.block * n})")
+    for p in range(parts):
+        off = r.randint(0, groups - 1)
+        g.need_align(g.readonly[t], n, t)
+        g.emit(0, f"pk.copy_async({sh}, lid + {p * g.block}, {g.readonly[t]}, "
+                  f"(lid + {off}) & {groups - 1}, {n})")
+        g.emit(0, "pk.copy_commit()")
+    if parts == 2:
+        g.emit(0, "pk.copy_wait(1)")
+    g.emit(0, "pk.copy_wait(0)")
+    g.emit(0, "pk.barrier()")
+    v = g.fresh("v")
+    g.emit(0, f"{v} = {sh}[(lid * {n} + {r.randint(0, parts * g.block * n - 1)}) & "
+              f"{parts * g.block * n - 1}]")
+    g.vars[t].append(v)
+
+
+__all__ = ["copy_counts", "copy_section", "rotate_section", "shared_dynamic_section", "vector_section"]

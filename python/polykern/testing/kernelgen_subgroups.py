@@ -1,5 +1,6 @@
-"""kernelgen's section of subgroup collectives under subgroup-uniform control flow (docs/language.md
-"Subgroups": a collective needs every lane of its subgroup, not of the work-group).
+"""kernelgen's subgroup sections: collectives at the top level (:func:`subgroup_section`, uniform control
+flow), and collectives under subgroup-uniform control flow (:func:`subgroup_uniform_section`; docs/language.md
+"Subgroups": a collective needs every lane of its subgroup, not of the work-group), described below.
 
 Drawn from its own random stream (``g.streams["subgroup_uniform"]``), so a seed without it keeps its
 program. The oracle runs the CPU's subgroup size and a device may have another, so every result is the
@@ -17,6 +18,8 @@ same whatever the size (the linear mapping, which every runtime here has in 1-D 
   shuffles that give a lane its own value.
 """
 from __future__ import annotations
+
+from .kernelgen_values import N_ACC
 
 _SHUFFLED = ("i32", "u32", "i64", "u64", "f32", "f64")
 
@@ -120,3 +123,42 @@ def subgroup_uniform_section(g) -> None:
             _emit(g, 1, _reductions(g, r, every) or ["pass"])
     for t, v in names:
         g.vars[t].append(v)
+
+
+def subgroup_section(g):
+    """pk.subgroup_* at the top level (uniform control flow), used only in ways whose result does
+    not depend on the device's subgroup size: reductions and votes folded into an accumulator by
+    each subgroup's lane 0 with the accumulator's own (order-free) atomic, shuffles that give a
+    work-item its own value back (masks 1 and 2 stay inside a subgroup: blocks are 4, 8 or 16),
+    broadcasts of group-uniform values, and the ids recombined into local_id(0)."""
+    r = g.sgrng
+    g.uses_subgroups = True
+    lead = "pk.subgroup_local_id() == 0"
+    for t, (acc, op) in sorted(g.accs.items()):
+        if r.random() < 0.7:
+            v = g.fresh("sg")
+            g.emit(0, f"{v} = pk.subgroup_{op}({t}({g.expr(t, 2)}))")
+            g.emit(0, f"if {lead}:")
+            g.emit(1, f"pk.atomic_{op}({acc}, {r.randint(0, N_ACC - 1)}, {v})")
+        if op in ("min", "max") and r.random() < 0.5:  # min of all() / max of any(): the group's vote
+            vote = "all" if op == "min" else "any"
+            v = g.fresh("sg")
+            g.emit(0, f"{v} = {t}(pk.subgroup_{vote}({g.expr('bool', 2)}))")
+            g.emit(0, f"if {lead}:")
+            g.emit(1, f"pk.atomic_{op}({acc}, {r.randint(0, N_ACC - 1)}, {v})")
+    for t in [t for t in g.types if t in ("i32", "u32", "i64", "u64", "f32", "f64")]:
+        if r.random() < 0.5:
+            v = g.fresh("sg")
+            m = r.choice([1, 2])
+            inner = r.choice([f"pk.subgroup_shuffle_xor(pk.subgroup_shuffle_xor({g.expr(t, 2)}, {m}), {m})",
+                              f"pk.subgroup_shuffle({g.expr(t, 2)}, pk.subgroup_local_id())"])
+            g.emit(0, f"{v} = {t}({inner})")
+            g.vars[t].append(v)
+        if r.random() < 0.3:
+            v = g.fresh("sg")
+            g.emit(0, f"{v} = {t}(pk.subgroup_broadcast_first({t}(pk.group_id(0) * {r.randint(1, 9)})))")
+            g.vars[t].append(v)
+    if r.random() < 0.5:
+        v = g.fresh("sg")
+        g.emit(0, f"{v} = pk.subgroup_id() * pk.subgroup_size() + pk.subgroup_local_id() - lid")
+        g.vars["i32"].append(v)

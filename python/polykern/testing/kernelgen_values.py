@@ -1,6 +1,8 @@
-"""Random values of kernelgen's types (the inputs of a generated program, drawn from NumPy's generator):
-edges and small integers, float specials (NaN, infinities, f16's maximum, values around the integer
-ranges), no subnormal inputs (a device may flush them)."""
+"""kernelgen's types and values: the type pools a program's types are drawn from, the lengths of its
+arrays, the source spelling of a type (:func:`annot`), and random values of each type (the inputs of a
+generated program, drawn from NumPy's generator): edges and small integers, float specials (NaN,
+infinities, f16's maximum, values around the integer ranges), no subnormal inputs (a device may flush
+them)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +11,26 @@ from ..ir.bfloat16 import round_value
 
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOATS = ("f16", "f32", "f64", "bf16")
+PORTABLE = ("bool", "i32", "u32", "f32", "f16")
+ALL = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
+#: every type a program may use, in declaration order: ALL (the pool the types are drawn from) and bf16,
+#: which joins from a random stream of its own (so the programs of earlier seeds stay what they were)
+TYPE_ORDER = ALL + ("bf16",)
+
+N_IN = 16  # input buffer length (indices masked with N_IN - 1)
+N_LOCAL = 8  # pk.local array length
+N_ACC = 8  # atomic accumulator length
+
+
+def annot(t: str, role) -> str:
+    """The source spelling of a parameter of type ``t`` and ``role`` (None: a scalar; "in": a readonly buffer;
+    else a buffer)."""
+    tn = "bool_" if t == "bool" else t
+    if role is None:
+        return tn
+    if role == "in":
+        return f'Buffer[{tn}, "readonly"]'
+    return f"Buffer[{tn}]"
 
 
 def itemsize(t: str) -> int:
