@@ -118,8 +118,9 @@ class FakeGPU:
         base, _ = self.find(ptr)
         if base is None:
             return None
-        ctx = self.owner[base]
-        return libcuda.PointerInfo(libcuda.MEMORY_DEVICE, ctx, False, ctx - 0x1000 if 0x1000 <= ctx < 0x1010 else 0)
+        ctx = self.owner[base]  # 0: memory no context owns (VMM, cuMemCreate: XLA's buffers), on device 0
+        return libcuda.PointerInfo(libcuda.MEMORY_DEVICE, ctx or None, False,
+                                   ctx - 0x1000 if 0x1000 <= ctx < 0x1010 else 0)
 
     def stream_synchronize(self, handle):
         self.calls["stream_sync"].append(handle)

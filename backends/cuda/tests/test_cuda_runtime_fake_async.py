@@ -317,6 +317,25 @@ def test_pointer_check_is_repeated_only_for_a_new_object_or_pointer(fake, monkey
         k(8, 1.0, x, y, grid=1, block=8)
 
 
+def test_memory_no_context_owns_takes_the_fast_path(fake, monkeypatch):
+    """VMM memory (cuMemCreate: XLA's buffers under polykern.jax) has no context; on this device the slow path
+    accepts it, so the fast path does too (on the H200 every JAX call went the slow path: 442 us a call)."""
+    from polykern.runtime.staged_launch import StagedLaunch
+
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    staged = []
+    full = StagedLaunch.staged
+    monkeypatch.setattr(StagedLaunch, "staged", lambda self, *a, **kw: staged.append(1) or full(self, *a, **kw))
+    x, y = CAI(gpu, 8, ctx=0), CAI(gpu, 8, ctx=0)
+    for _ in range(4):
+        k(8, 1.0, x, y, grid=1, block=8)
+    assert len(staged) == 1  # the first launch (a new grid/block) only
+    launches = gpu.calls["launch"]
+    k(8, 1.0, CAI(gpu, 8, ctx=0), CAI(gpu, 8, ctx=0), grid=1, block=8)  # new objects: checked, still fast
+    assert len(staged) == 1 and gpu.calls["launch"] == launches + 1
+
+
 # ============================================================== checked mode through this runtime (FAKE)
 def test_checked_kernel_passes_hidden_arguments_and_reads_the_record(fake):
     """pk.build(..., bounds_check=True) on CUDA: the wrapper appends the buffer lengths (a u32 buffer)

@@ -27,7 +27,7 @@ from .cuerrors import cuda_call
 from .device_array import DeviceArray
 from .memory import Block
 
-__all__ = ["Staging", "check_foreign_pointer"]
+__all__ = ["Staging", "check_foreign_pointer", "device_memory_of"]
 
 _CUDA_DEVICES = ("cuda", "cuda_managed", "cuda_host")
 _LEGACY_STREAM = 1
@@ -66,6 +66,14 @@ def check_foreign_pointer(dev, kernel: str, a: BufferArg) -> None:
         raise LaunchError(f"{where}: the array was allocated in another CUDA context than the device's primary "
                           "context that polykern (and CuPy, PyTorch, the CUDA runtime API) uses; pycuda users: "
                           "import pycuda.autoprimaryctx instead of pycuda.autoinit")
+
+
+def device_memory_of(dev, ptr: int) -> bool:
+    """Whether ``ptr`` is device memory of ``dev`` that no context owns (VMM memory, ``cuMemCreate``: XLA's
+    buffers); :func:`check_foreign_pointer` accepts such memory, and so does the launch fast path."""
+    info = libcuda.pointer_info(ptr)
+    return (info is not None and info.context is None and not info.managed
+            and info.memory_type == libcuda.MEMORY_DEVICE and info.ordinal == dev.ordinal)
 
 
 def _cai_stream(obj: Any) -> Optional[int]:

@@ -20,7 +20,7 @@ declared type in range (``polykern.runtime.launch.scalar_converter``); buffers t
 this device or ``__cuda_array_interface__`` arrays of exactly the declared dtype, C-contiguous
 (``strides`` None), writable where the kernel may write, whose pointer the driver says belongs to
 polykern's (primary) context (one ``cuPointerGetAttribute``; not repeated while the same live object
-reports the same pointer). It packs the parameter buffer with
+reports the same pointer), or to no context but this device (VMM memory: XLA's buffers, ``polykern.jax``). It packs the parameter buffer with
 one precomputed ``struct`` (``abi.packer``), skips the context push/pop when the primary context is
 already current on this thread (one ``cuCtxGetCurrent``), orders the launch after (and a foreign
 CAI stream after the launch) with an event, and calls ``cuLaunchKernel`` on the cached function.
@@ -51,7 +51,7 @@ from polykern.streams import current_runtime_stream
 
 from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps
-from .buffers import Staging
+from .buffers import Staging, device_memory_of
 from .cuerrors import cuda_call, device_error
 from .device_array import DeviceArray
 from .routing import launch_device, quick_device
@@ -216,8 +216,9 @@ class CUDAKernel(StagedLaunch):
                     return MISS
             seen = last
             if seen is None or seen[1] != ptr or seen[0]() is not v:
-                if libcuda.pointer_context(ptr) != ctx:  # another context, unknown memory, managed...: full check
-                    return MISS
+                owner = libcuda.pointer_context(ptr)
+                if owner != ctx and not (owner == 0 and device_memory_of(dev, ptr)):
+                    return MISS  # another context, unknown memory, managed...: the full check says what
                 try:
                     last = (weakref.ref(v), ptr)
                 except TypeError:  # not weak-referenceable: checked on every launch
