@@ -126,6 +126,11 @@ class FakeGPU:
         self.calls["stream_sync"].append(handle)
         return 0
 
+    def stream_is_capturing(self, handle):
+        """(CUresult, status): no fake stream ever captures (the real call on a fake handle would crash)."""
+        self.current("cuStreamIsCapturing")
+        return 0, 0
+
     def pointer_context(self, ptr):
         base, _ = self.find(ptr)
         return None if base is None else self.owner[base]
@@ -449,7 +454,7 @@ def import_runtime(monkeypatch, gpu):
     monkeypatch.setattr(libcuda, "stream_synchronize", gpu.stream_synchronize)
     for name in ("pointer_context", "current_context", "event_create", "event_record", "stream_wait_event",
                  "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms",
-                 "event_destroy", "memcpy_peer"):
+                 "event_destroy", "memcpy_peer", "stream_is_capturing"):
         monkeypatch.setattr(libcuda, name, getattr(gpu, name))
     monkeypatch.setattr(libcuda, "error_codes", lambda: {})
     monkeypatch.setattr(libcuda, "error_name", lambda code: None)
