@@ -188,7 +188,7 @@ def handler_capsule(run: Callable[[List[np.ndarray], List[np.ndarray]], None], a
 class DeviceBuffer:
     """One XLA buffer in device memory, as a GPU handler sees it: ``shape``, ``dtype``, ``size``, ``ndim``,
     ``nbytes``, ``ptr`` and ``__cuda_array_interface__`` (no stream: XLA's stream is the launch's)."""
-    __slots__ = ("ptr", "shape", "dtype", "readonly")
+    __slots__ = ("ptr", "shape", "dtype", "readonly", "__weakref__")
 
     def __init__(self, ptr: int, shape, dtype: np.dtype, readonly: bool):
         self.ptr, self.shape, self.dtype, self.readonly = ptr, shape, dtype, readonly
@@ -214,7 +214,12 @@ class DeviceBuffer:
         return f"<XLA device buffer {self.dtype.name}{list(self.shape)} at 0x{self.ptr:x}>"
 
 
-def _device_buffers(items: _List, dtypes, readonly: bool) -> List[DeviceBuffer]:
+_KEPT_BUFFERS = 256  # DeviceBuffers a GPU handler keeps for XLA's buffers it sees again
+
+
+def _device_buffers(items: _List, dtypes, readonly: bool, kept: Dict[tuple, DeviceBuffer]) -> List[DeviceBuffer]:
+    """The buffers as DeviceBuffers; the same XLA buffer (address, shape, type) seen again is the same object, so the
+    CUDA launch's check of a pointer it already accepted for that live object is not repeated."""
     out = []
     for k in range(items.size):
         if items.types[k] != _BUFFER:
@@ -223,7 +228,13 @@ def _device_buffers(items: _List, dtypes, readonly: bool) -> List[DeviceBuffer]:
         dt = dtypes[k]
         if _BY_CODE.get(b.dtype) != dt.name:
             raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
-        out.append(DeviceBuffer(int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dt, readonly))
+        key = (int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dt, readonly)
+        got = kept.get(key)
+        if got is None:
+            if len(kept) >= _KEPT_BUFFERS:
+                kept.clear()
+            got = kept[key] = DeviceBuffer(*key)
+        out.append(got)
     return out
 
 
@@ -259,6 +270,7 @@ def device_handler_capsule(run: Callable[..., None], arg_dtypes, ret_dtypes):
     """The PyCapsule of an XLA FFI handler for a GPU calling ``run(args, rets, attrs, stream, ordinal)``
     (module docstring); registered for the platform ``"CUDA"``."""
     arg_dtypes, ret_dtypes = [np.dtype(d) for d in arg_dtypes], [np.dtype(d) for d in ret_dtypes]
+    kept: Dict[tuple, DeviceBuffer] = {}
 
     def handler(frame_p):
         frame = frame_p.contents
@@ -270,7 +282,7 @@ def device_handler_capsule(run: Callable[..., None], arg_dtypes, ret_dtypes):
                 ordinal = _ask(frame, "device_ordinal_get", "int32")
             except LookupError:  # an XLA older than the query: its one device
                 ordinal = 0
-            run(_device_buffers(frame.args, arg_dtypes, True), _device_buffers(frame.rets, ret_dtypes, False),
+            run(_device_buffers(frame.args, arg_dtypes, True, kept), _device_buffers(frame.rets, ret_dtypes, False, kept),
                 _scalar_attrs(frame), stream, ordinal)
             return None
         except BaseException as e:  # noqa: BLE001 - nothing may unwind into XLA: the error is XLA's to raise
