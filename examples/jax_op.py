@@ -1,6 +1,7 @@
 """A kernel as a JAX function (docs/frameworks.md): an RMS norm over rows, one ``polykern.jax.kernel_function``
 call, run inside ``jax.jit`` and ``jax.vmap`` and checked against the same in ``jax.numpy``.
-``python jax_op.py``. On the CPU the kernel is an XLA FFI custom call (polykern/xla_ffi.py)."""
+``python jax_op.py``. On the CPU and on a CUDA GPU the kernel is an XLA FFI custom call (polykern/xla_ffi.py); on
+a GPU it runs on XLA's stream."""
 import numpy as np
 
 import polykern as pk
