@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import numpy as np
 
@@ -124,8 +124,8 @@ _KEEP: List[object] = []
 _BY_CODE = {code: name for name, code in XLA_DTYPES.items()}
 
 
-def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
-    out = []
+def _checked(items: _List, dtypes) -> Iterator[Tuple[_Buffer, np.dtype, Tuple[int, ...]]]:
+    """(buffer, its dtype, its shape) of each item, checked: a buffer, of the data type expected."""
     for k in range(items.size):
         if items.types[k] != _BUFFER:
             raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
@@ -133,7 +133,12 @@ def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
         dt = dtypes[k]
         if _BY_CODE.get(b.dtype) != dt.name:
             raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
-        shape = tuple(b.dims[d] for d in range(b.rank))
+        yield b, dt, tuple(int(b.dims[d]) for d in range(b.rank))
+
+
+def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
+    out = []
+    for b, dt, shape in _checked(items, dtypes):
         nbytes = math.prod(shape) * dt.itemsize
         raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)
         a = np.frombuffer(raw, dt).reshape(shape)
@@ -221,14 +226,8 @@ def _device_buffers(items: _List, dtypes, readonly: bool, kept: Dict[tuple, Devi
     """The buffers as DeviceBuffers; the same XLA buffer (address, shape, type) seen again is the same object, so the
     CUDA launch's check of a pointer it already accepted for that live object is not repeated."""
     out = []
-    for k in range(items.size):
-        if items.types[k] != _BUFFER:
-            raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
-        b = items.items[k].contents
-        dt = dtypes[k]
-        if _BY_CODE.get(b.dtype) != dt.name:
-            raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
-        key = (int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dt, readonly)
+    for b, dt, shape in _checked(items, dtypes):
+        key = (int(b.data or 0), shape, dt, readonly)
         got = kept.get(key)
         if got is None:
             if len(kept) >= _KEPT_BUFFERS:
