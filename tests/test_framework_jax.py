@@ -181,3 +181,14 @@ def test_on_a_gpu_the_kernel_runs_on_xlas_stream_in_order():
         y, count = jax.jit(SQUARE)(jnp.asarray(x0))
         np.testing.assert_allclose(np.asarray(y), x0 * x0, rtol=1e-6)
         assert int(count[0]) == int((x0 > 0).sum())
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_empty_arrays_give_empty_outputs(via):
+    """An output with no elements is still an output: the custom call hands it over writable (it was read-only, and the
+    launch refused it)."""
+    square = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape, 1),
+                                 scalars={"n": lambda x: x.size}, zeroed="positive", via=via,
+                                 grid=lambda x: max(1, (x.size + 63) // 64), block=64)
+    y, count = jax.jit(square)(jnp.zeros(0, jnp.float32))
+    assert y.shape == (0,) and y.dtype == jnp.float32 and count.tolist() == [0]

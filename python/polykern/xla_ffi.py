@@ -135,9 +135,9 @@ def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
             raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
         shape = tuple(b.dims[d] for d in range(b.rank))
         nbytes = math.prod(shape) * dt.itemsize
-        raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)
+        raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)  # (data may be null)
         a = np.frombuffer(raw, dt).reshape(shape)
-        a.flags.writeable = writable and nbytes > 0
+        a.flags.writeable = writable  # an empty output too: the launch refuses a read-only output
         out.append(a)
     return out
 
