@@ -192,3 +192,36 @@ def test_empty_arrays_give_empty_outputs(via):
                                  grid=lambda x: max(1, (x.size + 63) // 64), block=64)
     y, count = jax.jit(square)(jnp.zeros(0, jnp.float32))
     assert y.shape == (0,) and y.dtype == jnp.float32 and count.tolist() == [0]
+
+
+def test_scalar_inputs_are_checked_as_a_launch_checks_them():
+    """A scalar input was converted to XLA's type unchecked: 2.7 for an i32 became 2, True became 1, a string or None
+    was a raw JAX error, and an i64 beyond int32 (jax_enable_x64 off) a raw OverflowError."""
+    x, w = jnp.ones((2, 3), jnp.float32), jnp.ones(3, jnp.float32)
+    for bad, said in ((True, r"expected a f32 value, got bool True"), ("2", r"expected a scalar f32, got str"),
+                      (None, r"expected a scalar f32, got NoneType"), (1e39, r"value 1e\+39 is out of range for f32")):
+        with pytest.raises(OperatorError, match=r"kernel 'row_scale', argument 'a' \(#5, f32\): " + said):
+            ROW_SCALE(x, w, bad)
+    with pytest.raises(OperatorError, match=r"input 'a' is a f32 scalar, got a traced bool value"):
+        jax.jit(lambda x, a: ROW_SCALE(x, w, a))(x, True)
+    np.testing.assert_allclose(ROW_SCALE(x, w, np.int64(3)), 3 * x * w)  # an integer for a float: as a launch takes it
+    np.testing.assert_allclose(ROW_SCALE(x, w, jnp.float32(2)), 2 * x * w)  # a concrete 0-d JAX array
+
+
+@pk.kernel
+def offset_by(k: pk.i64, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < 1:
+        y[i] = x[i] + f32(k % 1024)
+
+
+def test_a_64_bit_scalar_that_jax_cannot_hold_is_named():
+    add = pkj.kernel_function(offset_by, outputs="y", shape_rule=lambda k, x: x.shape, grid=1, block=1)
+    x = jnp.zeros(1, jnp.float32)
+    assert float(add(5, x)[0]) == 5.0
+    if jax.config.jax_enable_x64:
+        assert float(add(2 ** 40 + 7, x)[0]) == 7.0
+    else:
+        with pytest.raises(OperatorError, match=r"input 'k' \(i64\) = .*1099511627783.* does not fit the int32 JAX "
+                                                r"holds it in \(64-bit values need jax.config.update"):
+            add(2 ** 40 + 7, x)

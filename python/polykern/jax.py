@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import xla_ffi
-from .errors import BackendUnavailableError, OperatorError
+from .errors import BackendUnavailableError, LaunchError, OperatorError
+from .runtime.launch import scalar_value
 
 try:
     import jax
@@ -71,6 +72,7 @@ class KernelFunction:
         self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
         # what XLA holds each input in (a 64-bit scalar is 32-bit unless jax_enable_x64)
         self._operand_dtypes = tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in binding.inputs)
+        self._index = {a.name: i for i, a in enumerate(binding.info.args)}  # parameter name -> kernel position
         self._targets: dict = {}  # platform -> registered FFI target name
         self._streams: dict = {}  # (device ordinal, CUstream) -> the pk.Stream over XLA's stream
 
@@ -124,6 +126,32 @@ class KernelFunction:
             got = self._targets[platform] = name
         return got
 
+    def _scalar_input(self, a, x, operand_dtype):
+        """Scalar input ``x`` of parameter ``a`` checked as a launch checks it: a known value converted to the
+        parameter's type (OperatorError if it is not one of that type, or does not fit the type XLA holds it in), a
+        traced one refused when its kind (bool, integer, float) is not one a launch takes for that type."""
+        b = self.binding
+        order = f"(the inputs come in the kernel's order: {', '.join(i.name for i in b.inputs)})"
+        if isinstance(x, jax.core.Tracer):
+            dt = jax.numpy.result_type(x)
+            kind = ("bool" if jax.numpy.issubdtype(dt, jax.numpy.bool_) else
+                    "integer" if jax.numpy.issubdtype(dt, jax.numpy.integer) else "float")
+            t = a.dtype
+            if not (t.is_bool if kind == "bool" else (t.is_int or t.is_float) if kind == "integer" else t.is_float):
+                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a {t} scalar, got a traced {dt} value "
+                                    f"(convert it first) {order}")
+            return x
+        try:
+            v = scalar_value(b.info, self._index[a.name], np.asarray(x) if isinstance(x, jax.Array) else x)
+        except LaunchError as e:
+            raise OperatorError(f"{e} {order}") from None
+        held = np.asarray(v).astype(operand_dtype)
+        if held != v and not (np.isnan(v) and np.isnan(held)):
+            raise OperatorError(f"kernel '{b.name}': input '{a.name}' ({a.dtype}) = {v!r} does not fit the "
+                                f"{operand_dtype} JAX holds it in (64-bit values need "
+                                "jax.config.update('jax_enable_x64', True))")
+        return v
+
     def _cuda_call(self, args, operands, result):
         """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
         or None where polykern's CUDA runtime is not ready or a scalar input is traced (its value is not known when
@@ -148,14 +176,17 @@ class KernelFunction:
     def __call__(self, *args):
         b = self.binding
         b.check_arity(args)
+        for a, x in zip(b.inputs, args):
+            if not a.is_buffer and np.shape(x) != ():
+                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
+                                    f"an array of shape {tuple(np.shape(x))} (the inputs come in the kernel's order: "
+                                    f"{', '.join(i.name for i in b.inputs)})")
+        args = [x if a.is_buffer else self._scalar_input(a, x, dt) for x, a, dt in zip(args, b.inputs,
+                                                                                       self._operand_dtypes)]
         abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
         for a, x in zip(b.inputs, abstract):
             if a.is_buffer:
                 b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
-            elif x.shape != ():
-                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
-                                    f"an array of shape {tuple(x.shape)} (the inputs come in the kernel's order: "
-                                    f"{', '.join(i.name for i in b.inputs)})")
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
         operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs,
