@@ -225,3 +225,25 @@ def test_a_64_bit_scalar_that_jax_cannot_hold_is_named():
         with pytest.raises(OperatorError, match=r"input 'k' \(i64\) = .*1099511627783.* does not fit the int32 JAX "
                                                 r"holds it in \(64-bit values need jax.config.update"):
             add(2 ** 40 + 7, x)
+
+
+@pk.kernel
+def iota64(n: i32, y: Buffer[pk.i64]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = pk.i64(i) * 3
+
+
+def test_jax_enable_x64_may_change_between_calls():
+    """A 64-bit output without jax_enable_x64 was a raw JAX ValueError; the types the custom call checks were fixed when
+    the function was made, so turning x64 on later refused an i64 scalar that now fits."""
+    iota = pkj.kernel_function(iota64, outputs="y", shape_rule=lambda: (4,), scalars={"n": 4}, grid=1, block=4)
+    add = pkj.kernel_function(offset_by, outputs="y", shape_rule=lambda k, x: x.shape, grid=1, block=1)
+    with jax.enable_x64(False):
+        with pytest.raises(OperatorError, match=r"output 'y' is Buffer\[i64\]; JAX has int64 arrays only with "
+                                                r"jax.config.update\('jax_enable_x64', True\)"):
+            jax.jit(iota)()
+        assert float(jax.jit(add)(5, jnp.zeros(1, jnp.float32))[0]) == 5.0
+    with jax.enable_x64(True):
+        assert jax.jit(iota)().tolist() == [0, 3, 6, 9]
+        assert float(jax.jit(add)(2 ** 40 + 7, jnp.zeros(1, jnp.float32))[0]) == 7.0

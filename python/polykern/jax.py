@@ -70,14 +70,24 @@ class KernelFunction:
         self.binding = binding
         self.via = via
         self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
-        # what XLA holds each input in (a 64-bit scalar is 32-bit unless jax_enable_x64)
-        self._operand_dtypes = tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in binding.inputs)
         self._index = {a.name: i for i, a in enumerate(binding.info.args)}  # parameter name -> kernel position
-        self._targets: dict = {}  # platform -> registered FFI target name
+        self._targets: dict = {}  # (platform, jax_enable_x64) -> registered FFI target name
         self._streams: dict = {}  # (device ordinal, CUstream) -> the pk.Stream over XLA's stream
 
     def __repr__(self) -> str:
         return f"<polykern.jax.KernelFunction of kernel '{self.binding.name}'>"
+
+    @property
+    def _operand_dtypes(self) -> tuple:
+        """What XLA holds each input in now (a 64-bit scalar is 32-bit unless jax_enable_x64, which may change)."""
+        return tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in self.binding.inputs)
+
+    def _check_64_bit_outputs(self) -> None:
+        """OperatorError for an output JAX cannot hold (a 64-bit one while jax_enable_x64 is off)."""
+        for a, dt in zip(self.binding.output_args(), self._out_dtypes):
+            if np.dtype(jax.dtypes.canonicalize_dtype(dt)) != dt:
+                raise OperatorError(f"kernel '{self.binding.name}': output '{a.name}' is {a.type_str}; JAX has "
+                                    f"{dt} arrays only with jax.config.update('jax_enable_x64', True)")
 
     def _run(self, operands, outs) -> None:
         """Launch on host arrays: ``operands`` as XLA passes them, ``outs`` to be written (zeroed first where asked)."""
@@ -112,9 +122,10 @@ class KernelFunction:
 
     def _ffi_target(self, platform: str = "cpu") -> str:
         """The XLA FFI custom call running this kernel on ``platform`` ("cpu", "cuda"; registered on first use)."""
-        got = self._targets.get(platform)
+        key = (platform, bool(jax.config.jax_enable_x64))  # the handler checks the operands' types, which x64 sets
+        got = self._targets.get(key)
         if got is None:
-            name = f"polykern_{self.binding.name}_{id(self):x}_{platform}"
+            name = f"polykern_{self.binding.name}_{id(self):x}{int(key[1])}_{platform}"
             if platform == "cpu":
                 capsule = xla_ffi.handler_capsule(self._run, self._operand_dtypes, self._out_dtypes)
             else:
@@ -123,7 +134,7 @@ class KernelFunction:
                 buffers = [dt for a, dt in zip(b.inputs, self._operand_dtypes) if a.is_buffer] + zeroed
                 capsule = xla_ffi.device_handler_capsule(self._run_device, buffers, self._out_dtypes)
             jax.ffi.register_ffi_target(name, capsule, platform="cpu" if platform == "cpu" else "CUDA")
-            got = self._targets[platform] = name
+            got = self._targets[key] = name
         return got
 
     def _scalar_input(self, a, x, operand_dtype):
@@ -176,21 +187,21 @@ class KernelFunction:
     def __call__(self, *args):
         b = self.binding
         b.check_arity(args)
+        self._check_64_bit_outputs()
+        operand_dtypes = self._operand_dtypes
         for a, x in zip(b.inputs, args):
             if not a.is_buffer and np.shape(x) != ():
                 raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
                                     f"an array of shape {tuple(np.shape(x))} (the inputs come in the kernel's order: "
                                     f"{', '.join(i.name for i in b.inputs)})")
-        args = [x if a.is_buffer else self._scalar_input(a, x, dt) for x, a, dt in zip(args, b.inputs,
-                                                                                       self._operand_dtypes)]
+        args = [x if a.is_buffer else self._scalar_input(a, x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
         abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
         for a, x in zip(b.inputs, abstract):
             if a.is_buffer:
                 b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
-        operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs,
-                                                                                         self._operand_dtypes)]
+        operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
         if self.via == "callback":
             outs = jax.pure_callback(self._callback, result, *operands, vmap_method="sequential")
         else:  # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
