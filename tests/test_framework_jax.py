@@ -247,3 +247,29 @@ def test_jax_enable_x64_may_change_between_calls():
     with jax.enable_x64(True):
         assert jax.jit(iota)().tolist() == [0, 3, 6, 9]
         assert float(jax.jit(add)(2 ** 40 + 7, jnp.zeros(1, jnp.float32))[0]) == 7.0
+
+
+@pk.kernel
+def every_scalar(flag: pk.bool_, h: pk.f16, a: pk.u8, b: pk.i8, c: pk.u16, d: pk.i16, e: pk.u64, f: pk.f64,
+                 x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < 1:
+        y[i] = x[i] + f32(h) + f32(a) + f32(b) + f32(c) + f32(d) + f32(e) + f32(f)
+        if flag:
+            y[i] = y[i] + 1.0
+
+
+def test_every_scalar_attribute_is_one_xla_decodes(cuda_ready):
+    """XLA's FFI attributes have no 16-bit float (xla/ffi/attribute_map.cc: "Unsupported float attribute bit width"):
+    an f16 scalar input was an f16 attribute, and the call failed to compile on the GPU. It goes as an f32 (exact)."""
+    every = pkj.kernel_function(every_scalar, outputs="y", shape_rule=lambda *a: (1,), grid=1, block=1)
+    x = jnp.zeros(1, jnp.float32)
+    args = (True, 0.5, 1, -2, 3, -4, 5, 0.25)
+    call = re.search(r"custom_call @polykern_every_scalar_[0-9a-f]+_cuda\(.*mhlo.backend_config = \{([^}]*)\}",
+                     _lowered_for_cuda(lambda x: every(*args, x), x))
+    attrs = dict(re.fullmatch(r"(\w+) = (.*)", kv).groups() for kv in call.group(1).split(", "))
+    types = {k: v.split(" : ")[-1] if " : " in v else v for k, v in attrs.items()}
+    want = {"flag": "true", "h": "f32", "a": "ui8", "b": "i8", "c": "ui16", "d": "i16", "e": "ui64", "f": "f64"}
+    assert types == want, attrs
+    assert attrs["h"] == "5.000000e-01 : f32"
+    assert float(every(*args, x)[0]) == 1 + 0.5 + 1 - 2 + 3 - 4 + 5 + 0.25  # the CPU custom call: the same values

@@ -53,6 +53,11 @@ def _dtype(a) -> np.dtype:
     return np.dtype(jax.numpy.bfloat16) if a.dtype.name == "bf16" else np.dtype(a.dtype.numpy)
 
 
+#: A scalar input's attribute type where XLA has no attribute of its own type (XLA FFI float attributes are 32 or 64
+#: bits: an f16 one fails to compile; f32 holds every f16 exactly, and the launch converts it back).
+_ATTRIBUTE_DTYPES = {"f16": np.dtype(np.float32)}
+
+
 def _cuda_runtime_ready() -> bool:
     """Whether polykern's CUDA runtime runs here (else a GPU call takes the callback to the CPU runtime)."""
     from . import backends  # the backend list: loaded when a function is first traced, not at import
@@ -177,7 +182,7 @@ class KernelFunction:
             elif isinstance(x, jax.core.Tracer):
                 return None
             else:
-                attrs[a.name] = np.asarray(x, _dtype(a))[()]
+                attrs[a.name] = np.asarray(x, _ATTRIBUTE_DTYPES.get(a.dtype.name, _dtype(a)))[()]
         zeros = [jax.numpy.zeros(r.shape, r.dtype) for n, r in zip(b.outputs, result) if n in b.zeroed]
         aliases = {len(buffers) + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
         call = jax.ffi.ffi_call(self._ffi_target("cuda"), result, vmap_method="sequential",
