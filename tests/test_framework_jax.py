@@ -273,3 +273,17 @@ def test_every_scalar_attribute_is_one_xla_decodes(cuda_ready):
     assert types == want, attrs
     assert attrs["h"] == "5.000000e-01 : f32"
     assert float(every(*args, x)[0]) == 1 + 0.5 + 1 - 2 + 3 - 4 + 5 + 0.25  # the CPU custom call: the same values
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_differentiating_through_the_kernel_is_named(via):
+    """jax.grad through the kernel was JAX's error about an "FFI call to `polykern_..._cpu`" (or a pure callback);
+    a kernel that only sees constants still runs inside a differentiated function."""
+    row_scale_fn = VIAS[via][0]
+    x, w = jnp.ones((2, 3), jnp.float32), jnp.arange(3, dtype=jnp.float32)
+    with pytest.raises(OperatorError, match=r"kernel 'row_scale' has no derivative: .* jax.custom_vjp"):
+        jax.grad(lambda x: row_scale_fn(x, w, 2.0).sum())(x)
+    with pytest.raises(OperatorError, match=r"kernel 'row_scale' has no derivative"):
+        jax.jit(jax.grad(lambda a: row_scale_fn(x, w, a).sum()))(2.0)
+    got = jax.grad(lambda c: (row_scale_fn(x, w, 2.0) * c).sum())(1.5)
+    assert float(got) == float((2.0 * x * w).sum())

@@ -168,6 +168,11 @@ class KernelFunction:
                                 "jax.config.update('jax_enable_x64', True))")
         return v
 
+    def _no_derivative(self, primals, tangents):
+        """The JVP rule: there is none (jax.grad / jax.jvp through the kernel is a named error)."""
+        raise OperatorError(f"kernel '{self.binding.name}' has no derivative: polykern.jax runs it as given; "
+                            "wrap the function in jax.custom_vjp with a backward kernel function (docs/frameworks.md)")
+
     def _cuda_call(self, args, operands, result):
         """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
         or None where polykern's CUDA runtime is not ready or a scalar input is traced (its value is not known when
@@ -207,15 +212,19 @@ class KernelFunction:
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
         operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
-        if self.via == "callback":
-            outs = jax.pure_callback(self._callback, result, *operands, vmap_method="sequential")
-        else:  # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
-            callback = lambda *ops: tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential"))  # noqa: E731
-            cuda = self._cuda_call(args, operands, result)
-            outs = jax.lax.platform_dependent(
-                *operands, cpu=lambda *ops: tuple(jax.ffi.ffi_call(self._ffi_target(), result,
-                                                                   vmap_method="sequential")(*ops)),
-                cuda=cuda or callback, default=callback)
+
+        def run(*ops):
+            if self.via == "callback":
+                return tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential"))
+            # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
+            callback = lambda *o: tuple(jax.pure_callback(self._callback, result, *o, vmap_method="sequential"))  # noqa: E731
+            return jax.lax.platform_dependent(
+                *ops, cpu=lambda *o: tuple(jax.ffi.ffi_call(self._ffi_target(), result, vmap_method="sequential")(*o)),
+                cuda=self._cuda_call(args, ops, result) or callback, default=callback)
+
+        run = jax.custom_jvp(run)
+        run.defjvp(self._no_derivative)
+        outs = run(*operands)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
