@@ -124,15 +124,20 @@ _KEEP: List[object] = []
 _BY_CODE = {code: name for name, code in XLA_DTYPES.items()}
 
 
+def _buffer(items: _List, k: int, dtypes) -> _Buffer:
+    """Operand ``k`` of ``items``, checked to be a buffer of ``dtypes[k]``."""
+    if items.types[k] != _BUFFER:
+        raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
+    b = items.items[k].contents
+    if _BY_CODE.get(b.dtype) != dtypes[k].name:
+        raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dtypes[k].name}")
+    return b
+
+
 def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
     out = []
     for k in range(items.size):
-        if items.types[k] != _BUFFER:
-            raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
-        b = items.items[k].contents
-        dt = dtypes[k]
-        if _BY_CODE.get(b.dtype) != dt.name:
-            raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
+        b, dt = _buffer(items, k, dtypes), dtypes[k]
         shape = tuple(b.dims[d] for d in range(b.rank))
         nbytes = math.prod(shape) * dt.itemsize
         raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)  # (data may be null)
@@ -222,13 +227,8 @@ def _device_buffers(items: _List, dtypes, readonly: bool, kept: Dict[tuple, Devi
     CUDA launch's check of a pointer it already accepted for that live object is not repeated."""
     out = []
     for k in range(items.size):
-        if items.types[k] != _BUFFER:
-            raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
-        b = items.items[k].contents
-        dt = dtypes[k]
-        if _BY_CODE.get(b.dtype) != dt.name:
-            raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
-        key = (int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dt, readonly)
+        b = _buffer(items, k, dtypes)
+        key = (int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dtypes[k], readonly)
         got = kept.get(key)
         if got is None:
             if len(kept) >= _KEPT_BUFFERS:
