@@ -97,3 +97,43 @@ def test_a_kind_only_a_failed_backend_declares_names_it(tmp_path, monkeypatch):
     assert backends.record_for_kind("zzlone") is None
     assert backends.runtime_reason("zzlone") == (  # it owns nothing, but it is why nothing provides the kind
         "the zzlone backend failed to load: polykern_zzlone.codegen failed to initialize: RuntimeError: no zz today")
+
+
+
+def _declare_pending_runtime(monkeypatch, kind):
+    """Backend ``kind`` whose runtime (module ``polykern_<kind>_runtime``, pending: imported on first need)
+    registers ``module.create.<kind>`` and ``runtime.stream.<kind>``."""
+    mod = type(sys)(f"polykern_{kind}_runtime")
+    mod.register = lambda: (registry.register(f"module.create.{kind}", lambda *a: f"a {kind} module"),
+                            registry.register(f"runtime.stream.{kind}", lambda dev, default: f"a {kind} stream"))
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    backends.declare(kind, kind, codegen=lambda: registry.register(f"target.build.{kind}", lambda f, t: None),
+                     runtime=mod.__name__)
+
+
+def test_a_runtime_loaded_inside_another_registration_keeps_its_names(monkeypatch):
+    """A registration that looks a runtime's name up (``registry.get("runtime.stream.<kind>")``) loads that runtime
+    inside its own attempt. When the attempt then failed, undoing it removed the runtime's names too while the
+    runtime's record said it had loaded (``module.create.<kind>`` was gone for good); when it succeeded, it counted
+    the runtime's names as its own."""
+    _declare_pending_runtime(monkeypatch, "zzrta")
+
+    def looks_then_fails():
+        assert registry.get("runtime.stream.zzrta") is not None  # loads zzrta's runtime here
+        raise RuntimeError("zzlook gave up")
+
+    failed = backends.declare("zzlook", "zzlook", codegen=looks_then_fails)
+    assert not failed.codegen_ok and "zzlook gave up" in failed.codegen_error
+    assert backends.record_for_kind("zzrta").runtime_available
+    assert registry.get("module.create.zzrta")() == "a zzrta module"
+    assert registry.get("runtime.stream.zzrta")(None, False) == "a zzrta stream"
+
+    _declare_pending_runtime(monkeypatch, "zzrtb")
+
+    def looks():
+        registry.register("target.build.zzlook2", lambda f, t: None)
+        assert registry.get("runtime.stream.zzrtb") is not None
+
+    ok = backends.declare("zzlook2", "zzlook2", codegen=looks)
+    assert ok.registered == ("target.build.zzlook2",)
+    assert backends.owner_of("runtime.stream.zzrtb").name == "zzrtb"

@@ -181,3 +181,109 @@ def test_on_a_gpu_the_kernel_runs_on_xlas_stream_in_order():
         y, count = jax.jit(SQUARE)(jnp.asarray(x0))
         np.testing.assert_allclose(np.asarray(y), x0 * x0, rtol=1e-6)
         assert int(count[0]) == int((x0 > 0).sum())
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_empty_arrays_give_empty_outputs(via):
+    """An output with no elements is still an output: the custom call hands it over writable (it was read-only, and the
+    launch refused it)."""
+    square = pkj.kernel_function(square_and_count, outputs=("y", "positive"), shape_rule=lambda x: (x.shape, 1),
+                                 scalars={"n": lambda x: x.size}, zeroed="positive", via=via,
+                                 grid=lambda x: max(1, (x.size + 63) // 64), block=64)
+    y, count = jax.jit(square)(jnp.zeros(0, jnp.float32))
+    assert y.shape == (0,) and y.dtype == jnp.float32 and count.tolist() == [0]
+
+
+def test_scalar_inputs_are_checked_as_a_launch_checks_them():
+    """A scalar input was converted to XLA's type unchecked: 2.7 for an i32 became 2, True became 1, a string or None
+    was a raw JAX error, and an i64 beyond int32 (jax_enable_x64 off) a raw OverflowError."""
+    x, w = jnp.ones((2, 3), jnp.float32), jnp.ones(3, jnp.float32)
+    for bad, said in ((True, r"expected a f32 value, got bool True"), ("2", r"expected a scalar f32, got str"),
+                      (None, r"expected a scalar f32, got NoneType"), (1e39, r"value 1e\+39 is out of range for f32")):
+        with pytest.raises(OperatorError, match=r"kernel 'row_scale', argument 'a' \(#5, f32\): " + said):
+            ROW_SCALE(x, w, bad)
+    with pytest.raises(OperatorError, match=r"input 'a' is a f32 scalar, got a traced bool value"):
+        jax.jit(lambda x, a: ROW_SCALE(x, w, a))(x, True)
+    np.testing.assert_allclose(ROW_SCALE(x, w, np.int64(3)), 3 * x * w)  # an integer for a float: as a launch takes it
+    np.testing.assert_allclose(ROW_SCALE(x, w, jnp.float32(2)), 2 * x * w)  # a concrete 0-d JAX array
+
+
+@pk.kernel
+def offset_by(k: pk.i64, x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < 1:
+        y[i] = x[i] + f32(k % 1024)
+
+
+def test_a_64_bit_scalar_that_jax_cannot_hold_is_named():
+    add = pkj.kernel_function(offset_by, outputs="y", shape_rule=lambda k, x: x.shape, grid=1, block=1)
+    x = jnp.zeros(1, jnp.float32)
+    assert float(add(5, x)[0]) == 5.0
+    if jax.config.jax_enable_x64:
+        assert float(add(2 ** 40 + 7, x)[0]) == 7.0
+    else:
+        with pytest.raises(OperatorError, match=r"input 'k' \(i64\) = .*1099511627783.* does not fit the int32 JAX "
+                                                r"holds it in \(64-bit values need jax.config.update"):
+            add(2 ** 40 + 7, x)
+
+
+@pk.kernel
+def iota64(n: i32, y: Buffer[pk.i64]):
+    i = pk.global_id(0)
+    if i < n:
+        y[i] = pk.i64(i) * 3
+
+
+def test_jax_enable_x64_may_change_between_calls():
+    """A 64-bit output without jax_enable_x64 was a raw JAX ValueError; the types the custom call checks were fixed when
+    the function was made, so turning x64 on later refused an i64 scalar that now fits."""
+    iota = pkj.kernel_function(iota64, outputs="y", shape_rule=lambda: (4,), scalars={"n": 4}, grid=1, block=4)
+    add = pkj.kernel_function(offset_by, outputs="y", shape_rule=lambda k, x: x.shape, grid=1, block=1)
+    with jax.enable_x64(False):
+        with pytest.raises(OperatorError, match=r"output 'y' is Buffer\[i64\]; JAX has int64 arrays only with "
+                                                r"jax.config.update\('jax_enable_x64', True\)"):
+            jax.jit(iota)()
+        assert float(jax.jit(add)(5, jnp.zeros(1, jnp.float32))[0]) == 5.0
+    with jax.enable_x64(True):
+        assert jax.jit(iota)().tolist() == [0, 3, 6, 9]
+        assert float(jax.jit(add)(2 ** 40 + 7, jnp.zeros(1, jnp.float32))[0]) == 7.0
+
+
+@pk.kernel
+def every_scalar(flag: pk.bool_, h: pk.f16, a: pk.u8, b: pk.i8, c: pk.u16, d: pk.i16, e: pk.u64, f: pk.f64,
+                 x: Buffer[f32, "readonly"], y: Buffer[f32]):
+    i = pk.global_id(0)
+    if i < 1:
+        y[i] = x[i] + f32(h) + f32(a) + f32(b) + f32(c) + f32(d) + f32(e) + f32(f)
+        if flag:
+            y[i] = y[i] + 1.0
+
+
+def test_every_scalar_attribute_is_one_xla_decodes(cuda_ready):
+    """XLA's FFI attributes have no 16-bit float (xla/ffi/attribute_map.cc: "Unsupported float attribute bit width"):
+    an f16 scalar input was an f16 attribute, and the call failed to compile on the GPU. It goes as an f32 (exact)."""
+    every = pkj.kernel_function(every_scalar, outputs="y", shape_rule=lambda *a: (1,), grid=1, block=1)
+    x = jnp.zeros(1, jnp.float32)
+    args = (True, 0.5, 1, -2, 3, -4, 5, 0.25)
+    call = re.search(r"custom_call @polykern_every_scalar_[0-9a-f]+_cuda\(.*mhlo.backend_config = \{([^}]*)\}",
+                     _lowered_for_cuda(lambda x: every(*args, x), x))
+    attrs = dict(re.fullmatch(r"(\w+) = (.*)", kv).groups() for kv in call.group(1).split(", "))
+    types = {k: v.split(" : ")[-1] if " : " in v else v for k, v in attrs.items()}
+    want = {"flag": "true", "h": "f32", "a": "ui8", "b": "i8", "c": "ui16", "d": "i16", "e": "ui64", "f": "f64"}
+    assert types == want, attrs
+    assert attrs["h"] == "5.000000e-01 : f32"
+    assert float(every(*args, x)[0]) == 1 + 0.5 + 1 - 2 + 3 - 4 + 5 + 0.25  # the CPU custom call: the same values
+
+
+@pytest.mark.parametrize("via", sorted(VIAS))
+def test_differentiating_through_the_kernel_is_named(via):
+    """jax.grad through the kernel was JAX's error about an "FFI call to `polykern_..._cpu`" (or a pure callback);
+    a kernel that only sees constants still runs inside a differentiated function."""
+    row_scale_fn = VIAS[via][0]
+    x, w = jnp.ones((2, 3), jnp.float32), jnp.arange(3, dtype=jnp.float32)
+    with pytest.raises(OperatorError, match=r"kernel 'row_scale' has no derivative: .* jax.custom_vjp"):
+        jax.grad(lambda x: row_scale_fn(x, w, 2.0).sum())(x)
+    with pytest.raises(OperatorError, match=r"kernel 'row_scale' has no derivative"):
+        jax.jit(jax.grad(lambda a: row_scale_fn(x, w, a).sum()))(2.0)
+    got = jax.grad(lambda c: (row_scale_fn(x, w, 2.0) * c).sum())(1.5)
+    assert float(got) == float((2.0 * x * w).sum())

@@ -215,3 +215,20 @@ def test_a_device_array_or_stream_is_a_fresh_processs_first_call(device):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[-3:] == ["[0.0,", "0.0,", "0.0]"], proc.stdout
+
+
+def test_with_discovery_off_an_unknown_kind_says_why():
+    """POLYKERN_BACKEND_AUTOLOAD=0: nothing discovers the backends, so a device of theirs is an unknown kind; the
+    error said only "no such device kind", as for a misspelt one."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import polykern as pk\nfrom polykern.errors import DeviceStringError\ntry:\n"
+            "    pk.Stream(device='vulkan')\nexcept DeviceStringError as e:\n    print(e)\n")
+    env = {**os.environ, "POLYKERN_BACKEND_AUTOLOAD": "0"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("device 'vulkan': no such device kind (known: cpu") and proc.stdout.rstrip().endswith(
+        "; POLYKERN_BACKEND_AUTOLOAD=0 turned backend discovery off: declare the backend yourself (its "
+        "register_backend())"), proc.stdout

@@ -155,10 +155,17 @@ def _reason(e: BaseException, modname: str) -> str:
     return f"{modname} failed to initialize: {type(e).__name__}: {e}"
 
 
+_nested = threading.local()  # .added: per plugin run in progress on this thread, the names runs inside it added
+
+
 def _run_plugin(target: Union[str, Callable[[], Any], None], entry: str):
     """Import ``target`` (a module name) and call its ``entry`` if present, or call ``target``.
-    Returns (the imported module or None, the registry names it added). A failed attempt is undone."""
+    Returns (the imported module or None, the registry names it added). A failed attempt is undone, but for
+    what plugin runs inside it (a runtime its registration looked up: the registry's resolver) added: those
+    stay, and are theirs, not this run's."""
     before = registry.snapshot()
+    stack = _nested.__dict__.setdefault("added", [])
+    stack.append(set())
     try:
         mod = None
         if callable(target):
@@ -169,9 +176,17 @@ def _run_plugin(target: Union[str, Callable[[], Any], None], entry: str):
             if callable(fn):
                 fn()
     except BaseException:
-        registry.restore(before)
+        inner = stack.pop()
+        now = registry.snapshot()
+        registry.restore({**before, **{k: now[k] for k in inner if k in now}})
+        if stack:
+            stack[-1].update(inner)
         raise
-    return mod, tuple(n for n in registry.names() if n not in before)
+    inner = stack.pop()
+    added = tuple(n for n in registry.names() if n not in before and n not in inner)
+    if stack:
+        stack[-1].update(inner, added)
+    return mod, added
 
 
 def declare(name: str, module_kinds: Union[str, Sequence[str]], *, display_name: Optional[str] = None,

@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import xla_ffi
-from .errors import BackendUnavailableError, OperatorError
+from .errors import BackendUnavailableError, LaunchError, OperatorError
+from .runtime.launch import scalar_value
 
 try:
     import jax
@@ -52,6 +53,11 @@ def _dtype(a) -> np.dtype:
     return np.dtype(jax.numpy.bfloat16) if a.dtype.name == "bf16" else np.dtype(a.dtype.numpy)
 
 
+#: A scalar input's attribute type where XLA has no attribute of its own type (XLA FFI float attributes are 32 or 64
+#: bits: an f16 one fails to compile; f32 holds every f16 exactly, and the launch converts it back).
+_ATTRIBUTE_DTYPES = {"f16": np.dtype(np.float32)}
+
+
 def _cuda_runtime_ready() -> bool:
     """Whether polykern's CUDA runtime runs here (else a GPU call takes the callback to the CPU runtime)."""
     from . import backends  # the backend list: loaded when a function is first traced, not at import
@@ -69,13 +75,24 @@ class KernelFunction:
         self.binding = binding
         self.via = via
         self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
-        # what XLA holds each input in (a 64-bit scalar is 32-bit unless jax_enable_x64)
-        self._operand_dtypes = tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in binding.inputs)
-        self._targets: dict = {}  # platform -> registered FFI target name
+        self._index = {a.name: i for i, a in enumerate(binding.info.args)}  # parameter name -> kernel position
+        self._targets: dict = {}  # (platform, jax_enable_x64) -> registered FFI target name
         self._streams: dict = {}  # (device ordinal, CUstream) -> the pk.Stream over XLA's stream
 
     def __repr__(self) -> str:
         return f"<polykern.jax.KernelFunction of kernel '{self.binding.name}'>"
+
+    @property
+    def _operand_dtypes(self) -> tuple:
+        """What XLA holds each input in now (a 64-bit scalar is 32-bit unless jax_enable_x64, which may change)."""
+        return tuple(np.dtype(jax.dtypes.canonicalize_dtype(_dtype(a))) for a in self.binding.inputs)
+
+    def _check_64_bit_outputs(self) -> None:
+        """OperatorError for an output JAX cannot hold (a 64-bit one while jax_enable_x64 is off)."""
+        for a, dt in zip(self.binding.output_args(), self._out_dtypes):
+            if np.dtype(jax.dtypes.canonicalize_dtype(dt)) != dt:
+                raise OperatorError(f"kernel '{self.binding.name}': output '{a.name}' is {a.type_str}; JAX has "
+                                    f"{dt} arrays only with jax.config.update('jax_enable_x64', True)")
 
     def _run(self, operands, outs) -> None:
         """Launch on host arrays: ``operands`` as XLA passes them, ``outs`` to be written (zeroed first where asked)."""
@@ -110,9 +127,10 @@ class KernelFunction:
 
     def _ffi_target(self, platform: str = "cpu") -> str:
         """The XLA FFI custom call running this kernel on ``platform`` ("cpu", "cuda"; registered on first use)."""
-        got = self._targets.get(platform)
+        key = (platform, bool(jax.config.jax_enable_x64))  # the handler checks the operands' types, which x64 sets
+        got = self._targets.get(key)
         if got is None:
-            name = f"polykern_{self.binding.name}_{id(self):x}_{platform}"
+            name = f"polykern_{self.binding.name}_{id(self):x}{int(key[1])}_{platform}"
             if platform == "cpu":
                 capsule = xla_ffi.handler_capsule(self._run, self._operand_dtypes, self._out_dtypes)
             else:
@@ -121,8 +139,39 @@ class KernelFunction:
                 buffers = [dt for a, dt in zip(b.inputs, self._operand_dtypes) if a.is_buffer] + zeroed
                 capsule = xla_ffi.device_handler_capsule(self._run_device, buffers, self._out_dtypes)
             jax.ffi.register_ffi_target(name, capsule, platform="cpu" if platform == "cpu" else "CUDA")
-            got = self._targets[platform] = name
+            got = self._targets[key] = name
         return got
+
+    def _scalar_input(self, a, x, operand_dtype):
+        """Scalar input ``x`` of parameter ``a`` checked as a launch checks it: a known value converted to the
+        parameter's type (OperatorError if it is not one of that type, or does not fit the type XLA holds it in), a
+        traced one refused when its kind (bool, integer, float) is not one a launch takes for that type."""
+        b = self.binding
+        order = f"(the inputs come in the kernel's order: {', '.join(i.name for i in b.inputs)})"
+        if isinstance(x, jax.core.Tracer):
+            dt = jax.numpy.result_type(x)
+            kind = ("bool" if jax.numpy.issubdtype(dt, jax.numpy.bool_) else
+                    "integer" if jax.numpy.issubdtype(dt, jax.numpy.integer) else "float")
+            t = a.dtype
+            if not (t.is_bool if kind == "bool" else (t.is_int or t.is_float) if kind == "integer" else t.is_float):
+                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a {t} scalar, got a traced {dt} value "
+                                    f"(convert it first) {order}")
+            return x
+        try:
+            v = scalar_value(b.info, self._index[a.name], np.asarray(x) if isinstance(x, jax.Array) else x)
+        except LaunchError as e:
+            raise OperatorError(f"{e} {order}") from None
+        held = np.asarray(v).astype(operand_dtype)
+        if held != v and not (np.isnan(v) and np.isnan(held)):
+            raise OperatorError(f"kernel '{b.name}': input '{a.name}' ({a.dtype}) = {v!r} does not fit the "
+                                f"{operand_dtype} JAX holds it in (64-bit values need "
+                                "jax.config.update('jax_enable_x64', True))")
+        return v
+
+    def _no_derivative(self, primals, tangents):
+        """The JVP rule: there is none (jax.grad / jax.jvp through the kernel is a named error)."""
+        raise OperatorError(f"kernel '{self.binding.name}' has no derivative: polykern.jax runs it as given; "
+                            "wrap the function in jax.custom_vjp with a backward kernel function (docs/frameworks.md)")
 
     def _cuda_call(self, args, operands, result):
         """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
@@ -138,7 +187,7 @@ class KernelFunction:
             elif isinstance(x, jax.core.Tracer):
                 return None
             else:
-                attrs[a.name] = np.asarray(x, _dtype(a))[()]
+                attrs[a.name] = np.asarray(x, _ATTRIBUTE_DTYPES.get(a.dtype.name, _dtype(a)))[()]
         zeros = [jax.numpy.zeros(r.shape, r.dtype) for n, r in zip(b.outputs, result) if n in b.zeroed]
         aliases = {len(buffers) + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
         call = jax.ffi.ffi_call(self._ffi_target("cuda"), result, vmap_method="sequential",
@@ -148,27 +197,34 @@ class KernelFunction:
     def __call__(self, *args):
         b = self.binding
         b.check_arity(args)
+        self._check_64_bit_outputs()
+        operand_dtypes = self._operand_dtypes
+        for a, x in zip(b.inputs, args):
+            if not a.is_buffer and np.shape(x) != ():
+                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
+                                    f"an array of shape {tuple(np.shape(x))} (the inputs come in the kernel's order: "
+                                    f"{', '.join(i.name for i in b.inputs)})")
+        args = [x if a.is_buffer else self._scalar_input(a, x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
         abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
         for a, x in zip(b.inputs, abstract):
             if a.is_buffer:
                 b.check_dtype(f"for kernel '{b.name}'", a, x.dtype, _dtype(a))
-            elif x.shape != ():
-                raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
-                                    f"an array of shape {tuple(x.shape)} (the inputs come in the kernel's order: "
-                                    f"{', '.join(i.name for i in b.inputs)})")
         shapes = b.output_shapes(abstract)
         result = tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in s), dt) for s, dt in zip(shapes, self._out_dtypes))
-        operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs,
-                                                                                         self._operand_dtypes)]
-        if self.via == "callback":
-            outs = jax.pure_callback(self._callback, result, *operands, vmap_method="sequential")
-        else:  # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
-            callback = lambda *ops: tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential"))  # noqa: E731
-            cuda = self._cuda_call(args, operands, result)
-            outs = jax.lax.platform_dependent(
-                *operands, cpu=lambda *ops: tuple(jax.ffi.ffi_call(self._ffi_target(), result,
-                                                                   vmap_method="sequential")(*ops)),
-                cuda=cuda or callback, default=callback)
+        operands = [x if a.is_buffer else jax.numpy.asarray(x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
+
+        def run(*ops):
+            if self.via == "callback":
+                return tuple(jax.pure_callback(self._callback, result, *ops, vmap_method="sequential"))
+            # the custom call where the computation is lowered for the CPU or CUDA, the callback elsewhere
+            callback = lambda *o: tuple(jax.pure_callback(self._callback, result, *o, vmap_method="sequential"))  # noqa: E731
+            return jax.lax.platform_dependent(
+                *ops, cpu=lambda *o: tuple(jax.ffi.ffi_call(self._ffi_target(), result, vmap_method="sequential")(*o)),
+                cuda=self._cuda_call(args, ops, result) or callback, default=callback)
+
+        run = jax.custom_jvp(run)
+        run.defjvp(self._no_derivative)
+        outs = run(*operands)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -117,9 +117,18 @@ class Stream:
             raise StreamError(f"{what}: {self!r} was closed")
         return self._impl
 
+    def _idle(self, what: str):
+        """The runtime stream, for a call that waits for its work: refused while it captures (nothing runs then, and
+        CUDA would break the capture)."""
+        impl = self._live(what)
+        if self._capturing:
+            raise StreamError(f"{what}: {self!r} is capturing a CUDA graph (its launches are recorded, not run); "
+                              "wait for it after the `with stream.capture()` block")
+        return impl
+
     def synchronize(self) -> None:
         """Wait until everything queued on this stream has finished (a device fault surfaces here)."""
-        self._live("synchronize").synchronize()
+        self._idle("synchronize").synchronize()
 
     def record(self, event: Optional["Event"] = None) -> "Event":
         """Record ``event`` (a new ``pk.Event()`` if None) at the current end of this stream."""
@@ -172,7 +181,7 @@ class Stream:
         if self.is_default:
             raise StreamError(f"{self!r} is the device's default stream; it cannot be closed")
         if not self._closed:
-            self._impl.synchronize()
+            self._idle("close").synchronize()
             self._closed = True
             self._impl.close()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 
@@ -124,25 +124,25 @@ _KEEP: List[object] = []
 _BY_CODE = {code: name for name, code in XLA_DTYPES.items()}
 
 
-def _checked(items: _List, dtypes) -> Iterator[Tuple[_Buffer, np.dtype, Tuple[int, ...]]]:
-    """(buffer, its dtype, its shape) of each item, checked: a buffer, of the data type expected."""
-    for k in range(items.size):
-        if items.types[k] != _BUFFER:
-            raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
-        b = items.items[k].contents
-        dt = dtypes[k]
-        if _BY_CODE.get(b.dtype) != dt.name:
-            raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dt.name}")
-        yield b, dt, tuple(int(b.dims[d]) for d in range(b.rank))
+def _buffer(items: _List, k: int, dtypes) -> _Buffer:
+    """Operand ``k`` of ``items``, checked to be a buffer of ``dtypes[k]``."""
+    if items.types[k] != _BUFFER:
+        raise TypeError(f"operand {k} is not a buffer (XLA FFI type {items.types[k]})")
+    b = items.items[k].contents
+    if _BY_CODE.get(b.dtype) != dtypes[k].name:
+        raise TypeError(f"operand {k}: XLA passed data type {b.dtype}, expected {dtypes[k].name}")
+    return b
 
 
 def _arrays(items: _List, dtypes, writable: bool) -> List[np.ndarray]:
     out = []
-    for b, dt, shape in _checked(items, dtypes):
+    for k in range(items.size):
+        b, dt = _buffer(items, k, dtypes), dtypes[k]
+        shape = tuple(b.dims[d] for d in range(b.rank))
         nbytes = math.prod(shape) * dt.itemsize
-        raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)
+        raw = (ctypes.c_byte * nbytes).from_address(b.data) if nbytes else bytearray(0)  # (data may be null)
         a = np.frombuffer(raw, dt).reshape(shape)
-        a.flags.writeable = writable and nbytes > 0
+        a.flags.writeable = writable  # an empty output too: the launch refuses a read-only output
         out.append(a)
     return out
 
@@ -226,8 +226,9 @@ def _device_buffers(items: _List, dtypes, readonly: bool, kept: Dict[tuple, Devi
     """The buffers as DeviceBuffers; the same XLA buffer (address, shape, type) seen again is the same object, so the
     CUDA launch's check of a pointer it already accepted for that live object is not repeated."""
     out = []
-    for b, dt, shape in _checked(items, dtypes):
-        key = (int(b.data or 0), shape, dt, readonly)
+    for k in range(items.size):
+        b = _buffer(items, k, dtypes)
+        key = (int(b.data or 0), tuple(int(b.dims[d]) for d in range(b.rank)), dtypes[k], readonly)
         got = kept.get(key)
         if got is None:
             if len(kept) >= _KEPT_BUFFERS:

@@ -67,6 +67,9 @@ class FakeGPU:
         self.alloc_failures = 0  # next N allocations fail with out of memory
         self.pending_fault = None
         self.errors = []  # strictness violations (also raised)
+        self.capturing = {}  # stream handle -> capture status (1 active, 2 invalidated)
+        self.graphs = {}  # CUgraph / CUgraphExec handle -> "graph" / "exec" (the live ones)
+        self.replays = []  # (CUgraphExec, stream) of each cuGraphLaunch
         self.lock = threading.Lock()
         self.tls = threading.local()
         self.driver = self._make_driver()
@@ -124,12 +127,60 @@ class FakeGPU:
 
     def stream_synchronize(self, handle):
         self.calls["stream_sync"].append(handle)
+        if handle in self.capturing:  # the real driver refuses and invalidates the capture
+            self.capturing[handle] = 2
+            return 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
         return 0
 
     def stream_is_capturing(self, handle):
-        """(CUresult, status): no fake stream ever captures (the real call on a fake handle would crash)."""
+        """(CUresult, status): 1 (CAPTURE_ACTIVE) while ``stream_begin_capture`` captures it, 2 once invalidated (the
+        real call on a fake handle would crash)."""
         self.current("cuStreamIsCapturing")
-        return 0, 0
+        return 0, self.capturing.get(handle, 0)
+
+    # CUDA graphs (FAKE: a graph is a handle; replaying appends (exec, stream) to ``replays``)
+    def stream_begin_capture(self, handle):
+        self.current("cuStreamBeginCapture")
+        if handle in self.capturing:
+            return 401  # CUDA_ERROR_ILLEGAL_STATE: the stream captures already
+        self.capturing[handle] = 1
+        self.calls["events"].append(("begin_capture", handle))
+        return 0
+
+    def stream_end_capture(self, handle):
+        self.current("cuStreamEndCapture")
+        status = self.capturing.pop(handle, None)
+        if status is None:
+            return 401, 0  # CUDA_ERROR_ILLEGAL_STATE: not capturing
+        self.calls["events"].append(("end_capture", handle))
+        if status != 1:
+            return 901, 0  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        graph = 0x6000 + 2 * len(self.calls["events"])
+        self.graphs[graph] = "graph"
+        return 0, graph
+
+    def graph_instantiate(self, graph):
+        self.current("cuGraphInstantiateWithFlags")
+        if self.graphs.get(graph) != "graph":
+            return 400, 0  # CUDA_ERROR_INVALID_HANDLE
+        self.graphs[graph + 1] = "exec"
+        return 0, graph + 1
+
+    def graph_launch(self, graph_exec, stream):
+        self.current("cuGraphLaunch")
+        if self.graphs.get(graph_exec) != "exec":
+            self.errors.append(f"cuGraphLaunch of 0x{graph_exec:x}, not a live executable graph")
+            return 400
+        self.replays.append((graph_exec, stream))
+        return 0
+
+    def graph_exec_destroy(self, graph_exec):
+        self.current("cuGraphExecDestroy")
+        return 0 if self.graphs.pop(graph_exec, None) == "exec" else 400
+
+    def graph_destroy(self, graph):
+        self.current("cuGraphDestroy")
+        return 0 if self.graphs.pop(graph, None) == "graph" else 400
 
     def pointer_context(self, ptr):
         base, _ = self.find(ptr)
@@ -454,7 +505,8 @@ def import_runtime(monkeypatch, gpu):
     monkeypatch.setattr(libcuda, "stream_synchronize", gpu.stream_synchronize)
     for name in ("pointer_context", "current_context", "event_create", "event_record", "stream_wait_event",
                  "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms",
-                 "event_destroy", "memcpy_peer", "stream_is_capturing"):
+                 "event_destroy", "memcpy_peer", "stream_is_capturing", "stream_begin_capture",
+                 "stream_end_capture", "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy"):
         monkeypatch.setattr(libcuda, name, getattr(gpu, name))
     monkeypatch.setattr(libcuda, "error_codes", lambda: {})
     monkeypatch.setattr(libcuda, "error_name", lambda code: None)

@@ -13,6 +13,7 @@ import pytest
 
 import polykern as pk
 from polykern.errors import StreamError
+from polykern.streams import current_stream
 
 from fake_cuda import fake, make_module, param_launches  # noqa: F401  (fake: the fixture)
 
@@ -98,5 +99,77 @@ def test_a_stream_made_elsewhere_gets_the_launch_and_is_never_destroyed(fake, la
     assert launched_on == [0x5EED]
     s.close()
     assert not [ev for ev in gpu.calls["events"] if ev[0] == "stream_destroy" and ev[1] == 0x5EED]
-    with pytest.raises(StreamError, match="a CUstream is a non-negative int"):
+    with pytest.raises(StreamError, match=r"a CUstream is an int in 0..2\*\*64-1 \(a pointer\), got .0x5EED."):
         pk.Stream(device="cuda", handle="0x5EED")
+    for bad in (-1, 1 << 64, True, 1.5, np.int64(5)):  # not a pointer (1 << 64 was taken, and failed at the launch)
+        with pytest.raises(StreamError, match=r"a CUstream is an int in 0..2\*\*64-1"):
+            pk.Stream(device="cuda", handle=bad)
+
+
+def test_a_capture_records_launches_and_replays_them(fake, launched_on):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = _arrays(rt)
+    k(64, 2.0, x, y, grid=1, block=64)  # loaded before the capture
+    s = pk.Stream(device="cuda")
+    with s.capture() as g:
+        assert current_stream("cuda") is s and repr(g) == "<polykern Graph on cuda:0, not captured>"
+        k(64, 2.0, x, y, grid=1, block=64)
+        k(64, 2.0, x, y, grid=1, block=64)
+    assert current_stream("cuda") is None and gpu.capturing == {}
+    assert g.launches == 2 and repr(g) == "<polykern Graph on cuda:0, 2 launches>"
+    g.replay()  # no stream current: the default stream
+    g.replay(s)
+    t = pk.Stream(device="cuda")
+    with t:
+        g.replay()  # the current stream
+    assert [stream for _, stream in gpu.replays] == [0, s._impl.handle, t._impl.handle]
+    g.close()
+    assert gpu.graphs == {}  # the graph and its executable were destroyed
+    with pytest.raises(StreamError, match="not captured yet \\(or was closed\\)"):
+        g.replay()
+
+
+def test_capture_misuse_is_named_and_leaves_the_stream_usable(fake, launched_on):
+    gpu, rt = fake
+    k = make_module(rt)["saxpy"]
+    x, y = _arrays(rt)
+    k(64, 2.0, x, y, grid=1, block=64)
+    s = pk.Stream(device="cuda")
+    with pytest.raises(StreamError, match="is capturing already"):
+        with s.capture():
+            with s.capture():
+                pass
+    with pytest.raises(KeyError):  # an exception in the block: nothing kept, the capture ended
+        with s.capture() as g:
+            k(64, 2.0, x, y, grid=1, block=64)
+            raise KeyError("boom")
+    assert g._impl is None and gpu.capturing == {} and gpu.graphs == {} and current_stream("cuda") is None
+    # waiting for a capturing stream: named (it was CUresult 900 from the driver, which broke the capture)
+    for wait in (s.synchronize, s.close):
+        with pytest.raises(StreamError, match=r"(synchronize|close): <polykern Stream at 0x[0-9a-f]+ on cuda:0> is "
+                                              r"capturing a CUDA graph \(its launches are recorded, not run\)"):
+            with s.capture():
+                wait()
+        assert gpu.capturing == {} and current_stream("cuda") is None
+    with pytest.raises(StreamError, match="launching kernel 'saxpy' with host \\(NumPy\\) arrays while its stream is "
+                                          "capturing"):
+        with s.capture():
+            k(64, 2.0, x, np.ones(64, np.float32), grid=1, block=64)
+    with s:  # still usable
+        k(64, 2.0, x, y, grid=1, block=64)
+    s.synchronize()
+    with pytest.raises(StreamError, match="default stream on cuda:0> cannot capture"):
+        with pk.default_stream("cuda").capture():
+            pass
+    with pytest.raises(StreamError, match="the legacy default stream cannot be captured"):
+        with pk.Stream(device="cuda", handle=0).capture():
+            pass
+    with pytest.raises(StreamError, match="streams of the cpu runtime cannot record work to replay"):
+        with pk.Stream(device="cpu").capture():
+            pass
+    s.close()
+    with pytest.raises(StreamError, match="capture: .* was closed"):
+        with s.capture():
+            pass
+    assert gpu.capturing == {} and current_stream("cuda") is None

@@ -90,7 +90,9 @@ def device_array_class(kind: str) -> type:
     rec = backends.record_for_kind(kind)
     if rec is None:
         known = sorted({"cpu", *NO_DEVICE_MEMORY, *(k for r in backends.records() for k in r.module_kinds)} - {"llvm"})
-        raise DeviceStringError(f"device {kind!r}: no such device kind (known: {', '.join(known)})")
+        off = "" if backends.autoload_enabled() else (f"; {backends.AUTOLOAD_ENV}=0 turned backend discovery off: "
+                                                       "declare the backend yourself (its register_backend())")
+        raise DeviceStringError(f"device {kind!r}: no such device kind (known: {', '.join(known)}){off}")
     reason = backends.runtime_reason(kind) or f"the {rec.display_name} runtime has no device arrays"
     raise DeviceUnavailableError(f"device {kind!r}: the {rec.display_name} runtime is not available here: {reason}")
 

@@ -145,6 +145,12 @@ def _scalar(info: FunctionInfo, i: int, v: Any) -> ScalarArg:
     raise LaunchError(f"{where}: expected a scalar {t}, got {_tname(v)}")
 
 
+def scalar_value(info: FunctionInfo, i: int, v: Any) -> np.generic:
+    """Scalar argument ``v`` of parameter ``i`` as a launch checks and converts it (a NumPy scalar of the parameter's
+    type; LaunchError naming the parameter when ``v`` is not a value of that type or does not fit it)."""
+    return _scalar(info, i, v).value
+
+
 #: Integers up to this magnitude are exact as float64, so float(v) and then one rounding to the type is
 #: the one rounding of v; larger ones take _to_float, which rounds the integer itself.
 _EXACT_INT = 1 << 53

@@ -172,8 +172,8 @@ def make_stream(dev, default: bool) -> CUDAStream:
 
 def wrap_stream(dev, handle: int) -> CUDAStream:
     """``runtime.stream_handle.cuda``: an existing CUstream of ``dev``'s context that polykern does not own."""
-    if type(handle) is not int or handle < 0:
-        raise StreamError(f"pk.Stream(handle=...): a CUstream is a non-negative int, got {handle!r}")
+    if type(handle) is not int or not 0 <= handle < 1 << 64:
+        raise StreamError(f"pk.Stream(handle=...): a CUstream is an int in 0..2**64-1 (a pointer), got {handle!r}")
     return CUDAStream(dev, handle == 0, handle)
 
 

@@ -39,10 +39,7 @@ def queue_cap() -> int:
     raw = os.environ.get(QUEUES_ENV, "").strip()
     if not raw:
         return MAX_QUEUES
-    try:
-        cap = int(raw)
-    except ValueError:
-        cap = 0
+    cap = int(raw) if raw.isascii() and raw.isdigit() else 0  # decimal digits only: int() also takes "3_0", "+3"
     if cap < 1:
         raise DeviceError(f"{QUEUES_ENV}={raw!r}: expected the number of Vulkan queues to use, an integer >= 1",
                           name=QUEUES_ENV)
