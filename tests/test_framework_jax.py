@@ -148,20 +148,25 @@ def test_on_a_gpu_it_is_a_custom_call_with_the_scalars_as_attributes(cuda_ready)
                      r"output_tuple_indices = \[1\], operand_index = 1", squared), squared
 
 
-def test_on_a_gpu_a_traced_scalar_takes_the_callback(cuda_ready):
+def test_on_a_gpu_a_traced_scalar_is_an_operand_not_a_callback(cuda_ready):
     x, w = jnp.ones((2, 3), jnp.float32), jnp.ones(3, jnp.float32)
-    # every platform's branch is in the jaxpr: a known scalar gives the cuda branch the custom call ...
-    known = str(jax.make_jaxpr(lambda x: ROW_SCALE(x, w, 2.0))(x))
-    assert re.search(r"polykern_row_scale_[0-9a-f]+_cuda", known), known
-    # ... a traced one cannot be an attribute: that branch is the callback (this host cannot lower it for cuda)
-    traced = str(jax.make_jaxpr(lambda x, a: ROW_SCALE(x, w, a))(x, jnp.float32(2)))
-    assert not re.search(r"polykern_row_scale_[0-9a-f]+_cuda", traced) and "pure_callback" in traced, traced
+    # a known scalar is an attribute of the custom call ...
+    known = _lowered_for_cuda(lambda x: ROW_SCALE(x, w, 2.0), x)
+    assert re.search(r"custom_call @polykern_row_scale_[0-9a-f]+_cuda\(%arg0, %[0-9a-z_]+\) .*a = 2.0", known), known
+    # ... a traced one (a jax.jit argument) a 0-d operand after the buffers, read by the handler when it runs
+    traced = _lowered_for_cuda(lambda x, a: ROW_SCALE(x, w, a), x, jnp.float32(2))
+    call = re.search(r"custom_call @polykern_row_scale_[0-9a-f]+_cuda\((.*?)\) (.*)", traced)
+    assert call and len(call.group(1).split(",")) == 3 and "a = " not in call.group(2), traced
+    assert "callback" not in traced
+    squared = _lowered_for_cuda(lambda x, k: ROW_SCALE(x * k, w, k), x, jnp.float32(3))
+    assert "callback" not in squared and "_cuda(" in squared
 
 
 def test_without_polykerns_cuda_runtime_a_gpu_takes_the_callback(monkeypatch):
     monkeypatch.setattr(pkj, "_cuda_runtime_ready", lambda: False)
     jaxpr = str(jax.make_jaxpr(lambda x: ROW_SCALE(x, jnp.ones(3, jnp.float32), 2.0))(jnp.ones((2, 3), jnp.float32)))
     assert not re.search(r"polykern_row_scale_[0-9a-f]+_cuda", jaxpr) and "pure_callback" in jaxpr, jaxpr
+    # (with the runtime ready, the cuda branch is the custom call: the test above)
 
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="JAX has no GPU here (the GPU machine runs this)")
@@ -177,6 +182,10 @@ def test_on_a_gpu_the_kernel_runs_on_xlas_stream_in_order():
         want = 1.5 * (want * 0.5) * w0 + 1.0
     np.testing.assert_allclose(np.asarray(x), want, rtol=1e-5, atol=1e-5)
     assert "cuda" in ROW_SCALE.binding._launchers  # the kernel ran on the CUDA runtime, not the CPU callback
+    scaled = jax.jit(lambda y, a: ROW_SCALE(y, w, a * 2))  # a traced scalar: a 0-d operand the handler reads
+    for a in (0.25, -3.0):
+        np.testing.assert_allclose(np.asarray(scaled(jnp.asarray(x0), a)), 2 * a * x0 * w0, rtol=1e-6)
+    assert any(key[0] == "cuda" and key[2] == ("a",) for key in ROW_SCALE._targets), ROW_SCALE._targets
     for _ in range(2):  # a zeroed output starts at zero on every call, on the GPU too
         y, count = jax.jit(SQUARE)(jnp.asarray(x0))
         np.testing.assert_allclose(np.asarray(y), x0 * x0, rtol=1e-6)

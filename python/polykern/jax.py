@@ -11,10 +11,10 @@ Where the computation is lowered for the CPU or a CUDA GPU the call is an XLA FF
 (:mod:`polykern.xla_ffi`): XLA hands the kernel its buffers, the inputs read in place (``Buffer[T, "readonly"]``)
 and the outputs written in place; a launch error is an XLA error carrying the ``LaunchError``'s text. On the
 CPU the kernel runs on the CPU runtime (``targets["cpu"]``, LLVM by default); on a GPU on the CUDA runtime
-(``targets["cuda"]``), queued on XLA's own stream, with the scalar inputs passed as the call's attributes (so
-they must be known when the function is traced: Python or NumPy numbers; a traced scalar takes the callback)
-and ``zeroed`` outputs filled by XLA. Elsewhere (another platform, a traced scalar on a GPU), and everywhere with
-``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on the CPU
+(``targets["cuda"]``), queued on XLA's own stream, with the scalar inputs known when the function is traced
+(Python or NumPy numbers) passed as the call's attributes, traced ones (``jax.jit`` arguments) as 0-d operands the
+handler reads (the host waits for XLA's stream once per call), and ``zeroed`` outputs filled by XLA. Elsewhere
+(another platform), and everywhere with ``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on the CPU
 runtime and its outputs are copied back. ``shape_rule`` sees JAX's abstract arrays (static shapes); the derived
 scalars, ``grid`` and ``block`` see the call's values (arrays — on a GPU XLA's device buffers, with ``shape``,
 ``size``, ``ndim`` and ``dtype`` — and scalars as Python numbers). Under ``jax.vmap`` the kernel runs once per
@@ -24,11 +24,12 @@ This module is ``polykern.jax``; ``import jax`` here is the real JAX (absolute i
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+import functools
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import xla_ffi
+from . import registry, xla_ffi
 from .errors import BackendUnavailableError, LaunchError, OperatorError
 from .runtime.launch import scalar_value
 
@@ -110,12 +111,19 @@ class KernelFunction:
         self._run(operands, outs)
         return tuple(outs)
 
-    def _run_device(self, args, rets, attrs, stream: int, ordinal: int) -> None:
-        """Queue the kernel on XLA's CUDA stream: ``args`` are the buffer inputs' device buffers, ``attrs`` the
-        scalar inputs by parameter name, ``rets`` the outputs (zeroed ones come filled by XLA)."""
+    def _run_device(self, traced: Tuple[str, ...], args, rets, attrs, stream: int, ordinal: int) -> None:
+        """Queue the kernel on XLA's CUDA stream: ``args`` are the buffer inputs' device buffers, then the zeroed
+        outputs' (``rets`` has them too, filled by XLA), then the ``traced`` scalar inputs as 0-d buffers (read
+        here: the host waits for XLA's stream once); ``attrs`` are the known scalar inputs by parameter name."""
         b = self.binding
-        it = iter(args)
-        values = [next(it) if a.is_buffer else attrs[a.name] for a in b.inputs]
+        buffers = sum(a.is_buffer for a in b.inputs)
+        read = dict(zip(traced, args[len(args) - len(traced):]))
+        if read:
+            fetch = registry.require("runtime.read_device.cuda")
+            read = {n: np.frombuffer(fetch(ordinal, d.ptr, d.nbytes, stream), d.dtype)[0].item()
+                    for n, d in read.items()}
+        it = iter(args[:buffers])
+        values = [next(it) if a.is_buffer else attrs[a.name] if a.name in attrs else read[a.name] for a in b.inputs]
         key = (ordinal, stream)
         s = self._streams.get(key)
         if s is None:
@@ -125,19 +133,22 @@ class KernelFunction:
         with s:
             b.launch("cuda", values, rets)
 
-    def _ffi_target(self, platform: str = "cpu") -> str:
-        """The XLA FFI custom call running this kernel on ``platform`` ("cpu", "cuda"; registered on first use)."""
-        key = (platform, bool(jax.config.jax_enable_x64))  # the handler checks the operands' types, which x64 sets
+    def _ffi_target(self, platform: str = "cpu", traced: Tuple[str, ...] = ()) -> str:
+        """The XLA FFI custom call running this kernel on ``platform`` ("cpu", "cuda"; registered on first use);
+        ``traced``: on "cuda", the scalar inputs that come as 0-d operands (their values are not known when traced)."""
+        key = (platform, bool(jax.config.jax_enable_x64), traced)  # x64 sets the operands' types the handler checks
         got = self._targets.get(key)
         if got is None:
-            name = f"polykern_{self.binding.name}_{id(self):x}{int(key[1])}_{platform}"
+            name = f"polykern_{self.binding.name}_{id(self):x}{int(key[1])}{len(self._targets)}_{platform}"
             if platform == "cpu":
                 capsule = xla_ffi.handler_capsule(self._run, self._operand_dtypes, self._out_dtypes)
             else:
                 b = self.binding
+                held = dict(zip((a.name for a in b.inputs), self._operand_dtypes))
                 zeroed = [dt for n, dt in zip(b.outputs, self._out_dtypes) if n in b.zeroed]  # aliased operands
-                buffers = [dt for a, dt in zip(b.inputs, self._operand_dtypes) if a.is_buffer] + zeroed
-                capsule = xla_ffi.device_handler_capsule(self._run_device, buffers, self._out_dtypes)
+                operands = [held[a.name] for a in b.inputs if a.is_buffer] + zeroed + [held[n] for n in traced]
+                capsule = xla_ffi.device_handler_capsule(functools.partial(self._run_device, traced), operands,
+                                                         self._out_dtypes)
             jax.ffi.register_ffi_target(name, capsule, platform="cpu" if platform == "cpu" else "CUDA")
             got = self._targets[key] = name
         return got
@@ -173,26 +184,33 @@ class KernelFunction:
         raise OperatorError(f"kernel '{self.binding.name}' has no derivative: polykern.jax runs it as given; "
                             "wrap the function in jax.custom_vjp with a backward kernel function (docs/frameworks.md)")
 
-    def _cuda_call(self, args, operands, result):
-        """The GPU custom call (scalar inputs as attributes; ``zeroed`` outputs aliased to zero-filled operands),
-        or None where polykern's CUDA runtime is not ready or a scalar input is traced (its value is not known when
-        the call is made)."""
+    def _cuda_call(self, args, result):
+        """The GPU custom call, or None where polykern's CUDA runtime is not ready: known scalar inputs are attributes,
+        traced ones 0-d operands after the buffers (read on the host when the call runs); ``zeroed`` outputs are
+        aliased to zero-filled operands between the two."""
         b = self.binding
         if not _cuda_runtime_ready():
             return None
-        attrs, buffers = {}, []
-        for a, x, op in zip(b.inputs, args, operands):
+        attrs, traced = {}, []
+        for a, x in zip(b.inputs, args):
             if a.is_buffer:
-                buffers.append(op)
-            elif isinstance(x, jax.core.Tracer):
-                return None
+                continue
+            if isinstance(x, jax.core.Tracer):
+                traced.append(a.name)
             else:
                 attrs[a.name] = np.asarray(x, _ATTRIBUTE_DTYPES.get(a.dtype.name, _dtype(a)))[()]
+        buffers = sum(a.is_buffer for a in b.inputs)
         zeros = [jax.numpy.zeros(r.shape, r.dtype) for n, r in zip(b.outputs, result) if n in b.zeroed]
-        aliases = {len(buffers) + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
-        call = jax.ffi.ffi_call(self._ffi_target("cuda"), result, vmap_method="sequential",
+        aliases = {buffers + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
+        call = jax.ffi.ffi_call(self._ffi_target("cuda", tuple(traced)), result, vmap_method="sequential",
                                 input_output_aliases=aliases or None)
-        return lambda *ops: tuple(call(*[o for a, o in zip(b.inputs, ops) if a.is_buffer], *zeros, **attrs))
+        by_name = [a.name for a in b.inputs]
+
+        def launch(*ops):
+            named = dict(zip(by_name, ops))
+            return tuple(call(*[o for a, o in zip(b.inputs, ops) if a.is_buffer], *zeros,
+                              *[named[n] for n in traced], **attrs))
+        return launch
 
     def __call__(self, *args):
         b = self.binding
@@ -220,7 +238,7 @@ class KernelFunction:
             callback = lambda *o: tuple(jax.pure_callback(self._callback, result, *o, vmap_method="sequential"))  # noqa: E731
             return jax.lax.platform_dependent(
                 *ops, cpu=lambda *o: tuple(jax.ffi.ffi_call(self._ffi_target(), result, vmap_method="sequential")(*o)),
-                cuda=self._cuda_call(args, ops, result) or callback, default=callback)
+                cuda=self._cuda_call(args, result) or callback, default=callback)
 
         run = jax.custom_jvp(run)
         run.defjvp(self._no_derivative)

@@ -48,7 +48,7 @@ _DEVICE = probe()  # BackendUnavailableError: no driver/device -> the runtime is
 
 from .device_array import DeviceArray, empty, to_device, zeros  # noqa: E402
 from .module import CUDAModule, create, load_from_bytes  # noqa: E402
-from .streams import make_stream, wrap_stream  # noqa: E402
+from .streams import make_stream, read_device, wrap_stream  # noqa: E402
 
 __all__ = ["CUDAModule", "DeviceArray", "create", "load_from_bytes", "devices", "register", "stats",
            "to_device", "empty", "zeros", "get_device", "device_count", "context", "synchronize"]
@@ -97,4 +97,5 @@ def register() -> None:
     registry.register("module.load_from_bytes.cuda", load_from_bytes)
     registry.register("runtime.synchronize.cuda", synchronize)  # pk.autotune, pk.synchronize wait with it
     registry.register("runtime.stream.cuda", make_stream)  # pk.Stream(device="cuda:0")
+    registry.register("runtime.read_device.cuda", read_device)  # polykern.jax: a traced scalar on XLA's stream
     registry.register("runtime.stream_handle.cuda", wrap_stream)  # pk.Stream(device="cuda:0", handle=...)

@@ -26,7 +26,7 @@ __all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", 
            "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING",
            "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms", "event_destroy",
            "NOT_READY", "memcpy_peer", "stream_begin_capture", "stream_end_capture", "stream_is_capturing",
-           "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy", "memset_async",
+           "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy", "memset_async", "memcpy_dtoh_async",
            "CAPTURE_THREAD_LOCAL", "CAPTURE_ACTIVE", "CAPTURE_INVALIDATED"]
 
 # CUpointer_attribute
@@ -78,6 +78,7 @@ def _lib():
                 lib.cuGraphExecDestroy.argtypes = [vp]
                 lib.cuGraphDestroy.argtypes = [vp]
                 lib.cuMemsetD8Async.argtypes = [u64, ctypes.c_ubyte, ctypes.c_size_t, vp]
+                lib.cuMemcpyDtoHAsync_v2.argtypes = [vp, u64, ctypes.c_size_t, vp]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
                 _state["lib"] = None
@@ -318,3 +319,9 @@ def memset_async(ptr: int, nbytes: int, stream: int) -> int:
     """cuMemsetD8Async(ptr, 0, nbytes, stream): zero ``nbytes`` bytes in stream order."""
     lib = _lib()
     return -1 if lib is None else int(lib.cuMemsetD8Async(ptr, 0, nbytes, stream or None))
+
+
+def memcpy_dtoh_async(host: int, ptr: int, nbytes: int, stream: int) -> int:
+    """cuMemcpyDtoHAsync(host, ptr, nbytes, stream): copy in stream order (wait for the stream to see the bytes)."""
+    lib = _lib()
+    return -1 if lib is None else int(lib.cuMemcpyDtoHAsync_v2(host, ptr, nbytes, stream or None))

@@ -21,17 +21,19 @@ works for polykern kernels too.
 """
 from __future__ import annotations
 
+import ctypes
 import weakref
 from typing import Any, Dict, Optional
 
 from polykern.errors import StreamError
 from polykern.streams import launch_stream
 
+from . import device as _device
 from . import libcuda
 from .cuerrors import result_error
 
 __all__ = ["CUDAStream", "CUDAEvent", "CUDAGraph", "make_stream", "wrap_stream", "foreign_stream", "launch_handle",
-           "check_capturable"]
+           "check_capturable", "read_device"]
 
 
 def _check(rc: int, what: str) -> None:
@@ -168,6 +170,18 @@ def _destroy_event(dev, handle: int) -> None:
 def make_stream(dev, default: bool) -> CUDAStream:
     """``runtime.stream.cuda``: the legacy default stream, or a new stream."""
     return CUDAStream(dev, default)
+
+
+def read_device(ordinal: int, ptr: int, nbytes: int, stream: int) -> bytes:
+    """``runtime.read_device.cuda``: ``nbytes`` at device address ``ptr`` of ``cuda:ordinal`` once the work queued on
+    CUstream ``stream`` before now has written them (a copy in stream order, then a wait for that stream)."""
+    dev = _device.at(ordinal)
+    out = ctypes.create_string_buffer(nbytes)
+    with dev.scope():
+        _check(libcuda.memcpy_dtoh_async(ctypes.addressof(out), ptr, nbytes, stream),
+               f"reading {nbytes} bytes from cuda:{ordinal}")
+        _check(libcuda.stream_synchronize(stream), f"waiting for a stream of cuda:{ordinal}")
+    return out.raw
 
 
 def wrap_stream(dev, handle: int) -> CUDAStream:
