@@ -124,6 +124,11 @@ def test_a_capture_records_launches_and_replays_them(fake, launched_on):
     with t:
         g.replay()  # the current stream
     assert [stream for _, stream in gpu.replays] == [0, s._impl.handle, t._impl.handle]
+    with t.capture() as outer:  # a graph replayed into another capture: the new graph holds its arrays too
+        g.replay()
+        k(64, 2.0, x, y, grid=1, block=64)
+    assert outer.launches == 3 and any(x in args for args in outer._impl.keep[:2])
+    outer.close()
     g.close()
     assert gpu.graphs == {}  # the graph and its executable were destroyed
     with pytest.raises(StreamError, match="not captured yet \\(or was closed\\)"):

@@ -143,6 +143,8 @@ class CUDAGraph:
     def replay(self, stream: CUDAStream) -> None:
         with self.device.scope():
             _check(libcuda.graph_launch(self.graph_exec, stream.handle), "launching a CUDA graph")
+        if stream.captured is not None:  # replayed into another capture: that graph holds these launches' arrays too
+            stream.captured.extend(self.keep)
 
     def close(self) -> None:
         self._finalizer()
