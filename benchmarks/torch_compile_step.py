@@ -38,8 +38,11 @@ class MLP(torch.nn.Module):
 def make_step(model: MLP, mode=None):
     """One training step: the model compiled whole (AOTAutograd compiles its backward too), then backward."""
     forward = torch.compile(model, fullgraph=True, mode=mode)
+    graphs = mode is not None and "reduce-overhead" in mode  # cudagraph trees: a new step each call
 
     def step(x, target):
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         loss = torch.nn.functional.mse_loss(forward(x), target)
         loss.backward()
         return loss
