@@ -2,16 +2,13 @@
 step with the torch operator it replaces (docs/frameworks.md):
 
     python benchmarks/torch_compile_step.py [--device cpu|cuda] [--batch 512] [--dim 256] [--repeat 30]
-                                            [--mode reduce-overhead]
 
 Both steps run a ``torch.compile(fullgraph=True)``'d model (forward and, through AOTAutograd, backward) of
 ``Linear(dim, 4 dim) -> SiLU -> Linear(4 dim, dim)`` on one input; the polykern step uses
 examples/torch_op.py's ``SILU`` (the silu kernel forward, the silu_grad kernel backward, through
 ``register_autograd``), the other ``torch.nn.functional.silu``, which Inductor fuses. The gradients of
 both are checked equal first. Prints the median step time of each (interleaved rounds, the GPU
-synchronized after each step) and the ratio. ``--mode reduce-overhead`` compiles with CUDA graphs (Inductor's
-cudagraph trees record the steps once and replay them; polykern's launches go to torch's capturing stream, so they
-are recorded too: docs/runtime.md "CUDA graphs").
+synchronized after each step) and the ratio.
 """
 from __future__ import annotations
 
@@ -35,14 +32,11 @@ class MLP(torch.nn.Module):
         return self.down(self.act(self.up(x)))
 
 
-def make_step(model: MLP, mode=None):
+def make_step(model: MLP):
     """One training step: the model compiled whole (AOTAutograd compiles its backward too), then backward."""
-    forward = torch.compile(model, fullgraph=True, mode=mode)
-    graphs = mode is not None and "reduce-overhead" in mode  # cudagraph trees: a new step each call
+    forward = torch.compile(model, fullgraph=True)
 
     def step(x, target):
-        if graphs:
-            torch.compiler.cudagraph_mark_step_begin()
         loss = torch.nn.functional.mse_loss(forward(x), target)
         loss.backward()
         return loss
@@ -56,7 +50,6 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--mode", default=None, help="torch.compile mode (e.g. reduce-overhead: CUDA graphs)")
     args = ap.parse_args()
     device = args.device or torch_op.default_device()
     torch.manual_seed(0)
@@ -65,7 +58,7 @@ def main() -> None:
     models["torch silu"].load_state_dict(models["polykern silu"].state_dict())
     x = torch.randn(args.batch, args.dim, device=device)
     target = torch.randn(args.batch, args.dim, device=device)
-    steps = {name: make_step(m, args.mode) for name, m in models.items()}
+    steps = {name: make_step(m) for name, m in models.items()}
     for name, step in steps.items():
         models[name].zero_grad()
         step(x, target)
@@ -84,8 +77,7 @@ def main() -> None:
     times = interleaved({name: timed(name) for name in steps}, repeat=args.repeat, warmup=3, min_time=0.02)
     print(f"torch {torch.__version__}, device {device}"
           + (f" ({torch.cuda.get_device_name()})" if device == "cuda" else "")
-          + f", batch {args.batch}, dim {args.dim}, mode {args.mode or 'default'}: median step time over "
-          f"{args.repeat} rounds")
+          + f", batch {args.batch}, dim {args.dim}: median step time over {args.repeat} rounds")
     med = {name: median(t) for name, t in times.items()}
     for name, t in med.items():
         print(f"  {name:14s} {t * 1e3:9.3f} ms")
