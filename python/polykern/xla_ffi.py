@@ -174,13 +174,17 @@ def handler_capsule(run: Callable[[List[np.ndarray], List[np.ndarray]], None], a
     """The PyCapsule of an XLA FFI handler calling ``run(args, rets)`` (``args`` read-only); ``arg_dtypes`` /
     ``ret_dtypes``: the NumPy dtypes XLA must pass (checked at each call)."""
     arg_dtypes, ret_dtypes = [np.dtype(d) for d in arg_dtypes], [np.dtype(d) for d in ret_dtypes]
+    return _capsule(lambda frame: run(_arrays(frame.args, arg_dtypes, False), _arrays(frame.rets, ret_dtypes, True)))
 
+
+def _capsule(execute: Callable[[_CallFrame], None]):
+    """The PyCapsule of a handler that answers XLA's metadata request, ignores the stages before execution and
+    calls ``execute(frame)`` at execution; an exception becomes an XLA error carrying its message."""
     def handler(frame_p):
         frame = frame_p.contents
         try:
-            if _answer_metadata(frame) or frame.stage != _EXECUTE:
-                return None
-            run(_arrays(frame.args, arg_dtypes, False), _arrays(frame.rets, ret_dtypes, True))
+            if not _answer_metadata(frame) and frame.stage == _EXECUTE:
+                execute(frame)
             return None
         except BaseException as e:  # noqa: BLE001 - nothing may unwind into XLA: the error is XLA's to raise
             return _error(frame, f"{type(e).__name__}: {e}")
@@ -272,22 +276,13 @@ def device_handler_capsule(run: Callable[..., None], arg_dtypes, ret_dtypes):
     arg_dtypes, ret_dtypes = [np.dtype(d) for d in arg_dtypes], [np.dtype(d) for d in ret_dtypes]
     kept: Dict[tuple, DeviceBuffer] = {}
 
-    def handler(frame_p):
-        frame = frame_p.contents
+    def execute(frame: _CallFrame) -> None:
+        stream = _ask(frame, "stream_get", "pointer")
         try:
-            if _answer_metadata(frame) or frame.stage != _EXECUTE:
-                return None
-            stream = _ask(frame, "stream_get", "pointer")
-            try:
-                ordinal = _ask(frame, "device_ordinal_get", "int32")
-            except LookupError:  # an XLA older than the query: its one device
-                ordinal = 0
-            run(_device_buffers(frame.args, arg_dtypes, True, kept), _device_buffers(frame.rets, ret_dtypes, False, kept),
-                _scalar_attrs(frame), stream, ordinal)
-            return None
-        except BaseException as e:  # noqa: BLE001 - nothing may unwind into XLA: the error is XLA's to raise
-            return _error(frame, f"{type(e).__name__}: {e}")
+            ordinal = _ask(frame, "device_ordinal_get", "int32")
+        except LookupError:  # an XLA older than the query: its one device
+            ordinal = 0
+        run(_device_buffers(frame.args, arg_dtypes, True, kept), _device_buffers(frame.rets, ret_dtypes, False, kept),
+            _scalar_attrs(frame), stream, ordinal)
 
-    fn = _HANDLER(handler)
-    _KEEP.append(fn)
-    return _capsule_new(ctypes.cast(fn, ctypes.c_void_p).value, None, None)
+    return _capsule(execute)
