@@ -9,8 +9,8 @@ context current on the calling thread (a launch skips the push/pop when it is po
 before) a ``__cuda_array_interface__`` stream without a host synchronization (the event calls
 need polykern's context current); ``stream_create``/``stream_destroy``/``event_*`` are what
 ``pk.Stream``/``pk.Event`` on CUDA are made of (runtime/streams.py), ``stream_begin_capture``/
-``stream_end_capture``/``graph_*`` its CUDA graphs (``Stream.capture``), ``memset_async`` what fills
-``polykern.jax``'s zeroed outputs on XLA's stream; ``memcpy_peer`` copies between
+``stream_end_capture``/``graph_*`` its CUDA graphs (``Stream.capture``), ``memcpy_dtoh_async`` what reads
+``polykern.jax``'s traced scalars on XLA's stream; ``memcpy_peer`` copies between
 the memory of two contexts (``DeviceArray.to``). Every function degrades to
 "unknown" (``None``, or the CUresult ``-1``) when the library cannot be used.
 """
@@ -26,7 +26,7 @@ __all__ = ["PointerInfo", "pointer_info", "pointer_context", "current_context", 
            "MEMORY_HOST", "MEMORY_DEVICE", "MEMORY_ARRAY", "MEMORY_UNIFIED", "EVENT_DISABLE_TIMING",
            "stream_create", "stream_destroy", "event_synchronize", "event_query", "event_elapsed_ms", "event_destroy",
            "NOT_READY", "memcpy_peer", "stream_begin_capture", "stream_end_capture", "stream_is_capturing",
-           "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy", "memset_async", "memcpy_dtoh_async",
+           "graph_instantiate", "graph_launch", "graph_exec_destroy", "graph_destroy", "memcpy_dtoh_async",
            "CAPTURE_THREAD_LOCAL", "CAPTURE_ACTIVE", "CAPTURE_INVALIDATED"]
 
 # CUpointer_attribute
@@ -77,7 +77,6 @@ def _lib():
                 lib.cuGraphLaunch.argtypes = [vp, vp]
                 lib.cuGraphExecDestroy.argtypes = [vp]
                 lib.cuGraphDestroy.argtypes = [vp]
-                lib.cuMemsetD8Async.argtypes = [u64, ctypes.c_ubyte, ctypes.c_size_t, vp]
                 lib.cuMemcpyDtoHAsync_v2.argtypes = [vp, u64, ctypes.c_size_t, vp]
                 _state["lib"] = lib
             except (OSError, AttributeError) as e:
@@ -313,12 +312,6 @@ def graph_exec_destroy(graph_exec: int) -> int:
 def graph_destroy(graph: int) -> int:
     lib = _lib()
     return -1 if lib is None else int(lib.cuGraphDestroy(graph))
-
-
-def memset_async(ptr: int, nbytes: int, stream: int) -> int:
-    """cuMemsetD8Async(ptr, 0, nbytes, stream): zero ``nbytes`` bytes in stream order."""
-    lib = _lib()
-    return -1 if lib is None else int(lib.cuMemsetD8Async(ptr, 0, nbytes, stream or None))
 
 
 def memcpy_dtoh_async(host: int, ptr: int, nbytes: int, stream: int) -> int:
