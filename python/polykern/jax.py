@@ -14,8 +14,8 @@ CPU the kernel runs on the CPU runtime (``targets["cpu"]``, LLVM by default); on
 (``targets["cuda"]``), queued on XLA's own stream, with the scalar inputs known when the function is traced
 (Python or NumPy numbers) passed as the call's attributes, traced ones (``jax.jit`` arguments) as 0-d operands the
 handler reads (the host waits for XLA's stream once per call), and ``zeroed`` outputs filled by XLA. Elsewhere
-(another platform), and everywhere with ``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands to the host, the kernel runs on the CPU
-runtime and its outputs are copied back. ``shape_rule`` sees JAX's abstract arrays (static shapes); the derived
+(another platform), and everywhere with ``via="callback"``, it is a ``jax.pure_callback``: XLA copies the operands
+to the host, the kernel runs on the CPU runtime and its outputs are copied back. ``shape_rule`` sees JAX's abstract arrays (static shapes); the derived
 scalars, ``grid`` and ``block`` see the call's values (arrays — on a GPU XLA's device buffers, with ``shape``,
 ``size``, ``ndim`` and ``dtype`` — and scalars as Python numbers). Under ``jax.vmap`` the kernel runs once per
 batch element.
@@ -77,7 +77,9 @@ class KernelFunction:
         self.via = via
         self._out_dtypes = tuple(_dtype(a) for a in binding.output_args())
         self._index = {a.name: i for i, a in enumerate(binding.info.args)}  # parameter name -> kernel position
-        self._targets: dict = {}  # (platform, jax_enable_x64) -> registered FFI target name
+        self._buffers = sum(a.is_buffer for a in binding.inputs)  # buffer inputs (they come first to a custom call)
+        self._order = f"(the inputs come in the kernel's order: {', '.join(a.name for a in binding.inputs)})"
+        self._targets: dict = {}  # (platform, jax_enable_x64, traced scalars) -> registered FFI target name
         self._streams: dict = {}  # (device ordinal, CUstream) -> the pk.Stream over XLA's stream
 
     def __repr__(self) -> str:
@@ -116,13 +118,12 @@ class KernelFunction:
         outputs' (``rets`` has them too, filled by XLA), then the ``traced`` scalar inputs as 0-d buffers (read
         here: the host waits for XLA's stream once); ``attrs`` are the known scalar inputs by parameter name."""
         b = self.binding
-        buffers = sum(a.is_buffer for a in b.inputs)
         read = dict(zip(traced, args[len(args) - len(traced):]))
         if read:
             fetch = registry.require("runtime.read_device.cuda")
             read = {n: np.frombuffer(fetch(ordinal, d.ptr, d.nbytes, stream), d.dtype)[0].item()
                     for n, d in read.items()}
-        it = iter(args[:buffers])
+        it = iter(args[:self._buffers])
         values = [next(it) if a.is_buffer else attrs[a.name] if a.name in attrs else read[a.name] for a in b.inputs]
         key = (ordinal, stream)
         s = self._streams.get(key)
@@ -157,8 +158,7 @@ class KernelFunction:
         """Scalar input ``x`` of parameter ``a`` checked as a launch checks it: a known value converted to the
         parameter's type (OperatorError if it is not one of that type, or does not fit the type XLA holds it in), a
         traced one refused when its kind (bool, integer, float) is not one a launch takes for that type."""
-        b = self.binding
-        order = f"(the inputs come in the kernel's order: {', '.join(i.name for i in b.inputs)})"
+        b, order = self.binding, self._order
         if isinstance(x, jax.core.Tracer):
             dt = jax.numpy.result_type(x)
             kind = ("bool" if jax.numpy.issubdtype(dt, jax.numpy.bool_) else
@@ -199,9 +199,8 @@ class KernelFunction:
                 traced.append(a.name)
             else:
                 attrs[a.name] = np.asarray(x, _ATTRIBUTE_DTYPES.get(a.dtype.name, _dtype(a)))[()]
-        buffers = sum(a.is_buffer for a in b.inputs)
         zeros = [jax.numpy.zeros(r.shape, r.dtype) for n, r in zip(b.outputs, result) if n in b.zeroed]
-        aliases = {buffers + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
+        aliases = {self._buffers + k: j for k, j in enumerate(j for j, n in enumerate(b.outputs) if n in b.zeroed)}
         call = jax.ffi.ffi_call(self._ffi_target("cuda", tuple(traced)), result, vmap_method="sequential",
                                 input_output_aliases=aliases or None)
         by_name = [a.name for a in b.inputs]
@@ -220,8 +219,7 @@ class KernelFunction:
         for a, x in zip(b.inputs, args):
             if not a.is_buffer and np.shape(x) != ():
                 raise OperatorError(f"kernel '{b.name}': input '{a.name}' is a scalar parameter ({a.dtype.name}), got "
-                                    f"an array of shape {tuple(np.shape(x))} (the inputs come in the kernel's order: "
-                                    f"{', '.join(i.name for i in b.inputs)})")
+                                    f"an array of shape {tuple(np.shape(x))} {self._order}")
         args = [x if a.is_buffer else self._scalar_input(a, x, dt) for x, a, dt in zip(args, b.inputs, operand_dtypes)]
         abstract = [jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)) for x in args]
         for a, x in zip(b.inputs, abstract):

@@ -47,7 +47,6 @@ from polykern.module import ArgInfo, FunctionInfo
 from polykern.ir import hopper as H
 from polykern.runtime.shared_launch import dynamic_shared_of
 from polykern.runtime.staged_launch import HostCopy, Launch, StagedLaunch
-from polykern.streams import current_runtime_stream
 
 from ..driver_limits import dynamic_allowance
 from . import abi, libcuda, tensor_maps
@@ -55,7 +54,7 @@ from .buffers import Staging, device_memory_of
 from .cuerrors import cuda_call, device_error
 from .device_array import DeviceArray
 from .routing import launch_device, quick_device
-from .streams import check_capturable, foreign_stream, launch_handle
+from .streams import check_capturable, launch_handle
 
 __all__ = ["CUDAKernel"]
 
@@ -329,8 +328,7 @@ class CUDAKernel(StagedLaunch):
 
     def prepare(self, launch: Launch) -> None:
         if any(isinstance(a, BufferArg) and a.is_host for a in launch.prepared):  # copies: not while capturing
-            impl = current_runtime_stream("cuda", f"launching kernel '{self.name}'")
-            check_capturable(self.dev, self.name, impl.handle if impl is not None else foreign_stream(launch.note or ()))
+            check_capturable(self.dev, self.name, launch.note or ())
         launch.staging = Staging(self.dev, self.name)
         launch.reusable = True
 

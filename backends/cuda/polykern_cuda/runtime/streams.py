@@ -220,20 +220,25 @@ def foreign_stream(args) -> int:
     return 0
 
 
-def launch_handle(dev, name: str, args: Any) -> int:
-    """The CUstream a launch of kernel ``name`` goes to: the current pk.Stream's, else a torch/CuPy argument's
-    current stream, else 0 (the legacy default stream)."""
+def _launch_target(dev, name: str, args: Any):
+    """(the current pk.Stream's runtime stream or None, the CUstream a launch of kernel ``name`` goes to): the
+    current pk.Stream's, else a torch/CuPy argument's current stream, else 0 (the legacy default stream)."""
     impl = launch_stream("cuda", dev, name)
-    if impl is not None:
-        if impl.captured is not None:
-            impl.captured.append(args)  # the graph keeps what its kernel nodes point at
-        return impl.handle
-    return foreign_stream(args)
+    return impl, (impl.handle if impl is not None else foreign_stream(args))
 
 
-def check_capturable(dev, name: str, target: int) -> None:
-    """A StreamError if CUstream ``target`` of ``dev`` is capturing (a launch with host arrays cannot be captured:
-    its copies and its wait for the result are not stream work)."""
+def launch_handle(dev, name: str, args: Any) -> int:
+    """The CUstream a launch of kernel ``name`` with ``args`` goes to (a capturing pk.Stream keeps ``args``)."""
+    impl, target = _launch_target(dev, name, args)
+    if impl is not None and impl.captured is not None:
+        impl.captured.append(args)  # the graph keeps what its kernel nodes point at
+    return target
+
+
+def check_capturable(dev, name: str, args: Any) -> None:
+    """A StreamError if the stream a launch of kernel ``name`` with ``args`` goes to is capturing (a launch with host
+    arrays cannot be captured: its copies and its wait for the result are not stream work)."""
+    target = _launch_target(dev, name, args)[1]
     with dev.scope():
         rc, status = libcuda.stream_is_capturing(target)
     if (rc == 0 and status != 0) or rc in _CAPTURE_ERRORS:
