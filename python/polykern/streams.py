@@ -24,7 +24,8 @@ object with ``device`` (the runtime's device object, as ``DeviceArray.device``),
 ``record(timing) ->`` an event (``synchronize()``, ``query() -> bool``, ``elapsed_ms(end) -> float``),
 ``wait(event)`` and ``close()``; ``runtime.stream_handle.<kind>``: ``wrap(device, handle) ->`` such an object
 over a handle it does not own. A stream that can capture has ``begin_capture()`` and ``end_capture(keep) ->``
-a graph (``replay(stream)``, ``close()``, ``launches``). Its kernels ask :func:`launch_stream` which stream a launch goes to.
+a graph (``replay(stream)``, ``close()``, ``launches``). Its kernels ask :func:`launch_stream` which stream a
+launch goes to.
 The host (``"cpu"``: the LLVM runtime) runs launches synchronously; its streams are :class:`HostStream`.
 """
 from __future__ import annotations

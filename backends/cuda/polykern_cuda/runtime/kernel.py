@@ -20,8 +20,8 @@ declared type in range (``polykern.runtime.launch.scalar_converter``); buffers t
 this device or ``__cuda_array_interface__`` arrays of exactly the declared dtype, C-contiguous
 (``strides`` None), writable where the kernel may write, whose pointer the driver says belongs to
 polykern's (primary) context (one ``cuPointerGetAttribute``; not repeated while the same live object
-reports the same pointer), or to no context but this device (VMM memory: XLA's buffers, ``polykern.jax``). It packs the parameter buffer with
-one precomputed ``struct`` (``abi.packer``), skips the context push/pop when the primary context is
+reports the same pointer), or to no context but this device (VMM memory: XLA's buffers, ``polykern.jax``). It
+packs the parameter buffer with one precomputed ``struct`` (``abi.packer``), skips the context push/pop when the primary context is
 already current on this thread (one ``cuCtxGetCurrent``), orders the launch after (and a foreign
 CAI stream after the launch) with an event, and calls ``cuLaunchKernel`` on the cached function.
 Anything else — NumPy arrays, DLPack, other runtimes' arrays, a first grid/block, and every
